@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs what building and testing need on a fresh Debian machine: the real parts the tests run
+# (swtpm, tpm2-tools, cryptsetup, cloud-init, ignition-validate, protoc, iproute2) and npm packages.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(swtpm swtpm-tools tpm2-tools cryptsetup-bin cloud-init ignition protobuf-compiler iproute2)
+missing=()
+for pkg in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing Debian packages: ${missing[*]}"
+  sudo_cmd=()
+  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  npm ci --no-audit --no-fund
+fi

@@ -1,0 +1,54 @@
+import { Args, Flags } from '@oclif/core'
+import { BaseCommand } from '../../base-command.js'
+import { generateWorkspace, ATTESTATION_VARIANTS, type GenerateResult } from '../../lib/config/index.js'
+import { DEFAULT_KUBERNETES_VERSION } from '../../lib/versions/index.js'
+
+export default class ConfigGenerate extends BaseCommand {
+  static override description =
+    'Write a new constellation-conf.yaml and constellation-state.yaml (never overwrites)'
+  static override examples = [
+    '<%= config.bin %> config generate qemu',
+    '<%= config.bin %> config generate qemu -k v1.32 -C ./cluster',
+  ]
+  static override args = {
+    provider: Args.string({ description: 'infrastructure provider', options: ['qemu'], required: true }),
+  }
+  static override flags = {
+    ...BaseCommand.workspaceFlag,
+    kubernetes: Flags.string({
+      char: 'k',
+      description: 'Kubernetes version (MAJOR.MINOR resolves to the supported patch)',
+      default: DEFAULT_KUBERNETES_VERSION.replace(/\.\d+$/, ''),
+    }),
+    attestation: Flags.string({
+      char: 'a',
+      description: 'attestation variant',
+      options: [...ATTESTATION_VARIANTS],
+      default: 'qemu-vtpm',
+    }),
+    name: Flags.string({ description: 'cluster name', default: 'constell' }),
+    endpoint: Flags.string({
+      description: 'address of the first node (host or host:port)',
+      default: '127.0.0.1',
+    }),
+  }
+
+  async run(): Promise<GenerateResult> {
+    const { args, flags } = await this.parse(ConfigGenerate)
+    const result = await generateWorkspace({
+      workspace: flags.workspace,
+      provider: args.provider as 'qemu',
+      kubernetes: flags.kubernetes,
+      variant: flags.attestation as (typeof ATTESTATION_VARIANTS)[number],
+      name: flags.name,
+      endpoint: flags.endpoint,
+    })
+    this.log(
+      `Config generated for Kubernetes ${result.kubernetesVersion}:\n  ${result.config}\n  ${result.state}`,
+    )
+    this.log(
+      'Next: put your node image measurements into the config, then run `constellation config validate`.',
+    )
+    return result
+  }
+}

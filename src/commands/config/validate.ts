@@ -1,0 +1,22 @@
+import { BaseCommand } from '../../base-command.js'
+import { validateWorkspace, type WorkspaceValidation } from '../../lib/config/index.js'
+import { CliError } from '../../lib/errors/index.js'
+
+export default class ConfigValidate extends BaseCommand {
+  static override description =
+    'Check the workspace config and state: unknown keys, types, versions, with file:line for each problem'
+  static override flags = { ...BaseCommand.workspaceFlag }
+
+  async run(): Promise<WorkspaceValidation> {
+    const { flags } = await this.parse(ConfigValidate)
+    const result = await validateWorkspace(flags.workspace)
+    if (!result.valid) {
+      const lines = result.files.flatMap((f) => f.problems)
+      throw new CliError(
+        `the workspace is not valid (${lines.length} problem${lines.length === 1 ? '' : 's'}):\n${lines.map((l) => '  ' + l).join('\n')}`,
+      )
+    }
+    for (const f of result.files) this.log(`${f.file}: valid`)
+    return result
+  }
+}

@@ -1,0 +1,110 @@
+/** `config generate`: a new config and state, never overwriting what is already there. */
+import { randomBytes as nodeRandomBytes } from 'node:crypto'
+import { access, rm } from 'node:fs/promises'
+import { stringifyYaml } from '../yaml/index.js'
+import { CliError } from '../errors/index.js'
+import { writeFileExclusive } from '../system/index.js'
+import { workspacePaths } from '../paths.js'
+import { resolveKubernetesVersion } from '../versions/index.js'
+import {
+  ATTESTATION_CONFIG_KEYS,
+  CONFIG_VERSION,
+  STATE_VERSION,
+  type AttestationVariant,
+  type ClusterConfig,
+  type ClusterState,
+  type MeasurementsConfig,
+} from './types.js'
+
+/** PCRs every new config enforces; 15 must be zero so only never-bootstrapped nodes are trusted. */
+export const DEFAULT_ENFORCED_PCRS = [4, 8, 9, 11, 12, 13, 15] as const
+
+export interface GenerateOptions {
+  workspace: string
+  provider: 'qemu'
+  kubernetes: string
+  variant: AttestationVariant
+  name: string
+  endpoint: string
+}
+
+export interface GenerateResult {
+  config: string
+  state: string
+  kubernetesVersion: string
+}
+
+export function defaultMeasurements(): MeasurementsConfig {
+  const zero = '00'.repeat(32)
+  return Object.fromEntries(
+    DEFAULT_ENFORCED_PCRS.map((pcr) => [String(pcr), { expected: zero, warnOnly: false }]),
+  )
+}
+
+export function defaultConfig(opts: Pick<GenerateOptions, 'kubernetes' | 'variant' | 'name'>): ClusterConfig {
+  const key = ATTESTATION_CONFIG_KEYS[opts.variant]
+  return {
+    version: CONFIG_VERSION,
+    name: opts.name,
+    kubernetesVersion: resolveKubernetesVersion(opts.kubernetes),
+    serviceCIDR: '10.96.0.0/12',
+    attestation: { [key]: { measurements: defaultMeasurements() } },
+  }
+}
+
+export function defaultState(
+  name: string,
+  endpoint: string,
+  randomBytes: (n: number) => Buffer,
+): ClusterState {
+  return {
+    version: STATE_VERSION,
+    infrastructure: {
+      uid: randomBytes(4).toString('hex'),
+      clusterEndpoint: endpoint,
+      inClusterEndpoint: endpoint,
+      initSecret: randomBytes(32).toString('hex'),
+      apiServerCertSANs: [],
+      name,
+      ipCidrNode: '10.42.0.0/16',
+    },
+    clusterValues: { clusterID: '', ownerID: '', measurementSalt: '' },
+  }
+}
+
+export async function generateWorkspace(
+  opts: GenerateOptions,
+  randomBytes: (n: number) => Buffer = nodeRandomBytes,
+): Promise<GenerateResult> {
+  const paths = workspacePaths(opts.workspace)
+  for (const file of [paths.config, paths.state]) {
+    if (await exists(file)) {
+      throw new CliError(
+        `${file} already exists`,
+        1,
+        'remove it or use another workspace (-C); nothing was changed',
+      )
+    }
+  }
+  const config = defaultConfig(opts)
+  const state = defaultState(opts.name, opts.endpoint, randomBytes)
+  await writeFileExclusive(paths.config, configHeader + stringifyYaml(config))
+  try {
+    await writeFileExclusive(paths.state, stringifyYaml(state))
+  } catch (err) {
+    await rm(paths.config, { force: true }) // we created it a moment ago; leave the workspace as we found it
+    throw err
+  }
+  return { config: paths.config, state: paths.state, kubernetesVersion: config.kubernetesVersion }
+}
+
+const configHeader = `# Constellation cluster configuration. Schema: \`constellation config schema\`.
+# Measurements: replace the expected PCR values with your node image's before \`init\`.
+`
+
+async function exists(file: string): Promise<boolean> {
+  return access(file).then(
+    () => true,
+    () => false,
+  )
+}

@@ -1,0 +1,13 @@
+export { loadConfig, loadState, parseConfig, parseState, isCidr, isHostPort } from './load.js'
+export {
+  generateWorkspace,
+  defaultConfig,
+  defaultMeasurements,
+  defaultState,
+  DEFAULT_ENFORCED_PCRS,
+} from './generate.js'
+export type { GenerateOptions, GenerateResult } from './generate.js'
+export { configSchema, stateSchema } from './schema.js'
+export * from './types.js'
+export { validateWorkspace } from './validate.js'
+export type { WorkspaceValidation } from './validate.js'

@@ -1,0 +1,142 @@
+/** Loading and checking the workspace config and state: strict keys, positions in every error. */
+import { readFile } from 'node:fs/promises'
+import { isIP } from 'node:net'
+import { CliError, isErrnoException } from '../errors/index.js'
+import { isSupportedVersion, resolveKubernetesVersion, supportedVersions } from '../versions/index.js'
+import { parseYaml, throwIfProblems, type Problem, type YamlSource } from '../yaml/index.js'
+import { checkSchema } from '../yaml/schema.js'
+import { configSchema, stateSchema } from './schema.js'
+import type { ClusterConfig, ClusterState } from './types.js'
+
+export async function readWorkspaceFile(file: string, what: string): Promise<string> {
+  try {
+    return await readFile(file, 'utf8')
+  } catch (err) {
+    if (isErrnoException(err, 'ENOENT')) {
+      throw new CliError(
+        `${what} ${file} does not exist`,
+        1,
+        'run `constellation config generate qemu` first, or pass -C <workspace>',
+      )
+    }
+    throw new CliError(`reading ${what} ${file}`, 1, undefined, { cause: err })
+  }
+}
+
+export async function loadConfig(file: string): Promise<ClusterConfig> {
+  return parseConfig(await readWorkspaceFile(file, 'config'), file)
+}
+
+export async function loadState(file: string): Promise<ClusterState> {
+  return parseState(await readWorkspaceFile(file, 'state'), file)
+}
+
+export function parseConfig(text: string, file: string): ClusterConfig {
+  const source = parseYaml(text, file)
+  const problems = checkSchema(configSchema, source.value)
+  problems.push(...checkConfigSemantics(source.value))
+  throwIfProblems(source, problems)
+  return withConfigDefaults(source.value as ClusterConfig)
+}
+
+export function parseState(text: string, file: string): ClusterState {
+  const source: YamlSource = parseYaml(text, file)
+  const problems = checkSchema(stateSchema, source.value)
+  problems.push(...checkStateSemantics(source.value))
+  throwIfProblems(source, problems)
+  return withStateDefaults(source.value as ClusterState)
+}
+
+// Semantic checks run even when the schema found problems, so one run reports everything;
+// they look only at values of the right type and leave the rest to the schema's messages.
+function checkConfigSemantics(value: unknown): Problem[] {
+  const problems: Problem[] = []
+  if (!isRecord(value)) return problems
+  const version = value.kubernetesVersion
+  if (typeof version !== 'string') {
+    // reported by the schema
+  } else if (!/^v?\d+\.\d+\.\d+$/.test(version)) {
+    problems.push({
+      path: ['kubernetesVersion'],
+      message: `${JSON.stringify(version)} must name a patch release; supported versions are ${supportedVersions().join(', ')}`,
+    })
+  } else {
+    try {
+      resolveKubernetesVersion(version)
+    } catch (err) {
+      problems.push({ path: ['kubernetesVersion'], message: (err as Error).message })
+    }
+  }
+  if (typeof value.serviceCIDR === 'string' && !isCidr(value.serviceCIDR)) {
+    problems.push({
+      path: ['serviceCIDR'],
+      message: `${JSON.stringify(value.serviceCIDR)} is not a CIDR like 10.96.0.0/12`,
+    })
+  }
+  return problems
+}
+
+function checkStateSemantics(value: unknown): Problem[] {
+  const problems: Problem[] = []
+  const infra = isRecord(value) ? value.infrastructure : undefined
+  const endpoint = isRecord(infra) ? infra.clusterEndpoint : undefined
+  if (typeof endpoint === 'string' && endpoint !== '' && !isHostPort(endpoint)) {
+    problems.push({
+      path: ['infrastructure', 'clusterEndpoint'],
+      message: `${JSON.stringify(endpoint)} is not a host or host:port`,
+    })
+  }
+  return problems
+}
+
+function withConfigDefaults(config: ClusterConfig): ClusterConfig {
+  const kubernetesVersion = config.kubernetesVersion.startsWith('v')
+    ? config.kubernetesVersion
+    : `v${config.kubernetesVersion}`
+  return {
+    ...config,
+    kubernetesVersion: isSupportedVersion(kubernetesVersion)
+      ? kubernetesVersion
+      : resolveKubernetesVersion(kubernetesVersion),
+    serviceCIDR: config.serviceCIDR ?? '10.96.0.0/12',
+  }
+}
+
+function withStateDefaults(state: ClusterState): ClusterState {
+  const i = state.infrastructure
+  return {
+    version: state.version,
+    infrastructure: {
+      uid: i.uid ?? '',
+      clusterEndpoint: i.clusterEndpoint,
+      inClusterEndpoint: i.inClusterEndpoint ?? '',
+      initSecret: i.initSecret,
+      apiServerCertSANs: i.apiServerCertSANs ?? [],
+      name: i.name,
+      ipCidrNode: i.ipCidrNode ?? '',
+    },
+    clusterValues: {
+      clusterID: state.clusterValues.clusterID ?? '',
+      ownerID: state.clusterValues.ownerID ?? '',
+      measurementSalt: state.clusterValues.measurementSalt ?? '',
+    },
+  }
+}
+
+export function isCidr(value: string): boolean {
+  const [ip, bits, extra] = value.split('/')
+  if (extra !== undefined || ip === undefined || bits === undefined || !/^\d+$/.test(bits)) return false
+  const family = isIP(ip)
+  return family !== 0 && Number(bits) <= (family === 4 ? 32 : 128)
+}
+
+export function isHostPort(value: string): boolean {
+  const m = /^(\[[0-9a-fA-F:]+\]|[^:[\]]+)(?::(\d{1,5}))?$/.exec(value)
+  if (!m) return false
+  if (m[2] !== undefined && (Number(m[2]) < 1 || Number(m[2]) > 65535)) return false
+  const host = (m[1] ?? '').replace(/^\[|\]$/g, '')
+  return isIP(host) !== 0 || /^[a-zA-Z0-9]([-a-zA-Z0-9.]*[a-zA-Z0-9])?$/.test(host)
+}
+
+const isRecord = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v)

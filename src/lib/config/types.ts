@@ -1,0 +1,65 @@
+/** The operator's config (`constellation-conf.yaml`) and state (`constellation-state.yaml`) shapes. */
+export const CONFIG_VERSION = 'v4'
+export const STATE_VERSION = 'v1'
+
+export const ATTESTATION_VARIANTS = ['qemu-vtpm'] as const
+export type AttestationVariant = (typeof ATTESTATION_VARIANTS)[number]
+export const isAttestationVariant = (v: unknown): v is AttestationVariant =>
+  typeof v === 'string' && (ATTESTATION_VARIANTS as readonly string[]).includes(v)
+
+/** The config key under `attestation:` for each variant. */
+export const ATTESTATION_CONFIG_KEYS: Record<AttestationVariant, string> = { 'qemu-vtpm': 'qemuVTPM' }
+
+export interface MeasurementEntry {
+  /** Hex, 32 bytes for vTPM variants. */
+  expected: string
+  warnOnly: boolean
+}
+export type MeasurementsConfig = Record<string, MeasurementEntry>
+
+export interface ComponentConfig {
+  url: string
+  hash?: string
+  installPath: string
+  extract?: boolean
+}
+
+export interface ChartConfig {
+  name: string
+  /** A local chart directory or packaged .tgz, or a chart name in `repository`. */
+  chart: string
+  repository?: string
+  version: string
+  namespace: string
+  valuesFile?: string
+}
+
+export interface ClusterConfig {
+  version: string
+  name: string
+  kubernetesVersion: string
+  serviceCIDR: string
+  attestation: { qemuVTPM?: { measurements: MeasurementsConfig } }
+  /** Replaces the versions table's components (air-gapped mirrors, tests). */
+  kubernetesComponents?: ComponentConfig[]
+  upgrade?: { charts?: ChartConfig[] }
+}
+
+export interface ClusterState {
+  version: string
+  infrastructure: {
+    uid: string
+    clusterEndpoint: string
+    inClusterEndpoint: string
+    /** Hex of the plaintext init secret. */
+    initSecret: string
+    apiServerCertSANs: string[]
+    name: string
+    ipCidrNode: string
+  }
+  clusterValues: {
+    clusterID: string
+    ownerID: string
+    measurementSalt: string
+  }
+}

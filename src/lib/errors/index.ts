@@ -1,0 +1,73 @@
+/** Typed, user-facing failures and the exit codes they map to; rendered once by BaseCommand. */
+export const ExitCode = {
+  Ok: 0,
+  Failure: 1,
+  Usage: 2,
+  Unreachable: 3,
+  AttestationFailed: 4,
+  Bug: 70,
+} as const
+export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode]
+
+/** Something the user can fix: the message says what failed and why, the hint what to do. */
+export class CliError extends Error {
+  constructor(
+    message: string,
+    readonly exitCode: number = ExitCode.Failure,
+    readonly hint?: string,
+    opts?: ErrorOptions,
+  ) {
+    super(message, opts)
+    this.name = 'CliError'
+  }
+}
+
+/** Wrong flags or arguments: exit code 2. */
+export class UsageError extends CliError {
+  constructor(message: string, hint?: string) {
+    super(message, ExitCode.Usage, hint)
+    this.name = 'UsageError'
+  }
+}
+
+export const messageOf = (err: unknown): string => (err instanceof Error ? err.message : String(err))
+
+/** The message of an error and of every cause below it, joined like Go's wrapped errors. */
+export function chainMessage(err: unknown): string {
+  const parts: string[] = []
+  let cur: unknown = err
+  for (let depth = 0; cur !== undefined && depth < 10; depth++) {
+    const msg = messageOf(cur)
+    if (msg && !parts.some((p) => p.endsWith(msg))) parts.push(msg)
+    cur = cur instanceof Error ? cur.cause : undefined
+  }
+  return parts.join(': ')
+}
+
+export function exitCodeOf(err: unknown): number {
+  for (let cur: unknown = err, depth = 0; cur instanceof Error && depth < 10; cur = cur.cause, depth++) {
+    if (cur instanceof CliError) return cur.exitCode
+  }
+  return ExitCode.Bug
+}
+
+export function hintOf(err: unknown): string | undefined {
+  for (let cur: unknown = err, depth = 0; cur instanceof Error && depth < 10; cur = cur.cause, depth++) {
+    if (cur instanceof CliError && cur.hint) return cur.hint
+  }
+  return undefined
+}
+
+/** Adds one layer of context: `context: cause message`, keeping the typed cause's exit code. */
+export function wrap(context: string, cause: unknown): Error {
+  if (cause instanceof CliError) return new CliError(context, cause.exitCode, undefined, { cause })
+  return new Error(context, { cause })
+}
+
+export function isErrnoException(err: unknown, code?: string): err is NodeJS.ErrnoException {
+  return (
+    err instanceof Error &&
+    'code' in err &&
+    (code === undefined || (err as NodeJS.ErrnoException).code === code)
+  )
+}

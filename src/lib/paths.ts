@@ -1,0 +1,50 @@
+/** Every file name and node path the tool uses, in one place; node paths hang off a root. */
+import path from 'node:path'
+
+export const WORKSPACE_FILES = {
+  config: 'constellation-conf.yaml',
+  state: 'constellation-state.yaml',
+  masterSecret: 'constellation-mastersecret.json',
+  adminConf: 'constellation-admin.conf',
+  clusterLog: 'constellation-cluster.log',
+  debugLog: 'constellation-debug.log',
+  upgradeDir: 'constellation-upgrade',
+} as const
+
+export function workspacePaths(dir: string) {
+  const at = (name: string) => path.resolve(dir, name)
+  return {
+    dir: path.resolve(dir),
+    config: at(WORKSPACE_FILES.config),
+    state: at(WORKSPACE_FILES.state),
+    masterSecret: at(WORKSPACE_FILES.masterSecret),
+    adminConf: at(WORKSPACE_FILES.adminConf),
+    clusterLog: at(WORKSPACE_FILES.clusterLog),
+    debugLog: at(WORKSPACE_FILES.debugLog),
+    upgradeDir: at(WORKSPACE_FILES.upgradeDir),
+  } as const
+}
+export type WorkspacePaths = ReturnType<typeof workspacePaths>
+
+/** Paths on a node. Tests pass a temp dir as root; production uses `/`. */
+export function nodePaths(root = '/') {
+  const at = (...p: string[]) => path.join(root, ...p)
+  return {
+    root,
+    stateDir: at('run/state'),
+    binDir: at('run/state/bin'),
+    kubeadm: at('run/state/bin/kubeadm'),
+    kubelet: at('run/state/bin/kubelet'),
+    kubectl: at('run/state/bin/kubectl'),
+    cniBinDir: at('opt/cni/bin'),
+    kubeadmPatchDir: at('opt/kubernetes/patches'),
+    kubernetesDir: at('etc/kubernetes'),
+    kubernetesPki: at('etc/kubernetes/pki'),
+    adminConf: at('etc/kubernetes/admin.conf'),
+    serviceConfigDir: at('var/config'),
+    nodeStateFile: at('run/state/constellation/node-state.json'),
+    /** Resolves a component install path (absolute on the node) under the root. */
+    under: (nodeAbsolutePath: string) => at(nodeAbsolutePath),
+  } as const
+}
+export type NodePaths = ReturnType<typeof nodePaths>

@@ -1,0 +1,5 @@
+export { writeFileExclusive, writeFileAtomic, SECRET_FILE_MODE } from './files.js'
+export { createLogger, silentLogger } from './logger.js'
+export type { Logger, LogLevel, LogFields } from './logger.js'
+export { retry, sleepMs } from './retry.js'
+export type { RetryOptions } from './retry.js'

@@ -1,0 +1,49 @@
+/** Terminal presentation: whether to be interactive, tables, and listr2 progress. */
+import type { DefaultRenderer, ListrTask, SimpleRenderer } from 'listr2'
+
+type Task<Ctx> = ListrTask<Ctx, typeof DefaultRenderer | typeof SimpleRenderer, typeof SimpleRenderer>
+
+export interface Terminal {
+  stdoutIsTTY: boolean
+  stdinIsTTY: boolean
+  env: NodeJS.ProcessEnv
+}
+
+export const processTerminal = (): Terminal => ({
+  stdoutIsTTY: Boolean(process.stdout.isTTY),
+  stdinIsTTY: Boolean(process.stdin.isTTY),
+  env: process.env,
+})
+
+/** Spinners only on a TTY and when CONSTELL_NO_SPINNER is unset; plain lines otherwise. */
+export function useSpinner(t: Terminal): boolean {
+  return t.stdoutIsTTY && !t.env.CONSTELL_NO_SPINNER
+}
+
+/** Prompts only when a person can answer them. */
+export function canPrompt(t: Terminal): boolean {
+  return t.stdinIsTTY && t.stdoutIsTTY
+}
+
+/** Runs tasks with listr2: a live view on a TTY, one plain line per step otherwise. */
+export async function runTasks<Ctx>(tasks: Task<Ctx>[], ctx: Ctx, t: Terminal): Promise<Ctx> {
+  const { Listr } = await import('listr2') // loaded lazily: most commands never show progress
+  const list = new Listr<Ctx, 'default' | 'simple', 'simple'>(tasks, {
+    ctx,
+    renderer: useSpinner(t) ? 'default' : 'simple',
+    fallbackRenderer: 'simple',
+    exitOnError: true,
+    rendererOptions: { collapseErrors: false },
+  })
+  return list.run()
+}
+
+export function renderTable(headers: readonly string[], rows: ReadonlyArray<readonly string[]>): string {
+  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)))
+  const line = (cells: readonly string[]) =>
+    cells
+      .map((c, i) => c.padEnd(widths[i] ?? 0))
+      .join('  ')
+      .trimEnd()
+  return [line(headers), ...rows.map(line)].join('\n')
+}

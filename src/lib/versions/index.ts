@@ -1,0 +1,112 @@
+/** Supported Kubernetes versions, resolving MAJOR.MINOR to the pinned patch, and their components. */
+import { CliError, ExitCode } from '../errors/index.js'
+import { DEFAULT_KUBERNETES_VERSION, RELEASES, type ReleasePins } from './table.js'
+
+export { DEFAULT_KUBERNETES_VERSION }
+
+/** One file to install on a node; the shape of components.proto's Component. */
+export interface KubernetesComponent {
+  url: string
+  /** `sha256:<hex>`, or empty when the content is inline (data: URL). */
+  hash: string
+  installPath: string
+  extract: boolean
+}
+
+/** Node install locations, relative to the node root (the installer prefixes the root). */
+export const COMPONENT_PATHS = {
+  cniBinDir: '/opt/cni/bin',
+  binDir: '/run/state/bin',
+  kubelet: '/run/state/bin/kubelet',
+  kubeadm: '/run/state/bin/kubeadm',
+  kubectl: '/run/state/bin/kubectl',
+  patchDir: '/opt/kubernetes/patches',
+} as const
+
+const SEMVER = /^v?(\d+)\.(\d+)(?:\.(\d+))?$/
+
+export function supportedVersions(): string[] {
+  return Object.keys(RELEASES).sort(compareVersions)
+}
+
+/** `v1.31` or `1.31` → the supported patch; a full supported version is returned unchanged. */
+export function resolveKubernetesVersion(input: string): string {
+  const m = SEMVER.exec(input.trim())
+  if (!m) throw unsupported(input, 'is not a version of the form v1.31 or v1.31.13')
+  const minor = `v${m[1]}.${m[2]}`
+  const match = supportedVersions().find((v) => v.startsWith(minor + '.'))
+  if (!match) throw unsupported(input, 'is not supported')
+  if (m[3] !== undefined && `${minor}.${m[3]}` !== match) {
+    throw unsupported(input, `is not supported (the supported patch of ${minor} is ${match})`)
+  }
+  return match
+}
+
+export function isSupportedVersion(version: string): boolean {
+  return supportedVersions().includes(version)
+}
+
+/** The components of a supported version, in install order. */
+export function componentsFor(version: string): KubernetesComponent[] {
+  const pins = RELEASES[version]
+  if (!pins) throw unsupported(version, 'is not supported')
+  return buildComponents(version, pins)
+}
+
+function buildComponents(version: string, pins: ReleasePins): KubernetesComponent[] {
+  const binary = (name: 'kubelet' | 'kubeadm' | 'kubectl'): KubernetesComponent => ({
+    url: `https://dl.k8s.io/${version}/bin/linux/amd64/${name}`,
+    hash: `sha256:${pins[name]}`,
+    installPath: COMPONENT_PATHS[name],
+    extract: false,
+  })
+  const imagePatch = (component: string, image: string): KubernetesComponent => ({
+    url: dataUrlJson([{ op: 'replace', path: '/spec/containers/0/image', value: image }]),
+    hash: '',
+    installPath: `${COMPONENT_PATHS.patchDir}/${component}+json.json`,
+    extract: false,
+  })
+  const k8sImage = (name: string, digest: string) => `registry.k8s.io/${name}:${version}@${digest}`
+  return [
+    {
+      url: pins.cniPlugins.url,
+      hash: `sha256:${pins.cniPlugins.sha256}`,
+      installPath: COMPONENT_PATHS.cniBinDir,
+      extract: true,
+    },
+    {
+      url: pins.crictl.url,
+      hash: `sha256:${pins.crictl.sha256}`,
+      installPath: COMPONENT_PATHS.binDir,
+      extract: true,
+    },
+    binary('kubelet'),
+    binary('kubeadm'),
+    binary('kubectl'),
+    imagePatch('kube-apiserver', k8sImage('kube-apiserver', pins.images.apiserver)),
+    imagePatch('kube-controller-manager', k8sImage('kube-controller-manager', pins.images.controllerManager)),
+    imagePatch('kube-scheduler', k8sImage('kube-scheduler', pins.images.scheduler)),
+    imagePatch('etcd', pins.images.etcd),
+  ]
+}
+
+function dataUrlJson(value: unknown): string {
+  return `data:application/json;base64,${Buffer.from(JSON.stringify(value)).toString('base64')}`
+}
+
+export function compareVersions(a: string, b: string): number {
+  const pa = (SEMVER.exec(a) ?? []).slice(1).map((x) => Number(x ?? 0))
+  const pb = (SEMVER.exec(b) ?? []).slice(1).map((x) => Number(x ?? 0))
+  for (let i = 0; i < 3; i++) {
+    const d = (pa[i] ?? 0) - (pb[i] ?? 0)
+    if (d !== 0) return d
+  }
+  return 0
+}
+
+function unsupported(input: string, why: string): CliError {
+  return new CliError(
+    `Kubernetes version ${JSON.stringify(input)} ${why}; supported versions are ${supportedVersions().join(', ')}`,
+    ExitCode.Usage,
+  )
+}

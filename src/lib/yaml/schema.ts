@@ -1,0 +1,61 @@
+/** JSON-Schema checks whose findings come back as Problems with key paths (positions added by the loader). */
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv'
+import type { KeyPath, Problem } from './index.js'
+
+export type JsonSchema = Record<string, unknown>
+
+const ajv = new Ajv({ allErrors: true, strict: false })
+const compiled = new WeakMap<JsonSchema, ValidateFunction>()
+
+export function checkSchema(schema: JsonSchema, value: unknown, prefix: KeyPath = []): Problem[] {
+  let validate = compiled.get(schema)
+  if (!validate) {
+    validate = ajv.compile(schema)
+    compiled.set(schema, validate)
+  }
+  if (validate(value)) return []
+  return dedupe((validate.errors ?? []).filter(isUseful).map((e) => toProblem(e, prefix)))
+}
+
+function toProblem(err: ErrorObject, prefix: KeyPath): Problem {
+  const path = [...prefix, ...pointerToPath(err.instancePath)]
+  const params = err.params as Record<string, unknown>
+  switch (err.keyword) {
+    case 'additionalProperties':
+      return { path: [...path, String(params.additionalProperty)], message: 'unknown key' }
+    case 'required':
+      return { path: [...path, String(params.missingProperty)], message: 'required key is missing' }
+    case 'enum':
+      return {
+        path,
+        message: `must be one of ${(params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`,
+      }
+    case 'propertyNames':
+      return { path: [...path, String(params.propertyName)], message: 'is not an allowed key here' }
+    default:
+      return { path, message: err.message ?? err.keyword }
+  }
+}
+
+// "if"/"oneOf" wrappers and propertyNames' inner pattern repeat what their sub-errors already said.
+const isUseful = (err: ErrorObject) =>
+  err.keyword !== 'if' && err.keyword !== 'oneOf' && !err.schemaPath.includes('/propertyNames/')
+
+function pointerToPath(pointer: string): Array<string | number> {
+  if (!pointer) return []
+  return pointer
+    .split('/')
+    .slice(1)
+    .map((seg) => seg.replace(/~1/g, '/').replace(/~0/g, '~'))
+    .map((seg) => (/^\d+$/.test(seg) ? Number(seg) : seg))
+}
+
+function dedupe(problems: Problem[]): Problem[] {
+  const seen = new Set<string>()
+  return problems.filter((p) => {
+    const key = JSON.stringify(p)
+    if (seen.has(key)) return false
+    seen.add(key)
+    return true
+  })
+}

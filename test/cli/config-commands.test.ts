@@ -1,0 +1,105 @@
+import { readFile, writeFile, stat } from 'node:fs/promises'
+import path from 'node:path'
+import { Config } from '@oclif/core'
+import { expect } from '../support/chai.js'
+import { REPO_ROOT, makeTempDir, runCli } from '../support/cli.js'
+
+describe('constellation CLI (built, as a child process)', () => {
+  let ws: { dir: string; cleanup: () => Promise<void> }
+  beforeEach(async () => (ws = await makeTempDir()))
+  afterEach(async () => ws.cleanup())
+
+  it('--help lists the topics', async () => {
+    const res = await runCli(['--help'])
+    expect(res.code).to.equal(0)
+    expect(res.stdout).to.match(/TOPICS[\s\S]*config\s+Generate, validate/)
+    expect(res.stdout).to.contain('autocomplete')
+  })
+
+  it('--version (answered before oclif loads) prints exactly what oclif would', async () => {
+    const config = await Config.load(REPO_ROOT)
+    const res = await runCli(['--version'])
+    expect(res.code).to.equal(0)
+    expect(res.stdout.trim()).to.equal(config.userAgent)
+  })
+
+  it('config generate writes both files, and refuses a second run leaving them byte-identical', async () => {
+    const first = await runCli(['config', 'generate', 'qemu', '-C', ws.dir, '--json'])
+    expect(first.code, first.stderr).to.equal(0)
+    const out = JSON.parse(first.stdout) as { config: string; state: string; kubernetesVersion: string }
+    expect(out.kubernetesVersion).to.equal('v1.31.13')
+    const before = [await readFile(out.config), await readFile(out.state)]
+    expect((await stat(out.state)).mode & 0o777).to.equal(0o600)
+
+    const second = await runCli(['config', 'generate', 'qemu', '-C', ws.dir, '-k', 'v1.32'])
+    expect(second.code).to.equal(1)
+    expect(second.stderr).to.contain('constellation-conf.yaml already exists')
+    expect([await readFile(out.config), await readFile(out.state)]).to.deep.equal(before)
+  })
+
+  it('config generate -k resolves the minor, and refuses an unsupported one with the list (exit 2)', async () => {
+    const ok = await runCli(['config', 'generate', 'qemu', '-C', ws.dir, '-k', '1.30'])
+    expect(ok.code, ok.stderr).to.equal(0)
+    expect(await readFile(path.join(ws.dir, 'constellation-conf.yaml'), 'utf8')).to.contain(
+      'kubernetesVersion: v1.30.14',
+    )
+    const bad = await runCli(['config', 'generate', 'qemu', '-C', path.join(ws.dir, 'other'), '-k', 'v1.99'])
+    expect(bad.code).to.equal(2)
+    expect(bad.stderr).to.contain('supported versions are v1.30.14, v1.31.13, v1.32.9')
+  })
+
+  it('config validate passes on a generated workspace', async () => {
+    await runCli(['config', 'generate', 'qemu', '-C', ws.dir])
+    const res = await runCli(['config', 'validate', '-C', ws.dir])
+    expect(res.code, res.stderr).to.equal(0)
+    expect(res.stdout).to.contain('constellation-conf.yaml: valid')
+  })
+
+  it('config validate lists an unknown key and an unsupported version, with path and line', async () => {
+    await runCli(['config', 'generate', 'qemu', '-C', ws.dir])
+    const file = path.join(ws.dir, 'constellation-conf.yaml')
+    const text = await readFile(file, 'utf8')
+    await writeFile(
+      file,
+      text
+        .replace(/kubernetesVersion: .*/, 'kubernetesVersion: v1.99.0')
+        .replace('serviceCIDR:', 'colour: blue\nserviceCIDR:'),
+    )
+    const res = await runCli(['config', 'validate', '-C', ws.dir])
+    expect(res.code).to.equal(1)
+    expect(res.stderr).to.contain(`${file}:6:1: colour: unknown key`)
+    expect(res.stderr).to.contain(
+      `${file}:5:1: kubernetesVersion: Kubernetes version "v1.99.0" is not supported; supported versions are v1.30.14, v1.31.13, v1.32.9`,
+    )
+  })
+
+  it('config validate --json reports the problems as JSON', async () => {
+    const res = await runCli(['config', 'validate', '-C', ws.dir, '--json'])
+    expect(res.code).to.equal(1)
+    const body = JSON.parse(res.stdout) as { error: { message: string; exitCode: number } }
+    expect(body.error.message).to.contain('does not exist')
+    expect(body.error.exitCode).to.equal(1)
+  })
+
+  it('config schema prints a JSON Schema that names the config keys', async () => {
+    const res = await runCli(['config', 'schema'])
+    const schema = JSON.parse(res.stdout) as {
+      properties: Record<string, unknown>
+      additionalProperties: boolean
+    }
+    expect(Object.keys(schema.properties)).to.include.members([
+      'version',
+      'name',
+      'kubernetesVersion',
+      'serviceCIDR',
+      'attestation',
+    ])
+    expect(schema.additionalProperties).to.equal(false)
+  })
+
+  it('a usage error exits 2', async () => {
+    const res = await runCli(['config', 'generate', 'aws', '-C', ws.dir])
+    expect(res.code).to.equal(2)
+    expect(res.stderr).to.contain('Expected aws to be one of: qemu')
+  })
+})

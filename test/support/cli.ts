@@ -1,0 +1,58 @@
+/** Runs the built CLI as a real child process, the way an operator or a script does. */
+import { spawn } from 'node:child_process'
+import { mkdtemp, rm } from 'node:fs/promises'
+import os from 'node:os'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
+export const CLI = path.join(REPO_ROOT, 'bin/run.js')
+
+export interface CliResult {
+  code: number | null
+  stdout: string
+  stderr: string
+}
+
+export interface RunOptions {
+  cwd?: string
+  env?: NodeJS.ProcessEnv
+  input?: string
+  timeoutMs?: number
+}
+
+export function runCli(args: readonly string[], opts: RunOptions = {}): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI, ...args], {
+      cwd: opts.cwd ?? REPO_ROOT,
+      env: { ...process.env, CONSTELL_NO_SPINNER: '1', ...opts.env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
+    const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs ?? 60_000)
+    child.on('error', reject)
+    child.on('close', (code) => {
+      clearTimeout(timer)
+      resolve({ code, stdout, stderr })
+    })
+    child.stdin.end(opts.input ?? '')
+  })
+}
+
+/** A temp dir removed after the test, whatever happens. Use inside mocha hooks. */
+export async function withTempDir<T>(fn: (dir: string) => Promise<T>): Promise<T> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'constell-test-'))
+  try {
+    return await fn(dir)
+  } finally {
+    await rm(dir, { recursive: true, force: true })
+  }
+}
+
+export async function makeTempDir(): Promise<{ dir: string; cleanup: () => Promise<void> }> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'constell-test-'))
+  return { dir, cleanup: () => rm(dir, { recursive: true, force: true }) }
+}

@@ -1,0 +1,63 @@
+import { expect } from './support/chai.js'
+import {
+  componentsFor,
+  resolveKubernetesVersion,
+  supportedVersions,
+  compareVersions,
+} from '../src/lib/versions/index.js'
+
+describe('versions', () => {
+  const resolveCases: Record<string, { input: string; want?: string; wantErr?: RegExp }> = {
+    'minor with v resolves to the pinned patch': { input: 'v1.31', want: 'v1.31.13' },
+    'minor without v resolves too': { input: '1.30', want: 'v1.30.14' },
+    'a supported full version is returned unchanged': { input: 'v1.32.9', want: 'v1.32.9' },
+    'an unsupported minor lists the supported versions': {
+      input: 'v1.99',
+      wantErr: /"v1.99" is not supported; supported versions are v1.30.14, v1.31.13, v1.32.9/,
+    },
+    'another patch of a supported minor is refused, naming the pinned one': {
+      input: 'v1.31.2',
+      wantErr: /supported patch of v1.31 is v1.31.13/,
+    },
+    'garbage is refused with the expected form': {
+      input: 'latest',
+      wantErr: /is not a version of the form v1.31/,
+    },
+  }
+  for (const [name, tc] of Object.entries(resolveCases)) {
+    it(name, () => {
+      if (tc.wantErr) expect(() => resolveKubernetesVersion(tc.input)).to.throw(tc.wantErr)
+      else expect(resolveKubernetesVersion(tc.input)).to.equal(tc.want)
+    })
+  }
+
+  it('lists supported versions in ascending order', () => {
+    const list = supportedVersions()
+    expect([...list].sort(compareVersions)).to.deep.equal(list)
+    expect(list).to.have.length.greaterThan(1)
+  })
+
+  for (const version of supportedVersions()) {
+    it(`pins every component of ${version}`, () => {
+      const components = componentsFor(version)
+      const kubeadm = components.find((c) => c.installPath === '/run/state/bin/kubeadm')
+      expect(kubeadm?.url).to.equal(`https://dl.k8s.io/${version}/bin/linux/amd64/kubeadm`)
+      for (const c of components) {
+        expect(c.installPath).to.match(/^\//)
+        if (c.url.startsWith('data:')) {
+          const patch = JSON.parse(Buffer.from(c.url.split(',')[1] ?? '', 'base64').toString()) as Array<{
+            value: string
+          }>
+          expect(patch[0]?.value).to.match(/^registry\.k8s\.io\/[a-z-]+:[^@]+@sha256:[0-9a-f]{64}$/)
+          expect(c.hash).to.equal('')
+        } else {
+          expect(c.hash).to.match(/^sha256:[0-9a-f]{64}$/)
+        }
+      }
+      expect(components.filter((c) => c.extract).map((c) => c.installPath)).to.deep.equal([
+        '/opt/cni/bin',
+        '/run/state/bin',
+      ])
+    })
+  }
+})
