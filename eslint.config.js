@@ -2,7 +2,7 @@ import js from '@eslint/js'
 import tseslint from 'typescript-eslint'
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'coverage/**', 'src/gen/**'] },
+  { ignores: ['.build-*/**', '.old-dist-*/**', 'dist/**', 'node_modules/**', 'coverage/**', 'src/gen/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -15,5 +15,8 @@ export default tseslint.config(
   { files: ['test/**', 'bench/**', 'scripts/**', 'bin/**'], rules: { 'no-console': 'off' } },
   // chai's property assertions (`.to.be.true`) are expressions by design
   { files: ['test/**'], rules: { '@typescript-eslint/no-unused-expressions': 'off' } },
-  { files: ['bin/**'], languageOptions: { globals: { process: 'readonly', URL: 'readonly' } } },
+  {
+    files: ['bin/**'],
+    languageOptions: { globals: { process: 'readonly', URL: 'readonly', console: 'readonly' } },
+  },
 )

@@ -7,6 +7,9 @@ import { fileURLToPath } from 'node:url'
 
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 export const CLI = path.join(REPO_ROOT, 'bin/run.js')
+/** CONSTELL_TEST_CLI=dev runs the sources through bin/dev.js (no build); CI runs the build. */
+const CLI_ARGS =
+  process.env.CONSTELL_TEST_CLI === 'dev' ? ['--import', 'tsx', path.join(REPO_ROOT, 'bin/dev.js')] : [CLI]
 
 export interface CliResult {
   code: number | null
@@ -23,7 +26,7 @@ export interface RunOptions {
 
 export function runCli(args: readonly string[], opts: RunOptions = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], {
+    const child = spawn(process.execPath, [...CLI_ARGS, ...args], {
       cwd: opts.cwd ?? REPO_ROOT,
       env: { ...process.env, CONSTELL_NO_SPINNER: '1', ...opts.env },
       stdio: ['pipe', 'pipe', 'pipe'],

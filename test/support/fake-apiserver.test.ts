@@ -1,0 +1,64 @@
+import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node'
+import { expect } from './chai.js'
+import { startFakeApiServer, type FakeApiServer } from './fake-apiserver.js'
+
+// The fake is a test double; this checks it speaks what the real client sends and expects.
+describe('FakeApiServer (test double) with @kubernetes/client-node', () => {
+  let api: FakeApiServer
+  let kc: KubeConfig
+  beforeEach(async () => {
+    api = await startFakeApiServer()
+    kc = new KubeConfig()
+    kc.loadFromString(api.kubeconfig())
+  })
+  afterEach(() => api.stop())
+
+  it('creates a secret, refuses a duplicate with 409, and reads it back', async () => {
+    const core = kc.makeApiClient(CoreV1Api)
+    const body = {
+      metadata: { name: 'bootstrap-token-abcdef', namespace: 'kube-system' },
+      type: 'bootstrap.kubernetes.io/token',
+    }
+    await core.createNamespacedSecret({ namespace: 'kube-system', body })
+    await expect(core.createNamespacedSecret({ namespace: 'kube-system', body })).to.be.rejectedWith(
+      /409|AlreadyExists/,
+    )
+    const got = await core.readNamespacedSecret({ name: 'bootstrap-token-abcdef', namespace: 'kube-system' })
+    expect(got.type).to.equal('bootstrap.kubernetes.io/token')
+  })
+
+  it('pages cluster-wide custom object lists with limit and continue', async () => {
+    for (let i = 0; i < 25; i++)
+      api.put('example.com/v1', 'widgets', {
+        apiVersion: 'example.com/v1',
+        kind: 'Widget',
+        metadata: { name: `w${String(i).padStart(2, '0')}`, namespace: i % 2 ? 'a' : 'b' },
+      })
+    const custom = kc.makeApiClient(CustomObjectsApi)
+    const names: string[] = []
+    let token: string | undefined
+    do {
+      const page = (await custom.listClusterCustomObject({
+        group: 'example.com',
+        version: 'v1',
+        plural: 'widgets',
+        limit: 10,
+        _continue: token,
+      })) as {
+        items: Array<{ metadata: { name: string } }>
+        metadata: { continue?: string }
+      }
+      names.push(...page.items.map((i) => i.metadata.name))
+      token = page.metadata.continue
+    } while (token)
+    expect(names).to.have.length(25)
+    expect(new Set(names).size).to.equal(25)
+  })
+
+  it('fails a request when told to', async () => {
+    api.failOn({ pathIncludes: '/secrets', status: 500 })
+    const core = kc.makeApiClient(CoreV1Api)
+    await expect(core.listNamespacedSecret({ namespace: 'x' })).to.be.rejectedWith(/500/)
+    expect((await core.listNamespacedSecret({ namespace: 'x' })).items).to.deep.equal([])
+  })
+})
