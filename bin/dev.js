@@ -8,7 +8,7 @@ const root = new URL('..', import.meta.url).pathname
 const pjson = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'))
 pjson.oclif.commands = './src/commands'
 try {
-  const config = await Config.load({ root, pjson, isRoot: true })
+  const config = await Config.load({ root, pjson, isRoot: true, ignoreManifest: true })
   await run(process.argv.slice(2), config)
   await flush()
 } catch (err) {
