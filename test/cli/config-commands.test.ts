@@ -13,7 +13,8 @@ describe('constellation CLI (built, as a child process)', () => {
     const res = await runCli(['--help'])
     expect(res.code).to.equal(0)
     expect(res.stdout).to.match(/TOPICS[\s\S]*config\s+Generate, validate/)
-    expect(res.stdout).to.contain('autocomplete')
+    // bin/dev.js (CONSTELL_TEST_CLI=dev) loads no plugins from node_modules
+    if (process.env.CONSTELL_TEST_CLI !== 'dev') expect(res.stdout).to.contain('autocomplete')
   })
 
   it('--version (answered before oclif loads) prints exactly what oclif would', async () => {
