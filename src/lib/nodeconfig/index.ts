@@ -1,0 +1,105 @@
+/** The node config: what a node's `bootstrap run` and `verifyservice` read at start. */
+import { isIP } from 'node:net'
+import { isHostPort, readWorkspaceFile } from '../config/load.js'
+import { nodePaths } from '../paths.js'
+import { parseYaml, throwIfProblems, type Problem } from '../yaml/index.js'
+import { checkSchema } from '../yaml/schema.js'
+import { nodeConfigSchema } from './schema.js'
+
+export { nodeConfigSchema }
+
+export type NodeRole = 'control-plane' | 'worker'
+export interface NodeMember {
+  name: string
+  role: NodeRole
+  vpcIP: string
+}
+export type TpmConfig = { device: string; swtpm?: undefined } | { swtpm: string; device?: undefined }
+
+export interface NodeConfig {
+  attestationVariant: 'qemu-vtpm'
+  tpm: TpmConfig
+  root: string
+  initServer: { listen: string }
+  verifyService: { listen: string }
+  initSecretHash?: string
+  kubeadm: string
+  stateDisk?: { device: string; initialKeyFile: string }
+  metadata?: { provider: 'static'; self: NodeMember; peers: NodeMember[]; loadBalancerEndpoint?: string }
+}
+
+export const DEFAULT_INIT_SERVER_LISTEN = '0.0.0.0:9000'
+export const DEFAULT_VERIFY_SERVICE_LISTEN = '0.0.0.0:30081'
+export const NODE_CONFIG_PATH = '/etc/constellation/node-config.yaml'
+
+type OptionalKey = 'initSecretHash' | 'stateDisk' | 'metadata'
+
+export interface LoadNodeConfigOptions {
+  /** Keys a particular command needs although the schema leaves them optional. */
+  require?: readonly OptionalKey[]
+}
+
+export async function loadNodeConfig(file: string, opts: LoadNodeConfigOptions = {}): Promise<NodeConfig> {
+  return parseNodeConfig(await readWorkspaceFile(file, 'node config'), file, opts)
+}
+
+export function parseNodeConfig(text: string, file: string, opts: LoadNodeConfigOptions = {}): NodeConfig {
+  const source = parseYaml(text, file)
+  const problems = checkSchema(nodeConfigSchema, source.value)
+  const raw = (typeof source.value === 'object' && source.value !== null ? source.value : {}) as Record<
+    string,
+    unknown
+  >
+  for (const key of opts.require ?? []) {
+    if (raw[key] === undefined) problems.push({ path: [key], message: 'required key is missing' })
+  }
+  problems.push(...semanticProblems(raw))
+  throwIfProblems(source, problems)
+  return withDefaults(raw as unknown as Partial<NodeConfig> & Pick<NodeConfig, 'attestationVariant' | 'tpm'>)
+}
+
+function semanticProblems(raw: Record<string, unknown>): Problem[] {
+  const problems: Problem[] = []
+  const checkHostPort = (value: unknown, path: string[]) => {
+    if (typeof value === 'string' && !(isHostPort(value) && /:\d+$/.test(value)))
+      problems.push({ path, message: `${JSON.stringify(value)} is not HOST:PORT` })
+  }
+  const tpm = raw.tpm as { swtpm?: unknown } | undefined
+  checkHostPort(tpm?.swtpm, ['tpm', 'swtpm'])
+  checkHostPort((raw.initServer as { listen?: unknown } | undefined)?.listen, ['initServer', 'listen'])
+  checkHostPort((raw.verifyService as { listen?: unknown } | undefined)?.listen, ['verifyService', 'listen'])
+  const metadata = raw.metadata as
+    | { self?: { vpcIP?: unknown }; peers?: Array<{ vpcIP?: unknown }>; loadBalancerEndpoint?: unknown }
+    | undefined
+  const checkIp = (value: unknown, path: Array<string | number>) => {
+    if (typeof value === 'string' && isIP(value) === 0)
+      problems.push({ path, message: `${JSON.stringify(value)} is not an IP address` })
+  }
+  checkIp(metadata?.self?.vpcIP, ['metadata', 'self', 'vpcIP'])
+  if (Array.isArray(metadata?.peers))
+    metadata.peers.forEach((p, i) => checkIp(p?.vpcIP, ['metadata', 'peers', i, 'vpcIP']))
+  checkHostPort(metadata?.loadBalancerEndpoint, ['metadata', 'loadBalancerEndpoint'])
+  return problems
+}
+
+function withDefaults(raw: Partial<NodeConfig> & Pick<NodeConfig, 'attestationVariant' | 'tpm'>): NodeConfig {
+  const root = raw.root ?? '/'
+  return {
+    attestationVariant: raw.attestationVariant,
+    tpm: raw.tpm,
+    root,
+    initServer: { listen: raw.initServer?.listen ?? DEFAULT_INIT_SERVER_LISTEN },
+    verifyService: { listen: raw.verifyService?.listen ?? DEFAULT_VERIFY_SERVICE_LISTEN },
+    initSecretHash: raw.initSecretHash,
+    kubeadm: raw.kubeadm ?? nodePaths(root).kubeadm,
+    stateDisk: raw.stateDisk,
+    metadata: raw.metadata ? { ...raw.metadata, peers: raw.metadata.peers ?? [] } : undefined,
+  }
+}
+
+/** Splits HOST:PORT (IPv6 in brackets) for listen() and connect(). */
+export function splitHostPort(value: string): { host: string; port: number } {
+  const m = /^\[?([^\]]+?)\]?:(\d+)$/.exec(value)
+  if (!m) throw new Error(`${JSON.stringify(value)} is not HOST:PORT`)
+  return { host: m[1] ?? '', port: Number(m[2]) }
+}

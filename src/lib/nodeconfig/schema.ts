@@ -1,0 +1,70 @@
+/** JSON Schema of the node config read by `bootstrap run` and `verifyservice`. */
+const hostPort = { type: 'string', description: 'HOST:PORT' }
+const member = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['name', 'role', 'vpcIP'],
+  properties: {
+    name: { type: 'string', minLength: 1 },
+    role: { enum: ['control-plane', 'worker'] },
+    vpcIP: { type: 'string', description: 'IP address in the cluster network' },
+  },
+}
+
+export const nodeConfigSchema = {
+  $schema: 'http://json-schema.org/draft-07/schema#',
+  title: 'constellation node config',
+  type: 'object',
+  additionalProperties: false,
+  required: ['attestationVariant', 'tpm'],
+  properties: {
+    attestationVariant: { enum: ['qemu-vtpm'] },
+    tpm: {
+      type: 'object',
+      additionalProperties: false,
+      minProperties: 1,
+      maxProperties: 1,
+      properties: {
+        device: { type: 'string', pattern: '^/', description: 'TPM device, e.g. /dev/tpmrm0' },
+        swtpm: { ...hostPort, description: "swtpm's TCP server port, HOST:PORT" },
+      },
+    },
+    root: { type: 'string', pattern: '^/', description: 'prefix of every node path (default /)' },
+    initServer: { type: 'object', additionalProperties: false, properties: { listen: hostPort } },
+    verifyService: { type: 'object', additionalProperties: false, properties: { listen: hostPort } },
+    initSecretHash: {
+      type: 'string',
+      pattern: '^\\$2[aby]\\$\\d{2}\\$[./A-Za-z0-9]{53}$',
+      description: 'bcrypt hash of the init secret',
+    },
+    kubeadm: {
+      type: 'string',
+      pattern: '^/',
+      description: 'kubeadm binary (default <root>/run/state/bin/kubeadm)',
+    },
+    stateDisk: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['device', 'initialKeyFile'],
+      properties: {
+        device: {
+          type: 'string',
+          pattern: '^/',
+          description: 'LUKS2 state disk (block device or image file)',
+        },
+        initialKeyFile: { type: 'string', pattern: '^/', description: 'file holding the initial passphrase' },
+      },
+    },
+    metadata: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['provider', 'self'],
+      properties: {
+        provider: { enum: ['static'] },
+        self: member,
+        peers: { type: 'array', items: member },
+        loadBalancerEndpoint: hostPort,
+      },
+    },
+  },
+} as const

@@ -1,0 +1,84 @@
+import { expect } from '../support/chai.js'
+import { parseNodeConfig, splitHostPort } from '../../src/lib/nodeconfig/index.js'
+import { YamlProblemsError } from '../../src/lib/yaml/index.js'
+
+const full = `attestationVariant: qemu-vtpm
+tpm:
+  swtpm: 127.0.0.1:2321
+root: /tmp/node
+initServer:
+  listen: 127.0.0.1:9000
+initSecretHash: $2a$10$abcdefghijklmnopqrstuu5ySmH6TgnwhSUCqSnQRvSWdkm1rHHQe
+stateDisk:
+  device: /tmp/node/state.img
+  initialKeyFile: /tmp/node/initial.key
+metadata:
+  provider: static
+  self: { name: cp-0, role: control-plane, vpcIP: 10.0.0.2 }
+  loadBalancerEndpoint: 10.0.0.2:6443
+`
+
+function problems(text: string, require?: Array<'initSecretHash' | 'stateDisk' | 'metadata'>): string[] {
+  try {
+    parseNodeConfig(text, 'node.yaml', { require })
+    return []
+  } catch (err) {
+    if (err instanceof YamlProblemsError)
+      return err.problems.map((p) => `${p.line}: ${p.path.join('.')}: ${p.message}`)
+    throw err
+  }
+}
+
+describe('node config', () => {
+  it('fills defaults from the root', () => {
+    const cfg = parseNodeConfig(full, 'node.yaml')
+    expect(cfg.kubeadm).to.equal('/tmp/node/run/state/bin/kubeadm')
+    expect(cfg.verifyService.listen).to.equal('0.0.0.0:30081')
+    expect(cfg.metadata?.peers).to.deep.equal([])
+  })
+
+  const cases: Record<
+    string,
+    { text: string; require?: Array<'initSecretHash' | 'stateDisk' | 'metadata'>; want: string[] }
+  > = {
+    'an unknown key, with its line': { text: full + 'colour: blue\n', want: ['15: colour: unknown key'] },
+    'two TPMs at once': {
+      text: full.replace('  swtpm: 127.0.0.1:2321', '  swtpm: 127.0.0.1:2321\n  device: /dev/tpmrm0'),
+      want: ['2: tpm: must NOT have more than 1 properties'],
+    },
+    'a bad listen address': {
+      text: full.replace('127.0.0.1:9000', 'localhost'),
+      want: ['6: initServer.listen: "localhost" is not HOST:PORT'],
+    },
+    'a malformed bcrypt hash': {
+      text: full.replace(/initSecretHash: .*/, 'initSecretHash: plaintext'),
+      want: ['7: initSecretHash: must match pattern'],
+    },
+    'a bad role': {
+      text: full.replace('role: control-plane', 'role: master'),
+      want: ['13: metadata.self.role: must be one of "control-plane", "worker"'],
+    },
+    'a bad vpcIP': {
+      text: full.replace('vpcIP: 10.0.0.2', 'vpcIP: ten'),
+      want: ['13: metadata.self.vpcIP: "ten" is not an IP address'],
+    },
+    'a key the command requires': {
+      text: 'attestationVariant: qemu-vtpm\ntpm: { device: /dev/tpmrm0 }\n',
+      require: ['initSecretHash'],
+      want: ['1: initSecretHash: required key is missing'],
+    },
+  }
+  for (const [name, tc] of Object.entries(cases)) {
+    it(name, () => {
+      const got = problems(tc.text, tc.require)
+      expect(got, got.join('\n')).to.have.length(tc.want.length)
+      tc.want.forEach((w, i) => expect(got[i]).to.contain(w))
+    })
+  }
+
+  it('splitHostPort handles IPv4, names and IPv6', () => {
+    expect(splitHostPort('0.0.0.0:9000')).to.deep.equal({ host: '0.0.0.0', port: 9000 })
+    expect(splitHostPort('[::1]:30081')).to.deep.equal({ host: '::1', port: 30081 })
+    expect(() => splitHostPort('nohost')).to.throw('is not HOST:PORT')
+  })
+})
