@@ -1,0 +1,180 @@
+/**
+ * The cluster's CA set in kubeadm's file layout (capi.md §5): generated when absent, used as given
+ * when present (after checking that each certificate parses and matches its key), never overwritten.
+ */
+import {
+  X509Certificate,
+  createHash,
+  createPrivateKey,
+  createPublicKey,
+  generateKeyPairSync,
+  randomBytes,
+} from 'node:crypto'
+import { readFile } from 'node:fs/promises'
+import path from 'node:path'
+import forge from 'node-forge'
+import { CliError, isErrnoException } from '../errors/index.js'
+import { writeFileExclusive } from '../system/index.js'
+import type { CertificateAuthorities, KeyPair, NodeFile } from './types.js'
+
+const CA_VALIDITY_YEARS = 10
+const CLOCK_SKEW_MS = 5 * 60_000
+const RSA_BITS = 2048
+
+/** Relative file names of each pair, as kubeadm expects them under certificatesDir. */
+export const CA_FILES = {
+  ca: { cert: 'ca.crt', key: 'ca.key' },
+  etcdCa: { cert: 'etcd/ca.crt', key: 'etcd/ca.key' },
+  frontProxyCa: { cert: 'front-proxy-ca.crt', key: 'front-proxy-ca.key' },
+  sa: { cert: 'sa.pub', key: 'sa.key' },
+} as const
+type PairName = keyof typeof CA_FILES
+
+export interface CaDirResult {
+  authorities: CertificateAuthorities
+  /** Files this run created (absolute paths). */
+  created: string[]
+}
+
+/** Loads the CA set; with `generate`, creates the missing pairs (a half-present pair is an error). */
+export async function loadOrCreateAuthorities(
+  caDir: string,
+  opts: { generate: boolean; now: Date },
+): Promise<CaDirResult> {
+  const created: string[] = []
+  const pairs = {} as Record<PairName, KeyPair>
+  for (const name of Object.keys(CA_FILES) as PairName[]) {
+    const files = CA_FILES[name]
+    const certFile = path.join(caDir, files.cert)
+    const keyFile = path.join(caDir, files.key)
+    const [certPem, keyPem] = await Promise.all([readOptional(certFile), readOptional(keyFile)])
+    if (certPem !== undefined && keyPem !== undefined) {
+      pairs[name] = checkPair(name, { certPem, keyPem }, certFile, keyFile)
+    } else if (certPem !== undefined || keyPem !== undefined) {
+      const [have, missing] = certPem !== undefined ? [certFile, keyFile] : [keyFile, certFile]
+      throw new CliError(
+        `${have} exists but ${missing} does not`,
+        1,
+        'restore the missing file, or move both away to generate a new pair',
+      )
+    } else if (!opts.generate) {
+      throw new CliError(
+        `${certFile} does not exist`,
+        1,
+        'join data needs the cluster CAs: pass --ca-dir with the directory the init data was generated from',
+      )
+    } else {
+      const pair = name === 'sa' ? createServiceAccountKey() : createCertificateAuthority(opts.now)
+      await writeFileExclusive(keyFile, pair.keyPem, 0o600)
+      await writeFileExclusive(certFile, pair.certPem, 0o644)
+      created.push(keyFile, certFile)
+      pairs[name] = pair
+    }
+  }
+  return { authorities: pairs, created }
+}
+
+/** A self-signed RSA CA like CAPI's: CN kubernetes, 10 years, backdated 5 minutes for clock skew. */
+export function createCertificateAuthority(now: Date, commonName = 'kubernetes'): KeyPair {
+  const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: RSA_BITS })
+  const keyPem = privateKey.export({ type: 'pkcs1', format: 'pem' }).toString()
+  const cert = forge.pki.createCertificate()
+  cert.publicKey = forge.pki.publicKeyFromPem(publicKey.export({ type: 'spki', format: 'pem' }).toString())
+  cert.serialNumber = serialNumber()
+  cert.validity.notBefore = new Date(now.getTime() - CLOCK_SKEW_MS)
+  cert.validity.notAfter = new Date(now.getTime())
+  cert.validity.notAfter.setUTCFullYear(now.getUTCFullYear() + CA_VALIDITY_YEARS)
+  const subject = [{ name: 'commonName', value: commonName }]
+  cert.setSubject(subject)
+  cert.setIssuer(subject)
+  cert.setExtensions([
+    { name: 'basicConstraints', cA: true, critical: true },
+    { name: 'keyUsage', keyCertSign: true, digitalSignature: true, keyEncipherment: true, critical: true },
+    { name: 'subjectKeyIdentifier' },
+  ])
+  cert.sign(forge.pki.privateKeyFromPem(keyPem), forge.md.sha256.create())
+  // forge writes CRLF line ends; PEM files on Linux (and readable YAML) use LF.
+  return { certPem: forge.pki.certificateToPem(cert).replace(/\r\n/g, '\n'), keyPem }
+}
+
+/** The service-account signing key: a bare RSA pair, public half as PKIX `PUBLIC KEY`. */
+export function createServiceAccountKey(): KeyPair {
+  const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: RSA_BITS })
+  return {
+    certPem: publicKey.export({ type: 'spki', format: 'pem' }).toString(),
+    keyPem: privateKey.export({ type: 'pkcs1', format: 'pem' }).toString(),
+  }
+}
+
+/** kubeadm's `--discovery-token-ca-cert-hash`: sha256 of the CA certificate's SubjectPublicKeyInfo. */
+export function caCertHash(certPem: string): string {
+  const spki = new X509Certificate(certPem).publicKey.export({ type: 'spki', format: 'der' })
+  return `sha256:${createHash('sha256').update(spki).digest('hex')}`
+}
+
+/** The CA files control-plane machines need, under kubeadm's certificatesDir. */
+export function certificateFiles(cas: CertificateAuthorities, certificatesDir: string): NodeFile[] {
+  return (Object.keys(CA_FILES) as PairName[]).flatMap((name) => [
+    {
+      path: `${certificatesDir}/${CA_FILES[name].cert}`,
+      content: cas[name].certPem,
+      owner: 'root:root',
+      permissions: '0640',
+    },
+    {
+      path: `${certificatesDir}/${CA_FILES[name].key}`,
+      content: cas[name].keyPem,
+      owner: 'root:root',
+      permissions: '0600',
+    },
+  ])
+}
+
+export function serialNumber(): string {
+  // A positive 128-bit serial: the top bit cleared keeps DER from reading it as negative.
+  const bytes = randomBytes(16)
+  bytes[0] = (bytes[0] ?? 0) & 0x7f
+  return bytes.toString('hex')
+}
+
+function checkPair(name: PairName, pair: KeyPair, certFile: string, keyFile: string): KeyPair {
+  let key
+  try {
+    key = createPrivateKey(pair.keyPem)
+  } catch (cause) {
+    throw new CliError(`${keyFile} is not a PEM private key`, 1, undefined, { cause })
+  }
+  if (name === 'sa') {
+    let pub
+    try {
+      pub = createPublicKey(pair.certPem)
+    } catch (cause) {
+      throw new CliError(`${certFile} is not a PEM public key`, 1, undefined, { cause })
+    }
+    const der = (k: typeof pub) => k.export({ type: 'spki', format: 'der' })
+    if (!der(pub).equals(der(createPublicKey(key)))) throw mismatch(certFile, keyFile)
+    return pair
+  }
+  let cert
+  try {
+    cert = new X509Certificate(pair.certPem)
+  } catch (cause) {
+    throw new CliError(`${certFile} is not a PEM certificate`, 1, undefined, { cause })
+  }
+  if (!cert.ca)
+    throw new CliError(`${certFile} is not a CA certificate (basicConstraints CA:TRUE is missing)`)
+  if (!cert.checkPrivateKey(key)) throw mismatch(certFile, keyFile)
+  return pair
+}
+
+const mismatch = (certFile: string, keyFile: string) =>
+  new CliError(`${keyFile} does not belong to ${certFile}`, 1, 'put the matching key beside the certificate')
+
+async function readOptional(file: string): Promise<string | undefined> {
+  try {
+    return await readFile(file, 'utf8')
+  } catch (err) {
+    if (isErrnoException(err, 'ENOENT')) return undefined
+    throw new CliError(`reading ${file}`, 1, undefined, { cause: err })
+  }
+}

@@ -1,0 +1,10 @@
+/** Cluster-API-style bootstrap data: KubeadmConfig objects → cloud-config / Ignition, attested mode, offload. */
+export { generateBootstrapData } from './generate.js'
+export type { GenerateOptions, GenerateDeps, GenerateResult, MachineResult } from './generate.js'
+export { loadTemplates } from './templates.js'
+export type { BootstrapTemplates } from './templates.js'
+export { createS3Store, DEFAULT_MAX_USER_DATA_BYTES, DEFAULT_PRESIGN_SECONDS } from './offload.js'
+export { registerTokenSecret } from './tokens.js'
+export { OUTPUT_FORMATS, isOutputFormat } from './types.js'
+export type { OutputFormat } from './types.js'
+export { parseDuration, readInputFile } from './io.js'

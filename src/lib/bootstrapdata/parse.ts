@@ -1,0 +1,171 @@
+/**
+ * Reads the multi-document input (Cluster, Machines, KubeadmConfig(Template)s, Secrets) and checks
+ * all of it at once; every problem names the object, the key path and the line.
+ */
+import {
+  parseYamlDocuments,
+  YamlProblemsError,
+  type Located,
+  type Problem,
+  type YamlSource,
+} from '../yaml/index.js'
+import { checkSchema } from '../yaml/schema.js'
+import { parseKubernetesVersion } from './defaults.js'
+import { clusterSchema, kubeadmConfigSpecSchema, machineSchema, secretSchema } from './schema.js'
+import type { BootstrapObjects, Cluster, KubeadmConfigSpec, Machine, Origin } from './types.js'
+import { record, validateSpec, type SpecFormat } from './validate.js'
+
+const KINDS = ['Cluster', 'Machine', 'KubeadmConfig', 'KubeadmConfigTemplate', 'Secret'] as const
+const CONTROL_PLANE_LABEL = 'cluster.x-k8s.io/control-plane'
+
+export const isControlPlane = (m: Machine): boolean => m.metadata.labels?.[CONTROL_PLANE_LABEL] !== undefined
+
+export interface ParseOptions {
+  /** Overrides every spec's own `format` (the --format flag); Ignition rules follow it. */
+  format?: SpecFormat
+  /** Attested output: Secret-sourced values are refused. */
+  attested?: boolean
+}
+
+export function parseBootstrapObjects(text: string, file: string, opts: ParseOptions = {}): BootstrapObjects {
+  const objects: BootstrapObjects = { clusters: [], machines: [], configs: new Map(), secrets: new Map() }
+  const located: Located[] = []
+  const report = (source: YamlSource, origin: Origin | undefined, problems: Problem[]) => {
+    const where = origin ? ` (${origin.kind} "${origin.name}")` : ` (document ${source.index + 1})`
+    for (const p of problems) located.push({ ...p, message: p.message + where, ...source.locate(p.path) })
+  }
+  const sources = parseYamlDocuments(text, file)
+  const specSources: Array<{
+    source: YamlSource
+    origin: Origin
+    spec: KubeadmConfigSpec
+    prefix: string[]
+  }> = []
+  const machineSources: YamlSource[] = []
+  for (const source of sources) {
+    const doc = record(source.value)
+    const kind = doc?.kind
+    if (!doc || typeof kind !== 'string' || !(KINDS as readonly string[]).includes(kind)) {
+      report(source, undefined, [{ path: doc ? ['kind'] : [], message: `expected kind ${KINDS.join(', ')}` }])
+      continue
+    }
+    const name = String(record(doc.metadata)?.name ?? '')
+    const origin: Origin = { file, line: source.locate([])?.line, kind, name }
+    const problems = checkObject(kind, doc)
+    report(source, origin, problems)
+    if (problems.length > 0) continue
+    if (kind === 'Cluster') objects.clusters.push({ ...(doc as unknown as Cluster), origin })
+    else if (kind === 'Machine') {
+      objects.machines.push({ ...(doc as unknown as Machine), origin })
+      machineSources.push(source)
+    } else if (kind === 'Secret') objects.secrets.set(name, secretData(doc))
+    else {
+      const prefix = kind === 'KubeadmConfig' ? ['spec'] : ['spec', 'template', 'spec']
+      const spec = (prefix.reduce<unknown>((v, k) => record(v)?.[k], doc) ?? {}) as KubeadmConfigSpec
+      objects.configs.set(`${kind}/${name}`, { spec, origin })
+      specSources.push({ source, origin, spec, prefix })
+    }
+  }
+  for (const { source, origin, spec, prefix } of specSources) {
+    report(
+      source,
+      origin,
+      validateSpec(
+        spec,
+        opts.format ?? spec.format ?? 'cloud-config',
+        prefix,
+        objects.secrets,
+        opts.attested,
+      ),
+    )
+  }
+  objects.machines.forEach((machine, i) => {
+    report(machineSources[i] as YamlSource, machine.origin, checkMachine(machine, objects))
+  })
+  if (located.length === 0 && objects.clusters.length === 0) {
+    located.push({ path: [], message: 'the input has no Cluster object' })
+  }
+  if (located.length > 0) throw new YamlProblemsError(file, located)
+  return objects
+}
+
+function checkObject(kind: string, doc: Record<string, unknown>): Problem[] {
+  switch (kind) {
+    case 'Cluster':
+      return checkSchema(clusterSchema, doc)
+    case 'Machine':
+      return checkSchema(machineSchema, doc)
+    case 'Secret':
+      return [...checkSchema(secretSchema, doc), ...checkSecretData(doc)]
+    case 'KubeadmConfig':
+      return [
+        ...checkSchema({ type: 'object', required: ['metadata'] }, doc),
+        ...checkSchema(kubeadmConfigSpecSchema, doc.spec ?? {}, ['spec']),
+      ]
+    default: {
+      const spec = record(record(record(doc.spec)?.template)?.spec) ?? {}
+      return [
+        ...checkSchema({ type: 'object', required: ['metadata'] }, doc),
+        ...checkSchema(kubeadmConfigSpecSchema, spec, ['spec', 'template', 'spec']),
+      ]
+    }
+  }
+}
+
+function checkMachine(machine: Machine, objects: BootstrapObjects): Problem[] {
+  const problems: Problem[] = []
+  if (!objects.clusters.some((c) => c.metadata.name === machine.spec.clusterName)) {
+    problems.push({
+      path: ['spec', 'clusterName'],
+      message: `Cluster "${machine.spec.clusterName}" is not in the input`,
+    })
+  }
+  const ref = machine.spec.bootstrap?.configRef
+  const config = ref ? objects.configs.get(`${ref.kind ?? 'KubeadmConfig'}/${ref.name}`) : undefined
+  if (!ref)
+    problems.push({
+      path: ['spec', 'bootstrap', 'configRef'],
+      message: 'required: the KubeadmConfig to render',
+    })
+  else if (!config) {
+    problems.push({
+      path: ['spec', 'bootstrap', 'configRef', 'name'],
+      message: `${ref.kind ?? 'KubeadmConfig'} "${ref.name}" is not in the input`,
+    })
+  }
+  if (machine.spec.version === undefined) {
+    problems.push({
+      path: ['spec', 'version'],
+      message: 'required: the Kubernetes version selects the kubeadm API version',
+    })
+  } else {
+    const err = parseKubernetesVersion(machine.spec.version).error
+    if (err) problems.push({ path: ['spec', 'version'], message: err })
+  }
+  if (
+    config &&
+    !isControlPlane(machine) &&
+    record(config.spec.joinConfiguration)?.controlPlane !== undefined
+  ) {
+    problems.push({
+      path: ['spec', 'bootstrap', 'configRef'],
+      message: `worker machine uses ${config.origin.kind} "${config.origin.name}" whose joinConfiguration.controlPlane is set; label the machine ${CONTROL_PLANE_LABEL} or remove controlPlane`,
+    })
+  }
+  return problems
+}
+
+function checkSecretData(doc: Record<string, unknown>): Problem[] {
+  const data = record(doc.data) ?? {}
+  return Object.entries(data)
+    .filter(([, v]) => typeof v === 'string' && !/^[A-Za-z0-9+/]*={0,2}$/.test(v.replace(/\s/g, '')))
+    .map(([k]) => ({ path: ['data', k], message: 'is not base64 (use stringData for plain text)' }))
+}
+
+function secretData(doc: Record<string, unknown>): Map<string, string> {
+  const out = new Map<string, string>()
+  for (const [k, v] of Object.entries(record(doc.data) ?? {}))
+    out.set(k, Buffer.from(String(v), 'base64').toString('utf8'))
+  for (const [k, v] of Object.entries(record(doc.stringData) ?? {})) out.set(k, String(v))
+  return out
+}

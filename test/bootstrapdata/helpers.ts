@@ -1,0 +1,103 @@
+/** Shared pieces of the bootstrap-data tests: fixtures, deterministic deps, and the real validators. */
+import { execFile } from 'node:child_process'
+import { createHash } from 'node:crypto'
+import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import os from 'node:os'
+import path from 'node:path'
+import { promisify } from 'node:util'
+import { loadTemplates, type GenerateDeps, type GenerateOptions } from '../../src/lib/bootstrapdata/index.js'
+import { REPO_ROOT } from '../support/cli.js'
+
+const run = promisify(execFile)
+export const FIXTURES = path.join(REPO_ROOT, 'test/fixtures/bootstrapdata')
+export const GOLDEN = path.join(REPO_ROOT, 'test/golden/bootstrapdata')
+export const FIXED_NOW = new Date('2026-01-02T03:04:05Z')
+
+export async function fixtureText(ready = false): Promise<string> {
+  const text = await readFile(path.join(FIXTURES, 'cluster.yaml'), 'utf8')
+  return ready ? text.replace('control-plane-ready: "false"', 'control-plane-ready: "true"') : text
+}
+
+/** A seeded byte stream (sha256 in counter mode), so tokens in goldens never change. */
+export function seededRandom(seed: string): (size: number) => Uint8Array {
+  let counter = 0
+  return (size) => {
+    const out = Buffer.alloc(size)
+    for (let off = 0; off < size; off += 32) {
+      createHash('sha256').update(`${seed}:${counter++}`).digest().copy(out, off)
+    }
+    return out
+  }
+}
+
+export async function testDeps(input: string, overrides: Partial<GenerateDeps> = {}): Promise<GenerateDeps> {
+  return {
+    now: () => FIXED_NOW,
+    randomBytes: seededRandom('bootstrapdata-tests'),
+    readInput: async () => input,
+    templates: await loadTemplates(),
+    objectStore: () => {
+      throw new Error('no object store in this test')
+    },
+    registerToken: async () => {
+      throw new Error('no API server in this test')
+    },
+    ...overrides,
+  }
+}
+
+export function testOptions(dir: string, overrides: Partial<GenerateOptions> = {}): GenerateOptions {
+  return {
+    inputFile: 'cluster.yaml',
+    output: `${dir}/out/`,
+    caDir: `${dir}/pki`,
+    maxUserDataBytes: 65_536,
+    presignSeconds: 3600,
+    tokenTtlMs: 3_600_000,
+    attestationVariant: 'qemu-vtpm',
+    ...overrides,
+  }
+}
+
+/** A temp dir holding a copy of the fixture CA set (used as given, so documents are deterministic). */
+export async function tempWorkspace(withPki = true): Promise<{ dir: string; cleanup: () => Promise<void> }> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'constell-bd-'))
+  if (withPki) await cp(path.join(FIXTURES, 'pki'), path.join(dir, 'pki'), { recursive: true })
+  return { dir, cleanup: () => rm(dir, { recursive: true, force: true }) }
+}
+
+/** `cloud-init schema` (needs `#cloud-config` first, so the jinja header is stripped). */
+export async function validateCloudConfig(document: string): Promise<void> {
+  const body = document.startsWith('## template: jinja\n')
+    ? document.slice('## template: jinja\n'.length)
+    : document
+  await withFile('user-data.yaml', body, (file) => run('cloud-init', ['schema', '--config-file', file]))
+}
+
+export async function validateIgnition(document: string): Promise<void> {
+  await withFile('config.ign', document, (file) => run('ignition-validate', [file]))
+}
+
+/** Validates with the tool that matches the document's first bytes. */
+export async function validateUserData(document: string): Promise<void> {
+  if (document.startsWith('{')) await validateIgnition(document)
+  else await validateCloudConfig(document)
+}
+
+async function withFile<T>(name: string, content: string, fn: (file: string) => Promise<T>): Promise<T> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'constell-bd-validate-'))
+  try {
+    const file = path.join(dir, name)
+    await writeFile(file, content)
+    return await fn(file)
+  } finally {
+    await rm(dir, { recursive: true, force: true })
+  }
+}
+
+/** Compares with the golden file; UPDATE_GOLDEN=1 rewrites it. */
+export async function golden(name: string, got: string): Promise<string> {
+  const file = path.join(GOLDEN, name)
+  if (process.env.UPDATE_GOLDEN === '1') await writeFile(file, got)
+  return readFile(file, 'utf8')
+}
