@@ -1,0 +1,30 @@
+import { Flags } from '@oclif/core'
+import { BaseCommand } from '../../base-command.js'
+import { runProcess } from '../../lib/system/index.js'
+import { planToJson, prepareUpgrade, renderPlan } from '../../lib/upgrade/index.js'
+
+export default class UpgradeCheck extends BaseCommand {
+  static override description =
+    "Show the upgrade plan: each Helm release's installed and target version, and the verdict (upgrade, install, skip: why)"
+  static override examples = [
+    '<%= config.bin %> upgrade check',
+    '<%= config.bin %> upgrade check -C ./cluster --json',
+  ]
+  static override flags = {
+    ...BaseCommand.workspaceFlag,
+    kubeconfig: Flags.file({
+      description: 'kubeconfig of the cluster (default: the workspace admin kubeconfig)',
+    }),
+    force: Flags.boolean({ description: 'plan as `upgrade execute --force` would: skip the version rules' }),
+  }
+
+  async run(): Promise<ReturnType<typeof planToJson>> {
+    const { flags } = await this.parse(UpgradeCheck)
+    const { plan } = await prepareUpgrade(
+      { workspace: flags.workspace, kubeconfig: flags.kubeconfig, force: flags.force },
+      { run: runProcess, env: process.env },
+    )
+    this.log(renderPlan(plan))
+    return planToJson(plan)
+  }
+}

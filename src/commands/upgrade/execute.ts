@@ -1,0 +1,84 @@
+import { confirm } from '@inquirer/prompts'
+import { Flags } from '@oclif/core'
+import { BaseCommand } from '../../base-command.js'
+import { ExitCode, UsageError } from '../../lib/errors/index.js'
+import { runProcess } from '../../lib/system/index.js'
+import { canPrompt, processTerminal, runTasks } from '../../lib/ui/index.js'
+import {
+  createClusterReader,
+  DEFAULT_HELM_TIMEOUT,
+  executeUpgrade,
+  parseHelmTimeout,
+  planToJson,
+  prepareUpgrade,
+  readKubeconfig,
+  renderPlan,
+  renderReport,
+  type Step,
+  type UpgradeReport,
+} from '../../lib/upgrade/index.js'
+
+export default class UpgradeExecute extends BaseCommand {
+  static override description =
+    'Upgrade the Helm releases of the cluster: plan, confirm, back up CRDs, custom resources and charts, then upgrade release by release with rollback on failure'
+  static override examples = [
+    '<%= config.bin %> upgrade execute --helm',
+    '<%= config.bin %> upgrade execute --helm --yes --helm-timeout 15m',
+    '<%= config.bin %> upgrade execute --helm --dry-run --json',
+  ]
+  static override flags = {
+    ...BaseCommand.workspaceFlag,
+    helm: Flags.boolean({ description: 'upgrade the Helm releases (the only phase so far)' }),
+    kubeconfig: Flags.file({
+      description: 'kubeconfig of the cluster (default: the workspace admin kubeconfig)',
+    }),
+    yes: Flags.boolean({ char: 'y', description: 'do not ask for confirmation' }),
+    force: Flags.boolean({ description: 'skip the version rules (downgrades, same version, minor jumps)' }),
+    'dry-run': Flags.boolean({ description: 'show what would happen; change nothing, write no backup' }),
+    'helm-timeout': Flags.string({
+      description: 'time each release may take to become ready, and again for an explicit rollback',
+      default: DEFAULT_HELM_TIMEOUT,
+    }),
+  }
+
+  async run(): Promise<UpgradeReport & { plan: ReturnType<typeof planToJson> }> {
+    const { flags } = await this.parse(UpgradeExecute)
+    if (!flags.helm) throw new UsageError('say what to upgrade', 'pass --helm to upgrade the Helm releases')
+    const helmTimeout = parseHelmTimeout(flags['helm-timeout'])
+    const terminal = processTerminal()
+    const prepared = await prepareUpgrade(
+      { workspace: flags.workspace, kubeconfig: flags.kubeconfig, force: flags.force },
+      { run: runProcess, env: process.env },
+    )
+    this.log(renderPlan(prepared.plan))
+    const report = await executeUpgrade(
+      prepared,
+      { workspace: flags.workspace, yes: flags.yes, dryRun: flags['dry-run'], helmTimeout },
+      {
+        openReader: () => createClusterReader(readKubeconfig(prepared.kubeconfig)),
+        confirm: canPrompt(terminal) ? (message) => confirm({ message, default: false }) : undefined,
+        // With --json, stdout carries only the report, so progress is not drawn.
+        progress: this.jsonEnabled()
+          ? runSilently
+          : (steps) =>
+              runTasks(
+                steps.map((s) => ({ title: s.title, task: s.run })),
+                {},
+                terminal,
+              ).then(() => {}),
+        now: () => new Date(),
+      },
+    )
+    this.log(renderReport(report))
+    if (report.failure) {
+      // The report above (or the JSON) is the result; the exit code tells scripts it failed.
+      this.logToStderr(`Error: upgrade stopped at ${report.failure.release}; see the report`)
+      process.exitCode = ExitCode.Failure
+    }
+    return { ...report, plan: planToJson(prepared.plan) }
+  }
+}
+
+async function runSilently(steps: Step[]): Promise<void> {
+  for (const step of steps) await step.run()
+}

@@ -1,0 +1,53 @@
+/** The one subprocess wrapper: runs a program with an argument array (no shell) and collects its output. */
+import { spawn } from 'node:child_process'
+
+export interface ProcessResult {
+  /** Exit code, or null when a signal ended the process. */
+  code: number | null
+  stdout: string
+  stderr: string
+}
+
+export interface ProcessOptions {
+  env?: NodeJS.ProcessEnv
+  cwd?: string
+  /** Kills the process (SIGKILL) after this long; the result then has code null. */
+  timeoutMs?: number
+  signal?: AbortSignal
+}
+
+/** The consumer-side view of `runProcess`, so tests can put a spy or a stub in its place. */
+export type RunProcess = (
+  file: string,
+  args: readonly string[],
+  opts?: ProcessOptions,
+) => Promise<ProcessResult>
+
+/**
+ * Resolves with the exit code and output whatever the code is; rejects only when the program
+ * could not be started (ENOENT, EACCES: callers turn those into a clear error).
+ */
+export const runProcess: RunProcess = (file, args, opts = {}) =>
+  new Promise((resolve, reject) => {
+    // With `env` given, Node looks the program up on env.PATH, which is how tests inject binaries.
+    const child = spawn(file, [...args], {
+      env: opts.env,
+      cwd: opts.cwd,
+      signal: opts.signal,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    const stdout: Buffer[] = []
+    const stderr: Buffer[] = []
+    child.stdout.on('data', (d: Buffer) => stdout.push(d))
+    child.stderr.on('data', (d: Buffer) => stderr.push(d))
+    const timer = opts.timeoutMs ? setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs) : undefined
+    timer?.unref()
+    child.on('error', (err) => {
+      clearTimeout(timer)
+      reject(err)
+    })
+    child.on('close', (code) => {
+      clearTimeout(timer)
+      resolve({ code, stdout: Buffer.concat(stdout).toString(), stderr: Buffer.concat(stderr).toString() })
+    })
+  })

@@ -1,0 +1,187 @@
+/**
+ * Executes a plan: confirmation, backups before any change, then release by release with Helm's
+ * rollback on failure; the first failed release stops the sequence. Never throws after a change
+ * was made: the report says what happened to every release, and where the backup is.
+ */
+import { CliError, chainMessage } from '../errors/index.js'
+import { workspacePaths } from '../paths.js'
+import {
+  backupChart,
+  backupCustomResources,
+  createUpgradeFolder,
+  newUpgradeId,
+  type ClusterBackupSummary,
+} from './backup.js'
+import type { ClusterReader } from './kube-reader.js'
+import { planChangesCluster, type PlannedRelease } from './plan.js'
+import type { PreparedUpgrade } from './prepare.js'
+import { upgradeRelease, type RetryPolicy, type ReleaseResult } from './release-upgrade.js'
+
+export interface ExecuteOptions {
+  workspace: string
+  yes: boolean
+  dryRun: boolean
+  /** Go duration (e.g. 10m) for each release's upgrade, and again for an explicit rollback. */
+  helmTimeout: string
+}
+
+/** One step shown as progress (listr2 in the CLI). */
+export interface Step {
+  title: string
+  run: () => Promise<void>
+}
+
+export interface ExecuteDeps {
+  /** Opened only when a backup is made: dry runs and no-op plans never touch the API. */
+  openReader: () => ClusterReader
+  /** Asks the operator; undefined when nobody can answer (no TTY). */
+  confirm?: (question: string) => Promise<boolean>
+  /** Runs the steps in order and stops at the first that throws (rethrowing it). */
+  progress: (steps: Step[]) => Promise<void>
+  now: () => Date
+  retry?: Partial<RetryPolicy>
+}
+
+export type ReleaseOutcome =
+  | 'upgraded'
+  | 'installed'
+  | 'rolled-back'
+  | 'rollback-failed'
+  | 'skipped'
+  | 'not-touched'
+  | 'would-upgrade'
+  | 'would-install'
+
+export interface ReleaseReport {
+  name: string
+  namespace: string
+  installed?: string
+  target: string
+  outcome: ReleaseOutcome
+  reason: string
+  attempts?: number
+}
+
+export interface UpgradeReport {
+  dryRun: boolean
+  /** Whether the operator said no: nothing was changed. */
+  declined: boolean
+  backupDir?: string
+  backup?: ClusterBackupSummary
+  releases: ReleaseReport[]
+  /** The release whose failure stopped the sequence, with Helm's error. */
+  failure?: { release: string; error: string }
+}
+
+/** Helm's default rollback/upgrade budget in Constellation. */
+export const DEFAULT_HELM_TIMEOUT = '10m'
+
+export async function executeUpgrade(
+  prepared: PreparedUpgrade,
+  opts: ExecuteOptions,
+  deps: ExecuteDeps,
+): Promise<UpgradeReport> {
+  const { plan, helm } = prepared
+  const reports = plan.releases.map(initialReport)
+  const report: UpgradeReport = { dryRun: opts.dryRun, declined: false, releases: reports }
+  if (!planChangesCluster(plan)) return report
+  if (opts.dryRun) {
+    for (const r of reports) {
+      if (r.outcome === 'not-touched') {
+        r.outcome = r.installed === undefined ? 'would-install' : 'would-upgrade'
+        r.reason = `dry run: ${r.reason}`
+      }
+    }
+    return report
+  }
+  if (!(await confirmed(opts, deps))) {
+    report.declined = true
+    for (const r of reports) if (r.outcome === 'not-touched') r.reason = 'declined at the confirmation'
+    return report
+  }
+
+  const upgradeDir = workspacePaths(opts.workspace).upgradeDir
+  const dir = await createUpgradeFolder(upgradeDir, newUpgradeId(deps.now()))
+  report.backupDir = dir
+  const todo = plan.releases.filter((r) => r.verdict.action !== 'skip')
+  const valuesFiles = new Map<string, string>()
+  const steps: Step[] = [
+    {
+      title: 'Back up CRDs and custom resources',
+      run: async () => {
+        report.backup = await backupCustomResources(deps.openReader(), dir)
+      },
+    },
+    {
+      title: 'Save charts and values',
+      run: async () => {
+        for (const r of todo) valuesFiles.set(r.target.name, (await backupChart(helm, r, dir)).valuesFile)
+      },
+    },
+    ...todo.map((r): Step => ({
+      title: `${r.verdict.action === 'install' ? 'Install' : 'Upgrade'} ${r.target.name} ${r.target.version}`,
+      run: async () => {
+        const result = await upgradeRelease(helm, r, valuesFiles.get(r.target.name) ?? '', {
+          timeout: opts.helmTimeout,
+          ...deps.retry,
+        })
+        applyResult(reports, r, result)
+        if (result.error) throw new Error(`${r.target.name}: ${result.error}`)
+      },
+    })),
+  ]
+  try {
+    await deps.progress(steps)
+  } catch (err) {
+    const failed = reports.find((r) => r.outcome === 'rolled-back' || r.outcome === 'rollback-failed')
+    if (!failed) {
+      // A backup step failed: nothing was changed, and the upgrade must not go on without one.
+      throw new CliError(
+        `backing up before the upgrade failed; nothing was changed (partial backup in ${dir})`,
+        1,
+        undefined,
+        {
+          cause: err,
+        },
+      )
+    }
+    report.failure = { release: failed.name, error: chainMessage(err) }
+    for (const r of reports) {
+      if (r.outcome === 'not-touched' && r.reason === 'planned')
+        r.reason = `not reached: ${failed.name} failed`
+    }
+  }
+  return report
+}
+
+async function confirmed(opts: ExecuteOptions, deps: ExecuteDeps): Promise<boolean> {
+  if (opts.yes) return true
+  if (!deps.confirm) {
+    throw new CliError(
+      'refusing to upgrade without confirmation: this is not an interactive terminal',
+      1,
+      'review the plan (`constellation upgrade check`), then rerun with --yes; nothing was changed',
+    )
+  }
+  return deps.confirm('Upgrade the releases above? A backup is made first.')
+}
+
+function initialReport(r: PlannedRelease): ReleaseReport {
+  const base = {
+    name: r.target.name,
+    namespace: r.target.namespace,
+    installed: r.installed,
+    target: r.target.version,
+  }
+  return r.verdict.action === 'skip'
+    ? { ...base, outcome: 'skipped', reason: r.verdict.reason }
+    : { ...base, outcome: 'not-touched', reason: 'planned' }
+}
+
+function applyResult(reports: ReleaseReport[], r: PlannedRelease, result: ReleaseResult): void {
+  const entry = reports.find((x) => x.name === r.target.name)
+  if (!entry) return
+  entry.outcome = result.outcome
+  entry.reason = result.reason
+  entry.attempts = result.attempts
+}

@@ -1,0 +1,90 @@
+/** From a workspace to a plan: config and state, pinned releases, helm, what the cluster runs now. */
+import { access } from 'node:fs/promises'
+import { loadConfig, loadState, type ClusterState } from '../config/index.js'
+import { CliError, isErrnoException } from '../errors/index.js'
+import { workspacePaths } from '../paths.js'
+import type { RunProcess } from '../system/index.js'
+import { Helm } from './helm.js'
+import { planUpgrade, type UpgradePlan } from './plan.js'
+import { clusterFacts, resolveReleases, type ReleaseTarget } from './releases.js'
+
+export interface PrepareOptions {
+  workspace: string
+  /** Defaults to the workspace's admin kubeconfig. */
+  kubeconfig?: string
+  force: boolean
+}
+
+export interface HelmDeps {
+  run: RunProcess
+  /** Environment of every helm call; its PATH decides which helm runs. */
+  env: NodeJS.ProcessEnv
+  helmBinary?: string
+}
+
+export interface PreparedUpgrade {
+  plan: UpgradePlan
+  helm: Helm
+  kubeconfig: string
+}
+
+export async function prepareUpgrade(opts: PrepareOptions, deps: HelmDeps): Promise<PreparedUpgrade> {
+  const paths = workspacePaths(opts.workspace)
+  const config = await loadConfig(paths.config)
+  const state = await loadOptionalState(paths.state)
+  const targets = await resolveReleases(config, clusterFacts(config, state), paths.dir)
+  const kubeconfig = opts.kubeconfig ?? paths.adminConf
+  await access(kubeconfig).catch((err: unknown) => {
+    throw new CliError(
+      `kubeconfig ${kubeconfig} ${isErrnoException(err, 'ENOENT') ? 'does not exist' : 'cannot be read'}`,
+      1,
+      'pass --kubeconfig PATH, or run in the workspace of an initialized cluster',
+      { cause: err },
+    )
+  })
+  const helm = await Helm.detect({
+    run: deps.run,
+    binary: deps.helmBinary ?? 'helm',
+    env: deps.env,
+    kubeconfig,
+  })
+  await checkLocalCharts(helm, targets)
+  const installed = await helm.listReleases().catch((err: unknown) => {
+    throw new CliError('reading the installed Helm releases', 1, 'check that the cluster is reachable', {
+      cause: err,
+    })
+  })
+  return { plan: planUpgrade(targets, installed, { force: opts.force }), helm, kubeconfig }
+}
+
+async function loadOptionalState(file: string): Promise<ClusterState | undefined> {
+  try {
+    await access(file)
+  } catch {
+    return undefined // values that need the state (the API endpoint) are then left to the chart
+  }
+  return loadState(file)
+}
+
+/** Helm ignores --version for chart paths, so a local chart must really hold the pinned version. */
+async function checkLocalCharts(helm: Helm, targets: readonly ReleaseTarget[]): Promise<void> {
+  for (const t of targets.filter((x) => !x.repository)) {
+    const actual = await helm.localChartVersion(t.chart).catch((err: unknown) => {
+      throw new CliError(
+        `release ${t.name}: chart ${t.chart} cannot be read`,
+        1,
+        'check upgrade.charts[].chart',
+        {
+          cause: err,
+        },
+      )
+    })
+    if (actual !== t.version) {
+      throw new CliError(
+        `release ${t.name}: chart ${t.chart} holds version ${actual}, but the config pins ${t.version}`,
+        1,
+        'make upgrade.charts[].version match the chart, or point chart at the right one',
+      )
+    }
+  }
+}

@@ -1,0 +1,138 @@
+/**
+ * One release: `helm upgrade --install` with rollback on failure, retried on transient failures
+ * (Constellation: 3 retries, 30 s apart). Helm's own rollback shares the upgrade's timeout and can
+ * run out of time (helm/helm#8675), so a release left failed or pending gets an explicit rollback
+ * with a timeout of its own.
+ */
+import { chainMessage } from '../errors/index.js'
+import { retry, sleepMs } from '../system/index.js'
+import type { Helm } from './helm.js'
+import type { PlannedRelease } from './plan.js'
+
+export interface RetryPolicy {
+  /** Go duration for each attempt, and again for an explicit rollback. */
+  timeout: string
+  attempts: number
+  intervalMs: number
+  sleep: (ms: number, signal?: AbortSignal) => Promise<void>
+}
+
+export const HELM_RETRY_ATTEMPTS = 4
+export const HELM_RETRY_INTERVAL_MS = 30_000
+
+export interface ReleaseResult {
+  outcome: 'upgraded' | 'installed' | 'rolled-back' | 'rollback-failed'
+  reason: string
+  attempts: number
+  /** Set when the release failed; the sequence stops there. */
+  error?: string
+}
+
+/** Failures worth another attempt once Helm has put the release back: the cluster was slow or away. */
+const TRANSIENT =
+  /timed out|deadline exceeded|connection refused|connection reset|i\/o timeout|TLS handshake timeout|ServiceUnavailable|the server is currently unable|etcdserver/i
+
+class AttemptFailure extends Error {
+  constructor(
+    readonly settled: 'helm-rolled-back' | 'install-removed' | 'left-behind',
+    readonly releaseStatus: string | undefined,
+    cause: unknown,
+  ) {
+    super(chainMessage(cause), { cause })
+  }
+}
+
+export async function upgradeRelease(
+  helm: Helm,
+  release: PlannedRelease,
+  valuesFile: string,
+  policy: Partial<RetryPolicy> & { timeout: string },
+): Promise<ReleaseResult> {
+  const { target } = release
+  const isInstall = release.installed === undefined
+  let attempts = 0
+  try {
+    await retry(
+      async () => {
+        attempts++
+        try {
+          await helm.upgrade(target, valuesFile, policy.timeout)
+        } catch (err) {
+          const status = await helm.status(target.name, target.namespace)
+          if (status === undefined) throw new AttemptFailure('install-removed', status, err)
+          if (status === 'deployed') throw new AttemptFailure('helm-rolled-back', status, err)
+          throw new AttemptFailure('left-behind', status, err)
+        }
+      },
+      {
+        attempts: policy.attempts ?? HELM_RETRY_ATTEMPTS,
+        initialDelayMs: policy.intervalMs ?? HELM_RETRY_INTERVAL_MS,
+        maxDelayMs: policy.intervalMs ?? HELM_RETRY_INTERVAL_MS,
+        // Only retry once Helm has put things back; a half-applied release is never upgraded again.
+        retryable: (err) =>
+          err instanceof AttemptFailure && err.settled !== 'left-behind' && TRANSIENT.test(err.message),
+        sleep: policy.sleep ?? sleepMs,
+      },
+    )
+  } catch (err) {
+    return failed(helm, release, isInstall, attempts, err, policy.timeout)
+  }
+  const outcome = isInstall ? 'installed' : 'upgraded'
+  const how = isInstall ? `installed ${target.version}` : `${release.installed} → ${target.version}`
+  return { outcome, reason: attempts > 1 ? `${how} (after ${attempts} attempts)` : how, attempts }
+}
+
+async function failed(
+  helm: Helm,
+  release: PlannedRelease,
+  isInstall: boolean,
+  attempts: number,
+  err: unknown,
+  timeout: string,
+): Promise<ReleaseResult> {
+  const { name, namespace } = release.target
+  const error = chainMessage(err)
+  if (!(err instanceof AttemptFailure)) {
+    return {
+      outcome: 'rollback-failed',
+      reason: 'unexpected error; check the release by hand',
+      attempts,
+      error,
+    }
+  }
+  if (err.settled === 'install-removed') {
+    return { outcome: 'rolled-back', reason: 'install failed; Helm removed the release', attempts, error }
+  }
+  if (err.settled === 'helm-rolled-back') {
+    return {
+      outcome: 'rolled-back',
+      reason: `Helm rolled back to ${release.installed ?? 'the previous revision'}`,
+      attempts,
+      error,
+    }
+  }
+  if (isInstall) {
+    return {
+      outcome: 'rollback-failed',
+      reason: `install left the release ${err.releaseStatus}; uninstall it by hand`,
+      attempts,
+      error,
+    }
+  }
+  try {
+    await helm.rollback(name, namespace, timeout)
+    return {
+      outcome: 'rolled-back',
+      reason: `Helm left the release ${err.releaseStatus}; rolled back to ${release.installed} with its own timeout`,
+      attempts,
+      error,
+    }
+  } catch (rollbackErr) {
+    return {
+      outcome: 'rollback-failed',
+      reason: `release is ${err.releaseStatus} and the rollback failed: ${chainMessage(rollbackErr)}`,
+      attempts,
+      error,
+    }
+  }
+}

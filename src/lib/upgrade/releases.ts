@@ -1,0 +1,221 @@
+/**
+ * The Helm releases the cluster runs, pinned per Kubernetes version in apply order, and how the
+ * workspace config (`upgrade.charts`) overrides (mirrors, local charts) or extends them.
+ */
+import { readFile } from 'node:fs/promises'
+import path from 'node:path'
+import type { ChartConfig, ClusterConfig, ClusterState } from '../config/index.js'
+import { CliError, isErrnoException } from '../errors/index.js'
+import { parseYaml } from '../yaml/index.js'
+import { parseSemver } from './rules.js'
+
+export type Values = Record<string, unknown>
+
+/** One release to bring to a pinned chart version. */
+export interface ReleaseTarget {
+  name: string
+  /** A chart name in `repository`, or a local chart directory / packaged `.tgz` (absolute). */
+  chart: string
+  repository?: string
+  /** Exact chart version. */
+  version: string
+  namespace: string
+  /** Computed values: the cluster's defaults, then the config's values file on top. */
+  values: Values
+  /** Named exception to "at most one minor step" (upstream supports skipping minors). */
+  allowMinorJump: boolean
+}
+
+/** What the cluster needs from the workspace to compute chart values. */
+export interface ClusterFacts {
+  serviceCIDR: string
+  /** Host of the API server as seen from inside the cluster (state `inClusterEndpoint`). */
+  apiServerHost?: string
+}
+
+interface PinnedRelease {
+  name: string
+  chart: string
+  repository: string
+  version: string
+  namespace: string
+  allowMinorJump: boolean
+  values: (facts: ClusterFacts) => Values
+}
+
+const CILIUM_REPO = 'https://helm.cilium.io/'
+const COREDNS_REPO = 'https://coredns.github.io/helm'
+const CERT_MANAGER_REPO = 'https://charts.jetstack.io'
+
+const ciliumValues = (facts: ClusterFacts): Values => ({
+  kubeProxyReplacement: true,
+  encryption: { enabled: true, type: 'wireguard', strictMode: { enabled: true } },
+  ...(facts.apiServerHost ? { k8sServiceHost: facts.apiServerHost, k8sServicePort: 6443 } : {}),
+})
+const corednsValues = (facts: ClusterFacts): Values => ({
+  service: { clusterIP: clusterDnsAddress(facts.serviceCIDR) },
+})
+const certManagerValues = (): Values => ({ crds: { enabled: true } })
+
+function pins(cilium: string, coredns: string, certManager: string): PinnedRelease[] {
+  return [
+    {
+      name: 'cilium',
+      chart: 'cilium',
+      repository: CILIUM_REPO,
+      version: cilium,
+      namespace: 'kube-system',
+      allowMinorJump: true,
+      values: ciliumValues,
+    },
+    {
+      name: 'coredns',
+      chart: 'coredns',
+      repository: COREDNS_REPO,
+      version: coredns,
+      namespace: 'kube-system',
+      allowMinorJump: false,
+      values: corednsValues,
+    },
+    {
+      name: 'cert-manager',
+      chart: 'cert-manager',
+      repository: CERT_MANAGER_REPO,
+      version: certManager,
+      namespace: 'cert-manager',
+      allowMinorJump: true,
+      values: certManagerValues,
+    },
+  ]
+}
+
+/**
+ * The pinned default set, keyed by Kubernetes minor, in apply order (CNI first: nothing else
+ * schedules without it). The project's own in-cluster services join this table when they ship.
+ */
+export const PINNED_RELEASES: Readonly<Record<string, readonly PinnedRelease[]>> = {
+  'v1.30': pins('1.16.6', '1.36.2', 'v1.16.5'),
+  'v1.31': pins('1.17.4', '1.37.3', 'v1.17.2'),
+  'v1.32': pins('1.18.1', '1.38.1', 'v1.18.2'),
+}
+
+/**
+ * The releases for a cluster: the pinned set for its Kubernetes version, each replaced by the
+ * config entry of the same name, then the config's other entries appended in their order.
+ */
+export async function resolveReleases(
+  config: Pick<ClusterConfig, 'kubernetesVersion' | 'upgrade'>,
+  facts: ClusterFacts,
+  workspaceDir: string,
+): Promise<ReleaseTarget[]> {
+  const minor = /^v?(\d+\.\d+)/.exec(config.kubernetesVersion)?.[1]
+  const pinned = minor ? PINNED_RELEASES[`v${minor}`] : undefined
+  if (!pinned) {
+    throw new CliError(
+      `no pinned Helm releases for Kubernetes ${config.kubernetesVersion}; known: ${Object.keys(PINNED_RELEASES).join(', ')}`,
+    )
+  }
+  const overrides = config.upgrade?.charts ?? []
+  checkOverrides(overrides)
+  const byName = new Map(overrides.map((o) => [o.name, o]))
+  const targets: ReleaseTarget[] = []
+  for (const pin of pinned) {
+    const o = byName.get(pin.name)
+    const base: ReleaseTarget = { ...pin, values: pin.values(facts) }
+    targets.push(o ? await applyOverride(base, o, overrides.indexOf(o), workspaceDir) : base)
+  }
+  for (const [i, o] of overrides.entries()) {
+    if (pinned.some((p) => p.name === o.name)) continue
+    const base: ReleaseTarget = { ...pick(o), values: {}, allowMinorJump: false }
+    targets.push(await applyOverride(base, o, i, workspaceDir))
+  }
+  return targets
+}
+
+const pick = ({ name, chart, repository, version, namespace }: ChartConfig) => ({
+  name,
+  chart,
+  repository,
+  version,
+  namespace,
+})
+
+function checkOverrides(overrides: readonly ChartConfig[]): void {
+  const seen = new Set<string>()
+  for (const [i, o] of overrides.entries()) {
+    if (seen.has(o.name)) {
+      throw new CliError(`upgrade.charts[${i}].name: release ${JSON.stringify(o.name)} is listed twice`)
+    }
+    seen.add(o.name)
+    if (!parseSemver(o.version)) {
+      throw new CliError(
+        `upgrade.charts[${i}].version: ${JSON.stringify(o.version)} is not an exact chart version like 1.2.3`,
+      )
+    }
+  }
+}
+
+async function applyOverride(
+  base: ReleaseTarget,
+  o: ChartConfig,
+  index: number,
+  workspaceDir: string,
+): Promise<ReleaseTarget> {
+  // Without a repository the chart is a path; relative paths are relative to the workspace.
+  const chart = o.repository ? o.chart : path.resolve(workspaceDir, o.chart)
+  const fileValues = o.valuesFile
+    ? await readValuesFile(path.resolve(workspaceDir, o.valuesFile), `upgrade.charts[${index}].valuesFile`)
+    : {}
+  return {
+    ...base,
+    chart,
+    repository: o.repository,
+    version: o.version,
+    namespace: o.namespace,
+    values: mergeValues(base.values, fileValues),
+  }
+}
+
+async function readValuesFile(file: string, where: string): Promise<Values> {
+  let text: string
+  try {
+    text = await readFile(file, 'utf8')
+  } catch (err) {
+    const why = isErrnoException(err, 'ENOENT') ? 'does not exist' : 'cannot be read'
+    throw new CliError(`${where}: values file ${file} ${why}`, 1, undefined, { cause: err })
+  }
+  const { value } = parseYaml(text, file)
+  if (value === null || value === undefined) return {}
+  if (!isValues(value)) throw new CliError(`${where}: ${file} must hold a YAML mapping of chart values`)
+  return value
+}
+
+/** Recursive map merge; later maps win, lists are replaced (Helm's own rule for -f files). */
+export function mergeValues(base: Values, over: Values): Values {
+  const out: Values = { ...base }
+  for (const [k, v] of Object.entries(over)) {
+    const prev = out[k]
+    out[k] = isValues(prev) && isValues(v) ? mergeValues(prev, v) : v
+  }
+  return out
+}
+
+const isValues = (v: unknown): v is Values => typeof v === 'object' && v !== null && !Array.isArray(v)
+
+/** kubeadm gives the cluster DNS service the 10th address of the service CIDR. */
+export function clusterDnsAddress(serviceCIDR: string): string {
+  const [ip = ''] = serviceCIDR.split('/')
+  const octets = ip.split('.').map(Number)
+  if (octets.length !== 4 || octets.some((o) => !Number.isInteger(o) || o < 0 || o > 255)) {
+    throw new CliError(`serviceCIDR ${JSON.stringify(serviceCIDR)} is not an IPv4 CIDR`)
+  }
+  const n = (octets.reduce((acc, o) => acc * 256 + o, 0) + 10) >>> 0
+  return [24, 16, 8, 0].map((shift) => (n >>> shift) & 255).join('.')
+}
+
+/** The facts chart values need, from the config and (when it exists) the state. */
+export function clusterFacts(config: Pick<ClusterConfig, 'serviceCIDR'>, state?: ClusterState): ClusterFacts {
+  const endpoint = state?.infrastructure.inClusterEndpoint || state?.infrastructure.clusterEndpoint
+  const host = endpoint ? endpoint.replace(/:\d+$/, '').replace(/^\[(.*)\]$/, '$1') : undefined
+  return { serviceCIDR: config.serviceCIDR, apiServerHost: host || undefined }
+}

