@@ -3,7 +3,7 @@
  * rollback on failure; the first failed release stops the sequence. Never throws after a change
  * was made: the report says what happened to every release, and where the backup is.
  */
-import { CliError, chainMessage } from '../errors/index.js'
+import { CliError } from '../errors/index.js'
 import { workspacePaths } from '../paths.js'
 import {
   backupChart,
@@ -126,14 +126,17 @@ export async function executeUpgrade(
           ...deps.retry,
         })
         applyResult(reports, r, result)
-        if (result.error) throw new Error(`${r.target.name}: ${result.error}`)
+        if (result.error) {
+          report.failure = { release: r.target.name, error: result.error }
+          throw new Error(`${r.target.name}: ${result.error}`)
+        }
       },
     })),
   ]
   try {
     await deps.progress(steps)
   } catch (err) {
-    const failed = reports.find((r) => r.outcome === 'rolled-back' || r.outcome === 'rollback-failed')
+    const failed = report.failure
     if (!failed) {
       // A backup step failed: nothing was changed, and the upgrade must not go on without one.
       throw new CliError(
@@ -145,10 +148,9 @@ export async function executeUpgrade(
         },
       )
     }
-    report.failure = { release: failed.name, error: chainMessage(err) }
     for (const r of reports) {
       if (r.outcome === 'not-touched' && r.reason === 'planned')
-        r.reason = `not reached: ${failed.name} failed`
+        r.reason = `not reached: ${failed.release} failed`
     }
   }
   return report

@@ -202,14 +202,20 @@ export function mergeValues(base: Values, over: Values): Values {
 
 const isValues = (v: unknown): v is Values => typeof v === 'object' && v !== null && !Array.isArray(v)
 
-/** kubeadm gives the cluster DNS service the 10th address of the service CIDR. */
+/** kubeadm gives the cluster DNS service the 10th address of the service network. */
 export function clusterDnsAddress(serviceCIDR: string): string {
-  const [ip = ''] = serviceCIDR.split('/')
+  const [ip = '', bitsText = '32'] = serviceCIDR.split('/')
   const octets = ip.split('.').map(Number)
-  if (octets.length !== 4 || octets.some((o) => !Number.isInteger(o) || o < 0 || o > 255)) {
-    throw new CliError(`serviceCIDR ${JSON.stringify(serviceCIDR)} is not an IPv4 CIDR`)
+  const bits = Number(bitsText)
+  const valid = octets.length === 4 && octets.every((o) => Number.isInteger(o) && o >= 0 && o <= 255)
+  if (!valid || !Number.isInteger(bits) || bits < 0 || bits > 28) {
+    throw new CliError(
+      `serviceCIDR ${JSON.stringify(serviceCIDR)} is not an IPv4 CIDR of at least 16 addresses`,
+    )
   }
-  const n = (octets.reduce((acc, o) => acc * 256 + o, 0) + 10) >>> 0
+  const mask = bits === 0 ? 0 : (0xffffffff << (32 - bits)) >>> 0
+  const network = (octets.reduce((acc, o) => acc * 256 + o, 0) & mask) >>> 0
+  const n = network + 10
   return [24, 16, 8, 0].map((shift) => (n >>> shift) & 255).join('.')
 }
 
