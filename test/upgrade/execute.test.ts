@@ -1,4 +1,4 @@
-import { access, readdir, readFile } from 'node:fs/promises'
+import { access, readdir, readFile, stat } from 'node:fs/promises'
 import path from 'node:path'
 import { KubeConfig } from '@kubernetes/client-node'
 import { workspacePaths } from '../../src/lib/paths.js'
@@ -232,6 +232,11 @@ describe('upgrade execute (lib) with the helm contract fake and FakeApiServer', 
     ]) {
       expect(await exists(path.join(dir, 'helm-charts/coredns', file)), file).to.be.true
     }
+    // Values may hold secrets: they go to helm as a 0600 file in a 0700 folder, never in argv.
+    expect((await stat(path.join(dir, 'helm-charts/coredns/overrides.yaml'))).mode & 0o777).to.equal(0o600)
+    expect((await stat(dir)).mode & 0o777).to.equal(0o700)
+    const upgradeCalls = (await readFakeHelmState(helm.stateDir)).calls.filter((c) => c[0] === 'upgrade')
+    for (const call of upgradeCalls) expect(call.join(' ')).to.not.match(/--set|10\.96\.0\.10/)
     const rendered = await readFile(path.join(dir, 'helm-charts/cert-manager/rendered.yaml'), 'utf8')
     expect(rendered)
       .to.match(/kind: CustomResourceDefinition/)

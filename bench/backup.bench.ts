@@ -1,0 +1,43 @@
+/** Pre-upgrade backup: time to save 10,000 custom resources (paged reads, one YAML file each) against FakeApiServer. */
+import { mkdtemp, rm } from 'node:fs/promises'
+import os from 'node:os'
+import path from 'node:path'
+import { KubeConfig } from '@kubernetes/client-node'
+import { backupCustomResources, BACKUP_PAGE_SIZE, createClusterReader } from '../src/lib/upgrade/index.js'
+import { startFakeApiServer } from '../test/support/fake-apiserver.js'
+import { seedCustomResources } from '../test/upgrade/workspace.js'
+import { summarize } from './stats.js'
+
+const CUSTOM_RESOURCES = 10_000
+const RUNS = 5
+
+export default async function backup() {
+  const api = await startFakeApiServer()
+  const samples: number[] = []
+  try {
+    seedCustomResources(api, CUSTOM_RESOURCES)
+    const kc = new KubeConfig()
+    kc.loadFromString(api.kubeconfig())
+    const reader = createClusterReader(kc)
+    for (let i = 0; i < RUNS; i++) {
+      const dir = await mkdtemp(path.join(os.tmpdir(), 'constell-bench-backup-'))
+      try {
+        const start = process.hrtime.bigint()
+        const summary = await backupCustomResources(reader, dir)
+        samples.push(Number(process.hrtime.bigint() - start) / 1e6)
+        if (summary.customResources !== CUSTOM_RESOURCES + 1)
+          throw new Error(`backed up ${summary.customResources}`)
+      } finally {
+        await rm(dir, { recursive: true, force: true })
+      }
+    }
+  } finally {
+    await api.stop()
+  }
+  return {
+    customResources: CUSTOM_RESOURCES,
+    pageSize: BACKUP_PAGE_SIZE,
+    ...summarize(samples),
+    targetMedianMs: 10_000,
+  }
+}
