@@ -5,15 +5,14 @@
  * secret: no token, no private key, no CA key.
  */
 import { CliError } from '../errors/index.js'
+import { DEFAULT_INIT_SERVER_LISTEN, NODE_CONFIG_PATH } from '../nodeconfig/index.js'
 import { stringifyYaml } from '../yaml/index.js'
 import { controlPlaneEndpoint } from './defaults.js'
 import { isControlPlane } from './parse.js'
 import { commonPlan, userFiles } from './plan.js'
 import type { BootstrapPlan, Cluster, KubeadmConfigSpec, Machine, Origin } from './types.js'
 
-export const NODE_CONFIG_FILE = '/etc/constellation/node-config.yaml'
 export const BOOTSTRAPPER_UNIT = 'constellation-bootstrapper.service'
-export const DEFAULT_INIT_SERVER_LISTEN = '0.0.0.0:9000'
 export const DEFAULT_TPM_DEVICE = '/dev/tpmrm0'
 
 export interface AttestedPlanInput {
@@ -43,7 +42,7 @@ export function attestedPlan(input: AttestedPlanInput): BootstrapPlan {
     ...commonPlan(input.spec, input.secrets),
     files: [
       ...userFiles(input.spec, input.secrets),
-      { path: NODE_CONFIG_FILE, content: stringifyYaml(nodeConfig), owner: 'root:root', permissions: '0644' },
+      { path: NODE_CONFIG_PATH, content: stringifyYaml(nodeConfig), owner: 'root:root', permissions: '0644' },
     ],
     enableUnits: [BOOTSTRAPPER_UNIT],
   }

@@ -43,17 +43,18 @@ export async function loadOrCreateAuthorities(
 ): Promise<CaDirResult> {
   const created: string[] = []
   const pairs = {} as Record<PairName, KeyPair>
+  const missing: PairName[] = []
+  // Every present pair is checked before anything is generated, so a refusal changes nothing.
   for (const name of Object.keys(CA_FILES) as PairName[]) {
-    const files = CA_FILES[name]
-    const certFile = path.join(caDir, files.cert)
-    const keyFile = path.join(caDir, files.key)
+    const certFile = path.join(caDir, CA_FILES[name].cert)
+    const keyFile = path.join(caDir, CA_FILES[name].key)
     const [certPem, keyPem] = await Promise.all([readOptional(certFile), readOptional(keyFile)])
     if (certPem !== undefined && keyPem !== undefined) {
       pairs[name] = checkPair(name, { certPem, keyPem }, certFile, keyFile)
     } else if (certPem !== undefined || keyPem !== undefined) {
-      const [have, missing] = certPem !== undefined ? [certFile, keyFile] : [keyFile, certFile]
+      const [have, absent] = certPem !== undefined ? [certFile, keyFile] : [keyFile, certFile]
       throw new CliError(
-        `${have} exists but ${missing} does not`,
+        `${have} exists but ${absent} does not`,
         1,
         'restore the missing file, or move both away to generate a new pair',
       )
@@ -63,13 +64,16 @@ export async function loadOrCreateAuthorities(
         1,
         'join data needs the cluster CAs: pass --ca-dir with the directory the init data was generated from',
       )
-    } else {
-      const pair = name === 'sa' ? createServiceAccountKey() : createCertificateAuthority(opts.now)
-      await writeFileExclusive(keyFile, pair.keyPem, 0o600)
-      await writeFileExclusive(certFile, pair.certPem, 0o644)
-      created.push(keyFile, certFile)
-      pairs[name] = pair
-    }
+    } else missing.push(name)
+  }
+  for (const name of missing) {
+    const pair = name === 'sa' ? createServiceAccountKey() : createCertificateAuthority(opts.now)
+    const keyFile = path.join(caDir, CA_FILES[name].key)
+    const certFile = path.join(caDir, CA_FILES[name].cert)
+    await writeFileExclusive(keyFile, pair.keyPem, 0o600)
+    await writeFileExclusive(certFile, pair.certPem, 0o644)
+    created.push(keyFile, certFile)
+    pairs[name] = pair
   }
   return { authorities: pairs, created }
 }

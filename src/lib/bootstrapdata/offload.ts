@@ -57,6 +57,8 @@ export interface S3StoreOptions {
   /** A custom endpoint (MinIO, Ceph, a local server); path-style addressing is used with it. */
   endpoint?: string
   region?: string
+  /** Explicit credentials (tests); otherwise the SDK's default chain, never a flag. */
+  credentials?: { accessKeyId: string; secretAccessKey: string }
 }
 
 export function createS3Store(opts: S3StoreOptions): ObjectStore {
@@ -64,6 +66,7 @@ export function createS3Store(opts: S3StoreOptions): ObjectStore {
     endpoint: opts.endpoint,
     forcePathStyle: opts.endpoint !== undefined,
     region: opts.region ?? process.env.AWS_REGION ?? 'us-east-1',
+    credentials: opts.credentials,
     // S3-compatible servers often lack the newer default checksums; send them only where S3 needs them.
     requestChecksumCalculation: 'WHEN_REQUIRED',
     responseChecksumValidation: 'WHEN_REQUIRED',

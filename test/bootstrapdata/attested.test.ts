@@ -1,0 +1,119 @@
+import { readFile } from 'node:fs/promises'
+import path from 'node:path'
+import { parse } from 'yaml'
+import { expect } from '../support/chai.js'
+import { generateBootstrapData, type OutputFormat } from '../../src/lib/bootstrapdata/index.js'
+import { NODE_CONFIG_PATH, parseNodeConfig } from '../../src/lib/nodeconfig/index.js'
+import { FIXTURES, fixtureText, tempWorkspace, testDeps, testOptions, validateUserData } from './helpers.js'
+
+/** Everything a document would put on the node, data URLs decoded, so encodings cannot hide a secret. */
+function nodeVisibleText(document: string): string {
+  if (!document.startsWith('{')) return document
+  return [document, ...nodeFiles(document).values()].join('\n')
+}
+
+async function secretMarkers(): Promise<Array<[string, RegExp | string]>> {
+  const caKeyLine = (await readFile(path.join(FIXTURES, 'pki/ca.key'), 'utf8')).split('\n')[1] as string
+  return [
+    ['a bootstrap token', /\b[a-z0-9]{6}\.[a-z0-9]{16}\b/],
+    ['a PEM private key', /PRIVATE KEY/],
+    ['the CA key', caKeyLine],
+    ['the token given in the spec', '0123456789abcdef'],
+  ]
+}
+
+/** path → content of every file the document writes. */
+function nodeFiles(document: string): Map<string, string> {
+  if (document.startsWith('{')) {
+    const config = JSON.parse(document) as {
+      storage: { files: Array<{ path: string; contents?: { source: string } }> }
+    }
+    return new Map(config.storage.files.map((f) => [f.path, decodeDataUrl(f.contents?.source ?? 'data:,')]))
+  }
+  const config = parse(document) as { write_files: Array<{ path: string; content: string }> }
+  return new Map(config.write_files.map((f) => [f.path, f.content]))
+}
+
+function decodeDataUrl(url: string): string {
+  const [meta = '', data = ''] = url.slice('data:'.length).split(',', 2)
+  return meta.endsWith(';base64') ? Buffer.from(data, 'base64').toString() : decodeURIComponent(data)
+}
+
+function findSecrets(text: string, markers: Array<[string, RegExp | string]>): string[] {
+  return markers
+    .filter(([, m]) => (typeof m === 'string' ? text.includes(m) : m.test(text)))
+    .map(([name]) => name)
+}
+
+describe('attested bootstrap data (no secret in user data)', () => {
+  const formats: OutputFormat[] = ['attested-cloud-config', 'attested-ignition']
+  for (const format of formats) {
+    it(`${format}: every machine's data holds no token, no private key, no CA key, and a valid node config`, async () => {
+      const ws = await tempWorkspace(false)
+      try {
+        const input = await readFile(path.join(FIXTURES, 'attested.yaml'), 'utf8')
+        const result = await generateBootstrapData(testOptions(ws.dir, { format }), await testDeps(input))
+        expect(result.machines.map((m) => m.machine)).to.deep.equal(['cp-0', 'worker-0'])
+        expect(result.caFilesCreated).to.deep.equal([]) // no CA is needed, none is made
+        expect(result.tokenSecret).to.equal(undefined)
+        const markers = await secretMarkers()
+        for (const m of result.machines) {
+          const document = await readFile(m.file, 'utf8')
+          await validateUserData(document)
+          const visible = nodeVisibleText(document)
+          expect(findSecrets(visible, markers), m.machine).to.deep.equal([])
+          expect(visible).to.contain('constellation-bootstrapper.service')
+          // the node config is what `bootstrap run` will load: check it with its own loader
+          const nodeConfig = parseNodeConfig(
+            nodeFiles(document).get(NODE_CONFIG_PATH) ?? '',
+            NODE_CONFIG_PATH,
+          )
+          expect(nodeConfig.metadata?.self).to.deep.equal({
+            name: m.machine,
+            role: m.machine === 'cp-0' ? 'control-plane' : 'worker',
+            vpcIP: m.machine === 'cp-0' ? '10.0.0.10' : '10.0.0.20',
+          })
+          expect(nodeConfig.metadata?.peers.map((p) => p.name)).to.deep.equal([
+            m.machine === 'cp-0' ? 'worker-0' : 'cp-0',
+          ])
+          expect(nodeConfig.metadata?.loadBalancerEndpoint).to.equal('10.0.0.100:6443')
+        }
+      } finally {
+        await ws.cleanup()
+      }
+    })
+  }
+
+  it('the secret detector finds the secrets in ordinary (kubeadm) data, so it can fail', async () => {
+    const ws = await tempWorkspace()
+    try {
+      const result = await generateBootstrapData(
+        testOptions(ws.dir, { format: 'ignition', machine: 'cp-1' }),
+        await testDeps(await fixtureText(true)),
+      )
+      const visible = nodeVisibleText(await readFile(result.machines[0]?.file as string, 'utf8'))
+      expect(findSecrets(visible, await secretMarkers())).to.include.members([
+        'a bootstrap token',
+        'a PEM private key',
+        'the CA key',
+      ])
+    } finally {
+      await ws.cleanup()
+    }
+  })
+
+  it('a Machine without an InternalIP is named in the error', async () => {
+    const ws = await tempWorkspace(false)
+    try {
+      const input = (await readFile(path.join(FIXTURES, 'attested.yaml'), 'utf8')).replace(
+        'addresses: [{ type: InternalIP, address: 10.0.0.20 }]',
+        'addresses: []',
+      )
+      await expect(
+        generateBootstrapData(testOptions(ws.dir, { format: 'attested-ignition' }), await testDeps(input)),
+      ).to.be.rejectedWith(/cluster\.yaml:\d+: Machine "worker-0": status\.addresses has no InternalIP/)
+    } finally {
+      await ws.cleanup()
+    }
+  })
+})

@@ -1,0 +1,129 @@
+import { randomBytes } from 'node:crypto'
+import { cp, readFile, readdir, writeFile } from 'node:fs/promises'
+import path from 'node:path'
+import { expect } from '../support/chai.js'
+import { makeTempDir, runCli } from '../support/cli.js'
+import { FakeApiServer } from '../support/fake-apiserver.js'
+import {
+  TOKEN_PATTERN,
+  generateBootstrapToken,
+  registerTokenSecret,
+  tokenSecret,
+  tokenString,
+} from '../../src/lib/bootstrapdata/tokens.js'
+import { FIXED_NOW, FIXTURES, fixtureText, seededRandom } from './helpers.js'
+
+describe('bootstrap tokens', () => {
+  it('match [a-z0-9]{6}.[a-z0-9]{16}, expire after the TTL, and differ between calls', () => {
+    const seen = new Set<string>()
+    for (let i = 0; i < 200; i++) {
+      const token = generateBootstrapToken(randomBytes, FIXED_NOW, 15 * 60_000)
+      expect(tokenString(token)).to.match(TOKEN_PATTERN)
+      expect(token.expires.getTime() - FIXED_NOW.getTime()).to.equal(15 * 60_000)
+      seen.add(tokenString(token))
+    }
+    expect(seen.size).to.equal(200)
+  })
+
+  it('are a pure function of the random source (what makes goldens stable)', () => {
+    const a = generateBootstrapToken(seededRandom('x'), FIXED_NOW, 1000)
+    const b = generateBootstrapToken(seededRandom('x'), FIXED_NOW, 1000)
+    expect(a).to.deep.equal(b)
+  })
+
+  it('never use biased bytes: a source of only high bytes is skipped until usable ones come', () => {
+    let calls = 0
+    const token = generateBootstrapToken(
+      (n) => (calls++ === 0 ? Buffer.alloc(n, 255) : Buffer.alloc(n, 1)),
+      FIXED_NOW,
+      1,
+    )
+    expect(tokenString(token)).to.equal('bbbbbb.bbbbbbbbbbbbbbbb')
+  })
+
+  it('become the standard bootstrap-token Secret', () => {
+    const secret = tokenSecret({ id: 'abcdef', secret: '0123456789abcdef', expires: FIXED_NOW })
+    expect(secret.metadata).to.deep.equal({ name: 'bootstrap-token-abcdef', namespace: 'kube-system' })
+    expect(secret.type).to.equal('bootstrap.kubernetes.io/token')
+    expect(secret.stringData).to.include({
+      'token-id': 'abcdef',
+      'token-secret': '0123456789abcdef',
+      expiration: '2026-01-02T03:04:05Z',
+      'usage-bootstrap-authentication': 'true',
+      'usage-bootstrap-signing': 'true',
+      'auth-extra-groups': 'system:bootstrappers:kubeadm:default-node-token',
+    })
+  })
+
+  describe('registration in the workload cluster (FakeApiServer, a test double of the Kubernetes API)', () => {
+    let api: FakeApiServer
+    let tmp: { dir: string; cleanup: () => Promise<void> }
+    let kubeconfig: string
+    beforeEach(async () => {
+      api = await new FakeApiServer().start()
+      tmp = await makeTempDir()
+      kubeconfig = path.join(tmp.dir, 'kubeconfig')
+      await writeFile(kubeconfig, api.kubeconfig())
+    })
+    afterEach(async () => {
+      await api.stop()
+      await tmp.cleanup()
+    })
+
+    it('creates the Secret in kube-system', async () => {
+      const secret = tokenSecret({ id: 'abcdef', secret: '0123456789abcdef', expires: FIXED_NOW })
+      await registerTokenSecret(kubeconfig, secret)
+      const stored = api.get('v1', 'secrets', 'bootstrap-token-abcdef', 'kube-system')
+      expect(stored?.type).to.equal('bootstrap.kubernetes.io/token')
+      expect((stored?.stringData as Record<string, string>)['token-secret']).to.equal('0123456789abcdef')
+    })
+
+    it('reports a refused request with the status, never the token', async () => {
+      api.failOn({ method: 'POST', pathIncludes: '/secrets', status: 403 })
+      const secret = tokenSecret({ id: 'abcdef', secret: '0123456789abcdef', expires: FIXED_NOW })
+      const err = await registerTokenSecret(kubeconfig, secret).then(
+        () => undefined,
+        (e: unknown) => e as Error,
+      )
+      expect(err?.message).to.match(
+        /registering bootstrap token Secret kube-system\/bootstrap-token-abcdef at https:\/\/127\.0\.0\.1:\d+: HTTP 403/,
+      )
+      expect(err?.message).not.to.contain('0123456789abcdef')
+    })
+
+    it('the CLI registers it with --kubeconfig and writes no Secret file (the token stays out of the output)', async () => {
+      const input = path.join(tmp.dir, 'ready.yaml')
+      await writeFile(input, await fixtureText(true))
+      const args = [
+        'bootstrap-data',
+        'generate',
+        '-f',
+        input,
+        '--machine',
+        'worker-0',
+        '--ca-dir',
+        path.join(tmp.dir, 'pki'),
+      ]
+      const missingCas = await runCli([...args, '-o', path.join(tmp.dir, 'a/'), '--kubeconfig', kubeconfig])
+      expect(missingCas.code, missingCas.stderr).to.equal(1) // join data needs the cluster's CAs
+      expect(missingCas.stderr).to.contain('ca.crt does not exist')
+      expect(api.list('v1', 'secrets', 'kube-system')).to.deep.equal([])
+
+      await cp(path.join(FIXTURES, 'pki'), path.join(tmp.dir, 'pki'), { recursive: true })
+      const ok = await runCli([...args, '-o', path.join(tmp.dir, 'b/'), '--kubeconfig', kubeconfig, '--json'])
+      expect(ok.code, ok.stderr).to.equal(0)
+      const result = JSON.parse(ok.stdout) as {
+        tokenSecret: { name: string; registered: boolean; file?: string }
+      }
+      expect(result.tokenSecret.registered).to.equal(true)
+      expect(result.tokenSecret.file).to.equal(undefined)
+      expect(await readdir(path.join(tmp.dir, 'b'))).to.deep.equal(['worker-0.cloud-config'])
+      const stored = api.get('v1', 'secrets', result.tokenSecret.name, 'kube-system')
+      const data = stored?.stringData as Record<string, string>
+      expect(await readFile(path.join(tmp.dir, 'b/worker-0.cloud-config'), 'utf8')).to.contain(
+        `token: ${data['token-id']}.${data['token-secret']}`,
+      )
+      expect(ok.stdout + ok.stderr).not.to.contain(data['token-secret'])
+    })
+  })
+})

@@ -1,0 +1,220 @@
+import { expect } from '../support/chai.js'
+import { YamlProblemsError } from '../../src/lib/yaml/index.js'
+import { parseBootstrapObjects, type ParseOptions } from '../../src/lib/bootstrapdata/parse.js'
+
+/** A valid input whose KubeadmConfig spec (line 17 on) and Machine are replaced per case. */
+function input(spec: string, machine = 'version: v1.31.2', extra = ''): string {
+  return `apiVersion: cluster.x-k8s.io/v1beta1
+kind: Cluster
+metadata: { name: demo }
+spec: { controlPlaneEndpoint: { host: 10.0.0.1, port: 6443 } }
+---
+kind: Machine
+metadata: { name: m0, labels: { cluster.x-k8s.io/control-plane: "" } }
+spec:
+  clusterName: demo
+  bootstrap: { configRef: { name: cfg } }
+  ${machine}
+---
+kind: KubeadmConfig
+metadata:
+  name: cfg
+spec:
+${spec}
+---
+kind: Secret
+metadata: { name: creds }
+stringData: { token: t }
+${extra}`
+}
+
+interface Case {
+  text: string
+  opts?: ParseOptions
+  /** Expected `line: path: message` fragment. */
+  want: RegExp
+}
+
+const cases: Record<string, Case> = {
+  'content and contentFrom together': {
+    text: input(
+      '  files:\n    - path: /a\n      content: x\n      contentFrom: { secret: { name: creds, key: token } }',
+    ),
+    want: /:18:7: spec\.files\[0\]: only one of content or contentFrom may be specified \(KubeadmConfig "cfg"\)/,
+  },
+  'contentFrom without a secret name': {
+    text: input('  files:\n    - path: /a\n      contentFrom: { secret: { key: token } }'),
+    want: /:19:\d+: spec\.files\[0\]\.contentFrom\.secret\.name: secret name is required/,
+  },
+  'contentFrom without a secret key': {
+    text: input('  files:\n    - path: /a\n      contentFrom: { secret: { name: creds } }'),
+    want: /spec\.files\[0\]\.contentFrom\.secret\.key: secret key is required/,
+  },
+  'contentFrom naming a Secret that is not in the input': {
+    text: input('  files:\n    - path: /a\n      contentFrom: { secret: { name: nope, key: token } }'),
+    want: /spec\.files\[0\]\.contentFrom\.secret\.name: Secret "nope" is not in the input/,
+  },
+  'contentFrom naming a missing key': {
+    text: input('  files:\n    - path: /a\n      contentFrom: { secret: { name: creds, key: nope } }'),
+    want: /contentFrom\.secret\.key: Secret "creds" has no key "nope"/,
+  },
+  'duplicate file paths': {
+    text: input('  files:\n    - { path: /a, content: x }\n    - { path: /a, content: y }'),
+    want: /:19:\d+: spec\.files\[1\]\.path: path must be unique among all files \(also files\[0\]\)/,
+  },
+  'relative file path': {
+    text: input('  files:\n    - { path: etc/a, content: x }'),
+    want: /spec\.files\[0\]\.path: must be an absolute path/,
+  },
+  'passwd and passwdFrom together': {
+    text: input(
+      '  users:\n    - name: u\n      passwd: h\n      passwdFrom: { secret: { name: creds, key: token } }',
+    ),
+    want: /spec\.users\[0\]: only one of passwd or passwdFrom may be specified/,
+  },
+  'passwdFrom without a key': {
+    text: input('  users:\n    - name: u\n      passwdFrom: { secret: { name: creds } }'),
+    want: /spec\.users\[0\]\.passwdFrom\.secret\.key: secret key is required/,
+  },
+  'discovery kubeconfig with both authProvider and exec': {
+    text: input(
+      '  joinConfiguration:\n    discovery:\n      file:\n        kubeConfig:\n          user: { authProvider: { name: x }, exec: { command: y } }',
+    ),
+    want: /joinConfiguration\.discovery\.file\.kubeConfig\.user: exactly one of authProvider or exec must be set/,
+  },
+  'ignition settings with cloud-config format': {
+    text: input('  ignition: { containerLinuxConfig: { strict: true } }'),
+    want: /spec\.ignition: may only be set when the format is ignition/,
+  },
+  'CLC additionalConfig': {
+    text: input('  format: ignition\n  ignition: { containerLinuxConfig: { additionalConfig: "x" } }'),
+    want: /ignition\.containerLinuxConfig\.additionalConfig: is not supported: output is Ignition spec 3/,
+  },
+  useExperimentalRetryJoin: {
+    text: input('  useExperimentalRetryJoin: true'),
+    want: /spec\.useExperimentalRetryJoin: is not supported/,
+  },
+  'ignition: inactive user': {
+    text: input('  users: [{ name: u, inactive: true }]'),
+    opts: { format: 'ignition' },
+    want: /spec\.users\[0\]\.inactive: inactive: true is not supported with Ignition/,
+  },
+  'ignition: gzip encoding': {
+    text: input('  format: ignition\n  files: [{ path: /a, content: x, encoding: gzip+base64 }]'),
+    want: /spec\.files\[0\]\.encoding: encoding gzip\+base64 is not supported with Ignition/,
+  },
+  'ignition: bootCommands': {
+    text: input('  bootCommands: [echo hi]'),
+    opts: { format: 'ignition' },
+    want: /spec\.bootCommands: bootCommands is not supported with Ignition/,
+  },
+  'ignition: mbr partition table': {
+    text: input('  diskSetup: { partitions: [{ device: /dev/sdb, layout: true, tableType: mbr }] }'),
+    opts: { format: 'ignition' },
+    want: /spec\.diskSetup\.partitions\[0\]\.tableType: must be gpt with Ignition/,
+  },
+  'ignition: replaceFS': {
+    text: input('  diskSetup: { filesystems: [{ device: /dev/sdb1, filesystem: ext4, replaceFS: ntfs }] }'),
+    opts: { format: 'ignition' },
+    want: /spec\.diskSetup\.filesystems\[0\]\.replaceFS: replaceFS is not supported with Ignition/,
+  },
+  'ignition: filesystem partition': {
+    text: input('  diskSetup: { filesystems: [{ device: /dev/sdb, filesystem: ext4, partition: auto }] }'),
+    opts: { format: 'ignition' },
+    want: /spec\.diskSetup\.filesystems\[0\]\.partition: partition is not supported with Ignition/,
+  },
+  'attested: Secret-sourced file': {
+    text: input('  files: [{ path: /a, contentFrom: { secret: { name: creds, key: token } } }]'),
+    opts: { format: 'cloud-config', attested: true },
+    want: /spec\.files\[0\]\.contentFrom: would put a Secret into user data/,
+  },
+  'CRD limit: command longer than 10240': {
+    text: input(`  preKubeadmCommands: ["${'x'.repeat(10241)}"]`),
+    want: /spec\.preKubeadmCommands\[0\]: must NOT have more than 10240 characters/,
+  },
+  'unknown key in the spec': {
+    text: input('  fiels: []'),
+    want: /:17:3: spec\.fiels: unknown key \(KubeadmConfig "cfg"\)/,
+  },
+  'bad encoding value': {
+    text: input('  files: [{ path: /a, content: x, encoding: zip }]'),
+    want: /spec\.files\[0\]\.encoding: must be one of "base64", "gzip", "gzip\+base64"/,
+  },
+  'permissions that are not octal': {
+    text: input('  files: [{ path: /a, content: x, permissions: "rw-r--r--" }]'),
+    want: /spec\.files\[0\]\.permissions: must match pattern/,
+  },
+  'machine without version': {
+    text: input('  files: []', 'infrastructureRef: {}'),
+    want: /:9:\d+: spec\.version: required: the Kubernetes version selects the kubeadm API version \(Machine "m0"\)/,
+  },
+  'machine with a version kubeadm data cannot serve': {
+    text: input('  files: []', 'version: v1.21.4'),
+    want: /spec\.version: Kubernetes v1\.21\.4 is too old/,
+  },
+  'machine naming a missing config': {
+    text: input(
+      '  files: []',
+      'version: v1.31.2',
+      '---\nkind: Machine\nmetadata: { name: m1 }\nspec: { clusterName: demo, version: v1.31.2, bootstrap: { configRef: { name: gone } } }',
+    ),
+    want: /spec\.bootstrap\.configRef\.name: KubeadmConfig "gone" is not in the input \(Machine "m1"\)/,
+  },
+  'machine naming a missing cluster': {
+    text: input(
+      '  files: []',
+      'version: v1.31.2',
+      '---\nkind: Machine\nmetadata: { name: m1 }\nspec: { clusterName: other, version: v1.31.2, bootstrap: { configRef: { name: cfg } } }',
+    ),
+    want: /spec\.clusterName: Cluster "other" is not in the input \(Machine "m1"\)/,
+  },
+  'worker whose config joins as control plane': {
+    text: input(
+      '  joinConfiguration: { controlPlane: {} }',
+      'version: v1.31.2',
+      '---\nkind: Machine\nmetadata: { name: w }\nspec: { clusterName: demo, version: v1.31.2, bootstrap: { configRef: { name: cfg } } }',
+    ),
+    want: /Machine "w"/,
+  },
+  'unknown kind': {
+    text: input('  files: []', 'version: v1.31.2', '---\nkind: MachineDeployment\nmetadata: { name: md }'),
+    want: /kind: expected kind Cluster, Machine, KubeadmConfig, KubeadmConfigTemplate, Secret/,
+  },
+  'secret data that is not base64': {
+    text: input(
+      '  files: []',
+      'version: v1.31.2',
+      '---\nkind: Secret\nmetadata: { name: s2 }\ndata: { k: "not base64!" }',
+    ),
+    want: /data\.k: is not base64/,
+  },
+  'YAML syntax error': {
+    text: input('  files: [ { path: /a'),
+    want: /cluster\.yaml:\d+:\d+/,
+  },
+}
+
+describe('bootstrap data input validation (one case per rule)', () => {
+  for (const [name, tc] of Object.entries(cases)) {
+    it(name, () => {
+      let caught: unknown
+      try {
+        parseBootstrapObjects(tc.text, 'cluster.yaml', tc.opts)
+      } catch (err) {
+        caught = err
+      }
+      expect(caught).to.be.instanceOf(YamlProblemsError)
+      expect((caught as Error).message).to.match(tc.want)
+    })
+  }
+
+  it('accepts the valid base input and reports every problem of a bad one at once', () => {
+    expect(() => parseBootstrapObjects(input('  files: []'), 'cluster.yaml')).not.to.throw()
+    const text = input(
+      '  files:\n    - { path: /a, content: x }\n    - { path: /a, content: y }\n  useExperimentalRetryJoin: true',
+    )
+    expect(() => parseBootstrapObjects(text, 'cluster.yaml')).to.throw(
+      /path must be unique[\s\S]*useExperimentalRetryJoin/,
+    )
+  })
+})
