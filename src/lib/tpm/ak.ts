@@ -1,0 +1,40 @@
+/** The attestation key: a restricted ECC P-256 signing key under the endorsement hierarchy. */
+import { TpmWriter } from './buffer.js'
+import { TPM_ALG, TPM_ECC_NIST_P256, TPM_RH, TPMA_OBJECT } from './constants.js'
+import { createPrimary, flushContext, type CreatedPrimary } from './commands.js'
+import type { TpmTransport } from './transport.js'
+
+/**
+ * Deterministic template (no unique, no auth), so the TPM derives the same AK from its endorsement
+ * seed every time. ECC P-256 rather than RSA-2048: deriving an RSA primary takes the TPM hundreds of
+ * milliseconds per handshake, an ECC primary a few.
+ */
+export function akTemplate(): Buffer {
+  const A = TPMA_OBJECT
+  return new TpmWriter()
+    .u16(TPM_ALG.ECC)
+    .u16(TPM_ALG.SHA256)
+    .u32(A.fixedTPM | A.fixedParent | A.sensitiveDataOrigin | A.userWithAuth | A.restricted | A.sign)
+    .sized(Buffer.alloc(0)) // authPolicy
+    .u16(TPM_ALG.NULL) // symmetric
+    .u16(TPM_ALG.ECDSA)
+    .u16(TPM_ALG.SHA256)
+    .u16(TPM_ECC_NIST_P256)
+    .u16(TPM_ALG.NULL) // kdf
+    .sized(Buffer.alloc(0))
+    .sized(Buffer.alloc(0))
+    .toBuffer()
+}
+
+/** Creates the AK, runs fn with it, and always flushes it (a TPM without resource manager runs out of slots). */
+export async function withAttestationKey<T>(
+  t: TpmTransport,
+  fn: (ak: CreatedPrimary) => Promise<T>,
+): Promise<T> {
+  const ak = await createPrimary(t, TPM_RH.ENDORSEMENT, akTemplate())
+  try {
+    return await fn(ak)
+  } finally {
+    await flushContext(t, ak.handle)
+  }
+}

@@ -1,0 +1,62 @@
+/** TPM 2.0 constants used by this client (TPM 2.0 Library spec, Part 2). */
+export const TPM_ST = { NO_SESSIONS: 0x8001, SESSIONS: 0x8002, ATTEST_QUOTE: 0x8018 } as const
+export const TPM_GENERATED_VALUE = 0xff544347
+
+export const TPM_CC = {
+  NV_Read: 0x14e,
+  Startup: 0x144,
+  PCR_Event: 0x13c,
+  CreatePrimary: 0x131,
+  Quote: 0x158,
+  FlushContext: 0x165,
+  NV_ReadPublic: 0x169,
+  ReadPublic: 0x173,
+  GetRandom: 0x17b,
+  PCR_Read: 0x17e,
+  PCR_Extend: 0x182,
+} as const
+
+export const TPM_ALG = {
+  RSA: 0x0001,
+  SHA1: 0x0004,
+  SHA256: 0x000b,
+  SHA384: 0x000c,
+  NULL: 0x0010,
+  RSASSA: 0x0014,
+  RSAPSS: 0x0016,
+  ECDSA: 0x0018,
+  ECC: 0x0023,
+} as const
+
+export const TPM_ECC_NIST_P256 = 0x0003
+
+export const TPM_RH = { OWNER: 0x40000001, ENDORSEMENT: 0x4000000b } as const
+/** The password authorization "session" handle. */
+export const TPM_RS_PW = 0x40000009
+export const TPM_SU_CLEAR = 0x0000
+
+export const TPM_RC = {
+  SUCCESS: 0x000,
+  /** Startup was already done (swtpm started with startup-clear). */
+  INITIALIZE: 0x100,
+  YIELDED: 0x908,
+  TESTING: 0x90a,
+  RETRY: 0x922,
+} as const
+
+/** TCG EK Credential Profile: NV indices of the EK certificates. */
+export const EK_CERT_NV_INDEX = { RSA: 0x01c00002, ECC: 0x01c0000a } as const
+
+export const PCR_COUNT = 24
+export const SHA256_DIGEST_SIZE = 32
+
+/** TPMA_OBJECT bits of a restricted signing key. */
+export const TPMA_OBJECT = {
+  fixedTPM: 1 << 1,
+  fixedParent: 1 << 4,
+  sensitiveDataOrigin: 1 << 5,
+  userWithAuth: 1 << 6,
+  noDA: 1 << 10,
+  restricted: 1 << 16,
+  sign: 1 << 18,
+} as const

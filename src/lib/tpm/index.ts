@@ -1,0 +1,43 @@
+/** TPM 2.0 client speaking the command protocol over /dev/tpmrm0 or swtpm's TCP port. */
+import { pcrExtend, pcrRead } from './commands.js'
+import type { OpenTpm, TpmTransport } from './transport.js'
+
+export { TpmError } from './errors.js'
+export { TpmParseError } from './buffer.js'
+export { openTpmDevice, openSwtpm, openTpmFromConfig } from './transport.js'
+export type { OpenTpm, TpmTransport } from './transport.js'
+export {
+  getRandom,
+  pcrEvent,
+  quote,
+  readEkCertificate,
+  readPublicArea,
+  startup,
+  flushContext,
+} from './commands.js'
+export type { QuoteResult } from './commands.js'
+export { withAttestationKey, akTemplate } from './ak.js'
+export { verifyTpmSignature } from './signature.js'
+export { parseQuoteAttest, parseSignature, parsePublic, publicKeyOf } from './structures.js'
+export type { TpmsAttestQuote, TpmtSignature, TpmtPublic, PcrSelection } from './structures.js'
+export { TPM_ALG, PCR_COUNT } from './constants.js'
+
+/** Opens the TPM, runs fn, and closes it whatever happens. */
+export async function withTpm<T>(open: OpenTpm, fn: (t: TpmTransport) => Promise<T>): Promise<T> {
+  const t = await open()
+  try {
+    return await fn(t)
+  } finally {
+    await t.close()
+  }
+}
+
+/** SHA-256 bank. */
+export function readPcrs(open: OpenTpm, indices: readonly number[]): Promise<Map<number, Buffer>> {
+  return withTpm(open, (t) => pcrRead(t, indices))
+}
+
+/** TPM2_PCR_Extend on the SHA-256 bank with a 32-byte digest. */
+export function extendPcr(open: OpenTpm, index: number, digest: Buffer): Promise<void> {
+  return withTpm(open, (t) => pcrExtend(t, index, digest))
+}

@@ -1,0 +1,105 @@
+/** Ways to reach a TPM: the kernel resource manager device, or swtpm's TCP command port. */
+import { open as openFile } from 'node:fs/promises'
+import { connect, type Socket } from 'node:net'
+import type { TpmConfig } from '../nodeconfig/index.js'
+import { splitHostPort } from '../nodeconfig/index.js'
+import { TpmError } from './errors.js'
+
+export interface TpmTransport {
+  /** Sends one command buffer and resolves with the complete response buffer. */
+  send(command: Uint8Array): Promise<Buffer>
+  close(): Promise<void>
+}
+/** Opened per operation, closed by the caller (swtpm serves one connection at a time). */
+export type OpenTpm = () => Promise<TpmTransport>
+
+const RESPONSE_HEADER_BYTES = 10
+/** TPM2_MAX_COMMAND_SIZE of common TPMs; a response never exceeds it. */
+const MAX_RESPONSE_BYTES = 4096
+
+export function openTpmFromConfig(tpm: TpmConfig): OpenTpm {
+  if (tpm.swtpm !== undefined) {
+    const { host, port } = splitHostPort(tpm.swtpm)
+    return openSwtpm(host, port)
+  }
+  return openTpmDevice(tpm.device)
+}
+
+/** /dev/tpmrm0: one write is one command, one read returns the whole response. */
+export function openTpmDevice(path: string): OpenTpm {
+  return async () => {
+    const fh = await openFile(path, 'r+').catch((cause: unknown) => {
+      throw new TpmError(`opening TPM device ${path}`, undefined, { cause })
+    })
+    return {
+      async send(command) {
+        await fh.write(command)
+        const buf = Buffer.alloc(MAX_RESPONSE_BYTES)
+        const { bytesRead } = await fh.read(buf, 0, buf.length, null)
+        return buf.subarray(0, bytesRead)
+      },
+      close: () => fh.close(),
+    }
+  }
+}
+
+/** swtpm's server port takes raw TPM 2.0 command buffers with no extra framing. */
+export function openSwtpm(host: string, port: number): OpenTpm {
+  return async () => {
+    const socket = await new Promise<Socket>((resolve, reject) => {
+      const s = connect({ host, port }, () => {
+        s.off('error', reject)
+        resolve(s)
+      })
+      s.once('error', reject)
+    }).catch((cause: unknown) => {
+      throw new TpmError(`connecting to swtpm at ${host}:${port}`, undefined, { cause })
+    })
+    return {
+      send: (command) => exchange(socket, command),
+      close: () =>
+        new Promise<void>((resolve) => {
+          if (socket.destroyed) return resolve()
+          socket.once('close', () => resolve())
+          socket.end()
+          socket.destroySoon()
+        }),
+    }
+  }
+}
+
+function exchange(socket: Socket, command: Uint8Array): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    let received = Buffer.alloc(0)
+    const cleanup = () => {
+      socket.off('data', onData)
+      socket.off('error', onError)
+      socket.off('close', onClose)
+    }
+    const onData = (chunk: Buffer) => {
+      received = Buffer.concat([received, chunk])
+      if (received.length < RESPONSE_HEADER_BYTES) return
+      const size = received.readUInt32BE(2)
+      if (size < RESPONSE_HEADER_BYTES || size > MAX_RESPONSE_BYTES) {
+        cleanup()
+        return reject(new TpmError(`swtpm sent a response of impossible size ${size}`))
+      }
+      if (received.length >= size) {
+        cleanup()
+        resolve(received.subarray(0, size))
+      }
+    }
+    const onError = (err: Error) => {
+      cleanup()
+      reject(new TpmError('talking to swtpm', undefined, { cause: err }))
+    }
+    const onClose = () => {
+      cleanup()
+      reject(new TpmError('swtpm closed the connection mid-response'))
+    }
+    socket.on('data', onData)
+    socket.once('error', onError)
+    socket.once('close', onClose)
+    socket.write(command)
+  })
+}

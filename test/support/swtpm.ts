@@ -1,0 +1,107 @@
+/** A real swtpm per test: temp state dir, free ports, stopped and removed by stop(). */
+import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { createServer, connect } from 'node:net'
+import os from 'node:os'
+import path from 'node:path'
+import { openSwtpm, type OpenTpm } from '../../src/lib/tpm/index.js'
+
+export interface SwtpmHandle {
+  host: string
+  port: number
+  /** "127.0.0.1:PORT" */
+  endpoint: string
+  open: OpenTpm
+  stop(): Promise<void>
+}
+
+const HOST = '127.0.0.1'
+const START_ATTEMPTS = 5
+const READY_TIMEOUT_MS = 10_000
+
+/** A fresh swtpm (state in a temp dir, random free ports, not-need-init,startup-clear); stop() kills it and removes the dir. */
+export async function startSwtpm(): Promise<SwtpmHandle> {
+  const stateDir = await mkdtemp(path.join(os.tmpdir(), 'constell-swtpm-'))
+  let lastError: unknown
+  for (let attempt = 0; attempt < START_ATTEMPTS; attempt++) {
+    const [port, ctrlPort] = [await freePort(), await freePort()]
+    const child = spawn(
+      'swtpm',
+      [
+        'socket',
+        '--tpm2',
+        '--server',
+        `type=tcp,port=${port},bindaddr=${HOST}`,
+        '--ctrl',
+        `type=tcp,port=${ctrlPort},bindaddr=${HOST}`,
+        '--tpmstate',
+        `dir=${stateDir}`,
+        '--flags',
+        'not-need-init,startup-clear',
+      ],
+      { stdio: ['ignore', 'ignore', 'pipe'] },
+    )
+    let stderr = ''
+    child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()))
+    try {
+      await waitUntilAccepting(child, port, () => stderr)
+      return {
+        host: HOST,
+        port,
+        endpoint: `${HOST}:${port}`,
+        open: openSwtpm(HOST, port),
+        stop: once(async () => {
+          await kill(child)
+          await rm(stateDir, { recursive: true, force: true })
+        }),
+      }
+    } catch (err: unknown) {
+      lastError = err
+      await kill(child) // a port taken between freePort() and bind: retry with new ports
+    }
+  }
+  await rm(stateDir, { recursive: true, force: true })
+  throw new Error(`starting swtpm failed ${START_ATTEMPTS} times`, { cause: lastError })
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer()
+    srv.once('error', reject)
+    srv.listen(0, HOST, () => {
+      const addr = srv.address()
+      const port = typeof addr === 'object' && addr ? addr.port : 0
+      srv.close(() => resolve(port))
+    })
+  })
+}
+
+async function waitUntilAccepting(child: ChildProcess, port: number, stderr: () => string): Promise<void> {
+  const deadline = Date.now() + READY_TIMEOUT_MS
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`swtpm exited: ${stderr()}`)
+    const ok = await new Promise<boolean>((resolve) => {
+      const s = connect({ host: HOST, port }, () => {
+        s.destroy()
+        resolve(true)
+      })
+      s.once('error', () => resolve(false))
+    })
+    if (ok) return
+    await new Promise((r) => setTimeout(r, 20))
+  }
+  throw new Error(`swtpm did not accept connections on port ${port}: ${stderr()}`)
+}
+
+function kill(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve()
+  return new Promise((resolve) => {
+    child.once('exit', () => resolve())
+    child.kill('SIGTERM')
+  })
+}
+
+function once(fn: () => Promise<void>): () => Promise<void> {
+  let running: Promise<void> | undefined
+  return () => (running ??= fn())
+}

@@ -1,0 +1,109 @@
+import { createHash } from 'node:crypto'
+import { expect } from '../support/chai.js'
+import { startSwtpm, type SwtpmHandle } from '../support/swtpm.js'
+import {
+  extendPcr,
+  getRandom,
+  parsePublic,
+  parseQuoteAttest,
+  parseSignature,
+  pcrEvent,
+  quote,
+  readEkCertificate,
+  readPcrs,
+  readPublicArea,
+  startup,
+  TPM_ALG,
+  TpmError,
+  verifyTpmSignature,
+  withAttestationKey,
+  withTpm,
+} from '../../src/lib/tpm/index.js'
+
+const sha256 = (b: Buffer) => createHash('sha256').update(b).digest()
+const ZERO = Buffer.alloc(32)
+
+describe('tpm client against swtpm', function () {
+  let tpm: SwtpmHandle
+  beforeEach(async () => (tpm = await startSwtpm()))
+  afterEach(() => tpm.stop())
+
+  it('starts (already started is fine) and returns random bytes', async () => {
+    const bytes = await withTpm(tpm.open, async (t) => {
+      await startup(t)
+      return getRandom(t, 16)
+    })
+    expect(bytes).to.have.length(16)
+  })
+
+  it('reads more than eight PCRs and extends one', async () => {
+    const all = Array.from({ length: 24 }, (_, i) => i)
+    const before = await readPcrs(tpm.open, all)
+    expect([...before.keys()]).to.deep.equal(all)
+    expect(before.get(15)).to.deep.equal(ZERO)
+    const digest = sha256(Buffer.from('cluster'))
+    await extendPcr(tpm.open, 15, digest)
+    const after = await readPcrs(tpm.open, [15])
+    expect(after.get(15)).to.deep.equal(sha256(Buffer.concat([ZERO, digest])))
+  })
+
+  it('PCR_Event extends with the hash of the data', async () => {
+    const data = Buffer.from('event')
+    await withTpm(tpm.open, (t) => pcrEvent(t, 16, data))
+    expect((await readPcrs(tpm.open, [16])).get(16)).to.deep.equal(
+      sha256(Buffer.concat([ZERO, sha256(data)])),
+    )
+  })
+
+  it('quotes with a stable AK whose signature verifies over the PCR digest', async () => {
+    const nonce = Buffer.alloc(32, 7)
+    const pcrs = [0, 15]
+    const run = () =>
+      withTpm(tpm.open, (t) =>
+        withAttestationKey(t, async (ak) => ({
+          ak,
+          q: await quote(t, ak.handle, nonce, pcrs),
+          pub: await readPublicArea(t, ak.handle),
+        })),
+      )
+    const first = await run()
+    const second = await run()
+    expect(first.ak.publicArea).to.deep.equal(second.ak.publicArea, 'AK is derived deterministically')
+    expect(first.pub).to.deep.equal(first.ak.publicArea)
+    const attest = parseQuoteAttest(first.q.quoted)
+    expect(attest.extraData).to.deep.equal(nonce)
+    expect(attest.pcrSelections).to.deep.equal([{ hashAlg: TPM_ALG.SHA256, pcrs }])
+    const values = await readPcrs(tpm.open, pcrs)
+    expect(attest.pcrDigest).to.deep.equal(
+      sha256(Buffer.concat(pcrs.map((i) => values.get(i) ?? Buffer.alloc(0)))),
+    )
+    const sig = parseSignature(first.q.signature)
+    expect(sig.sigAlg).to.equal(TPM_ALG.ECDSA)
+    const pub = parsePublic(first.ak.publicArea)
+    expect(verifyTpmSignature(pub, first.q.quoted, sig)).to.be.true
+    const tampered = Buffer.from(first.q.quoted)
+    tampered[tampered.length - 1]! ^= 1
+    expect(verifyTpmSignature(pub, tampered, sig)).to.be.false
+  })
+
+  it('flushes the AK even when the work fails, so slots do not run out', async () => {
+    for (let i = 0; i < 5; i++) {
+      await expect(
+        withTpm(tpm.open, (t) => withAttestationKey(t, () => Promise.reject(new Error('boom')))),
+      ).to.be.rejectedWith('boom')
+    }
+    await withTpm(tpm.open, (t) => withAttestationKey(t, async () => undefined))
+  })
+
+  it('reports a missing EK certificate as undefined and a TPM refusal with its response code', async () => {
+    expect(await withTpm(tpm.open, (t) => readEkCertificate(t))).to.equal(undefined)
+    const err = await extendPcr(tpm.open, 30, ZERO).catch((e: unknown) => e)
+    expect(err).to.be.instanceOf(TpmError)
+    expect((err as TpmError).responseCode).to.be.a('number')
+  })
+
+  it('names the endpoint when swtpm is not reachable', async () => {
+    await tpm.stop()
+    await expect(readPcrs(tpm.open, [0])).to.be.rejectedWith(TpmError, /connecting to swtpm at 127\.0\.0\.1/)
+  })
+})
