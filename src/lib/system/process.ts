@@ -14,6 +14,8 @@ export interface ProcessOptions {
   /** Kills the process (SIGKILL) after this long; the result then has code null. */
   timeoutMs?: number
   signal?: AbortSignal
+  /** Written to the program's stdin (then closed): how secrets reach a child, never argv. */
+  input?: string | Uint8Array
 }
 
 /** The consumer-side view of `runProcess`, so tests can put a spy or a stub in its place. */
@@ -34,8 +36,12 @@ export const runProcess: RunProcess = (file, args, opts = {}) =>
       env: opts.env,
       cwd: opts.cwd,
       signal: opts.signal,
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: [opts.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
     })
+    if (opts.input !== undefined && child.stdin) {
+      child.stdin.on('error', () => {}) // a program that exits without reading stdin is not our error
+      child.stdin.end(opts.input)
+    }
     const stdout: Buffer[] = []
     const stderr: Buffer[] = []
     child.stdout.on('data', (d: Buffer) => stdout.push(d))

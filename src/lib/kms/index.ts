@@ -1,0 +1,19 @@
+/** Cluster key management: HKDF derivation, the master secret file, KMS URIs, the cluster ID. */
+export {
+  deriveKey,
+  deriveClusterId,
+  ClusterKms,
+  DEK_PREFIX,
+  DERIVED_KEY_LENGTH,
+  MEASUREMENT_SECRET_KEY_ID,
+} from './hkdf.js'
+export {
+  generateMasterSecret,
+  encodeMasterSecret,
+  parseMasterSecret,
+  writeMasterSecret,
+  MASTER_SECRET_BYTES,
+  MASTER_SALT_BYTES,
+} from './master-secret.js'
+export type { MasterSecret } from './master-secret.js'
+export { clusterKmsUri, parseClusterKmsUri, KmsUriError, NO_STORE_URI } from './uri.js'

@@ -1,0 +1,141 @@
+import { hkdfSync } from 'node:crypto'
+import { stat, readFile } from 'node:fs/promises'
+import path from 'node:path'
+import { expect } from '../support/chai.js'
+import { makeTempDir } from '../support/cli.js'
+import {
+  ClusterKms,
+  clusterKmsUri,
+  deriveClusterId,
+  deriveKey,
+  encodeMasterSecret,
+  generateMasterSecret,
+  parseClusterKmsUri,
+  parseMasterSecret,
+  writeMasterSecret,
+} from '../../src/lib/kms/index.js'
+
+const hex = (s: string) => Buffer.from(s.replace(/\s/g, ''), 'hex')
+
+describe('kms', () => {
+  describe('deriveKey (RFC 5869 SHA-256 test vectors)', () => {
+    const cases: Record<string, { ikm: Buffer; salt: Buffer; info: Buffer; length: number; okm: string }> = {
+      'test case 1': {
+        ikm: hex('0b'.repeat(22)),
+        salt: hex('000102030405060708090a0b0c'),
+        info: hex('f0f1f2f3f4f5f6f7f8f9'),
+        length: 42,
+        okm: '3cb25f25faacd57a90434f64d0362f2a2d2d0a90cf1a5a4c5db02d56ecc4c5bf34007208d5b887185865',
+      },
+      'test case 2 (long inputs)': {
+        ikm: Buffer.from(Array.from({ length: 80 }, (_, i) => i)),
+        salt: Buffer.from(Array.from({ length: 80 }, (_, i) => 0x60 + i)),
+        info: Buffer.from(Array.from({ length: 80 }, (_, i) => 0xb0 + i)),
+        length: 82,
+        okm:
+          'b11e398dc80327a1c8e7f78c596a49344f012eda2d4efad8a050cc4c19afa97c59045a99cac7827271cb41c65e590e09' +
+          'da3275600c2f09b8367793a9aca3db71cc30c58179ec3e87c14c01d5c1f3434f1d87',
+      },
+      'test case 3 (empty salt and info)': {
+        ikm: hex('0b'.repeat(22)),
+        salt: Buffer.alloc(0),
+        info: Buffer.alloc(0),
+        length: 42,
+        okm: '8da4e775a563c18f715f802a063c5a31b8a11f5c5ee1879ec3454e5f3c738d2d9d201395faa4b61a96c8',
+      },
+    }
+    for (const [name, tc] of Object.entries(cases)) {
+      it(name, () => {
+        expect(deriveKey(tc.ikm, tc.salt, tc.info, tc.length).toString('hex')).to.equal(tc.okm)
+      })
+    }
+    it('uses the info bytes as UTF-8 and prefixes data keys with "key-"', () => {
+      const kms = new ClusterKms(hex('aa'.repeat(32)), hex('bb'.repeat(32)))
+      const want = Buffer.from(
+        hkdfSync('sha256', hex('aa'.repeat(32)), hex('bb'.repeat(32)), 'key-measurementSecret', 32),
+      )
+      expect(kms.measurementSecret().equals(want)).to.equal(true)
+    })
+    it('lower-cases the disk UUID for the disk key', () => {
+      const kms = new ClusterKms(hex('01'.repeat(32)), hex('02'.repeat(32)))
+      const uuid = 'ABCDEF01-2345-6789-ABCD-EF0123456789'
+      expect(kms.diskKey(uuid).equals(kms.deriveDataKey(uuid.toLowerCase()))).to.equal(true)
+      expect(kms.diskKey(uuid).equals(kms.deriveDataKey(uuid))).to.equal(false)
+    })
+    it('derives the cluster ID from measurement secret and salt with info key-clusterID', () => {
+      const secret = hex('03'.repeat(32))
+      const salt = hex('04'.repeat(32))
+      const want = Buffer.from(hkdfSync('sha256', secret, salt, 'key-clusterID', 32))
+      expect(deriveClusterId(secret, salt).equals(want)).to.equal(true)
+    })
+  })
+
+  describe('KMS URI', () => {
+    const secret = { key: Buffer.alloc(32, 0xfb), salt: Buffer.alloc(32, 0xff) }
+    it('round-trips through URL-safe base64 with padding', () => {
+      const uri = clusterKmsUri(secret)
+      expect(uri).to.match(/^kms:\/\/cluster-kms\?key=[A-Za-z0-9_-]+=&salt=[A-Za-z0-9_-]+=$/)
+      const got = parseClusterKmsUri(uri)
+      expect(got.key.equals(secret.key)).to.equal(true)
+      expect(got.salt.equals(secret.salt)).to.equal(true)
+    })
+    const bad: Record<string, { uri: string; want: RegExp }> = {
+      'not a URL': { uri: 'cluster-kms', want: /not a URL/ },
+      'wrong scheme': { uri: 'storage://cluster-kms?key=AA&salt=AA', want: /scheme "storage"/ },
+      'other backend': { uri: 'kms://aws?key=AA&salt=AA', want: /backend "aws"/ },
+      'no key': { uri: `kms://cluster-kms?salt=${'A'.repeat(44)}`, want: /no key parameter/ },
+      'short key': { uri: `kms://cluster-kms?key=AAAA&salt=${'A'.repeat(44)}`, want: /key is 3 bytes/ },
+      'short salt': { uri: `kms://cluster-kms?key=${'A'.repeat(44)}&salt=AAAA`, want: /salt is 3 bytes/ },
+      'standard base64': {
+        uri: `kms://cluster-kms?key=${'+'.repeat(44)}&salt=AAAA`,
+        want: /key is not URL-safe/,
+      },
+    }
+    for (const [name, tc] of Object.entries(bad)) {
+      it(`refuses ${name}`, () => {
+        expect(() => parseClusterKmsUri(tc.uri)).to.throw(tc.want)
+      })
+    }
+    it('never puts the key into an error message', () => {
+      const uri = `kms://cluster-kms?key=${Buffer.alloc(32, 7).toString('base64url')}=&salt=AAAA`
+      try {
+        parseClusterKmsUri(uri)
+        expect.fail('should throw')
+      } catch (err) {
+        expect(String(err)).not.to.include(Buffer.alloc(32, 7).toString('base64url'))
+      }
+    })
+  })
+
+  describe('master secret file', () => {
+    it('writes {key, salt} in standard base64, 0600, and refuses to clobber', async () => {
+      const { dir, cleanup } = await makeTempDir()
+      try {
+        const file = path.join(dir, 'constellation-mastersecret.json')
+        const secret = generateMasterSecret()
+        expect(secret.key).to.have.length(32)
+        expect(secret.salt).to.have.length(32)
+        await writeMasterSecret(file, secret)
+        expect((await stat(file)).mode & 0o777).to.equal(0o600)
+        const text = await readFile(file, 'utf8')
+        const parsed = parseMasterSecret(text, file)
+        expect(parsed.key.equals(secret.key)).to.equal(true)
+        expect(JSON.parse(text)).to.deep.equal({
+          key: secret.key.toString('base64'),
+          salt: secret.salt.toString('base64'),
+        })
+        await expect(writeMasterSecret(file, generateMasterSecret())).to.be.rejectedWith(/already exists/)
+        expect(await readFile(file, 'utf8')).to.equal(text)
+      } finally {
+        await cleanup()
+      }
+    })
+    it('names the bad field of a broken file', async () => {
+      expect(() => parseMasterSecret('{"key":"!!","salt":"AA=="}', 'ms.json')).to.throw(/ms.json: key/)
+      expect(() => parseMasterSecret('nope', 'ms.json')).to.throw(/ms.json: not JSON/)
+      expect(encodeMasterSecret({ key: Buffer.from([1]), salt: Buffer.from([2]) })).to.include(
+        '"key": "AQ=="',
+      )
+    })
+  })
+})
