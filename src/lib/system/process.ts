@@ -36,12 +36,10 @@ export const runProcess: RunProcess = (file, args, opts = {}) =>
       env: opts.env,
       cwd: opts.cwd,
       signal: opts.signal,
-      stdio: [opts.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+      stdio: ['pipe', 'pipe', 'pipe'],
     })
-    if (opts.input !== undefined && child.stdin) {
-      child.stdin.on('error', () => {}) // a program that exits without reading stdin is not our error
-      child.stdin.end(opts.input)
-    }
+    child.stdin.on('error', () => {}) // a program that exits without reading stdin is not our error
+    child.stdin.end(opts.input ?? '')
     const stdout: Buffer[] = []
     const stderr: Buffer[] = []
     child.stdout.on('data', (d: Buffer) => stdout.push(d))
