@@ -101,7 +101,7 @@ describe('constellation bootstrap-data generate (CLI)', function () {
       args: () => [],
       code: 1,
       stderr:
-        /cluster\.yaml:\d+:\d+: spec\.files\[2\]\.path: path must be unique among all files \(also files\[0\]\) \(KubeadmConfig "cp-0"\)/,
+        /cluster\.yaml:\d+:\d+: spec\.files\[3\]\.path: path must be unique among all files \(also files\[0\]\) \(KubeadmConfig "cp-0"\)/,
     },
     'join data before the control plane is up': {
       args: () => ['--machine', 'worker-0'],
