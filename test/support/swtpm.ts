@@ -24,7 +24,9 @@ export async function startSwtpm(): Promise<SwtpmHandle> {
   const stateDir = await mkdtemp(path.join(os.tmpdir(), 'constell-swtpm-'))
   let lastError: unknown
   for (let attempt = 0; attempt < START_ATTEMPTS; attempt++) {
-    const [port, ctrlPort] = [await freePort(), await freePort()]
+    // the tss2 swtpm TCTI (tpm2-tools) expects the control port right after the server port
+    const port = await freePort()
+    const ctrlPort = port + 1
     const child = spawn(
       'swtpm',
       [

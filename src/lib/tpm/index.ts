@@ -8,6 +8,7 @@ export { openTpmDevice, openSwtpm, openTpmFromConfig } from './transport.js'
 export type { OpenTpm, TpmTransport } from './transport.js'
 export {
   getRandom,
+  pcrRead,
   pcrEvent,
   quote,
   readEkCertificate,
@@ -20,7 +21,7 @@ export { withAttestationKey, akTemplate } from './ak.js'
 export { verifyTpmSignature } from './signature.js'
 export { parseQuoteAttest, parseSignature, parsePublic, publicKeyOf } from './structures.js'
 export type { TpmsAttestQuote, TpmtSignature, TpmtPublic, PcrSelection } from './structures.js'
-export { TPM_ALG, PCR_COUNT } from './constants.js'
+export { TPM_ALG, PCR_COUNT, TPMA_OBJECT } from './constants.js'
 
 /** Opens the TPM, runs fn, and closes it whatever happens. */
 export async function withTpm<T>(open: OpenTpm, fn: (t: TpmTransport) => Promise<T>): Promise<T> {

@@ -11,6 +11,12 @@ export function verifyTpmSignature(pub: TpmtPublic, message: Buffer, sig: TpmtSi
   const hash = HASH_NAMES[sig.hashAlg]
   if (hash === undefined)
     throw new TpmParseError(`TPMT_SIGNATURE: hash algorithm 0x${sig.hashAlg.toString(16)} is not accepted`)
+  // a key bound to a scheme signs only with that scheme; anything else is not this key's signature
+  if (
+    pub.scheme.alg !== TPM_ALG.NULL &&
+    (pub.scheme.alg !== sig.sigAlg || pub.scheme.hashAlg !== sig.hashAlg)
+  )
+    return false
   const key = publicKeyOf(pub)
   if (sig.sigAlg === TPM_ALG.ECDSA) {
     if (pub.type !== TPM_ALG.ECC)

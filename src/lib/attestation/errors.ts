@@ -1,0 +1,9 @@
+/** A refused attestation: the message says which check failed; the CLI exits with AttestationFailed (4). */
+import { CliError, ExitCode } from '../errors/index.js'
+
+export class AttestationError extends CliError {
+  constructor(message: string, opts?: ErrorOptions) {
+    super(message, ExitCode.AttestationFailed, undefined, opts)
+    this.name = 'AttestationError'
+  }
+}

@@ -1,0 +1,40 @@
+/** Attestation variants: issue a document bound to (userData, nonce), validate it against measurements. */
+import type { Logger } from '../system/index.js'
+import type { OpenTpm } from '../tpm/index.js'
+import type { Measurements } from './measurements.js'
+import {
+  createQemuVtpmIssuer,
+  createQemuVtpmValidator,
+  type Issuer,
+  type IssuerOptions,
+  type Validator,
+} from './qemu-vtpm.js'
+
+export type { Issuer, Validator, ValidationResult, IssuerOptions } from './qemu-vtpm.js'
+export { qualifyingData } from './qemu-vtpm.js'
+export type { Measurements, Comparison } from './measurements.js'
+export {
+  measurementsFromConfig,
+  clusterIdPcrValue,
+  compareMeasurements,
+  CLUSTER_ID_PCR,
+} from './measurements.js'
+export { AttestationError } from './errors.js'
+export { VARIANT_OIDS, isVariant } from './variant.js'
+export type { Variant } from './variant.js'
+export { decodeDocument, encodeDocument } from './document.js'
+export type { AttestationDocument, QuoteEntry } from './document.js'
+
+export function createIssuer(variant: 'qemu-vtpm', open: OpenTpm, opts?: IssuerOptions): Issuer {
+  switch (variant) {
+    case 'qemu-vtpm':
+      return createQemuVtpmIssuer(open, opts)
+  }
+}
+
+export function createValidator(variant: 'qemu-vtpm', measurements: Measurements, log?: Logger): Validator {
+  switch (variant) {
+    case 'qemu-vtpm':
+      return createQemuVtpmValidator(measurements, log)
+  }
+}

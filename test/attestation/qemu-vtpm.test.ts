@@ -1,0 +1,184 @@
+import { createHash, randomBytes } from 'node:crypto'
+import { expect } from '../support/chai.js'
+import { startSwtpm, type SwtpmHandle } from '../support/swtpm.js'
+import { createLogger } from '../../src/lib/system/index.js'
+import { extendPcr, readPcrs } from '../../src/lib/tpm/index.js'
+import {
+  AttestationError,
+  clusterIdPcrValue,
+  createIssuer,
+  createValidator,
+  decodeDocument,
+  encodeDocument,
+  measurementsFromConfig,
+  type Measurements,
+} from '../../src/lib/attestation/index.js'
+import { ExitCode } from '../../src/lib/errors/index.js'
+
+const sha256 = (b: Buffer) => createHash('sha256').update(b).digest()
+const ALL = Array.from({ length: 24 }, (_, i) => i)
+
+async function measurementsOf(tpm: SwtpmHandle, indices = [4, 8, 9, 11, 12, 13, 15]): Promise<Measurements> {
+  const pcrs = await readPcrs(tpm.open, indices)
+  return new Map(indices.map((i) => [i, { expected: pcrs.get(i) ?? Buffer.alloc(32), warnOnly: false }]))
+}
+
+function editDocument(
+  doc: Buffer,
+  edit: (json: {
+    Attestation: {
+      ak_pub: string
+      quotes: Array<{ raw_sig: string; quote: string; pcrs: { pcrs: Record<string, string> } }>
+    }
+    UserData: string
+  }) => void,
+): Buffer {
+  const json = JSON.parse(doc.toString()) as Parameters<typeof edit>[0]
+  edit(json)
+  return Buffer.from(JSON.stringify(json))
+}
+
+describe('qemu-vtpm attestation against swtpm', function () {
+  let tpm: SwtpmHandle
+  let other: SwtpmHandle | undefined
+  const userData = sha256(Buffer.from('tls key'))
+  const nonce = randomBytes(32)
+  beforeEach(async () => (tpm = await startSwtpm()))
+  afterEach(async () => {
+    await tpm.stop()
+    await other?.stop()
+    other = undefined
+  })
+
+  it('round trip: the validator returns userData and all 24 SHA-256 PCRs', async () => {
+    const doc = await createIssuer('qemu-vtpm', tpm.open).issue(userData, nonce)
+    const got = await createValidator('qemu-vtpm', await measurementsOf(tpm)).validate(doc, nonce)
+    expect(got.userData).to.deep.equal(userData)
+    expect([...got.pcrs.keys()]).to.deep.equal(ALL)
+    expect(got.pcrs).to.deep.equal(await readPcrs(tpm.open, ALL))
+    expect(got.warnings).to.deep.equal([])
+    const parsed = decodeDocument(doc)
+    expect(parsed.instanceInfo).to.equal(undefined)
+    expect(JSON.parse(doc.toString())).to.have.keys('Attestation', 'InstanceInfo', 'UserData')
+  })
+
+  it('accepts PCR 15 = clusterIdPcrValue after the node extended it with SHA256(clusterID)', async () => {
+    const clusterId = randomBytes(32)
+    await extendPcr(tpm.open, 15, sha256(clusterId))
+    const m = await measurementsOf(tpm, [4])
+    m.set(15, { expected: clusterIdPcrValue(clusterId), warnOnly: false })
+    const doc = await createIssuer('qemu-vtpm', tpm.open).issue(userData, nonce)
+    await createValidator('qemu-vtpm', m).validate(doc, nonce)
+  })
+
+  const refusals: Record<
+    string,
+    {
+      prepare: (ctx: {
+        doc: Buffer
+        tpm: SwtpmHandle
+        m: Measurements
+        otherDoc: () => Promise<Buffer>
+      }) => Promise<{ doc: Buffer; nonce?: Buffer }>
+      want: RegExp
+    }
+  > = {
+    'a replayed document (other nonce)': {
+      prepare: async ({ doc }) => ({ doc, nonce: randomBytes(32) }),
+      want: /not bound to this nonce.*replayed/,
+    },
+    'a document whose userData was swapped': {
+      prepare: async ({ doc }) => ({
+        doc: editDocument(doc, (j) => (j.UserData = sha256(Buffer.from('x')).toString('base64'))),
+      }),
+      want: /not bound to this nonce and key/,
+    },
+    'an enforced PCR that changed on the node': {
+      prepare: async ({ tpm }) => {
+        await extendPcr(tpm.open, 9, sha256(Buffer.from('evil kernel')))
+        return { doc: await createIssuer('qemu-vtpm', tpm.open).issue(userData, nonce) }
+      },
+      want: /measurement validation failed:\nuntrusted measurement value [0-9a-f]{64} at index 9$/,
+    },
+    'a reported PCR value edited after quoting': {
+      prepare: async ({ doc }) => ({
+        doc: editDocument(
+          doc,
+          (j) => (j.Attestation.quotes[0]!.pcrs.pcrs['4'] = Buffer.alloc(32, 1).toString('base64')),
+        ),
+      }),
+      want: /quoted PCR digest does not match the reported PCR values/,
+    },
+    'a tampered signature': {
+      prepare: async ({ doc }) => ({
+        doc: editDocument(doc, (j) => {
+          const sig = Buffer.from(j.Attestation.quotes[0]!.raw_sig, 'base64')
+          sig[sig.length - 1]! ^= 0x01
+          j.Attestation.quotes[0]!.raw_sig = sig.toString('base64')
+        }),
+      }),
+      want: /bad signature/,
+    },
+    "a swapped AK (another TPM's key)": {
+      prepare: async ({ doc, otherDoc }) => {
+        const foreign = decodeDocument(await otherDoc())
+        return { doc: editDocument(doc, (j) => (j.Attestation.ak_pub = foreign.akPub.toString('base64'))) }
+      },
+      want: /bad signature.*swapped AK/,
+    },
+    'a quote from another TPM with its own AK and our nonce but other PCRs': {
+      prepare: async ({ otherDoc }) => ({ doc: await otherDoc() }),
+      want: /untrusted measurement value [0-9a-f]{64} at index 4/,
+    },
+    'a missing expected PCR': {
+      prepare: async ({ doc }) => ({
+        doc: editDocument(doc, (j) => delete j.Attestation.quotes[0]!.pcrs.pcrs['13']),
+      }),
+      want: /quoted PCR selection .* does not match the reported PCRs/,
+    },
+  }
+  for (const [name, tc] of Object.entries(refusals)) {
+    it(`refuses ${name}`, async () => {
+      const m = await measurementsOf(tpm)
+      const doc = await createIssuer('qemu-vtpm', tpm.open).issue(userData, nonce)
+      const otherDoc = async () => {
+        other = await startSwtpm()
+        await extendPcr(other.open, 4, sha256(Buffer.from('other firmware')))
+        return createIssuer('qemu-vtpm', other.open).issue(userData, nonce)
+      }
+      const prepared = await tc.prepare({ doc, tpm, m, otherDoc })
+      const err = await createValidator('qemu-vtpm', m)
+        .validate(prepared.doc, prepared.nonce ?? nonce)
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        )
+      expect(err).to.be.instanceOf(AttestationError)
+      expect((err as AttestationError).message).to.match(tc.want)
+      expect((err as AttestationError).exitCode).to.equal(ExitCode.AttestationFailed)
+    })
+  }
+
+  it('warn-only mismatches become warnings (logged), not errors; missing values are named', async () => {
+    const lines: string[] = []
+    const m = measurementsFromConfig({
+      '9': { expected: 'ab'.repeat(32), warnOnly: true },
+      '4': { expected: (await readPcrs(tpm.open, [4])).get(4)!.toString('hex'), warnOnly: false },
+    })
+    const doc = await createIssuer('qemu-vtpm', tpm.open).issue(userData, nonce)
+    const got = await createValidator('qemu-vtpm', m, createLogger({ write: (l) => lines.push(l) })).validate(
+      doc,
+      nonce,
+    )
+    expect(got.warnings).to.have.length(1)
+    expect(got.warnings[0]).to.match(/^Encountered untrusted measurement value [0-9a-f]{64} at index 9$/)
+    expect(lines.join('\n')).to.include('at index 9')
+  })
+
+  it('keeps the AK stable across issues and encodes/decodes losslessly', async () => {
+    const a = decodeDocument(await createIssuer('qemu-vtpm', tpm.open).issue(userData, nonce))
+    const b = decodeDocument(await createIssuer('qemu-vtpm', tpm.open).issue(userData, randomBytes(32)))
+    expect(a.akPub).to.deep.equal(b.akPub)
+    expect(decodeDocument(encodeDocument(a))).to.deep.equal(a)
+  })
+})
