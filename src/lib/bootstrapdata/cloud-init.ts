@@ -26,9 +26,11 @@ export function renderCloudConfig(plan: BootstrapPlan): string {
   }
   for (const unit of plan.enableUnits) runcmd.push(`systemctl enable --now ${unit}`)
   runcmd.push(...plan.postCommands)
-  const doc: Record<string, unknown> = { write_files: files.map(writeFile) }
+  // The cloud-init schema rejects empty lists, so absent sections are left out.
+  const doc: Record<string, unknown> = {}
+  if (files.length > 0) doc.write_files = files.map(writeFile)
   if (plan.bootCommands.length > 0) doc.bootcmd = plan.bootCommands
-  doc.runcmd = runcmd
+  if (runcmd.length > 0) doc.runcmd = runcmd
   if (plan.ntp) doc.ntp = dropUndefined({ enabled: plan.ntp.enabled, servers: plan.ntp.servers })
   if (plan.users.length > 0) doc.users = plan.users.map(user)
   if (plan.diskSetup?.partitions?.length) {

@@ -156,7 +156,9 @@ function mapArgs(value: unknown): unknown {
     const args = record(v)
     out[k] =
       (k === 'extraArgs' || k === 'kubeletExtraArgs') && args
-        ? Object.entries(args).map(([name, val]) => ({ name, value: String(val) }))
+        ? Object.keys(args)
+            .sort()
+            .map((name) => ({ name, value: String(args[name]) }))
         : mapArgs(v)
   }
   return out
