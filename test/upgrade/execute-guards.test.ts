@@ -1,0 +1,115 @@
+import path from 'node:path'
+import { readFile, writeFile } from 'node:fs/promises'
+import { workspacePaths } from '../../src/lib/paths.js'
+import { runProcess } from '../../src/lib/system/index.js'
+import { prepareUpgrade } from '../../src/lib/upgrade/index.js'
+import { expect } from '../support/chai.js'
+import { readFakeHelmState } from '../support/helm.js'
+import { all, exists, outcomes, UpgradeHarness } from './harness.js'
+
+describe('upgrade execute (lib): guards before any change, helm detection', function () {
+  this.timeout(60_000)
+  const h = new UpgradeHarness()
+  beforeEach(() => h.start())
+  afterEach(() => h.stop())
+
+  it('dry run changes nothing and writes no backup', async () => {
+    const ws = await h.setup({ installed: all('1.0.0'), targets: all('1.1.0') })
+    const report = await h.upgrade(ws, { dryRun: true, yes: false })
+    expect(outcomes(report)).to.deep.equal({
+      cilium: 'would-upgrade',
+      coredns: 'would-upgrade',
+      'cert-manager': 'would-upgrade',
+    })
+    expect(report.backupDir).to.be.undefined
+    expect(await exists(workspacePaths(ws).upgradeDir)).to.be.false
+    const state = await readFakeHelmState(h.helm.stateDir)
+    expect(state.events).to.deep.equal([])
+    expect(state.calls.map((c) => c[0])).to.not.include.members(['upgrade', 'rollback'])
+    expect(h.api.requests).to.deep.equal([])
+  })
+
+  it('without a TTY and without --yes it refuses before changing anything', async () => {
+    const ws = await h.setup({ installed: all('1.0.0'), targets: all('1.1.0') })
+    await expect(h.upgrade(ws, { yes: false })).to.be.rejectedWith(
+      /without confirmation: this is not an interactive terminal/,
+    )
+    expect(await exists(workspacePaths(ws).upgradeDir)).to.be.false
+    expect((await readFakeHelmState(h.helm.stateDir)).events).to.deep.equal([])
+  })
+
+  it('asks on a TTY; "no" changes nothing', async () => {
+    const ws = await h.setup({ installed: all('1.0.0'), targets: all('1.1.0') })
+    const questions: string[] = []
+    const confirm = async (q: string) => (questions.push(q), false)
+    const report = await h.upgrade(ws, { yes: false, deps: { confirm } })
+    expect(questions).to.have.length(1)
+    expect(report.declined).to.be.true
+    expect(outcomes(report)).to.deep.equal({
+      cilium: 'not-touched',
+      coredns: 'not-touched',
+      'cert-manager': 'not-touched',
+    })
+    expect(await exists(workspacePaths(ws).upgradeDir)).to.be.false
+  })
+
+  it('a failed backup stops the upgrade before any release changes', async () => {
+    const ws = await h.setup({ installed: all('1.0.0'), targets: all('1.1.0') })
+    h.api.failOn({ pathIncludes: '/certificates', status: 403 })
+    await expect(h.upgrade(ws)).to.be.rejectedWith(
+      /backing up before the upgrade failed; nothing was changed/,
+    )
+    expect((await readFakeHelmState(h.helm.stateDir)).events).to.deep.equal([])
+  })
+
+  const flagCases: Record<string, { version: string; want: string[]; not: string }> = {
+    'helm 3: --atomic --wait': {
+      version: 'v3.14.4',
+      want: ['--atomic', '--wait'],
+      not: '--rollback-on-failure',
+    },
+    'helm 4: --rollback-on-failure --wait=watcher': {
+      version: 'v4.1.4',
+      want: ['--rollback-on-failure', '--wait=watcher'],
+      not: '--atomic',
+    },
+  }
+  for (const [name, tc] of Object.entries(flagCases)) {
+    it(`chooses the rollback flags by the detected version (${name})`, async () => {
+      const ws = await h.setup({ installed: all('1.0.0'), targets: all('1.1.0'), helmVersion: tc.version })
+      await h.upgrade(ws)
+      const upgrades = (await readFakeHelmState(h.helm.stateDir)).calls.filter((c) => c[0] === 'upgrade')
+      expect(upgrades).to.have.length(3)
+      for (const call of upgrades) {
+        expect(call).to.include.members([...tc.want, '--install', '--timeout', '2m'])
+        expect(call).to.not.include(tc.not)
+      }
+    })
+  }
+
+  it('a missing helm is a clear error', async () => {
+    const ws = await h.setup({ installed: {}, targets: all('1.1.0') })
+    const env = { ...h.helm.env, PATH: path.join(h.dir, 'empty') }
+    await expect(
+      prepareUpgrade({ workspace: ws, force: false }, { run: runProcess, env }),
+    ).to.be.rejectedWith(/helm was not found on PATH/)
+  })
+
+  it('an unsupported helm is a clear error', async () => {
+    const ws = await h.setup({ installed: {}, targets: all('1.1.0'), helmVersion: 'v2.17.0' })
+    await expect(h.upgrade(ws)).to.be.rejectedWith(/helm v2.17.0 is not supported/)
+  })
+
+  it('refuses a local chart whose version is not the pinned one', async () => {
+    const ws = await h.setup({ installed: {}, targets: all('1.1.0') })
+    const config = workspacePaths(ws).config
+    const text = await readFile(config, 'utf8')
+    await writeFile(
+      config,
+      text.replace('coredns/1.1.0\n      version: 1.1.0', 'coredns/1.1.0\n      version: 1.2.0'),
+    )
+    await expect(h.upgrade(ws)).to.be.rejectedWith(
+      /chart .*coredns\/1.1.0 holds version 1.1.0, but the config pins 1.2.0/,
+    )
+  })
+})
