@@ -112,4 +112,27 @@ describe('upgrade execute (lib): guards before any change, helm detection', func
       /chart .*coredns\/1.1.0 holds version 1.1.0, but the config pins 1.2.0/,
     )
   })
+
+  it('with nothing to change it neither asks nor backs up', async () => {
+    const ws = await h.setup({ installed: all('1.1.0'), targets: all('1.1.0') })
+    const report = await h.upgrade(ws, { yes: false })
+    expect(outcomes(report)).to.deep.equal({
+      cilium: 'skipped',
+      coredns: 'skipped',
+      'cert-manager': 'skipped',
+    })
+    expect(await exists(workspacePaths(ws).upgradeDir)).to.be.false
+  })
+
+  it('retries a transient failure 3 times, 30 s apart (§9.2), then reports the rollback', async () => {
+    const ws = await h.setup({ installed: all('1.0.0'), targets: all('1.1.0'), fail: 'cilium:transient' })
+    const sleeps: number[] = []
+    const report = await h.upgrade(ws, { deps: { retry: { sleep: async (ms) => void sleeps.push(ms) } } })
+    expect(sleeps).to.deep.equal([30_000, 30_000, 30_000])
+    expect(report.releases[0]).to.include({ name: 'cilium', outcome: 'rolled-back', attempts: 4 })
+    expect(report.failure?.error).to.match(/timed out waiting for the condition/)
+    const { events } = await readFakeHelmState(h.helm.stateDir)
+    expect(events.filter((e) => e.event === 'failed')).to.have.length(4)
+    expect(events.filter((e) => e.release !== 'cilium')).to.deep.equal([])
+  })
 })
