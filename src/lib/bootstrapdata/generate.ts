@@ -14,7 +14,7 @@ import { renderCloudConfig } from './cloud-init.js'
 import { controlPlaneEndpoint, givenJoinToken, usesFileDiscovery } from './defaults.js'
 import { renderIgnition } from './ignition.js'
 import { createAdminKubeconfig } from './kubeconfig.js'
-import { objectKey, parseS3Url, renderStub, type ObjectStore } from './offload.js'
+import { objectKey, parseS3Url, renderStub, type ObjectStore, type S3Location } from './offload.js'
 import { assignRoles, type Assignment, type Waiting } from './orchestrate.js'
 import { parseBootstrapObjects } from './parse.js'
 import { kubeadmPlan } from './plan.js'
@@ -115,47 +115,62 @@ export async function generateBootstrapData(
         token: undefined,
       }
     : await kubeadmPlans(opts, deps, objects, assignments, targets.dir, result)
-  const documents = assignments.map((_, i) => {
-    const plan = plans[i] as BootstrapPlan
-    return (formats[i] as OutputFormat).endsWith('ignition')
+  const documents = plans.map((plan, i) =>
+    (formats[i] as OutputFormat).endsWith('ignition')
       ? renderIgnition(plan, deps.templates)
-      : renderCloudConfig(plan)
-  })
+      : renderCloudConfig(plan),
+  )
   // Every limit is checked before the token is stored or anything is uploaded or written.
-  documents.forEach((doc, i) => {
-    const bytes = Buffer.byteLength(doc)
-    if (!store && bytes > opts.maxUserDataBytes) {
-      throw new CliError(
-        `user data for Machine "${assignments[i]?.machine.metadata.name}" is ${bytes} bytes, above the limit of ${opts.maxUserDataBytes}`,
-        1,
-        'pass --upload s3://bucket/prefix (and --s3-endpoint for a non-AWS store) to offload it, or raise --max-user-data-bytes if your provider allows more',
-      )
-    }
-  })
+  if (!store)
+    documents.forEach((doc, i) => checkLimit(doc, assignments[i] as Assignment, opts.maxUserDataBytes))
   if (token) result.tokenSecret = await storeToken(tokenSecret(token), opts.kubeconfig, targets.dir, deps)
-
   for (const [i, a] of assignments.entries()) {
-    const format = formats[i] as OutputFormat
-    const document = documents[i] as string
-    const file = targets.files[i] as string
-    const bytes = Buffer.byteLength(document)
-    const entry: MachineResult = { machine: a.machine.metadata.name, role: a.role, format, file, bytes }
-    let written = document
-    if (store) {
-      const location = { bucket: store.location.bucket, key: objectKey(store.location, path.basename(file)) }
-      const ignition = format.endsWith('ignition')
-      await store.store.put(location, document, ignition ? 'application/json' : 'text/cloud-config')
-      const url = await store.store.presignGet(location, opts.presignSeconds)
-      written = renderStub(ignition ? 'ignition' : 'cloud-config', url, document)
-      entry.offload = {
-        object: `s3://${location.bucket}/${location.key}`,
-        stubBytes: Buffer.byteLength(written),
-      }
+    const entry: MachineResult = {
+      machine: a.machine.metadata.name,
+      role: a.role,
+      format: formats[i] as OutputFormat,
+      file: targets.files[i] as string,
+      bytes: Buffer.byteLength(documents[i] as string),
     }
-    await writeFileExclusive(file, written, 0o600) // init data holds CA keys
-    result.machines.push(entry)
+    result.machines.push(await writeMachineData(entry, documents[i] as string, store, opts.presignSeconds))
   }
   return result
+}
+
+function checkLimit(document: string, a: Assignment, limit: number): void {
+  const bytes = Buffer.byteLength(document)
+  if (bytes <= limit) return
+  throw new CliError(
+    `user data for Machine "${a.machine.metadata.name}" is ${bytes} bytes, above the limit of ${limit}`,
+    1,
+    'pass --upload s3://bucket/prefix (and --s3-endpoint for a non-AWS store) to offload it, or raise --max-user-data-bytes if your provider allows more',
+  )
+}
+
+/** Writes the document, or uploads it and writes the stub that fetches it. */
+async function writeMachineData(
+  entry: MachineResult,
+  document: string,
+  store: { location: S3Location; store: ObjectStore } | undefined,
+  presignSeconds: number,
+): Promise<MachineResult> {
+  let written = document
+  if (store) {
+    const location = {
+      bucket: store.location.bucket,
+      key: objectKey(store.location, path.basename(entry.file)),
+    }
+    const ignition = entry.format.endsWith('ignition')
+    await store.store.put(location, document, ignition ? 'application/json' : 'text/cloud-config')
+    const url = await store.store.presignGet(location, presignSeconds)
+    written = renderStub(ignition ? 'ignition' : 'cloud-config', url, document)
+    entry.offload = {
+      object: `s3://${location.bucket}/${location.key}`,
+      stubBytes: Buffer.byteLength(written),
+    }
+  }
+  await writeFileExclusive(entry.file, written, 0o600) // init data holds CA keys
+  return entry
 }
 
 async function kubeadmPlans(
