@@ -43,6 +43,12 @@ export function nodePaths(root = '/') {
     adminConf: at('etc/kubernetes/admin.conf'),
     serviceConfigDir: at('var/config'),
     nodeStateFile: at('run/state/constellation/node-state.json'),
+    manifestsDir: at('etc/kubernetes/manifests'),
+    auditPolicy: at('etc/kubernetes/audit-policy.yaml'),
+    auditLogDir: at('var/log/kubernetes/audit'),
+    kubeletPki: at('run/state/kubelet/pki'),
+    /** 0700 scratch space for key files handed to child processes (tmpfs on a node). */
+    runtimeDir: at('run/constellation'),
     /** Resolves a component install path (absolute on the node) under the root. */
     under: (nodeAbsolutePath: string) => at(nodeAbsolutePath),
   } as const

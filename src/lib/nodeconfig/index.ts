@@ -24,7 +24,12 @@ export interface NodeConfig {
   verifyService: { listen: string }
   initSecretHash?: string
   kubeadm: string
-  stateDisk?: { device: string; initialKeyFile: string }
+  stateDisk?: {
+    device: string
+    initialKeyFile: string
+    /** Keyslot cost for the derived key; tests lower it (cryptsetup's default otherwise). */
+    pbkdf?: { type: 'pbkdf2' | 'argon2id'; iterations: number }
+  }
   metadata?: { provider: 'static'; self: NodeMember; peers: NodeMember[]; loadBalancerEndpoint?: string }
 }
 

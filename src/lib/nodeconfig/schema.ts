@@ -53,6 +53,17 @@ export const nodeConfigSchema = {
           description: 'LUKS2 state disk (block device or image file)',
         },
         initialKeyFile: { type: 'string', pattern: '^/', description: 'file holding the initial passphrase' },
+        pbkdf: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['type', 'iterations'],
+          description:
+            "cost of the new keyslot (tests: pbkdf2 with few iterations); default: cryptsetup's argon2id",
+          properties: {
+            type: { enum: ['pbkdf2', 'argon2id'] },
+            iterations: { type: 'integer', minimum: 1000 },
+          },
+        },
       },
     },
     metadata: {

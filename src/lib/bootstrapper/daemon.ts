@@ -1,0 +1,136 @@
+/** The node bootstrapper daemon: refuses a bootstrapped node, serves Init until one Init took the node lock. */
+import { Server, type ServerCredentials } from '@grpc/grpc-js'
+import { APIService } from '../../gen/init.js'
+import { CliError } from '../errors/index.js'
+import { splitHostPort, type NodeConfig } from '../nodeconfig/index.js'
+import { nodePaths } from '../paths.js'
+import type { Logger, Runner } from '../system/index.js'
+import { extendPcr, readPcrs, type OpenTpm } from '../tpm/index.js'
+import { CryptsetupDisk } from './disk.js'
+import { InitHandler } from './init-server.js'
+import { installComponents } from './installer.js'
+import { runKubeadmInit } from './kubeadm.js'
+import type { LogCollector } from './logs.js'
+import { CLUSTER_ID_PCR, NodeLock } from './node-lock.js'
+
+export interface BootstrapperIo {
+  openTpm: OpenTpm
+  runner: Runner
+  fetch: typeof fetch
+  logs: LogCollector
+  log: Logger
+  /** aTLS (server attested) in production; see createAttestedBootstrapperCredentials. */
+  credentials: ServerCredentials
+}
+
+/** Config keys bootstrap run cannot do without. */
+export type BootstrapperConfig = NodeConfig &
+  Required<Pick<NodeConfig, 'initSecretHash' | 'stateDisk' | 'metadata'>>
+
+export class NodeBootstrappedError extends CliError {
+  constructor(pcr: Buffer) {
+    super(
+      `this node was bootstrapped before (PCR ${CLUSTER_ID_PCR} is ${pcr.toString('hex')}, not zero); refusing to serve init or join`,
+      1,
+      'a node is initialized or joins exactly once per boot; create a new node instead',
+    )
+    this.name = 'NodeBootstrappedError'
+  }
+}
+
+export class Bootstrapper {
+  private server?: Server
+  private stopping?: Promise<void>
+  private nodeLocked = false
+  private readonly handler: InitHandler
+  private finished!: () => void
+  /** Resolves once the server stopped: after the Init that took the node lock, or after stop(). */
+  readonly done = new Promise<void>((resolve) => (this.finished = resolve))
+
+  constructor(
+    private readonly config: BootstrapperConfig,
+    private readonly io: BootstrapperIo,
+  ) {
+    const paths = nodePaths(config.root)
+    const log = io.log.child('init-server')
+    const disk = new CryptsetupDisk(
+      config.stateDisk.device,
+      io.runner,
+      paths.runtimeDir,
+      config.stateDisk.pbkdf,
+    )
+    this.handler = new InitHandler(
+      {
+        initSecretHash: config.initSecretHash,
+        nodeLock: new NodeLock({ extendPcr: (index, digest) => extendPcr(io.openTpm, index, digest) }),
+        onLocked: () => (this.nodeLocked = true),
+        disk,
+        initialKeyFile: config.stateDisk.initialKeyFile,
+        paths,
+        self: config.metadata.self,
+        loadBalancerEndpoint: config.metadata.loadBalancerEndpoint,
+        install: (components) =>
+          installComponents(components, {
+            root: config.root,
+            fetch: io.fetch,
+            log: io.log.child('installer'),
+          }),
+        kubeadmInit: (input) =>
+          runKubeadmInit(input, {
+            runner: io.runner,
+            kubeadm: config.kubeadm,
+            paths,
+            recordOutput: (text) => io.logs.append(text),
+            log: io.log.child('kubeadm'),
+          }),
+        log,
+      },
+      io.logs,
+      log,
+    )
+  }
+
+  /** Checks PCR 15, then serves Init; resolves with the bound address. */
+  async start(): Promise<string> {
+    const pcr = (await readPcrs(this.io.openTpm, [CLUSTER_ID_PCR])).get(CLUSTER_ID_PCR)
+    if (!pcr) throw new Error(`the TPM returned no value for PCR ${CLUSTER_ID_PCR}`)
+    if (pcr.some((b) => b !== 0)) throw new NodeBootstrappedError(pcr)
+    const server = new Server({ 'grpc.keepalive_time_ms': 15_000 })
+    server.addService(APIService, {
+      init: (call: Parameters<InitHandler['init']>[0]) => {
+        this.handler.init(call)
+        // After the Init that took the lock the node is committed: stop serving once it answered.
+        void this.handler.settled().then(() => (this.nodeLocked ? this.stop() : undefined))
+      },
+    })
+    const { host, port } = splitHostPort(this.config.initServer.listen)
+    const bound = await new Promise<number>((resolve, reject) =>
+      server.bindAsync(`${host.includes(':') ? `[${host}]` : host}:${port}`, this.io.credentials, (err, p) =>
+        err ? reject(new Error(`listening on ${this.config.initServer.listen}`, { cause: err })) : resolve(p),
+      ),
+    )
+    this.server = server
+    this.io.log.info('Init server listening', { address: `${host}:${bound}` })
+    return `${host}:${bound}`
+  }
+
+  get initialized(): boolean {
+    return this.nodeLocked
+  }
+
+  /** Lets an Init in flight answer, then stops; force-stops after graceMs. Idempotent. */
+  stop(graceMs = 10_000): Promise<void> {
+    this.stopping ??= (async () => {
+      const server = this.server
+      if (server) {
+        const force = setTimeout(() => server.forceShutdown(), graceMs)
+        force.unref()
+        await this.handler.settled()
+        await new Promise<void>((resolve) => server.tryShutdown(() => resolve()))
+        clearTimeout(force)
+      }
+      this.finished()
+    })()
+    return this.stopping
+  }
+}

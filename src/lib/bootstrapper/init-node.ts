@@ -1,0 +1,140 @@
+/** What the node does for one Init request, from init-secret check to the admin kubeconfig. */
+import bcrypt from 'bcryptjs'
+import type { InitRequest } from '../../gen/init.js'
+import { ClusterKms, deriveClusterId, parseClusterKmsUri } from '../kms/index.js'
+import type { NodeMember } from '../nodeconfig/index.js'
+import type { NodePaths } from '../paths.js'
+import type { Logger } from '../system/index.js'
+import type { Component } from './installer.js'
+import type { KubeadmInitInput } from './kubeadm-config.js'
+import { NodeLockedError, type NodeLock } from './node-lock.js'
+import { writeNodeState, writeServiceSecrets } from './node-state.js'
+
+export const DEFAULT_CLUSTER_NAME = 'constellation'
+export const DEFAULT_SERVICE_CIDR = '10.96.0.0/12'
+const MEASUREMENT_SALT_BYTES = 32
+
+export class InitSecretError extends Error {
+  constructor() {
+    super('invalid init secret')
+    this.name = 'InitSecretError'
+  }
+}
+
+/** A request the node cannot act on (bad KMS URI, salt, version): nothing was changed. */
+export class BadInitRequestError extends Error {
+  constructor(message: string, opts?: ErrorOptions) {
+    super(message, opts)
+    this.name = 'BadInitRequestError'
+  }
+}
+
+export interface InitNodeDeps {
+  initSecretHash: string
+  nodeLock: NodeLock
+  /** Called right after the lock was taken: stop the JoinClient; the server stops after this call. */
+  onLocked: () => void
+  disk: StateDisk
+  initialKeyFile: string
+  paths: NodePaths
+  self: NodeMember
+  /** HOST:PORT of the control-plane load balancer; the node's own IP when absent. */
+  loadBalancerEndpoint?: string
+  install: (components: readonly Component[]) => Promise<void>
+  kubeadmInit: (input: KubeadmInitInput) => Promise<Buffer>
+  log: Logger
+}
+
+export interface InitResult {
+  kubeconfig: Buffer
+  clusterId: Buffer
+}
+
+export async function initializeNode(req: InitRequest, deps: InitNodeDeps): Promise<InitResult> {
+  const { log } = deps
+  if (!(await bcrypt.compare(req.initSecret.toString('utf8'), deps.initSecretHash)))
+    throw new InitSecretError()
+  const { kms, measurementSecret, clusterId } = deriveClusterSecrets(req)
+  if (!(await deps.nodeLock.tryLockOnce(clusterId))) throw new NodeLockedError()
+  deps.onLocked()
+  log.info('Node lock taken; PCR 15 now carries the cluster ID', { clusterId: clusterId.toString('hex') })
+
+  const uuid = await deps.disk.uuid().catch(wrapWith('reading the state disk UUID'))
+  await deps.disk
+    .changeKey(deps.initialKeyFile, kms.diskKey(uuid))
+    .catch(wrapWith('setting the state disk key'))
+  log.info('State disk key set', { diskUUID: uuid.toLowerCase() })
+
+  await writeNodeState(deps.paths, 'ControlPlane', req.measurementSalt).catch(wrapWith('writing node state'))
+  const master = parseClusterKmsUri(req.kmsUri)
+  await writeServiceSecrets(deps.paths, {
+    masterSecret: master.key,
+    salt: master.salt,
+    measurementSecret,
+    measurementSalt: req.measurementSalt,
+  }).catch(wrapWith('writing service secrets'))
+
+  await deps.install(req.kubernetesComponents).catch(wrapWith('installing Kubernetes components'))
+  const kubeconfig = await deps.kubeadmInit(kubeadmInput(req, deps)).catch(wrapWith('running kubeadm init'))
+  log.info('Cluster initialized', { clusterId: clusterId.toString('hex') })
+  return { kubeconfig, clusterId }
+}
+
+function deriveClusterSecrets(req: InitRequest) {
+  let master
+  try {
+    master = parseClusterKmsUri(req.kmsUri)
+  } catch (cause) {
+    throw new BadInitRequestError('bad KMS URI', { cause })
+  }
+  if (req.measurementSalt.length !== MEASUREMENT_SALT_BYTES)
+    throw new BadInitRequestError(
+      `measurement salt is ${req.measurementSalt.length} bytes, want ${MEASUREMENT_SALT_BYTES}`,
+    )
+  if (!/^v\d+\.\d+\.\d+$/.test(req.kubernetesVersion))
+    throw new BadInitRequestError(
+      `kubernetes version ${JSON.stringify(req.kubernetesVersion)} is not vMAJOR.MINOR.PATCH`,
+    )
+  const kms = new ClusterKms(master.key, master.salt)
+  const measurementSecret = kms.measurementSecret()
+  return { kms, measurementSecret, clusterId: deriveClusterId(measurementSecret, req.measurementSalt) }
+}
+
+function kubeadmInput(req: InitRequest, deps: InitNodeDeps): KubeadmInitInput {
+  const p = deps.paths
+  const lbHost = deps.loadBalancerEndpoint?.replace(/:\d+$/, '').replace(/^\[(.*)\]$/, '$1')
+  return {
+    kubernetesVersion: req.kubernetesVersion,
+    clusterName: req.clusterName || DEFAULT_CLUSTER_NAME,
+    nodeName: deps.self.name.toLowerCase().replaceAll('_', '-'),
+    nodeIP: deps.self.vpcIP,
+    controlPlaneEndpoint: lbHost || deps.self.vpcIP,
+    certSANs: req.apiserverCertSans,
+    serviceCIDR: req.serviceCidr || DEFAULT_SERVICE_CIDR,
+    conformance: req.conformanceMode,
+    paths: {
+      certificatesDir: p.kubernetesPki,
+      patchesDir: p.kubeadmPatchDir,
+      staticPodPath: p.manifestsDir,
+      auditPolicy: p.auditPolicy,
+      auditLogDir: p.auditLogDir,
+      kubeletCert: `${p.kubeletPki}/kubelet-client-crt.pem`,
+      kubeletKey: `${p.kubeletPki}/kubelet-client-key.pem`,
+      kubeletCa: `${p.kubernetesPki}/ca.crt`,
+    },
+  }
+}
+
+const wrapWith =
+  (what: string) =>
+  (cause: unknown): never => {
+    throw new Error(what, { cause })
+  }
+
+/** The state disk operations init needs. */
+export interface StateDisk {
+  /** The LUKS UUID as cryptsetup reports it. */
+  uuid(): Promise<string>
+  /** Replaces the passphrase held in `oldKeyFile` by `newKey`. */
+  changeKey(oldKeyFile: string, newKey: Buffer): Promise<void>
+}

@@ -1,0 +1,73 @@
+/** Runs `kubeadm init` the way Constellation does: preflight, certs, init without those phases, then the admin kubeconfig. */
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
+import path from 'node:path'
+import type { NodePaths } from '../paths.js'
+import { CommandFailedError, type Logger, type Runner } from '../system/index.js'
+import {
+  renderAuditPolicy,
+  renderKubeadmInitConfig,
+  skippedInitPhases,
+  type KubeadmInitInput,
+} from './kubeadm-config.js'
+
+export interface KubeadmDeps {
+  runner: Runner
+  /** The kubeadm binary. */
+  kubeadm: string
+  paths: NodePaths
+  /** Receives kubeadm's output, which belongs to the node's log. */
+  recordOutput: (text: string) => void
+  log: Logger
+}
+
+/** Returns the admin kubeconfig (`kubeadm kubeconfig user … --org system:masters`). */
+export async function runKubeadmInit(input: KubeadmInitInput, deps: KubeadmDeps): Promise<Buffer> {
+  const { paths } = deps
+  await mkdir(path.dirname(paths.auditPolicy), { recursive: true })
+  await writeFile(paths.auditPolicy, renderAuditPolicy(), { mode: 0o600 })
+  await mkdir(paths.runtimeDir, { recursive: true, mode: 0o700 })
+  const dir = await mkdtemp(path.join(paths.runtimeDir, 'kubeadm-init.'))
+  const config = path.join(dir, 'kubeadm-init.yaml')
+  try {
+    await writeFile(config, renderKubeadmInitConfig(input), { mode: 0o600 })
+    const kubeadm = (step: string, args: string[]) => runStep(step, args, deps)
+    await kubeadm('preflight', ['init', 'phase', 'preflight', '-v=5', '--config', config])
+    await kubeadm('certificates', ['init', 'phase', 'certs', 'all', '-v=5', '--config', config])
+    // kubeadm refuses to write static pod manifests into a non-empty directory.
+    await rm(paths.manifestsDir, { recursive: true, force: true })
+    await mkdir(paths.manifestsDir, { recursive: true })
+    await kubeadm('init', [
+      'init',
+      '-v=5',
+      `--skip-phases=${skippedInitPhases(input.conformance).join(',')}`,
+      '--config',
+      config,
+    ])
+    const admin = await kubeadm('admin kubeconfig', [
+      'kubeconfig',
+      'user',
+      '--client-name',
+      `${input.clusterName}-admin`,
+      '--config',
+      config,
+      '--org',
+      'system:masters',
+    ])
+    return Buffer.from(admin)
+  } finally {
+    await rm(dir, { recursive: true, force: true })
+  }
+}
+
+async function runStep(step: string, args: string[], deps: KubeadmDeps): Promise<string> {
+  deps.log.info('Running kubeadm', { step })
+  try {
+    const { stdout, stderr } = await deps.runner.run(deps.kubeadm, args)
+    // The kubeconfig on stdout of `kubeconfig user` holds a client key: it must not reach the log.
+    deps.recordOutput(args[0] === 'kubeconfig' ? stderr : stdout + stderr)
+    return stdout
+  } catch (err) {
+    if (err instanceof CommandFailedError) deps.recordOutput(err.stdout + err.stderr)
+    throw new Error(`kubeadm ${step}`, { cause: err })
+  }
+}

@@ -1,0 +1,40 @@
+/** Marks the node as bootstrapped exactly once: unlocked → locked, and there is deliberately no unlock. */
+import { createHash } from 'node:crypto'
+
+/** PCR 15 carries the cluster ID; a non-zero value means the node was bootstrapped before. */
+export const CLUSTER_ID_PCR = 15
+
+/** The TPM operation the lock needs. */
+export interface PcrExtender {
+  /** Extends the SHA-256 bank of `index` with a 32-byte digest. */
+  extendPcr(index: number, digest: Buffer): Promise<void>
+}
+
+export class NodeLockedError extends Error {
+  constructor() {
+    super('node is already being activated')
+    this.name = 'NodeLockedError'
+  }
+}
+
+export class NodeLock {
+  private locked = false
+
+  constructor(private readonly tpm: PcrExtender) {}
+
+  /**
+   * Takes the lock for `clusterId` and extends PCR 15 with SHA256(clusterId), so that
+   * PCR 15 = SHA256(0^32 ‖ SHA256(clusterId)). Returns false when someone else holds it.
+   * The flag flips before the TPM call so two callers can never both proceed.
+   */
+  async tryLockOnce(clusterId: Buffer): Promise<boolean> {
+    if (this.locked) return false
+    this.locked = true
+    await this.tpm.extendPcr(CLUSTER_ID_PCR, createHash('sha256').update(clusterId).digest())
+    return true
+  }
+
+  get isLocked(): boolean {
+    return this.locked
+  }
+}

@@ -1,0 +1,219 @@
+import { createServer, type Server } from 'node:http'
+import { lstat, readFile, readlink, readdir } from 'node:fs/promises'
+import type { AddressInfo } from 'node:net'
+import path from 'node:path'
+import { gzipSync } from 'node:zlib'
+import { pack } from 'tar-stream'
+import { expect } from '../support/chai.js'
+import { makeTempDir } from '../support/cli.js'
+import {
+  chunk,
+  decodeDataUrl,
+  extractTarGz,
+  installComponents,
+  installTarget,
+  LogCollector,
+  NodeLock,
+} from '../../src/lib/bootstrapper/index.js'
+import { silentLogger } from '../../src/lib/system/index.js'
+import { createHash } from 'node:crypto'
+
+async function tarGz(
+  entries: Array<{ name: string; type?: 'file' | 'directory' | 'symlink'; linkname?: string; body?: string }>,
+) {
+  const p = pack()
+  for (const e of entries) {
+    if (e.type === 'symlink') p.entry({ name: e.name, type: 'symlink', linkname: e.linkname ?? '' })
+    else if (e.type === 'directory') p.entry({ name: e.name, type: 'directory' })
+    else p.entry({ name: e.name, mode: 0o755 }, e.body ?? '')
+  }
+  p.finalize()
+  const parts: Buffer[] = []
+  for await (const part of p) parts.push(Buffer.from(part as Uint8Array))
+  return gzipSync(Buffer.concat(parts))
+}
+
+describe('bootstrapper units', () => {
+  let dir: string
+  let cleanup: () => Promise<void>
+  beforeEach(async () => ({ dir, cleanup } = await makeTempDir()))
+  afterEach(() => cleanup())
+
+  describe('tar.gz extraction', () => {
+    it('extracts files, directories and symlinks that stay inside', async () => {
+      const archive = await tarGz([
+        { name: 'bin/', type: 'directory' },
+        { name: 'bin/tool', body: 'x' },
+        { name: 'bin/alias', type: 'symlink', linkname: 'tool' },
+      ])
+      await extractTarGz(archive, dir)
+      expect(await readFile(path.join(dir, 'bin/tool'), 'utf8')).to.equal('x')
+      expect(await readlink(path.join(dir, 'bin/alias'))).to.equal('tool')
+      expect((await lstat(path.join(dir, 'bin/tool'))).mode & 0o777).to.equal(0o755)
+    })
+    const refusals: Record<string, { entries: Parameters<typeof tarGz>[0]; want: RegExp }> = {
+      'a ".." path element': {
+        entries: [{ name: 'a/../../evil', body: 'x' }],
+        want: /"a\/..\/..\/evil" contains a ".." path element/,
+      },
+      'an absolute path': { entries: [{ name: '/etc/evil', body: 'x' }], want: /absolute path/ },
+      'a symlink to an absolute path': {
+        entries: [{ name: 'l', type: 'symlink', linkname: '/etc/passwd' }],
+        want: /links to the absolute path/,
+      },
+      'a symlink escaping the install path': {
+        entries: [{ name: 'd/l', type: 'symlink', linkname: '../../outside' }],
+        want: /outside the install path/,
+      },
+    }
+    for (const [name, tc] of Object.entries(refusals)) {
+      it(`refuses ${name} and writes nothing outside`, async () => {
+        const dest = path.join(dir, 'dest')
+        await expect(extractTarGz(await tarGz(tc.entries), dest)).to.be.rejectedWith(tc.want)
+        expect(await readdir(dir)).to.deep.equal(['dest'])
+      })
+    }
+  })
+
+  describe('installer', () => {
+    let server: Server
+    let base: string
+    let failuresLeft: number
+    let failStatus: number
+    let requests: number
+    const body = Buffer.from('#!/bin/sh\necho fake\n')
+    const hash = 'sha256:' + createHash('sha256').update(body).digest('hex')
+    beforeEach(async () => {
+      requests = 0
+      server = createServer((req, res) => {
+        requests++
+        if (failuresLeft-- > 0) return res.writeHead(failStatus).end()
+        if (req.url === '/missing') return res.writeHead(404).end()
+        res.writeHead(200).end(body)
+      })
+      await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+      base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+    })
+    afterEach(() => new Promise<void>((r) => server.close(() => r())))
+    const deps = () => ({ root: dir, fetch, log: silentLogger, sleep: () => Promise.resolve() })
+
+    for (const status of [408, 425, 429, 502, 503, 504]) {
+      it(`retries HTTP ${status} and then installs`, async () => {
+        failuresLeft = 2
+        failStatus = status
+        await installComponents(
+          [{ url: `${base}/kubeadm`, hash, installPath: '/run/state/bin/kubeadm', extract: false }],
+          deps(),
+        )
+        expect(requests).to.equal(3)
+        const file = path.join(dir, 'run/state/bin/kubeadm')
+        expect(await readFile(file)).to.deep.equal(body)
+        expect((await lstat(file)).mode & 0o777).to.equal(0o544)
+      })
+    }
+    it('does not retry a 404 and names the component', async () => {
+      failuresLeft = 0
+      await expect(
+        installComponents([{ url: `${base}/missing`, hash: '', installPath: '/x', extract: false }], deps()),
+      ).to.be.rejectedWith(/installing component 0 .*HTTP 404|installing component 0/)
+      expect(requests).to.equal(1)
+    })
+    it('gives up after the attempts are spent', async () => {
+      failuresLeft = 100
+      failStatus = 503
+      await expect(
+        installComponents([{ url: `${base}/k`, hash, installPath: '/k', extract: false }], {
+          ...deps(),
+          attempts: 3,
+        }),
+      ).to.be.rejected
+      expect(requests).to.equal(3)
+    })
+    it('refuses a wrong sha256 and installs nothing', async () => {
+      failuresLeft = 0
+      const err = await installComponents(
+        [
+          {
+            url: `${base}/k`,
+            hash: 'sha256:' + '0'.repeat(64),
+            installPath: '/run/state/bin/k',
+            extract: false,
+          },
+        ],
+        deps(),
+      ).catch((e: unknown) => e)
+      expect(String((err as Error).cause)).to.match(/sha256 mismatch/)
+      expect(await readdir(dir)).to.deep.equal([])
+    })
+    it('installs data: URLs (base64 and plain) and extracts tarballs under the root', async () => {
+      const tgz = await tarGz([{ name: 'bridge', body: 'cni' }])
+      await installComponents(
+        [
+          {
+            url: 'data:application/json;base64,' + Buffer.from('[1]').toString('base64'),
+            hash: '',
+            installPath: '/opt/p/a+json.json',
+            extract: false,
+          },
+          { url: 'data:text/plain,hello%20world', hash: '', installPath: '/opt/p/b', extract: false },
+          {
+            url: 'data:application/gzip;base64,' + tgz.toString('base64'),
+            hash: '',
+            installPath: '/opt/cni/bin',
+            extract: true,
+          },
+        ],
+        deps(),
+      )
+      expect(await readFile(path.join(dir, 'opt/p/a+json.json'), 'utf8')).to.equal('[1]')
+      expect(await readFile(path.join(dir, 'opt/p/b'), 'utf8')).to.equal('hello world')
+      expect(await readFile(path.join(dir, 'opt/cni/bin/bridge'), 'utf8')).to.equal('cni')
+    })
+    it('refuses other URL schemes', async () => {
+      await expect(
+        installComponents([{ url: 'ftp://x/k', hash: '', installPath: '/x', extract: false }], deps()),
+      ).to.be.rejectedWith(/installing component 0/)
+    })
+    it('keeps install paths under the root', () => {
+      expect(installTarget('/r', '/run/state/bin/kubeadm')).to.equal('/r/run/state/bin/kubeadm')
+      expect(() => installTarget('/r', 'relative')).to.throw(/not absolute/)
+      expect(() => installTarget('/r', '/../../etc/passwd')).to.throw(/contains ".."/)
+      expect(decodeDataUrl('data:,a%2Cb').toString()).to.equal('a,b')
+    })
+  })
+
+  describe('node lock', () => {
+    it('extends PCR 15 with SHA256(clusterID) once and never unlocks', async () => {
+      const spyExtends: Array<[number, string]> = []
+      const lock = new NodeLock({
+        extendPcr: (i, d) => Promise.resolve(void spyExtends.push([i, d.toString('hex')])),
+      })
+      const id = Buffer.alloc(32, 1)
+      const [a, b] = await Promise.all([lock.tryLockOnce(id), lock.tryLockOnce(Buffer.alloc(32, 2))])
+      expect([a, b]).to.deep.equal([true, false])
+      expect(spyExtends).to.deep.equal([[15, createHash('sha256').update(id).digest('hex')]])
+      expect(await lock.tryLockOnce(id)).to.equal(false)
+    })
+    it('stays locked when the TPM fails (the node is unusable, never re-lockable)', async () => {
+      const lock = new NodeLock({ extendPcr: () => Promise.reject(new Error('tpm gone')) })
+      await expect(lock.tryLockOnce(Buffer.alloc(32))).to.be.rejectedWith('tpm gone')
+      expect(await lock.tryLockOnce(Buffer.alloc(32))).to.equal(false)
+    })
+  })
+
+  describe('log collection', () => {
+    it('keeps lines and kubeadm output, chunks them in 1 KiB pieces, drops the oldest over the limit', async () => {
+      const forwarded: string[] = []
+      const logs = new LogCollector((l) => forwarded.push(l), 3000)
+      for (let i = 0; i < 40; i++) logs.write(`{"msg":"line ${i}","pad":"${'x'.repeat(90)}"}`)
+      logs.append('[preflight] ok\n\n[init] done\n')
+      const all = await logs.collect()
+      expect(all.length).to.be.at.most(3000)
+      expect(all.toString()).to.include('[init] done\n').and.not.include('line 0"')
+      expect(forwarded).to.have.length(40)
+      const chunks = chunk(all)
+      expect(chunks.every((c) => c.length <= 1024)).to.equal(true)
+      expect(Buffer.concat(chunks)).to.deep.equal(all)
+    })
+  })
+})
