@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(swtpm swtpm-tools tpm2-tools cryptsetup-bin cloud-init ignition protobuf-compiler iproute2 unzip)
+packages=(swtpm swtpm-tools tpm2-tools cryptsetup-bin cloud-init ignition protobuf-compiler iproute2 unzip openssl)
 missing=()
 for pkg in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
