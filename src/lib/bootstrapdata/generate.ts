@@ -249,16 +249,16 @@ function clusterMembers(objects: BootstrapObjects, a: Assignment) {
 
 /** Output paths, checked before anything is written so a clash leaves the disk untouched. */
 async function outputTargets(output: string | undefined, assignments: Assignment[], formats: OutputFormat[]) {
+  const existing = output === undefined ? undefined : await stat(output).catch(() => undefined)
+  // A path that does not exist yet is a directory when several machines need a file each.
   const isDir =
     output === undefined ||
     output.endsWith('/') ||
-    (await stat(output).then(
-      (s) => s.isDirectory(),
-      () => false,
-    ))
+    existing?.isDirectory() === true ||
+    (existing === undefined && assignments.length > 1)
   if (!isDir && assignments.length > 1) {
     throw new UsageError(
-      `-o ${output} names a file, but ${assignments.length} machines get data; pass a directory or --machine`,
+      `-o ${output} is a file, but ${assignments.length} machines get data; pass a directory or --machine`,
     )
   }
   const dir = isDir ? path.resolve(output ?? '.') : path.dirname(path.resolve(output as string))
