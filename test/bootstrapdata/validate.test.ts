@@ -123,6 +123,20 @@ const cases: Record<string, Case> = {
     opts: { format: 'ignition' },
     want: /spec\.diskSetup\.filesystems\[0\]\.partition: partition is not supported with Ignition/,
   },
+  'ignition: relative filesystem device': {
+    text: input('  diskSetup: { filesystems: [{ device: sdb1, filesystem: ext4 }] }'),
+    opts: { format: 'ignition' },
+    want: /spec\.diskSetup\.filesystems\[0\]\.device: must be an absolute path with Ignition/,
+  },
+  'ignition: mount without an absolute mount point': {
+    text: input('  mounts: [[data, swap]]'),
+    opts: { format: 'ignition' },
+    want: /spec\.mounts\[0\]\[1\]: must be an absolute path with Ignition/,
+  },
+  'external etcd': {
+    text: input('  clusterConfiguration: { etcd: { external: { endpoints: [https://e:2379] } } }'),
+    want: /spec\.clusterConfiguration\.etcd\.external: external etcd is not supported/,
+  },
   'attested: Secret-sourced file': {
     text: input('  files: [{ path: /a, contentFrom: { secret: { name: creds, key: token } } }]'),
     opts: { format: 'cloud-config', attested: true },

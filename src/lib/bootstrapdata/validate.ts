@@ -21,6 +21,12 @@ export function validateSpec(
   checkFiles(spec, add, secrets)
   checkUsers(spec, add, secrets)
   checkDiscovery(spec, add)
+  if (record(record(spec.clusterConfiguration)?.etcd)?.external !== undefined) {
+    add(
+      ['clusterConfiguration', 'etcd', 'external'],
+      'external etcd is not supported: the data would carry the etcd CA key instead of the client certificate files',
+    )
+  }
   if (spec.useExperimentalRetryJoin) {
     add(['useExperimentalRetryJoin'], 'is not supported (deprecated in CAPI v1beta1, removed in v1beta2)')
   }
@@ -125,6 +131,15 @@ function checkIgnitionCompatible(spec: KubeadmConfigSpec, add: Add) {
     if (p.tableType !== undefined && p.tableType !== 'gpt')
       add(['diskSetup', 'partitions', i, 'tableType'], 'must be gpt with Ignition')
   })
+  // Ignition addresses devices and mount units by absolute path only.
+  const absolute = (value: string | undefined, path: Array<string | number>) => {
+    if (value !== undefined && !value.startsWith('/')) add(path, 'must be an absolute path with Ignition')
+  }
+  spec.diskSetup?.partitions?.forEach((p, i) => absolute(p.device, ['diskSetup', 'partitions', i, 'device']))
+  spec.diskSetup?.filesystems?.forEach((fs, i) =>
+    absolute(fs.device, ['diskSetup', 'filesystems', i, 'device']),
+  )
+  spec.mounts?.forEach((m, i) => absolute(m[1] ?? '', ['mounts', i, 1]))
   spec.diskSetup?.filesystems?.forEach((fs, i) => {
     if (fs.replaceFS !== undefined) forbidden(['diskSetup', 'filesystems', i, 'replaceFS'], 'replaceFS')
     if (fs.partition !== undefined) forbidden(['diskSetup', 'filesystems', i, 'partition'], 'partition')
