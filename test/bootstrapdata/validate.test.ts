@@ -190,6 +190,14 @@ const cases: Record<string, Case> = {
     ),
     want: /Machine "w"/,
   },
+  'a rule inside a KubeadmConfigTemplate names the template path and line': {
+    text: input(
+      '  files: []',
+      'version: v1.31.2',
+      '---\nkind: KubeadmConfigTemplate\nmetadata: { name: tpl }\nspec:\n  template:\n    spec:\n      users: [{ name: u, passwd: x, passwdFrom: { secret: { name: creds, key: token } } }]',
+    ),
+    want: /cluster\.yaml:\d+:\d+: spec\.template\.spec\.users\[0\]: only one of passwd or passwdFrom may be specified \(KubeadmConfigTemplate "tpl"\)/,
+  },
   'unknown kind': {
     text: input('  files: []', 'version: v1.31.2', '---\nkind: MachineDeployment\nmetadata: { name: md }'),
     want: /kind: expected kind Cluster, Machine, KubeadmConfig, KubeadmConfigTemplate, Secret/,
