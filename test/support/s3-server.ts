@@ -12,6 +12,8 @@ import path from 'node:path'
 /** s3rver's fixed development credentials; it checks signatures made with them. */
 export const S3RVER_CREDENTIALS = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } as const
 
+const START_TIMEOUT_MS = 20_000
+
 export class S3Server {
   endpoint = ''
   private child?: ChildProcess
@@ -30,14 +32,28 @@ export class S3Server {
     this.child = child
     const port = await new Promise<number>((resolve, reject) => {
       let out = ''
+      // never leave a half-started server behind
+      const timer = setTimeout(() => {
+        child.kill('SIGKILL')
+        reject(new Error(`s3rver did not start within ${START_TIMEOUT_MS} ms: ${out}`))
+      }, START_TIMEOUT_MS)
       const onData = (d: Buffer) => {
         out += d.toString()
         const m = /listening on [^:]+:(\d+)/.exec(out)
-        if (m) resolve(Number(m[1]))
+        if (m) {
+          clearTimeout(timer)
+          resolve(Number(m[1]))
+        }
       }
       child.stdout?.on('data', onData)
       child.stderr?.on('data', (d: Buffer) => (out += d.toString()))
-      child.once('exit', (code) => reject(new Error(`s3rver exited with code ${code}: ${out}`)))
+      child.once('exit', (code) => {
+        clearTimeout(timer)
+        reject(new Error(`s3rver exited with code ${code}: ${out}`))
+      })
+    }).catch(async (err: unknown) => {
+      await rm(this.dir, { recursive: true, force: true })
+      throw err
     })
     this.endpoint = `http://127.0.0.1:${port}`
     return this
