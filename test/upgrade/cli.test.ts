@@ -1,8 +1,9 @@
+import { spawn } from 'node:child_process'
 import { access, readdir } from 'node:fs/promises'
 import path from 'node:path'
 import { workspacePaths } from '../../src/lib/paths.js'
 import { expect } from '../support/chai.js'
-import { makeTempDir, runCli } from '../support/cli.js'
+import { CLI, makeTempDir, REPO_ROOT, runCli } from '../support/cli.js'
 import { startFakeApiServer, type FakeApiServer } from '../support/fake-apiserver.js'
 import { fakeHelmEnv, readFakeHelmState, seedReleases, type FakeHelmEnv } from '../support/helm.js'
 import { makeUpgradeWorkspace, seedCustomResources } from './workspace.js'
@@ -12,6 +13,41 @@ const exists = (p: string) =>
     () => true,
     () => false,
   )
+
+const PROMPT = 'Upgrade the releases above?'
+
+/**
+ * Runs the CLI on a pseudo-terminal (util-linux `script`), so the inquirer prompt and listr2's live
+ * view run for real; answers the prompt with `answer` and Enter once it appears.
+ */
+function runCliOnTerminal(args: string[], env: NodeJS.ProcessEnv, answer: string) {
+  const entry =
+    process.env.CONSTELL_TEST_CLI === 'dev' ? ['--import', 'tsx', path.join(REPO_ROOT, 'bin/dev.js')] : [CLI]
+  const command = [process.execPath, ...entry, ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ')
+  return new Promise<{ code: number | null; output: string }>((resolve, reject) => {
+    // A fresh pty has no size; listr2 would wrap every character onto its own line.
+    const child = spawn('script', ['-qec', `stty cols 120 rows 40; exec ${command}`, '/dev/null'], {
+      cwd: REPO_ROOT,
+      env: { ...env, CONSTELL_NO_SPINNER: '' },
+    })
+    let output = ''
+    let answered = false
+    child.stdout.on('data', (d: Buffer) => {
+      output += d.toString()
+      if (!answered && output.includes(PROMPT)) {
+        answered = true
+        child.stdin.write(`${answer}\r`)
+      }
+    })
+    const timer = setTimeout(() => child.kill('SIGKILL'), 80_000)
+    child.on('error', reject)
+    child.on('close', (code) => {
+      clearTimeout(timer)
+      // eslint-disable-next-line no-control-regex -- strips the terminal's colour and cursor codes
+      resolve({ code, output: output.replace(/\u001b\[[0-9;?]*[A-Za-z]/g, '') })
+    })
+  })
+}
 
 // The CLI as operators run it: a child process, helm found on PATH (the contract fake).
 describe('constellation upgrade (CLI)', function () {
@@ -99,6 +135,30 @@ describe('constellation upgrade (CLI)', function () {
     expect(r.stdout).to.match(/Dry run: nothing was changed/)
     expect(await exists(workspacePaths(ws).upgradeDir)).to.be.false
   })
+
+  const answers: Record<string, { answer: string; want: RegExp; events: number }> = {
+    'on a terminal it asks; "n" changes nothing': {
+      answer: 'n',
+      want: /Upgrade declined: nothing was changed/,
+      events: 0,
+    },
+    'on a terminal it asks; "y" backs up and upgrades with live progress': {
+      answer: 'y',
+      want: /✔ Upgrade cilium 1\.1\.0[\s\S]*Backup folder: /,
+      events: 3,
+    },
+  }
+  for (const [name, tc] of Object.entries(answers)) {
+    it(name, async () => {
+      const env = { ...helm.env, FAKE_HELM_FAIL: '' }
+      const r = await runCliOnTerminal(['upgrade', 'execute', '--helm', '-C', ws], env, tc.answer)
+      expect(r.output).to.include(PROMPT)
+      expect(r.code, r.output).to.equal(0)
+      expect(r.output).to.match(tc.want, JSON.stringify(r.output))
+      const upgraded = (await readFakeHelmState(helm.stateDir)).events.filter((e) => e.event === 'upgraded')
+      expect(upgraded).to.have.length(tc.events)
+    })
+  }
 
   const usage: Record<string, { args: string[]; env?: NodeJS.ProcessEnv; code: number; err: RegExp }> = {
     'execute without --helm is a usage error': { args: [], code: 2, err: /pass --helm/ },
