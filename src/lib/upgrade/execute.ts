@@ -12,10 +12,11 @@ import {
   newUpgradeId,
   type ClusterBackupSummary,
 } from './backup.js'
+import type { Helm } from './helm.js'
 import type { ClusterReader } from './kube-reader.js'
 import { planChangesCluster, type PlannedRelease } from './plan.js'
 import type { PreparedUpgrade } from './prepare.js'
-import { upgradeRelease, type RetryPolicy, type ReleaseResult } from './release-upgrade.js'
+import { upgradeRelease, type RetryPolicy } from './release-upgrade.js'
 
 export interface ExecuteOptions {
   workspace: string
@@ -85,23 +86,10 @@ export async function executeUpgrade(
   const reports = plan.releases.map(initialReport)
   const report: UpgradeReport = { dryRun: opts.dryRun, declined: false, releases: reports }
   if (!planChangesCluster(plan)) return report
-  if (opts.dryRun) {
-    for (const r of reports) {
-      if (r.outcome === 'not-touched') {
-        r.outcome = r.installed === undefined ? 'would-install' : 'would-upgrade'
-        r.reason = `dry run: ${r.reason}`
-      }
-    }
-    return report
-  }
-  if (!(await confirmed(opts, deps))) {
-    report.declined = true
-    for (const r of reports) if (r.outcome === 'not-touched') r.reason = 'declined at the confirmation'
-    return report
-  }
+  if (opts.dryRun) return markDryRun(report)
+  if (!(await confirmed(opts, deps))) return markDeclined(report)
 
-  const upgradeDir = workspacePaths(opts.workspace).upgradeDir
-  const dir = await createUpgradeFolder(upgradeDir, newUpgradeId(deps.now()))
+  const dir = await createUpgradeFolder(workspacePaths(opts.workspace).upgradeDir, newUpgradeId(deps.now()))
   report.backupDir = dir
   const todo = plan.releases.filter((r) => r.verdict.action !== 'skip')
   const valuesFiles = new Map<string, string>()
@@ -118,20 +106,7 @@ export async function executeUpgrade(
         for (const r of todo) valuesFiles.set(r.target.name, (await backupChart(helm, r, dir)).valuesFile)
       },
     },
-    ...todo.map((r): Step => ({
-      title: `${r.verdict.action === 'install' ? 'Install' : 'Upgrade'} ${r.target.name} ${r.target.version}`,
-      run: async () => {
-        const result = await upgradeRelease(helm, r, valuesFiles.get(r.target.name) ?? '', {
-          timeout: opts.helmTimeout,
-          ...deps.retry,
-        })
-        applyResult(reports, r, result)
-        if (result.error) {
-          report.failure = { release: r.target.name, error: result.error }
-          throw new Error(`${r.target.name}: ${result.error}`)
-        }
-      },
-    })),
+    ...todo.map((r) => releaseStep(helm, r, () => valuesFiles.get(r.target.name) ?? '', report, opts, deps)),
   ]
   try {
     await deps.progress(steps)
@@ -153,6 +128,45 @@ export async function executeUpgrade(
         r.reason = `not reached: ${failed.release} failed`
     }
   }
+  return report
+}
+
+/** Upgrades one release; a failure is recorded in the report, then thrown to stop the sequence. */
+function releaseStep(
+  helm: Helm,
+  r: PlannedRelease,
+  valuesFile: () => string,
+  report: UpgradeReport,
+  opts: ExecuteOptions,
+  deps: ExecuteDeps,
+): Step {
+  return {
+    title: `${r.verdict.action === 'install' ? 'Install' : 'Upgrade'} ${r.target.name} ${r.target.version}`,
+    run: async () => {
+      const result = await upgradeRelease(helm, r, valuesFile(), { timeout: opts.helmTimeout, ...deps.retry })
+      const entry = report.releases.find((x) => x.name === r.target.name)
+      if (entry)
+        Object.assign(entry, { outcome: result.outcome, reason: result.reason, attempts: result.attempts })
+      if (result.error) {
+        report.failure = { release: r.target.name, error: result.error }
+        throw new Error(`${r.target.name}: ${result.error}`)
+      }
+    },
+  }
+}
+
+function markDryRun(report: UpgradeReport): UpgradeReport {
+  for (const r of report.releases) {
+    if (r.outcome !== 'not-touched') continue
+    r.outcome = r.installed === undefined ? 'would-install' : 'would-upgrade'
+    r.reason = `dry run: ${r.reason}`
+  }
+  return report
+}
+
+function markDeclined(report: UpgradeReport): UpgradeReport {
+  report.declined = true
+  for (const r of report.releases) if (r.outcome === 'not-touched') r.reason = 'declined at the confirmation'
   return report
 }
 
@@ -178,12 +192,4 @@ function initialReport(r: PlannedRelease): ReleaseReport {
   return r.verdict.action === 'skip'
     ? { ...base, outcome: 'skipped', reason: r.verdict.reason }
     : { ...base, outcome: 'not-touched', reason: 'planned' }
-}
-
-function applyResult(reports: ReleaseReport[], r: PlannedRelease, result: ReleaseResult): void {
-  const entry = reports.find((x) => x.name === r.target.name)
-  if (!entry) return
-  entry.outcome = result.outcome
-  entry.reason = result.reason
-  entry.attempts = result.attempts
 }
