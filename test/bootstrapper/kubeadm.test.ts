@@ -1,6 +1,6 @@
 import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises'
 import path from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { KUBEADM_FAKE } from './kubeadm-fake-path.js'
 import { X509Certificate } from 'node:crypto'
 import { parseAllDocuments, parse } from 'yaml'
 import { expect } from '../support/chai.js'
@@ -14,11 +14,6 @@ import {
 } from '../../src/lib/bootstrapper/index.js'
 import { nodePaths } from '../../src/lib/paths.js'
 import { createRunner, runProcess, silentLogger } from '../../src/lib/system/index.js'
-
-export const KUBEADM_FAKE = path.resolve(
-  path.dirname(fileURLToPath(import.meta.url)),
-  '../fixtures/kubeadm-fake/kubeadm',
-)
 
 function input(root: string, version: string, conformance = false): KubeadmInitInput {
   const p = nodePaths(root)

@@ -114,8 +114,10 @@ export class Bootstrapper {
     return `${host}:${bound}`
   }
 
-  get initialized(): boolean {
-    return this.nodeLocked
+  /** 'initialized' after init_success; 'failed' when an Init took the lock and then failed (the node is unusable). */
+  get outcome(): 'initialized' | 'failed' | 'stopped' {
+    if (this.handler.succeeded) return 'initialized'
+    return this.nodeLocked ? 'failed' : 'stopped'
   }
 
   /** Lets an Init in flight answer, then stops; force-stops after graceMs. Idempotent. */

@@ -52,7 +52,7 @@ export interface InitResult {
 
 export async function initializeNode(req: InitRequest, deps: InitNodeDeps): Promise<InitResult> {
   const { log } = deps
-  if (!(await bcrypt.compare(req.initSecret.toString('utf8'), deps.initSecretHash)))
+  if (!(await bcrypt.compare(initSecretPassword(req.initSecret), deps.initSecretHash)))
     throw new InitSecretError()
   const { kms, measurementSecret, clusterId } = deriveClusterSecrets(req)
   if (!(await deps.nodeLock.tryLockOnce(clusterId))) throw new NodeLockedError()
@@ -137,4 +137,12 @@ export interface StateDisk {
   uuid(): Promise<string>
   /** Replaces the passphrase held in `oldKeyFile` by `newKey`. */
   changeKey(oldKeyFile: string, newKey: Buffer): Promise<void>
+}
+
+/**
+ * The bcrypt password for an init secret: one Latin-1 character per byte, so every byte
+ * counts (for the ASCII secrets Constellation uses this equals hashing the raw bytes).
+ */
+export function initSecretPassword(secret: Buffer): string {
+  return secret.toString('latin1')
 }

@@ -11,6 +11,8 @@ export type InitCall = ServerWritableStream<InitRequest, InitResponse>
 
 export class InitHandler {
   private readonly inFlight = new Set<Promise<void>>()
+  /** True once an Init answered init_success. */
+  succeeded = false
 
   constructor(
     private readonly deps: InitNodeDeps,
@@ -34,6 +36,7 @@ export class InitHandler {
     this.log.info('Init request received', { peer })
     try {
       const result = await initializeNode(call.request, this.deps)
+      this.succeeded = true
       await write(call, {
         kind: {
           $case: 'initSuccess',

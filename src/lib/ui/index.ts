@@ -26,11 +26,17 @@ export function canPrompt(t: Terminal): boolean {
 }
 
 /** Runs tasks with listr2: a live view on a TTY, one plain line per step otherwise. */
-export async function runTasks<Ctx>(tasks: Task<Ctx>[], ctx: Ctx, t: Terminal): Promise<Ctx> {
+export async function runTasks<Ctx>(
+  tasks: Task<Ctx>[],
+  ctx: Ctx,
+  t: Terminal,
+  opts: { silent?: boolean } = {},
+): Promise<Ctx> {
   const { Listr } = await import('listr2') // loaded lazily: most commands never show progress
-  const list = new Listr<Ctx, 'default' | 'simple', 'simple'>(tasks, {
+  const list = new Listr<Ctx, 'default' | 'simple' | 'silent', 'simple'>(tasks, {
     ctx,
-    renderer: useSpinner(t) ? 'default' : 'simple',
+    // silent: for --json, where stdout carries only the result object
+    renderer: opts.silent ? 'silent' : useSpinner(t) ? 'default' : 'simple',
     fallbackRenderer: 'simple',
     exitOnError: true,
     rendererOptions: { collapseErrors: false },
