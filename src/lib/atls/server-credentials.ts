@@ -1,0 +1,45 @@
+/** grpc-js server credentials for server-attested aTLS: a fresh attested certificate per client nonce. */
+import { createSecureContext, type SecureContext } from 'node:tls'
+import { ServerCredentials } from '@grpc/grpc-js'
+import type { Issuer } from '../attestation/index.js'
+import type { Logger } from '../system/index.js'
+import { createAttestedCertificate } from './certificate.js'
+import { decodeNonce } from './nonce.js'
+
+export interface AttestedServerOptions {
+  issuer: Issuer
+  log?: Logger
+}
+
+class AttestedServerCredentials extends ServerCredentials {
+  constructor(opts: AttestedServerOptions) {
+    // The nonce arrives as the SNI server name because TLS gives the client no other field that
+    // reaches the server before it picks a certificate; each handshake gets its own key and quote.
+    const SNICallback = (servername: string, done: (err: Error | null, ctx?: SecureContext) => void) => {
+      attestedContext(opts.issuer, servername).then(
+        (ctx) => done(null, ctx),
+        (err: unknown) => {
+          opts.log?.warn('Refusing aTLS handshake', {
+            error: err instanceof Error ? err.message : String(err),
+          })
+          done(err instanceof Error ? err : new Error(String(err)))
+        },
+      )
+    }
+    super({ SNICallback, minVersion: 'TLSv1.2' }, {})
+  }
+  override _equals(other: ServerCredentials): boolean {
+    return other === this
+  }
+}
+
+async function attestedContext(issuer: Issuer, servername: string): Promise<SecureContext> {
+  const nonce = decodeNonce(servername, 'TLS server name (SNI)')
+  const { certPem, keyPem } = await createAttestedCertificate(issuer, nonce)
+  return createSecureContext({ cert: certPem, key: keyPem, minVersion: 'TLSv1.2' })
+}
+
+/** Server-attested aTLS (init direction): per-handshake cert with the attestation for the client's SNI nonce. */
+export function createAttestedServerCredentials(opts: AttestedServerOptions): ServerCredentials {
+  return new AttestedServerCredentials(opts)
+}

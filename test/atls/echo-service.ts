@@ -1,0 +1,56 @@
+/** A one-method gRPC service over raw bytes, for aTLS tests (real grpc-js on both ends). */
+import * as grpc from '@grpc/grpc-js'
+
+const identity = (b: Buffer) => b
+export const EchoService: grpc.ServiceDefinition = {
+  echo: {
+    path: '/test.Echo/Echo',
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: identity,
+    requestDeserialize: identity,
+    responseSerialize: identity,
+    responseDeserialize: identity,
+  },
+}
+export const EchoClient = grpc.makeGenericClientConstructor(EchoService, 'Echo')
+
+export interface RunningServer {
+  port: number
+  calls: Buffer[]
+  stop(): Promise<void>
+}
+
+/** Starts a server whose handler records every request it actually ran (a spy). */
+export async function startEchoServer(credentials: grpc.ServerCredentials): Promise<RunningServer> {
+  const server = new grpc.Server()
+  const calls: Buffer[] = []
+  server.addService(EchoService, {
+    echo: (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
+      calls.push(call.request)
+      cb(null, call.request)
+    },
+  })
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync('127.0.0.1:0', credentials, (err, p) => (err ? reject(err) : resolve(p))),
+  )
+  return { port, calls, stop: () => new Promise<void>((resolve) => server.tryShutdown(() => resolve())) }
+}
+
+export function echo(
+  port: number,
+  credentials: grpc.ChannelCredentials,
+  body = Buffer.from('secret'),
+): Promise<Buffer> {
+  const client = new EchoClient(`127.0.0.1:${port}`, credentials)
+  return new Promise<Buffer>((resolve, reject) => {
+    client.makeUnaryRequest(
+      EchoService.echo!.path,
+      (b: Buffer) => b,
+      (b: Buffer) => b,
+      body,
+      { deadline: Date.now() + 20_000 },
+      (err: grpc.ServiceError | null, res?: Buffer) => (err ? reject(err) : resolve(res ?? Buffer.alloc(0))),
+    )
+  }).finally(() => client.close())
+}
