@@ -1,0 +1,111 @@
+/**
+ * Init overhead on loopback: `constellation init` process start → kubeconfig written, against a real
+ * `bootstrap run` process with swtpm, cryptsetup on an image file and the kubeadm contract fake.
+ * Also the bootstrapper's peak resident memory. The fake's own time (four node processes that
+ * generate RSA keys) is reported apart, from the bootstrapper's log timestamps.
+ */
+import { spawn } from 'node:child_process'
+import { readFile, writeFile } from 'node:fs/promises'
+import { connect, createServer } from 'node:net'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { stringifyYaml } from '../src/lib/yaml/index.js'
+import { setClusterEndpoint, startLocalNode } from '../test/init/harness.js'
+import { summarize } from './stats.js'
+
+const CLI = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../bin/run.js')
+const RUNS = 5
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const p = (s.address() as { port: number }).port
+      s.close(() => resolve(p))
+    })
+  })
+}
+
+async function waitForPort(port: number): Promise<void> {
+  for (;;) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const s = connect({ host: '127.0.0.1', port }, () => (s.destroy(), resolve(true)))
+      s.once('error', () => resolve(false))
+    })
+    if (ok) return
+    await new Promise((r) => setTimeout(r, 50))
+  }
+}
+
+function runCli(args: string[]): Promise<{ code: number | null; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI, ...args], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+      env: { ...process.env, CONSTELL_NO_SPINNER: '1' },
+    })
+    let stderr = ''
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
+    child.on('error', reject)
+    child.on('close', (code) => resolve({ code, stderr }))
+  })
+}
+
+async function oneRun() {
+  const node = await startLocalNode()
+  try {
+    const port = await freePort()
+    const nodeConfig = path.join(node.dir, 'node-config.yaml')
+    await writeFile(nodeConfig, stringifyYaml(node.nodeConfig(`127.0.0.1:${port}`)))
+    const daemon = spawn(process.execPath, [CLI, 'bootstrap', 'run', '--config', nodeConfig], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    })
+    let log = ''
+    daemon.stderr.on('data', (d: Buffer) => (log += d.toString()))
+    const exited = new Promise<void>((r) => daemon.on('close', () => r()))
+    await waitForPort(port)
+    const idleRssKiB = await rssKiB(daemon.pid ?? 0, 'VmRSS')
+    await setClusterEndpoint(node.workspace, `127.0.0.1:${port}`)
+    const start = process.hrtime.bigint()
+    const res = await runCli(['init', '-C', node.workspace])
+    const totalMs = Number(process.hrtime.bigint() - start) / 1e6
+    if (res.code !== 0) throw new Error(`init failed: ${res.stderr}`)
+    const peakRssKiB = await rssKiB(daemon.pid ?? 0, 'VmHWM').catch(() => idleRssKiB)
+    await exited
+    const kubeadmMs = kubeadmSpan(log)
+    return { totalMs, kubeadmMs, peakRssKiB }
+  } finally {
+    await node.stop()
+  }
+}
+
+/** From "Running kubeadm" (first) to "Cluster initialized" in the bootstrapper's JSON log. */
+function kubeadmSpan(log: string): number {
+  const lines = log
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as { time: string; msg: string })
+  const first = lines.find((l) => l.msg === 'Running kubeadm')
+  const done = lines.find((l) => l.msg === 'Cluster initialized')
+  return first && done ? Date.parse(done.time) - Date.parse(first.time) : NaN
+}
+
+async function rssKiB(pid: number, field: 'VmRSS' | 'VmHWM'): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8')
+  return Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? NaN)
+}
+
+export default async function init() {
+  const runs = []
+  for (let i = 0; i < RUNS; i++) runs.push(await oneRun())
+  const total = summarize(runs.map((r) => r.totalMs))
+  const kubeadm = summarize(runs.map((r) => r.kubeadmMs))
+  const overhead = summarize(runs.map((r) => r.totalMs - r.kubeadmMs))
+  const peakMiB = Math.max(...runs.map((r) => r.peakRssKiB)) / 1024
+  return {
+    cliStartToKubeconfig: total,
+    kubeadmFakeShare: kubeadm,
+    initOverheadWithoutKubeadmFake: overhead,
+    targetInitOverheadMedianMs: 500,
+    bootstrapperPeakRssMiB: Math.round(peakMiB * 10) / 10,
+    targetBootstrapperRssMiB: 80,
+  }
+}

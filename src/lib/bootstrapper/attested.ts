@@ -1,0 +1,25 @@
+/** Production wiring of the bootstrapper: real TPM, cryptsetup, fetch, JSON logs, and aTLS with a TPM-backed issuer. */
+import { createIssuer } from '../attestation/index.js'
+import { createAttestedServerCredentials } from '../atls/index.js'
+import { createLogger, createRunner } from '../system/index.js'
+import { openTpmFromConfig } from '../tpm/index.js'
+import { Bootstrapper, type BootstrapperConfig } from './daemon.js'
+import { LogCollector } from './logs.js'
+
+export function createNodeBootstrapper(
+  config: BootstrapperConfig,
+  writeLine: (line: string) => void = (line) => process.stderr.write(line + '\n'),
+): Bootstrapper {
+  const openTpm = openTpmFromConfig(config.tpm)
+  const logs = new LogCollector(writeLine)
+  return new Bootstrapper(config, {
+    openTpm,
+    runner: createRunner(),
+    fetch: globalThis.fetch,
+    logs,
+    log: createLogger({ format: 'json', write: logs.write, component: 'bootstrapper' }),
+    credentials: createAttestedServerCredentials({
+      issuer: createIssuer(config.attestationVariant, openTpm),
+    }),
+  })
+}

@@ -1,0 +1,136 @@
+/** The Init call: retried only while nothing reached the node; once connected, one answer or one failure. */
+import { connectivityState, status, type ChannelCredentials } from '@grpc/grpc-js'
+import { APIClient, type InitRequest, type InitResponse } from '../../gen/init.js'
+import { isAttestationFailure } from '../atls/index.js'
+import { retry, sleepMs, type Logger } from '../system/index.js'
+
+export type InitOutcome =
+  | { ok: true; kubeconfig: Buffer; clusterId: Buffer }
+  | { ok: false; error: string; logs: Buffer; logError?: string }
+
+export interface InitRpcOptions {
+  address: string
+  credentials: ChannelCredentials
+  signal: AbortSignal
+  /** Overall deadline for the call. */
+  deadline: Date
+  log: Logger
+  retryInitialDelayMs?: number
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>
+  /** Called when an attempt reached the node (TLS + attestation passed): the request is on its way. */
+  onConnected?: () => void
+}
+
+const RETRY_MAX_DELAY_MS = 5_000
+
+/** A failure before the request reached the node, and not an attestation refusal: safe to try again. */
+export class NotConnectedError extends Error {
+  constructor(
+    readonly code: number,
+    details: string,
+  ) {
+    super(details)
+    this.name = 'NotConnectedError'
+  }
+}
+
+export async function callInit(request: InitRequest, opts: InitRpcOptions): Promise<InitOutcome> {
+  return retry(() => attempt(request, opts), {
+    attempts: Number.POSITIVE_INFINITY,
+    initialDelayMs: opts.retryInitialDelayMs ?? 500,
+    maxDelayMs: RETRY_MAX_DELAY_MS,
+    signal: opts.signal,
+    sleep: opts.sleep ?? sleepMs,
+    retryable: (err) =>
+      err instanceof NotConnectedError && err.code === status.UNAVAILABLE && !isAttestationFailure(err),
+    onRetry: (err, n, delayMs) =>
+      opts.log.info('Node not reachable yet, retrying', {
+        attempt: n,
+        delayMs,
+        error: err instanceof Error ? err.message : String(err),
+      }),
+  })
+}
+
+/** One fresh channel per attempt, so grpc-js' own reconnect backoff does not stretch our retries. */
+function attempt(request: InitRequest, opts: InitRpcOptions): Promise<InitOutcome> {
+  const client = new APIClient(opts.address, opts.credentials, { 'grpc.enable_retries': 0 })
+  const connected = watchReady(client, opts.onConnected)
+  return new Promise<InitOutcome>((resolve, reject) => {
+    const call = client.init(request, { deadline: opts.deadline })
+    const abort = () => call.cancel()
+    opts.signal.addEventListener('abort', abort, { once: true })
+    let failure: { error: string } | undefined
+    const logs: Buffer[] = []
+    let settled = false
+    const finish = (fn: () => void) => {
+      if (settled) return
+      settled = true
+      opts.signal.removeEventListener('abort', abort)
+      connected.stop()
+      client.close()
+      fn()
+    }
+    call.on('data', (msg: InitResponse) => {
+      const kind = msg.kind
+      if (kind?.$case === 'initSuccess' && !failure) {
+        finish(() =>
+          resolve({ ok: true, kubeconfig: kind.value.kubeconfig, clusterId: kind.value.clusterId }),
+        )
+        call.cancel()
+      } else if (kind?.$case === 'initFailure') failure = { error: kind.value.error }
+      else if (kind?.$case === 'log') logs.push(kind.value.log)
+    })
+    call.on('error', (err: Error & { code?: number; details?: string }) => {
+      if (err.code === status.CANCELLED && !opts.signal.aborted) return // after success
+      const sent = connected.ready || failure !== undefined || logs.length > 0
+      if (failure)
+        return finish(() => resolve({ ok: false, error: failure?.error ?? '', logs: Buffer.concat(logs) }))
+      if (!sent && !opts.signal.aborted)
+        return finish(() =>
+          reject(new NotConnectedError(err.code ?? status.UNKNOWN, err.details ?? err.message)),
+        )
+      finish(() =>
+        sent
+          ? resolve({
+              ok: false,
+              error: err.details ?? err.message,
+              logs: Buffer.concat(logs),
+              logError: err.message,
+            })
+          : reject(err),
+      )
+    })
+    call.on('end', () =>
+      finish(() =>
+        resolve(
+          failure
+            ? { ok: false, error: failure.error, logs: Buffer.concat(logs) }
+            : { ok: false, error: 'empty response from cluster', logs: Buffer.concat(logs) },
+        ),
+      ),
+    )
+  })
+}
+
+/** Tracks whether the channel reached READY (handshake and attestation passed). */
+function watchReady(client: APIClient, onConnected?: () => void): { readonly ready: boolean; stop(): void } {
+  const channel = client.getChannel()
+  const state = { ready: false, stopped: false }
+  const watch = (current: connectivityState) => {
+    if (current === connectivityState.READY) {
+      state.ready = true
+      onConnected?.()
+      return
+    }
+    if (state.stopped || current === connectivityState.SHUTDOWN) return
+    channel.watchConnectivityState(current, Infinity, () => watch(channel.getConnectivityState(false)))
+  }
+  watch(channel.getConnectivityState(false))
+  return {
+    get ready() {
+      return state.ready
+    },
+    stop: () => void (state.stopped = true),
+  }
+}

@@ -1,0 +1,134 @@
+import { mkdir, readFile, stat, writeFile } from 'node:fs/promises'
+import { connect, createServer } from 'node:net'
+import path from 'node:path'
+import { parse } from 'yaml'
+import { expect } from '../support/chai.js'
+import { runCli } from '../support/cli.js'
+import { workspacePaths } from '../../src/lib/paths.js'
+import { readPcrs } from '../../src/lib/tpm/index.js'
+import { stringifyYaml } from '../../src/lib/yaml/index.js'
+import { setClusterEndpoint, startLocalNode, type LocalNode } from './harness.js'
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const p = (s.address() as { port: number }).port
+      s.close(() => resolve(p))
+    })
+  })
+}
+
+async function waitForPort(port: number, exited: () => boolean): Promise<void> {
+  for (;;) {
+    if (exited()) throw new Error('bootstrap run exited before listening')
+    const ok = await new Promise<boolean>((resolve) => {
+      const s = connect({ host: '127.0.0.1', port }, () => (s.destroy(), resolve(true)))
+      s.once('error', () => resolve(false))
+    })
+    if (ok) return
+    await new Promise((r) => setTimeout(r, 100))
+  }
+}
+
+describe('constellation init / bootstrap run (CLI processes)', function () {
+  this.timeout(180_000)
+  let node: LocalNode
+  beforeEach(async () => (node = await startLocalNode()))
+  afterEach(() => node.stop())
+
+  it('bootstrap run serves Init; init --json writes the kubeconfig and reports the cluster ID; the daemon then exits 0', async () => {
+    const port = await freePort()
+    const nodeConfigFile = path.join(node.dir, 'node-config.yaml')
+    await writeFile(nodeConfigFile, stringifyYaml(node.nodeConfig(`127.0.0.1:${port}`)))
+    let exited = false
+    const daemon = runCli(['bootstrap', 'run', '--config', nodeConfigFile], { timeoutMs: 120_000 }).finally(
+      () => (exited = true),
+    )
+    await waitForPort(port, () => exited)
+    await setClusterEndpoint(node.workspace, `127.0.0.1:${port}`)
+    const home = path.join(node.dir, 'home')
+    await mkdir(path.join(home, '.kube'), { recursive: true })
+    const userKubeconfig = path.join(home, '.kube', 'config')
+    await writeFile(
+      userKubeconfig,
+      stringifyYaml({
+        apiVersion: 'v1',
+        kind: 'Config',
+        clusters: [{ name: 'mine', cluster: { server: 'https://mine:6443' } }],
+      }),
+    )
+    const res = await runCli(['init', '-C', node.workspace, '--json', '--merge-kubeconfig'], {
+      env: { HOME: home, KUBECONFIG: '' },
+    })
+    expect(res.code, res.stderr).to.equal(0)
+    const out = JSON.parse(res.stdout) as {
+      clusterID: string
+      kubeconfig: string
+      masterSecret: string
+      mergedInto: string
+    }
+    expect(out.mergedInto).to.equal(userKubeconfig)
+    const merged = parse(await readFile(userKubeconfig, 'utf8')) as { clusters: Array<{ name: string }> }
+    expect(merged.clusters.map((c) => c.name)).to.deep.equal(['mine', 'constell'])
+    const ws = workspacePaths(node.workspace)
+    expect(out).to.include({ kubeconfig: ws.adminConf, masterSecret: ws.masterSecret })
+    expect(out.clusterID).to.match(/^[0-9a-f]{64}$/)
+    expect((await stat(ws.adminConf)).mode & 0o777).to.equal(0o600)
+    const d = await daemon
+    expect(d.code, d.stderr).to.equal(0)
+    const lines = d.stderr
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { msg: string })
+    expect(lines.map((l) => l.msg)).to.include('Cluster initialized')
+    expect((await readPcrs(node.swtpm.open, [15])).get(15)?.equals(Buffer.alloc(32))).to.equal(false)
+  })
+
+  it('a second bootstrap run on the initialized node refuses to serve', async () => {
+    const { extendPcr } = await import('../../src/lib/tpm/index.js')
+    await extendPcr(node.swtpm.open, 15, Buffer.alloc(32, 7))
+    const nodeConfigFile = path.join(node.dir, 'node-config.yaml')
+    await writeFile(nodeConfigFile, stringifyYaml(node.nodeConfig(`127.0.0.1:${await freePort()}`)))
+    const res = await runCli(['bootstrap', 'run', '--config', nodeConfigFile])
+    expect(res.code).to.equal(1)
+    expect(res.stderr).to.match(/this node was bootstrapped before \(PCR 15 is/)
+  })
+
+  it('refuses a bad node config with the file, line and key, and exits non-zero', async () => {
+    const file = path.join(node.dir, 'bad.yaml')
+    await writeFile(
+      file,
+      'attestationVariant: qemu-vtpm\ntpm:\n  swtpm: 127.0.0.1:1\ninitServer:\n  listen: nowhere\nstateDisk:\n  device: relative\n',
+    )
+    const res = await runCli(['bootstrap', 'run', '--config', file])
+    expect(res.code).to.not.equal(0)
+    expect(res.stderr).to.include(`${file}:5:`).and.include('initServer.listen')
+    expect(res.stderr).to.include('initSecretHash').and.include('metadata')
+  })
+
+  for (const existing of ['adminConf', 'masterSecret'] as const) {
+    it(`refuses to init when ${existing === 'adminConf' ? 'constellation-admin.conf' : 'the master secret file'} exists, and leaves it untouched`, async () => {
+      const ws = workspacePaths(node.workspace)
+      await writeFile(ws[existing], 'precious\n', { mode: 0o600 })
+      const stateBefore = await readFile(ws.state, 'utf8')
+      const res = await runCli(['init', '-C', node.workspace, '--timeout', '5s'])
+      expect(res.code).to.equal(1)
+      expect(res.stderr).to.include(`${ws[existing]} already exists`)
+      expect(await readFile(ws[existing], 'utf8')).to.equal('precious\n')
+      expect(await readFile(ws.state, 'utf8')).to.equal(stateBefore)
+      const other = existing === 'adminConf' ? ws.masterSecret : ws.adminConf
+      await expect(stat(other)).to.be.rejected
+    })
+  }
+
+  it('reports an unreachable node with exit code 3 after the timeout; the master secret stays', async () => {
+    await setClusterEndpoint(node.workspace, `127.0.0.1:${await freePort()}`)
+    const res = await runCli(['init', '-C', node.workspace, '--timeout', '2s'])
+    expect(res.code).to.equal(3)
+    expect(res.stderr).to.include('could not reach the node')
+    expect(parse(await readFile(workspacePaths(node.workspace).masterSecret, 'utf8'))).to.have.keys(
+      'key',
+      'salt',
+    )
+  })
+})

@@ -1,0 +1,262 @@
+import { createHash } from 'node:crypto'
+import { access, readFile, stat, writeFile, cp } from 'node:fs/promises'
+import { createServer } from 'node:net'
+import path from 'node:path'
+import type { ServerCredentials } from '@grpc/grpc-js'
+import { parse } from 'yaml'
+import { expect } from '../support/chai.js'
+import {
+  createIssuer,
+  clusterIdPcrValue,
+  createValidator,
+  measurementsFromConfig,
+} from '../../src/lib/attestation/index.js'
+import {
+  createAttestedChannelCredentials,
+  createAttestedServerCredentials,
+} from '../../src/lib/atls/index.js'
+import {
+  Bootstrapper,
+  CryptsetupDisk,
+  LogCollector,
+  NodeBootstrappedError,
+} from '../../src/lib/bootstrapper/index.js'
+import { loadConfig } from '../../src/lib/config/index.js'
+import { CliError } from '../../src/lib/errors/index.js'
+import { initCluster } from '../../src/lib/init/index.js'
+import { ClusterKms, parseMasterSecret } from '../../src/lib/kms/index.js'
+import { nodePaths, workspacePaths } from '../../src/lib/paths.js'
+import { createLogger, createRunner, runProcess, silentLogger } from '../../src/lib/system/index.js'
+import { extendPcr, readPcrs } from '../../src/lib/tpm/index.js'
+import { stringifyYaml } from '../../src/lib/yaml/index.js'
+import { setClusterEndpoint, startLocalNode, type LocalNode } from './harness.js'
+
+const quietTerminal = { stdoutIsTTY: false, stdinIsTTY: false, env: { CONSTELL_NO_SPINNER: '1' } }
+
+interface NodeUnderTest {
+  daemon: Bootstrapper
+  address: string
+  logs: LogCollector
+  spyArgv: string[][]
+}
+
+function startBootstrapper(
+  node: LocalNode,
+  listen = '127.0.0.1:0',
+  env: NodeJS.ProcessEnv = {},
+): Promise<NodeUnderTest> & { daemon: Bootstrapper } {
+  const logs = new LogCollector()
+  const spyArgv: string[][] = []
+  const runner = createRunner((file, args, opts) => {
+    spyArgv.push([file, ...args])
+    return runProcess(file, args, { ...opts, env: { ...process.env, ...env } })
+  })
+  const credentials: ServerCredentials = createAttestedServerCredentials({
+    issuer: createIssuer('qemu-vtpm', node.swtpm.open),
+  })
+  const daemon = new Bootstrapper(node.nodeConfig(listen), {
+    openTpm: node.swtpm.open,
+    runner,
+    fetch,
+    logs,
+    log: createLogger({ format: 'json', write: logs.write }),
+    credentials,
+  })
+  const started = daemon.start().then((address) => ({ daemon, address, logs, spyArgv }))
+  return Object.assign(started, { daemon })
+}
+
+function init(workspace: string, timeoutMs = 30_000) {
+  return initCluster(
+    { workspace, conformance: false, mergeKubeconfig: false, timeoutMs, quiet: true },
+    {
+      terminal: quietTerminal,
+      credentials: (config) =>
+        createAttestedChannelCredentials({
+          validators: [
+            createValidator(
+              'qemu-vtpm',
+              measurementsFromConfig(config.attestation.qemuVTPM?.measurements ?? {}),
+            ),
+          ],
+        }),
+      log: silentLogger,
+      retryInitialDelayMs: 200,
+    },
+  )
+}
+
+async function pcr15(node: LocalNode): Promise<Buffer> {
+  return (await readPcrs(node.swtpm.open, [15])).get(15) ?? Buffer.alloc(0)
+}
+
+const exists = (file: string) =>
+  access(file).then(
+    () => true,
+    () => false,
+  )
+
+describe('init flow (swtpm, cryptsetup, aTLS, kubeadm contract fake)', function () {
+  this.timeout(120_000)
+  let node: LocalNode
+  let running: NodeUnderTest | undefined
+  beforeEach(async () => {
+    node = await startLocalNode()
+    running = undefined
+  })
+  afterEach(async () => {
+    await running?.daemon.stop(1_000)
+    await node.stop()
+  })
+
+  it('initializes the node: PCR 15 carries the cluster ID, the disk key is replaced, kubeconfig and state are written', async () => {
+    running = await startBootstrapper(node)
+    await setClusterEndpoint(node.workspace, running.address)
+    const result = await init(node.workspace)
+    const ws = workspacePaths(node.workspace)
+
+    const clusterId = Buffer.from(result.clusterID, 'hex')
+    expect((await pcr15(node)).equals(clusterIdPcrValue(clusterId))).to.equal(true)
+    const manual = createHash('sha256')
+      .update(Buffer.concat([Buffer.alloc(32), createHash('sha256').update(clusterId).digest()]))
+      .digest()
+    expect((await pcr15(node)).equals(manual)).to.equal(true)
+
+    const secret = parseMasterSecret(await readFile(ws.masterSecret, 'utf8'), ws.masterSecret)
+    const disk = new CryptsetupDisk(node.disk.image, createRunner(), path.join(node.dir, 'scratch'))
+    const diskKey = new ClusterKms(secret.key, secret.salt).diskKey(await disk.uuid())
+    expect(await disk.opensWith(diskKey)).to.equal(true)
+    expect(await disk.opensWith(node.disk.initialKey)).to.equal(false)
+
+    const admin = parse(await readFile(ws.adminConf, 'utf8')) as {
+      clusters: Array<{ cluster: { server: string } }>
+    }
+    expect(admin.clusters[0]?.cluster.server).to.equal('https://127.0.0.1:6443')
+    expect((await stat(ws.adminConf)).mode & 0o777).to.equal(0o600)
+    const state = parse(await readFile(ws.state, 'utf8')) as {
+      clusterValues: { clusterID: string; measurementSalt: string }
+    }
+    expect(state.clusterValues.clusterID).to.equal(result.clusterID)
+    expect(state.clusterValues.measurementSalt).to.match(/^[0-9a-f]{64}$/)
+
+    const np = nodePaths(node.root)
+    for (const file of [
+      np.nodeStateFile,
+      ...['mastersecret', 'salt', 'measurementSecret', 'measurementSalt'].map((f) =>
+        path.join(np.serviceConfigDir, f),
+      ),
+    ])
+      expect((await stat(file)).mode & 0o777, file).to.equal(0o600)
+    expect(await readFile(path.join(np.serviceConfigDir, 'mastersecret'))).to.deep.equal(secret.key)
+
+    // Secrets never reach argv or the log.
+    const initSecret = parse(await readFile(ws.state, 'utf8')).infrastructure.initSecret as string
+    const secrets = [
+      secret.key.toString('base64'),
+      secret.key.toString('hex'),
+      secret.key.toString('base64url'),
+      diskKey.toString('hex'),
+      diskKey.toString('base64'),
+      initSecret,
+    ]
+    const argv = running.spyArgv.flat().join(' ')
+    const log = (await running.logs.collect()).toString()
+    for (const s of secrets) {
+      expect(argv).not.to.include(s)
+      expect(log).not.to.include(s)
+    }
+    expect(running.spyArgv.some((a) => a[1] === 'luksChangeKey')).to.equal(true)
+    await running.daemon.done
+    expect(running.daemon.outcome).to.equal('initialized')
+  })
+
+  it('refuses a wrong init secret and leaves the node unlocked', async () => {
+    running = await startBootstrapper(node)
+    await setClusterEndpoint(node.workspace, running.address)
+    const ws = workspacePaths(node.workspace)
+    await writeFile(
+      ws.state,
+      (await readFile(ws.state, 'utf8')).replace(/initSecret: \w+/, `initSecret: ${'ab'.repeat(32)}`),
+    )
+    const err = await init(node.workspace).catch((e: unknown) => e)
+    expect(err).to.be.instanceOf(CliError)
+    expect(String((err as Error).message)).to.include('invalid init secret')
+    expect((await pcr15(node)).equals(Buffer.alloc(32))).to.equal(true)
+    expect(running.spyArgv).to.deep.equal([])
+    expect(await exists(ws.masterSecret)).to.equal(true)
+    expect(await exists(ws.adminConf)).to.equal(false)
+  })
+
+  it('refuses to start on a node bootstrapped before (PCR 15 not zero)', async () => {
+    await extendPcr(node.swtpm.open, 15, Buffer.alloc(32, 1))
+    const started = startBootstrapper(node)
+    await expect(started).to.be.rejectedWith(
+      NodeBootstrappedError,
+      /bootstrapped before \(PCR 15 is [0-9a-f]{64}/,
+    )
+  })
+
+  it('refuses a node whose measurements do not match: the Init handler never runs, kubeadm never starts', async () => {
+    running = await startBootstrapper(node)
+    await setClusterEndpoint(node.workspace, running.address)
+    const ws = workspacePaths(node.workspace)
+    const config = await loadConfig(ws.config)
+    const m = config.attestation.qemuVTPM?.measurements ?? {}
+    m['4'] = { expected: 'ff'.repeat(32), warnOnly: false }
+    await writeFile(ws.config, stringifyYaml(config))
+    const err = await init(node.workspace).catch((e: unknown) => e)
+    expect(err).to.be.instanceOf(CliError)
+    expect((err as CliError).exitCode).to.equal(4)
+    expect((await running.logs.collect()).toString()).not.to.include('Init request received')
+    expect(running.spyArgv).to.deep.equal([])
+    expect((await pcr15(node)).equals(Buffer.alloc(32))).to.equal(true)
+  })
+
+  it('kubeadm fails: init_failure, the node logs land in constellation-cluster.log, the master secret stays', async () => {
+    running = await startBootstrapper(node, '127.0.0.1:0', { KUBEADM_FAKE_FAIL: 'init' })
+    await setClusterEndpoint(node.workspace, running.address)
+    const ws = workspacePaths(node.workspace)
+    const err = await init(node.workspace).catch((e: unknown) => e)
+    expect(err).to.be.instanceOf(CliError)
+    expect((err as Error).message).to.match(
+      /initializing the cluster failed on the node: rpc error: code = INTERNAL desc = running kubeadm init: \S+kubeadm init -v=5 .* exited with code 1/,
+    )
+    const clusterLog = await readFile(ws.clusterLog, 'utf8')
+    expect(clusterLog).to.include('timed out waiting for the condition')
+    expect(clusterLog).to.include('"msg":"Init failed"')
+    expect(await exists(ws.masterSecret)).to.equal(true)
+    expect(await exists(ws.adminConf)).to.equal(false)
+    await running.daemon.done
+    expect(running.daemon.outcome).to.equal('failed')
+  })
+
+  it('retries while the node refuses connections and initializes once it is up', async () => {
+    const port = await new Promise<number>((resolve) => {
+      const s = createServer().listen(0, '127.0.0.1', () => {
+        const p = (s.address() as { port: number }).port
+        s.close(() => resolve(p))
+      })
+    })
+    await setClusterEndpoint(node.workspace, `127.0.0.1:${port}`)
+    const initDone = init(node.workspace)
+    await new Promise((r) => setTimeout(r, 1_000)) // a few refused attempts first
+    running = await startBootstrapper(node, `127.0.0.1:${port}`)
+    const result = await initDone
+    expect(result.clusterID).to.match(/^[0-9a-f]{64}$/)
+  })
+
+  it('two CLIs racing: one wins, the other gets FailedPrecondition', async () => {
+    running = await startBootstrapper(node)
+    await setClusterEndpoint(node.workspace, running.address)
+    const second = path.join(node.dir, 'ws2')
+    await cp(node.workspace, second, { recursive: true })
+    const results = await Promise.allSettled([init(node.workspace), init(second)])
+    const won = results.filter((r) => r.status === 'fulfilled')
+    const lost = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected')
+    expect(won).to.have.length(1)
+    expect(lost).to.have.length(1)
+    expect(String((lost[0]?.reason as Error).message)).to.include(
+      'code = FAILED_PRECONDITION desc = node is already being activated',
+    )
+  })
+})

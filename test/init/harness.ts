@@ -1,0 +1,137 @@
+/** A local node for init tests: swtpm, a LUKS2 image, components on a loopback HTTP server, a workspace. */
+import { createHash, randomBytes } from 'node:crypto'
+import { createServer, type Server } from 'node:http'
+import { readFile, writeFile } from 'node:fs/promises'
+import type { AddressInfo } from 'node:net'
+import path from 'node:path'
+import bcrypt from 'bcryptjs'
+import { generateWorkspace, loadConfig } from '../../src/lib/config/index.js'
+import { initSecretPassword, type BootstrapperConfig } from '../../src/lib/bootstrapper/index.js'
+import { workspacePaths } from '../../src/lib/paths.js'
+import { createRunner } from '../../src/lib/system/index.js'
+import { stringifyYaml } from '../../src/lib/yaml/index.js'
+import { KUBEADM_FAKE } from '../bootstrapper/kubeadm-fake-path.js'
+import { makeTempDir } from '../support/cli.js'
+import { startSwtpm, type SwtpmHandle } from '../support/swtpm.js'
+
+export const TEST_PBKDF = { type: 'pbkdf2', iterations: 1000 } as const
+
+export interface LocalNode {
+  dir: string
+  root: string
+  workspace: string
+  swtpm: SwtpmHandle
+  disk: { image: string; initialKeyFile: string; initialKey: Buffer }
+  componentsUrl: string
+  /** Bootstrapper config listening on `listen`. */
+  nodeConfig(listen: string): BootstrapperConfig
+  initSecretHash: string
+  stop(): Promise<void>
+}
+
+/** The kubeadm "component": a launcher for the kubeadm contract fake, so the installer really installs it. */
+function kubeadmLauncher(): Buffer {
+  return Buffer.from(`#!/bin/sh\nexec "${process.execPath}" "${KUBEADM_FAKE}" "$@"\n`)
+}
+
+export async function createLuksImage(dir: string) {
+  const image = path.join(dir, 'state-disk.img')
+  const initialKeyFile = path.join(dir, 'initial.key')
+  const initialKey = randomBytes(32)
+  await writeFile(image, Buffer.alloc(0))
+  await writeFile(initialKeyFile, initialKey, { mode: 0o600 })
+  const runner = createRunner()
+  await runner.run('truncate', ['-s', '20M', image])
+  await runner.run('cryptsetup', [
+    'luksFormat',
+    '--batch-mode',
+    '--type',
+    'luks2',
+    '--pbkdf',
+    TEST_PBKDF.type,
+    '--pbkdf-force-iterations',
+    String(TEST_PBKDF.iterations),
+    '--key-file',
+    initialKeyFile,
+    image,
+  ])
+  return { image, initialKeyFile, initialKey }
+}
+
+export async function startLocalNode(): Promise<LocalNode> {
+  const { dir, cleanup } = await makeTempDir()
+  const root = path.join(dir, 'root')
+  const workspace = path.join(dir, 'ws')
+  const swtpm = await startSwtpm()
+  const launcher = kubeadmLauncher()
+  const server: Server = createServer((req, res) =>
+    req.url === '/kubeadm' ? res.end(launcher) : res.writeHead(404).end(),
+  )
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  const componentsUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  try {
+    const disk = await createLuksImage(dir)
+    await generateWorkspace({
+      workspace,
+      provider: 'qemu',
+      kubernetes: 'v1.31',
+      variant: 'qemu-vtpm',
+      name: 'constell',
+      endpoint: '127.0.0.1',
+    })
+    const paths = workspacePaths(workspace)
+    const config = await loadConfig(paths.config)
+    config.kubernetesComponents = [
+      {
+        url: `${componentsUrl}/kubeadm`,
+        hash: `sha256:${createHash('sha256').update(launcher).digest('hex')}`,
+        installPath: '/run/state/bin/kubeadm',
+        extract: false,
+      },
+    ]
+    await writeFile(paths.config, stringifyYaml(config))
+    const state = (await readFile(paths.state, 'utf8')).match(/initSecret: (\w+)/)?.[1] ?? ''
+    const initSecretHash = await bcrypt.hash(initSecretPassword(Buffer.from(state, 'hex')), 4)
+    return {
+      dir,
+      root,
+      workspace,
+      swtpm,
+      disk,
+      componentsUrl,
+      initSecretHash,
+      nodeConfig: (listen) => ({
+        attestationVariant: 'qemu-vtpm',
+        tpm: { swtpm: swtpm.endpoint },
+        root,
+        initServer: { listen },
+        verifyService: { listen: '127.0.0.1:1' },
+        initSecretHash,
+        kubeadm: path.join(root, 'run/state/bin/kubeadm'),
+        stateDisk: { device: disk.image, initialKeyFile: disk.initialKeyFile, pbkdf: TEST_PBKDF },
+        metadata: {
+          provider: 'static',
+          self: { name: 'cp_0', role: 'control-plane', vpcIP: '127.0.0.1' },
+          peers: [],
+        },
+      }),
+      stop: async () => {
+        await new Promise<void>((r) => server.close(() => r()))
+        await swtpm.stop()
+        await cleanup()
+      },
+    }
+  } catch (err) {
+    await new Promise<void>((r) => server.close(() => r()))
+    await swtpm.stop()
+    await cleanup()
+    throw err
+  }
+}
+
+/** Points the workspace's state at the node's init server. */
+export async function setClusterEndpoint(workspace: string, endpoint: string): Promise<void> {
+  const file = workspacePaths(workspace).state
+  const text = await readFile(file, 'utf8')
+  await writeFile(file, text.replace(/clusterEndpoint: .*/, `clusterEndpoint: ${endpoint}`))
+}

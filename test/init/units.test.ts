@@ -1,0 +1,72 @@
+import { expect } from '../support/chai.js'
+import { buildInitRequest, initEndpoint, mergeKubeconfig, pointAtEndpoint } from '../../src/lib/init/index.js'
+import { defaultConfig, defaultState } from '../../src/lib/config/index.js'
+import { parseClusterKmsUri } from '../../src/lib/kms/index.js'
+import { componentsFor } from '../../src/lib/versions/index.js'
+import { parse } from 'yaml'
+import { stringifyYaml } from '../../src/lib/yaml/index.js'
+
+const kubeconfig = (name: string, server = 'https://10.0.0.1:6443') =>
+  stringifyYaml({
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [{ name, cluster: { server, 'certificate-authority-data': 'Q0E=' } }],
+    users: [{ name: `${name}-admin`, user: { token: 't' } }],
+    contexts: [{ name: `${name}-admin@${name}`, context: { cluster: name, user: `${name}-admin` } }],
+    'current-context': `${name}-admin@${name}`,
+  })
+
+describe('operator init units', () => {
+  it('builds the InitRequest from config, state and the master secret', () => {
+    const config = defaultConfig({ kubernetes: 'v1.31', variant: 'qemu-vtpm', name: 'c' })
+    const state = defaultState('c', '10.0.0.5', (n) => Buffer.alloc(n, 0x41))
+    const secret = { key: Buffer.alloc(32, 1), salt: Buffer.alloc(32, 2) }
+    const req = buildInitRequest(config, state, secret, Buffer.alloc(32, 3), true)
+    expect(parseClusterKmsUri(req.kmsUri)).to.deep.equal(secret)
+    expect(req.storageUri).to.equal('storage://no-store')
+    expect(req.kubernetesVersion).to.equal('v1.31.13')
+    expect(req.kubernetesComponents).to.deep.equal(componentsFor('v1.31.13'))
+    expect(req.initSecret).to.deep.equal(Buffer.alloc(32, 0x41))
+    expect(req.conformanceMode).to.equal(true)
+    expect(req.serviceCidr).to.equal('10.96.0.0/12')
+    expect(req.measurements[15]).to.deep.equal({ expected: Buffer.alloc(32), warnOnly: false })
+    config.kubernetesComponents = [{ url: 'http://mirror/kubeadm', installPath: '/run/state/bin/kubeadm' }]
+    expect(
+      buildInitRequest(config, state, secret, Buffer.alloc(32), false).kubernetesComponents,
+    ).to.deep.equal([
+      { url: 'http://mirror/kubeadm', hash: '', installPath: '/run/state/bin/kubeadm', extract: false },
+    ])
+  })
+
+  const endpoints: Record<string, { host: string; address: string }> = {
+    '10.0.0.5': { host: '10.0.0.5', address: '10.0.0.5:9000' },
+    '10.0.0.5:1234': { host: '10.0.0.5', address: '10.0.0.5:1234' },
+    'node.example': { host: 'node.example', address: 'node.example:9000' },
+    '[fd00::1]': { host: 'fd00::1', address: '[fd00::1]:9000' },
+    '[fd00::1]:9001': { host: 'fd00::1', address: '[fd00::1]:9001' },
+  }
+  for (const [input, want] of Object.entries(endpoints))
+    it(`dials ${want.address} for clusterEndpoint ${input}`, () =>
+      expect(initEndpoint(input)).to.deep.equal(want))
+
+  it('points the kubeconfig at the cluster endpoint, keeping the port', () => {
+    const out = parse(pointAtEndpoint(Buffer.from(kubeconfig('c')), '192.0.2.7')) as {
+      clusters: Array<{ cluster: { server: string } }>
+    }
+    expect(out.clusters[0]?.cluster.server).to.equal('https://192.0.2.7:6443')
+    expect(() => pointAtEndpoint(Buffer.from('clusters: []'), 'h')).to.throw(/has 0 clusters, want 1/)
+  })
+
+  it('merges into an existing kubeconfig without touching other entries, and refuses a clash', () => {
+    const merged = parse(mergeKubeconfig(kubeconfig('other'), kubeconfig('c'), '/home/u/.kube/config')) as {
+      clusters: Array<{ name: string }>
+      'current-context': string
+    }
+    expect(merged.clusters.map((c) => c.name)).to.deep.equal(['other', 'c'])
+    expect(merged['current-context']).to.equal('c-admin@c')
+    expect(() => mergeKubeconfig(kubeconfig('c', 'https://elsewhere:6443'), kubeconfig('c'), '/k')).to.throw(
+      /\/k already has a different cluster named "c"/,
+    )
+    expect(parse(mergeKubeconfig(undefined, kubeconfig('c'), '/k')).clusters).to.have.length(1)
+  })
+})
