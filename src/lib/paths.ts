@@ -47,6 +47,8 @@ export function nodePaths(root = '/') {
     auditPolicy: at('etc/kubernetes/audit-policy.yaml'),
     auditLogDir: at('var/log/kubernetes/audit'),
     kubeletPki: at('run/state/kubelet/pki'),
+    /** TCG event log of the boot, attached to vTPM attestations when present (securityfs). */
+    tpmEventLog: at('sys/kernel/security/tpm0/binary_bios_measurements'),
     /** 0700 scratch space for key files handed to child processes (tmpfs on a node). */
     runtimeDir: at('run/constellation'),
     /** Resolves a component install path (absolute on the node) under the root. */

@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url'
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 export const CLI = path.join(REPO_ROOT, 'bin/run.js')
 /** CONSTELL_TEST_CLI=dev runs the sources through bin/dev.js (no build); CI runs the build. */
-const CLI_ARGS =
+export const CLI_ARGS =
   process.env.CONSTELL_TEST_CLI === 'dev' ? ['--import', 'tsx', path.join(REPO_ROOT, 'bin/dev.js')] : [CLI]
 
 export interface CliResult {

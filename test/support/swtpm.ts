@@ -66,7 +66,8 @@ export async function startSwtpm(): Promise<SwtpmHandle> {
   throw new Error(`starting swtpm failed ${START_ATTEMPTS} times`, { cause: lastError })
 }
 
-function freePort(): Promise<number> {
+/** A port that was free a moment ago; callers retry when a race takes it. */
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer()
     srv.once('error', reject)

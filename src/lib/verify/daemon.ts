@@ -1,0 +1,68 @@
+/** Node side: serves this node's attestation over aTLS on the verification service port. */
+import * as grpc from '@grpc/grpc-js'
+import { createIssuer, type Issuer } from '../attestation/index.js'
+import { createAttestedServerCredentials } from '../atls/index.js'
+import { splitHostPort, type NodeConfig } from '../nodeconfig/index.js'
+import { nodePaths } from '../paths.js'
+import type { Logger } from '../system/index.js'
+import { openTpmFromConfig } from '../tpm/index.js'
+import { VerifyService, type DescribeResponse } from './service-definition.js'
+
+export const DEFAULT_STOP_GRACE_MS = 10_000
+
+export class VerifyServiceDaemon {
+  private readonly server = new grpc.Server()
+  private stopping?: Promise<void>
+  private resolveDone!: () => void
+  /** Resolves once the daemon has stopped. */
+  readonly done = new Promise<void>((resolve) => (this.resolveDone = resolve))
+
+  constructor(
+    private readonly listen: string,
+    private readonly issuer: Issuer,
+    private readonly log: Logger,
+  ) {
+    this.server.addService(VerifyService, {
+      describe: (
+        _call: grpc.ServerUnaryCall<unknown, DescribeResponse>,
+        cb: grpc.sendUnaryData<DescribeResponse>,
+      ) => {
+        cb(null, { variant: issuer.variant })
+      },
+    })
+  }
+
+  /** Binds and serves; resolves with the bound address (port 0 picks a free one). */
+  async start(): Promise<string> {
+    const { host, port } = splitHostPort(this.listen)
+    const creds = createAttestedServerCredentials({ issuer: this.issuer, log: this.log })
+    const target = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`
+    const bound = await new Promise<number>((resolve, reject) =>
+      this.server.bindAsync(target, creds, (err, p) =>
+        err ? reject(new Error(`listening on ${this.listen}`, { cause: err })) : resolve(p),
+      ),
+    )
+    const address = target.replace(/:\d+$/, `:${bound}`)
+    this.log.info('Verification service listening', { address, variant: this.issuer.variant })
+    return address
+  }
+
+  /** Lets handshakes in flight finish, force-stops after graceMs; safe to call more than once. */
+  stop(graceMs = DEFAULT_STOP_GRACE_MS): Promise<void> {
+    this.stopping ??= (async () => {
+      const force = setTimeout(() => this.server.forceShutdown(), graceMs).unref()
+      await new Promise<void>((resolve) => this.server.tryShutdown(() => resolve()))
+      clearTimeout(force)
+      this.log.info('Verification service stopped')
+      this.resolveDone()
+    })()
+    return this.stopping
+  }
+}
+
+export function createVerifyService(config: NodeConfig, log: Logger): VerifyServiceDaemon {
+  const issuer = createIssuer(config.attestationVariant, openTpmFromConfig(config.tpm), {
+    eventLogPath: nodePaths(config.root).tpmEventLog,
+  })
+  return new VerifyServiceDaemon(config.verifyService.listen, issuer, log.child('verifyservice'))
+}

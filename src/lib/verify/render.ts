@@ -1,0 +1,23 @@
+/** Text rendering of a verify report (the command prints it; --json prints the report itself). */
+import { renderTable } from '../ui/index.js'
+import type { VerifyReport } from './operator.js'
+
+export function renderVerifyReport(r: VerifyReport): string {
+  const rows = r.pcrs
+    .filter((p) => p.status !== 'not checked' || p.value !== '')
+    .map((p) => [
+      String(p.index),
+      p.value,
+      p.expected === undefined ? '-' : p.enforced ? 'enforced' : 'warn only',
+      p.status,
+    ])
+  const verdict = r.trusted
+    ? `Node ${r.endpoint} (${r.variant}) is trusted: every enforced measurement matches.`
+    : `Node ${r.endpoint} (${r.variant}) is NOT trusted.`
+  return [
+    renderTable(['PCR', 'VALUE', 'EXPECTATION', 'STATUS'], rows),
+    '',
+    ...r.warnings.map((w) => `Warning: ${w}`),
+    verdict,
+  ].join('\n')
+}
