@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { access, readFile, stat, writeFile, cp } from 'node:fs/promises'
+import { access, readFile, rm, stat, writeFile, cp } from 'node:fs/promises'
 import { createServer } from 'node:net'
 import path from 'node:path'
 import type { ServerCredentials } from '@grpc/grpc-js'
@@ -44,6 +44,7 @@ function startBootstrapper(
   node: LocalNode,
   listen = '127.0.0.1:0',
   env: NodeJS.ProcessEnv = {},
+  joinClient?: JoinClient,
 ): Promise<NodeUnderTest> & { daemon: Bootstrapper } {
   const logs = new LogCollector()
   const spyArgv: string[][] = []
@@ -61,6 +62,7 @@ function startBootstrapper(
     logs,
     log: createLogger({ format: 'json', write: logs.write }),
     credentials,
+    joinClient,
   })
   const started = daemon.start().then((address) => ({ daemon, address, logs, spyArgv }))
   return Object.assign(started, { daemon })
@@ -258,5 +260,40 @@ describe('init flow (swtpm, cryptsetup, aTLS, kubeadm contract fake)', function 
     expect(String((lost[0]?.reason as Error).message)).to.include(
       'code = FAILED_PRECONDITION desc = node is already being activated',
     )
+  })
+
+  it('a join that took the node lock first wins: Init gets FailedPrecondition and changes nothing', async () => {
+    const joinClusterId = Buffer.alloc(32, 9)
+    let release = () => {}
+    const fakeJoinClient: JoinClient = {
+      start: async (lock) => {
+        await lock.tryLockOnce(joinClusterId)
+        await new Promise<void>((r) => (release = r)) // "joining" until stopped
+      },
+      stop: () => Promise.resolve(release()),
+    }
+    running = await startBootstrapper(node, '127.0.0.1:0', {}, fakeJoinClient)
+    await setClusterEndpoint(node.workspace, running.address)
+    // The default config enforces PCR 15 = 0, so the CLI already refuses the node in the handshake.
+    const refused = await init(node.workspace).catch((e: unknown) => e)
+    expect((refused as CliError).exitCode).to.equal(4)
+    // With PCR 15 only warned about, the request reaches the node, whose lock is taken.
+    const ws = workspacePaths(node.workspace)
+    const config = await loadConfig(ws.config)
+    const m = config.attestation.qemuVTPM?.measurements ?? {}
+    m['15'] = { expected: '00'.repeat(32), warnOnly: true }
+    await writeFile(ws.config, stringifyYaml(config))
+    await rm(ws.masterSecret)
+    const err = await init(node.workspace).catch((e: unknown) => e)
+    expect(String((err as Error).message)).to.include(
+      'code = FAILED_PRECONDITION desc = node is already being activated',
+    )
+    expect((await pcr15(node)).equals(clusterIdPcrValue(joinClusterId))).to.equal(true)
+    expect(running.spyArgv).to.deep.equal([])
+    const disk = new CryptsetupDisk(node.disk.image, createRunner(), path.join(node.dir, 'scratch'))
+    expect(await disk.opensWith(node.disk.initialKey)).to.equal(true)
+    release()
+    await running.daemon.done
+    expect(running.daemon.outcome).to.equal('joined')
   })
 })

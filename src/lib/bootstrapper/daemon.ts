@@ -21,6 +21,16 @@ export interface BootstrapperIo {
   log: Logger
   /** aTLS (server attested) in production; see createAttestedBootstrapperCredentials. */
   credentials: ServerCredentials
+  /** The join side; it arrives with the join issue and competes with Init for the same node lock. */
+  joinClient?: JoinClient
+}
+
+/** Runs beside the InitServer; whoever takes the node lock first proceeds, the other stops. */
+export interface JoinClient {
+  /** Resolves once it joined (after taking the lock) or was stopped. */
+  start(lock: NodeLock): Promise<void>
+  /** Idempotent; called when Init took the lock. */
+  stop(): Promise<void>
 }
 
 /** Config keys bootstrap run cannot do without. */
@@ -42,6 +52,7 @@ export class Bootstrapper {
   private server?: Server
   private stopping?: Promise<void>
   private nodeLocked = false
+  private readonly lock: NodeLock
   private readonly handler: InitHandler
   private finished!: () => void
   /** Resolves once the server stopped: after the Init that took the node lock, or after stop(). */
@@ -52,6 +63,7 @@ export class Bootstrapper {
     private readonly io: BootstrapperIo,
   ) {
     const paths = nodePaths(config.root)
+    this.lock = new NodeLock({ extendPcr: (index, digest) => extendPcr(io.openTpm, index, digest) })
     const log = io.log.child('init-server')
     const disk = new CryptsetupDisk(
       config.stateDisk.device,
@@ -62,8 +74,11 @@ export class Bootstrapper {
     this.handler = new InitHandler(
       {
         initSecretHash: config.initSecretHash,
-        nodeLock: new NodeLock({ extendPcr: (index, digest) => extendPcr(io.openTpm, index, digest) }),
-        onLocked: () => (this.nodeLocked = true),
+        nodeLock: this.lock,
+        onLocked: () => {
+          this.nodeLocked = true
+          void io.joinClient?.stop()
+        },
         disk,
         initialKeyFile: config.stateDisk.initialKeyFile,
         paths,
@@ -110,14 +125,19 @@ export class Bootstrapper {
       ),
     )
     this.server = server
+    // A join that took the lock ends this node's init service.
+    void this.io.joinClient
+      ?.start(this.lock)
+      .then(() => (this.lock.isLocked && !this.nodeLocked ? this.stop() : undefined))
     this.io.log.info('Init server listening', { address: `${host}:${bound}` })
     return `${host}:${bound}`
   }
 
   /** 'initialized' after init_success; 'failed' when an Init took the lock and then failed (the node is unusable). */
-  get outcome(): 'initialized' | 'failed' | 'stopped' {
+  get outcome(): 'initialized' | 'failed' | 'joined' | 'stopped' {
     if (this.handler.succeeded) return 'initialized'
-    return this.nodeLocked ? 'failed' : 'stopped'
+    if (this.nodeLocked) return 'failed'
+    return this.lock.isLocked ? 'joined' : 'stopped'
   }
 
   /** Lets an Init in flight answer, then stops; force-stops after graceMs. Idempotent. */
@@ -128,6 +148,7 @@ export class Bootstrapper {
         const force = setTimeout(() => server.forceShutdown(), graceMs)
         force.unref()
         await this.handler.settled()
+        await this.io.joinClient?.stop()
         await new Promise<void>((resolve) => server.tryShutdown(() => resolve()))
         clearTimeout(force)
       }

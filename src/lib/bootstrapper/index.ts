@@ -1,6 +1,6 @@
 /** The node side of init: daemon, Init RPC, node lock, state disk, installer, kubeadm. */
 export { Bootstrapper, NodeBootstrappedError } from './daemon.js'
-export type { BootstrapperConfig, BootstrapperIo } from './daemon.js'
+export type { BootstrapperConfig, BootstrapperIo, JoinClient } from './daemon.js'
 export { NodeLock, NodeLockedError, CLUSTER_ID_PCR } from './node-lock.js'
 export type { PcrExtender } from './node-lock.js'
 export { CryptsetupDisk, CRYPTSETUP } from './disk.js'
