@@ -20,6 +20,7 @@ import {
   CryptsetupDisk,
   LogCollector,
   NodeBootstrappedError,
+  type JoinClient,
 } from '../../src/lib/bootstrapper/index.js'
 import { loadConfig } from '../../src/lib/config/index.js'
 import { CliError } from '../../src/lib/errors/index.js'
