@@ -71,7 +71,7 @@ async function oneRun() {
     const peakRssKiB = await rssKiB(daemon.pid ?? 0, 'VmHWM').catch(() => idleRssKiB)
     await exited
     const kubeadmMs = kubeadmSpan(log)
-    return { totalMs, kubeadmMs, peakRssKiB }
+    return { totalMs, kubeadmMs, peakRssKiB, idleRssKiB }
   } finally {
     await node.stop()
   }
@@ -100,11 +100,13 @@ export default async function init() {
   const kubeadm = summarize(runs.map((r) => r.kubeadmMs))
   const overhead = summarize(runs.map((r) => r.totalMs - r.kubeadmMs))
   const peakMiB = Math.max(...runs.map((r) => r.peakRssKiB)) / 1024
+  const idleMiB = Math.max(...runs.map((r) => r.idleRssKiB)) / 1024
   return {
     cliStartToKubeconfig: total,
     kubeadmFakeShare: kubeadm,
     initOverheadWithoutKubeadmFake: overhead,
     targetInitOverheadMedianMs: 500,
+    bootstrapperIdleRssMiB: Math.round(idleMiB * 10) / 10,
     bootstrapperPeakRssMiB: Math.round(peakMiB * 10) / 10,
     targetBootstrapperRssMiB: 80,
   }
