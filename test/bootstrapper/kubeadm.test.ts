@@ -1,4 +1,4 @@
-import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises'
+import { mkdir, readFile, readdir, stat, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { KUBEADM_FAKE } from './kubeadm-fake-path.js'
 import { X509Certificate } from 'node:crypto'
@@ -156,6 +156,11 @@ describe('kubeadm', () => {
         ])
         expect(output.join('')).to.include('Your Kubernetes control-plane has initialized successfully!')
         expect(output.join(''), 'the admin key stays out of the log').not.to.include('client-key-data')
+        const kubelet = new X509Certificate(await readFile(path.join(root, 'run/state/kubelet/pki/c.pem')))
+        expect(kubelet.verify(ca.publicKey)).to.equal(true)
+        expect(kubelet.subject).to.include('CN=system:node:cp-0')
+        expect(kubelet.subjectAltName).to.include('DNS:cp-0').and.include('IP Address:10.0.0.2')
+        expect((await stat(path.join(root, 'run/state/kubelet/pki/k.pem'))).mode & 0o777).to.equal(0o600)
       })
     }
     it('records kubeadm output of a failing phase and names the step', async () => {

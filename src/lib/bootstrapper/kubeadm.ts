@@ -1,5 +1,5 @@
 /** Runs `kubeadm init` the way Constellation does: preflight, certs, init without those phases, then the admin kubeconfig. */
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import type { NodePaths } from '../paths.js'
 import { CommandFailedError, type Logger, type Runner } from '../system/index.js'
@@ -9,6 +9,7 @@ import {
   skippedInitPhases,
   type KubeadmInitInput,
 } from './kubeadm-config.js'
+import { issueKubeletCert } from './kubelet-cert.js'
 
 export interface KubeadmDeps {
   runner: Runner
@@ -18,6 +19,7 @@ export interface KubeadmDeps {
   /** Receives kubeadm's output, which belongs to the node's log. */
   recordOutput: (text: string) => void
   log: Logger
+  now?: () => Date
 }
 
 /** Returns the admin kubeconfig (`kubeadm kubeconfig user … --org system:masters`). */
@@ -33,6 +35,9 @@ export async function runKubeadmInit(input: KubeadmInitInput, deps: KubeadmDeps)
     const kubeadm = (step: string, args: string[]) => runStep(step, args, deps)
     await kubeadm('preflight', ['init', 'phase', 'preflight', '-v=5', '--config', config])
     await kubeadm('certificates', ['init', 'phase', 'certs', 'all', '-v=5', '--config', config])
+    await writeKubeletCert(input, deps).catch((cause: unknown) => {
+      throw new Error('issuing the kubelet certificate', { cause })
+    })
     // kubeadm refuses to write static pod manifests into a non-empty directory.
     await rm(paths.manifestsDir, { recursive: true, force: true })
     await mkdir(paths.manifestsDir, { recursive: true })
@@ -57,6 +62,21 @@ export async function runKubeadmInit(input: KubeadmInitInput, deps: KubeadmDeps)
   } finally {
     await rm(dir, { recursive: true, force: true })
   }
+}
+
+/** kubeadm does not sign the kubelet's certificate; the KubeletConfiguration points at this one. */
+async function writeKubeletCert(input: KubeadmInitInput, deps: KubeadmDeps): Promise<void> {
+  const pki = input.paths.certificatesDir
+  const { certPem, keyPem } = await issueKubeletCert({
+    caCertPem: await readFile(path.join(pki, 'ca.crt'), 'utf8'),
+    caKeyPem: await readFile(path.join(pki, 'ca.key'), 'utf8'),
+    nodeName: input.nodeName,
+    ips: [input.nodeIP],
+    now: (deps.now ?? (() => new Date()))(),
+  })
+  await mkdir(path.dirname(input.paths.kubeletCert), { recursive: true })
+  await writeFile(input.paths.kubeletCert, certPem, { mode: 0o644 })
+  await writeFile(input.paths.kubeletKey, keyPem, { mode: 0o600 })
 }
 
 async function runStep(step: string, args: string[], deps: KubeadmDeps): Promise<string> {
