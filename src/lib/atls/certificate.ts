@@ -3,7 +3,7 @@
  * now ± 2 h that carries the attestation document under the variant's OID, bound to the key by
  * userData = SHA256(DER SubjectPublicKeyInfo). Encoding and signing are @peculiar/x509 + WebCrypto.
  */
-import { createHash, randomBytes, webcrypto } from 'node:crypto'
+import { createHash, randomBytes, webcrypto, X509Certificate } from 'node:crypto'
 // @peculiar/x509 resolves its algorithm providers through tsyringe, which needs the Reflect polyfill
 import 'reflect-metadata'
 import * as x509 from '@peculiar/x509'
@@ -28,23 +28,24 @@ export interface AttestedCertificate {
 
 export const userDataOf = (spkiDer: Uint8Array): Buffer => createHash('sha256').update(spkiDer).digest()
 
-/** Self-signed certificate whose extension holds issuer.issue(SHA256(SPKI), nonce). */
+/** Self-signed certificate whose extension holds issuer.issue(SHA256(SPKI), nonce); without an issuer, a plain one. */
 export async function createAttestedCertificate(
-  issuer: Issuer,
+  issuer: Issuer | undefined,
   nonce: Buffer,
   now = new Date(),
+  subject: SelfSignedParams['name'] = SUBJECT,
 ): Promise<AttestedCertificate> {
   const keys = await webcrypto.subtle.generateKey(EC_KEY, true, ['sign', 'verify'])
   const spki = Buffer.from(await webcrypto.subtle.exportKey('spki', keys.publicKey))
-  const document = await issuer.issue(userDataOf(spki), nonce)
+  const document = issuer ? await issuer.issue(userDataOf(spki), nonce) : undefined
   const cert = await x509.X509CertificateGenerator.createSelfSigned({
     serialNumber: serialNumber(),
-    name: SUBJECT,
+    name: subject,
     notBefore: new Date(now.getTime() - CERT_VALIDITY_SLACK_MS),
     notAfter: new Date(now.getTime() + CERT_VALIDITY_SLACK_MS),
     signingAlgorithm: SIGNING,
     keys: keys as unknown as SelfSignedParams['keys'],
-    extensions: [new x509.Extension(issuer.oid, false, document)],
+    extensions: issuer && document ? [new x509.Extension(issuer.oid, false, document)] : [],
   })
   const pkcs8 = Buffer.from(await webcrypto.subtle.exportKey('pkcs8', keys.privateKey))
   return {
@@ -70,6 +71,16 @@ export async function verifyAttestedCertificate(
   } catch (cause: unknown) {
     throw new AttestationError('peer certificate is not valid DER X.509', { cause })
   }
+  // node:crypto re-encodes the parsed certificate, so a length difference means bytes DER does not cover
+  const encodedLength = (() => {
+    try {
+      return new X509Certificate(der).raw.length
+    } catch {
+      return -1
+    }
+  })()
+  if (encodedLength !== der.length)
+    throw new AttestationError('peer certificate has bytes outside its DER encoding')
   if (!(await cert.verify({ signatureOnly: true }).catch(() => false)))
     throw new AttestationError('peer certificate is not correctly self-signed')
   if (now < cert.notBefore || now > cert.notAfter)

@@ -12,3 +12,10 @@ export {
 } from './certificate.js'
 export type { AttestedCertificate } from './certificate.js'
 export { encodeNonce, decodeNonce, NONCE_BYTES } from './nonce.js'
+export { ChallengeRegistry, ChallengeService, CHALLENGE_PATH, CHALLENGE_TTL_MS } from './challenge.js'
+export {
+  listenForAttestedClients,
+  createAttestedClientChannelCredentials,
+  addChallengeService,
+} from './client-attested.js'
+export type { AttestedClientListenerOptions, AttestedClientListener } from './client-attested.js'

@@ -1,0 +1,179 @@
+/**
+ * Join direction: the server requires an attested client bound to a nonce the server chose.
+ * Node's TLS client cannot read the CertificateRequest's acceptable-CA list (Constellation's nonce
+ * channel), so the nonce comes from a single-use challenge RPC first; the client then presents a
+ * per-connection certificate whose Subject CN is base64(nonce) and whose attestation binds that
+ * nonce and the certificate key. The server verifies it before gRPC ever sees the connection.
+ */
+import * as grpc from '@grpc/grpc-js'
+import { createServer as createTlsServer, type TLSSocket } from 'node:tls'
+import type { Issuer, ValidationResult, Validator } from '../attestation/index.js'
+import { AttestationError } from '../attestation/index.js'
+import type { Logger } from '../system/index.js'
+import { createAttestedCertificate, verifyAttestedCertificate } from './certificate.js'
+import { ChallengeRegistry, ChallengeService, CHALLENGE_PATH } from './challenge.js'
+import { REFUSAL_PREFIX } from './failure.js'
+import { decodeNonce, encodeNonce, NONCE_BYTES } from './nonce.js'
+
+export interface AttestedClientListenerOptions {
+  validators: Validator[]
+  challenges: ChallengeRegistry
+  log?: Logger
+  /** Called once per verified client connection, before its first handler runs. */
+  onVerified?: (r: ValidationResult, peer: string) => void
+}
+
+export interface AttestedClientListener {
+  port: number
+  /** Stops accepting and closes the connections this listener handed to the gRPC server. */
+  close(): Promise<void>
+}
+
+type PeerState = { ok: true } | { ok: false; reason: string }
+
+/** Plaintext credentials for injected, already-decrypted TLS sockets, carrying the refusal interceptor. */
+class InjectedConnectionCredentials extends grpc.ServerCredentials {
+  constructor(private readonly interceptor: grpc.ServerInterceptor) {
+    super(null)
+  }
+  override _getInterceptors(): grpc.ServerInterceptor[] {
+    return [this.interceptor]
+  }
+  override _equals(other: grpc.ServerCredentials): boolean {
+    return other === this
+  }
+}
+
+/**
+ * Terminates TLS itself (Node's TLS server, client certificate requested), verifies the client's
+ * attested certificate, and only then hands the decrypted connection to the gRPC server. Refused
+ * or certificate-less connections are handed over too, so the client gets a clear UNAUTHENTICATED
+ * status, but every method except the challenge is refused on them before any handler runs.
+ */
+export async function listenForAttestedClients(
+  server: grpc.Server,
+  listen: { host: string; port: number },
+  opts: AttestedClientListenerOptions,
+): Promise<AttestedClientListener> {
+  const own = await createAttestedCertificate(undefined, Buffer.alloc(NONCE_BYTES))
+  const peers = new Map<string, PeerState>()
+  const interceptor: grpc.ServerInterceptor = (method, call) => {
+    if (method.path === CHALLENGE_PATH) return new grpc.ServerInterceptingCall(call)
+    return new grpc.ServerInterceptingCall(call, {
+      start: (next) =>
+        next({
+          onReceiveMetadata: (metadata, pass) => {
+            const state = peers.get(call.getPeer())
+            if (state?.ok) return pass(metadata)
+            call.sendStatus({
+              code: grpc.status.UNAUTHENTICATED,
+              details: REFUSAL_PREFIX + (state?.reason ?? 'unknown connection'),
+            })
+          },
+        }),
+    })
+  }
+  const injector = server.createConnectionInjector(new InjectedConnectionCredentials(interceptor))
+  const tlsServer = createTlsServer(
+    // the client certificate is self-signed by design; trust comes from its attestation
+    {
+      key: own.keyPem,
+      cert: own.certPem,
+      requestCert: true,
+      rejectUnauthorized: false,
+      ALPNProtocols: ['h2'],
+      minVersion: 'TLSv1.2',
+    },
+    (socket: TLSSocket) => {
+      const peer = `${socket.remoteAddress}:${socket.remotePort}`
+      socket.once('close', () => peers.delete(peer))
+      socket.on('error', () => {}) // a client hanging up mid-stream is not our error
+      verifyClient(socket, opts).then(
+        (result) => {
+          peers.set(peer, { ok: true })
+          opts.onVerified?.(result, peer)
+          injector.injectConnection(socket)
+        },
+        (err: unknown) => {
+          const reason = err instanceof Error ? err.message : String(err)
+          if (!(err instanceof NoClientCertificate))
+            opts.log?.warn('Refusing unattested client', { peer, error: reason })
+          peers.set(peer, { ok: false, reason })
+          injector.injectConnection(socket)
+        },
+      )
+    },
+  )
+  tlsServer.on('tlsClientError', () => {}) // failed handshakes concern only that client
+  await new Promise<void>((resolve, reject) => {
+    tlsServer.once('error', reject)
+    tlsServer.listen(listen.port, listen.host, () => resolve())
+  })
+  const address = tlsServer.address()
+  return {
+    port: typeof address === 'object' && address ? address.port : listen.port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        tlsServer.close(() => resolve())
+        injector.destroy()
+      }),
+  }
+}
+
+class NoClientCertificate extends AttestationError {}
+
+async function verifyClient(
+  socket: TLSSocket,
+  opts: AttestedClientListenerOptions,
+): Promise<ValidationResult> {
+  const cert = socket.getPeerCertificate(true)
+  if (!cert?.raw) throw new NoClientCertificate('client presented no certificate')
+  const cn = Array.isArray(cert.subject?.CN) ? undefined : cert.subject?.CN
+  const nonce = decodeNonce(cn, 'client certificate subject CN')
+  if (!opts.challenges.consume(nonce))
+    throw new AttestationError(
+      'client nonce was not issued by this server, expired, or already used (replay)',
+    )
+  return verifyAttestedCertificate(cert.raw, opts.validators, nonce)
+}
+
+export function addChallengeService(server: grpc.Server, challenges: ChallengeRegistry): void {
+  server.addService(ChallengeService, {
+    issue: (_call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) =>
+      cb(null, challenges.issue()),
+  })
+}
+
+/**
+ * Client side: fetch a challenge over TLS (the server is not attested in this direction, as in
+ * Constellation's join flow), then return credentials presenting an attested certificate for it.
+ * Use them for exactly one channel: the nonce is single-use.
+ */
+export async function createAttestedClientChannelCredentials(
+  target: string,
+  issuer: Issuer,
+  deadlineMs = 10_000,
+): Promise<grpc.ChannelCredentials> {
+  const plain = grpc.credentials.createSsl(null, null, null, { rejectUnauthorized: false })
+  // the server is not attested here; a fixed name avoids sending the IP address as SNI
+  const client = new (grpc.makeGenericClientConstructor(ChallengeService, 'challenge'))(target, plain, {
+    'grpc.ssl_target_name_override': 'constellation',
+  })
+  const nonce = await new Promise<Buffer>((resolve, reject) =>
+    client.makeUnaryRequest(
+      CHALLENGE_PATH,
+      (b: Buffer) => b,
+      (b: Buffer) => b,
+      Buffer.alloc(0),
+      { deadline: Date.now() + deadlineMs },
+      (err: grpc.ServiceError | null, res?: Buffer) =>
+        err || !res ? reject(err ?? new Error('empty challenge')) : resolve(res),
+    ),
+  ).finally(() => client.close())
+  if (nonce.length !== NONCE_BYTES)
+    throw new AttestationError(`server challenge has ${nonce.length} bytes, want ${NONCE_BYTES}`)
+  const cert = await createAttestedCertificate(issuer, nonce, new Date(), [{ CN: [encodeNonce(nonce)] }])
+  return grpc.credentials.createSsl(null, Buffer.from(cert.keyPem), Buffer.from(cert.certPem), {
+    rejectUnauthorized: false,
+  })
+}

@@ -1,0 +1,147 @@
+import { createHash, randomBytes } from 'node:crypto'
+import * as grpc from '@grpc/grpc-js'
+import { expect } from '../support/chai.js'
+import { startSwtpm, type SwtpmHandle } from '../support/swtpm.js'
+import { extendPcr, readPcrs } from '../../src/lib/tpm/index.js'
+import { createIssuer, createValidator, type ValidationResult } from '../../src/lib/attestation/index.js'
+import {
+  addChallengeService,
+  ChallengeRegistry,
+  createAttestedCertificate,
+  createAttestedClientChannelCredentials,
+  listenForAttestedClients,
+  encodeNonce,
+  isAttestationFailure,
+} from '../../src/lib/atls/index.js'
+import { echo, EchoService } from './echo-service.js'
+
+describe('join direction: attested client bound to a server challenge', function () {
+  let tpm: SwtpmHandle
+  let server: { port: number; calls: Buffer[]; stop(): Promise<void> }
+  let challenges: ChallengeRegistry
+  let verified: ValidationResult[]
+  beforeEach(async () => {
+    tpm = await startSwtpm()
+    const pcrs = await readPcrs(tpm.open, [4, 9, 15])
+    challenges = new ChallengeRegistry()
+    verified = []
+    const grpcServer = new grpc.Server()
+    const calls: Buffer[] = []
+    grpcServer.addService(EchoService, {
+      echo: (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
+        calls.push(call.request) // the spy: must stay empty for every refused client
+        cb(null, call.request)
+      },
+    })
+    addChallengeService(grpcServer, challenges)
+    const listener = await listenForAttestedClients(
+      grpcServer,
+      { host: '127.0.0.1', port: 0 },
+      {
+        validators: [
+          createValidator(
+            'qemu-vtpm',
+            new Map([...pcrs].map(([i, v]) => [i, { expected: v, warnOnly: false }])),
+          ),
+        ],
+        challenges,
+        onVerified: (r) => verified.push(r),
+      },
+    )
+    server = {
+      port: listener.port,
+      calls,
+      stop: async () => {
+        await listener.close()
+        grpcServer.forceShutdown()
+      },
+    }
+  })
+  afterEach(async () => {
+    await server.stop()
+    await tpm.stop()
+  })
+  const target = () => `127.0.0.1:${server.port}`
+  const expectRefused = async (creds: grpc.ChannelCredentials, want: RegExp) => {
+    const err = await echo(server.port, creds).then(
+      () => undefined,
+      (e: unknown) => e,
+    )
+    expect((err as grpc.ServiceError | undefined)?.code, 'call must fail').to.equal(
+      grpc.status.UNAUTHENTICATED,
+    )
+    expect((err as grpc.ServiceError).details).to.match(want)
+    expect(isAttestationFailure(err)).to.be.true
+    expect(server.calls, 'spy handler ran').to.have.length(0)
+  }
+
+  it('serves an attested node that answers a fresh challenge', async () => {
+    const creds = await createAttestedClientChannelCredentials(target(), createIssuer('qemu-vtpm', tpm.open))
+    expect((await echo(server.port, creds)).toString()).to.equal('secret')
+    expect(server.calls).to.have.length(1)
+    expect(verified).to.have.length(1)
+  })
+
+  it('refuses a replay of a used challenge (same certificate on a new connection)', async () => {
+    const creds = await createAttestedClientChannelCredentials(target(), createIssuer('qemu-vtpm', tpm.open))
+    await echo(server.port, creds)
+    server.calls.length = 0
+    await expectRefused(creds, /already used \(replay\)/)
+  })
+
+  it('refuses a nonce the server never issued', async () => {
+    const replay = await createAttestedCertificate(
+      createIssuer('qemu-vtpm', tpm.open),
+      randomBytes(32),
+      new Date(),
+      [{ CN: [encodeNonce(randomBytes(32))] }],
+    )
+    await expectRefused(
+      grpc.credentials.createSsl(null, Buffer.from(replay.keyPem), Buffer.from(replay.certPem), {
+        rejectUnauthorized: false,
+      }),
+      /not issued by this server, expired, or already used/,
+    )
+  })
+
+  it('refuses a client without a certificate', async () => {
+    await expectRefused(
+      grpc.credentials.createSsl(null, null, null, { rejectUnauthorized: false }),
+      /no certificate/,
+    )
+  })
+
+  it('refuses a node whose enforced PCR changed', async () => {
+    await extendPcr(tpm.open, 4, createHash('sha256').update('rootkit').digest())
+    const creds = await createAttestedClientChannelCredentials(target(), createIssuer('qemu-vtpm', tpm.open))
+    await expectRefused(creds, /untrusted measurement value [0-9a-f]{64} at index 4/)
+  })
+
+  it('refuses an attestation made for another nonce than the CN names', async () => {
+    const issued = challenges.issue()
+    const cert = await createAttestedCertificate(
+      createIssuer('qemu-vtpm', tpm.open),
+      randomBytes(32),
+      new Date(),
+      [{ CN: [encodeNonce(issued)] }],
+    )
+    await expectRefused(
+      grpc.credentials.createSsl(null, Buffer.from(cert.keyPem), Buffer.from(cert.certPem), {
+        rejectUnauthorized: false,
+      }),
+      /replayed document/,
+    )
+  })
+
+  it('a challenge is single-use and expires', () => {
+    let now = 0
+    const reg = new ChallengeRegistry(() => now)
+    const a = reg.issue()
+    expect(reg.consume(a)).to.be.true
+    expect(reg.consume(a)).to.be.false
+    const b = reg.issue()
+    now += 61_000
+    expect(reg.consume(b)).to.be.false
+    expect(reg.consume(randomBytes(32))).to.be.false
+  })
+})
