@@ -83,7 +83,11 @@ function attempt(request: InitRequest, opts: InitRpcOptions): Promise<InitOutcom
     })
     call.on('error', (err: Error & { code?: number; details?: string }) => {
       if (err.code === status.CANCELLED && !opts.signal.aborted) return // after success
-      const sent = connected.ready || failure !== undefined || logs.length > 0
+      const sent =
+        connected.ready ||
+        client.getChannel().getConnectivityState(false) === connectivityState.READY ||
+        failure !== undefined ||
+        logs.length > 0
       if (failure)
         return finish(() => resolve({ ok: false, error: failure?.error ?? '', logs: Buffer.concat(logs) }))
       if (!sent && !opts.signal.aborted)

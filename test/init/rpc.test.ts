@@ -1,0 +1,81 @@
+import { Server, ServerCredentials, credentials, status, type ServerWritableStream } from '@grpc/grpc-js'
+import { expect } from '../support/chai.js'
+import { APIService, InitRequest, type InitResponse } from '../../src/gen/init.js'
+import { callInit, NotConnectedError } from '../../src/lib/init/index.js'
+import { createLogger, silentLogger, type Logger } from '../../src/lib/system/index.js'
+
+// These cases test only the client's retry rule, so the channel is plain gRPC on loopback;
+// the attested path is covered end to end in flow.test.ts.
+const request = InitRequest.fromPartial({})
+
+async function startServer(handler: (call: ServerWritableStream<InitRequest, InitResponse>) => void) {
+  const server = new Server()
+  server.addService(APIService, { init: handler })
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (err, p) =>
+      err ? reject(err) : resolve(p),
+    ),
+  )
+  return { address: `127.0.0.1:${port}`, stop: () => new Promise<void>((r) => server.tryShutdown(() => r())) }
+}
+
+const call = (address: string, timeoutMs: number, log: Logger = silentLogger) =>
+  callInit(request, {
+    address,
+    credentials: credentials.createInsecure(),
+    signal: AbortSignal.timeout(timeoutMs),
+    deadline: new Date(Date.now() + timeoutMs),
+    log,
+    retryInitialDelayMs: 50,
+  })
+
+describe('init call retry rule', function () {
+  this.timeout(30_000)
+
+  it('never repeats a call that reached the node, even when it ends UNAVAILABLE', async () => {
+    let calls = 0
+    const server = await startServer((c) => {
+      calls++
+      c.emit('error', { code: status.UNAVAILABLE, details: 'node went away' })
+    })
+    try {
+      const outcome = await call(server.address, 5_000)
+      expect(outcome).to.deep.include({ ok: false, error: 'node went away' })
+      expect(calls).to.equal(1)
+    } finally {
+      await server.stop()
+    }
+  })
+
+  it('collects the failure and every log chunk until the terminal status', async () => {
+    const server = await startServer((c) => {
+      c.write({ kind: { $case: 'initFailure', value: { error: 'rpc error: code = INTERNAL desc = boom' } } })
+      c.write({ kind: { $case: 'log', value: { log: Buffer.from('a\n') } } })
+      c.write({ kind: { $case: 'log', value: { log: Buffer.from('b\n') } } })
+      c.emit('error', { code: status.INTERNAL, details: 'boom' })
+    })
+    try {
+      const outcome = await call(server.address, 5_000)
+      expect(outcome.ok).to.equal(false)
+      if (!outcome.ok) {
+        expect(outcome.error).to.equal('rpc error: code = INTERNAL desc = boom')
+        expect(outcome.logs.toString()).to.equal('a\nb\n')
+      }
+    } finally {
+      await server.stop()
+    }
+  })
+
+  it('keeps retrying a refused connection until the timeout, then reports it unreachable', async () => {
+    const server = await startServer(() => {})
+    const address = server.address
+    await server.stop()
+    const lines: string[] = []
+    const spyLog = createLogger({ format: 'json', level: 'info', write: (l) => lines.push(l) })
+    await expect(call(address, 1_000, spyLog)).to.be.rejected.then((err: unknown) => {
+      expect(
+        err instanceof NotConnectedError || (err instanceof Error && err.name === 'TimeoutError'),
+      ).to.equal(true)
+    })
+  })
+})
