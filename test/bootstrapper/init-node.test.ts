@@ -1,0 +1,76 @@
+import bcrypt from 'bcryptjs'
+import { expect } from '../support/chai.js'
+import { InitRequest } from '../../src/gen/init.js'
+import {
+  initializeNode,
+  initSecretPassword,
+  InitSecretError,
+  NodeLock,
+} from '../../src/lib/bootstrapper/index.js'
+import { clusterKmsUri } from '../../src/lib/kms/index.js'
+import { nodePaths } from '../../src/lib/paths.js'
+import { silentLogger } from '../../src/lib/system/index.js'
+
+const secret = Buffer.from('init-secret-0123456789abcdef0123')
+const hash = bcrypt.hashSync(initSecretPassword(secret), 4)
+const good = () =>
+  InitRequest.fromPartial({
+    kmsUri: clusterKmsUri({ key: Buffer.alloc(32, 1), salt: Buffer.alloc(32, 2) }),
+    storageUri: 'storage://no-store',
+    measurementSalt: Buffer.alloc(32, 3),
+    kubernetesVersion: 'v1.31.13',
+    initSecret: secret,
+  })
+
+describe('initializeNode refuses bad requests before touching anything', () => {
+  const cases: Record<string, { req: InitRequest; want: RegExp; type?: new () => Error }> = {
+    'wrong init secret': {
+      req: { ...good(), initSecret: Buffer.from('nope') },
+      want: /invalid init secret/,
+      type: InitSecretError,
+    },
+    'KMS URI of another backend': {
+      req: { ...good(), kmsUri: 'kms://aws?key=AA&salt=AA' },
+      want: /bad KMS URI/,
+    },
+    'short measurement salt': {
+      req: { ...good(), measurementSalt: Buffer.alloc(8) },
+      want: /measurement salt is 8 bytes, want 32/,
+    },
+    'version without patch': {
+      req: { ...good(), kubernetesVersion: 'v1.31' },
+      want: /kubernetes version "v1.31" is not vMAJOR.MINOR.PATCH/,
+    },
+  }
+  for (const [name, tc] of Object.entries(cases)) {
+    it(name, async () => {
+      const spyCalls: string[] = []
+      const deps = {
+        initSecretHash: hash,
+        nodeLock: new NodeLock({ extendPcr: () => Promise.resolve(void spyCalls.push('extendPcr')) }),
+        onLocked: () => void spyCalls.push('onLocked'),
+        disk: {
+          uuid: () => {
+            spyCalls.push('uuid')
+            return Promise.resolve('00000000-0000-0000-0000-000000000000')
+          },
+          changeKey: () => Promise.resolve(void spyCalls.push('changeKey')),
+        },
+        initialKeyFile: '/nonexistent',
+        paths: nodePaths('/nonexistent-root'),
+        self: { name: 'n', role: 'control-plane' as const, vpcIP: '10.0.0.1' },
+        install: () => Promise.resolve(void spyCalls.push('install')),
+        kubeadmInit: () => {
+          spyCalls.push('kubeadm')
+          return Promise.resolve(Buffer.from('kubeconfig'))
+        },
+        log: silentLogger,
+      }
+      const err = await initializeNode(tc.req, deps).catch((e: unknown) => e)
+      expect(String(err instanceof Error ? err.message + ': ' + String(err.cause) : err)).to.match(tc.want)
+      if (tc.type) expect(err).to.be.instanceOf(tc.type)
+      expect(spyCalls).to.deep.equal([])
+      expect(deps.nodeLock.isLocked).to.equal(false)
+    })
+  }
+})
