@@ -4,7 +4,6 @@ import { measurementsFromConfig } from '../lib/attestation/index.js'
 import { loadConfig } from '../lib/config/index.js'
 import { CliError } from '../lib/errors/index.js'
 import { workspacePaths } from '../lib/paths.js'
-import { createLogger } from '../lib/system/index.js'
 import { renderVerifyReport, verifyNode, type VerifyReport } from '../lib/verify/index.js'
 
 export default class Verify extends BaseCommand {
@@ -31,16 +30,12 @@ export default class Verify extends BaseCommand {
     const measurements = config.attestation.qemuVTPM?.measurements
     if (!measurements)
       throw new CliError('the config has no attestation.qemuVTPM.measurements to verify against')
-    const log = createLogger({ format: 'text', level: 'warn' })
-    const outcome = await verifyNode(
-      {
-        endpoint: flags['node-endpoint'],
-        variant: 'qemu-vtpm',
-        measurements: measurementsFromConfig(measurements),
-        clusterId: flags['cluster-id'],
-      },
-      log,
-    )
+    const outcome = await verifyNode({
+      endpoint: flags['node-endpoint'],
+      variant: 'qemu-vtpm',
+      measurements: measurementsFromConfig(measurements),
+      clusterId: flags['cluster-id'],
+    })
     if (outcome.report && !this.jsonEnabled()) this.log(renderVerifyReport(outcome.report))
     if (outcome.error || !outcome.report)
       throw outcome.error ?? new CliError('verification produced no result')

@@ -12,7 +12,6 @@ import {
 } from '../attestation/index.js'
 import { createAttestedChannelCredentials, isAttestationFailure } from '../atls/index.js'
 import { CliError, ExitCode, UsageError } from '../errors/index.js'
-import type { Logger } from '../system/index.js'
 import { VerifyService, type DescribeResponse } from './service-definition.js'
 
 export const DEFAULT_VERIFY_TIMEOUT_MS = 15_000
@@ -57,10 +56,11 @@ export function expectedMeasurements(base: Measurements, clusterId?: string): Me
   return out
 }
 
-export async function verifyNode(req: VerifyRequest, log?: Logger): Promise<VerifyOutcome> {
+/** Warn-only mismatches come back in the report (the command prints them once), not through a logger. */
+export async function verifyNode(req: VerifyRequest): Promise<VerifyOutcome> {
   const measurements = expectedMeasurements(req.measurements, req.clusterId)
   const seen: { pcrs?: Map<number, Buffer>; refusal?: unknown } = {}
-  const validator = inspectingValidator(createValidator(req.variant, new Map()), measurements, seen, log)
+  const validator = inspectingValidator(createValidator(req.variant, new Map()), measurements, seen)
   const client = new (grpc.makeGenericClientConstructor(VerifyService, 'verify'))(
     req.endpoint,
     createAttestedChannelCredentials({ validators: [validator] }),
@@ -112,7 +112,6 @@ function inspectingValidator(
   crypto: Validator,
   measurements: Measurements,
   seen: { pcrs?: Map<number, Buffer>; refusal?: unknown },
-  log?: Logger,
 ): Validator {
   return {
     variant: crypto.variant,
@@ -122,7 +121,6 @@ function inspectingValidator(
         const result = await crypto.validate(document, nonce)
         seen.pcrs = result.pcrs
         const { errors, warnings } = compareMeasurements(measurements, result.pcrs)
-        for (const w of warnings) log?.warn(w)
         if (errors.length > 0)
           throw new AttestationError(`measurement validation failed:\n${errors.join('\n')}`)
         return { ...result, warnings }
