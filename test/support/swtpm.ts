@@ -1,6 +1,6 @@
 /** A real swtpm per test: temp state dir, free ports, stopped and removed by stop(). */
 import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdtemp, rm } from 'node:fs/promises'
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { createServer, connect } from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
@@ -19,9 +19,19 @@ const HOST = '127.0.0.1'
 const START_ATTEMPTS = 5
 const READY_TIMEOUT_MS = 10_000
 
+export interface SwtpmOptions {
+  /** Manufacture the TPM with swtpm_setup: EK and an EK certificate in NV, from a CA in the temp dir. */
+  ekCertificate?: boolean
+}
+
 /** A fresh swtpm (state in a temp dir, random free ports, not-need-init,startup-clear); stop() kills it and removes the dir. */
-export async function startSwtpm(): Promise<SwtpmHandle> {
+export async function startSwtpm(opts: SwtpmOptions = {}): Promise<SwtpmHandle> {
   const stateDir = await mkdtemp(path.join(os.tmpdir(), 'constell-swtpm-'))
+  if (opts.ekCertificate)
+    await manufacture(stateDir).catch(async (err: unknown) => {
+      await rm(stateDir, { recursive: true, force: true })
+      throw err
+    })
   let lastError: unknown
   for (let attempt = 0; attempt < START_ATTEMPTS; attempt++) {
     // the tss2 swtpm TCTI (tpm2-tools) expects the control port right after the server port
@@ -64,6 +74,43 @@ export async function startSwtpm(): Promise<SwtpmHandle> {
   }
   await rm(stateDir, { recursive: true, force: true })
   throw new Error(`starting swtpm failed ${START_ATTEMPTS} times`, { cause: lastError })
+}
+
+/** swtpm_setup with a private local CA (config files in a temp dir), so nothing global on disk is touched. */
+async function manufacture(stateDir: string): Promise<void> {
+  const caDir = await mkdtemp(path.join(os.tmpdir(), 'constell-swtpm-ca-'))
+  try {
+    const localca = path.join(caDir, 'localca.conf')
+    const setup = path.join(caDir, 'setup.conf')
+    await writeFile(
+      localca,
+      ['statedir', 'signingkey signkey.pem', 'issuercert issuercert.pem', 'certserial certserial']
+        .map((l) => {
+          const [k, f] = l.split(' ')
+          return `${k} = ${f ? path.join(caDir, f) : caDir}`
+        })
+        .join('\n') + '\n',
+    )
+    await writeFile(
+      setup,
+      `create_certs_tool = /usr/bin/swtpm_localca\ncreate_certs_tool_config = ${localca}\nactive_pcr_banks = sha256\n`,
+    )
+    await new Promise<void>((resolve, reject) => {
+      const child = spawn(
+        'swtpm_setup',
+        ['--tpm2', '--tpmstate', stateDir, '--create-ek-cert', '--config', setup, '--overwrite'],
+        { stdio: ['ignore', 'ignore', 'pipe'] },
+      )
+      let stderr = ''
+      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
+      child.once('error', reject)
+      child.once('exit', (code) =>
+        code === 0 ? resolve() : reject(new Error(`swtpm_setup exited with ${code}: ${stderr}`)),
+      )
+    })
+  } finally {
+    await rm(caDir, { recursive: true, force: true })
+  }
 }
 
 /** A port that was free a moment ago; callers retry when a race takes it. */

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto'
+import { createHash, X509Certificate } from 'node:crypto'
 import { expect } from '../support/chai.js'
 import { startSwtpm, type SwtpmHandle } from '../support/swtpm.js'
 import {
@@ -100,6 +100,20 @@ describe('tpm client against swtpm', function () {
     const err = await extendPcr(tpm.open, 30, ZERO).catch((e: unknown) => e)
     expect(err).to.be.instanceOf(TpmError)
     expect((err as TpmError).responseCode).to.be.a('number')
+  })
+
+  it('reads the EK certificate from NV when the TPM was manufactured with one', async function () {
+    this.timeout(60_000)
+    const manufactured = await startSwtpm({ ekCertificate: true })
+    try {
+      const der = await withTpm(manufactured.open, (t) => readEkCertificate(t, 'RSA'))
+      expect(der, 'EK certificate').to.not.equal(undefined)
+      const cert = new X509Certificate(der!)
+      expect(cert.publicKey.asymmetricKeyType).to.equal('rsa')
+      expect(cert.raw.length).to.equal(der!.length)
+    } finally {
+      await manufactured.stop()
+    }
   })
 
   it('names the endpoint when swtpm is not reachable', async () => {
