@@ -58,10 +58,8 @@ YAML
 cli config validate -C "$work/ws"
 
 step "Node config and constellation bootstrap run (JSON logs in $work/bootstrapper.log)"
-init_hash=$(node -e "
-const b=require('bcryptjs');const y=require('yaml');const fs=require('fs')
-const s=y.parse(fs.readFileSync('$work/ws/constellation-state.yaml','utf8'))
-console.log(b.hashSync(Buffer.from(s.infrastructure.initSecret,'hex').toString('latin1'),10))")
+# The node knows the init secret only as a bcrypt hash (in a cloud this is an instance tag).
+init_hash=$(cli config init-secret-hash -C "$work/ws")
 cat >"$work/node-config.yaml" <<YAML
 attestationVariant: qemu-vtpm
 tpm: { swtpm: "127.0.0.1:$tpm_port" }
@@ -97,6 +95,18 @@ echo "cluster ID     $cluster_id"
 echo "expected PCR15 $want"
 echo "TPM PCR15      $got"
 [ "$want" = "$got" ] && echo "PCR 15 matches: this node can never be initialized or join again (until reboot)"
+
+step "constellation verify: attest the node again; PCR 15 must now carry this cluster's ID"
+verify_port=$(free_port)
+cat >"$work/verify-node.yaml" <<YAML
+attestationVariant: qemu-vtpm
+tpm: { swtpm: "127.0.0.1:$tpm_port" }
+verifyService: { listen: "127.0.0.1:$verify_port" }
+YAML
+node "$repo/bin/run.js" verifyservice --config "$work/verify-node.yaml" 2>"$work/verifyservice.log" &
+pids+=($!)
+for _ in $(seq 100); do grep -q 'Verification service listening' "$work/verifyservice.log" 2>/dev/null && break; sleep 0.1; done
+cli verify -C "$work/ws" --node-endpoint "127.0.0.1:$verify_port" --cluster-id "$cluster_id"
 
 step "The state disk now opens only with HKDF(master secret, salt, \"key-<uuid>\")"
 if cryptsetup open --test-passphrase --key-file "$work/initial.key" "$work/state-disk.img" 2>/dev/null; then

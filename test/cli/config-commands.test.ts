@@ -104,3 +104,25 @@ describe('constellation CLI (built, as a child process)', () => {
     expect(res.stderr).to.contain('Expected aws to be one of: qemu')
   })
 })
+
+describe('constellation config init-secret-hash', () => {
+  it("prints a bcrypt hash of the state's init secret, never the secret", async () => {
+    const ws = await makeTempDir()
+    try {
+      await runCli(['config', 'generate', 'qemu', '-C', ws.dir])
+      const res = await runCli(['config', 'init-secret-hash', '-C', ws.dir, '--json'])
+      expect(res.code, res.stderr).to.equal(0)
+      const { initSecretHash } = JSON.parse(res.stdout) as { initSecretHash: string }
+      const state = await readFile(path.join(ws.dir, 'constellation-state.yaml'), 'utf8')
+      const secretHex = /initSecret: (\w+)/.exec(state)?.[1] ?? ''
+      const bcrypt = (await import('bcryptjs')).default
+      expect(await bcrypt.compare(Buffer.from(secretHex, 'hex').toString('latin1'), initSecretHash)).to.equal(
+        true,
+      )
+      expect(res.stdout + res.stderr).to.not.contain(secretHex)
+      expect(res.stdout + res.stderr).to.not.contain(Buffer.from(secretHex, 'hex').toString('latin1'))
+    } finally {
+      await ws.cleanup()
+    }
+  })
+})

@@ -10,7 +10,9 @@ import {
 import { YamlProblemsError, stringifyYaml } from '../../src/lib/yaml/index.js'
 
 const validConfig = stringifyYaml(defaultConfig({ kubernetes: 'v1.31', variant: 'qemu-vtpm', name: 'demo' }))
-const validState = stringifyYaml(defaultState('demo', '10.0.0.1', (n) => Buffer.alloc(n, 7)))
+const validState = stringifyYaml(
+  defaultState('demo', '10.0.0.1', (n) => Buffer.alloc(n, 7), Buffer.alloc(32, 0x41)),
+)
 
 function problemsOf(fn: () => unknown): string[] {
   try {
@@ -36,7 +38,7 @@ describe('config loading', () => {
       '13',
       '15',
     ])
-    expect(parseState(validState, 's.yaml').infrastructure.initSecret).to.equal('07'.repeat(32))
+    expect(parseState(validState, 's.yaml').infrastructure.initSecret).to.equal('41'.repeat(32))
   })
 
   const cases: Record<string, { edit: (t: string) => string; want: string[] }> = {

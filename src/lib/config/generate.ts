@@ -6,6 +6,7 @@ import { CliError } from '../errors/index.js'
 import { writeFileExclusive } from '../system/index.js'
 import { workspacePaths } from '../paths.js'
 import { resolveKubernetesVersion } from '../versions/index.js'
+import { generateInitSecret } from '../kms/init-secret.js'
 import {
   ATTESTATION_CONFIG_KEYS,
   CONFIG_VERSION,
@@ -56,6 +57,7 @@ export function defaultState(
   name: string,
   endpoint: string,
   randomBytes: (n: number) => Buffer,
+  initSecret: Buffer = generateInitSecret(),
 ): ClusterState {
   return {
     version: STATE_VERSION,
@@ -63,7 +65,7 @@ export function defaultState(
       uid: randomBytes(4).toString('hex'),
       clusterEndpoint: endpoint,
       inClusterEndpoint: endpoint,
-      initSecret: randomBytes(32).toString('hex'),
+      initSecret: initSecret.toString('hex'),
       apiServerCertSANs: [],
       name,
       ipCidrNode: '10.42.0.0/16',
