@@ -17,4 +17,10 @@ export {
 } from './master-secret.js'
 export type { MasterSecret } from './master-secret.js'
 export { clusterKmsUri, parseClusterKmsUri, KmsUriError, NO_STORE_URI } from './uri.js'
-export { generateInitSecret, hashInitSecret, checkInitSecret, initSecretPassword, INIT_SECRET_LENGTH } from './init-secret.js'
+export {
+  generateInitSecret,
+  hashInitSecret,
+  checkInitSecret,
+  initSecretPassword,
+  INIT_SECRET_LENGTH,
+} from './init-secret.js'
