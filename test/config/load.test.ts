@@ -70,6 +70,10 @@ describe('config loading', () => {
       edit: (t) => t.replace('"4":', '"24":'),
       want: ['8:7 attestation.qemuVTPM.measurements.24: is not an allowed key here'],
     },
+    'no measurements at all (would trust any node)': {
+      edit: (t) => t.replace(/measurements:\n[\s\S]*$/, 'measurements: {}\n'),
+      want: ['7:5 attestation.qemuVTPM.measurements: must NOT have fewer than 1 properties'],
+    },
     'a bad service CIDR': {
       edit: (t) => t.replace('10.96.0.0/12', '10.96.0.0/40'),
       want: ['4:1 serviceCIDR: "10.96.0.0/40" is not a CIDR like 10.96.0.0/12'],

@@ -46,6 +46,8 @@ export const configSchema = {
             measurements: {
               type: 'object',
               propertyNames: { pattern: '^([0-9]|1[0-9]|2[0-3])$' },
+              // An empty set would trust any node: refuse it here, and the validator refuses it too.
+              minProperties: 1,
               additionalProperties: measurement,
               description: 'PCR index (0-23) to expected value',
             },
