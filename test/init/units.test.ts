@@ -19,7 +19,7 @@ const kubeconfig = (name: string, server = 'https://10.0.0.1:6443') =>
 describe('operator init units', () => {
   it('builds the InitRequest from config, state and the master secret', () => {
     const config = defaultConfig({ kubernetes: 'v1.31', variant: 'qemu-vtpm', name: 'c' })
-    const state = defaultState('c', '10.0.0.5', (n) => Buffer.alloc(n, 0x41))
+    const state = defaultState('c', '10.0.0.5', (n) => Buffer.alloc(n, 0x41), Buffer.alloc(32, 0x41))
     const secret = { key: Buffer.alloc(32, 1), salt: Buffer.alloc(32, 2) }
     const req = buildInitRequest(config, state, secret, Buffer.alloc(32, 3), true)
     expect(parseClusterKmsUri(req.kmsUri)).to.deep.equal(secret)
