@@ -94,7 +94,7 @@ describe('join direction: attested client bound to a server challenge', function
       createIssuer('qemu-vtpm', tpm.open),
       randomBytes(32),
       new Date(),
-      [{ CN: [encodeNonce(randomBytes(32))] }],
+      encodeNonce(randomBytes(32)),
     )
     await expectRefused(
       grpc.credentials.createSsl(null, Buffer.from(replay.keyPem), Buffer.from(replay.certPem), {
@@ -123,7 +123,7 @@ describe('join direction: attested client bound to a server challenge', function
       createIssuer('qemu-vtpm', tpm.open),
       randomBytes(32),
       new Date(),
-      [{ CN: [encodeNonce(issued)] }],
+      encodeNonce(issued),
     )
     await expectRefused(
       grpc.credentials.createSsl(null, Buffer.from(cert.keyPem), Buffer.from(cert.certPem), {

@@ -1,24 +1,19 @@
 /**
  * Attested certificates: a fresh ECDSA P-256 key per handshake, a self-signed certificate valid for
  * now ± 2 h that carries the attestation document under the variant's OID, bound to the key by
- * userData = SHA256(DER SubjectPublicKeyInfo). Encoding and signing are @peculiar/x509 + WebCrypto.
+ * userData = SHA256(DER SubjectPublicKeyInfo). Keys, signatures and the signature check are
+ * node:crypto; the certificate structure is @peculiar/asn1-x509 (./x509.ts).
  */
-import { createHash, randomBytes, webcrypto, X509Certificate } from 'node:crypto'
-// @peculiar/x509 resolves its algorithm providers through tsyringe, which needs the Reflect polyfill
-import 'reflect-metadata'
-import * as x509 from '@peculiar/x509'
+import { createHash, generateKeyPair, X509Certificate, type KeyObject } from 'node:crypto'
+import { promisify } from 'node:util'
+import type { Certificate } from '@peculiar/asn1-x509'
 import type { Issuer, ValidationResult, Validator } from '../attestation/index.js'
 import { AttestationError } from '../attestation/index.js'
-
-// node's webcrypto implements the DOM Crypto interface; the cast only bridges the two type declarations
-x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0])
-
-type SelfSignedParams = Parameters<typeof x509.X509CertificateGenerator.createSelfSigned>[0]
+import { distinguishedName, parseCertificate, randomSerialNumber, signCertificate, toPem } from './x509.js'
 
 export const CERT_VALIDITY_SLACK_MS = 2 * 60 * 60 * 1000
-const SUBJECT = 'CN=Constellation'
-const EC_KEY = { name: 'ECDSA', namedCurve: 'P-256' } as const
-const SIGNING = { name: 'ECDSA', hash: 'SHA-256' } as const
+const COMMON_NAME = 'Constellation'
+const generateEcKeyPair = promisify(generateKeyPair)
 
 export interface AttestedCertificate {
   certPem: string
@@ -28,30 +23,34 @@ export interface AttestedCertificate {
 
 export const userDataOf = (spkiDer: Uint8Array): Buffer => createHash('sha256').update(spkiDer).digest()
 
+const spkiOf = (key: KeyObject): Buffer => key.export({ type: 'spki', format: 'der' })
+
 /** Self-signed certificate whose extension holds issuer.issue(SHA256(SPKI), nonce); without an issuer, a plain one. */
 export async function createAttestedCertificate(
   issuer: Issuer | undefined,
   nonce: Buffer,
   now = new Date(),
-  subject: SelfSignedParams['name'] = SUBJECT,
+  commonName = COMMON_NAME,
 ): Promise<AttestedCertificate> {
-  const keys = await webcrypto.subtle.generateKey(EC_KEY, true, ['sign', 'verify'])
-  const spki = Buffer.from(await webcrypto.subtle.exportKey('spki', keys.publicKey))
-  const document = issuer ? await issuer.issue(userDataOf(spki), nonce) : undefined
-  const cert = await x509.X509CertificateGenerator.createSelfSigned({
-    serialNumber: serialNumber(),
-    name: subject,
-    notBefore: new Date(now.getTime() - CERT_VALIDITY_SLACK_MS),
-    notAfter: new Date(now.getTime() + CERT_VALIDITY_SLACK_MS),
-    signingAlgorithm: SIGNING,
-    keys: keys as unknown as SelfSignedParams['keys'],
-    extensions: issuer && document ? [new x509.Extension(issuer.oid, false, document)] : [],
-  })
-  const pkcs8 = Buffer.from(await webcrypto.subtle.exportKey('pkcs8', keys.privateKey))
+  const { publicKey, privateKey } = await generateEcKeyPair('ec', { namedCurve: 'P-256' })
+  const document = issuer ? await issuer.issue(userDataOf(spkiOf(publicKey)), nonce) : undefined
+  const name = distinguishedName([['CN', commonName]])
+  const der = signCertificate(
+    {
+      serialNumber: randomSerialNumber(),
+      subject: name,
+      issuer: name,
+      notBefore: new Date(now.getTime() - CERT_VALIDITY_SLACK_MS),
+      notAfter: new Date(now.getTime() + CERT_VALIDITY_SLACK_MS),
+      publicKey,
+      extensions: issuer && document ? [{ oid: issuer.oid, critical: false, value: document }] : [],
+    },
+    privateKey,
+  )
   return {
-    certPem: cert.toString('pem'),
-    keyPem: x509.PemConverter.encode(pkcs8, 'PRIVATE KEY'),
-    der: Buffer.from(cert.rawData),
+    certPem: toPem(der),
+    keyPem: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
+    der,
   }
 }
 
@@ -65,48 +64,48 @@ export async function verifyAttestedCertificate(
   nonce: Buffer,
   now = new Date(),
 ): Promise<ValidationResult> {
-  let cert: x509.X509Certificate
+  let cert: X509Certificate
+  let parsed: Certificate
   try {
-    cert = new x509.X509Certificate(der)
+    cert = new X509Certificate(der)
+    parsed = parseCertificate(der)
   } catch (cause: unknown) {
     throw new AttestationError('peer certificate is not valid DER X.509', { cause })
   }
   // node:crypto re-encodes the parsed certificate, so a length difference means bytes DER does not cover
-  const encodedLength = (() => {
-    try {
-      return new X509Certificate(der).raw.length
-    } catch {
-      return -1
-    }
-  })()
-  if (encodedLength !== der.length)
+  if (cert.raw.length !== der.length)
     throw new AttestationError('peer certificate has bytes outside its DER encoding')
-  if (!(await cert.verify({ signatureOnly: true }).catch(() => false)))
-    throw new AttestationError('peer certificate is not correctly self-signed')
-  if (now < cert.notBefore || now > cert.notAfter)
+  if (!selfSigned(cert)) throw new AttestationError('peer certificate is not correctly self-signed')
+  const { validity, extensions = [] } = parsed.tbsCertificate
+  const notBefore = validity.notBefore.getTime()
+  const notAfter = validity.notAfter.getTime()
+  if (now < notBefore || now > notAfter)
     throw new AttestationError(
-      `peer certificate expired or not yet valid (valid ${cert.notBefore.toISOString()} to ${cert.notAfter.toISOString()}, now ${now.toISOString()})`,
+      `peer certificate expired or not yet valid (valid ${notBefore.toISOString()} to ${notAfter.toISOString()}, now ${now.toISOString()})`,
     )
-  for (const ext of cert.extensions) {
-    const validator = validators.find((v) => v.oid === ext.type)
+  for (const ext of extensions) {
+    const validator = validators.find((v) => v.oid === ext.extnID)
     if (!validator) continue
-    const document = Buffer.from(ext.value) // the extnValue OCTET STRING's content: the raw document
+    const document = Buffer.from(ext.extnValue.buffer) // the extnValue OCTET STRING's content: the raw document
     const result = await validator.validate(document, nonce)
-    if (!result.userData.equals(userDataOf(new Uint8Array(cert.publicKey.rawData))))
+    if (!result.userData.equals(userDataOf(spkiOf(cert.publicKey))))
       throw new AttestationError(
         'certificate hash does not match user data: the certificate key is not the attested key',
       )
     return result
   }
-  const found = cert.extensions.map((e) => e.type).join(', ') || 'none'
+  const found = extensions.map((e) => e.extnID).join(', ') || 'none'
   const want = validators.map((v) => `${v.oid} (${v.variant})`).join(', ')
   throw new AttestationError(
     `unknown OID: no attestation extension for ${want}; certificate extensions: ${found}`,
   )
 }
 
-function serialNumber(): string {
-  const bytes = randomBytes(16)
-  bytes[0] = (bytes[0] ?? 0) & 0x7f // positive, < 2^127
-  return bytes.toString('hex')
+/** OpenSSL's check of the signature (and that both signature algorithm fields agree) with the certificate's own key. */
+function selfSigned(cert: X509Certificate): boolean {
+  try {
+    return cert.verify(cert.publicKey)
+  } catch {
+    return false
+  }
 }

@@ -172,7 +172,7 @@ export async function createAttestedClientChannelCredentials(
   ).finally(() => client.close())
   if (nonce.length !== NONCE_BYTES)
     throw new AttestationError(`server challenge has ${nonce.length} bytes, want ${NONCE_BYTES}`)
-  const cert = await createAttestedCertificate(issuer, nonce, new Date(), [{ CN: [encodeNonce(nonce)] }])
+  const cert = await createAttestedCertificate(issuer, nonce, new Date(), encodeNonce(nonce))
   return grpc.credentials.createSsl(null, Buffer.from(cert.keyPem), Buffer.from(cert.certPem), {
     rejectUnauthorized: false,
   })

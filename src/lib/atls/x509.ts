@@ -1,0 +1,125 @@
+/**
+ * X.509 certificates built from @peculiar/asn1-x509's RFC 5280 schemas (DER by @peculiar/asn1-schema)
+ * and signed by node:crypto. @peculiar/x509 did the same through WebCrypto and a DI container
+ * (tsyringe + reflect-metadata) that cost every CLI and bootstrapper process ~0.1 s and ~10 MB to load.
+ */
+import { randomBytes, sign, X509Certificate, type KeyObject } from 'node:crypto'
+import { AsnConvert, OctetString } from '@peculiar/asn1-schema'
+import {
+  AlgorithmIdentifier,
+  AttributeTypeAndValue,
+  AttributeValue,
+  Certificate,
+  Extension,
+  Extensions,
+  Name,
+  RelativeDistinguishedName,
+  SubjectPublicKeyInfo,
+  TBSCertificate,
+  Validity,
+  Version,
+} from '@peculiar/asn1-x509'
+
+/** X.520 attribute types used in our subjects. */
+export const ATTRIBUTE_OIDS = { CN: '2.5.4.3', O: '2.5.4.10' } as const
+export type NameAttribute = [type: keyof typeof ATTRIBUTE_OIDS, value: string]
+
+// RFC 5758 §3.2: ecdsa-with-SHA256 has no parameters; RFC 4055 §5: sha256WithRSAEncryption has NULL.
+const ECDSA_WITH_SHA256 = '1.2.840.10045.4.3.2'
+const SHA256_WITH_RSA = '1.2.840.113549.1.1.11'
+
+export interface CertificateExtension {
+  oid: string
+  critical: boolean
+  /** The DER that extnValue's OCTET STRING wraps. */
+  value: Uint8Array
+}
+
+export interface CertificateFields {
+  /** Positive, minimally encoded, at most 20 bytes (RFC 5280 §4.1.2.2): see randomSerialNumber. */
+  serialNumber: Buffer
+  subject: Name
+  issuer: Name
+  notBefore: Date
+  notAfter: Date
+  publicKey: KeyObject
+  extensions: readonly CertificateExtension[]
+}
+
+/** A Name with one RDN per attribute, values as UTF8String (RFC 5280 §4.1.2.6). */
+export function distinguishedName(attributes: readonly NameAttribute[]): Name {
+  return new Name(
+    attributes.map(
+      ([type, value]) =>
+        new RelativeDistinguishedName([
+          new AttributeTypeAndValue({
+            type: ATTRIBUTE_OIDS[type],
+            value: new AttributeValue({ utf8String: value }),
+          }),
+        ]),
+    ),
+  )
+}
+
+/** Encodes the fields as a TBSCertificate, signs it with SHA-256 and returns the certificate's DER. */
+export function signCertificate(fields: CertificateFields, signingKey: KeyObject): Buffer {
+  const algorithm = signatureAlgorithm(signingKey)
+  const tbs = new TBSCertificate({
+    version: Version.v3,
+    serialNumber: toArrayBuffer(fields.serialNumber),
+    signature: algorithm,
+    issuer: fields.issuer,
+    validity: new Validity({ notBefore: fields.notBefore, notAfter: fields.notAfter }),
+    subject: fields.subject,
+    subjectPublicKeyInfo: AsnConvert.parse(
+      fields.publicKey.export({ type: 'spki', format: 'der' }),
+      SubjectPublicKeyInfo,
+    ),
+    // "extensions" is SEQUENCE SIZE (1..MAX): absent rather than empty
+    extensions:
+      fields.extensions.length > 0
+        ? new Extensions(
+            fields.extensions.map(
+              (e) =>
+                new Extension({ extnID: e.oid, critical: e.critical, extnValue: new OctetString(e.value) }),
+            ),
+          )
+        : undefined,
+  })
+  const tbsDer = Buffer.from(AsnConvert.serialize(tbs))
+  const cert = new Certificate({
+    tbsCertificate: tbs,
+    signatureAlgorithm: algorithm,
+    signatureValue: toArrayBuffer(sign('sha256', tbsDer, signingKey)),
+  })
+  return Buffer.from(AsnConvert.serialize(cert))
+}
+
+/** The certificate's ASN.1 structure; throws on anything that is not a DER/BER Certificate. */
+export function parseCertificate(der: Uint8Array): Certificate {
+  return AsnConvert.parse(der, Certificate)
+}
+
+/** 126 random bits; the first byte is 0x40–0x7f, so the INTEGER is positive and minimally encoded as DER requires. */
+export function randomSerialNumber(): Buffer {
+  const bytes = randomBytes(16)
+  bytes[0] = ((bytes[0] ?? 0) & 0x3f) | 0x40
+  return bytes
+}
+
+export const toPem = (der: Buffer): string => new X509Certificate(der).toString()
+
+function signatureAlgorithm(key: KeyObject): AlgorithmIdentifier {
+  if (key.asymmetricKeyType === 'ec' && key.asymmetricKeyDetails?.namedCurve === 'prime256v1')
+    return new AlgorithmIdentifier({ algorithm: ECDSA_WITH_SHA256 })
+  if (key.asymmetricKeyType === 'rsa')
+    return new AlgorithmIdentifier({ algorithm: SHA256_WITH_RSA, parameters: null })
+  const curve = key.asymmetricKeyDetails?.namedCurve
+  throw new Error(
+    `signing key type ${key.asymmetricKeyType ?? 'unknown'}${curve ? ` (${curve})` : ''} is not supported; use ECDSA P-256 or RSA`,
+  )
+}
+
+function toArrayBuffer(bytes: Uint8Array): ArrayBuffer {
+  return bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer
+}
