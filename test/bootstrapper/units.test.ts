@@ -10,6 +10,7 @@ import {
   chunk,
   decodeDataUrl,
   extractTarGz,
+  httpGet,
   installComponents,
   installTarget,
   LogCollector,
@@ -95,7 +96,7 @@ describe('bootstrapper units', () => {
       base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
     })
     afterEach(() => new Promise<void>((r) => server.close(() => r())))
-    const deps = () => ({ root: dir, fetch, log: silentLogger, sleep: () => Promise.resolve() })
+    const deps = () => ({ root: dir, get: httpGet, log: silentLogger, sleep: () => Promise.resolve() })
 
     for (const status of [408, 425, 429, 502, 503, 504]) {
       it(`retries HTTP ${status} and then installs`, async () => {

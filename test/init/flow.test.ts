@@ -18,6 +18,7 @@ import {
 import {
   Bootstrapper,
   CryptsetupDisk,
+  httpGet,
   LogCollector,
   NodeBootstrappedError,
   type JoinClient,
@@ -59,7 +60,7 @@ function startBootstrapper(
   const daemon = new Bootstrapper(node.nodeConfig(listen), {
     openTpm: node.swtpm.open,
     runner,
-    fetch,
+    httpGet,
     logs,
     log: createLogger({ format: 'json', write: logs.write }),
     credentials,

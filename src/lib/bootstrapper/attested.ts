@@ -1,9 +1,10 @@
-/** Production wiring of the bootstrapper: real TPM, cryptsetup, fetch, JSON logs, and aTLS with a TPM-backed issuer. */
+/** Production wiring of the bootstrapper: real TPM, cryptsetup, node:http(s) downloads, JSON logs, and aTLS with a TPM-backed issuer. */
 import { createIssuer } from '../attestation/index.js'
 import { createAttestedServerCredentials } from '../atls/index.js'
 import { createLogger, createRunner } from '../system/index.js'
 import { openTpmFromConfig } from '../tpm/index.js'
 import { Bootstrapper, type BootstrapperConfig } from './daemon.js'
+import { httpGet } from './http-get.js'
 import { LogCollector } from './logs.js'
 
 export function createNodeBootstrapper(
@@ -15,7 +16,7 @@ export function createNodeBootstrapper(
   return new Bootstrapper(config, {
     openTpm,
     runner: createRunner(),
-    fetch: globalThis.fetch,
+    httpGet,
     logs,
     log: createLogger({ format: 'json', write: logs.write, component: 'bootstrapper' }),
     credentials: createAttestedServerCredentials({

@@ -7,6 +7,7 @@ import { nodePaths } from '../paths.js'
 import type { Logger, Runner } from '../system/index.js'
 import { extendPcr, readPcrs, type OpenTpm } from '../tpm/index.js'
 import { CryptsetupDisk } from './disk.js'
+import type { HttpGet } from './http-get.js'
 import { InitHandler } from './init-server.js'
 import { installComponents } from './installer.js'
 import { runKubeadmInit } from './kubeadm.js'
@@ -16,7 +17,8 @@ import { CLUSTER_ID_PCR, NodeLock } from './node-lock.js'
 export interface BootstrapperIo {
   openTpm: OpenTpm
   runner: Runner
-  fetch: typeof fetch
+  /** Downloads Kubernetes components (httpGet in production). */
+  httpGet: HttpGet
   logs: LogCollector
   log: Logger
   /** aTLS (server attested) in production; see createAttestedBootstrapperCredentials. */
@@ -87,7 +89,7 @@ export class Bootstrapper {
         install: (components) =>
           installComponents(components, {
             root: config.root,
-            fetch: io.fetch,
+            get: io.httpGet,
             log: io.log.child('installer'),
           }),
         kubeadmInit: (input) =>

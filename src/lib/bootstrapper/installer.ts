@@ -4,6 +4,7 @@ import { chmod, mkdir, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import type { Logger } from '../system/index.js'
 import { retry, sleepMs } from '../system/index.js'
+import type { HttpGet, HttpResponse } from './http-get.js'
 import { extractTarGz } from './tar-extract.js'
 
 export interface Component {
@@ -19,7 +20,8 @@ export const INSTALLED_FILE_MODE = 0o544
 
 export interface InstallerDeps {
   root: string
-  fetch: typeof fetch
+  /** httpGet (./http-get.ts) in production. */
+  get: HttpGet
   log: Logger
   /** Download attempts per component (including the first). */
   attempts?: number
@@ -88,25 +90,16 @@ async function download(url: string, deps: InstallerDeps): Promise<Buffer> {
     throw new Error(`unsupported URL scheme in ${describeUrl(url)} (want http, https or data)`)
   return retry(
     async () => {
-      let res: Response
+      let res: HttpResponse
       try {
-        res = await deps.fetch(url, { signal: deps.signal })
+        res = await deps.get(url, deps.signal)
       } catch (cause) {
         throw new TransientDownloadError(`fetching ${url}`, { cause })
       }
-      if (TRANSIENT_HTTP_STATUSES.has(res.status)) {
-        await res.body?.cancel()
+      if (TRANSIENT_HTTP_STATUSES.has(res.status))
         throw new TransientDownloadError(`GET ${url}: HTTP ${res.status}`)
-      }
-      if (res.status !== 200) {
-        await res.body?.cancel()
-        throw new Error(`GET ${url}: HTTP ${res.status}`)
-      }
-      try {
-        return Buffer.from(await res.arrayBuffer())
-      } catch (cause) {
-        throw new TransientDownloadError(`reading ${url}`, { cause })
-      }
+      if (res.status !== 200) throw new Error(`GET ${url}: HTTP ${res.status}`)
+      return res.body
     },
     {
       attempts: deps.attempts ?? 10,
