@@ -9,7 +9,13 @@ import { promisify } from 'node:util'
 import type { Certificate } from '@peculiar/asn1-x509'
 import type { Issuer, ValidationResult, Validator } from '../attestation/index.js'
 import { AttestationError } from '../attestation/index.js'
-import { distinguishedName, parseCertificate, randomSerialNumber, signCertificate, toPem } from './x509.js'
+
+/**
+ * The X.509 encoder (asn1 schemas: ~40 ms and ~5-8 MB to load) comes in on first use, so an idle
+ * bootstrapper does without it; clients call preloadX509() as they connect, to load it while the
+ * server is still producing its attestation.
+ */
+export const preloadX509 = () => import('./x509.js')
 
 export const CERT_VALIDITY_SLACK_MS = 2 * 60 * 60 * 1000
 const COMMON_NAME = 'Constellation'
@@ -32,7 +38,8 @@ export async function createAttestedCertificate(
   now = new Date(),
   commonName = COMMON_NAME,
 ): Promise<AttestedCertificate> {
-  const { publicKey, privateKey } = await generateEcKeyPair('ec', { namedCurve: 'P-256' })
+  const [{ publicKey, privateKey }, { distinguishedName, randomSerialNumber, signCertificate, toPem }] =
+    await Promise.all([generateEcKeyPair('ec', { namedCurve: 'P-256' }), preloadX509()])
   const document = issuer ? await issuer.issue(userDataOf(spkiOf(publicKey)), nonce) : undefined
   const name = distinguishedName([['CN', commonName]])
   const der = signCertificate(
@@ -64,6 +71,7 @@ export async function verifyAttestedCertificate(
   nonce: Buffer,
   now = new Date(),
 ): Promise<ValidationResult> {
+  const { parseCertificate } = await preloadX509()
   let cert: X509Certificate
   let parsed: Certificate
   try {

@@ -8,7 +8,7 @@ import type { Socket } from 'node:net'
 import { connect as tlsConnect, type TLSSocket } from 'node:tls'
 import { CallCredentials, ChannelCredentials, experimental } from '@grpc/grpc-js'
 import type { ValidationResult, Validator } from '../attestation/index.js'
-import { verifyAttestedCertificate } from './certificate.js'
+import { preloadX509, verifyAttestedCertificate } from './certificate.js'
 import { refusal } from './failure.js'
 import { encodeNonce, NONCE_BYTES } from './nonce.js'
 
@@ -52,6 +52,7 @@ class AttestedChannelCredentials extends ChannelCredentials {
 /** Each handshake uses a fresh nonce: a config reused across connections would allow replays. */
 function attestedConnect(socket: Socket, opts: AttestedChannelOptions): Promise<SecureConnectResult> {
   const nonce = opts.nonce?.() ?? randomBytes(NONCE_BYTES)
+  void preloadX509().catch(() => {}) // verifyAttestedCertificate reports a load failure
   return new Promise((resolve, reject) => {
     const tls: TLSSocket = tlsConnect({
       socket,

@@ -9,7 +9,6 @@ import {
   skippedInitPhases,
   type KubeadmInitInput,
 } from './kubeadm-config.js'
-import { issueKubeletCert } from './kubelet-cert.js'
 
 export interface KubeadmDeps {
   runner: Runner
@@ -67,6 +66,8 @@ export async function runKubeadmInit(input: KubeadmInitInput, deps: KubeadmDeps)
 /** kubeadm does not sign the kubelet's certificate; the KubeletConfiguration points at this one. */
 async function writeKubeletCert(input: KubeadmInitInput, deps: KubeadmDeps): Promise<void> {
   const pki = input.paths.certificatesDir
+  // loaded here, not at start: an idle bootstrapper has no use for the X.509 encoder
+  const { issueKubeletCert } = await import('./kubelet-cert.js')
   const { certPem, keyPem } = await issueKubeletCert({
     caCertPem: await readFile(path.join(pki, 'ca.crt'), 'utf8'),
     caKeyPem: await readFile(path.join(pki, 'ca.key'), 'utf8'),
@@ -81,8 +82,10 @@ async function writeKubeletCert(input: KubeadmInitInput, deps: KubeadmDeps): Pro
 
 async function runStep(step: string, args: string[], deps: KubeadmDeps): Promise<string> {
   deps.log.info('Running kubeadm', { step })
+  const started = performance.now()
   try {
     const { stdout, stderr } = await deps.runner.run(deps.kubeadm, args)
+    deps.log.info('kubeadm finished', { step, durationMs: Math.round(performance.now() - started) })
     // The kubeconfig on stdout of `kubeconfig user` holds a client key: it must not reach the log.
     deps.recordOutput(args[0] === 'kubeconfig' ? stderr : stdout + stderr)
     return stdout
