@@ -38,9 +38,10 @@ export async function createAttestedCertificate(
   now = new Date(),
   commonName = COMMON_NAME,
 ): Promise<AttestedCertificate> {
-  const [{ publicKey, privateKey }, { distinguishedName, randomSerialNumber, signCertificate, toPem }] =
-    await Promise.all([generateEcKeyPair('ec', { namedCurve: 'P-256' }), preloadX509()])
+  const x509 = preloadX509() // loads while the TPM quotes
+  const { publicKey, privateKey } = await generateEcKeyPair('ec', { namedCurve: 'P-256' })
   const document = issuer ? await issuer.issue(userDataOf(spkiOf(publicKey)), nonce) : undefined
+  const { distinguishedName, randomSerialNumber, signCertificate, toPem } = await x509
   const name = distinguishedName([['CN', commonName]])
   const der = signCertificate(
     {
