@@ -1,6 +1,6 @@
 import { Flags } from '@oclif/core'
 import { BaseCommand } from '../base-command.js'
-import { createValidator, measurementsFromConfig } from '../lib/attestation/index.js'
+import { validatorForConfig } from '../lib/attestation/index.js'
 import { createAttestedChannelCredentials } from '../lib/atls/index.js'
 import { UsageError } from '../lib/errors/index.js'
 import { initCluster, type InitResult } from '../lib/init/index.js'
@@ -40,14 +40,7 @@ export default class Init extends BaseCommand {
       {
         terminal,
         credentials: (config) =>
-          createAttestedChannelCredentials({
-            validators: [
-              createValidator(
-                'qemu-vtpm',
-                measurementsFromConfig(config.attestation.qemuVTPM?.measurements ?? {}),
-              ),
-            ],
-          }),
+          createAttestedChannelCredentials({ validators: [validatorForConfig(config)] }),
         log: createLogger({ format: 'text', level: process.env.CONSTELL_DEBUG === '1' ? 'debug' : 'warn' }),
       },
     )

@@ -3,9 +3,12 @@ import { expect } from '../support/chai.js'
 import {
   clusterIdPcrValue,
   compareMeasurements,
+  createValidator,
   measurementsFromConfig,
+  validatorForConfig,
   CLUSTER_ID_PCR,
 } from '../../src/lib/attestation/index.js'
+import type { ClusterConfig } from '../../src/lib/config/index.js'
 
 const hex = (byte: number) => Buffer.alloc(32, byte).toString('hex')
 
@@ -72,5 +75,16 @@ describe('measurements', () => {
         .digest(),
     )
     expect(CLUSTER_ID_PCR).to.equal(15)
+  })
+
+  it('a validator with no measurements is refused: it would trust any node', () => {
+    expect(() => createValidator('qemu-vtpm', new Map())).to.throw(
+      /no measurements .* refusing to trust any node/,
+    )
+    const config = { attestation: { qemuVTPM: { measurements: {} } } } as unknown as ClusterConfig
+    expect(() => validatorForConfig(config)).to.throw(/refusing to trust any node/)
+    expect(() => validatorForConfig({ attestation: {} } as unknown as ClusterConfig)).to.throw(
+      /refusing to trust any node/,
+    )
   })
 })

@@ -1,18 +1,12 @@
-import bcrypt from 'bcryptjs'
 import { expect } from '../support/chai.js'
 import { InitRequest } from '../../src/gen/init.js'
-import {
-  initializeNode,
-  initSecretPassword,
-  InitSecretError,
-  NodeLock,
-} from '../../src/lib/bootstrapper/index.js'
-import { clusterKmsUri } from '../../src/lib/kms/index.js'
+import { initializeNode, InitSecretError, NodeLock } from '../../src/lib/bootstrapper/index.js'
+import { clusterKmsUri, hashInitSecret } from '../../src/lib/kms/index.js'
 import { nodePaths } from '../../src/lib/paths.js'
 import { silentLogger } from '../../src/lib/system/index.js'
 
 const secret = Buffer.from('init-secret-0123456789abcdef0123')
-const hash = bcrypt.hashSync(initSecretPassword(secret), 4)
+const hash = await hashInitSecret(secret, 4)
 const good = () =>
   InitRequest.fromPartial({
     kmsUri: clusterKmsUri({ key: Buffer.alloc(32, 1), salt: Buffer.alloc(32, 2) }),

@@ -5,12 +5,7 @@ import path from 'node:path'
 import type { ServerCredentials } from '@grpc/grpc-js'
 import { parse } from 'yaml'
 import { expect } from '../support/chai.js'
-import {
-  createIssuer,
-  clusterIdPcrValue,
-  createValidator,
-  measurementsFromConfig,
-} from '../../src/lib/attestation/index.js'
+import { createIssuer, clusterIdPcrValue, validatorForConfig } from '../../src/lib/attestation/index.js'
 import {
   createAttestedChannelCredentials,
   createAttestedServerCredentials,
@@ -75,15 +70,7 @@ function init(workspace: string, timeoutMs = 30_000) {
     { workspace, conformance: false, mergeKubeconfig: false, timeoutMs, quiet: true },
     {
       terminal: quietTerminal,
-      credentials: (config) =>
-        createAttestedChannelCredentials({
-          validators: [
-            createValidator(
-              'qemu-vtpm',
-              measurementsFromConfig(config.attestation.qemuVTPM?.measurements ?? {}),
-            ),
-          ],
-        }),
+      credentials: (config) => createAttestedChannelCredentials({ validators: [validatorForConfig(config)] }),
       log: silentLogger,
       retryInitialDelayMs: 200,
     },

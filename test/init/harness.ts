@@ -4,9 +4,9 @@ import { createServer, type Server } from 'node:http'
 import { readFile, writeFile } from 'node:fs/promises'
 import type { AddressInfo } from 'node:net'
 import path from 'node:path'
-import bcrypt from 'bcryptjs'
 import { generateWorkspace, loadConfig } from '../../src/lib/config/index.js'
-import { initSecretPassword, type BootstrapperConfig } from '../../src/lib/bootstrapper/index.js'
+import type { BootstrapperConfig } from '../../src/lib/bootstrapper/index.js'
+import { hashInitSecret } from '../../src/lib/kms/index.js'
 import { workspacePaths } from '../../src/lib/paths.js'
 import { createRunner } from '../../src/lib/system/index.js'
 import { stringifyYaml } from '../../src/lib/yaml/index.js'
@@ -91,7 +91,7 @@ export async function startLocalNode(): Promise<LocalNode> {
     ]
     await writeFile(paths.config, stringifyYaml(config))
     const state = (await readFile(paths.state, 'utf8')).match(/initSecret: (\w+)/)?.[1] ?? ''
-    const initSecretHash = await bcrypt.hash(initSecretPassword(Buffer.from(state, 'hex')), 4)
+    const initSecretHash = await hashInitSecret(Buffer.from(state, 'hex'), 4)
     return {
       dir,
       root,

@@ -1,7 +1,9 @@
 /** Attestation variants: issue a document bound to (userData, nonce), validate it against measurements. */
+import type { ClusterConfig } from '../config/types.js'
+import { CliError } from '../errors/index.js'
 import type { Logger } from '../system/index.js'
 import type { OpenTpm } from '../tpm/index.js'
-import type { Measurements } from './measurements.js'
+import { measurementsFromConfig, type Measurements } from './measurements.js'
 import {
   createQemuVtpmIssuer,
   createQemuVtpmValidator,
@@ -32,9 +34,24 @@ export function createIssuer(variant: 'qemu-vtpm', open: OpenTpm, opts?: IssuerO
   }
 }
 
+/** Refuses an empty measurement set: a validator without expectations would trust any node. */
 export function createValidator(variant: 'qemu-vtpm', measurements: Measurements, log?: Logger): Validator {
+  if (measurements.size === 0) {
+    throw new CliError(
+      `no measurements to validate ${variant} attestations against; refusing to trust any node`,
+    )
+  }
   switch (variant) {
     case 'qemu-vtpm':
       return createQemuVtpmValidator(measurements, log)
   }
+}
+
+/** The validator an operator's config asks for: its variant and its measurements. */
+export function validatorForConfig(config: ClusterConfig, log?: Logger): Validator {
+  return createValidator(
+    'qemu-vtpm',
+    measurementsFromConfig(config.attestation.qemuVTPM?.measurements ?? {}),
+    log,
+  )
 }

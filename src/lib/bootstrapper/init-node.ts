@@ -1,7 +1,6 @@
 /** What the node does for one Init request, from init-secret check to the admin kubeconfig. */
-import bcrypt from 'bcryptjs'
 import type { InitRequest } from '../../gen/init.js'
-import { ClusterKms, deriveClusterId, parseClusterKmsUri } from '../kms/index.js'
+import { checkInitSecret, ClusterKms, deriveClusterId, parseClusterKmsUri } from '../kms/index.js'
 import type { NodeMember } from '../nodeconfig/index.js'
 import type { NodePaths } from '../paths.js'
 import type { Logger } from '../system/index.js'
@@ -52,8 +51,7 @@ export interface InitResult {
 
 export async function initializeNode(req: InitRequest, deps: InitNodeDeps): Promise<InitResult> {
   const { log } = deps
-  if (!(await bcrypt.compare(initSecretPassword(req.initSecret), deps.initSecretHash)))
-    throw new InitSecretError()
+  if (!(await checkInitSecret(req.initSecret, deps.initSecretHash))) throw new InitSecretError()
   const { kms, measurementSecret, clusterId } = deriveClusterSecrets(req)
   if (!(await deps.nodeLock.tryLockOnce(clusterId))) throw new NodeLockedError()
   deps.onLocked()
@@ -137,12 +135,4 @@ export interface StateDisk {
   uuid(): Promise<string>
   /** Replaces the passphrase held in `oldKeyFile` by `newKey`. */
   changeKey(oldKeyFile: string, newKey: Buffer): Promise<void>
-}
-
-/**
- * The bcrypt password for an init secret: one Latin-1 character per byte, so every byte
- * counts (for the ASCII secrets Constellation uses this equals hashing the raw bytes).
- */
-export function initSecretPassword(secret: Buffer): string {
-  return secret.toString('latin1')
 }
