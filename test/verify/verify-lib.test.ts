@@ -72,11 +72,17 @@ describe('verify service daemon and verifyNode', function () {
     const { error } = await verifyNode({
       endpoint,
       variant: 'qemu-vtpm',
-      measurements: new Map(),
+      measurements: new Map([[15, { expected: Buffer.alloc(32), warnOnly: false }]]),
       timeoutMs: 3000,
     })
     expect(error?.exitCode).to.equal(ExitCode.Unreachable)
     expect(logs.some((l) => l.includes('Verification service stopped'))).to.be.true
+  })
+
+  it('refuses to verify against no measurements at all (it would trust any node)', async () => {
+    await expect(verifyNode({ endpoint, variant: 'qemu-vtpm', measurements: new Map() })).to.be.rejectedWith(
+      /refusing to trust any node/,
+    )
   })
 
   it('expectedMeasurements pins PCR 15 to the cluster ID and refuses non-hex IDs', () => {

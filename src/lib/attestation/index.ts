@@ -34,24 +34,30 @@ export function createIssuer(variant: 'qemu-vtpm', open: OpenTpm, opts?: IssuerO
   }
 }
 
-/** Refuses an empty measurement set: a validator without expectations would trust any node. */
 export function createValidator(variant: 'qemu-vtpm', measurements: Measurements, log?: Logger): Validator {
-  if (measurements.size === 0) {
-    throw new CliError(
-      `no measurements to validate ${variant} attestations against; refusing to trust any node`,
-    )
-  }
   switch (variant) {
     case 'qemu-vtpm':
       return createQemuVtpmValidator(measurements, log)
   }
 }
 
-/** The validator an operator's config asks for: its variant and its measurements. */
+/** The validator an operator's config asks for; refuses a config without measurements (it would trust any node). */
 export function validatorForConfig(config: ClusterConfig, log?: Logger): Validator {
   return createValidator(
     'qemu-vtpm',
-    measurementsFromConfig(config.attestation.qemuVTPM?.measurements ?? {}),
+    requireMeasurements(measurementsFromConfig(config.attestation.qemuVTPM?.measurements ?? {})),
     log,
   )
+}
+
+/** An operator-side trust decision needs at least one expected PCR value. */
+export function requireMeasurements(measurements: Measurements): Measurements {
+  if (measurements.size === 0) {
+    throw new CliError(
+      'no measurements to validate the attestation against; refusing to trust any node',
+      1,
+      'set attestation.qemuVTPM.measurements in the config',
+    )
+  }
+  return measurements
 }

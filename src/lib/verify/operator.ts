@@ -6,6 +6,7 @@ import {
   clusterIdPcrValue,
   compareMeasurements,
   createValidator,
+  requireMeasurements,
   type Measurements,
   type Validator,
   type Variant,
@@ -58,7 +59,9 @@ export function expectedMeasurements(base: Measurements, clusterId?: string): Me
 
 /** Warn-only mismatches come back in the report (the command prints them once), not through a logger. */
 export async function verifyNode(req: VerifyRequest): Promise<VerifyOutcome> {
-  const measurements = expectedMeasurements(req.measurements, req.clusterId)
+  const measurements = requireMeasurements(expectedMeasurements(req.measurements, req.clusterId))
+  // The inner validator checks everything but the measurements; inspectingValidator compares them
+  // itself, so the report can show the quoted PCRs of a refused node too.
   const seen: { pcrs?: Map<number, Buffer>; refusal?: unknown } = {}
   const validator = inspectingValidator(createValidator(req.variant, new Map()), measurements, seen)
   const client = new (grpc.makeGenericClientConstructor(VerifyService, 'verify'))(
