@@ -36,6 +36,26 @@ describe('attestation cross-checked with tpm2-tools', function () {
       env: { ...process.env, TPM2TOOLS_TCTI: `swtpm:host=${tpm.host},port=${tpm.port}` },
     })
 
+  /** tpm2-tools' own EK and ECC AK as contexts in the temp dir; swtpm has no resource manager, so flush. */
+  async function createToolsAk(ekExtra: string[] = [], akExtra: string[] = []) {
+    await tools('tpm2_createek', ['-c', 'ek.ctx', '-G', 'rsa', ...ekExtra])
+    await tools('tpm2_flushcontext', ['-t'])
+    await tools('tpm2_createak', [
+      '-C',
+      'ek.ctx',
+      '-c',
+      'ak.ctx',
+      '-G',
+      'ecc',
+      '-g',
+      'sha256',
+      '-s',
+      'ecdsa',
+      ...akExtra,
+    ])
+    await tools('tpm2_flushcontext', ['-t'])
+  }
+
   it('tpm2_checkquote verifies our quote, its qualifying data and PCR digest', async () => {
     const userData = randomBytes(32)
     const nonce = randomBytes(32)
@@ -47,10 +67,7 @@ describe('attestation cross-checked with tpm2-tools', function () {
     await writeFile(f('quote.sig'), quote.rawSig)
     // tpm2_checkquote's PCR file is tpm2_quote's in-memory dump; let tpm2-tools read the PCRs with a
     // throw-away AK of its own so it recomputes our quote's digest from values it read itself
-    await tools('tpm2_createek', ['-c', 'ek.ctx', '-G', 'rsa'])
-    await tools('tpm2_flushcontext', ['-t'])
-    await tools('tpm2_createak', ['-C', 'ek.ctx', '-c', 'ak.ctx', '-G', 'ecc', '-g', 'sha256', '-s', 'ecdsa'])
-    await tools('tpm2_flushcontext', ['-t'])
+    await createToolsAk()
     await tools('tpm2_quote', [
       '-c',
       'ak.ctx',
@@ -96,25 +113,7 @@ describe('attestation cross-checked with tpm2-tools', function () {
   it('a quote made by tpm2_createak + tpm2_quote verifies with our validator', async () => {
     const userData = createHash('sha256').update('key').digest()
     const nonce = randomBytes(32)
-    await tools('tpm2_createek', ['-c', 'ek.ctx', '-G', 'rsa', '-u', 'ek.pub'])
-    await tools('tpm2_flushcontext', ['-t'])
-    await tools('tpm2_createak', [
-      '-C',
-      'ek.ctx',
-      '-c',
-      'ak.ctx',
-      '-G',
-      'ecc',
-      '-g',
-      'sha256',
-      '-s',
-      'ecdsa',
-      '-u',
-      'ak.pub',
-      '-n',
-      'ak.name',
-    ])
-    await tools('tpm2_flushcontext', ['-t'])
+    await createToolsAk(['-u', 'ek.pub'], ['-u', 'ak.pub', '-n', 'ak.name'])
     await tools('tpm2_quote', [
       '-c',
       'ak.ctx',
