@@ -47,6 +47,8 @@ export function nodePaths(root = '/') {
     auditPolicy: at('etc/kubernetes/audit-policy.yaml'),
     auditLogDir: at('var/log/kubernetes/audit'),
     kubeletPki: at('run/state/kubelet/pki'),
+    kubeletClientCert: at('run/state/kubelet/pki/kubelet-client-crt.pem'),
+    kubeletClientKey: at('run/state/kubelet/pki/kubelet-client-key.pem'),
     /** TCG event log of the boot, attached to vTPM attestations when present (securityfs). */
     tpmEventLog: at('sys/kernel/security/tpm0/binary_bios_measurements'),
     /** 0700 scratch space for key files handed to child processes (tmpfs on a node). */

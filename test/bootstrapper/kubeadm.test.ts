@@ -10,13 +10,13 @@ import {
   renderKubeadmInitConfig,
   runKubeadmInit,
   skippedInitPhases,
+  kubeadmPaths,
   type KubeadmInitInput,
 } from '../../src/lib/bootstrapper/index.js'
 import { nodePaths } from '../../src/lib/paths.js'
 import { createRunner, runProcess, silentLogger } from '../../src/lib/system/index.js'
 
 function input(root: string, version: string, conformance = false): KubeadmInitInput {
-  const p = nodePaths(root)
   return {
     kubernetesVersion: version,
     clusterName: 'constell',
@@ -26,16 +26,7 @@ function input(root: string, version: string, conformance = false): KubeadmInitI
     certSANs: ['my.example', ''],
     serviceCIDR: '10.96.0.0/12',
     conformance,
-    paths: {
-      certificatesDir: p.kubernetesPki,
-      patchesDir: p.kubeadmPatchDir,
-      staticPodPath: p.manifestsDir,
-      auditPolicy: p.auditPolicy,
-      auditLogDir: p.auditLogDir,
-      kubeletCert: `${p.kubeletPki}/c.pem`,
-      kubeletKey: `${p.kubeletPki}/k.pem`,
-      kubeletCa: `${p.kubernetesPki}/ca.crt`,
-    },
+    paths: kubeadmPaths(nodePaths(root)),
   }
 }
 
@@ -156,11 +147,11 @@ describe('kubeadm', () => {
         ])
         expect(output.join('')).to.include('Your Kubernetes control-plane has initialized successfully!')
         expect(output.join(''), 'the admin key stays out of the log').not.to.include('client-key-data')
-        const kubelet = new X509Certificate(await readFile(path.join(root, 'run/state/kubelet/pki/c.pem')))
+        const kubelet = new X509Certificate(await readFile(nodePaths(root).kubeletClientCert))
         expect(kubelet.verify(ca.publicKey)).to.equal(true)
         expect(kubelet.subject).to.include('CN=system:node:cp-0')
         expect(kubelet.subjectAltName).to.include('DNS:cp-0').and.include('IP Address:10.0.0.2')
-        expect((await stat(path.join(root, 'run/state/kubelet/pki/k.pem'))).mode & 0o777).to.equal(0o600)
+        expect((await stat(nodePaths(root).kubeletClientKey)).mode & 0o777).to.equal(0o600)
       })
     }
     it('records kubeadm output of a failing phase and names the step', async () => {

@@ -9,7 +9,12 @@ export type { Component, InstallerDeps } from './installer.js'
 export { httpGet, MAX_REDIRECTS } from './http-get.js'
 export type { HttpGet, HttpResponse } from './http-get.js'
 export { extractTarGz, UnsafeArchiveError } from './tar-extract.js'
-export { renderKubeadmInitConfig, kubeadmApiVersion, skippedInitPhases } from './kubeadm-config.js'
+export {
+  renderKubeadmInitConfig,
+  kubeadmApiVersion,
+  kubeadmPaths,
+  skippedInitPhases,
+} from './kubeadm-config.js'
 export type { KubeadmInitInput } from './kubeadm-config.js'
 export { runKubeadmInit } from './kubeadm.js'
 export { LogCollector, chunk, LOG_CHUNK_BYTES } from './logs.js'

@@ -5,7 +5,7 @@ import type { NodeMember } from '../nodeconfig/index.js'
 import type { NodePaths } from '../paths.js'
 import type { Logger } from '../system/index.js'
 import type { Component } from './installer.js'
-import type { KubeadmInitInput } from './kubeadm-config.js'
+import { kubeadmPaths, type KubeadmInitInput } from './kubeadm-config.js'
 import { NodeLockedError, type NodeLock } from './node-lock.js'
 import { writeNodeState, writeServiceSecrets } from './node-state.js'
 
@@ -99,7 +99,6 @@ function deriveClusterSecrets(req: InitRequest) {
 }
 
 function kubeadmInput(req: InitRequest, deps: InitNodeDeps): KubeadmInitInput {
-  const p = deps.paths
   const lbHost = deps.loadBalancerEndpoint?.replace(/:\d+$/, '').replace(/^\[(.*)\]$/, '$1')
   return {
     kubernetesVersion: req.kubernetesVersion,
@@ -110,16 +109,7 @@ function kubeadmInput(req: InitRequest, deps: InitNodeDeps): KubeadmInitInput {
     certSANs: req.apiserverCertSans,
     serviceCIDR: req.serviceCidr || DEFAULT_SERVICE_CIDR,
     conformance: req.conformanceMode,
-    paths: {
-      certificatesDir: p.kubernetesPki,
-      patchesDir: p.kubeadmPatchDir,
-      staticPodPath: p.manifestsDir,
-      auditPolicy: p.auditPolicy,
-      auditLogDir: p.auditLogDir,
-      kubeletCert: `${p.kubeletPki}/kubelet-client-crt.pem`,
-      kubeletKey: `${p.kubeletPki}/kubelet-client-key.pem`,
-      kubeletCa: `${p.kubernetesPki}/ca.crt`,
-    },
+    paths: kubeadmPaths(deps.paths),
   }
 }
 

@@ -1,4 +1,5 @@
 /** The kubeadm init configuration: data in, multi-document YAML out (v1beta3 up to 1.30, v1beta4 from 1.31). */
+import type { NodePaths } from '../paths.js'
 import { compareVersions } from '../versions/index.js'
 import { stringifyYaml } from '../yaml/index.js'
 
@@ -21,6 +22,20 @@ export interface KubeadmInitInput {
     kubeletCert: string
     kubeletKey: string
     kubeletCa: string
+  }
+}
+
+/** Where kubeadm reads and writes on this node, all under the node root. */
+export function kubeadmPaths(p: NodePaths): KubeadmInitInput['paths'] {
+  return {
+    certificatesDir: p.kubernetesPki,
+    patchesDir: p.kubeadmPatchDir,
+    staticPodPath: p.manifestsDir,
+    auditPolicy: p.auditPolicy,
+    auditLogDir: p.auditLogDir,
+    kubeletCert: p.kubeletClientCert,
+    kubeletKey: p.kubeletClientKey,
+    kubeletCa: `${p.kubernetesPki}/ca.crt`,
   }
 }
 
