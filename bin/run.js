@@ -9,6 +9,6 @@ if (args.length === 1 && (args[0] === '--version' || args[0] === '-v')) {
     `${pkg.oclif.bin}/${pkg.version} ${process.platform}-${process.arch} node-${process.version}\n`,
   )
 } else {
-  const { execute } = await import('@oclif/core')
+  const { execute } = await import('../dist/cli.js')
   await execute({ dir: import.meta.url })
 }

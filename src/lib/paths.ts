@@ -1,5 +1,7 @@
 /** Every file name and node path the tool uses, in one place; node paths hang off a root. */
+import { existsSync } from 'node:fs'
 import path from 'node:path'
+import { fileURLToPath } from 'node:url'
 
 export const WORKSPACE_FILES = {
   config: 'constellation-conf.yaml',
@@ -58,3 +60,17 @@ export function nodePaths(root = '/') {
   } as const
 }
 export type NodePaths = ReturnType<typeof nodePaths>
+
+/**
+ * A file shipped in the package (templates/…). The package root is found by walking up from this
+ * module: it sits at a different depth in src/ (tsx) and in the bundled dist/ chunks.
+ */
+export function packageFile(...segments: string[]): string {
+  let dir = path.dirname(fileURLToPath(import.meta.url))
+  while (!existsSync(path.join(dir, 'package.json'))) {
+    const parent = path.dirname(dir)
+    if (parent === dir) throw new Error(`no package.json above ${fileURLToPath(import.meta.url)}`)
+    dir = parent
+  }
+  return path.join(dir, ...segments)
+}

@@ -1,6 +1,7 @@
 /** Embedded file bodies (systemd units, script prologue) from templates/bootstrapdata, read once by the caller. */
 import { readFile } from 'node:fs/promises'
-import { fileURLToPath } from 'node:url'
+import path from 'node:path'
+import { packageFile } from '../paths.js'
 
 export interface BootstrapTemplates {
   kubeadmUnit: string
@@ -9,11 +10,10 @@ export interface BootstrapTemplates {
   mountUnit: string
 }
 
-// src/lib/bootstrapdata and dist/lib/bootstrapdata both sit three levels below the package root.
-const TEMPLATE_DIR = new URL('../../../templates/bootstrapdata/', import.meta.url)
-
-export async function loadTemplates(dir: URL = TEMPLATE_DIR): Promise<BootstrapTemplates> {
-  const read = (name: string) => readFile(fileURLToPath(new URL(name, dir)), 'utf8')
+export async function loadTemplates(
+  dir: string = packageFile('templates', 'bootstrapdata'),
+): Promise<BootstrapTemplates> {
+  const read = (name: string) => readFile(path.join(dir, name), 'utf8')
   const [kubeadmUnit, kubeadmPrologue, mountUnit] = await Promise.all([
     read('kubeadm.service'),
     read('kubeadm-prologue.sh'),
