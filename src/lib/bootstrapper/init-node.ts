@@ -57,11 +57,29 @@ export async function initializeNode(req: InitRequest, deps: InitNodeDeps): Prom
   deps.onLocked()
   log.info('Node lock taken; PCR 15 now carries the cluster ID', { clusterId: clusterId.toString('hex') })
 
+  // Downloading the components needs nothing from the disk steps; both must finish before kubeadm.
+  const prepared = await Promise.allSettled([
+    prepareStateDisk(req, kms, measurementSecret, deps),
+    deps.install(req.kubernetesComponents).catch(wrapWith('installing Kubernetes components')),
+  ])
+  for (const step of prepared) if (step.status === 'rejected') throw step.reason
+  const kubeconfig = await deps.kubeadmInit(kubeadmInput(req, deps)).catch(wrapWith('running kubeadm init'))
+  log.info('Cluster initialized', { clusterId: clusterId.toString('hex') })
+  return { kubeconfig, clusterId }
+}
+
+/** Re-keys the state disk with the cluster's disk key, then writes what the node's services need. */
+async function prepareStateDisk(
+  req: InitRequest,
+  kms: ClusterKms,
+  measurementSecret: Buffer,
+  deps: InitNodeDeps,
+): Promise<void> {
   const uuid = await deps.disk.uuid().catch(wrapWith('reading the state disk UUID'))
   await deps.disk
     .changeKey(deps.initialKeyFile, kms.diskKey(uuid))
     .catch(wrapWith('setting the state disk key'))
-  log.info('State disk key set', { diskUUID: uuid.toLowerCase() })
+  deps.log.info('State disk key set', { diskUUID: uuid.toLowerCase() })
 
   await writeNodeState(deps.paths, 'ControlPlane', req.measurementSalt).catch(wrapWith('writing node state'))
   const master = parseClusterKmsUri(req.kmsUri)
@@ -71,11 +89,6 @@ export async function initializeNode(req: InitRequest, deps: InitNodeDeps): Prom
     measurementSecret,
     measurementSalt: req.measurementSalt,
   }).catch(wrapWith('writing service secrets'))
-
-  await deps.install(req.kubernetesComponents).catch(wrapWith('installing Kubernetes components'))
-  const kubeconfig = await deps.kubeadmInit(kubeadmInput(req, deps)).catch(wrapWith('running kubeadm init'))
-  log.info('Cluster initialized', { clusterId: clusterId.toString('hex') })
-  return { kubeconfig, clusterId }
 }
 
 function deriveClusterSecrets(req: InitRequest) {
