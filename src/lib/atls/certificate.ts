@@ -11,9 +11,9 @@ import type { Issuer, ValidationResult, Validator } from '../attestation/index.j
 import { AttestationError } from '../attestation/index.js'
 
 /**
- * The X.509 encoder (asn1 schemas: ~40 ms and ~5-8 MB to load) comes in on first use, so an idle
- * bootstrapper does without it; clients call preloadX509() as they connect, to load it while the
- * server is still producing its attestation.
+ * The X.509 encoder (asn1 schemas: ~40 ms and ~5-8 MB to load) is loaded apart from the rest:
+ * commands that never touch certificates skip it, clients call preloadX509() as they connect (it
+ * loads while the server produces its attestation), and the bootstrapper once it listens.
  */
 export const preloadX509 = () => import('./x509.js')
 
