@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // `--version` is answered before oclif loads: loading the framework alone costs about twice a bare
 // node start, and version checks run in scripts and health probes. The text matches oclif's.
+// `bootstrap run` (the node daemon under systemd) also skips oclif: see src/bootstrap-run.ts.
 const args = process.argv.slice(2)
 if (args.length === 1 && (args[0] === '--version' || args[0] === '-v')) {
   const { readFileSync } = await import('node:fs')
@@ -8,7 +9,12 @@ if (args.length === 1 && (args[0] === '--version' || args[0] === '-v')) {
   process.stdout.write(
     `${pkg.oclif.bin}/${pkg.version} ${process.platform}-${process.arch} node-${process.version}\n`,
   )
-} else {
+} else if (!(args[0] === 'bootstrap' && args[1] === 'run' && (await runDaemon(args.slice(2))))) {
   const { execute } = await import('../dist/cli.js')
   await execute({ dir: import.meta.url })
+}
+
+async function runDaemon(argv) {
+  const { runWithoutFramework } = await import('../dist/bootstrap-run.js')
+  return runWithoutFramework(argv)
 }

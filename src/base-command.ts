@@ -1,6 +1,6 @@
 /** The base of every command: `--json`, workspace flag, and the one place errors are rendered. */
 import { Command, Flags } from '@oclif/core'
-import { chainMessage, exitCodeOf, hintOf, ExitCode } from './lib/errors/index.js'
+import { exitCodeOf, ExitCode, renderError } from './lib/errors/index.js'
 
 export abstract class BaseCommand extends Command {
   static override enableJsonFlag = true
@@ -14,17 +14,9 @@ export abstract class BaseCommand extends Command {
     const own = exitCodeOf(err)
     const code = own === ExitCode.Bug && typeof err.oclif?.exit === 'number' ? err.oclif.exit : own
     if (code === 0) return
-    const message = chainMessage(err)
-    const hint = hintOf(err)
-    if (this.jsonEnabled()) {
-      this.logJson({ error: { message, hint, exitCode: code } })
-    }
-    this.logToStderr(`Error: ${message}${hint ? `\nHint: ${hint}` : ''}`)
-    if (code === ExitCode.Bug && process.env.CONSTELL_DEBUG !== '1' && err.stack) {
-      this.logToStderr('This is a bug; run with CONSTELL_DEBUG=1 for the stack trace.')
-    } else if (code === ExitCode.Bug && err.stack) {
-      this.logToStderr(err.stack)
-    }
+    const rendered = renderError(err, code)
+    if (this.jsonEnabled()) this.logJson(rendered.json)
+    for (const line of rendered.lines) this.logToStderr(line)
     process.exitCode = code
   }
 }

@@ -1,9 +1,10 @@
 import { Flags } from '@oclif/core'
 import { BaseCommand } from '../../base-command.js'
-import { createNodeBootstrapper, type BootstrapperConfig } from '../../lib/bootstrapper/index.js'
-import { CliError } from '../../lib/errors/index.js'
-import { loadNodeConfig, NODE_CONFIG_PATH } from '../../lib/nodeconfig/index.js'
+import { runBootstrapService } from '../../lib/bootstrapper/index.js'
+import { NODE_CONFIG_PATH } from '../../lib/nodeconfig/index.js'
 
+// bin/run.js starts this daemon through src/bootstrap-run.ts, without oclif; this class gives it
+// help, usage errors and a place in the command list. Flags here and there must stay the same.
 export default class BootstrapRun extends BaseCommand {
   static override description =
     'Run the node bootstrapper: serve Init over aTLS until the node is initialized (systemd runs it once per boot)'
@@ -15,18 +16,6 @@ export default class BootstrapRun extends BaseCommand {
 
   async run(): Promise<void> {
     const { flags } = await this.parse(BootstrapRun)
-    const config = (await loadNodeConfig(flags.config, {
-      require: ['initSecretHash', 'stateDisk', 'metadata'],
-    })) as BootstrapperConfig
-    const daemon = createNodeBootstrapper(config)
-    for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, () => void daemon.stop())
-    await daemon.start()
-    await daemon.done
-    if (daemon.outcome === 'failed')
-      throw new CliError(
-        'init failed after the node lock was taken; this node cannot be used',
-        1,
-        'recreate the node',
-      )
+    await runBootstrapService(flags.config)
   }
 }

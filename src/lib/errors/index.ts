@@ -58,6 +58,28 @@ export function hintOf(err: unknown): string | undefined {
   return undefined
 }
 
+export interface RenderedError {
+  /** Lines for stderr: the message chain, the hint, and for bugs how to see (or the) stack. */
+  lines: string[]
+  /** The `--json` form. */
+  json: { error: { message: string; hint?: string; exitCode: number } }
+}
+
+/** How every entry point shows an error: one rendering for the CLI framework and for the bare daemon. */
+export function renderError(
+  err: unknown,
+  exitCode = exitCodeOf(err),
+  debug = process.env.CONSTELL_DEBUG === '1',
+): RenderedError {
+  const message = chainMessage(err)
+  const hint = hintOf(err)
+  const lines = [`Error: ${message}`, ...(hint ? [`Hint: ${hint}`] : [])]
+  const stack = err instanceof Error ? err.stack : undefined
+  if (exitCode === ExitCode.Bug && stack)
+    lines.push(debug ? stack : 'This is a bug; run with CONSTELL_DEBUG=1 for the stack trace.')
+  return { lines, json: { error: { message, hint, exitCode } } }
+}
+
 /** Adds one layer of context: `context: cause message`, keeping the typed cause's exit code. */
 export function wrap(context: string, cause: unknown): Error {
   if (cause instanceof CliError) return new CliError(context, cause.exitCode, undefined, { cause })
