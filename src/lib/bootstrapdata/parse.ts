@@ -3,6 +3,13 @@
  * all of it at once; every problem names the object, the key path and the line.
  */
 import {
+  validateCluster,
+  validateHasMetadata,
+  validateKubeadmConfigSpec,
+  validateMachine,
+  validateSecret,
+} from '../../gen/schemas.js'
+import {
   parseYamlDocuments,
   YamlProblemsError,
   type Located,
@@ -11,7 +18,6 @@ import {
 } from '../yaml/index.js'
 import { checkSchema } from '../yaml/schema.js'
 import { parseKubernetesVersion } from './defaults.js'
-import { clusterSchema, kubeadmConfigSpecSchema, machineSchema, secretSchema } from './schema.js'
 import type { BootstrapObjects, Cluster, KubeadmConfigSpec, Machine, Origin } from './types.js'
 import { record, validateSpec, type SpecFormat } from './validate.js'
 
@@ -92,21 +98,21 @@ export function parseBootstrapObjects(text: string, file: string, opts: ParseOpt
 function checkObject(kind: string, doc: Record<string, unknown>): Problem[] {
   switch (kind) {
     case 'Cluster':
-      return checkSchema(clusterSchema, doc)
+      return checkSchema(validateCluster, doc)
     case 'Machine':
-      return checkSchema(machineSchema, doc)
+      return checkSchema(validateMachine, doc)
     case 'Secret':
-      return [...checkSchema(secretSchema, doc), ...checkSecretData(doc)]
+      return [...checkSchema(validateSecret, doc), ...checkSecretData(doc)]
     case 'KubeadmConfig':
       return [
-        ...checkSchema({ type: 'object', required: ['metadata'] }, doc),
-        ...checkSchema(kubeadmConfigSpecSchema, doc.spec ?? {}, ['spec']),
+        ...checkSchema(validateHasMetadata, doc),
+        ...checkSchema(validateKubeadmConfigSpec, doc.spec ?? {}, ['spec']),
       ]
     default: {
       const spec = record(record(record(doc.spec)?.template)?.spec) ?? {}
       return [
-        ...checkSchema({ type: 'object', required: ['metadata'] }, doc),
-        ...checkSchema(kubeadmConfigSpecSchema, spec, ['spec', 'template', 'spec']),
+        ...checkSchema(validateHasMetadata, doc),
+        ...checkSchema(validateKubeadmConfigSpec, spec, ['spec', 'template', 'spec']),
       ]
     }
   }

@@ -140,6 +140,9 @@ export const kubeadmConfigSpecSchema: JsonSchema = {
   },
 }
 
+/** KubeadmConfig(Template) at the top level; the spec has its own schema, checked at its own prefix. */
+export const hasMetadataSchema: JsonSchema = { type: 'object', required: ['metadata'] }
+
 export const clusterSchema: JsonSchema = {
   type: 'object',
   required: ['metadata'],

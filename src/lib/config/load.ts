@@ -1,11 +1,11 @@
 /** Loading and checking the workspace config and state: strict keys, positions in every error. */
 import { readFile } from 'node:fs/promises'
 import { isIP } from 'node:net'
+import { validateConfig, validateState } from '../../gen/schemas.js'
 import { CliError, isErrnoException } from '../errors/index.js'
 import { isSupportedVersion, resolveKubernetesVersion, supportedVersions } from '../versions/index.js'
 import { parseYaml, throwIfProblems, type Problem, type YamlSource } from '../yaml/index.js'
 import { checkSchema } from '../yaml/schema.js'
-import { configSchema, stateSchema } from './schema.js'
 import type { ClusterConfig, ClusterState } from './types.js'
 
 export async function readWorkspaceFile(file: string, what: string): Promise<string> {
@@ -33,7 +33,7 @@ export async function loadState(file: string): Promise<ClusterState> {
 
 export function parseConfig(text: string, file: string): ClusterConfig {
   const source = parseYaml(text, file)
-  const problems = checkSchema(configSchema, source.value)
+  const problems = checkSchema(validateConfig, source.value)
   problems.push(...checkConfigSemantics(source.value))
   throwIfProblems(source, problems)
   return withConfigDefaults(source.value as ClusterConfig)
@@ -41,7 +41,7 @@ export function parseConfig(text: string, file: string): ClusterConfig {
 
 export function parseState(text: string, file: string): ClusterState {
   const source: YamlSource = parseYaml(text, file)
-  const problems = checkSchema(stateSchema, source.value)
+  const problems = checkSchema(validateState, source.value)
   problems.push(...checkStateSemantics(source.value))
   throwIfProblems(source, problems)
   return withStateDefaults(source.value as ClusterState)

@@ -1,5 +1,6 @@
 /** The node config: what a node's `bootstrap run` and `verifyservice` read at start. */
 import { isIP } from 'node:net'
+import { validateNodeConfig } from '../../gen/schemas.js'
 import { isHostPort, readWorkspaceFile } from '../config/load.js'
 import { nodePaths } from '../paths.js'
 import { parseYaml, throwIfProblems, type Problem } from '../yaml/index.js'
@@ -50,7 +51,7 @@ export async function loadNodeConfig(file: string, opts: LoadNodeConfigOptions =
 
 export function parseNodeConfig(text: string, file: string, opts: LoadNodeConfigOptions = {}): NodeConfig {
   const source = parseYaml(text, file)
-  const problems = checkSchema(nodeConfigSchema, source.value)
+  const problems = checkSchema(validateNodeConfig, source.value)
   const raw = (typeof source.value === 'object' && source.value !== null ? source.value : {}) as Record<
     string,
     unknown

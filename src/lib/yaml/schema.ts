@@ -1,18 +1,15 @@
-/** JSON-Schema checks whose findings come back as Problems with key paths (positions added by the loader). */
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv'
+/**
+ * JSON-Schema checks whose findings come back as Problems with key paths (positions added by the loader).
+ * The validators are compiled at development time (`npm run schemas` writes src/gen/schemas.ts):
+ * compiling them here cost ~60 ms on the first check of every run.
+ */
+import type { ErrorObject } from 'ajv'
+import type { StandaloneValidate } from '../../gen/schemas.js'
 import type { KeyPath, Problem } from './index.js'
 
 export type JsonSchema = Record<string, unknown>
 
-const ajv = new Ajv({ allErrors: true, strict: false })
-const compiled = new WeakMap<JsonSchema, ValidateFunction>()
-
-export function checkSchema(schema: JsonSchema, value: unknown, prefix: KeyPath = []): Problem[] {
-  let validate = compiled.get(schema)
-  if (!validate) {
-    validate = ajv.compile(schema)
-    compiled.set(schema, validate)
-  }
+export function checkSchema(validate: StandaloneValidate, value: unknown, prefix: KeyPath = []): Problem[] {
   if (validate(value)) return []
   return dedupe((validate.errors ?? []).filter(isUseful).map((e) => toProblem(e, prefix)))
 }
