@@ -4,7 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=src/gen
-rm -rf "$out" && mkdir -p "$out"
+# Only protoc's files: src/gen/schemas.ts comes from scripts/gen-schemas.ts.
+mkdir -p "$out"
+for f in proto/*.proto; do rm -f "$out/$(basename "$f" .proto).ts"; done
 protoc \
   --plugin=protoc-gen-ts_proto="${PROTO_PLUGIN:-node_modules/.bin/protoc-gen-ts_proto}" \
   --ts_proto_out="$out" \
