@@ -57,6 +57,7 @@ describe('bootstrap run: the framework-free daemon entry', () => {
         const framework = await runThroughOclif(['bootstrap', 'run', '--config', file])
         expect(bare.code).to.equal(1)
         expect(bare.stderr).to.include(file)
+        if (!body) expect(bare.stderr).to.include('Hint: pass --config with the node config file')
         expect({ code: bare.code, stderr: bare.stderr }).to.deep.equal({
           code: framework.code,
           stderr: framework.stderr,

@@ -8,27 +8,28 @@ import { parseYaml, throwIfProblems, type Problem, type YamlSource } from '../ya
 import { checkSchema } from '../yaml/schema.js'
 import type { ClusterConfig, ClusterState } from './types.js'
 
-export async function readWorkspaceFile(file: string, what: string): Promise<string> {
+const WORKSPACE_HINT = 'run `constellation config generate qemu` first, or pass -C <workspace>'
+
+/** Reads a config file; `missingHint` says what to do when it is absent. */
+export async function readConfigFile(
+  file: string,
+  what: string,
+  missingHint = WORKSPACE_HINT,
+): Promise<string> {
   try {
     return await readFile(file, 'utf8')
   } catch (err) {
-    if (isErrnoException(err, 'ENOENT')) {
-      throw new CliError(
-        `${what} ${file} does not exist`,
-        1,
-        'run `constellation config generate qemu` first, or pass -C <workspace>',
-      )
-    }
+    if (isErrnoException(err, 'ENOENT')) throw new CliError(`${what} ${file} does not exist`, 1, missingHint)
     throw new CliError(`reading ${what} ${file}`, 1, undefined, { cause: err })
   }
 }
 
 export async function loadConfig(file: string): Promise<ClusterConfig> {
-  return parseConfig(await readWorkspaceFile(file, 'config'), file)
+  return parseConfig(await readConfigFile(file, 'config'), file)
 }
 
 export async function loadState(file: string): Promise<ClusterState> {
-  return parseState(await readWorkspaceFile(file, 'state'), file)
+  return parseState(await readConfigFile(file, 'state'), file)
 }
 
 export function parseConfig(text: string, file: string): ClusterConfig {

@@ -1,7 +1,7 @@
 /** The node config: what a node's `bootstrap run` and `verifyservice` read at start. */
 import { isIP } from 'node:net'
 import { validateNodeConfig } from '../../gen/schemas.js'
-import { isHostPort, readWorkspaceFile } from '../config/load.js'
+import { isHostPort, readConfigFile } from '../config/load.js'
 import { nodePaths } from '../paths.js'
 import { parseYaml, throwIfProblems, type Problem } from '../yaml/index.js'
 import { checkSchema } from '../yaml/schema.js'
@@ -46,7 +46,15 @@ export interface LoadNodeConfigOptions {
 }
 
 export async function loadNodeConfig(file: string, opts: LoadNodeConfigOptions = {}): Promise<NodeConfig> {
-  return parseNodeConfig(await readWorkspaceFile(file, 'node config'), file, opts)
+  return parseNodeConfig(
+    await readConfigFile(
+      file,
+      'node config',
+      'pass --config with the node config file (its keys are in the README, "Initialize a cluster")',
+    ),
+    file,
+    opts,
+  )
 }
 
 export function parseNodeConfig(text: string, file: string, opts: LoadNodeConfigOptions = {}): NodeConfig {
