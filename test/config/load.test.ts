@@ -111,6 +111,16 @@ describe('config loading', () => {
     expect(got.join('\n')).to.contain('infrastructure.clusterEndpoint: "http://x" is not a host or host:port')
   })
 
+  it('state: an init secret shorter than 16 bytes is refused at its line', () => {
+    const secret = '41'.repeat(32)
+    expect(validState).to.include(secret)
+    const short = validState.replace(secret, 'ab'.repeat(15))
+    expect(() => parseState(short, 's.yaml')).to.throw(
+      /s\.yaml:\d+:\d+: infrastructure\.initSecret: is 15 bytes; an init secret needs at least 16 random bytes/,
+    )
+    expect(() => parseState(validState.replace(secret, 'ab'.repeat(16)), 's.yaml')).not.to.throw()
+  })
+
   it('the error message names the file, line and key path', () => {
     expect(() =>
       parseConfig(

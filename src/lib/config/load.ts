@@ -3,6 +3,7 @@ import { readFile } from 'node:fs/promises'
 import { isIP } from 'node:net'
 import { validateConfig, validateState } from '../../gen/schemas.js'
 import { CliError, isErrnoException } from '../errors/index.js'
+import { INIT_SECRET_LENGTH, MIN_INIT_SECRET_BYTES } from '../kms/init-secret.js'
 import { isSupportedVersion, resolveKubernetesVersion, supportedVersions } from '../versions/index.js'
 import { parseYaml, throwIfProblems, type Problem, type YamlSource } from '../yaml/index.js'
 import { checkSchema } from '../yaml/schema.js'
@@ -85,6 +86,19 @@ function checkStateSemantics(value: unknown): Problem[] {
     problems.push({
       path: ['infrastructure', 'clusterEndpoint'],
       message: `${JSON.stringify(endpoint)} is not a host or host:port`,
+    })
+  }
+  // The node's bcrypt hash of it has a low cost because the secret itself is long and random
+  // (src/lib/kms/init-secret.ts); a short hand-written one would not hold up to guessing.
+  const secret = isRecord(infra) ? infra.initSecret : undefined
+  if (
+    typeof secret === 'string' &&
+    /^([0-9a-fA-F]{2})+$/.test(secret) &&
+    secret.length < 2 * MIN_INIT_SECRET_BYTES
+  ) {
+    problems.push({
+      path: ['infrastructure', 'initSecret'],
+      message: `is ${secret.length / 2} bytes; an init secret needs at least ${MIN_INIT_SECRET_BYTES} random bytes (config generate makes ${INIT_SECRET_LENGTH})`,
     })
   }
   return problems

@@ -23,4 +23,6 @@ export {
   checkInitSecret,
   initSecretPassword,
   INIT_SECRET_LENGTH,
+  INIT_SECRET_BCRYPT_COST,
+  MIN_INIT_SECRET_BYTES,
 } from './init-secret.js'
