@@ -58,7 +58,12 @@ export async function createLuksImage(dir: string) {
   return { image, initialKeyFile, initialKey }
 }
 
-export async function startLocalNode(): Promise<LocalNode> {
+export interface LocalNodeOptions {
+  /** bcrypt cost of the node's init secret hash: tests use 4 for speed, the bench production's 10. */
+  initSecretCost?: number
+}
+
+export async function startLocalNode(opts: LocalNodeOptions = {}): Promise<LocalNode> {
   const { dir, cleanup } = await makeTempDir()
   const root = path.join(dir, 'root')
   const workspace = path.join(dir, 'ws')
@@ -91,7 +96,7 @@ export async function startLocalNode(): Promise<LocalNode> {
     ]
     await writeFile(paths.config, stringifyYaml(config))
     const state = (await readFile(paths.state, 'utf8')).match(/initSecret: (\w+)/)?.[1] ?? ''
-    const initSecretHash = await hashInitSecret(Buffer.from(state, 'hex'), 4)
+    const initSecretHash = await hashInitSecret(Buffer.from(state, 'hex'), opts.initSecretCost ?? 4)
     return {
       dir,
       root,
