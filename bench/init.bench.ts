@@ -1,16 +1,15 @@
 /**
  * Init overhead on loopback: `constellation init` process start → kubeconfig written, against a real
  * `bootstrap run` process with swtpm, cryptsetup on an image file and the kubeadm contract fake.
- * The node's init secret hash has production's bcrypt cost (10), as
- * `config init-secret-hash` writes it. Also the bootstrapper's resident memory, idle and peak. The fake's own time (four node processes
- * that generate RSA keys) is reported apart, from the durations the bootstrapper logs for each run.
+ * The node's init secret hash has the cost `config init-secret-hash` writes. Also the bootstrapper's
+ * resident memory, idle and peak. The fake's own time (four node processes that generate RSA keys)
+ * is reported apart, from the durations the bootstrapper logs for each run.
  */
 import { spawn } from 'node:child_process'
 import { readFile, stat, writeFile } from 'node:fs/promises'
 import { connect, createServer } from 'node:net'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { INIT_SECRET_BCRYPT_COST } from '../src/lib/kms/index.js'
 import { workspacePaths } from '../src/lib/paths.js'
 import { stringifyYaml } from '../src/lib/yaml/index.js'
 import { setClusterEndpoint, startLocalNode } from '../test/init/harness.js'
@@ -53,7 +52,7 @@ function runCli(args: string[]): Promise<{ code: number | null; stderr: string }
 }
 
 async function oneRun() {
-  const node = await startLocalNode({ initSecretCost: INIT_SECRET_BCRYPT_COST })
+  const node = await startLocalNode()
   try {
     const port = await freePort()
     const nodeConfig = path.join(node.dir, 'node-config.yaml')

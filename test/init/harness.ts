@@ -58,12 +58,7 @@ export async function createLuksImage(dir: string) {
   return { image, initialKeyFile, initialKey }
 }
 
-export interface LocalNodeOptions {
-  /** bcrypt cost of the node's init secret hash: tests use 4 for speed, the bench production's 10. */
-  initSecretCost?: number
-}
-
-export async function startLocalNode(opts: LocalNodeOptions = {}): Promise<LocalNode> {
+export async function startLocalNode(): Promise<LocalNode> {
   const { dir, cleanup } = await makeTempDir()
   const root = path.join(dir, 'root')
   const workspace = path.join(dir, 'ws')
@@ -96,7 +91,7 @@ export async function startLocalNode(opts: LocalNodeOptions = {}): Promise<Local
     ]
     await writeFile(paths.config, stringifyYaml(config))
     const state = (await readFile(paths.state, 'utf8')).match(/initSecret: (\w+)/)?.[1] ?? ''
-    const initSecretHash = await hashInitSecret(Buffer.from(state, 'hex'), opts.initSecretCost ?? 4)
+    const initSecretHash = await hashInitSecret(Buffer.from(state, 'hex')) // production's cost, as config init-secret-hash writes it
     return {
       dir,
       root,
