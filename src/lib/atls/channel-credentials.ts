@@ -59,8 +59,10 @@ function attestedConnect(socket: Socket, opts: AttestedChannelOptions): Promise<
       servername: encodeNonce(nonce),
       ALPNProtocols: ['h2'],
       minVersion: 'TLSv1.2',
-      // the peer is self-signed by design; trust comes from the attestation checked below
+      // the peer is self-signed by design; trust comes from the attestation checked below, so no
+      // CA is trusted (and Node skips building its root store: ~40 ms without NODE_EXTRA_CA_CERTS)
       rejectUnauthorized: false,
+      ca: [],
       ...(opts.clientCertificate
         ? { cert: opts.clientCertificate.certPem, key: opts.clientCertificate.keyPem }
         : {}),
