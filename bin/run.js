@@ -10,6 +10,9 @@ if (args.length === 1 && (args[0] === '--version' || args[0] === '-v')) {
     `${pkg.oclif.bin}/${pkg.version} ${process.platform}-${process.arch} node-${process.version}\n`,
   )
 } else if (!(args[0] === 'bootstrap' && args[1] === 'run' && (await runDaemon(args.slice(2))))) {
+  // oclif would load semver on every start to compare Node with package.json's engines (~8 ms);
+  // npm checks engines at install time.
+  process.env.OCLIF_DISABLE_ENGINE_WARNING ??= '1'
   const { execute } = await import('../dist/cli.js')
   await execute({ dir: import.meta.url })
 }

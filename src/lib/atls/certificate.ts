@@ -13,9 +13,19 @@ import { AttestationError } from '../attestation/index.js'
 /**
  * The X.509 encoder (asn1 schemas: ~40 ms and ~5-8 MB to load) is loaded apart from the rest:
  * commands that never touch certificates skip it, clients call preloadX509() as they connect (it
- * loads while the server produces its attestation), and the bootstrapper once it listens.
+ * loads while the server produces its attestation), servers prepareCertificateEncoder() once they
+ * listen.
  */
 export const preloadX509 = () => import('./x509.js')
+
+/**
+ * For servers: loads the encoder and encodes one throwaway certificate. The first encode fills
+ * asn1-schema's per-class schema cache and compiles the encoder (~30 ms), which would otherwise
+ * be spent inside the first handshake.
+ */
+export async function prepareCertificateEncoder(): Promise<void> {
+  await createAttestedCertificate(undefined, Buffer.alloc(32))
+}
 
 export const CERT_VALIDITY_SLACK_MS = 2 * 60 * 60 * 1000
 const COMMON_NAME = 'Constellation'

@@ -9,7 +9,7 @@ export {
   verifyAttestedCertificate,
   userDataOf,
   CERT_VALIDITY_SLACK_MS,
-  preloadX509,
+  prepareCertificateEncoder,
 } from './certificate.js'
 export type { AttestedCertificate } from './certificate.js'
 export { encodeNonce, decodeNonce, NONCE_BYTES } from './nonce.js'

@@ -1,7 +1,7 @@
 /** The node bootstrapper daemon: refuses a bootstrapped node, serves Init until one Init took the node lock. */
 import { Server, type ServerCredentials } from '@grpc/grpc-js'
 import { APIService } from '../../gen/init.js'
-import { preloadX509 } from '../atls/index.js'
+import { prepareCertificateEncoder } from '../atls/index.js'
 import { CliError } from '../errors/index.js'
 import { splitHostPort, type NodeConfig } from '../nodeconfig/index.js'
 import { nodePaths } from '../paths.js'
@@ -133,8 +133,8 @@ export class Bootstrapper {
       ?.start(this.lock)
       .then(() => (this.lock.isLocked && !this.nodeLocked ? this.stop() : undefined))
     this.io.log.info('Init server listening', { address: `${host}:${bound}` })
-    // The first handshake needs the certificate encoder; load it now rather than while an operator waits.
-    void preloadX509().catch(() => {}) // a load failure surfaces in that handshake
+    // The first handshake needs the certificate encoder; prepare it now rather than while an operator waits.
+    void prepareCertificateEncoder().catch(() => {}) // a failure surfaces in that handshake
     return `${host}:${bound}`
   }
 
