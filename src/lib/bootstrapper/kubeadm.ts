@@ -32,11 +32,16 @@ export async function runKubeadmInit(input: KubeadmInitInput, deps: KubeadmDeps)
   try {
     await writeFile(config, renderKubeadmInitConfig(input), { mode: 0o600 })
     const kubeadm = (step: string, args: string[]) => runStep(step, args, deps)
+    // The kubelet's key and extensions are made while kubeadm runs; only the CA signature waits for it.
+    const kubeletCert = startKubeletCert(input, deps)
+    kubeletCert.catch(() => {}) // awaited (and reported) after the certificates phase
     await kubeadm('preflight', ['init', 'phase', 'preflight', '-v=5', '--config', config])
     await kubeadm('certificates', ['init', 'phase', 'certs', 'all', '-v=5', '--config', config])
-    await writeKubeletCert(input, deps).catch((cause: unknown) => {
-      throw new Error('issuing the kubelet certificate', { cause })
-    })
+    await kubeletCert
+      .then((prepared) => writeKubeletCert(input, prepared))
+      .catch((cause: unknown) => {
+        throw new Error('issuing the kubelet certificate', { cause })
+      })
     // kubeadm refuses to write static pod manifests into a non-empty directory.
     await rm(paths.manifestsDir, { recursive: true, force: true })
     await mkdir(paths.manifestsDir, { recursive: true })
@@ -63,18 +68,26 @@ export async function runKubeadmInit(input: KubeadmInitInput, deps: KubeadmDeps)
   }
 }
 
-/** kubeadm does not sign the kubelet's certificate; the KubeletConfiguration points at this one. */
-async function writeKubeletCert(input: KubeadmInitInput, deps: KubeadmDeps): Promise<void> {
-  const pki = input.paths.certificatesDir
-  // loaded here, not at start: an idle bootstrapper has no use for the X.509 encoder
-  const { issueKubeletCert } = await import('./kubelet-cert.js')
-  const { certPem, keyPem } = await issueKubeletCert({
-    caCertPem: await readFile(path.join(pki, 'ca.crt'), 'utf8'),
-    caKeyPem: await readFile(path.join(pki, 'ca.key'), 'utf8'),
+async function startKubeletCert(input: KubeadmInitInput, deps: KubeadmDeps) {
+  // loaded here, not at start: an idle bootstrapper has no use for the kubelet certificate code
+  const { prepareKubeletCert } = await import('./kubelet-cert.js')
+  return prepareKubeletCert({
     nodeName: input.nodeName,
     ips: [input.nodeIP],
     now: (deps.now ?? (() => new Date()))(),
   })
+}
+
+/** kubeadm does not sign the kubelet's certificate; the KubeletConfiguration points at this one. */
+async function writeKubeletCert(
+  input: KubeadmInitInput,
+  prepared: Awaited<ReturnType<typeof startKubeletCert>>,
+): Promise<void> {
+  const pki = input.paths.certificatesDir
+  const { certPem, keyPem } = prepared.sign(
+    await readFile(path.join(pki, 'ca.crt'), 'utf8'),
+    await readFile(path.join(pki, 'ca.key'), 'utf8'),
+  )
   await mkdir(path.dirname(input.paths.kubeletCert), { recursive: true })
   await writeFile(input.paths.kubeletCert, certPem, { mode: 0o644 })
   await writeFile(input.paths.kubeletKey, keyPem, { mode: 0o600 })

@@ -35,33 +35,49 @@ export interface KubeletCertInput {
   now: Date
 }
 
+export type KubeletCertRequest = Omit<KubeletCertInput, 'caCertPem' | 'caKeyPem'>
+
 /** An ECDSA P-256 key and a certificate for it from the cluster CA (RSA or ECDSA P-256 CA key). */
 export async function issueKubeletCert(
   input: KubeletCertInput,
 ): Promise<{ certPem: string; keyPem: string }> {
-  const { publicKey, privateKey } = await generateEcKeyPair('ec', { namedCurve: 'P-256' })
-  // the issuer field repeats the CA's subject exactly as encoded, so every verifier chains it
-  const ca = parseCertificate(new X509Certificate(input.caCertPem).raw)
-  const der = signCertificate(
-    {
-      serialNumber: randomSerialNumber(),
-      subject: distinguishedName([
-        ['CN', `system:node:${input.nodeName}`],
-        ['O', 'system:nodes'],
-      ]),
-      issuer: ca.tbsCertificate.subject,
-      notBefore: new Date(input.now.getTime() - BACKDATE_MS),
-      notAfter: new Date(input.now.getTime() + VALIDITY_MS),
-      publicKey,
-      extensions: kubeletExtensions(input),
-    },
-    createPrivateKey(input.caKeyPem),
-  )
-  const keyPem = privateKey.export({ type: 'sec1', format: 'pem' }).toString()
-  return { certPem: toPem(der), keyPem }
+  return (await prepareKubeletCert(input)).sign(input.caCertPem, input.caKeyPem)
 }
 
-function kubeletExtensions(input: KubeletCertInput): CertificateExtension[] {
+/**
+ * Everything but the CA's signature: the key and the extensions. The bootstrapper prepares this
+ * while kubeadm creates the CA, and signs once the CA exists.
+ */
+export async function prepareKubeletCert(input: KubeletCertRequest) {
+  const { publicKey, privateKey } = await generateEcKeyPair('ec', { namedCurve: 'P-256' })
+  const subject = distinguishedName([
+    ['CN', `system:node:${input.nodeName}`],
+    ['O', 'system:nodes'],
+  ])
+  const extensions = kubeletExtensions(input)
+  return {
+    sign(caCertPem: string, caKeyPem: string): { certPem: string; keyPem: string } {
+      // the issuer field repeats the CA's subject exactly as encoded, so every verifier chains it
+      const ca = parseCertificate(new X509Certificate(caCertPem).raw)
+      const der = signCertificate(
+        {
+          serialNumber: randomSerialNumber(),
+          subject,
+          issuer: ca.tbsCertificate.subject,
+          notBefore: new Date(input.now.getTime() - BACKDATE_MS),
+          notAfter: new Date(input.now.getTime() + VALIDITY_MS),
+          publicKey,
+          extensions,
+        },
+        createPrivateKey(caKeyPem),
+      )
+      const keyPem = privateKey.export({ type: 'sec1', format: 'pem' }).toString()
+      return { certPem: toPem(der), keyPem }
+    },
+  }
+}
+
+function kubeletExtensions(input: KubeletCertRequest): CertificateExtension[] {
   const der = (value: object) => new Uint8Array(AsnConvert.serialize(value))
   return [
     {
