@@ -41,10 +41,15 @@ describe('state disk (real cryptsetup on an image file)', function () {
       expect(argv).not.to.include(newKey.toString(encoding))
       expect(argv).not.to.include(disk0.initialKey.toString(encoding))
     }
+    // Re-keying keeps the UUID: the second question is answered without cryptsetup.
+    expect(await disk.uuid()).to.equal(uuid)
+    expect(spyArgv.filter((a) => a[1] === 'luksUUID')).to.have.length(1)
   })
 
   it('names the command and exit code when cryptsetup fails', async () => {
     const disk = new CryptsetupDisk(path.join(dir, 'missing.img'), createRunner(), path.join(dir, 's'))
     await expect(disk.uuid()).to.be.rejectedWith(/cryptsetup luksUUID .*missing.img exited with code \d+/)
+    // a failure is not remembered: the next call asks cryptsetup again
+    await expect(disk.uuid()).to.be.rejectedWith(/cryptsetup luksUUID/)
   })
 })

@@ -57,6 +57,7 @@ export class Bootstrapper {
   private nodeLocked = false
   private readonly lock: NodeLock
   private readonly handler: InitHandler
+  private readonly disk: CryptsetupDisk
   private finished!: () => void
   /** Resolves once the server stopped: after the Init that took the node lock, or after stop(). */
   readonly done = new Promise<void>((resolve) => (this.finished = resolve))
@@ -68,7 +69,7 @@ export class Bootstrapper {
     const paths = nodePaths(config.root)
     this.lock = new NodeLock({ extendPcr: (index, digest) => extendPcr(io.openTpm, index, digest) })
     const log = io.log.child('init-server')
-    const disk = new CryptsetupDisk(
+    this.disk = new CryptsetupDisk(
       config.stateDisk.device,
       io.runner,
       paths.runtimeDir,
@@ -82,7 +83,7 @@ export class Bootstrapper {
           this.nodeLocked = true
           void io.joinClient?.stop()
         },
-        disk,
+        disk: this.disk,
         initialKeyFile: config.stateDisk.initialKeyFile,
         paths,
         self: config.metadata.self,
@@ -135,6 +136,7 @@ export class Bootstrapper {
     this.io.log.info('Init server listening', { address: `${host}:${bound}` })
     // The first handshake needs the certificate encoder; prepare it now rather than while an operator waits.
     void prepareCertificateEncoder().catch(() => {}) // a failure surfaces in that handshake
+    void this.disk.uuid().catch(() => {}) // likewise: read now, so that init need not wait for it
     return `${host}:${bound}`
   }
 

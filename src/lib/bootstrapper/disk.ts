@@ -20,11 +20,16 @@ export class CryptsetupDisk {
     private readonly pbkdf?: PbkdfSettings,
   ) {}
 
+  private knownUuid?: string
+
+  /** The LUKS UUID as cryptsetup reports it. Re-keying keeps it, so the first answer is kept. */
   async uuid(): Promise<string> {
+    if (this.knownUuid) return this.knownUuid
     const { stdout } = await this.runner.run(CRYPTSETUP, ['luksUUID', this.device])
     const uuid = stdout.trim()
     if (!/^[0-9a-fA-F-]{36}$/.test(uuid))
       throw new Error(`cryptsetup reported UUID ${JSON.stringify(uuid)} for ${this.device}`)
+    this.knownUuid = uuid
     return uuid
   }
 
