@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { Flags } from '@oclif/core'
 import { BaseCommand } from '../../base-command.js'
 import { UsageError } from '../../lib/errors/index.js'
+import { parseDuration } from '../../lib/system/index.js'
 import {
   DEFAULT_MAX_USER_DATA_BYTES,
   DEFAULT_PRESIGN_SECONDS,
@@ -9,7 +10,6 @@ import {
   createS3Store,
   generateBootstrapData,
   loadTemplates,
-  parseDuration,
   readInputFile,
   registerTokenSecret,
   type GenerateResult,

@@ -7,4 +7,4 @@ export { createS3Store, DEFAULT_MAX_USER_DATA_BYTES, DEFAULT_PRESIGN_SECONDS } f
 export { registerTokenSecret } from './tokens.js'
 export { OUTPUT_FORMATS, isOutputFormat } from './types.js'
 export type { OutputFormat } from './types.js'
-export { parseDuration, readInputFile } from './io.js'
+export { readInputFile } from './io.js'
