@@ -1,12 +1,9 @@
 import { Flags } from '@oclif/core'
 import { BaseCommand } from '../base-command.js'
-import { validatorForConfig } from '../lib/attestation/index.js'
-import { createAttestedChannelCredentials } from '../lib/atls/index.js'
-import { UsageError } from '../lib/errors/index.js'
-import { initCluster, type InitResult } from '../lib/init/index.js'
-import { createLogger } from '../lib/system/index.js'
-import { processTerminal } from '../lib/ui/index.js'
+import { initSummary, runInit, type InitResult } from '../lib/init/index.js'
 
+// bin/run.js runs init through src/init-run.ts, without oclif; this class gives it help, usage
+// errors and a place in the command list. Flags here and there must stay the same (tested).
 export default class Init extends BaseCommand {
   static override description = 'Initialize the cluster: attest the first node and bootstrap Kubernetes on it'
   static override examples = [
@@ -28,38 +25,8 @@ export default class Init extends BaseCommand {
 
   async run(): Promise<InitResult> {
     const { flags } = await this.parse(Init)
-    const terminal = processTerminal()
-    const result = await initCluster(
-      {
-        workspace: flags.workspace,
-        conformance: flags.conformance,
-        mergeKubeconfig: flags['merge-kubeconfig'],
-        timeoutMs: parseDuration(flags.timeout),
-        quiet: this.jsonEnabled(),
-      },
-      {
-        terminal,
-        credentials: (config) =>
-          createAttestedChannelCredentials({ validators: [validatorForConfig(config)] }),
-        log: createLogger({ format: 'text', level: process.env.CONSTELL_DEBUG === '1' ? 'debug' : 'warn' }),
-      },
-    )
-    this.log('Your Constellation cluster was successfully initialized.')
-    this.log(`  Cluster identifier        ${result.clusterID}`)
-    this.log(`  Kubernetes configuration  ${result.kubeconfig}`)
-    this.log(`  Master secret             ${result.masterSecret} (keep it safe: it recovers the cluster)`)
-    this.log(
-      result.mergedInto
-        ? `Merged into ${result.mergedInto}; its current context is the new cluster.`
-        : `To use the cluster: export KUBECONFIG="${result.kubeconfig}"`,
-    )
+    const result = await runInit({ ...flags, json: this.jsonEnabled() })
+    for (const line of initSummary(result)) this.log(line)
     return result
   }
-}
-
-function parseDuration(text: string): number {
-  const m = /^(\d+)(ms|s|m|h)$/.exec(text)
-  if (!m) throw new UsageError(`--timeout ${JSON.stringify(text)} is not a duration like 90s or 5m`)
-  const unit = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 }[m[2] as 'ms' | 's' | 'm' | 'h']
-  return Number(m[1]) * unit
 }

@@ -1,0 +1,46 @@
+/**
+ * `constellation init` without the CLI framework. Loading oclif and its plugin manifests is about
+ * 90 ms of every init, a third of the CLI's share of the operator's wait, while init's flags are
+ * few and fixed. Anything but those flags goes to oclif, which owns help and usage errors for the
+ * same command (src/commands/init.ts); both run src/lib/init's runInit and print the same output.
+ */
+import { format, parseArgs } from 'node:util'
+import { exitCodeOf, renderError } from './lib/errors/index.js'
+import { initSummary, runInit } from './lib/init/index.js'
+
+/** The flags of `init`, as node:util's parseArgs reads them; the oclif command has the same. */
+export const INIT_FLAGS = {
+  workspace: { type: 'string', short: 'C', default: '.' },
+  yes: { type: 'boolean', short: 'y', default: false },
+  conformance: { type: 'boolean', default: false },
+  'merge-kubeconfig': { type: 'boolean', default: false },
+  timeout: { type: 'string', default: '5m' },
+  json: { type: 'boolean', default: false },
+} as const
+
+// What oclif's `this.log` and `logJson` write (console.log of util.format; JSON with 2 spaces).
+const print = (line: string) => process.stdout.write(`${format(line)}\n`)
+const printJson = (value: unknown) => process.stdout.write(`${JSON.stringify(value, null, 2)}\n`)
+
+/** Runs init for plain flags; false when argv needs oclif (help, unknown flags, arguments). */
+export async function runWithoutFramework(argv: string[]): Promise<boolean> {
+  let flags
+  try {
+    flags = parseArgs({ args: argv, options: INIT_FLAGS, strict: true }).values
+  } catch {
+    return false
+  }
+  try {
+    const result = await runInit(flags)
+    if (flags.json) printJson(result)
+    else initSummary(result).forEach(print)
+  } catch (err) {
+    const code = exitCodeOf(err)
+    const rendered = renderError(err, code)
+    // with --json the error is the JSON on stdout only, as oclif's logToStderr stays quiet then
+    if (flags.json) printJson(rendered.json)
+    else for (const line of rendered.lines) process.stderr.write(`${line}\n`)
+    process.exitCode = code
+  }
+  return true
+}

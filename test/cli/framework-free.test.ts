@@ -1,0 +1,201 @@
+/**
+ * bin/run.js starts `bootstrap run` and `init` without oclif (src/bootstrap-run.ts,
+ * src/init-run.ts). These tests hold each pair of entries to one behaviour: same flags, same
+ * output and exit code (success, failure, --json), help and usage errors from oclif, and bundles
+ * that really leave the framework out.
+ */
+import { spawn } from 'node:child_process'
+import { cp, readFile, writeFile } from 'node:fs/promises'
+import { connect, createServer } from 'node:net'
+import path from 'node:path'
+import type { Interfaces } from '@oclif/core'
+import { DAEMON_FLAGS } from '../../src/bootstrap-run.js'
+import BootstrapRun from '../../src/commands/bootstrap/run.js'
+import Init from '../../src/commands/init.js'
+import { INIT_FLAGS } from '../../src/init-run.js'
+import { stringifyYaml } from '../../src/lib/yaml/index.js'
+import { expect } from '../support/chai.js'
+import { CLI, REPO_ROOT, runCli, withTempDir, type CliResult } from '../support/cli.js'
+import { setClusterEndpoint, startLocalNode } from '../init/harness.js'
+
+/** The same command line through oclif, the way bin/run.js runs every other command. */
+function runThroughOclif(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
+  const script = `const { execute } = await import(${JSON.stringify(path.join(REPO_ROOT, 'dist/cli.js'))});
+await execute({ dir: ${JSON.stringify(new URL(`file://${CLI}`).href)}, args: ${JSON.stringify(args)} })`
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, CONSTELL_NO_SPINNER: '1', ...env },
+    })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
+    child.on('error', reject)
+    child.on('close', (code) => resolve({ code, stdout, stderr }))
+  })
+}
+
+/** oclif's flag table in parseArgs' terms, to compare with the framework-free entry's. */
+function asParseArgs(flags: Interfaces.FlagInput) {
+  return Object.fromEntries(
+    Object.entries(flags).map(([name, f]) => [
+      name,
+      {
+        type: f.type === 'boolean' ? 'boolean' : 'string',
+        ...(f.char ? { short: f.char } : {}),
+        default: f.default ?? (f.type === 'boolean' ? false : undefined),
+      },
+    ]),
+  )
+}
+
+const staticImportClosure = async (entry: string, seen = new Set<string>()): Promise<Set<string>> => {
+  if (seen.has(entry)) return seen
+  seen.add(entry)
+  const text = await readFile(entry, 'utf8')
+  // esbuild writes static imports of chunks as `from "./chunk-X.js"`
+  for (const m of text.matchAll(/^import\s[^;]*?from\s*"(\.{1,2}\/[^"]+)"/gm))
+    await staticImportClosure(path.resolve(path.dirname(entry), m[1] ?? ''), seen)
+  return seen
+}
+
+describe('framework-free entries (bin/run.js)', function () {
+  this.timeout(180_000)
+
+  for (const entry of ['bootstrap-run', 'init-run']) {
+    it(`dist/${entry}.js does not load oclif`, async () => {
+      const loaded = await staticImportClosure(path.join(REPO_ROOT, `dist/${entry}.js`))
+      const sources = await Promise.all([...loaded].map((f) => readFile(f, 'utf8')))
+      expect(loaded.size).to.be.greaterThan(1)
+      expect(sources.filter((s) => s.includes('node_modules/@oclif/core/'))).to.deep.equal([])
+    })
+  }
+
+  describe('bootstrap run', () => {
+    it('reads the same flags as the oclif command', () => {
+      expect(Object.keys(DAEMON_FLAGS)).to.deep.equal(Object.keys(BootstrapRun.flags))
+    })
+
+    it('leaves help and unknown flags to oclif', async () => {
+      const help = await runCli(['bootstrap', 'run', '--help'])
+      expect(help.code).to.equal(0)
+      expect(help.stdout).to.include('USAGE').and.include('--config')
+      const bad = await runCli(['bootstrap', 'run', '--confg', '/x'])
+      expect(bad.code).to.equal(2)
+      expect(bad.stderr).to.include('Nonexistent flag: --confg')
+    })
+
+    for (const [name, body] of [
+      ['a missing node config', undefined],
+      [
+        'a node config with a bad key',
+        'attestationVariant: qemu-vtpm\ntpm:\n  swtpm: 127.0.0.1:1\nbogus: 1\n',
+      ],
+    ] as const) {
+      it(`reports ${name} exactly as oclif does`, async () => {
+        await withTempDir(async (dir) => {
+          const file = path.join(dir, 'node-config.yaml')
+          if (body) await writeFile(file, body)
+          const bare = await runCli(['bootstrap', 'run', '--config', file])
+          const framework = await runThroughOclif(['bootstrap', 'run', '--config', file])
+          expect(bare.code).to.equal(1)
+          expect(bare.stderr).to.include(file)
+          if (!body) expect(bare.stderr).to.include('Hint: pass --config with the node config file')
+          expect(bare).to.deep.equal(framework)
+        })
+      })
+    }
+  })
+
+  describe('init', () => {
+    it('reads the same flags, with the same defaults, as the oclif command (plus --json)', () => {
+      expect(INIT_FLAGS).to.deep.equal({
+        ...asParseArgs(Init.flags),
+        json: { type: 'boolean', default: false },
+      })
+    })
+
+    it('leaves help and unknown flags to oclif', async () => {
+      const help = await runCli(['init', '--help'])
+      expect(help.code).to.equal(0)
+      expect(help.stdout).to.include('USAGE').and.include('--merge-kubeconfig')
+      const bad = await runCli(['init', '--merge'])
+      expect(bad.code).to.equal(2)
+      expect(bad.stderr).to.include('Nonexistent flag: --merge')
+    })
+
+    const failures: Record<string, (dir: string) => string[]> = {
+      'a missing workspace': (dir) => ['init', '-C', path.join(dir, 'none')],
+      'a missing workspace, --json': (dir) => ['init', '-C', path.join(dir, 'none'), '--json'],
+      'a bad --timeout (usage error)': (dir) => ['init', '-C', dir, '--timeout', 'soon'],
+    }
+    for (const [name, args] of Object.entries(failures)) {
+      it(`reports ${name} exactly as oclif does`, async () => {
+        await withTempDir(async (dir) => {
+          const bare = await runCli(args(dir))
+          const framework = await runThroughOclif(args(dir))
+          expect(bare.code).to.be.oneOf([1, 2])
+          expect(bare).to.deep.equal(framework)
+        })
+      })
+    }
+
+    for (const json of [false, true]) {
+      it(`a successful init prints the same${json ? ' JSON' : ''} either way`, async () => {
+        const runs = []
+        for (const run of [runCli, runThroughOclif]) {
+          const node = await startLocalNode()
+          try {
+            const port = await freePort()
+            const config = path.join(node.dir, 'node-config.yaml')
+            await writeFile(config, stringifyYaml(node.nodeConfig(`127.0.0.1:${port}`)))
+            const daemon = runCli(['bootstrap', 'run', '--config', config], { timeoutMs: 120_000 })
+            await waitForPort(port)
+            await setClusterEndpoint(node.workspace, `127.0.0.1:${port}`)
+            // one workspace path for both runs, so that the outputs can be compared as they are
+            const workspace = path.join(node.dir, 'ws-copy')
+            await cp(node.workspace, workspace, { recursive: true })
+            const res = await run(['init', '-C', workspace, ...(json ? ['--json'] : [])])
+            expect((await daemon).code).to.equal(0)
+            runs.push({ ...res, dir: node.dir })
+          } finally {
+            await node.stop()
+          }
+        }
+        const normalized = runs.map((r) => ({
+          code: r.code,
+          stderr: r.stderr,
+          stdout: r.stdout
+            .replaceAll(r.dir, '<dir>')
+            .replace(/[0-9a-f]{64}/g, '<cluster id>')
+            .replace(/127\.0\.0\.1:\d+/g, '<endpoint>'),
+        }))
+        expect(normalized[0]?.code).to.equal(0)
+        expect(normalized[0]?.stdout).to.include('<dir>/ws-copy/constellation-admin.conf')
+        expect(normalized[0]).to.deep.equal(normalized[1])
+      })
+    }
+  })
+})
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const p = (s.address() as { port: number }).port
+      s.close(() => resolve(p))
+    })
+  })
+}
+
+async function waitForPort(port: number): Promise<void> {
+  for (let tries = 0; tries < 300; tries++) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const s = connect({ host: '127.0.0.1', port }, () => (s.destroy(), resolve(true)))
+      s.once('error', () => resolve(false))
+    })
+    if (ok) return
+    await new Promise((r) => setTimeout(r, 100))
+  }
+  throw new Error(`nothing listens on ${port}`)
+}
