@@ -5,7 +5,8 @@ import { parseNodeConfig } from '../src/lib/nodeconfig/index.js'
 import { readPcrs } from '../src/lib/tpm/index.js'
 import { createVerifyService, verifyNode } from '../src/lib/verify/index.js'
 import { silentLogger } from '../src/lib/system/index.js'
-import { startSwtpm, freePort } from '../test/support/swtpm.js'
+import { freePort } from '../test/support/ports.js'
+import { startSwtpm } from '../test/support/swtpm.js'
 import { summarize, timeRuns } from './stats.js'
 
 const RUNS = 50

@@ -8,37 +8,17 @@
  */
 import { spawn } from 'node:child_process'
 import { readFile, stat, writeFile } from 'node:fs/promises'
-import { connect, createServer } from 'node:net'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { workspacePaths } from '../src/lib/paths.js'
 import { stringifyYaml } from '../src/lib/yaml/index.js'
 import { setClusterEndpoint, startLocalNode } from '../test/init/harness.js'
+import { freePort, waitForPort } from '../test/support/ports.js'
 import { ENVIRONMENTS } from './env.js'
 import { summarize } from './stats.js'
 
 const CLI = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../bin/run.js')
 const RUNS = 7
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const p = (s.address() as { port: number }).port
-      s.close(() => resolve(p))
-    })
-  })
-}
-
-async function waitForPort(port: number): Promise<void> {
-  for (;;) {
-    const ok = await new Promise<boolean>((resolve) => {
-      const s = connect({ host: '127.0.0.1', port }, () => (s.destroy(), resolve(true)))
-      s.once('error', () => resolve(false))
-    })
-    if (ok) return
-    await new Promise((r) => setTimeout(r, 50))
-  }
-}
 
 function runCli(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; stderr: string }> {
   return new Promise((resolve, reject) => {

@@ -6,7 +6,6 @@
  */
 import { spawn } from 'node:child_process'
 import { cp, readFile, writeFile } from 'node:fs/promises'
-import { connect, createServer } from 'node:net'
 import path from 'node:path'
 import type { Interfaces } from '@oclif/core'
 import { DAEMON_FLAGS } from '../../src/bootstrap-run.js'
@@ -17,6 +16,7 @@ import { stringifyYaml } from '../../src/lib/yaml/index.js'
 import { expect } from '../support/chai.js'
 import { CLI, REPO_ROOT, runCli, withTempDir, type CliResult } from '../support/cli.js'
 import { setClusterEndpoint, startLocalNode } from '../init/harness.js'
+import { freePort, waitForPort } from '../support/ports.js'
 
 /** The same command line through oclif, the way bin/run.js runs every other command. */
 function runThroughOclif(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
@@ -178,24 +178,3 @@ describe('framework-free entries (bin/run.js)', function () {
     }
   })
 })
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const p = (s.address() as { port: number }).port
-      s.close(() => resolve(p))
-    })
-  })
-}
-
-async function waitForPort(port: number): Promise<void> {
-  for (let tries = 0; tries < 300; tries++) {
-    const ok = await new Promise<boolean>((resolve) => {
-      const s = connect({ host: '127.0.0.1', port }, () => (s.destroy(), resolve(true)))
-      s.once('error', () => resolve(false))
-    })
-    if (ok) return
-    await new Promise((r) => setTimeout(r, 100))
-  }
-  throw new Error(`nothing listens on ${port}`)
-}

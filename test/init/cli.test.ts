@@ -1,5 +1,4 @@
 import { mkdir, readFile, stat, writeFile } from 'node:fs/promises'
-import { connect, createServer } from 'node:net'
 import path from 'node:path'
 import { parse } from 'yaml'
 import { expect } from '../support/chai.js'
@@ -8,27 +7,7 @@ import { workspacePaths } from '../../src/lib/paths.js'
 import { readPcrs } from '../../src/lib/tpm/index.js'
 import { stringifyYaml } from '../../src/lib/yaml/index.js'
 import { setClusterEndpoint, startLocalNode, type LocalNode } from './harness.js'
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const p = (s.address() as { port: number }).port
-      s.close(() => resolve(p))
-    })
-  })
-}
-
-async function waitForPort(port: number, exited: () => boolean): Promise<void> {
-  for (;;) {
-    if (exited()) throw new Error('bootstrap run exited before listening')
-    const ok = await new Promise<boolean>((resolve) => {
-      const s = connect({ host: '127.0.0.1', port }, () => (s.destroy(), resolve(true)))
-      s.once('error', () => resolve(false))
-    })
-    if (ok) return
-    await new Promise((r) => setTimeout(r, 100))
-  }
-}
+import { freePort, waitForPort } from '../support/ports.js'
 
 describe('constellation init / bootstrap run (CLI processes)', function () {
   this.timeout(180_000)
@@ -44,7 +23,7 @@ describe('constellation init / bootstrap run (CLI processes)', function () {
     const daemon = runCli(['bootstrap', 'run', '--config', nodeConfigFile], { timeoutMs: 120_000 }).finally(
       () => (exited = true),
     )
-    await waitForPort(port, () => exited)
+    await waitForPort(port, { gaveUp: () => exited })
     await setClusterEndpoint(node.workspace, `127.0.0.1:${port}`)
     const home = path.join(node.dir, 'home')
     await mkdir(path.join(home, '.kube'), { recursive: true })

@@ -1,10 +1,11 @@
 /** A real swtpm per test: temp state dir, free ports, stopped and removed by stop(). */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
-import { createServer, connect } from 'node:net'
+import { connect } from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import { openSwtpm, type OpenTpm } from '../../src/lib/tpm/index.js'
+import { freePort } from './ports.js'
 
 export interface SwtpmHandle {
   host: string
@@ -111,19 +112,6 @@ async function manufacture(stateDir: string): Promise<void> {
   } finally {
     await rm(caDir, { recursive: true, force: true })
   }
-}
-
-/** A port that was free a moment ago; callers retry when a race takes it. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer()
-    srv.once('error', reject)
-    srv.listen(0, HOST, () => {
-      const addr = srv.address()
-      const port = typeof addr === 'object' && addr ? addr.port : 0
-      srv.close(() => resolve(port))
-    })
-  })
 }
 
 async function waitUntilAccepting(child: ChildProcess, port: number, stderr: () => string): Promise<void> {

@@ -5,7 +5,8 @@ import path from 'node:path'
 import type { Readable } from 'node:stream'
 import { expect } from '../support/chai.js'
 import { CLI_ARGS, makeTempDir, runCli } from '../support/cli.js'
-import { freePort, startSwtpm, type SwtpmHandle } from '../support/swtpm.js'
+import { freePort } from '../support/ports.js'
+import { startSwtpm, type SwtpmHandle } from '../support/swtpm.js'
 import { extendPcr } from '../../src/lib/tpm/index.js'
 
 const sha256 = (b: Buffer) => createHash('sha256').update(b).digest()

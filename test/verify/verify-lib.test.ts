@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto'
 import { expect } from '../support/chai.js'
-import { freePort, startSwtpm, type SwtpmHandle } from '../support/swtpm.js'
+import { freePort } from '../support/ports.js'
+import { startSwtpm, type SwtpmHandle } from '../support/swtpm.js'
 import { parseNodeConfig } from '../../src/lib/nodeconfig/index.js'
 import { createLogger } from '../../src/lib/system/index.js'
 import { extendPcr, readPcrs } from '../../src/lib/tpm/index.js'

@@ -1,0 +1,35 @@
+/** Loopback ports for servers the tests (and benchmarks) start. */
+import { connect, createServer } from 'node:net'
+
+const HOST = '127.0.0.1'
+
+/** A port that was free a moment ago; callers retry when a race takes it. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer()
+    srv.once('error', reject)
+    srv.listen(0, HOST, () => {
+      const addr = srv.address()
+      const port = typeof addr === 'object' && addr ? addr.port : 0
+      srv.close(() => resolve(port))
+    })
+  })
+}
+
+/** Resolves once something accepts on the port; `gaveUp` ends the wait early (e.g. the server exited). */
+export async function waitForPort(
+  port: number,
+  { gaveUp = () => false, timeoutMs = 30_000 }: { gaveUp?: () => boolean; timeoutMs?: number } = {},
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (Date.now() < deadline) {
+    if (gaveUp()) throw new Error(`gave up waiting for port ${port}`)
+    const ok = await new Promise<boolean>((resolve) => {
+      const s = connect({ host: HOST, port }, () => (s.destroy(), resolve(true)))
+      s.once('error', () => resolve(false))
+    })
+    if (ok) return
+    await new Promise((r) => setTimeout(r, 50))
+  }
+  throw new Error(`nothing accepted on port ${port} within ${timeoutMs} ms`)
+}
