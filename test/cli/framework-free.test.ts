@@ -12,11 +12,9 @@ import { DAEMON_FLAGS } from '../../src/bootstrap-run.js'
 import BootstrapRun from '../../src/commands/bootstrap/run.js'
 import Init from '../../src/commands/init.js'
 import { INIT_FLAGS } from '../../src/init-run.js'
-import { stringifyYaml } from '../../src/lib/yaml/index.js'
 import { expect } from '../support/chai.js'
 import { CLI, REPO_ROOT, runCli, withTempDir, type CliResult } from '../support/cli.js'
-import { setClusterEndpoint, startLocalNode } from '../init/harness.js'
-import { freePort, waitForPort } from '../support/ports.js'
+import { startDaemonProcess, startLocalNode } from '../init/harness.js'
 
 /** The same command line through oclif, the way bin/run.js runs every other command. */
 function runThroughOclif(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
@@ -147,17 +145,13 @@ describe('framework-free entries (bin/run.js)', function () {
         for (const run of [runCli, runThroughOclif]) {
           const node = await startLocalNode()
           try {
-            const port = await freePort()
-            const config = path.join(node.dir, 'node-config.yaml')
-            await writeFile(config, stringifyYaml(node.nodeConfig(`127.0.0.1:${port}`)))
-            const daemon = runCli(['bootstrap', 'run', '--config', config], { timeoutMs: 120_000 })
-            await waitForPort(port)
-            await setClusterEndpoint(node.workspace, `127.0.0.1:${port}`)
+            const daemon = await startDaemonProcess(node)
             // one workspace path for both runs, so that the outputs can be compared as they are
             const workspace = path.join(node.dir, 'ws-copy')
             await cp(node.workspace, workspace, { recursive: true })
             const res = await run(['init', '-C', workspace, ...(json ? ['--json'] : [])])
-            expect((await daemon).code).to.equal(0)
+            await daemon.expectInitSucceeded(res)
+            expect((await daemon.exited).code).to.equal(0)
             runs.push({ ...res, dir: node.dir })
           } finally {
             await node.stop()

@@ -6,8 +6,8 @@ import { runCli } from '../support/cli.js'
 import { workspacePaths } from '../../src/lib/paths.js'
 import { readPcrs } from '../../src/lib/tpm/index.js'
 import { stringifyYaml } from '../../src/lib/yaml/index.js'
-import { setClusterEndpoint, startLocalNode, type LocalNode } from './harness.js'
-import { freePort, waitForPort } from '../support/ports.js'
+import { setClusterEndpoint, startDaemonProcess, startLocalNode, type LocalNode } from './harness.js'
+import { freePort } from '../support/ports.js'
 
 describe('constellation init / bootstrap run (CLI processes)', function () {
   this.timeout(180_000)
@@ -16,15 +16,7 @@ describe('constellation init / bootstrap run (CLI processes)', function () {
   afterEach(() => node.stop())
 
   it('bootstrap run serves Init; init --json writes the kubeconfig and reports the cluster ID; the daemon then exits 0', async () => {
-    const port = await freePort()
-    const nodeConfigFile = path.join(node.dir, 'node-config.yaml')
-    await writeFile(nodeConfigFile, stringifyYaml(node.nodeConfig(`127.0.0.1:${port}`)))
-    let exited = false
-    const daemon = runCli(['bootstrap', 'run', '--config', nodeConfigFile], { timeoutMs: 120_000 }).finally(
-      () => (exited = true),
-    )
-    await waitForPort(port, { gaveUp: () => exited })
-    await setClusterEndpoint(node.workspace, `127.0.0.1:${port}`)
+    const daemon = await startDaemonProcess(node)
     const home = path.join(node.dir, 'home')
     await mkdir(path.join(home, '.kube'), { recursive: true })
     const userKubeconfig = path.join(home, '.kube', 'config')
@@ -39,7 +31,7 @@ describe('constellation init / bootstrap run (CLI processes)', function () {
     const res = await runCli(['init', '-C', node.workspace, '--json', '--merge-kubeconfig'], {
       env: { HOME: home, KUBECONFIG: '' },
     })
-    expect(res.code, res.stderr).to.equal(0)
+    await daemon.expectInitSucceeded(res)
     const out = JSON.parse(res.stdout) as {
       clusterID: string
       kubeconfig: string
@@ -53,7 +45,7 @@ describe('constellation init / bootstrap run (CLI processes)', function () {
     expect(out).to.include({ kubeconfig: ws.adminConf, masterSecret: ws.masterSecret })
     expect(out.clusterID).to.match(/^[0-9a-f]{64}$/)
     expect((await stat(ws.adminConf)).mode & 0o777).to.equal(0o600)
-    const d = await daemon
+    const d = await daemon.exited
     expect(d.code, d.stderr).to.equal(0)
     const lines = d.stderr
       .trim()

@@ -11,7 +11,8 @@ import { workspacePaths } from '../../src/lib/paths.js'
 import { createRunner } from '../../src/lib/system/index.js'
 import { stringifyYaml } from '../../src/lib/yaml/index.js'
 import { KUBEADM_FAKE } from '../bootstrapper/kubeadm-fake-path.js'
-import { makeTempDir } from '../support/cli.js'
+import { makeTempDir, runCli, type CliResult } from '../support/cli.js'
+import { freePort, waitForPort } from '../support/ports.js'
 import { startSwtpm, type SwtpmHandle } from '../support/swtpm.js'
 
 export const TEST_PBKDF = { type: 'pbkdf2', iterations: 1000 } as const
@@ -134,4 +135,40 @@ export async function setClusterEndpoint(workspace: string, endpoint: string): P
   const file = workspacePaths(workspace).state
   const text = await readFile(file, 'utf8')
   await writeFile(file, text.replace(/clusterEndpoint: .*/, `clusterEndpoint: ${endpoint}`))
+}
+
+/** `constellation bootstrap run` as a child process on a free loopback port, the workspace pointed at it. */
+export interface DaemonProcess {
+  /** Resolves when the daemon exits (after a successful init it exits 0 by itself). */
+  exited: Promise<CliResult>
+  /** Asserts an init run succeeded; otherwise stops the daemon and fails with both sides' output. */
+  expectInitSucceeded(init: CliResult): Promise<void>
+}
+
+export async function startDaemonProcess(
+  node: LocalNode,
+  workspace = node.workspace,
+): Promise<DaemonProcess> {
+  const port = await freePort()
+  const config = path.join(node.dir, 'node-config.yaml')
+  await writeFile(config, stringifyYaml(node.nodeConfig(`127.0.0.1:${port}`)))
+  const stop = new AbortController()
+  let done = false
+  const exited = runCli(['bootstrap', 'run', '--config', config], {
+    timeoutMs: 120_000,
+    signal: stop.signal,
+  }).finally(() => (done = true))
+  await waitForPort(port, { gaveUp: () => done })
+  await setClusterEndpoint(workspace, `127.0.0.1:${port}`)
+  return {
+    exited,
+    async expectInitSucceeded(init) {
+      if (init.code === 0) return
+      stop.abort()
+      const daemon = await exited
+      throw new Error(
+        `init exited ${init.code}:\n${init.stdout}${init.stderr}\nbootstrapper (exit ${daemon.code}):\n${daemon.stderr}`,
+      )
+    },
+  }
 }

@@ -22,6 +22,8 @@ export interface RunOptions {
   env?: NodeJS.ProcessEnv
   input?: string
   timeoutMs?: number
+  /** Kills the child (SIGTERM) when aborted, e.g. a daemon the test no longer needs. */
+  signal?: AbortSignal
 }
 
 export function runCli(args: readonly string[], opts: RunOptions = {}): Promise<CliResult> {
@@ -36,9 +38,12 @@ export function runCli(args: readonly string[], opts: RunOptions = {}): Promise<
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
     const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs ?? 60_000)
+    const stop = () => child.kill('SIGTERM')
+    opts.signal?.addEventListener('abort', stop, { once: true })
     child.on('error', reject)
     child.on('close', (code) => {
       clearTimeout(timer)
+      opts.signal?.removeEventListener('abort', stop)
       resolve({ code, stdout, stderr })
     })
     child.stdin.end(opts.input ?? '')
