@@ -46,6 +46,19 @@ describe('state disk (real cryptsetup on an image file)', function () {
     expect(spyArgv.filter((a) => a[1] === 'luksUUID')).to.have.length(1)
   })
 
+  it('callers asking for the UUID while the first read runs share that one cryptsetup process', async () => {
+    const disk0 = await createLuksImage(dir)
+    let reads = 0
+    const runner = createRunner((file, args, opts) => {
+      if (args[0] === 'luksUUID') reads++
+      return runProcess(file, args, opts)
+    })
+    const disk = new CryptsetupDisk(disk0.image, runner, path.join(dir, 's'))
+    const answers = await Promise.all([disk.uuid(), disk.uuid(), disk.uuid()])
+    expect(new Set(answers).size).to.equal(1)
+    expect(reads).to.equal(1)
+  })
+
   it('names the command and exit code when cryptsetup fails', async () => {
     const disk = new CryptsetupDisk(path.join(dir, 'missing.img'), createRunner(), path.join(dir, 's'))
     await expect(disk.uuid()).to.be.rejectedWith(/cryptsetup luksUUID .*missing.img exited with code \d+/)

@@ -20,16 +20,25 @@ export class CryptsetupDisk {
     private readonly pbkdf?: PbkdfSettings,
   ) {}
 
-  private knownUuid?: string
+  private uuidRead?: Promise<string>
 
-  /** The LUKS UUID as cryptsetup reports it. Re-keying keeps it, so the first answer is kept. */
-  async uuid(): Promise<string> {
-    if (this.knownUuid) return this.knownUuid
+  /**
+   * The LUKS UUID as cryptsetup reports it. Re-keying keeps it, so the first read serves every
+   * caller, including one that asks while the read started at listen time is still running.
+   */
+  uuid(): Promise<string> {
+    this.uuidRead ??= this.readUuid().catch((err: unknown) => {
+      this.uuidRead = undefined // a later caller tries again
+      throw err
+    })
+    return this.uuidRead
+  }
+
+  private async readUuid(): Promise<string> {
     const { stdout } = await this.runner.run(CRYPTSETUP, ['luksUUID', this.device])
     const uuid = stdout.trim()
     if (!/^[0-9a-fA-F-]{36}$/.test(uuid))
       throw new Error(`cryptsetup reported UUID ${JSON.stringify(uuid)} for ${this.device}`)
-    this.knownUuid = uuid
     return uuid
   }
 
