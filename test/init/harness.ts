@@ -145,10 +145,7 @@ export interface DaemonProcess {
   expectInitSucceeded(init: CliResult): Promise<void>
 }
 
-export async function startDaemonProcess(
-  node: LocalNode,
-  workspace = node.workspace,
-): Promise<DaemonProcess> {
+export async function startDaemonProcess(node: LocalNode): Promise<DaemonProcess> {
   const port = await freePort()
   const config = path.join(node.dir, 'node-config.yaml')
   await writeFile(config, stringifyYaml(node.nodeConfig(`127.0.0.1:${port}`)))
@@ -158,8 +155,12 @@ export async function startDaemonProcess(
     timeoutMs: 120_000,
     signal: stop.signal,
   }).finally(() => (done = true))
-  await waitForPort(port, { gaveUp: () => done })
-  await setClusterEndpoint(workspace, `127.0.0.1:${port}`)
+  await waitForPort(port, { gaveUp: () => done }).catch(async (err: unknown) => {
+    stop.abort()
+    const daemon = await exited
+    throw new Error(`bootstrap run did not serve (exit ${daemon.code}):\n${daemon.stderr}`, { cause: err })
+  })
+  await setClusterEndpoint(node.workspace, `127.0.0.1:${port}`)
   return {
     exited,
     async expectInitSucceeded(init) {
