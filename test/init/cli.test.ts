@@ -5,6 +5,7 @@ import { expect } from '../support/chai.js'
 import { runCli } from '../support/cli.js'
 import { workspacePaths } from '../../src/lib/paths.js'
 import { readPcrs } from '../../src/lib/tpm/index.js'
+import type { TpmConfig } from '../../src/lib/nodeconfig/index.js'
 import { stringifyYaml } from '../../src/lib/yaml/index.js'
 import { setClusterEndpoint, startDaemonProcess, startLocalNode, type LocalNode } from './harness.js'
 import { freePort } from '../support/ports.js'
@@ -64,6 +65,29 @@ describe('constellation init / bootstrap run (CLI processes)', function () {
     expect(res.code).to.equal(1)
     expect(res.stderr).to.match(/this node was bootstrapped before \(PCR 15 is/)
   })
+
+  const noTpm: Record<string, () => Promise<{ tpm: TpmConfig; named: string }>> = {
+    'a device that does not exist': async () => ({
+      tpm: { device: '/nonexistent/tpmrm0' },
+      named: 'opening TPM device /nonexistent/tpmrm0',
+    }),
+    'a swtpm that does not listen': async () => {
+      const endpoint = `127.0.0.1:${await freePort()}`
+      return { tpm: { swtpm: endpoint }, named: `connecting to swtpm at ${endpoint}` }
+    },
+  }
+  for (const [name, setup] of Object.entries(noTpm)) {
+    it(`bootstrap run with ${name} exits 1, naming it and the tpm setting (a setup error, not a bug)`, async () => {
+      const { tpm, named } = await setup()
+      const nodeConfigFile = path.join(node.dir, 'node-config.yaml')
+      const config = node.nodeConfig(`127.0.0.1:${await freePort()}`)
+      await writeFile(nodeConfigFile, stringifyYaml({ ...config, tpm }))
+      const res = await runCli(['bootstrap', 'run', '--config', nodeConfigFile])
+      expect(res.code, res.stderr).to.equal(1)
+      expect(res.stderr).to.include(named).and.include("node config's tpm setting")
+      expect(res.stderr).to.not.include('This is a bug')
+    })
+  }
 
   it('refuses a bad node config with the file, line and key, and exits non-zero', async () => {
     const file = path.join(node.dir, 'bad.yaml')

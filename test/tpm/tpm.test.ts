@@ -14,7 +14,9 @@ import {
   readPublicArea,
   startup,
   TPM_ALG,
+  openTpmDevice,
   TpmError,
+  TpmUnavailableError,
   verifyTpmSignature,
   withAttestationKey,
   withTpm,
@@ -116,8 +118,18 @@ describe('tpm client against swtpm', function () {
     }
   })
 
-  it('names the endpoint when swtpm is not reachable', async () => {
+  it('names the endpoint when swtpm is not reachable: a setup error (exit 1 with a hint), not a bug', async () => {
     await tpm.stop()
-    await expect(readPcrs(tpm.open, [0])).to.be.rejectedWith(TpmError, /connecting to swtpm at 127\.0\.0\.1/)
+    const err = await readPcrs(tpm.open, [0]).catch((e: unknown) => e)
+    expect(err).to.be.instanceOf(TpmUnavailableError).with.property('exitCode', 1)
+    expect((err as Error).message).to.match(/^connecting to swtpm at 127\.0\.0\.1:\d+$/)
+    expect((err as TpmUnavailableError).hint).to.include('swtpm')
+  })
+
+  it('names the device when the TPM device cannot be opened', async () => {
+    const err = await readPcrs(openTpmDevice('/nonexistent/tpmrm0'), [0]).catch((e: unknown) => e)
+    expect(err).to.be.instanceOf(TpmUnavailableError)
+    expect((err as Error).message).to.equal('opening TPM device /nonexistent/tpmrm0')
+    expect((err as Error).cause).to.have.property('code', 'ENOENT')
   })
 })

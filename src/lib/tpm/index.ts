@@ -2,7 +2,7 @@
 import { pcrExtend, pcrRead } from './commands.js'
 import type { OpenTpm, TpmTransport } from './transport.js'
 
-export { TpmError } from './errors.js'
+export { TpmError, TpmUnavailableError } from './errors.js'
 export { TpmParseError } from './buffer.js'
 export { openTpmDevice, openSwtpm, openTpmFromConfig } from './transport.js'
 export type { OpenTpm, TpmTransport } from './transport.js'

@@ -3,7 +3,7 @@ import { open as openFile } from 'node:fs/promises'
 import { connect, type Socket } from 'node:net'
 import type { TpmConfig } from '../nodeconfig/index.js'
 import { splitHostPort } from '../nodeconfig/index.js'
-import { TpmError } from './errors.js'
+import { TpmError, TpmUnavailableError } from './errors.js'
 
 export interface TpmTransport {
   /** Sends one command buffer and resolves with the complete response buffer. */
@@ -29,7 +29,7 @@ export function openTpmFromConfig(tpm: TpmConfig): OpenTpm {
 export function openTpmDevice(path: string): OpenTpm {
   return async () => {
     const fh = await openFile(path, 'r+').catch((cause: unknown) => {
-      throw new TpmError(`opening TPM device ${path}`, undefined, { cause })
+      throw new TpmUnavailableError(`opening TPM device ${path}`, cause)
     })
     return {
       async send(command) {
@@ -53,7 +53,7 @@ export function openSwtpm(host: string, port: number): OpenTpm {
       })
       s.once('error', reject)
     }).catch((cause: unknown) => {
-      throw new TpmError(`connecting to swtpm at ${host}:${port}`, undefined, { cause })
+      throw new TpmUnavailableError(`connecting to swtpm at ${host}:${port}`, cause)
     })
     return {
       send: (command) => exchange(socket, command),
