@@ -1,5 +1,6 @@
 import { Flags } from '@oclif/core'
 import { BaseCommand } from '../base-command.js'
+import { routeGrpcLogs } from '../lib/grpc/index.js'
 import { loadNodeConfig, NODE_CONFIG_PATH } from '../lib/nodeconfig/index.js'
 import { createLogger } from '../lib/system/index.js'
 import { createVerifyService } from '../lib/verify/index.js'
@@ -16,7 +17,9 @@ export default class VerifyService extends BaseCommand {
   async run(): Promise<void> {
     const { flags } = await this.parse(VerifyService)
     const config = await loadNodeConfig(flags.config)
-    const daemon = createVerifyService(config, createLogger({ format: 'json' }))
+    const log = createLogger({ format: 'json' })
+    routeGrpcLogs(log)
+    const daemon = createVerifyService(config, log)
     for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, () => void daemon.stop())
     await daemon.start()
     await daemon.done

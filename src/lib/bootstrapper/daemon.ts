@@ -3,7 +3,8 @@ import { Server, type ServerCredentials } from '@grpc/grpc-js'
 import { APIService } from '../../gen/init.js'
 import { prepareCertificateEncoder } from '../atls/index.js'
 import { CliError } from '../errors/index.js'
-import { splitHostPort, type NodeConfig } from '../nodeconfig/index.js'
+import { listenOn } from '../grpc/index.js'
+import type { NodeConfig } from '../nodeconfig/index.js'
 import { nodePaths } from '../paths.js'
 import type { Logger, Runner } from '../system/index.js'
 import { extendPcr, readPcrs, type OpenTpm } from '../tpm/index.js'
@@ -122,22 +123,22 @@ export class Bootstrapper {
         void this.handler.settled().then(() => (this.nodeLocked ? this.stop() : undefined))
       },
     })
-    const { host, port } = splitHostPort(this.config.initServer.listen)
-    const bound = await new Promise<number>((resolve, reject) =>
-      server.bindAsync(`${host.includes(':') ? `[${host}]` : host}:${port}`, this.io.credentials, (err, p) =>
-        err ? reject(new Error(`listening on ${this.config.initServer.listen}`, { cause: err })) : resolve(p),
-      ),
+    const address = await listenOn(
+      server,
+      this.config.initServer.listen,
+      this.io.credentials,
+      'initServer.listen',
     )
     this.server = server
     // A join that took the lock ends this node's init service.
     void this.io.joinClient
       ?.start(this.lock)
       .then(() => (this.lock.isLocked && !this.nodeLocked ? this.stop() : undefined))
-    this.io.log.info('Init server listening', { address: `${host}:${bound}` })
+    this.io.log.info('Init server listening', { address })
     // The first handshake needs the certificate encoder; prepare it now rather than while an operator waits.
     void prepareCertificateEncoder().catch(() => {}) // a failure surfaces in that handshake
     void this.disk.uuid().catch(() => {}) // likewise: read now, so that init need not wait for it
-    return `${host}:${bound}`
+    return address
   }
 
   /** 'initialized' after init_success; 'failed' when an Init took the lock and then failed (the node is unusable). */

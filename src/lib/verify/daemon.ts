@@ -2,7 +2,8 @@
 import * as grpc from '@grpc/grpc-js'
 import { createIssuer, type Issuer } from '../attestation/index.js'
 import { createAttestedServerCredentials } from '../atls/index.js'
-import { splitHostPort, type NodeConfig } from '../nodeconfig/index.js'
+import { listenOn } from '../grpc/index.js'
+import type { NodeConfig } from '../nodeconfig/index.js'
 import { nodePaths } from '../paths.js'
 import type { Logger } from '../system/index.js'
 import { openTpmFromConfig } from '../tpm/index.js'
@@ -34,15 +35,8 @@ export class VerifyServiceDaemon {
 
   /** Binds and serves; resolves with the bound address (port 0 picks a free one). */
   async start(): Promise<string> {
-    const { host, port } = splitHostPort(this.listen)
     const creds = createAttestedServerCredentials({ issuer: this.issuer, log: this.log })
-    const target = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`
-    const bound = await new Promise<number>((resolve, reject) =>
-      this.server.bindAsync(target, creds, (err, p) =>
-        err ? reject(new Error(`listening on ${this.listen}`, { cause: err })) : resolve(p),
-      ),
-    )
-    const address = target.replace(/:\d+$/, `:${bound}`)
+    const address = await listenOn(this.server, this.listen, creds, 'verifyService.listen')
     this.log.info('Verification service listening', { address, variant: this.issuer.variant })
     return address
   }

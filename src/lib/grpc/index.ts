@@ -1,0 +1,1 @@
+export { listenOn, routeGrpcLogs } from './server.js'

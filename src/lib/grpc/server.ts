@@ -1,0 +1,46 @@
+/** What the node daemons share about serving gRPC: binding with a useful error, and grpc-js' own log lines. */
+import { setLogger, type Server, type ServerCredentials } from '@grpc/grpc-js'
+import { format } from 'node:util'
+import { CliError } from '../errors/index.js'
+import { splitHostPort } from '../nodeconfig/index.js'
+import type { Logger } from '../system/index.js'
+
+/**
+ * Binds `listen` (HOST:PORT, as the node config holds it) and resolves with the bound HOST:PORT.
+ * A bind failure (port taken, address not on this host, privileged port) is the node's setup, so
+ * it names the config key to change.
+ */
+export async function listenOn(
+  server: Server,
+  listen: string,
+  credentials: ServerCredentials,
+  configKey: string,
+): Promise<string> {
+  const { host, port } = splitHostPort(listen)
+  const target = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`
+  const bound = await new Promise<number>((resolve, reject) =>
+    server.bindAsync(target, credentials, (err, p) => (err ? reject(err) : resolve(p))),
+  ).catch((cause: unknown) => {
+    throw new CliError(
+      `listening on ${listen}`,
+      1,
+      `is another process listening there? stop it, or change ${configKey} in the node config`,
+      { cause },
+    )
+  })
+  return target.replace(/:\d+$/, `:${bound}`)
+}
+
+/**
+ * grpc-js writes its own errors to stderr as plain text, which would break a daemon's JSON-lines
+ * log; this sends them through the daemon's logger instead. Process-wide: call it from a daemon's
+ * production wiring only.
+ */
+export function routeGrpcLogs(log: Logger): void {
+  const grpc = log.child('grpc')
+  setLogger({
+    error: (...args: unknown[]) => grpc.warn(format(...args)),
+    info: (...args: unknown[]) => grpc.info(format(...args)),
+    debug: (...args: unknown[]) => grpc.debug(format(...args)),
+  })
+}
