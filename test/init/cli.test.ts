@@ -1,4 +1,5 @@
 import { mkdir, readFile, stat, writeFile } from 'node:fs/promises'
+import { createServer, type AddressInfo } from 'node:net'
 import path from 'node:path'
 import { parse } from 'yaml'
 import { expect } from '../support/chai.js'
@@ -89,6 +90,24 @@ describe('constellation init / bootstrap run (CLI processes)', function () {
     })
   }
 
+  it('bootstrap run on a port another process holds exits 1 naming initServer.listen; its stderr stays JSON lines', async () => {
+    const holder = createServer()
+    await new Promise<void>((r) => holder.listen(0, '127.0.0.1', r))
+    try {
+      const listen = `127.0.0.1:${(holder.address() as AddressInfo).port}`
+      const nodeConfigFile = path.join(node.dir, 'node-config.yaml')
+      await writeFile(nodeConfigFile, stringifyYaml(node.nodeConfig(listen)))
+      const res = await runCli(['bootstrap', 'run', '--config', nodeConfigFile])
+      expect(res.code, res.stderr).to.equal(1)
+      const [logLines, rendered] = splitAt(res.stderr.trim().split('\n'), (l) => l.startsWith('Error: '))
+      expect(rendered[0]).to.include(`listening on ${listen}`).and.include('EADDRINUSE')
+      expect(rendered.join('\n')).to.include('initServer.listen').and.not.include('This is a bug')
+      for (const line of logLines) expect(() => JSON.parse(line), line).to.not.throw()
+    } finally {
+      await new Promise<void>((r) => holder.close(() => r()))
+    }
+  })
+
   it('refuses a bad node config with the file, line and key, and exits non-zero', async () => {
     const file = path.join(node.dir, 'bad.yaml')
     await writeFile(
@@ -127,3 +146,9 @@ describe('constellation init / bootstrap run (CLI processes)', function () {
     )
   })
 })
+
+/** The items before the first match, and the rest. */
+function splitAt<T>(items: T[], isFirst: (item: T) => boolean): [T[], T[]] {
+  const i = items.findIndex(isFirst)
+  return i < 0 ? [items, []] : [items.slice(0, i), items.slice(i)]
+}
