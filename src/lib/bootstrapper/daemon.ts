@@ -2,7 +2,7 @@
 import { Server, type ServerCredentials } from '@grpc/grpc-js'
 import { APIService } from '../../gen/init.js'
 import { prepareCertificateEncoder } from '../atls/index.js'
-import { CliError } from '../errors/index.js'
+import { chainMessage, CliError } from '../errors/index.js'
 import { listenOn } from '../grpc/index.js'
 import type { NodeConfig } from '../nodeconfig/index.js'
 import { nodePaths } from '../paths.js'
@@ -137,7 +137,14 @@ export class Bootstrapper {
     this.io.log.info('Init server listening', { address })
     // The first handshake needs the certificate encoder; prepare it now rather than while an operator waits.
     void prepareCertificateEncoder().catch(() => {}) // a failure surfaces in that handshake
-    void this.disk.uuid().catch(() => {}) // likewise: read now, so that init need not wait for it
+    // Likewise the disk UUID: read now, so that init need not wait for it, and so that a wrong
+    // stateDisk shows in the log before an operator runs init (Init reads it again and fails then).
+    void this.disk.uuid().catch((err: unknown) =>
+      this.io.log.warn('Cannot read the state disk; Init will fail until it can', {
+        device: this.config.stateDisk.device,
+        error: chainMessage(err),
+      }),
+    )
     return address
   }
 

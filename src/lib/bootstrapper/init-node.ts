@@ -28,6 +28,14 @@ export class BadInitRequestError extends Error {
   }
 }
 
+/** The node cannot act on any Init yet (its state disk is unreadable); it took no lock and changed nothing. */
+export class NodeNotReadyError extends Error {
+  constructor(message: string, opts?: ErrorOptions) {
+    super(message, opts)
+    this.name = 'NodeNotReadyError'
+  }
+}
+
 export interface InitNodeDeps {
   initSecretHash: string
   nodeLock: NodeLock
@@ -53,13 +61,17 @@ export async function initializeNode(req: InitRequest, deps: InitNodeDeps): Prom
   const { log } = deps
   if (!(await checkInitSecret(req.initSecret, deps.initSecretHash))) throw new InitSecretError()
   const { kms, measurementSecret, clusterId } = deriveClusterSecrets(req)
+  // Read before the lock: a wrong stateDisk then leaves the node untouched, to be fixed and restarted.
+  const diskUuid = await deps.disk.uuid().catch((cause: unknown) => {
+    throw new NodeNotReadyError('the state disk cannot be read; nothing was changed on the node', { cause })
+  })
   if (!(await deps.nodeLock.tryLockOnce(clusterId))) throw new NodeLockedError()
   deps.onLocked()
   log.info('Node lock taken; PCR 15 now carries the cluster ID', { clusterId: clusterId.toString('hex') })
 
   // Downloading the components needs nothing from the disk steps; both must finish before kubeadm.
   const prepared = await Promise.allSettled([
-    prepareStateDisk(req, kms, measurementSecret, deps),
+    prepareStateDisk(req, kms.diskKey(diskUuid), diskUuid, measurementSecret, deps),
     deps.install(req.kubernetesComponents).catch(wrapWith('installing Kubernetes components')),
   ])
   for (const step of prepared) if (step.status === 'rejected') throw step.reason
@@ -71,15 +83,13 @@ export async function initializeNode(req: InitRequest, deps: InitNodeDeps): Prom
 /** Re-keys the state disk with the cluster's disk key, then writes what the node's services need. */
 async function prepareStateDisk(
   req: InitRequest,
-  kms: ClusterKms,
+  diskKey: Buffer,
+  diskUuid: string,
   measurementSecret: Buffer,
   deps: InitNodeDeps,
 ): Promise<void> {
-  const uuid = await deps.disk.uuid().catch(wrapWith('reading the state disk UUID'))
-  await deps.disk
-    .changeKey(deps.initialKeyFile, kms.diskKey(uuid))
-    .catch(wrapWith('setting the state disk key'))
-  deps.log.info('State disk key set', { diskUUID: uuid.toLowerCase() })
+  await deps.disk.changeKey(deps.initialKeyFile, diskKey).catch(wrapWith('setting the state disk key'))
+  deps.log.info('State disk key set', { diskUUID: diskUuid.toLowerCase() })
 
   await writeNodeState(deps.paths, 'ControlPlane', req.measurementSalt).catch(wrapWith('writing node state'))
   const master = parseClusterKmsUri(req.kmsUri)

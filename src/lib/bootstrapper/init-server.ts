@@ -3,7 +3,13 @@ import { status, type ServerWritableStream } from '@grpc/grpc-js'
 import type { InitRequest, InitResponse } from '../../gen/init.js'
 import { chainMessage } from '../errors/index.js'
 import type { Logger } from '../system/index.js'
-import { BadInitRequestError, InitSecretError, initializeNode, type InitNodeDeps } from './init-node.js'
+import {
+  BadInitRequestError,
+  InitSecretError,
+  initializeNode,
+  NodeNotReadyError,
+  type InitNodeDeps,
+} from './init-node.js'
 import { chunk, type LogSource } from './logs.js'
 import { NodeLockedError } from './node-lock.js'
 
@@ -69,7 +75,7 @@ export class InitHandler {
 }
 
 function statusOf(err: unknown): status {
-  if (err instanceof NodeLockedError) return status.FAILED_PRECONDITION
+  if (err instanceof NodeLockedError || err instanceof NodeNotReadyError) return status.FAILED_PRECONDITION
   if (err instanceof InitSecretError) return status.PERMISSION_DENIED
   if (err instanceof BadInitRequestError) return status.INVALID_ARGUMENT
   return status.INTERNAL
