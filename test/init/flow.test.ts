@@ -176,6 +176,9 @@ describe('init flow (swtpm, cryptsetup, aTLS, kubeadm contract fake)', function 
     const err = await init(node.workspace).catch((e: unknown) => e)
     expect(err).to.be.instanceOf(CliError)
     expect(String((err as Error).message)).to.include('invalid init secret')
+    expect((err as CliError).hint)
+      .to.include('the node was not changed')
+      .and.include('init secret')
     expect((await pcr15(node)).equals(Buffer.alloc(32))).to.equal(true)
     expect(commandsThatChange(running.spyArgv)).to.deep.equal([])
     expect(await exists(ws.masterSecret)).to.equal(true)
@@ -216,6 +219,9 @@ describe('init flow (swtpm, cryptsetup, aTLS, kubeadm contract fake)', function 
     expect((err as Error).message).to.match(
       /initializing the cluster failed on the node: rpc error: code = INTERNAL desc = running kubeadm init: \S+kubeadm init -v=5 .* exited with code 1/,
     )
+    expect((err as CliError).hint)
+      .to.include('cannot be initialized again')
+      .and.include(ws.clusterLog)
     const clusterLog = await readFile(ws.clusterLog, 'utf8')
     expect(clusterLog).to.include('timed out waiting for the condition')
     expect(clusterLog).to.include('"msg":"Init failed"')
@@ -253,6 +259,35 @@ describe('init flow (swtpm, cryptsetup, aTLS, kubeadm contract fake)', function 
     expect(String((lost[0]?.reason as Error).message)).to.include(
       'code = FAILED_PRECONDITION desc = node is already being activated',
     )
+    expect((lost[0]?.reason as CliError).hint).to.include('this request changed nothing on the node')
+  })
+
+  it('an unreadable state disk fails Init before the lock: nothing changes, and Init works once the disk is there', async () => {
+    const device = path.join(node.dir, 'not-yet.img')
+    running = await startBootstrapper({
+      ...node,
+      nodeConfig: (listen) => {
+        const config = node.nodeConfig(listen)
+        return { ...config, stateDisk: { ...config.stateDisk, device } }
+      },
+    })
+    await setClusterEndpoint(node.workspace, running.address)
+    const ws = workspacePaths(node.workspace)
+    const err = await init(node.workspace).catch((e: unknown) => e)
+    expect((err as Error).message).to.include(
+      'code = FAILED_PRECONDITION desc = the state disk cannot be read; nothing was changed on the node',
+    )
+    expect((err as CliError).hint).to.include('this request changed nothing on the node')
+    expect((await pcr15(node)).equals(Buffer.alloc(32))).to.equal(true)
+    const log = await readFile(ws.clusterLog, 'utf8')
+    expect(log).to.include('Cannot read the state disk').and.include(device)
+    // the daemon still serves: put the disk in place and run init again
+    await cp(node.disk.image, device)
+    await rm(ws.masterSecret)
+    const result = await init(node.workspace)
+    expect((await pcr15(node)).equals(clusterIdPcrValue(Buffer.from(result.clusterID, 'hex')))).to.equal(true)
+    await running.daemon.done
+    expect(running.daemon.outcome).to.equal('initialized')
   })
 
   it('a join that took the node lock first wins: Init gets FailedPrecondition and changes nothing', async () => {

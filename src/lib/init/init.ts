@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto'
 import { access, appendFile, readFile } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
-import type { ChannelCredentials } from '@grpc/grpc-js'
+import { status, type ChannelCredentials } from '@grpc/grpc-js'
 import { isAttestationFailure } from '../atls/index.js'
 import { loadConfig, loadState, type ClusterConfig, type ClusterState } from '../config/index.js'
 import { CliError, ExitCode, chainMessage } from '../errors/index.js'
@@ -159,8 +159,23 @@ async function initFailed(
   return new CliError(
     `initializing the cluster failed on the node: ${outcome.error}`,
     ExitCode.Failure,
-    `the node cannot be initialized again: terminate it and create a new one, move ${path.basename(masterSecret)} away, then run init again; ${logNote}`,
+    `${whatToDoAfter(outcome.code, path.basename(masterSecret))}; ${logNote}`,
   )
+}
+
+/** The node refuses with these codes before it takes its lock: it is unchanged and can still be initialized. */
+function whatToDoAfter(code: status | undefined, masterSecret: string): string {
+  const again = `move ${masterSecret} away, then run init again`
+  switch (code) {
+    case status.PERMISSION_DENIED:
+      return `the node was not changed: the init secret in constellation-state.yaml is not the one the node was given; fix that, ${again}`
+    case status.INVALID_ARGUMENT:
+      return `the node was not changed: fix the request as the message says (constellation-conf.yaml), ${again}`
+    case status.FAILED_PRECONDITION:
+      return `this request changed nothing on the node; if the node is already initialized or joining a cluster, create a new one; otherwise fix what the message names on the node, restart its bootstrapper, ${again}`
+    default:
+      return `the node cannot be initialized again: terminate it and create a new one, ${again}`
+  }
 }
 
 async function mergeIntoUserKubeconfig(ours: string, env: NodeJS.ProcessEnv): Promise<string> {

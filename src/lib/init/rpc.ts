@@ -6,7 +6,14 @@ import { retry, sleepMs, type Logger } from '../system/index.js'
 
 export type InitOutcome =
   | { ok: true; kubeconfig: Buffer; clusterId: Buffer }
-  | { ok: false; error: string; logs: Buffer; logError?: string }
+  | {
+      ok: false
+      error: string
+      logs: Buffer
+      logError?: string
+      /** The call's final gRPC status code, when the node sent one. */
+      code?: status
+    }
 
 export interface InitRpcOptions {
   address: string
@@ -89,7 +96,9 @@ function attempt(request: InitRequest, opts: InitRpcOptions): Promise<InitOutcom
         failure !== undefined ||
         logs.length > 0
       if (failure)
-        return finish(() => resolve({ ok: false, error: failure?.error ?? '', logs: Buffer.concat(logs) }))
+        return finish(() =>
+          resolve({ ok: false, error: failure?.error ?? '', logs: Buffer.concat(logs), code: err.code }),
+        )
       if (!sent && !opts.signal.aborted)
         return finish(() =>
           reject(new NotConnectedError(err.code ?? status.UNKNOWN, err.details ?? err.message)),
@@ -101,6 +110,7 @@ function attempt(request: InitRequest, opts: InitRpcOptions): Promise<InitOutcom
               error: err.details ?? err.message,
               logs: Buffer.concat(logs),
               logError: err.message,
+              code: err.code,
             })
           : reject(err),
       )
