@@ -1,19 +1,15 @@
 import { Server, ServerCredentials, setLogger } from '@grpc/grpc-js'
-import { createServer, type Server as NetServer } from 'node:net'
 import { listenOn, routeGrpcLogs } from '../../src/lib/grpc/index.js'
 import { CliError, exitCodeOf } from '../../src/lib/errors/index.js'
 import { createLogger } from '../../src/lib/system/index.js'
 import { expect } from '../support/chai.js'
+import { holdPort } from '../support/ports.js'
 
 describe('gRPC serving shared by the node daemons', () => {
-  let holder: NetServer
+  let held: Awaited<ReturnType<typeof holdPort>>
   let heldPort: number
-  beforeEach(async () => {
-    holder = createServer()
-    await new Promise<void>((r) => holder.listen(0, '127.0.0.1', r))
-    heldPort = (holder.address() as { port: number }).port
-  })
-  afterEach(() => new Promise<void>((r) => holder.close(() => r())))
+  beforeEach(async () => ({ port: heldPort } = held = await holdPort()))
+  afterEach(() => held.release())
 
   it('listenOn resolves with the bound HOST:PORT (port 0 picks one)', async () => {
     const server = new Server()

@@ -1,5 +1,4 @@
 import { mkdir, readFile, stat, writeFile } from 'node:fs/promises'
-import { createServer, type AddressInfo } from 'node:net'
 import path from 'node:path'
 import { parse } from 'yaml'
 import { expect } from '../support/chai.js'
@@ -9,7 +8,7 @@ import { readPcrs } from '../../src/lib/tpm/index.js'
 import type { TpmConfig } from '../../src/lib/nodeconfig/index.js'
 import { stringifyYaml } from '../../src/lib/yaml/index.js'
 import { setClusterEndpoint, startDaemonProcess, startLocalNode, type LocalNode } from './harness.js'
-import { freePort } from '../support/ports.js'
+import { freePort, holdPort } from '../support/ports.js'
 
 describe('constellation init / bootstrap run (CLI processes)', function () {
   this.timeout(180_000)
@@ -91,10 +90,9 @@ describe('constellation init / bootstrap run (CLI processes)', function () {
   }
 
   it('bootstrap run on a port another process holds exits 1 naming initServer.listen; its stderr stays JSON lines', async () => {
-    const holder = createServer()
-    await new Promise<void>((r) => holder.listen(0, '127.0.0.1', r))
+    const held = await holdPort()
     try {
-      const listen = `127.0.0.1:${(holder.address() as AddressInfo).port}`
+      const listen = `127.0.0.1:${held.port}`
       const nodeConfigFile = path.join(node.dir, 'node-config.yaml')
       await writeFile(nodeConfigFile, stringifyYaml(node.nodeConfig(listen)))
       const res = await runCli(['bootstrap', 'run', '--config', nodeConfigFile])
@@ -104,7 +102,7 @@ describe('constellation init / bootstrap run (CLI processes)', function () {
       expect(rendered.join('\n')).to.include('initServer.listen').and.not.include('This is a bug')
       for (const line of logLines) expect(() => JSON.parse(line), line).to.not.throw()
     } finally {
-      await new Promise<void>((r) => holder.close(() => r()))
+      await held.release()
     }
   })
 

@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto'
 import { access, readFile, rm, stat, writeFile, cp } from 'node:fs/promises'
-import { createServer } from 'node:net'
 import path from 'node:path'
 import type { ServerCredentials } from '@grpc/grpc-js'
 import { parse } from 'yaml'
@@ -26,6 +25,7 @@ import { nodePaths, workspacePaths } from '../../src/lib/paths.js'
 import { createLogger, createRunner, runProcess, silentLogger } from '../../src/lib/system/index.js'
 import { extendPcr, readPcrs } from '../../src/lib/tpm/index.js'
 import { stringifyYaml } from '../../src/lib/yaml/index.js'
+import { freePort } from '../support/ports.js'
 import { setClusterEndpoint, startLocalNode, type LocalNode } from './harness.js'
 
 const quietTerminal = { stdoutIsTTY: false, stdinIsTTY: false, env: { CONSTELL_NO_SPINNER: '1' } }
@@ -232,12 +232,7 @@ describe('init flow (swtpm, cryptsetup, aTLS, kubeadm contract fake)', function 
   })
 
   it('retries while the node refuses connections and initializes once it is up', async () => {
-    const port = await new Promise<number>((resolve) => {
-      const s = createServer().listen(0, '127.0.0.1', () => {
-        const p = (s.address() as { port: number }).port
-        s.close(() => resolve(p))
-      })
-    })
+    const port = await freePort()
     await setClusterEndpoint(node.workspace, `127.0.0.1:${port}`)
     const initDone = init(node.workspace)
     await new Promise((r) => setTimeout(r, 1_000)) // a few refused attempts first

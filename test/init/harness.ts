@@ -155,21 +155,19 @@ export async function startDaemonProcess(node: LocalNode): Promise<DaemonProcess
     timeoutMs: 120_000,
     signal: stop.signal,
   }).finally(() => (done = true))
-  await waitForPort(port, { gaveUp: () => done }).catch(async (err: unknown) => {
+  const stopAndReport = async (what: string, cause?: unknown): Promise<never> => {
     stop.abort()
     const daemon = await exited
-    throw new Error(`bootstrap run did not serve (exit ${daemon.code}):\n${daemon.stderr}`, { cause: err })
-  })
+    throw new Error(`${what}\nbootstrapper (exit ${daemon.code}):\n${daemon.stderr}`, { cause })
+  }
+  await waitForPort(port, { gaveUp: () => done }).catch((err: unknown) =>
+    stopAndReport('bootstrap run did not serve', err),
+  )
   await setClusterEndpoint(node.workspace, `127.0.0.1:${port}`)
   return {
     exited,
     async expectInitSucceeded(init) {
-      if (init.code === 0) return
-      stop.abort()
-      const daemon = await exited
-      throw new Error(
-        `init exited ${init.code}:\n${init.stdout}${init.stderr}\nbootstrapper (exit ${daemon.code}):\n${daemon.stderr}`,
-      )
+      if (init.code !== 0) await stopAndReport(`init exited ${init.code}:\n${init.stdout}${init.stderr}`)
     },
   }
 }

@@ -16,6 +16,20 @@ export function freePort(): Promise<number> {
   })
 }
 
+/** A loopback port kept busy by a plain TCP listener until `release`, for testing a taken port. */
+export async function holdPort(): Promise<{ port: number; release: () => Promise<void> }> {
+  const srv = createServer()
+  await new Promise<void>((resolve, reject) => {
+    srv.once('error', reject)
+    srv.listen(0, HOST, resolve)
+  })
+  const addr = srv.address()
+  return {
+    port: typeof addr === 'object' && addr ? addr.port : 0,
+    release: () => new Promise<void>((resolve) => srv.close(() => resolve())),
+  }
+}
+
 /** Resolves once something accepts on the port; `gaveUp` ends the wait early (e.g. the server exited). */
 export async function waitForPort(
   port: number,

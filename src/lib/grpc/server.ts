@@ -1,7 +1,7 @@
 /** What the node daemons share about serving gRPC: binding with a useful error, and grpc-js' own log lines. */
 import { setLogger, type Server, type ServerCredentials } from '@grpc/grpc-js'
 import { format } from 'node:util'
-import { CliError } from '../errors/index.js'
+import { CliError, ExitCode } from '../errors/index.js'
 import { splitHostPort } from '../nodeconfig/index.js'
 import type { Logger } from '../system/index.js'
 
@@ -23,7 +23,7 @@ export async function listenOn(
   ).catch((cause: unknown) => {
     throw new CliError(
       `listening on ${listen}`,
-      1,
+      ExitCode.Failure,
       `is another process listening there? stop it, or change ${configKey} in the node config`,
       { cause },
     )
