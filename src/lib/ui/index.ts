@@ -39,6 +39,8 @@ export async function runTasks<Ctx>(
     renderer: opts.silent ? 'silent' : useSpinner(t) ? 'default' : 'simple',
     fallbackRenderer: 'simple',
     exitOnError: true,
+    // Signals are the command's (onInterrupt): listr2's own handler exits 127 without a word.
+    registerSignalListeners: false,
     rendererOptions: { collapseErrors: false },
   })
   return list.run()
@@ -53,3 +55,6 @@ export function renderTable(headers: readonly string[], rows: ReadonlyArray<read
       .trimEnd()
   return [line(headers), ...rows.map(line)].join('\n')
 }
+
+export { onInterrupt, promptOrAbort, PromptAbortedError, SIGNAL_EXIT_CODES } from './interrupt.js'
+export type { InterruptIO, InterruptSignal } from './interrupt.js'

@@ -1,0 +1,64 @@
+/**
+ * Ctrl-C and SIGTERM for operator commands. listr2 and inquirer would otherwise decide (exit 127
+ * silently, or a stack trace): a command says what state it leaves, and exits 130 (SIGINT) or 143
+ * (SIGTERM) as shells expect.
+ */
+import { CliError } from '../errors/index.js'
+
+export const SIGNAL_EXIT_CODES = { SIGINT: 130, SIGTERM: 143 } as const
+export type InterruptSignal = keyof typeof SIGNAL_EXIT_CODES
+
+export interface InterruptIO {
+  on: (signal: InterruptSignal, listener: () => void) => void
+  off: (signal: InterruptSignal, listener: () => void) => void
+  stderr: (line: string) => void
+  exit: (code: number) => void
+}
+
+export const processInterruptIO = (): InterruptIO => ({
+  on: (s, l) => process.on(s, l),
+  off: (s, l) => process.off(s, l),
+  stderr: (line) => process.stderr.write(`${line}\n`),
+  exit: (code) => process.exit(code),
+})
+
+/**
+ * Until the returned function is called, SIGINT/SIGTERM print `describe()` (what is left behind,
+ * evaluated when the signal arrives) and exit with 130/143. A second signal exits at once.
+ */
+export function onInterrupt(describe: () => string[], io: InterruptIO = processInterruptIO()): () => void {
+  let seen = false
+  const handlers = Object.keys(SIGNAL_EXIT_CODES).map((name) => {
+    const signal = name as InterruptSignal
+    const listener = () => {
+      const code = SIGNAL_EXIT_CODES[signal]
+      if (seen) return io.exit(code)
+      seen = true
+      io.stderr('')
+      for (const line of describe()) io.stderr(line)
+      io.exit(code)
+    }
+    io.on(signal, listener)
+    return { signal, listener }
+  })
+  return () => handlers.forEach(({ signal, listener }) => io.off(signal, listener))
+}
+
+/** The error for a prompt closed with Ctrl-C (inquirer's ExitPromptError): nothing was changed. */
+export class PromptAbortedError extends CliError {
+  constructor(what: string) {
+    super(`${what}: aborted, nothing changed`, SIGNAL_EXIT_CODES.SIGINT)
+    this.name = 'PromptAbortedError'
+  }
+}
+
+/** Runs an inquirer prompt; Ctrl-C (or a closed terminal) becomes PromptAbortedError. */
+export async function promptOrAbort<T>(what: string, prompt: () => Promise<T>): Promise<T> {
+  try {
+    return await prompt()
+  } catch (err) {
+    if (err instanceof Error && (err.name === 'ExitPromptError' || err.name === 'AbortPromptError'))
+      throw new PromptAbortedError(what)
+    throw err
+  }
+}
