@@ -2,20 +2,17 @@ import { Flags } from '@oclif/core'
 import { BaseCommand } from '../base-command.js'
 import { measurementsFromConfig } from '../lib/attestation/index.js'
 import { loadConfig } from '../lib/config/index.js'
-import { CliError, exitCodeOf, renderError, UsageError } from '../lib/errors/index.js'
+import { CliError, exitCodeOf, renderError } from '../lib/errors/index.js'
 import { workspacePaths } from '../lib/paths.js'
-import { parseDuration } from '../lib/system/index.js'
 import {
   DEFAULT_VERIFY_TIMEOUT_MS,
+  parseAttestTimeout,
   renderVerifyReport,
   resolveVerifyTarget,
   UntrustedNodeError,
   verifyNode,
   type VerifyReport,
 } from '../lib/verify/index.js'
-
-/** setTimeout's limit; longer waits would fire at once. */
-const MAX_TIMEOUT_MS = 2 ** 31 - 1
 
 export default class Verify extends BaseCommand {
   static override description =
@@ -44,9 +41,7 @@ export default class Verify extends BaseCommand {
 
   async run(): Promise<VerifyReport> {
     const { flags } = await this.parse(Verify)
-    const timeoutMs = parseDuration(flags.timeout, '--timeout')
-    if (timeoutMs < 1 || timeoutMs > MAX_TIMEOUT_MS)
-      throw new UsageError(`--timeout ${flags.timeout} is out of range (1ms to 24d)`)
+    const timeoutMs = parseAttestTimeout(flags.timeout)
     const paths = workspacePaths(flags.workspace)
     const config = await loadConfig(paths.config)
     const measurements = config.attestation.qemuVTPM?.measurements

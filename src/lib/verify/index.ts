@@ -2,6 +2,7 @@
 export {
   verifyNode,
   readNodePcrs,
+  parseAttestTimeout,
   expectedMeasurements,
   UntrustedNodeError,
   DEFAULT_VERIFY_TIMEOUT_MS,
