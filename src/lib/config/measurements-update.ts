@@ -8,7 +8,7 @@ import { isMap, isScalar, parseDocument, Scalar, type Node } from 'yaml'
 import { CliError } from '../errors/index.js'
 import { writeFileAtomic } from '../system/index.js'
 import { renderTable } from '../ui/index.js'
-import { parseConfig } from './load.js'
+import { parseConfig, readConfigFile } from './load.js'
 import type { MeasurementsConfig } from './types.js'
 
 /** PCR 15 records the cluster ID at a node's point of no return; configs expect it zero. */
@@ -34,16 +34,7 @@ export interface ConfigMeasurements {
 
 /** Reads and validates the config, keeping its text for a faithful edit. */
 export async function readConfigMeasurements(file: string): Promise<ConfigMeasurements> {
-  const text = await readFile(file, 'utf8').catch((cause: unknown) => {
-    throw new CliError(
-      `reading config ${file}`,
-      1,
-      'run `constellation config generate qemu` first, or pass -C',
-      {
-        cause,
-      },
-    )
-  })
+  const text = await readConfigFile(file, 'config')
   const measurements = parseConfig(text, file).attestation.qemuVTPM?.measurements
   if (!measurements) throw new CliError(`${file} has no ${MEASUREMENTS_PATH.join('.')} to fill in`)
   return { file, text, measurements }
