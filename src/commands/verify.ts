@@ -2,43 +2,75 @@ import { Flags } from '@oclif/core'
 import { BaseCommand } from '../base-command.js'
 import { measurementsFromConfig } from '../lib/attestation/index.js'
 import { loadConfig } from '../lib/config/index.js'
-import { CliError } from '../lib/errors/index.js'
+import { CliError, exitCodeOf, renderError } from '../lib/errors/index.js'
 import { workspacePaths } from '../lib/paths.js'
-import { renderVerifyReport, verifyNode, type VerifyReport } from '../lib/verify/index.js'
+import {
+  DEFAULT_VERIFY_TIMEOUT_MS,
+  parseAttestTimeout,
+  renderVerifyReport,
+  resolveVerifyTarget,
+  UntrustedNodeError,
+  verifyNode,
+  type VerifyReport,
+} from '../lib/verify/index.js'
 
 export default class Verify extends BaseCommand {
   static override description =
-    "Attest a node with a fresh nonce against the workspace config's measurements (exit 0 only when trusted, 4 when attestation failed, 3 when unreachable)"
+    "Attest a node with a fresh nonce against the workspace config's measurements and the state's cluster ID (exit 0 only when trusted, 4 when attestation failed, 3 when unreachable)"
   static override examples = [
-    '<%= config.bin %> verify --node-endpoint 10.0.0.5:30081',
-    '<%= config.bin %> verify -C my-cluster --node-endpoint 10.0.0.5:30081 --cluster-id 3f1c…',
+    '<%= config.bin %> verify -C my-cluster',
+    '<%= config.bin %> verify -e 10.0.0.5',
+    '<%= config.bin %> verify -e 10.0.0.5:30081 --cluster-id 3f1c… --json',
   ]
   static override flags = {
     ...BaseCommand.workspaceFlag,
     'node-endpoint': Flags.string({
-      description: 'HOST:PORT of the node verification service',
-      required: true,
+      char: 'e',
+      description:
+        "HOST[:PORT] of the node's verification service (port 30081 unless given; IPv6 in brackets); default: the host of the state's infrastructure.clusterEndpoint",
     }),
     'cluster-id': Flags.string({
-      description: 'hex cluster ID; PCR 15 must show that this node belongs to it',
+      description:
+        "hex cluster ID; PCR 15 must show that the node belongs to it; default: the state's clusterValues.clusterID",
+    }),
+    timeout: Flags.string({
+      description: 'give up on an unanswering node after this long (e.g. 5s, 1m)',
+      default: `${DEFAULT_VERIFY_TIMEOUT_MS / 1000}s`,
     }),
   }
 
   async run(): Promise<VerifyReport> {
     const { flags } = await this.parse(Verify)
-    const config = await loadConfig(workspacePaths(flags.workspace).config)
+    const timeoutMs = parseAttestTimeout(flags.timeout)
+    const paths = workspacePaths(flags.workspace)
+    const config = await loadConfig(paths.config)
     const measurements = config.attestation.qemuVTPM?.measurements
     if (!measurements)
       throw new CliError('the config has no attestation.qemuVTPM.measurements to verify against')
+    const target = await resolveVerifyTarget(
+      { nodeEndpoint: flags['node-endpoint'], clusterId: flags['cluster-id'] },
+      paths.state,
+    )
     const outcome = await verifyNode({
-      endpoint: flags['node-endpoint'],
+      endpoint: target.endpoint,
       variant: 'qemu-vtpm',
       measurements: measurementsFromConfig(measurements),
-      clusterId: flags['cluster-id'],
+      clusterId: target.clusterId,
+      timeoutMs,
     })
-    if (outcome.report && !this.jsonEnabled()) this.log(renderVerifyReport(outcome.report))
+    if (outcome.report && !this.jsonEnabled()) {
+      if (target.clusterIdFrom === 'state') this.log(`Cluster ID from ${paths.state}: ${target.clusterId}`)
+      this.log(renderVerifyReport(outcome.report))
+    }
     if (outcome.error || !outcome.report)
       throw outcome.error ?? new CliError('verification produced no result')
     return outcome.report
+  }
+
+  /** With --json, a refused node's report goes out beside the error, so scripts see which PCRs differ. */
+  protected override async catch(err: Error & { oclif?: { exit?: number } }): Promise<void> {
+    if (!(err instanceof UntrustedNodeError && err.report && this.jsonEnabled())) return super.catch(err)
+    this.logJson({ ...err.report, ...renderError(err).json })
+    process.exitCode = exitCodeOf(err)
   }
 }

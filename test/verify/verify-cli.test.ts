@@ -1,57 +1,15 @@
-import { spawn, type ChildProcessByStdio } from 'node:child_process'
 import { createHash, randomBytes } from 'node:crypto'
-import { writeFile } from 'node:fs/promises'
+import { readFile, rm, writeFile } from 'node:fs/promises'
 import path from 'node:path'
-import type { Readable } from 'node:stream'
 import { expect } from '../support/chai.js'
-import { CLI_ARGS, makeTempDir, runCli } from '../support/cli.js'
+import { makeTempDir, runCli } from '../support/cli.js'
 import { freePort } from '../support/ports.js'
 import { startSwtpm, type SwtpmHandle } from '../support/swtpm.js'
+import { startSilentPeer } from '../atls/silent-peer.js'
+import { startVerifyServiceOn, type VerifyServiceProcess } from './verify-service-process.js'
 import { extendPcr } from '../../src/lib/tpm/index.js'
 
 const sha256 = (b: Buffer) => createHash('sha256').update(b).digest()
-
-interface VerifyServiceProcess {
-  endpoint: string
-  logs: () => string
-  stop(): Promise<number | null>
-}
-
-/** `constellation verifyservice` as a child process on a free port (it logs the bound address). */
-async function startVerifyService(configFile: string): Promise<VerifyServiceProcess> {
-  const child: ChildProcessByStdio<null, null, Readable> = spawn(
-    process.execPath,
-    [...CLI_ARGS, 'verifyservice', '--config', configFile],
-    {
-      stdio: ['ignore', 'ignore', 'pipe'],
-    },
-  )
-  let stderr = ''
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
-  const endpoint = await new Promise<string>((resolve, reject) => {
-    child.stderr.on('data', (d: Buffer) => {
-      stderr += d.toString()
-      for (const line of stderr.split('\n')) {
-        if (!line.includes('Verification service listening')) continue
-        const entry = JSON.parse(line) as { address?: string }
-        if (entry.address) resolve(entry.address)
-      }
-    })
-    void exited.then((code) => reject(new Error(`verifyservice exited with ${code}: ${stderr}`)))
-    setTimeout(() => reject(new Error(`verifyservice did not report its address: ${stderr}`)), 60_000).unref()
-  }).catch((err: unknown) => {
-    child.kill('SIGKILL') // never leave a stray daemon behind a failed start
-    throw err
-  })
-  return {
-    endpoint,
-    logs: () => stderr,
-    stop: async () => {
-      if (child.exitCode === null) child.kill('SIGTERM')
-      return exited
-    },
-  }
-}
 
 describe('constellation verify against constellation verifyservice on swtpm', function () {
   this.timeout(120_000)
@@ -64,20 +22,7 @@ describe('constellation verify against constellation verifyservice on swtpm', fu
     ws = await makeTempDir()
     const gen = await runCli(['config', 'generate', 'qemu', '-C', ws.dir])
     expect(gen.code, gen.stderr).to.equal(0)
-    const nodeConfig = path.join(ws.dir, 'node-config.yaml')
-    for (let attempt = 1; ; attempt++) {
-      const port = await freePort()
-      await writeFile(
-        nodeConfig,
-        `attestationVariant: qemu-vtpm\ntpm:\n  swtpm: "${tpm.endpoint}"\nverifyService:\n  listen: "127.0.0.1:${port}"\n`,
-      )
-      try {
-        service = await startVerifyService(nodeConfig)
-        break
-      } catch (err: unknown) {
-        if (attempt >= 3 || !String(err).includes('EADDRINUSE')) throw err
-      }
-    }
+    service = await startVerifyServiceOn(tpm, ws.dir, async () => `127.0.0.1:${await freePort()}`)
   })
   afterEach(async () => {
     const code = await service?.stop()
@@ -111,6 +56,8 @@ describe('constellation verify against constellation verifyservice on swtpm', fu
     const withoutId = await verify()
     expect(withoutId.code).to.equal(4)
     expect(withoutId.stderr).to.match(/at index 15/)
+    expect(withoutId.stderr).to.include('the node was initialized and belongs to a cluster')
+    expect(withoutId.stderr).to.not.match(/image/)
     const other = await verify('--cluster-id', randomBytes(32).toString('hex'))
     expect(other.code).to.equal(4)
     const res = await verify('--cluster-id', clusterId.toString('hex'), '--json')
@@ -131,5 +78,128 @@ describe('constellation verify against constellation verifyservice on swtpm', fu
     const badId = await verify('--cluster-id', 'xyz')
     expect(badId.code).to.equal(2)
     expect(badId.stderr).to.include('--cluster-id')
+  })
+})
+
+/** A loopback address of its own (all of 127/8 is local), so the service can own port 30081 there. */
+const ownLoopback = () => `127.${[1, 2, 3].map(() => 1 + Math.floor(Math.random() * 250)).join('.')}`
+
+describe('constellation verify as the README documents it: node and cluster ID from the workspace', function () {
+  this.timeout(120_000)
+  let tpm: SwtpmHandle
+  let ws: { dir: string; cleanup: () => Promise<void> }
+  let host: string
+  let services: VerifyServiceProcess[]
+  const clusterId = randomBytes(32)
+
+  /** The workspace of an initialized cluster whose first node is `host` (init port in the endpoint). */
+  const writeState = async (id: Buffer) => {
+    const file = path.join(ws.dir, 'constellation-state.yaml')
+    const state = await readFile(file, 'utf8')
+    await writeFile(file, state.replace(/clusterID: .*/, `clusterID: ${id.toString('hex')}`))
+  }
+
+  beforeEach(async () => {
+    tpm = await startSwtpm()
+    ws = await makeTempDir()
+    services = []
+    services.push(await startVerifyServiceOn(tpm, ws.dir, async () => `${(host = ownLoopback())}:30081`))
+    const gen = await runCli(['config', 'generate', 'qemu', '-C', ws.dir, '--endpoint', `${host}:9000`])
+    expect(gen.code, gen.stderr).to.equal(0)
+    await writeState(clusterId)
+  })
+  afterEach(async () => {
+    const codes = await Promise.all(services.map((s) => s.stop()))
+    await tpm.stop()
+    await ws.cleanup()
+    expect(
+      codes.every((c) => c === 0),
+      'verifyservice stops cleanly on SIGTERM',
+    ).to.be.true
+  })
+
+  it('`verify -C ws` dials the state endpoint host on 30081 and checks PCR 15 against the state cluster ID', async () => {
+    await extendPcr(tpm.open, 15, sha256(clusterId))
+    const res = await runCli(['verify', '-C', ws.dir])
+    expect(res.code, res.stderr).to.equal(0)
+    expect(res.stdout).to.include(`Cluster ID from ${path.join(ws.dir, 'constellation-state.yaml')}`)
+    expect(res.stdout).to.match(/^15\s+[0-9a-f]{64}\s+enforced\s+ok$/m)
+    expect(res.stdout).to.include(`Node ${host}:30081 (qemu-vtpm) is trusted`)
+  })
+
+  it('-e HOST gets port 30081; -e [::1]:PORT reaches an IPv6 service', async () => {
+    await extendPcr(tpm.open, 15, sha256(clusterId))
+    const bare = await runCli(['verify', '-C', ws.dir, '-e', host])
+    expect(bare.code, bare.stderr).to.equal(0)
+    expect(bare.stdout).to.include(`Node ${host}:30081`)
+    const v6 = await startVerifyServiceOn(tpm, ws.dir, async () => `[::1]:${await freePort()}`)
+    services.push(v6)
+    const port = v6.endpoint.replace(/^.*:/, '')
+    const res = await runCli(['verify', '-C', ws.dir, '-e', `[::1]:${port}`, '--json'])
+    expect(res.code, res.stderr).to.equal(0)
+    expect((JSON.parse(res.stdout) as { endpoint: string }).endpoint).to.equal(`[::1]:${port}`)
+    const bad = await runCli(['verify', '-C', ws.dir, '-e', '::1]:x'])
+    expect(bad.code).to.equal(2)
+    expect(bad.stderr).to.include('--node-endpoint "::1]:x" is not HOST, HOST:PORT or [IPv6]:PORT')
+  })
+
+  it('says the node belongs to another cluster (or none), and --json carries the PCR table with the error', async () => {
+    const never = await runCli(['verify', '-C', ws.dir, '--json'])
+    expect(never.code).to.equal(4)
+    const zero = JSON.parse(never.stdout) as {
+      trusted: boolean
+      pcrs: Array<{ index: number; status: string; value: string }>
+      error: { message: string; exitCode: number }
+    }
+    expect(zero.trusted).to.be.false
+    expect(zero.pcrs).to.have.length(24)
+    expect(zero.pcrs.find((p) => p.index === 15)).to.include({ status: 'mismatch', value: '00'.repeat(32) })
+    expect(zero.error.exitCode).to.equal(4)
+    expect(zero.error.message).to.include('the node was never initialized and belongs to no cluster')
+
+    await extendPcr(tpm.open, 15, sha256(randomBytes(32)))
+    const other = await runCli(['verify', '-C', ws.dir])
+    expect(other.code).to.equal(4)
+    expect(other.stderr).to.include('the node belongs to another cluster')
+    expect(other.stderr).to.not.match(/image/)
+    expect(other.stdout).to.match(/^15\s+[0-9a-f]{64}\s+enforced\s+mismatch$/m)
+  })
+
+  it('without --node-endpoint and without an endpoint in the state it is a usage error', async () => {
+    const empty = await makeTempDir()
+    try {
+      const gen = await runCli(['config', 'generate', 'qemu', '-C', empty.dir])
+      expect(gen.code, gen.stderr).to.equal(0)
+      const file = path.join(empty.dir, 'constellation-state.yaml')
+      await rm(file)
+      const res = await runCli(['verify', '-C', empty.dir])
+      expect(res.code).to.equal(2)
+      expect(res.stderr).to.include('--node-endpoint not given and there is no')
+    } finally {
+      await empty.cleanup()
+    }
+  })
+})
+
+describe('constellation verify against a peer that accepts and never speaks', function () {
+  this.timeout(120_000)
+  it('gives up after --timeout, closes the connection and exits 3 on its own', async () => {
+    const ws = await makeTempDir()
+    const peer = await startSilentPeer()
+    try {
+      const gen = await runCli(['config', 'generate', 'qemu', '-C', ws.dir])
+      expect(gen.code, gen.stderr).to.equal(0)
+      // runCli kills a child still running after 60 s (code null): only exiting by itself passes
+      const res = await runCli(['verify', '-C', ws.dir, '-e', `127.0.0.1:${peer.port}`, '--timeout', '1s'])
+      expect(res.code, res.stderr).to.equal(3)
+      expect(res.stderr).to.include(`node 127.0.0.1:${peer.port} is not reachable`)
+      await peer.firstClosed
+      const bad = await runCli(['verify', '-C', ws.dir, '-e', '127.0.0.1', '--timeout', 'soon'])
+      expect(bad.code).to.equal(2)
+      expect(bad.stderr).to.include('--timeout "soon" is not a duration')
+    } finally {
+      await peer.stop()
+      await ws.cleanup()
+    }
   })
 })

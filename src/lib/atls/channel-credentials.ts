@@ -19,12 +19,19 @@ export interface AttestedChannelOptions {
   clientCertificate?: { certPem: string; keyPem: string }
   /** The nonce for the server to attest; default: fresh random per handshake (never reuse one). */
   nonce?: () => Buffer
+  /** Bound on TLS handshake plus attestation check; the socket is destroyed when it passes. */
+  handshakeTimeoutMs?: number
 }
+
+/** Constellation's validators get 30 s per attestation; a peer that says nothing gets no longer. */
+export const DEFAULT_HANDSHAKE_TIMEOUT_MS = 30_000
 
 type SecureConnector = experimental.SecureConnector
 type SecureConnectResult = experimental.SecureConnectResult
 
 class AttestedChannelCredentials extends ChannelCredentials {
+  /** Handshakes in flight, destroyed when grpc-js drops the connector (channel closed). */
+  private readonly pending = new Set<Socket>()
   constructor(private readonly opts: AttestedChannelOptions) {
     super()
   }
@@ -41,10 +48,16 @@ class AttestedChannelCredentials extends ChannelCredentials {
   ): SecureConnector {
     const creds = callCredentials ?? CallCredentials.createEmpty()
     return {
-      connect: (socket) => attestedConnect(socket, this.opts),
+      connect: (socket) => {
+        this.pending.add(socket)
+        return attestedConnect(socket, this.opts).finally(() => this.pending.delete(socket))
+      },
       waitForReady: () => Promise.resolve(),
       getCallCredentials: () => creds,
-      destroy: () => {},
+      destroy: () => {
+        for (const socket of this.pending) socket.destroy()
+        this.pending.clear()
+      },
     }
   }
 }
@@ -52,6 +65,8 @@ class AttestedChannelCredentials extends ChannelCredentials {
 /** Each handshake uses a fresh nonce: a config reused across connections would allow replays. */
 function attestedConnect(socket: Socket, opts: AttestedChannelOptions): Promise<SecureConnectResult> {
   const nonce = opts.nonce?.() ?? randomBytes(NONCE_BYTES)
+  const timeoutMs = opts.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS
+  const peer = `${socket.remoteAddress}:${socket.remotePort}`
   void preloadX509().catch(() => {}) // verifyAttestedCertificate reports a load failure
   return new Promise((resolve, reject) => {
     const tls: TLSSocket = tlsConnect({
@@ -68,15 +83,24 @@ function attestedConnect(socket: Socket, opts: AttestedChannelOptions): Promise<
         : {}),
     })
     const fail = (err: unknown) => {
+      clearTimeout(timer)
       tls.destroy()
+      socket.destroy()
       reject(err)
     }
+    // A peer that accepts and never answers would otherwise hold the socket (and the CLI) forever.
+    const timer = setTimeout(
+      () => fail(new Error(`no TLS handshake from ${peer} within ${timeoutMs} ms`)),
+      timeoutMs,
+    )
     tls.once('error', fail)
     tls.once('secureConnect', () => {
       const der = tls.getPeerCertificate(true).raw
       if (!der) return fail(refusal(new Error('server sent no certificate')))
       verifyAttestedCertificate(der, opts.validators, nonce).then(
         (result) => {
+          if (tls.destroyed) return // timed out meanwhile: already rejected
+          clearTimeout(timer)
           tls.off('error', fail)
           opts.onVerified?.(result)
           resolve({ socket: tls, secure: true })

@@ -13,17 +13,31 @@ import {
 } from '../attestation/index.js'
 import { createAttestedChannelCredentials, isAttestationFailure } from '../atls/index.js'
 import { CliError, ExitCode, UsageError } from '../errors/index.js'
+import { parseDuration } from '../system/index.js'
 import { VerifyService, type DescribeResponse } from './service-definition.js'
 
 export const DEFAULT_VERIFY_TIMEOUT_MS = 15_000
+/** setTimeout's limit; a longer wait would fire at once. */
+const MAX_TIMEOUT_MS = 2 ** 31 - 1
 
-export interface VerifyRequest {
+/** `--timeout` of the commands that attest a node. */
+export function parseAttestTimeout(text: string): number {
+  const ms = parseDuration(text, '--timeout')
+  if (ms < 1 || ms > MAX_TIMEOUT_MS) throw new UsageError(`--timeout ${text} is out of range (1ms to 24d)`)
+  return ms
+}
+
+export interface AttestRequest {
   endpoint: string
   variant: Variant
+  /** Bound on everything: TCP connect, TLS handshake, attestation check and the call. */
+  timeoutMs?: number
+}
+
+export interface VerifyRequest extends AttestRequest {
   measurements: Measurements
   /** Hex cluster ID: PCR 15 must then equal SHA256(0^32 ‖ SHA256(clusterID)). */
   clusterId?: string
-  timeoutMs?: number
 }
 
 export type PcrStatus = 'ok' | 'mismatch' | 'warn' | 'not checked'
@@ -40,11 +54,26 @@ export interface VerifyReport {
   trusted: boolean
   pcrs: PcrReport[]
   warnings: string[]
+  /** The cluster ID PCR 15 was checked against, when there was one. */
+  clusterId?: string
 }
 export interface VerifyOutcome {
   report?: VerifyReport
   /** Set when the node is not trusted or not reachable; carries the exit code. */
   error?: CliError
+}
+
+/** A node whose attestation was refused; carries the quoted PCRs when the node sent them. */
+export class UntrustedNodeError extends CliError {
+  constructor(
+    message: string,
+    readonly report: VerifyReport | undefined,
+    hint?: string,
+    opts?: ErrorOptions,
+  ) {
+    super(message, ExitCode.AttestationFailed, hint, opts)
+    this.name = 'UntrustedNodeError'
+  }
 }
 
 /** Expected measurements with PCR 15 pinned to the cluster ID when one is given. */
@@ -62,60 +91,118 @@ export async function verifyNode(req: VerifyRequest): Promise<VerifyOutcome> {
   const measurements = requireMeasurements(expectedMeasurements(req.measurements, req.clusterId))
   // The inner validator checks everything but the measurements; inspectingValidator compares them
   // itself, so the report can show the quoted PCRs of a refused node too.
-  const seen: { pcrs?: Map<number, Buffer>; refusal?: unknown } = {}
+  const seen: Seen = {}
   const validator = inspectingValidator(createValidator(req.variant, new Map()), measurements, seen)
+  try {
+    const described = await describeOverAtls(req, validator)
+    const pcrs = seen.pcrs ?? new Map<number, Buffer>()
+    return { report: report(req, described.variant, measurements, pcrs, true) }
+  } catch (err: unknown) {
+    if (seen.refusal === undefined && !isAttestationFailure(err)) return { error: unreachable(req, err) }
+    const cause = seen.refusal ?? err
+    const shown = seen.pcrs ? report(req, req.variant, measurements, seen.pcrs, false) : undefined
+    const pcr15 = seen.pcrs ? clusterIdMismatch(measurements, seen.pcrs, req.clusterId) : undefined
+    const error = new UntrustedNodeError(
+      `attestation of ${req.endpoint} failed: ${messageOf(cause)}${pcr15 ? `\n${pcr15.reason}` : ''}`,
+      shown,
+      pcr15?.hint,
+      { cause },
+    )
+    return { report: shown, error }
+  }
+}
+
+/** Attests a node with a fresh nonce, checking everything but measurements, and returns all quoted PCRs. */
+export async function readNodePcrs(
+  req: AttestRequest,
+): Promise<{ variant: string; pcrs: Map<number, Buffer> }> {
+  const seen: Seen = {}
+  const validator = inspectingValidator(createValidator(req.variant, new Map()), new Map(), seen)
+  try {
+    const described = await describeOverAtls(req, validator)
+    return { variant: described.variant, pcrs: seen.pcrs ?? new Map() }
+  } catch (err: unknown) {
+    if (seen.refusal === undefined && !isAttestationFailure(err)) throw unreachable(req, err)
+    const cause = seen.refusal ?? err
+    throw new AttestationError(`attestation of ${req.endpoint} failed: ${messageOf(cause)}`, { cause })
+  }
+}
+
+type Seen = { pcrs?: Map<number, Buffer>; refusal?: unknown }
+
+async function describeOverAtls(req: AttestRequest, validator: Validator): Promise<DescribeResponse> {
+  const timeoutMs = req.timeoutMs ?? DEFAULT_VERIFY_TIMEOUT_MS
   const client = new (grpc.makeGenericClientConstructor(VerifyService, 'verify'))(
     req.endpoint,
-    createAttestedChannelCredentials({ validators: [validator] }),
+    createAttestedChannelCredentials({ validators: [validator], handshakeTimeoutMs: timeoutMs }),
   )
   try {
-    const described = await new Promise<DescribeResponse>((resolve, reject) =>
+    return await new Promise<DescribeResponse>((resolve, reject) =>
       client.makeUnaryRequest(
         VerifyService.describe!.path,
         () => Buffer.alloc(0),
         (b: Buffer) => VerifyService.describe!.responseDeserialize(b) as DescribeResponse,
         {},
-        { deadline: Date.now() + (req.timeoutMs ?? DEFAULT_VERIFY_TIMEOUT_MS) },
+        { deadline: Date.now() + timeoutMs },
         (err: grpc.ServiceError | null, res?: DescribeResponse) => (err || !res ? reject(err) : resolve(res)),
       ),
     )
-    return { report: report(req.endpoint, described.variant, measurements, seen.pcrs ?? new Map(), true) }
-  } catch (err: unknown) {
-    if (seen.refusal !== undefined || isAttestationFailure(err)) {
-      const cause = seen.refusal ?? err
-      const error = new AttestationError(
-        `attestation of ${req.endpoint} failed: ${cause instanceof Error ? cause.message : String(cause)}`,
-        { cause },
-      )
-      return {
-        report: seen.pcrs ? report(req.endpoint, req.variant, measurements, seen.pcrs, false) : undefined,
-        error,
-      }
-    }
-    const why =
-      (err as { details?: string } | undefined)?.details ?? (err instanceof Error ? err.message : String(err))
-    return {
-      error: new CliError(
-        `node ${req.endpoint} is not reachable: ${why}`,
-        ExitCode.Unreachable,
-        'check the endpoint and that `constellation verifyservice` runs on the node',
-        { cause: err },
-      ),
-    }
   } finally {
-    client.close()
+    client.close() // also destroys a handshake still in flight (the channel drops its connector)
   }
 }
+
+function unreachable(req: AttestRequest, err: unknown): CliError {
+  const timeoutMs = req.timeoutMs ?? DEFAULT_VERIFY_TIMEOUT_MS
+  const code = (err as { code?: unknown } | undefined)?.code
+  const why =
+    code === grpc.status.DEADLINE_EXCEEDED
+      ? `no answer within ${timeoutMs / 1000} s`
+      : ((err as { details?: string } | undefined)?.details ?? messageOf(err))
+  return new CliError(
+    `node ${req.endpoint} is not reachable: ${why}`,
+    ExitCode.Unreachable,
+    'check the endpoint and that `constellation verifyservice` runs on the node (port 30081 unless given)',
+    { cause: err },
+  )
+}
+
+/**
+ * PCR 15 holds the cluster ID (extended once at the node lock), so a mismatch there is not about
+ * the node's software but about which cluster it belongs to.
+ */
+function clusterIdMismatch(
+  measurements: Measurements,
+  pcrs: ReadonlyMap<number, Buffer>,
+  clusterId: string | undefined,
+): { reason: string; hint: string } | undefined {
+  const want = measurements.get(CLUSTER_ID_PCR)
+  const got = pcrs.get(CLUSTER_ID_PCR)
+  if (!want || want.warnOnly || !got || got.equals(want.expected)) return undefined
+  const zero = got.equals(Buffer.alloc(got.length))
+  if (clusterId === undefined)
+    return {
+      reason: `PCR ${CLUSTER_ID_PCR} is not zero: the node was initialized and belongs to a cluster.`,
+      hint: 'to check it belongs to yours, pass --cluster-id HEX or run in the cluster workspace (-C DIR), whose state has the cluster ID',
+    }
+  if (zero)
+    return {
+      reason: `PCR ${CLUSTER_ID_PCR} is zero: the node was never initialized and belongs to no cluster.`,
+      hint: `it is not part of cluster ${clusterId}; initialize it or let it join first`,
+    }
+  return {
+    reason: `PCR ${CLUSTER_ID_PCR} holds another cluster ID: the node belongs to another cluster, not to ${clusterId}.`,
+    hint: 'check --node-endpoint and the workspace (-C); the node is not part of this cluster',
+  }
+}
+
+const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err))
 
 /**
  * Runs the full check inside the handshake (signature, nonce, PCR digest, then measurements) and
  * remembers the quoted PCRs, so a refused node's values can still be shown.
  */
-function inspectingValidator(
-  crypto: Validator,
-  measurements: Measurements,
-  seen: { pcrs?: Map<number, Buffer>; refusal?: unknown },
-): Validator {
+function inspectingValidator(crypto: Validator, measurements: Measurements, seen: Seen): Validator {
   return {
     variant: crypto.variant,
     oid: crypto.oid,
@@ -136,7 +223,7 @@ function inspectingValidator(
 }
 
 function report(
-  endpoint: string,
+  req: VerifyRequest,
   variant: string,
   measurements: Measurements,
   pcrs: Map<number, Buffer>,
@@ -158,5 +245,6 @@ function report(
         status: equal ? 'ok' : want.warnOnly ? 'warn' : 'mismatch',
       }
     })
-  return { endpoint, variant, trusted, pcrs: rows, warnings }
+  const clusterId = req.clusterId === undefined ? {} : { clusterId: req.clusterId }
+  return { endpoint: req.endpoint, variant, trusted, pcrs: rows, warnings, ...clusterId }
 }

@@ -1,0 +1,98 @@
+import { confirm } from '@inquirer/prompts'
+import { Flags } from '@oclif/core'
+import { BaseCommand } from '../../base-command.js'
+import {
+  applyMeasurementsUpdate,
+  hasChanges,
+  measurementNotes,
+  planMeasurementsUpdate,
+  readConfigMeasurements,
+  renderMeasurementsUpdate,
+  writeConfigMeasurements,
+  type MeasurementUpdate,
+} from '../../lib/config/index.js'
+import { UsageError } from '../../lib/errors/index.js'
+import { workspacePaths } from '../../lib/paths.js'
+import { canPrompt, processTerminal, promptOrAbort } from '../../lib/ui/index.js'
+import {
+  DEFAULT_VERIFY_TIMEOUT_MS,
+  parseAttestTimeout,
+  readNodePcrs,
+  verifyServiceTarget,
+} from '../../lib/verify/index.js'
+
+export interface MeasurementsResult {
+  config: string
+  endpoint: string
+  variant: string
+  written: boolean
+  pcrs: MeasurementUpdate[]
+  notes: string[]
+}
+
+export default class ConfigMeasurements extends BaseCommand {
+  static override description =
+    "Attest a node you trust (a golden image) with a fresh nonce and write its PCR values into the config's measurements (PCR 15 stays zero)"
+  static override examples = [
+    '<%= config.bin %> config measurements -e 10.0.0.5',
+    '<%= config.bin %> config measurements -C my-cluster -e 10.0.0.5:30081 --yes --json',
+  ]
+  static override flags = {
+    ...BaseCommand.workspaceFlag,
+    'node-endpoint': Flags.string({
+      char: 'e',
+      description:
+        "HOST[:PORT] of the trusted node's verification service (`constellation verifyservice`; port 30081 unless given)",
+      required: true,
+    }),
+    yes: Flags.boolean({ char: 'y', description: 'write without asking' }),
+    timeout: Flags.string({
+      description: 'give up on an unanswering node after this long (e.g. 5s, 1m)',
+      default: `${DEFAULT_VERIFY_TIMEOUT_MS / 1000}s`,
+    }),
+  }
+
+  async run(): Promise<MeasurementsResult> {
+    const { flags } = await this.parse(ConfigMeasurements)
+    const timeoutMs = parseAttestTimeout(flags.timeout)
+    const endpoint = verifyServiceTarget(flags['node-endpoint'], '--node-endpoint')
+    const config = await readConfigMeasurements(workspacePaths(flags.workspace).config)
+    const node = await readNodePcrs({ endpoint, variant: 'qemu-vtpm', timeoutMs })
+    const pcrs = planMeasurementsUpdate(config.measurements, node.pcrs)
+    const report = {
+      config: config.file,
+      endpoint,
+      variant: node.variant,
+      written: false,
+      pcrs,
+      notes: measurementNotes(pcrs),
+    }
+    this.log(renderMeasurementsUpdate(endpoint, pcrs))
+    if (!hasChanges(pcrs)) {
+      this.log(`${config.file} already expects these values; nothing to write.`)
+      return report
+    }
+    const text = applyMeasurementsUpdate(config.text, config.file, pcrs)
+    const go = flags.yes || (await this.confirmWrite(config.file))
+    if (!go) {
+      this.log('Nothing was changed.')
+      return report
+    }
+    await writeConfigMeasurements(config, text)
+    this.log(`Wrote the measurements into ${config.file}.`)
+    return { ...report, written: true }
+  }
+
+  /** Asks on a terminal; anywhere else (or with --json) only --yes may write. */
+  private async confirmWrite(file: string): Promise<boolean> {
+    if (this.jsonEnabled() || !canPrompt(processTerminal()))
+      throw new UsageError(
+        'refusing to change the config without confirmation: ' +
+          (this.jsonEnabled() ? '--json leaves no room for a prompt' : 'this is not an interactive terminal'),
+        'review the values above, then rerun with --yes; nothing was changed',
+      )
+    return promptOrAbort('config measurements', () =>
+      confirm({ message: `Write these values into ${file}?`, default: false }),
+    )
+  }
+}

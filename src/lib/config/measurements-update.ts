@@ -1,0 +1,150 @@
+/**
+ * Writing a trusted node's PCR values into constellation-conf.yaml. Only the `expected` values of
+ * the PCRs the config already names change; every other byte of the file (comments, order,
+ * quoting, warnOnly flags) stays as the operator wrote it. PCR 15 always stays zero.
+ */
+import { readFile, realpath, stat } from 'node:fs/promises'
+import { isMap, isScalar, parseDocument, Scalar, type Node } from 'yaml'
+import { CliError } from '../errors/index.js'
+import { writeFileAtomic } from '../system/index.js'
+import { renderTable } from '../ui/index.js'
+import { parseConfig, readConfigFile } from './load.js'
+import type { MeasurementsConfig } from './types.js'
+
+/** PCR 15 records the cluster ID at a node's point of no return; configs expect it zero. */
+export const CLUSTER_ID_PCR_INDEX = 15
+const MEASUREMENTS_PATH = ['attestation', 'qemuVTPM', 'measurements'] as const
+
+export interface MeasurementUpdate {
+  index: number
+  /** The config's expected value now. */
+  current: string
+  /** What the node reported. */
+  node: string
+  /** What the config will expect. */
+  next: string
+  warnOnly: boolean
+}
+
+export interface ConfigMeasurements {
+  file: string
+  text: string
+  measurements: MeasurementsConfig
+}
+
+/** Reads and validates the config, keeping its text for a faithful edit. */
+export async function readConfigMeasurements(file: string): Promise<ConfigMeasurements> {
+  const text = await readConfigFile(file, 'config')
+  const measurements = parseConfig(text, file).attestation.qemuVTPM?.measurements
+  if (!measurements) throw new CliError(`${file} has no ${MEASUREMENTS_PATH.join('.')} to fill in`)
+  return { file, text, measurements }
+}
+
+/** One row per PCR the config names: its value now, the node's, and the one to write. */
+export function planMeasurementsUpdate(
+  current: MeasurementsConfig,
+  pcrs: ReadonlyMap<number, Buffer>,
+): MeasurementUpdate[] {
+  return Object.entries(current)
+    .map(([key, entry]) => ({ index: Number(key), entry }))
+    .sort((a, b) => a.index - b.index)
+    .map(({ index, entry }) => {
+      const node = pcrs.get(index)?.toString('hex')
+      if (node === undefined)
+        throw new CliError(`the node did not report PCR ${index}, which the config names`)
+      const next = index === CLUSTER_ID_PCR_INDEX ? '00'.repeat(node.length / 2) : node
+      return { index, current: entry.expected.toLowerCase(), node, next, warnOnly: entry.warnOnly }
+    })
+}
+
+export const hasChanges = (updates: readonly MeasurementUpdate[]) => updates.some((u) => u.current !== u.next)
+
+/**
+ * Replaces each changed `expected` scalar in the source text at the position the YAML parser
+ * reports, so nothing else in the file moves; the result is validated like any config.
+ */
+export function applyMeasurementsUpdate(
+  text: string,
+  file: string,
+  updates: readonly MeasurementUpdate[],
+): string {
+  const doc = parseDocument(text, { uniqueKeys: true })
+  const measurements = doc.getIn(MEASUREMENTS_PATH, true)
+  if (!isMap(measurements)) throw new CliError(`${file}: ${MEASUREMENTS_PATH.join('.')} is not a map`)
+  const edits: Array<{ from: number; to: number; value: string }> = []
+  for (const update of updates.filter((u) => u.current !== u.next)) {
+    const pair = measurements.items.find(
+      (p) => isScalar(p.key) && String(p.key.value) === String(update.index),
+    )
+    const expected = isMap(pair?.value) ? pair.value.get('expected', true) : undefined
+    if (!isScalar(expected) || !expected.range)
+      throw new CliError(
+        `${file}: ${MEASUREMENTS_PATH.join('.')}.${update.index}.expected is not a plain value`,
+      )
+    edits.push({ from: expected.range[0], to: expected.range[1], value: quoteLike(expected, update.next) })
+  }
+  let out = text
+  for (const e of edits.sort((a, b) => b.from - a.from))
+    out = out.slice(0, e.from) + e.value + out.slice(e.to)
+  const written = parseConfig(out, file).attestation.qemuVTPM?.measurements ?? {}
+  for (const u of updates)
+    if (written[String(u.index)]?.expected.toLowerCase() !== u.next)
+      throw new Error(`editing ${file} left PCR ${u.index} at another value than ${u.next}`)
+  return out
+}
+
+/** Keeps single quotes where the author used them; anything else becomes double-quoted (plain hex of digits would read as a number). */
+function quoteLike(node: Scalar<unknown> & Node, hex: string): string {
+  return node.type === Scalar.QUOTE_SINGLE ? `'${hex}'` : `"${hex}"`
+}
+
+/**
+ * Replaces the config atomically (the link target, if it is a symlink), keeping its mode, and
+ * refuses when the file changed since it was read: someone else's edit is never overwritten.
+ */
+export async function writeConfigMeasurements(config: ConfigMeasurements, text: string): Promise<void> {
+  const target = await realpath(config.file)
+  const [now, info] = await Promise.all([readFile(target, 'utf8'), stat(target)])
+  if (now !== config.text)
+    throw new CliError(
+      `${config.file} changed while the node was being attested`,
+      1,
+      'rerun the command; nothing was written',
+    )
+  await writeFileAtomic(target, text, info.mode & 0o777)
+}
+
+/** The table and notes shown before asking; also the basis of the --json report. */
+export function renderMeasurementsUpdate(endpoint: string, updates: readonly MeasurementUpdate[]): string {
+  const short = (hex: string) => (/^0+$/.test(hex) ? '0…0 (zero)' : hex)
+  const rows = updates.map((u) => [
+    String(u.index),
+    short(u.current),
+    short(u.node),
+    u.warnOnly ? 'warn only' : 'enforced',
+    u.current !== u.next ? 'update' : u.node !== u.next ? 'keep zero' : 'unchanged',
+  ])
+  const lines = [
+    `PCR values of ${endpoint} (attested with a fresh nonce) beside the config's expected values:`,
+    renderTable(['PCR', 'CONFIG', 'NODE', 'EXPECTATION', 'WRITE'], rows),
+    '',
+    ...measurementNotes(updates),
+  ]
+  return lines.join('\n')
+}
+
+/** Why PCR 15 is not copied, said every time: copying it would trust only nodes of one cluster. */
+export function measurementNotes(updates: readonly MeasurementUpdate[]): string[] {
+  const pcr15 = updates.find((u) => u.index === CLUSTER_ID_PCR_INDEX)
+  if (!pcr15) return []
+  const notes = [
+    `PCR ${CLUSTER_ID_PCR_INDEX} stays zero: a node extends it with its cluster ID when it is initialized or joins, ` +
+      'so zero means "never initialized", which init and join require; `constellation verify` checks ' +
+      'an initialized node against the cluster ID from the state instead.',
+  ]
+  if (!/^0+$/.test(pcr15.node))
+    notes.push(
+      `This node's PCR ${CLUSTER_ID_PCR_INDEX} is not zero: it was initialized once. Its other PCRs still describe its image.`,
+    )
+  return notes
+}
