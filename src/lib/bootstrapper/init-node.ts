@@ -1,5 +1,6 @@
 /** What the node does for one Init request, from init-secret check to the admin kubeconfig. */
 import type { InitRequest } from '../../gen/init.js'
+import { chainMessage } from '../errors/index.js'
 import { checkInitSecret, ClusterKms, deriveClusterId, parseClusterKmsUri } from '../kms/index.js'
 import type { NodeMember } from '../nodeconfig/index.js'
 import type { NodePaths } from '../paths.js'
@@ -38,6 +39,8 @@ export class NodeNotReadyError extends Error {
 
 export interface InitNodeDeps {
   initSecretHash: string
+  /** Called once the caller proved the init secret. */
+  onSecretProven?: () => void
   nodeLock: NodeLock
   /** Called right after the lock was taken: stop the JoinClient; the server stops after this call. */
   onLocked: () => void
@@ -60,9 +63,11 @@ export interface InitResult {
 export async function initializeNode(req: InitRequest, deps: InitNodeDeps): Promise<InitResult> {
   const { log } = deps
   if (!(await checkInitSecret(req.initSecret, deps.initSecretHash))) throw new InitSecretError()
+  deps.onSecretProven?.()
   const { kms, measurementSecret, clusterId } = deriveClusterSecrets(req)
   // Read before the lock: a wrong stateDisk then leaves the node untouched, to be fixed and restarted.
   const diskUuid = await deps.disk.uuid().catch((cause: unknown) => {
+    log.warn('Cannot read the state disk; refusing Init', { error: chainMessage(cause) })
     throw new NodeNotReadyError('the state disk cannot be read; nothing was changed on the node', { cause })
   })
   if (!(await deps.nodeLock.tryLockOnce(clusterId))) throw new NodeLockedError()
