@@ -80,7 +80,11 @@ export async function initRequest(
   const ws = workspacePaths(node.workspace)
   const config = await loadConfig(ws.config)
   const secret = (await readFile(ws.state, 'utf8')).match(/initSecret: (\w+)/)?.[1] ?? ''
-  const components: Component[] = config.kubernetesComponents ?? []
+  const components: Component[] = (config.kubernetesComponents ?? []).map((c) => ({
+    ...c,
+    hash: c.hash ?? '',
+    extract: c.extract ?? false,
+  }))
   return InitRequest.fromPartial({
     kmsUri: clusterKmsUri({ key: Buffer.alloc(32, 7), salt: Buffer.alloc(32, 8) }),
     storageUri: 'storage://no-store',

@@ -9,6 +9,7 @@ import { chainMessage } from '../errors/index.js'
 import type { Logger } from '../system/index.js'
 import {
   BadInitRequestError,
+  ComponentsUnavailableError,
   InitSecretError,
   initializeNode,
   NodeNotReadyError,
@@ -100,7 +101,12 @@ export class InitHandler {
 }
 
 function statusOf(err: unknown): status {
-  if (err instanceof NodeLockedError || err instanceof NodeNotReadyError) return status.FAILED_PRECONDITION
+  if (
+    err instanceof NodeLockedError ||
+    err instanceof NodeNotReadyError ||
+    err instanceof ComponentsUnavailableError
+  )
+    return status.FAILED_PRECONDITION
   if (err instanceof InitSecretError) return status.PERMISSION_DENIED
   if (err instanceof BadInitRequestError) return status.INVALID_ARGUMENT
   return status.INTERNAL
