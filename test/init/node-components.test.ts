@@ -27,8 +27,16 @@ const changedNothing = async (node: LocalNode, running: RunningNode) => {
   expect(await disk.opensWith(node.disk.initialKey)).to.equal(true)
 }
 
+interface SpawnedDaemon {
+  address: string
+  exited: Promise<CliResult>
+  /** Whether the process has exited. */
+  readonly done: boolean
+  sigterm(): void
+}
+
 /** `bootstrap run` as a child process (the built CLI), `env` reaching kubeadm. */
-async function spawnDaemon(node: LocalNode, env: NodeJS.ProcessEnv = {}) {
+async function spawnDaemon(node: LocalNode, env: NodeJS.ProcessEnv = {}): Promise<SpawnedDaemon> {
   const port = await freePort()
   const config = path.join(node.dir, 'node-config.yaml')
   await writeFile(config, stringifyYaml(node.nodeConfig(`127.0.0.1:${port}`)))
@@ -39,9 +47,19 @@ async function spawnDaemon(node: LocalNode, env: NodeJS.ProcessEnv = {}) {
     signal: sigterm.signal,
     env,
   }).finally(() => (done = true))
+  const daemon = {
+    address: `127.0.0.1:${port}`,
+    exited,
+    get done() {
+      return done
+    },
+    sigterm: () => sigterm.abort(),
+  }
+  spawned.push(daemon)
   await waitForPort(port, { gaveUp: () => done })
-  return { address: `127.0.0.1:${port}`, exited, sigterm: () => sigterm.abort() }
+  return daemon
 }
+const spawned: SpawnedDaemon[] = []
 
 describe('node: components are fetched and verified before the node lock (swtpm, cryptsetup, aTLS)', function () {
   this.timeout(120_000)
@@ -62,6 +80,10 @@ describe('node: components are fetched and verified before the node lock (swtpm,
     running = undefined
   })
   afterEach(async () => {
+    for (const daemon of spawned.splice(0)) {
+      daemon.sigterm()
+      await daemon.exited
+    }
     for (const s of sockets) s.destroy()
     await Promise.all(servers.splice(0).map((s) => new Promise<void>((r) => s.close(() => r()))))
     await running?.daemon.stop(1_000)
@@ -160,7 +182,7 @@ describe('node: components are fetched and verified before the node lock (swtpm,
       const leave = new AbortController()
       const reply = callInit(client, await initRequest(node), leave.signal)
       // leave once kubeadm's `init` step runs (after the lock)
-      for (;;) {
+      while (!daemon.done) {
         const text = await readFile(calls, 'utf8').catch(() => '')
         if (text.split('\n').some((l) => l.startsWith('["init","-v=5"'))) break
         await new Promise((r) => setTimeout(r, 50))
