@@ -18,6 +18,7 @@ import {
   installTarget,
   LogCollector,
   NodeLock,
+  redactCredentials,
 } from '../../src/lib/bootstrapper/index.js'
 import { chainMessage } from '../../src/lib/errors/index.js'
 import { silentLogger } from '../../src/lib/system/index.js'
@@ -286,6 +287,68 @@ describe('bootstrapper units', () => {
   })
 
   describe('log collection', () => {
+    const redactions: Record<string, { line: string; want: string }> = {
+      'the token flag': {
+        line: 'kubeadm join 10.0.0.1:6443 --token abcdef.0123456789abcdef \\',
+        want: 'kubeadm join 10.0.0.1:6443 --token [redacted] \\',
+      },
+      'flags with =': {
+        line: '--token=t0k3n --discovery-token-ca-cert-hash=sha256:' + 'a'.repeat(64),
+        want: '--token=[redacted] --discovery-token-ca-cert-hash=[redacted]',
+      },
+      'the CA hash and certificate key flags': {
+        line:
+          '\t--discovery-token-ca-cert-hash sha256:' +
+          'b'.repeat(64) +
+          ' --certificate-key ' +
+          'c'.repeat(64),
+        want: '\t--discovery-token-ca-cert-hash [redacted] --certificate-key [redacted]',
+      },
+      'a bootstrap token anywhere': {
+        line: '[bootstrap-token] Using token: q1w2e3.r4t5y6u7i8o9p0a1',
+        want: '[bootstrap-token] Using token: [redacted]',
+      },
+      'the certificate key on the line after its name': {
+        line: '[upload-certs] Using certificate key:\n' + 'd'.repeat(64),
+        want: '[upload-certs] Using certificate key:\n[redacted]',
+      },
+      'a 64-hex line alone': { line: 'e'.repeat(64), want: '[redacted]' },
+      'an ordinary line': {
+        line: '{"msg":"Node lock taken","clusterId":"' + 'f'.repeat(64) + '"}',
+        want: '',
+      },
+    }
+    for (const [name, tc] of Object.entries(redactions)) {
+      it(`redacts ${name}`, () => {
+        expect(redactCredentials(tc.line)).to.equal(tc.want || tc.line)
+      })
+    }
+
+    it("gives each attempt only its own lines, not the daemon's history or a concurrent attempt's", async () => {
+      const logs = new LogCollector()
+      logs.write('before any attempt')
+      let releaseA = () => {}
+      const aWaits = new Promise<void>((r) => (releaseA = r))
+      const a = logs.runAttempt(async () => {
+        logs.write('a: first')
+        await aWaits
+        logs.append('a: kubeadm says --token abcdef.0123456789abcdef\n')
+        return logs.attemptLog().toString()
+      })
+      const b = logs.runAttempt(async () => {
+        logs.write('b: only')
+        releaseA()
+        await Promise.resolve()
+        return logs.attemptLog().toString()
+      })
+      expect(await a).to.equal('a: first\na: kubeadm says --token [redacted]\n')
+      expect(await b).to.equal('b: only\n')
+      expect(logs.attemptLog()).to.have.length(0)
+      expect((await logs.collect()).toString())
+        .to.include('before any attempt')
+        .and.include('b: only')
+    })
+
     it('keeps lines and kubeadm output, chunks them in 1 KiB pieces, drops the oldest over the limit', async () => {
       const forwarded: string[] = []
       const logs = new LogCollector((l) => forwarded.push(l), 3000)
