@@ -55,6 +55,8 @@ export function nodePaths(root = '/') {
     tpmEventLog: at('sys/kernel/security/tpm0/binary_bios_measurements'),
     /** 0700 scratch space for key files handed to child processes (tmpfs on a node). */
     runtimeDir: at('run/constellation'),
+    /** Components between download and install (on the state disk, beside where they go). */
+    componentStagingDir: at('run/state/constellation/staging'),
     /** Resolves a component install path (absolute on the node) under the root. */
     under: (nodeAbsolutePath: string) => at(nodeAbsolutePath),
   } as const

@@ -54,7 +54,10 @@ describe('initializeNode refuses bad requests before touching anything', () => {
         initialKeyFile: '/nonexistent',
         paths: nodePaths('/nonexistent-root'),
         self: { name: 'n', role: 'control-plane' as const, vpcIP: '10.0.0.1' },
-        install: () => Promise.resolve(void spyCalls.push('install')),
+        stageComponents: () => {
+          spyCalls.push('stageComponents')
+          return Promise.resolve({ install: () => Promise.resolve(), discard: () => Promise.resolve() })
+        },
         kubeadmInit: () => {
           spyCalls.push('kubeadm')
           return Promise.resolve(Buffer.from('kubeconfig'))
@@ -70,16 +73,32 @@ describe('initializeNode refuses bad requests before touching anything', () => {
   }
 })
 
-describe('initializeNode prepares the state disk and the components side by side', () => {
-  const cases: Record<string, { failing?: 'changeKey' | 'install'; want?: RegExp }> = {
-    'both succeed: kubeadm runs after both': {},
-    'the download fails: the disk is still re-keyed, kubeadm never runs': {
-      failing: 'install',
-      want: /^installing Kubernetes components: Error: HTTP 503$/,
+describe('initializeNode: components are fetched and verified before the node lock; only kubeadm may fail after it', () => {
+  const cases: Record<
+    string,
+    { failing?: 'stage' | 'uuid' | 'changeKey'; want?: RegExp; wantEvents: string[]; locked: boolean }
+  > = {
+    'both succeed: the disk is read while components are staged, then lock, re-key + install, kubeadm': {
+      wantEvents: ['uuid', 'stage', 'lock', 'changeKey', 'install', 'discard', 'kubeadm'],
+      locked: true,
     },
-    're-keying fails: the download still finishes, kubeadm never runs': {
+    'the download fails: refused before the lock, nothing re-keyed or installed': {
+      failing: 'stage',
+      want: /^the Kubernetes components cannot be installed; nothing was changed on the node: Error: HTTP 503$/,
+      wantEvents: ['uuid', 'stage'],
+      locked: false,
+    },
+    'the disk cannot be read: the staged components are discarded, no lock': {
+      failing: 'uuid',
+      want: /^the state disk cannot be read; nothing was changed on the node/,
+      wantEvents: ['uuid', 'stage', 'discard'],
+      locked: false,
+    },
+    're-keying fails after the lock: kubeadm never runs, staging is discarded': {
       failing: 'changeKey',
       want: /^setting the state disk key: Error: cryptsetup exited 2$/,
+      wantEvents: ['uuid', 'stage', 'lock', 'changeKey', 'install', 'discard'],
+      locked: true,
     },
   }
   for (const [name, tc] of Object.entries(cases)) {
@@ -87,29 +106,29 @@ describe('initializeNode prepares the state disk and the components side by side
       const { dir, cleanup } = await makeTempDir()
       try {
         const events: string[] = []
-        // Each step finishes a tick later, so the order shows whether they overlapped.
-        const step = (start: string, end: string, error?: string) => async () => {
-          events.push(start)
-          await new Promise((r) => setTimeout(r, 5))
-          events.push(end)
-          if (error) throw new Error(error)
+        const step = (event: string, error?: string) => () => {
+          events.push(event)
+          return error ? Promise.reject(new Error(error)) : Promise.resolve()
         }
         const deps = {
           initSecretHash: hash,
-          nodeLock: new NodeLock({ extendPcr: () => Promise.resolve() }),
+          nodeLock: new NodeLock({ extendPcr: step('lock') }),
           onLocked: () => {},
           disk: {
-            uuid: () => Promise.resolve('0A1B2C3D-0000-0000-0000-000000000000'),
-            changeKey: step(
-              'changeKey',
-              'changeKey done',
-              tc.failing === 'changeKey' ? 'cryptsetup exited 2' : undefined,
-            ),
+            uuid: () =>
+              step('uuid', tc.failing === 'uuid' ? 'luksUUID exited 1' : undefined)().then(
+                () => '0A1B2C3D-0000-0000-0000-000000000000',
+              ),
+            changeKey: step('changeKey', tc.failing === 'changeKey' ? 'cryptsetup exited 2' : undefined),
           },
           initialKeyFile: '/nonexistent',
           paths: nodePaths(dir),
           self: { name: 'n', role: 'control-plane' as const, vpcIP: '10.0.0.1' },
-          install: step('install', 'install done', tc.failing === 'install' ? 'HTTP 503' : undefined),
+          stageComponents: () =>
+            step('stage', tc.failing === 'stage' ? 'HTTP 503' : undefined)().then(() => ({
+              install: step('install'),
+              discard: step('discard'),
+            })),
           kubeadmInit: () => {
             events.push('kubeadm')
             return Promise.resolve(Buffer.from('kubeconfig'))
@@ -120,17 +139,13 @@ describe('initializeNode prepares the state disk and the components side by side
           () => undefined,
           (e: unknown) => e,
         )
-        expect(events.slice(0, 2).sort()).to.deep.equal(['changeKey', 'install'])
-        expect(events).to.include.members(['changeKey done', 'install done'])
+        expect(events).to.deep.equal(tc.wantEvents)
+        expect(deps.nodeLock.isLocked).to.equal(tc.locked)
         if (tc.want) {
           expect(err).to.be.instanceOf(Error)
           const e = err as Error
           expect(`${e.message}: ${String(e.cause)}`).to.match(tc.want)
-          expect(events).not.to.include('kubeadm')
-        } else {
-          expect(err).to.equal(undefined)
-          expect(events.at(-1)).to.equal('kubeadm')
-        }
+        } else expect(err).to.equal(undefined)
       } finally {
         await cleanup()
       }

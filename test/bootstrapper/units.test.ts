@@ -11,11 +11,16 @@ import {
   decodeDataUrl,
   extractTarGz,
   httpGet,
-  installComponents,
+  checkComponents,
+  stageComponents,
+  type Component,
+  type InstallerDeps,
   installTarget,
   LogCollector,
   NodeLock,
+  redactCredentials,
 } from '../../src/lib/bootstrapper/index.js'
+import { chainMessage } from '../../src/lib/errors/index.js'
 import { silentLogger } from '../../src/lib/system/index.js'
 import { createHash } from 'node:crypto'
 
@@ -32,6 +37,20 @@ async function tarGz(
   const parts: Buffer[] = []
   for await (const part of p) parts.push(Buffer.from(part as Uint8Array))
   return gzipSync(Buffer.concat(parts))
+}
+
+/** A tar holding one file of `size` zero bytes, streamed into the archive. */
+async function tarBytes(name: string, size: number): Promise<Buffer> {
+  const p = pack()
+  const entry = p.entry({ name, size, mode: 0o644 })
+  const zeros = Buffer.alloc(1024 * 1024)
+  for (let left = size; left > 0; left -= zeros.length)
+    entry.write(zeros.subarray(0, Math.min(left, zeros.length)))
+  entry.end(() => {})
+  p.finalize()
+  const parts: Buffer[] = []
+  for await (const part of p) parts.push(Buffer.from(part as Uint8Array))
+  return Buffer.concat(parts)
 }
 
 describe('bootstrapper units', () => {
@@ -83,7 +102,8 @@ describe('bootstrapper units', () => {
     let failStatus: number
     let requests: number
     const body = Buffer.from('#!/bin/sh\necho fake\n')
-    const hash = 'sha256:' + createHash('sha256').update(body).digest('hex')
+    const sha256 = (data: Buffer) => 'sha256:' + createHash('sha256').update(data).digest('hex')
+    const hash = sha256(body)
     beforeEach(async () => {
       requests = 0
       server = createServer((req, res) => {
@@ -96,43 +116,54 @@ describe('bootstrapper units', () => {
       base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
     })
     afterEach(() => new Promise<void>((r) => server.close(() => r())))
-    const deps = () => ({ root: dir, get: httpGet, log: silentLogger, sleep: () => Promise.resolve() })
+    const root = () => path.join(dir, 'root')
+    const deps = () => ({
+      root: root(),
+      stagingDir: path.join(dir, 'staging'),
+      get: httpGet,
+      log: silentLogger,
+      sleep: () => Promise.resolve(),
+    })
+    const install = async (components: Component[], more: Partial<InstallerDeps> = {}) => {
+      const staged = await stageComponents(components, { ...deps(), ...more })
+      try {
+        await staged.install()
+      } finally {
+        await staged.discard()
+      }
+    }
 
     for (const status of [408, 425, 429, 502, 503, 504]) {
       it(`retries HTTP ${status} and then installs`, async () => {
         failuresLeft = 2
         failStatus = status
-        await installComponents(
-          [{ url: `${base}/kubeadm`, hash, installPath: '/run/state/bin/kubeadm', extract: false }],
-          deps(),
-        )
+        await install([
+          { url: `${base}/kubeadm`, hash, installPath: '/run/state/bin/kubeadm', extract: false },
+        ])
         expect(requests).to.equal(3)
-        const file = path.join(dir, 'run/state/bin/kubeadm')
+        const file = path.join(root(), 'run/state/bin/kubeadm')
         expect(await readFile(file)).to.deep.equal(body)
         expect((await lstat(file)).mode & 0o777).to.equal(0o544)
+        expect(await readdir(path.join(dir, 'staging'))).to.deep.equal([])
       })
     }
     it('does not retry a 404 and names the component', async () => {
       failuresLeft = 0
       await expect(
-        installComponents([{ url: `${base}/missing`, hash: '', installPath: '/x', extract: false }], deps()),
-      ).to.be.rejectedWith(/installing component 0 .*HTTP 404|installing component 0/)
+        install([{ url: `${base}/missing`, hash, installPath: '/x', extract: false }]),
+      ).to.be.rejectedWith(/component 0 \(http:\/\/127.0.0.1:\d+\/missing → \/x\)/)
       expect(requests).to.equal(1)
     })
     it('gives up after the attempts are spent', async () => {
       failuresLeft = 100
       failStatus = 503
-      await expect(
-        installComponents([{ url: `${base}/k`, hash, installPath: '/k', extract: false }], {
-          ...deps(),
-          attempts: 3,
-        }),
-      ).to.be.rejected
+      await expect(install([{ url: `${base}/k`, hash, installPath: '/k', extract: false }], { attempts: 3 }))
+        .to.be.rejected
       expect(requests).to.equal(3)
     })
-    it('refuses a wrong sha256 and installs nothing', async () => {
+    it('refuses a wrong sha256 when staging: nothing under the root, staging removed', async () => {
       failuresLeft = 0
-      const err = await installComponents(
+      const err = await stageComponents(
         [
           {
             url: `${base}/k`,
@@ -144,36 +175,89 @@ describe('bootstrapper units', () => {
         deps(),
       ).catch((e: unknown) => e)
       expect(String((err as Error).cause)).to.match(/sha256 mismatch/)
-      expect(await readdir(dir)).to.deep.equal([])
+      expect(await readdir(dir)).to.deep.equal(['staging'])
+      expect(await readdir(path.join(dir, 'staging'))).to.deep.equal([])
     })
+    const refused: Record<string, { component: Component; want: RegExp }> = {
+      'an empty hash': {
+        component: { url: 'data:,x', hash: '', installPath: '/x', extract: false },
+        want: /component \d \(data:,…\): hash "" is not sha256:<64 hex digits>; every component needs one/,
+      },
+      'a hash of another kind': {
+        component: { url: 'data:,x', hash: 'md5:' + '0'.repeat(32), installPath: '/x', extract: false },
+        want: /hash "md5:0+" is not sha256/,
+      },
+      'an install path with ..': {
+        component: {
+          url: 'data:,x',
+          hash: sha256(Buffer.from('x')),
+          installPath: '/opt/../../etc/x',
+          extract: false,
+        },
+        want: /component \d \(data:,…\): install path "\/opt\/..\/..\/etc\/x" contains "\.\."/,
+      },
+      'a relative install path': {
+        component: { url: 'data:,x', hash: sha256(Buffer.from('x')), installPath: 'etc/x', extract: false },
+        want: /install path "etc\/x" is not absolute/,
+      },
+      'the root itself': {
+        component: { url: 'data:,x', hash: sha256(Buffer.from('x')), installPath: '/', extract: true },
+        want: /install path "\/" is the node root or leaves it/,
+      },
+    }
+    for (const [name, tc] of Object.entries(refused)) {
+      it(`refuses ${name} before downloading anything`, async () => {
+        const second = { url: `${base}/k`, hash, installPath: '/k', extract: false }
+        expect(() => checkComponents([tc.component], root())).to.throw(tc.want)
+        await expect(stageComponents([second, tc.component], deps())).to.be.rejectedWith(tc.want)
+        expect(requests).to.equal(0)
+      })
+    }
     it('installs data: URLs (base64 and plain) and extracts tarballs under the root', async () => {
       const tgz = await tarGz([{ name: 'bridge', body: 'cni' }])
-      await installComponents(
+      const json = 'data:application/json;base64,' + Buffer.from('[1]').toString('base64')
+      await install([
+        { url: json, hash: sha256(Buffer.from('[1]')), installPath: '/opt/p/a+json.json', extract: false },
+        {
+          url: 'data:text/plain,hello%20world',
+          hash: sha256(Buffer.from('hello world')),
+          installPath: '/opt/p/b',
+          extract: false,
+        },
+        {
+          url: 'data:application/gzip;base64,' + tgz.toString('base64'),
+          hash: sha256(tgz),
+          installPath: '/opt/cni/bin',
+          extract: true,
+        },
+      ])
+      expect(await readFile(path.join(root(), 'opt/p/a+json.json'), 'utf8')).to.equal('[1]')
+      expect(await readFile(path.join(root(), 'opt/p/b'), 'utf8')).to.equal('hello world')
+      expect(await readFile(path.join(root(), 'opt/cni/bin/bridge'), 'utf8')).to.equal('cni')
+    })
+    it('a gzip bomb stops at the extraction cap, before anything reaches the root', async () => {
+      const tgz = gzipSync(await tarBytes('bomb', 32 * 1024 * 1024))
+      const err = await stageComponents(
         [
           {
-            url: 'data:application/json;base64,' + Buffer.from('[1]').toString('base64'),
-            hash: '',
-            installPath: '/opt/p/a+json.json',
-            extract: false,
-          },
-          { url: 'data:text/plain,hello%20world', hash: '', installPath: '/opt/p/b', extract: false },
-          {
             url: 'data:application/gzip;base64,' + tgz.toString('base64'),
-            hash: '',
-            installPath: '/opt/cni/bin',
+            hash: sha256(tgz),
+            installPath: '/opt/bomb',
             extract: true,
           },
         ],
-        deps(),
+        { ...deps(), maxExtractedBytes: 1024 * 1024 },
+      ).catch((e: unknown) => e)
+      expect(chainMessage(err)).to.match(
+        /archive entry "bomb" makes the archive exceed 1048576 extracted bytes/,
       )
-      expect(await readFile(path.join(dir, 'opt/p/a+json.json'), 'utf8')).to.equal('[1]')
-      expect(await readFile(path.join(dir, 'opt/p/b'), 'utf8')).to.equal('hello world')
-      expect(await readFile(path.join(dir, 'opt/cni/bin/bridge'), 'utf8')).to.equal('cni')
+      expect(await readdir(dir)).to.deep.equal(['staging'])
+      expect(await readdir(path.join(dir, 'staging'))).to.deep.equal([])
     })
     it('refuses other URL schemes', async () => {
       await expect(
-        installComponents([{ url: 'ftp://x/k', hash: '', installPath: '/x', extract: false }], deps()),
-      ).to.be.rejectedWith(/installing component 0/)
+        install([{ url: 'ftp://x/k', hash, installPath: '/x', extract: false }]),
+      ).to.be.rejectedWith(/component 0/)
     })
     it('keeps install paths under the root', () => {
       expect(installTarget('/r', '/run/state/bin/kubeadm')).to.equal('/r/run/state/bin/kubeadm')
@@ -203,6 +287,68 @@ describe('bootstrapper units', () => {
   })
 
   describe('log collection', () => {
+    const redactions: Record<string, { line: string; want: string }> = {
+      'the token flag': {
+        line: 'kubeadm join 10.0.0.1:6443 --token abcdef.0123456789abcdef \\',
+        want: 'kubeadm join 10.0.0.1:6443 --token [redacted] \\',
+      },
+      'flags with =': {
+        line: '--token=t0k3n --discovery-token-ca-cert-hash=sha256:' + 'a'.repeat(64),
+        want: '--token=[redacted] --discovery-token-ca-cert-hash=[redacted]',
+      },
+      'the CA hash and certificate key flags': {
+        line:
+          '\t--discovery-token-ca-cert-hash sha256:' +
+          'b'.repeat(64) +
+          ' --certificate-key ' +
+          'c'.repeat(64),
+        want: '\t--discovery-token-ca-cert-hash [redacted] --certificate-key [redacted]',
+      },
+      'a bootstrap token anywhere': {
+        line: '[bootstrap-token] Using token: q1w2e3.r4t5y6u7i8o9p0a1',
+        want: '[bootstrap-token] Using token: [redacted]',
+      },
+      'the certificate key on the line after its name': {
+        line: '[upload-certs] Using certificate key:\n' + 'd'.repeat(64),
+        want: '[upload-certs] Using certificate key:\n[redacted]',
+      },
+      'a 64-hex line alone': { line: 'e'.repeat(64), want: '[redacted]' },
+      'an ordinary line': {
+        line: '{"msg":"Node lock taken","clusterId":"' + 'f'.repeat(64) + '"}',
+        want: '',
+      },
+    }
+    for (const [name, tc] of Object.entries(redactions)) {
+      it(`redacts ${name}`, () => {
+        expect(redactCredentials(tc.line)).to.equal(tc.want || tc.line)
+      })
+    }
+
+    it("gives each attempt only its own lines, not the daemon's history or a concurrent attempt's", async () => {
+      const logs = new LogCollector()
+      logs.write('before any attempt')
+      let releaseA = () => {}
+      const aWaits = new Promise<void>((r) => (releaseA = r))
+      const a = logs.runAttempt(async () => {
+        logs.write('a: first')
+        await aWaits
+        logs.append('a: kubeadm says --token abcdef.0123456789abcdef\n')
+        return logs.attemptLog().toString()
+      })
+      const b = logs.runAttempt(async () => {
+        logs.write('b: only')
+        releaseA()
+        await Promise.resolve()
+        return logs.attemptLog().toString()
+      })
+      expect(await a).to.equal('a: first\na: kubeadm says --token [redacted]\n')
+      expect(await b).to.equal('b: only\n')
+      expect(logs.attemptLog()).to.have.length(0)
+      expect((await logs.collect()).toString())
+        .to.include('before any attempt')
+        .and.include('b: only')
+    })
+
     it('keeps lines and kubeadm output, chunks them in 1 KiB pieces, drops the oldest over the limit', async () => {
       const forwarded: string[] = []
       const logs = new LogCollector((l) => forwarded.push(l), 3000)

@@ -11,7 +11,7 @@ import { extendPcr, readPcrs, type OpenTpm } from '../tpm/index.js'
 import { CryptsetupDisk } from './disk.js'
 import type { HttpGet } from './http-get.js'
 import { InitHandler } from './init-server.js'
-import { installComponents } from './installer.js'
+import { stageComponents, type InstallerDeps } from './installer.js'
 import { runKubeadmInit } from './kubeadm.js'
 import type { LogCollector } from './logs.js'
 import { CLUSTER_ID_PCR, NodeLock } from './node-lock.js'
@@ -21,6 +21,8 @@ export interface BootstrapperIo {
   runner: Runner
   /** Downloads Kubernetes components (httpGet in production). */
   httpGet: HttpGet
+  /** Download retries and limits; the installer's defaults when absent. */
+  downloads?: Pick<InstallerDeps, 'attempts' | 'initialDelayMs' | 'limits' | 'maxExtractedBytes'>
   logs: LogCollector
   log: Logger
   /** aTLS (server attested) in production; see createAttestedBootstrapperCredentials. */
@@ -59,6 +61,8 @@ export class Bootstrapper {
   private readonly lock: NodeLock
   private readonly handler: InitHandler
   private readonly disk: CryptsetupDisk
+  /** Aborted by stop(): downloads in flight end, and no Init takes the lock afterwards. */
+  private readonly stopSignal = new AbortController()
   private finished!: () => void
   /** Resolves once the server stopped: after the Init that took the node lock, or after stop(). */
   readonly done = new Promise<void>((resolve) => (this.finished = resolve))
@@ -89,12 +93,16 @@ export class Bootstrapper {
         paths,
         self: config.metadata.self,
         loadBalancerEndpoint: config.metadata.loadBalancerEndpoint,
-        install: (components) =>
-          installComponents(components, {
+        stageComponents: (components) =>
+          stageComponents(components, {
+            ...io.downloads,
             root: config.root,
+            stagingDir: paths.componentStagingDir,
             get: io.httpGet,
             log: io.log.child('installer'),
+            signal: this.stopSignal.signal,
           }),
+        signal: this.stopSignal.signal,
         kubeadmInit: (input) =>
           runKubeadmInit(input, {
             runner: io.runner,
@@ -130,6 +138,10 @@ export class Bootstrapper {
       'initServer.listen',
     )
     this.server = server
+    if (this.stopping) {
+      server.forceShutdown() // stopped while starting
+      return address
+    }
     // A join that took the lock ends this node's init service.
     void this.io.joinClient
       ?.start(this.lock)
@@ -155,20 +167,32 @@ export class Bootstrapper {
     return this.lock.isLocked ? 'joined' : 'stopped'
   }
 
-  /** Lets an Init in flight answer, then stops; force-stops after graceMs. Idempotent. */
+  /**
+   * Stops: downloads in flight are aborted (their Init fails before the lock); an Init past the lock
+   * gets graceMs to answer, then the server is force-stopped. Idempotent; always resolves.
+   */
   stop(graceMs = 10_000): Promise<void> {
     this.stopping ??= (async () => {
+      this.stopSignal.abort(new Error('the node bootstrapper is stopping'))
       const server = this.server
       if (server) {
-        const force = setTimeout(() => server.forceShutdown(), graceMs)
-        force.unref()
-        await this.handler.settled()
+        if (!(await settledWithin(this.handler.settled(), graceMs))) server.forceShutdown()
         await this.io.joinClient?.stop()
         await new Promise<void>((resolve) => server.tryShutdown(() => resolve()))
-        clearTimeout(force)
       }
       this.finished()
     })()
     return this.stopping
+  }
+}
+
+/** True when `work` settled within `ms`; the timer never keeps the process alive. */
+async function settledWithin(work: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined
+  const timeout = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)))
+  try {
+    return await Promise.race([work.then(() => true), timeout])
+  } finally {
+    clearTimeout(timer)
   }
 }

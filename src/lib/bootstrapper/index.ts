@@ -4,11 +4,17 @@ export type { BootstrapperConfig, BootstrapperIo, JoinClient } from './daemon.js
 export { NodeLock, NodeLockedError, CLUSTER_ID_PCR } from './node-lock.js'
 export type { PcrExtender } from './node-lock.js'
 export { CryptsetupDisk, CRYPTSETUP } from './disk.js'
-export { installComponents, installTarget, decodeDataUrl, TRANSIENT_HTTP_STATUSES } from './installer.js'
-export type { Component, InstallerDeps } from './installer.js'
-export { httpGet, MAX_REDIRECTS } from './http-get.js'
-export type { HttpGet, HttpResponse } from './http-get.js'
-export { extractTarGz, UnsafeArchiveError } from './tar-extract.js'
+export {
+  checkComponents,
+  stageComponents,
+  installTarget,
+  decodeDataUrl,
+  TRANSIENT_HTTP_STATUSES,
+} from './installer.js'
+export type { Component, InstallerDeps, StagedComponents } from './installer.js'
+export { httpGet, MAX_REDIRECTS, DEFAULT_DOWNLOAD_LIMITS, DownloadTooLargeError } from './http-get.js'
+export type { HttpGet, HttpGetOptions, HttpResponse, DownloadLimits } from './http-get.js'
+export { extractTarGz, UnsafeArchiveError, MAX_EXTRACTED_BYTES } from './tar-extract.js'
 export {
   renderKubeadmInitConfig,
   kubeadmApiVersion,
@@ -17,9 +23,9 @@ export {
 } from './kubeadm-config.js'
 export type { KubeadmInitInput } from './kubeadm-config.js'
 export { runKubeadmInit } from './kubeadm.js'
-export { LogCollector, chunk, LOG_CHUNK_BYTES } from './logs.js'
-export type { LogSource } from './logs.js'
-export { initializeNode, InitSecretError } from './init-node.js'
+export { LogCollector, chunk, LOG_CHUNK_BYTES, ATTEMPT_LOG_LIMIT_BYTES } from './logs.js'
+export { redactCredentials } from './logs.js'
+export { initializeNode, InitSecretError, ComponentsUnavailableError } from './init-node.js'
 export { InitHandler } from './init-server.js'
 export { createNodeBootstrapper } from './attested.js'
 export { runBootstrapService } from './service.js'

@@ -1,10 +1,11 @@
 /** What the node does for one Init request, from init-secret check to the admin kubeconfig. */
 import type { InitRequest } from '../../gen/init.js'
+import { chainMessage } from '../errors/index.js'
 import { checkInitSecret, ClusterKms, deriveClusterId, parseClusterKmsUri } from '../kms/index.js'
 import type { NodeMember } from '../nodeconfig/index.js'
 import type { NodePaths } from '../paths.js'
 import type { Logger } from '../system/index.js'
-import type { Component } from './installer.js'
+import type { Component, StagedComponents } from './installer.js'
 import { kubeadmPaths, type KubeadmInitInput } from './kubeadm-config.js'
 import { NodeLockedError, type NodeLock } from './node-lock.js'
 import { writeNodeState, writeServiceSecrets } from './node-state.js'
@@ -36,8 +37,18 @@ export class NodeNotReadyError extends Error {
   }
 }
 
+/** The requested components cannot be installed (refused, unreachable, wrong hash, unsafe archive); nothing was changed. */
+export class ComponentsUnavailableError extends Error {
+  constructor(opts?: ErrorOptions) {
+    super('the Kubernetes components cannot be installed; nothing was changed on the node', opts)
+    this.name = 'ComponentsUnavailableError'
+  }
+}
+
 export interface InitNodeDeps {
   initSecretHash: string
+  /** Called once the caller proved the init secret. */
+  onSecretProven?: () => void
   nodeLock: NodeLock
   /** Called right after the lock was taken: stop the JoinClient; the server stops after this call. */
   onLocked: () => void
@@ -47,7 +58,10 @@ export interface InitNodeDeps {
   self: NodeMember
   /** HOST:PORT of the control-plane load balancer; the node's own IP when absent. */
   loadBalancerEndpoint?: string
-  install: (components: readonly Component[]) => Promise<void>
+  /** Checks, downloads and verifies the components (stageComponents in production); nothing is installed yet. */
+  stageComponents: (components: readonly Component[]) => Promise<StagedComponents>
+  /** Aborted when the daemon stops: no lock is taken after that. */
+  signal?: AbortSignal
   kubeadmInit: (input: KubeadmInitInput) => Promise<Buffer>
   log: Logger
 }
@@ -60,24 +74,48 @@ export interface InitResult {
 export async function initializeNode(req: InitRequest, deps: InitNodeDeps): Promise<InitResult> {
   const { log } = deps
   if (!(await checkInitSecret(req.initSecret, deps.initSecretHash))) throw new InitSecretError()
+  deps.onSecretProven?.()
   const { kms, measurementSecret, clusterId } = deriveClusterSecrets(req)
-  // Read before the lock: a wrong stateDisk then leaves the node untouched, to be fixed and restarted.
-  const diskUuid = await deps.disk.uuid().catch((cause: unknown) => {
-    throw new NodeNotReadyError('the state disk cannot be read; nothing was changed on the node', { cause })
-  })
-  if (!(await deps.nodeLock.tryLockOnce(clusterId))) throw new NodeLockedError()
-  deps.onLocked()
-  log.info('Node lock taken; PCR 15 now carries the cluster ID', { clusterId: clusterId.toString('hex') })
-
-  // Downloading the components needs nothing from the disk steps; both must finish before kubeadm.
-  const prepared = await Promise.allSettled([
-    prepareStateDisk(req, kms.diskKey(diskUuid), diskUuid, measurementSecret, deps),
-    deps.install(req.kubernetesComponents).catch(wrapWith('installing Kubernetes components')),
+  // Everything that can fail for reasons outside kubeadm happens before the lock: the disk is read
+  // while the components are fetched and verified.
+  const [disk, components] = await Promise.allSettled([
+    readDiskUuid(deps),
+    deps.stageComponents(req.kubernetesComponents).catch((cause: unknown) => {
+      throw new ComponentsUnavailableError({ cause })
+    }),
   ])
-  for (const step of prepared) if (step.status === 'rejected') throw step.reason
+  if (disk.status === 'rejected' || components.status === 'rejected') {
+    if (components.status === 'fulfilled') await components.value.discard()
+    throw disk.status === 'rejected' ? disk.reason : (components as PromiseRejectedResult).reason
+  }
+  const diskUuid = disk.value
+  const staged = components.value
+  try {
+    if (deps.signal?.aborted)
+      throw new NodeNotReadyError('the node is stopping; nothing was changed on the node')
+    if (!(await deps.nodeLock.tryLockOnce(clusterId))) throw new NodeLockedError()
+    deps.onLocked()
+    log.info('Node lock taken; PCR 15 now carries the cluster ID', { clusterId: clusterId.toString('hex') })
+    // Re-keying (a slow key derivation in cryptsetup) and copying the components need nothing from each other.
+    const prepared = await Promise.allSettled([
+      prepareStateDisk(req, kms.diskKey(diskUuid), diskUuid, measurementSecret, deps),
+      staged.install().catch(wrapWith('installing Kubernetes components')),
+    ])
+    for (const step of prepared) if (step.status === 'rejected') throw step.reason
+  } finally {
+    await staged.discard()
+  }
   const kubeconfig = await deps.kubeadmInit(kubeadmInput(req, deps)).catch(wrapWith('running kubeadm init'))
   log.info('Cluster initialized', { clusterId: clusterId.toString('hex') })
   return { kubeconfig, clusterId }
+}
+
+/** Read before the lock: a wrong stateDisk then leaves the node untouched, to be fixed and restarted. */
+function readDiskUuid(deps: InitNodeDeps): Promise<string> {
+  return deps.disk.uuid().catch((cause: unknown) => {
+    deps.log.warn('Cannot read the state disk; refusing Init', { error: chainMessage(cause) })
+    throw new NodeNotReadyError('the state disk cannot be read; nothing was changed on the node', { cause })
+  })
 }
 
 /** Re-keys the state disk with the cluster's disk key, then writes what the node's services need. */

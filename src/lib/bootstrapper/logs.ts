@@ -1,22 +1,45 @@
-/** The node's log as the operator gets it on a failed init: our JSON lines plus kubeadm's output. */
-
-/** Where the failure stream's log comes from (journald on a node; the in-memory collector here). */
-export interface LogSource {
-  collect(): Promise<Buffer>
-}
+/**
+ * The node's log: our JSON lines plus kubeadm's output. A failed Init's caller who proved the init
+ * secret gets the newest part of that attempt's own log, with kubeadm's join credentials redacted;
+ * nobody gets the daemon's history.
+ */
+import { AsyncLocalStorage } from 'node:async_hooks'
 
 export const LOG_CHUNK_BYTES = 1024
-const DEFAULT_LIMIT_BYTES = 4 * 1024 * 1024
+/** What a failed Init sends at most: the newest part of that attempt's own log. */
+export const ATTEMPT_LOG_LIMIT_BYTES = 64 * 1024
+const DEFAULT_HISTORY_BYTES = 4 * 1024 * 1024
 
-/** Keeps the newest `limitBytes` of log text in memory; also forwards every line (to stderr → journald). */
-export class LogCollector implements LogSource {
+/** Newest lines first to go last: keeps at most `limitBytes` of text. */
+class LineRing {
   private lines: string[] = []
   private size = 0
 
+  constructor(private readonly limitBytes: number) {}
+
+  add(line: string): void {
+    this.lines.push(line)
+    this.size += Buffer.byteLength(line) + 1
+    while (this.size > this.limitBytes && this.lines.length > 0)
+      this.size -= Buffer.byteLength(this.lines.shift() ?? '') + 1
+  }
+
+  text(): string {
+    return this.lines.map((l) => l + '\n').join('')
+  }
+}
+
+/** Keeps the daemon's recent log in memory and each Init attempt's own lines; forwards every line (to stderr → journald). */
+export class LogCollector {
+  private readonly history: LineRing
+  private readonly attempt = new AsyncLocalStorage<LineRing>()
+
   constructor(
     private readonly forward: (line: string) => void = () => {},
-    private readonly limitBytes = DEFAULT_LIMIT_BYTES,
-  ) {}
+    historyBytes = DEFAULT_HISTORY_BYTES,
+  ) {
+    this.history = new LineRing(historyBytes)
+  }
 
   /** Pass as the logger's `write`. */
   readonly write = (line: string): void => {
@@ -29,16 +52,40 @@ export class LogCollector implements LogSource {
     for (const line of text.split('\n')) if (line) this.add(line)
   }
 
+  /** The daemon's recent log (for tests and diagnostics on the node; never sent to a caller). */
   collect(): Promise<Buffer> {
-    return Promise.resolve(Buffer.from(this.lines.map((l) => l + '\n').join('')))
+    return Promise.resolve(Buffer.from(this.history.text()))
+  }
+
+  /** Runs one Init attempt; every line logged in its async context also goes to that attempt's log. */
+  runAttempt<T>(fn: () => Promise<T>): Promise<T> {
+    return this.attempt.run(new LineRing(ATTEMPT_LOG_LIMIT_BYTES), fn)
+  }
+
+  /** The current attempt's log, newest ATTEMPT_LOG_LIMIT_BYTES, join credentials redacted. */
+  attemptLog(): Buffer {
+    const log = Buffer.from(redactCredentials(this.attempt.getStore()?.text() ?? ''))
+    return log.length > ATTEMPT_LOG_LIMIT_BYTES ? log.subarray(log.length - ATTEMPT_LOG_LIMIT_BYTES) : log
   }
 
   private add(line: string): void {
-    this.lines.push(line)
-    this.size += line.length + 1
-    while (this.size > this.limitBytes && this.lines.length > 1)
-      this.size -= (this.lines.shift() ?? '').length + 1
+    this.history.add(line)
+    this.attempt.getStore()?.add(line)
   }
+}
+
+/** What joins a node to the cluster, as kubeadm prints it: flag values, the token, the certificate key. */
+const CREDENTIAL_PATTERNS: readonly RegExp[] = [
+  /(--(?:token|discovery-token-ca-cert-hash|certificate-key)(?:=|\s+))\S+/g,
+  /(Using certificate key:\s*)\S+/g,
+  /()\b[a-z0-9]{6}\.[a-z0-9]{16}\b/g,
+  // the certificate key alone on its line, in case the line naming it was already dropped
+  /()^\s*[0-9a-f]{64}\s*$/gm,
+]
+const REDACTED = '[redacted]'
+
+export function redactCredentials(text: string): string {
+  return CREDENTIAL_PATTERNS.reduce((t, pattern) => t.replace(pattern, `$1${REDACTED}`), text)
 }
 
 export function chunk(data: Buffer, size = LOG_CHUNK_BYTES): Buffer[] {

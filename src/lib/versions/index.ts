@@ -1,4 +1,5 @@
 /** Supported Kubernetes versions, resolving MAJOR.MINOR to the pinned patch, and their components. */
+import { createHash } from 'node:crypto'
 import { CliError, ExitCode } from '../errors/index.js'
 import { DEFAULT_KUBERNETES_VERSION, RELEASES, type ReleasePins } from './table.js'
 
@@ -7,7 +8,7 @@ export { DEFAULT_KUBERNETES_VERSION }
 /** One file to install on a node; the shape of components.proto's Component. */
 export interface KubernetesComponent {
   url: string
-  /** `sha256:<hex>`, or empty when the content is inline (data: URL). */
+  /** `sha256:<hex>`; the node refuses a component without one. */
   hash: string
   installPath: string
   extract: boolean
@@ -60,12 +61,17 @@ function buildComponents(version: string, pins: ReleasePins): KubernetesComponen
     installPath: COMPONENT_PATHS[name],
     extract: false,
   })
-  const imagePatch = (component: string, image: string): KubernetesComponent => ({
-    url: dataUrlJson([{ op: 'replace', path: '/spec/containers/0/image', value: image }]),
-    hash: '',
-    installPath: `${COMPONENT_PATHS.patchDir}/${component}+json.json`,
-    extract: false,
-  })
+  const imagePatch = (component: string, image: string): KubernetesComponent => {
+    const patch = Buffer.from(
+      JSON.stringify([{ op: 'replace', path: '/spec/containers/0/image', value: image }]),
+    )
+    return {
+      url: `data:application/json;base64,${patch.toString('base64')}`,
+      hash: `sha256:${createHash('sha256').update(patch).digest('hex')}`, // the node requires one for every component
+      installPath: `${COMPONENT_PATHS.patchDir}/${component}+json.json`,
+      extract: false,
+    }
+  }
   const k8sImage = (name: string, digest: string) => `registry.k8s.io/${name}:${version}@${digest}`
   return [
     {
@@ -88,10 +94,6 @@ function buildComponents(version: string, pins: ReleasePins): KubernetesComponen
     imagePatch('kube-scheduler', k8sImage('kube-scheduler', pins.images.scheduler)),
     imagePatch('etcd', pins.images.etcd),
   ]
-}
-
-function dataUrlJson(value: unknown): string {
-  return `data:application/json;base64,${Buffer.from(JSON.stringify(value)).toString('base64')}`
 }
 
 export function compareVersions(a: string, b: string): number {
