@@ -64,7 +64,7 @@ describe('upgrade execute (lib): guards before any change, helm detection', func
 
   const flagCases: Record<string, { version: string; want: string[]; not: string }> = {
     'helm 3: --atomic --wait': {
-      version: 'v3.14.4',
+      version: 'v3.17.3',
       want: ['--atomic', '--wait'],
       not: '--rollback-on-failure',
     },
