@@ -1,7 +1,6 @@
 import { mkdir, writeFile } from 'node:fs/promises'
 import path from 'node:path'
-import { helmArgs, VERSION_ARGS, type HelmArgs } from '../../src/lib/upgrade/helm-args.js'
-import { Helm } from '../../src/lib/upgrade/index.js'
+import { Helm, helmArgs, VERSION_ARGS, type HelmArgs } from '../../src/lib/upgrade/index.js'
 import { runProcess } from '../../src/lib/system/index.js'
 import { expect } from '../support/chai.js'
 import { makeTempDir } from '../support/cli.js'

@@ -3,7 +3,7 @@
  * rollback on failure; the first failed release stops the sequence. Never throws after a change
  * was made: the report says what happened to every release, and where the backup is.
  */
-import { CliError } from '../errors/index.js'
+import { CliError, ExitCode, exitCodeOf } from '../errors/index.js'
 import { workspacePaths } from '../paths.js'
 import {
   backupChart,
@@ -114,13 +114,12 @@ export async function executeUpgrade(
     const failed = report.failure
     if (!failed) {
       // A backup step failed: nothing was changed, and the upgrade must not go on without one.
+      const unreachable = exitCodeOf(err) === ExitCode.Unreachable
       throw new CliError(
         `backing up before the upgrade failed; nothing was changed (partial backup in ${dir})`,
-        1,
-        undefined,
-        {
-          cause: err,
-        },
+        unreachable ? ExitCode.Unreachable : ExitCode.Failure,
+        unreachable ? 'check that the cluster is reachable from here, then run the upgrade again' : undefined,
+        { cause: err },
       )
     }
     for (const r of reports) {

@@ -67,7 +67,7 @@ export class HelmCommandError extends Error {
     super(
       boundMs === undefined
         ? `${what} exited with code ${result.code ?? 'signal'}${said ? `: ${said}` : ''}`
-        : `${what} did not finish within ${Math.round(boundMs / 1000)} s and was stopped${said ? `; it said: ${said}` : ''}`,
+        : `${what} did not finish within ${boundMs / 1000} s and was stopped${said ? `; it said: ${said}` : ''}`,
     )
     this.name = 'HelmCommandError'
     this.unreachable =

@@ -34,11 +34,16 @@ const TRANSIENT =
 
 class AttemptFailure extends Error {
   constructor(
-    readonly settled: 'helm-rolled-back' | 'install-removed' | 'left-behind',
+    readonly settled: 'helm-rolled-back' | 'install-removed' | 'left-behind' | 'status-unknown',
     readonly releaseStatus: string | undefined,
     cause: unknown,
+    /** Why the status could not be read; helm's own error (the cause) stays first. */
+    statusError?: unknown,
   ) {
-    super(chainMessage(cause), { cause })
+    const also = statusError
+      ? `; reading the release status afterwards failed: ${chainMessage(statusError)}`
+      : ''
+    super(`${chainMessage(cause)}${also}`, { cause })
   }
 }
 
@@ -58,7 +63,9 @@ export async function upgradeRelease(
         try {
           await helm.upgrade(target, valuesFile, policy.timeout)
         } catch (err) {
-          const status = await helm.status(target.name, target.namespace)
+          const status = await helm.status(target.name, target.namespace).catch((statusErr: unknown) => {
+            throw new AttemptFailure('status-unknown', undefined, err, statusErr)
+          })
           if (status === undefined) throw new AttemptFailure('install-removed', status, err)
           if (status === 'deployed') throw new AttemptFailure('helm-rolled-back', status, err)
           throw new AttemptFailure('left-behind', status, err)
@@ -96,6 +103,15 @@ async function failed(
     return {
       outcome: 'rollback-failed',
       reason: 'unexpected error; check the release by hand',
+      attempts,
+      error,
+    }
+  }
+  if (err.settled === 'status-unknown') {
+    // Rolling back blind could undo Helm's own rollback (back to the failed revision).
+    return {
+      outcome: 'rollback-failed',
+      reason: `the release status could not be read after the failure; check it with \`helm status ${name} -n ${namespace}\``,
       attempts,
       error,
     }
