@@ -93,9 +93,15 @@ export class UpgradeHarness {
     )
   }
 
-  private deps(over: Partial<ExecuteDeps> = {}): ExecuteDeps {
+  /** The FakeApiServer's kubeconfig, loaded. */
+  kubeConfig(): KubeConfig {
     const kc = new KubeConfig()
     kc.loadFromString(this.api.kubeconfig())
+    return kc
+  }
+
+  private deps(over: Partial<ExecuteDeps> = {}): ExecuteDeps {
+    const kc = this.kubeConfig()
     return {
       openReader: () => createClusterReader(kc),
       progress: async (steps) => {

@@ -1,4 +1,4 @@
-import { chainMessage } from '../../src/lib/errors/index.js'
+import { chainMessage, exitCodeOf, hintOf } from '../../src/lib/errors/index.js'
 import { printable, renderReport } from '../../src/lib/upgrade/index.js'
 import { expect } from '../support/chai.js'
 import { readFakeHelmState } from '../support/helm.js'
@@ -51,7 +51,7 @@ describe('upgrade: helm output on its way to the terminal', function () {
     expect(calls.filter((c) => c[0] === 'rollback')).to.deep.equal([])
   })
 
-  it('garbage from helm list is an error quoting it escaped', async () => {
+  it('garbage from helm list is an error quoting it escaped (exit 1, no blame on the cluster)', async () => {
     const ws = await h.setup({ installed: all('1.0.0'), targets: all('1.1.0') })
     const err: unknown = await h.upgrade(ws, { env: { FAKE_HELM_GARBAGE: 'list' } }).then(
       () => undefined,
@@ -61,5 +61,7 @@ describe('upgrade: helm output on its way to the terminal', function () {
       /reading the installed Helm releases: helm list printed no JSON: .*\\u001b\[2J/,
     )
     expect(chainMessage(err)).to.not.match(RAW_CONTROL)
+    expect(exitCodeOf(err)).to.equal(1)
+    expect(hintOf(err)).to.not.match(/reachable/)
   })
 })

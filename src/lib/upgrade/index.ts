@@ -27,5 +27,5 @@ export type {
 } from './execute.js'
 export { upgradeRelease, HELM_RETRY_ATTEMPTS, HELM_RETRY_INTERVAL_MS } from './release-upgrade.js'
 export type { RetryPolicy } from './release-upgrade.js'
-export { renderPlan, renderReport, planToJson } from './report.js'
+export { renderPlan, renderReport, planToJson, describeInterrupted } from './report.js'
 export { parseHelmTimeout, helmTimeoutMs } from './timeout.js'
