@@ -22,7 +22,7 @@ export interface HelmBounds {
   queryMs: number
   /** template and show: may download the chart first. */
   renderMs: number
-  /** Added to `--helm-timeout` for upgrade and rollback: helm's start, hooks and cleanup. */
+  /** Added to the waits of upgrade and rollback (see boundFor): helm's start, hooks and cleanup. */
   marginMs: number
 }
 
@@ -174,12 +174,14 @@ export class Helm {
 
   /** `upgrade --install` with rollback on failure; `timeout` is a Go duration like 10m. */
   async upgrade(t: ChartSource, valuesFile: string, timeout: string): Promise<void> {
-    await this.exec(this.args.upgrade(t, valuesFile, timeout), this.boundFor(timeout))
+    // A failed upgrade's own rollback waits up to `timeout` again: killing helm then would leave
+    // the release pending-rollback, so the bound allows both waits.
+    await this.exec(this.args.upgrade(t, valuesFile, timeout), this.boundFor(timeout, 2))
   }
 
   /** An explicit rollback with its own timeout, for when Helm's built-in one ran out of time. */
   async rollback(name: string, namespace: string, timeout: string): Promise<void> {
-    await this.exec(this.args.rollback(name, namespace, timeout), this.boundFor(timeout))
+    await this.exec(this.args.rollback(name, namespace, timeout), this.boundFor(timeout, 1))
   }
 
   /** The manifests the chart renders with these values, CRDs included (no cluster access). */
@@ -204,9 +206,9 @@ export class Helm {
     return this.exec(this.args.getManifest(name, namespace), this.bounds.queryMs)
   }
 
-  /** Helm waits up to `timeout` itself; the margin lets it report (and roll back) before we kill it. */
-  private boundFor(timeout: string): number {
-    return helmTimeoutMs(timeout) + this.bounds.marginMs
+  /** Helm waits up to `timeout` per wait itself; the margin lets it report before we kill it. */
+  private boundFor(timeout: string, waits: number): number {
+    return waits * helmTimeoutMs(timeout) + this.bounds.marginMs
   }
 }
 
