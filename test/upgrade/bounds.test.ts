@@ -8,7 +8,9 @@ import { startSilentApiServer, type SilentApiServer } from '../support/fake-apis
 import { readFakeHelmState } from '../support/helm.js'
 import { all, UpgradeHarness } from './harness.js'
 
-const BOUNDS = { queryMs: 400, renderMs: 5_000, marginMs: 400 }
+// Short enough for a test, long enough that a loaded machine still starts the fake within them.
+const HANG_BOUNDS = { queryMs: 3_000, renderMs: 30_000, marginMs: 3_000 }
+const UPGRADE_BOUNDS = { queryMs: 30_000, renderMs: 30_000, marginMs: 2_000 }
 
 /** Whether the process the fake recorded as hanging is gone (killed at its bound). */
 async function hungHelmIsGone(stateDir: string, command: string): Promise<boolean> {
@@ -32,12 +34,12 @@ describe('upgrade: bounded waits for helm and the API server', function () {
   const hangs: Record<string, { command: string; err: RegExp; exitCode: number }> = {
     'helm version': {
       command: 'version',
-      err: /reading the helm version: helm version did not finish within 0.4 s and was stopped/,
+      err: /reading the helm version: helm version did not finish within 3 s and was stopped/,
       exitCode: 1,
     },
     'helm list (the cluster read: exit 3)': {
       command: 'list',
-      err: /reading the installed Helm releases: helm list did not finish within 0.4 s and was stopped/,
+      err: /reading the installed Helm releases: helm list did not finish within 3 s and was stopped/,
       exitCode: 3,
     },
   }
@@ -45,7 +47,7 @@ describe('upgrade: bounded waits for helm and the API server', function () {
     it(`a hung ${name} is killed at its bound with a clear error`, async () => {
       const ws = await h.setup({ installed: all('1.0.0'), targets: all('1.1.0') })
       const err: unknown = await h
-        .upgrade(ws, { env: { FAKE_HELM_HANG: tc.command }, helmBounds: BOUNDS })
+        .upgrade(ws, { env: { FAKE_HELM_HANG: tc.command }, helmBounds: HANG_BOUNDS })
         .then(
           () => undefined,
           (e: unknown) => e,
@@ -61,11 +63,11 @@ describe('upgrade: bounded waits for helm and the API server', function () {
     const ws = await h.setup({ installed: all('1.0.0'), targets: all('1.1.0') })
     const report = await h.upgrade(ws, {
       env: { FAKE_HELM_HANG: 'upgrade' },
-      helmBounds: BOUNDS,
+      helmBounds: UPGRADE_BOUNDS,
       helmTimeout: '1s',
     })
     expect(report.failure?.release).to.equal('cilium')
-    expect(report.failure?.error).to.match(/helm upgrade did not finish within 2.4 s and was stopped/)
+    expect(report.failure?.error).to.match(/helm upgrade did not finish within 4 s and was stopped/)
     expect(report.releases.map((r) => r.outcome)).to.deep.equal(['rolled-back', 'not-touched', 'not-touched'])
     expect(await hungHelmIsGone(h.helm.stateDir, 'upgrade')).to.be.true
     const upgrades = (await readFakeHelmState(h.helm.stateDir)).calls.filter((c) => c[0] === 'upgrade')

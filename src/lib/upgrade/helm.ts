@@ -50,8 +50,8 @@ export interface InstalledRelease {
 
 /** A helm command that failed, or was killed at its bound; the message quotes helm (printable). */
 export class HelmCommandError extends Error {
-  /** Helm said it could not reach the cluster, or a cluster read passed its bound. */
-  readonly unreachable: boolean
+  /** Helm itself said it could not reach the cluster. */
+  readonly saidUnreachable: boolean
 
   constructor(
     readonly args: readonly string[],
@@ -70,9 +70,11 @@ export class HelmCommandError extends Error {
         : `${what} did not finish within ${boundMs / 1000} s and was stopped${said ? `; it said: ${said}` : ''}`,
     )
     this.name = 'HelmCommandError'
-    this.unreachable =
-      /cluster unreachable/i.test(`${result.stderr}\n${result.stdout}`) ||
-      (boundMs !== undefined && args.includes('--kubeconfig'))
+    this.saidUnreachable = /cluster unreachable/i.test(`${result.stderr}\n${result.stdout}`)
+  }
+
+  get timedOut(): boolean {
+    return this.boundMs !== undefined
   }
 }
 

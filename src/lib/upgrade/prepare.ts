@@ -53,8 +53,8 @@ export async function prepareUpgrade(opts: PrepareOptions, deps: HelmDeps): Prom
   })
   await checkLocalCharts(helm, targets)
   const installed = await helm.listReleases().catch((err: unknown) => {
-    // Only blame the cluster when helm did (or the cluster never answered): helm's own errors differ.
-    const unreachable = err instanceof HelmCommandError && err.unreachable
+    // Blame the cluster only when helm did, or when the read got no answer in time.
+    const unreachable = err instanceof HelmCommandError && (err.saidUnreachable || err.timedOut)
     throw new CliError(
       'reading the installed Helm releases',
       unreachable ? ExitCode.Unreachable : ExitCode.Failure,
