@@ -69,6 +69,9 @@ describe('upgrade: bounded waits for helm and the API server', function () {
     expect(report.failure?.release).to.equal('cilium')
     expect(report.failure?.error).to.match(/helm upgrade did not finish within 4 s and was stopped/)
     expect(report.releases.map((r) => r.outcome)).to.deep.equal(['rolled-back', 'not-touched', 'not-touched'])
+    expect(report.releases[0]?.reason).to.equal(
+      'helm was stopped at its time bound; the release is deployed at 1.0.0',
+    )
     expect(await hungHelmIsGone(h.helm.stateDir, 'upgrade')).to.be.true
     const upgrades = (await readFakeHelmState(h.helm.stateDir)).calls.filter((c) => c[0] === 'upgrade')
     expect(upgrades).to.have.length(1) // a killed helm is not retried

@@ -6,7 +6,7 @@
  */
 import { chainMessage } from '../errors/index.js'
 import { retry, sleepMs } from '../system/index.js'
-import type { Helm } from './helm.js'
+import { HelmCommandError, type Helm } from './helm.js'
 import type { PlannedRelease } from './plan.js'
 
 export interface RetryPolicy {
@@ -122,7 +122,10 @@ async function failed(
   if (err.settled === 'helm-rolled-back') {
     return {
       outcome: 'rolled-back',
-      reason: `Helm rolled back to ${release.installed ?? 'the previous revision'}`,
+      reason:
+        err.cause instanceof HelmCommandError && err.cause.timedOut
+          ? `helm was stopped at its time bound; the release is deployed at ${release.installed ?? 'its previous revision'}`
+          : `Helm rolled back to ${release.installed ?? 'the previous revision'}`,
       attempts,
       error,
     }
