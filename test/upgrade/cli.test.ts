@@ -1,11 +1,19 @@
 import { spawn } from 'node:child_process'
-import { access, readdir } from 'node:fs/promises'
+import { access, mkdir, readdir, readFile, symlink, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { workspacePaths } from '../../src/lib/paths.js'
 import { expect } from '../support/chai.js'
-import { CLI, makeTempDir, REPO_ROOT, runCli } from '../support/cli.js'
+import { CLI, CLI_ARGS, makeTempDir, REPO_ROOT, runCli } from '../support/cli.js'
 import { startFakeApiServer, type FakeApiServer } from '../support/fake-apiserver.js'
-import { fakeHelmEnv, readFakeHelmState, seedReleases, type FakeHelmEnv } from '../support/helm.js'
+import {
+  fakeHelmEnv,
+  HELM_MAJORS,
+  readFakeHelmState,
+  realHelm,
+  seedReleases,
+  type FakeHelmEnv,
+} from '../support/helm.js'
+import { freePort } from '../support/ports.js'
 import { makeUpgradeWorkspace, seedCustomResources } from './workspace.js'
 
 const exists = (p: string) =>
@@ -18,9 +26,9 @@ const PROMPT = 'Upgrade the releases above?'
 
 /**
  * Runs the CLI on a pseudo-terminal (util-linux `script`), so the inquirer prompt and listr2's live
- * view run for real; answers the prompt with `answer` and Enter once it appears.
+ * view run for real; types `keys` (e.g. "y\r", or Ctrl-C "\u0003") once the prompt appears.
  */
-function runCliOnTerminal(args: string[], env: NodeJS.ProcessEnv, answer: string) {
+function runCliOnTerminal(args: string[], env: NodeJS.ProcessEnv, keys: string) {
   const entry =
     process.env.CONSTELL_TEST_CLI === 'dev' ? ['--import', 'tsx', path.join(REPO_ROOT, 'bin/dev.js')] : [CLI]
   const command = [process.execPath, ...entry, ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ')
@@ -36,7 +44,7 @@ function runCliOnTerminal(args: string[], env: NodeJS.ProcessEnv, answer: string
       output += d.toString()
       if (!answered && output.includes(PROMPT)) {
         answered = true
-        child.stdin.write(`${answer}\r`)
+        child.stdin.write(keys)
       }
     })
     const timer = setTimeout(() => child.kill('SIGKILL'), 80_000)
@@ -47,6 +55,47 @@ function runCliOnTerminal(args: string[], env: NodeJS.ProcessEnv, answer: string
       resolve({ code, output: output.replace(/\u001b\[[0-9;?]*[A-Za-z]/g, '') })
     })
   })
+}
+
+/** The built CLI as a child the test can signal; `exited` turns true once it is gone. */
+function startCli(args: string[], env: NodeJS.ProcessEnv) {
+  const child = spawn(process.execPath, [...CLI_ARGS, ...args], {
+    cwd: REPO_ROOT,
+    env: { ...env, CONSTELL_NO_SPINNER: '1' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let stdout = ''
+  let stderr = ''
+  let gone = false
+  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
+  const done = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
+    child.on('close', (code) => {
+      gone = true
+      resolve({ code, stdout, stderr })
+    }),
+  )
+  return { child, done, exited: () => gone }
+}
+
+/** Polls until `ready` (a file appears, …); fails early when the CLI already exited. */
+async function waitFor(ready: () => Promise<boolean>, exited: () => boolean): Promise<void> {
+  while (!(await ready())) {
+    if (exited()) throw new Error('the CLI exited before the awaited point')
+    await new Promise((r) => setTimeout(r, 50))
+  }
+}
+
+/** The fake told to hang outlives the CLI (as a real helm would): end it by its recorded pid. */
+async function killHungHelm(pidFile: string): Promise<void> {
+  const pid = Number(await readFile(pidFile, 'utf8').catch(() => ''))
+  if (pid > 0) {
+    try {
+      process.kill(pid, 'SIGKILL')
+    } catch {
+      // already gone
+    }
+  }
 }
 
 // The CLI as operators run it: a child process, helm found on PATH (the contract fake).
@@ -151,12 +200,52 @@ describe('constellation upgrade (CLI)', function () {
   for (const [name, tc] of Object.entries(answers)) {
     it(name, async () => {
       const env = { ...helm.env, FAKE_HELM_FAIL: '' }
-      const r = await runCliOnTerminal(['upgrade', 'execute', '--helm', '-C', ws], env, tc.answer)
+      const r = await runCliOnTerminal(['upgrade', 'execute', '--helm', '-C', ws], env, `${tc.answer}\r`)
       expect(r.output).to.include(PROMPT)
       expect(r.code, r.output).to.equal(0)
       expect(r.output).to.match(tc.want, JSON.stringify(r.output))
       const upgraded = (await readFakeHelmState(helm.stateDir)).events.filter((e) => e.event === 'upgraded')
       expect(upgraded).to.have.length(tc.events)
+    })
+  }
+
+  it('Ctrl-C at the confirmation prompt aborts: nothing changed, exit 130', async () => {
+    const r = await runCliOnTerminal(['upgrade', 'execute', '--helm', '-C', ws], helm.env, '\u0003')
+    expect(r.output).to.include(PROMPT)
+    expect(r.code, r.output).to.equal(130)
+    expect(r.output).to.match(/upgrade: aborted, nothing changed/)
+    expect(r.output).to.not.match(/This is a bug/)
+    expect(await exists(workspacePaths(ws).upgradeDir)).to.be.false
+    expect((await readFakeHelmState(helm.stateDir)).events).to.deep.equal([])
+  })
+
+  const signals: Record<string, { signal: 'SIGINT' | 'SIGTERM'; code: number }> = {
+    'Ctrl-C (SIGINT)': { signal: 'SIGINT', code: 130 },
+    SIGTERM: { signal: 'SIGTERM', code: 143 },
+  }
+  for (const [name, tc] of Object.entries(signals)) {
+    it(`${name} during the upgrade prints the partial report and the backup folder, exit ${tc.code}`, async () => {
+      const env = { ...helm.env, FAKE_HELM_FAIL: '', FAKE_HELM_HANG: 'upgrade:coredns' }
+      const cli = startCli(['upgrade', 'execute', '--helm', '--yes', '-C', ws], env)
+      const pidFile = path.join(helm.stateDir, 'hanging-upgrade.pid')
+      try {
+        await waitFor(() => exists(pidFile), cli.exited)
+        cli.child.kill(tc.signal)
+        const r = await cli.done
+        expect(r.code, r.stderr).to.equal(tc.code)
+        expect(r.stderr).to.match(/Upgrade interrupted; releases so far:/)
+        expect(r.stderr).to.match(/cilium: upgraded \(1\.0\.0 → 1\.1\.0\)/)
+        expect(r.stderr).to.match(/coredns: in progress: .*helm status coredns -n kube-system/)
+        expect(r.stderr).to.match(/cert-manager: not touched/)
+        const folder = /Backup folder: (\S+)/.exec(r.stderr)?.[1] ?? ''
+        expect(path.dirname(folder)).to.equal(workspacePaths(ws).upgradeDir)
+        expect(await exists(path.join(folder, 'backups', 'crds'))).to.be.true
+        expect(r.stderr).to.not.match(/This is a bug/)
+      } finally {
+        await killHungHelm(pidFile)
+        cli.child.kill('SIGKILL')
+        await cli.done
+      }
     })
   }
 
@@ -184,3 +273,52 @@ describe('constellation upgrade (CLI)', function () {
     })
   }
 })
+
+// The real helm 3 and 4 on PATH, and a cluster that is not there: the documented exit code 3,
+// a hint about reachability (helm said so), and nothing written.
+describe('constellation upgrade (CLI) with the real helm, cluster unreachable', function () {
+  this.timeout(90_000)
+  let tmp: { dir: string; cleanup: () => Promise<void> }
+  let ws: string
+  beforeEach(async () => {
+    tmp = await makeTempDir()
+    ws = await makeUpgradeWorkspace(path.join(tmp.dir, 'ws'), {
+      cilium: '1.1.0',
+      coredns: '1.1.0',
+      'cert-manager': '1.1.0',
+    })
+    const closed = await freePort()
+    await writeFile(workspacePaths(ws).adminConf, unreachableKubeconfig(closed), { mode: 0o600 })
+  })
+  afterEach(() => tmp.cleanup())
+
+  for (const major of HELM_MAJORS) {
+    for (const command of [['check'], ['execute', '--helm', '--yes']]) {
+      it(`upgrade ${command[0]} with helm ${major} exits 3 with a reachability hint`, async () => {
+        const binDir = path.join(tmp.dir, `bin${major}`)
+        await mkdir(binDir, { recursive: true })
+        await symlink(await realHelm(major), path.join(binDir, 'helm'))
+        const home = path.join(tmp.dir, 'home')
+        const env = { PATH: `${binDir}:${process.env.PATH ?? ''}`, HOME: home, XDG_CACHE_HOME: home }
+        const r = await runCli(['upgrade', ...command, '-C', ws], { env })
+        expect(r.code, r.stderr).to.equal(3)
+        expect(r.stderr).to.match(
+          /reading the installed Helm releases: helm list exited with code 1: .*cluster unreachable/i,
+        )
+        expect(r.stderr).to.match(/Hint: check that the cluster in .* is reachable/)
+        expect(await exists(workspacePaths(ws).upgradeDir)).to.be.false
+      })
+    }
+  }
+})
+
+function unreachableKubeconfig(port: number): string {
+  return [
+    'apiVersion: v1',
+    'kind: Config',
+    `clusters: [{name: gone, cluster: {server: "https://127.0.0.1:${port}"}}]`,
+    'users: [{name: gone, user: {token: unused}}]',
+    'contexts: [{name: gone, context: {cluster: gone, user: gone}}]',
+    'current-context: gone',
+  ].join('\n')
+}

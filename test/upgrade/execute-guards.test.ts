@@ -2,7 +2,7 @@ import path from 'node:path'
 import { readFile, writeFile } from 'node:fs/promises'
 import { workspacePaths } from '../../src/lib/paths.js'
 import { runProcess } from '../../src/lib/system/index.js'
-import { prepareUpgrade } from '../../src/lib/upgrade/index.js'
+import { createClusterReader, prepareUpgrade } from '../../src/lib/upgrade/index.js'
 import { expect } from '../support/chai.js'
 import { readFakeHelmState } from '../support/helm.js'
 import { all, exists, outcomes, UpgradeHarness } from './harness.js'
@@ -53,6 +53,24 @@ describe('upgrade execute (lib): guards before any change, helm detection', func
     expect(await exists(workspacePaths(ws).upgradeDir)).to.be.false
   })
 
+  it('an interrupt says what is left: before any change, while backing up', async () => {
+    const ws = await h.setup({ installed: all('1.0.0'), targets: all('1.1.0') })
+    let describe: () => string[] = () => []
+    const said: string[][] = []
+    let handedBack = false
+    const onInterrupt = (d: () => string[]) => ((describe = d), () => void (handedBack = true))
+    const confirm = async () => (said.push(describe()), true)
+    const openReader = () => {
+      said.push(describe())
+      return createClusterReader(h.kubeConfig())
+    }
+    await h.upgrade(ws, { yes: false, deps: { onInterrupt, confirm, openReader } })
+    expect(said[0]).to.deep.equal(['Upgrade interrupted before any change: nothing was changed.'])
+    expect(said[1]?.[0]).to.equal('Upgrade interrupted while backing up: nothing was changed.')
+    expect(said[1]?.[1]).to.match(/^Partial backup folder: .*constellation-upgrade\/upgrade-/)
+    expect(handedBack).to.be.true
+  })
+
   it('a failed backup stops the upgrade before any release changes', async () => {
     const ws = await h.setup({ installed: all('1.0.0'), targets: all('1.1.0') })
     h.api.failOn({ pathIncludes: '/certificates', status: 403 })
@@ -64,7 +82,7 @@ describe('upgrade execute (lib): guards before any change, helm detection', func
 
   const flagCases: Record<string, { version: string; want: string[]; not: string }> = {
     'helm 3: --atomic --wait': {
-      version: 'v3.14.4',
+      version: 'v3.17.3',
       want: ['--atomic', '--wait'],
       not: '--rollback-on-failure',
     },

@@ -8,6 +8,7 @@ import {
   executeUpgrade,
   prepareUpgrade,
   type ExecuteDeps,
+  type HelmBounds,
   type UpgradeReport,
 } from '../../src/lib/upgrade/index.js'
 import { makeTempDir } from '../support/cli.js'
@@ -36,6 +37,10 @@ export interface UpgradeOptions {
   dryRun?: boolean
   yes?: boolean
   deps?: Partial<ExecuteDeps>
+  /** Added to the fake helm's environment (FAKE_HELM_HANG, FAKE_HELM_GARBAGE, …). */
+  env?: NodeJS.ProcessEnv
+  helmBounds?: Partial<HelmBounds>
+  helmTimeout?: string
 }
 
 /** Start in beforeEach, stop in afterEach; `setup` then `upgrade` in a test. */
@@ -79,18 +84,24 @@ export class UpgradeHarness {
   async upgrade(ws: string, o: UpgradeOptions = {}): Promise<UpgradeReport> {
     const prepared = await prepareUpgrade(
       { workspace: ws, force: o.force ?? false },
-      { run: runProcess, env: this.helm.env },
+      { run: runProcess, env: { ...this.helm.env, ...o.env }, helmBounds: o.helmBounds },
     )
     return executeUpgrade(
       prepared,
-      { workspace: ws, yes: o.yes ?? true, dryRun: o.dryRun ?? false, helmTimeout: '2m' },
+      { workspace: ws, yes: o.yes ?? true, dryRun: o.dryRun ?? false, helmTimeout: o.helmTimeout ?? '2m' },
       this.deps(o.deps),
     )
   }
 
-  private deps(over: Partial<ExecuteDeps> = {}): ExecuteDeps {
+  /** The FakeApiServer's kubeconfig, loaded. */
+  kubeConfig(): KubeConfig {
     const kc = new KubeConfig()
     kc.loadFromString(this.api.kubeconfig())
+    return kc
+  }
+
+  private deps(over: Partial<ExecuteDeps> = {}): ExecuteDeps {
+    const kc = this.kubeConfig()
     return {
       openReader: () => createClusterReader(kc),
       progress: async (steps) => {

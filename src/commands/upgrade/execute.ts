@@ -3,7 +3,7 @@ import { Flags } from '@oclif/core'
 import { BaseCommand } from '../../base-command.js'
 import { ExitCode, UsageError } from '../../lib/errors/index.js'
 import { runProcess } from '../../lib/system/index.js'
-import { canPrompt, processTerminal, runTasks } from '../../lib/ui/index.js'
+import { canPrompt, onInterrupt, processTerminal, promptOrAbort, runTasks } from '../../lib/ui/index.js'
 import {
   createClusterReader,
   DEFAULT_HELM_TIMEOUT,
@@ -56,7 +56,10 @@ export default class UpgradeExecute extends BaseCommand {
       { workspace: flags.workspace, yes: flags.yes, dryRun: flags['dry-run'], helmTimeout },
       {
         openReader: () => createClusterReader(readKubeconfig(prepared.kubeconfig)),
-        confirm: canPrompt(terminal) ? (message) => confirm({ message, default: false }) : undefined,
+        confirm: canPrompt(terminal)
+          ? (message) => promptOrAbort('upgrade', () => confirm({ message, default: false }))
+          : undefined,
+        onInterrupt: (describe) => onInterrupt(describe),
         // With --json, stdout carries only the report, so progress is not drawn.
         progress: this.jsonEnabled()
           ? runSilently

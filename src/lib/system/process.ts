@@ -6,6 +6,8 @@ export interface ProcessResult {
   code: number | null
   stdout: string
   stderr: string
+  /** Set when the process was killed because it ran past `timeoutMs`. */
+  timedOut?: boolean
 }
 
 export interface ProcessOptions {
@@ -44,14 +46,25 @@ export const runProcess: RunProcess = (file, args, opts = {}) =>
     const stderr: Buffer[] = []
     child.stdout.on('data', (d: Buffer) => stdout.push(d))
     child.stderr.on('data', (d: Buffer) => stderr.push(d))
-    const timer = opts.timeoutMs ? setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs) : undefined
+    let timedOut = false
+    const timer = opts.timeoutMs
+      ? setTimeout(() => {
+          timedOut = true
+          child.kill('SIGKILL')
+        }, opts.timeoutMs)
+      : undefined
     timer?.unref()
+    // A grandchild may hold the pipes open after a killed child: stop waiting for its output then.
+    child.on('exit', () => {
+      if (timedOut) for (const s of [child.stdout, child.stderr]) s.destroy()
+    })
     child.on('error', (err) => {
       clearTimeout(timer)
       reject(err)
     })
     child.on('close', (code) => {
       clearTimeout(timer)
-      resolve({ code, stdout: Buffer.concat(stdout).toString(), stderr: Buffer.concat(stderr).toString() })
+      const out = { code, stdout: Buffer.concat(stdout).toString(), stderr: Buffer.concat(stderr).toString() }
+      resolve(timedOut ? { ...out, timedOut } : out)
     })
   })

@@ -3,7 +3,7 @@
  * rollback on failure; the first failed release stops the sequence. Never throws after a change
  * was made: the report says what happened to every release, and where the backup is.
  */
-import { CliError } from '../errors/index.js'
+import { CliError, ExitCode, exitCodeOf } from '../errors/index.js'
 import { workspacePaths } from '../paths.js'
 import {
   backupChart,
@@ -17,6 +17,7 @@ import type { ClusterReader } from './kube-reader.js'
 import { planChangesCluster, type PlannedRelease } from './plan.js'
 import type { PreparedUpgrade } from './prepare.js'
 import { upgradeRelease, type RetryPolicy } from './release-upgrade.js'
+import { describeInterrupted } from './report.js'
 
 export interface ExecuteOptions {
   workspace: string
@@ -41,6 +42,11 @@ export interface ExecuteDeps {
   progress: (steps: Step[]) => Promise<void>
   now: () => Date
   retry?: Partial<RetryPolicy>
+  /**
+   * Takes over Ctrl-C/SIGTERM while the upgrade runs: `describe` says what is left behind (when the
+   * signal comes). Returns the function that hands the signals back.
+   */
+  onInterrupt?: (describe: () => string[]) => () => void
 }
 
 export type ReleaseOutcome =
@@ -82,11 +88,37 @@ export async function executeUpgrade(
   opts: ExecuteOptions,
   deps: ExecuteDeps,
 ): Promise<UpgradeReport> {
-  const { plan, helm } = prepared
-  const reports = plan.releases.map(initialReport)
-  const report: UpgradeReport = { dryRun: opts.dryRun, declined: false, releases: reports }
+  const { plan } = prepared
+  const report: UpgradeReport = {
+    dryRun: opts.dryRun,
+    declined: false,
+    releases: plan.releases.map(initialReport),
+  }
   if (!planChangesCluster(plan)) return report
   if (opts.dryRun) return markDryRun(report)
+  const live: LiveState = {}
+  const handBack = deps.onInterrupt?.(() => describeInterrupted(report, live.running))
+  try {
+    return await confirmedUpgrade(prepared, opts, deps, report, live)
+  } finally {
+    handBack?.()
+  }
+}
+
+/** What an interrupt needs to know that the report does not say yet. */
+interface LiveState {
+  /** The release whose helm upgrade is running now. */
+  running?: string
+}
+
+async function confirmedUpgrade(
+  { plan, helm }: PreparedUpgrade,
+  opts: ExecuteOptions,
+  deps: ExecuteDeps,
+  report: UpgradeReport,
+  live: LiveState,
+): Promise<UpgradeReport> {
+  const reports = report.releases
   if (!(await confirmed(opts, deps))) return markDeclined(report)
 
   const dir = await createUpgradeFolder(workspacePaths(opts.workspace).upgradeDir, newUpgradeId(deps.now()))
@@ -106,7 +138,9 @@ export async function executeUpgrade(
         for (const r of todo) valuesFiles.set(r.target.name, (await backupChart(helm, r, dir)).valuesFile)
       },
     },
-    ...todo.map((r) => releaseStep(helm, r, () => valuesFiles.get(r.target.name) ?? '', report, opts, deps)),
+    ...todo.map((r) =>
+      releaseStep(helm, r, () => valuesFiles.get(r.target.name) ?? '', report, opts, deps, live),
+    ),
   ]
   try {
     await deps.progress(steps)
@@ -114,13 +148,12 @@ export async function executeUpgrade(
     const failed = report.failure
     if (!failed) {
       // A backup step failed: nothing was changed, and the upgrade must not go on without one.
+      const unreachable = exitCodeOf(err) === ExitCode.Unreachable
       throw new CliError(
         `backing up before the upgrade failed; nothing was changed (partial backup in ${dir})`,
-        1,
-        undefined,
-        {
-          cause: err,
-        },
+        unreachable ? ExitCode.Unreachable : ExitCode.Failure,
+        unreachable ? 'check that the cluster is reachable from here, then run the upgrade again' : undefined,
+        { cause: err },
       )
     }
     for (const r of reports) {
@@ -139,11 +172,16 @@ function releaseStep(
   report: UpgradeReport,
   opts: ExecuteOptions,
   deps: ExecuteDeps,
+  live: LiveState,
 ): Step {
   return {
     title: `${r.verdict.action === 'install' ? 'Install' : 'Upgrade'} ${r.target.name} ${r.target.version}`,
     run: async () => {
-      const result = await upgradeRelease(helm, r, valuesFile(), { timeout: opts.helmTimeout, ...deps.retry })
+      live.running = r.target.name
+      const result = await upgradeRelease(helm, r, valuesFile(), {
+        timeout: opts.helmTimeout,
+        ...deps.retry,
+      }).finally(() => (live.running = undefined))
       const entry = report.releases.find((x) => x.name === r.target.name)
       if (entry)
         Object.assign(entry, { outcome: result.outcome, reason: result.reason, attempts: result.attempts })

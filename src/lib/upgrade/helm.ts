@@ -1,14 +1,32 @@
 /**
  * The helm binary on PATH, behind a small typed surface: version detection (v3 vs v4 flags),
  * release listing and status, upgrade with rollback on failure, explicit rollback, and rendering.
+ * Every helm process runs under a bound and is killed when it passes it: a hung helm (or a cluster
+ * that accepts and never answers) must not hang the CLI.
  */
 import { CliError, isErrnoException } from '../errors/index.js'
 import type { ProcessResult, RunProcess } from '../system/index.js'
-import type { ReleaseTarget } from './releases.js'
+import { helmArgs, VERSION_ARGS, type ChartSource, type HelmArgs, type HelmMajor } from './helm-args.js'
+import { printable } from './printable.js'
 import { compareSemver, parseSemver } from './rules.js'
+import { helmTimeoutMs } from './timeout.js'
 
 /** Helm 3.8 is the oldest with OCI registries on by default; 4 is the newest major we know. */
 const MIN_HELM_3 = '3.8.0'
+/** How much of helm's output an error quotes. */
+const ERROR_TAIL_LINES = 5
+
+/** How long each kind of helm process may run before it is killed. */
+export interface HelmBounds {
+  /** version, list, status, get: reads that answer in seconds when the cluster is there. */
+  queryMs: number
+  /** template and show: may download the chart first. */
+  renderMs: number
+  /** Added to the waits of upgrade and rollback (see boundFor): helm's start, hooks and cleanup. */
+  marginMs: number
+}
+
+export const DEFAULT_HELM_BOUNDS: HelmBounds = { queryMs: 60_000, renderMs: 180_000, marginMs: 120_000 }
 
 export interface HelmEnv {
   run: RunProcess
@@ -17,6 +35,7 @@ export interface HelmEnv {
   env: NodeJS.ProcessEnv
   /** Passed to every command that talks to the cluster. */
   kubeconfig?: string
+  bounds?: Partial<HelmBounds>
 }
 
 export interface InstalledRelease {
@@ -29,30 +48,56 @@ export interface InstalledRelease {
   revision: number
 }
 
+/** A helm command that failed, or was killed at its bound; the message quotes helm (printable). */
 export class HelmCommandError extends Error {
+  /** Helm itself said it could not reach the cluster. */
+  readonly saidUnreachable: boolean
+
   constructor(
     readonly args: readonly string[],
     readonly result: ProcessResult,
+    /** Set when the process was killed at this bound. */
+    readonly boundMs?: number,
   ) {
-    const detail = (result.stderr || result.stdout).trim().split('\n').slice(-5).join('\n')
-    super(`helm ${args[0] ?? ''} ${args[1] ?? ''} exited with code ${result.code ?? 'signal'}: ${detail}`)
+    const what = `helm ${args[0] ?? ''}${args[0] === 'get' || args[0] === 'show' ? ` ${args[1] ?? ''}` : ''}`
+    const said = printable((result.stderr || result.stdout).trim())
+      .split('\n')
+      .slice(-ERROR_TAIL_LINES)
+      .join('\n')
+    super(
+      boundMs === undefined
+        ? `${what} exited with code ${result.code ?? 'signal'}${said ? `: ${said}` : ''}`
+        : `${what} did not finish within ${boundMs / 1000} s and was stopped${said ? `; it said: ${said}` : ''}`,
+    )
     this.name = 'HelmCommandError'
+    this.saidUnreachable = /cluster unreachable/i.test(`${result.stderr}\n${result.stdout}`)
+  }
+
+  get timedOut(): boolean {
+    return this.boundMs !== undefined
   }
 }
 
 export class Helm {
+  private readonly args: HelmArgs
+  private readonly bounds: HelmBounds
+
   private constructor(
     private readonly h: HelmEnv,
     /** e.g. v3.14.2 or v4.1.4 */
     readonly version: string,
-    readonly major: 3 | 4,
-  ) {}
+    readonly major: HelmMajor,
+  ) {
+    this.args = helmArgs(major, h.kubeconfig)
+    this.bounds = boundsOf(h)
+  }
 
-  /** Finds helm and checks its version; a missing or unsupported helm is a clear CliError. */
+  /** Finds helm and checks its version; a missing, hung or unsupported helm is a clear CliError. */
   static async detect(h: HelmEnv): Promise<Helm> {
+    const boundMs = boundsOf(h).queryMs
     let result: ProcessResult
     try {
-      result = await h.run(h.binary, ['version', '--template', '{{.Version}}'], { env: h.env })
+      result = await h.run(h.binary, VERSION_ARGS, { env: h.env, timeoutMs: boundMs })
     } catch (err) {
       if (isErrnoException(err, 'ENOENT') || isErrnoException(err, 'EACCES')) {
         throw new CliError(
@@ -64,11 +109,18 @@ export class Helm {
       }
       throw err
     }
+    if (result.timedOut) {
+      throw new CliError(
+        `reading the helm version: ${new HelmCommandError(VERSION_ARGS, result, boundMs).message}`,
+        1,
+        `check that \`${h.binary} version\` answers on this machine`,
+      )
+    }
     const version = result.stdout.trim()
     const parsed = parseSemver(version)
     if (result.code !== 0 || !parsed) {
       throw new CliError(
-        `could not read the helm version: ${JSON.stringify((result.stderr || result.stdout).trim().slice(0, 200))}`,
+        `could not read the helm version: ${printable(JSON.stringify((result.stderr || result.stdout).trim().slice(0, 200)))}`,
         1,
         `install Helm ${MIN_HELM_3} or newer (3.x or 4.x)`,
       )
@@ -78,7 +130,7 @@ export class Helm {
       parsed.major < 3 || (parsed.major === 3 && min !== undefined && compareSemver(parsed, min) < 0)
     if (tooOld || parsed.major > 4) {
       throw new CliError(
-        `helm ${version} is not supported`,
+        `helm ${printable(version)} is not supported`,
         1,
         `install Helm ${MIN_HELM_3} or newer 3.x, or Helm 4.x`,
       )
@@ -86,117 +138,92 @@ export class Helm {
     return new Helm(h, version, parsed.major === 3 ? 3 : 4)
   }
 
-  /** Flags that make an upgrade roll itself back on failure and wait for readiness. */
-  rollbackOnFailureFlags(): string[] {
-    return this.major === 3 ? ['--atomic', '--wait'] : ['--rollback-on-failure', '--wait=watcher']
-  }
-
-  private waitFlag(): string {
-    return this.major === 3 ? '--wait' : '--wait=watcher'
-  }
-
-  private kube(): string[] {
-    return this.h.kubeconfig ? ['--kubeconfig', this.h.kubeconfig] : []
-  }
-
-  private async exec(args: string[], timeoutMs?: number): Promise<string> {
-    const result = await this.h.run(this.h.binary, args, { env: this.h.env, timeoutMs })
+  private async exec(args: string[], boundMs: number): Promise<string> {
+    const result = await this.h.run(this.h.binary, args, { env: this.h.env, timeoutMs: boundMs })
+    if (result.timedOut) throw new HelmCommandError(args, result, boundMs)
     if (result.code !== 0) throw new HelmCommandError(args, result)
     return result.stdout
   }
 
   async listReleases(): Promise<InstalledRelease[]> {
-    const out = await this.exec(['list', '--all-namespaces', '--all', '--output', 'json', ...this.kube()])
-    return parseReleaseList(out)
+    return parseReleaseList(await this.exec(this.args.list(), this.bounds.queryMs))
   }
 
   /** The status of one release, or undefined when it does not exist (e.g. a removed failed install). */
   async status(name: string, namespace: string): Promise<string | undefined> {
-    const args = ['status', name, '--namespace', namespace, '--output', 'json', ...this.kube()]
-    const result = await this.h.run(this.h.binary, args, { env: this.h.env })
+    const args = this.args.status(name, namespace)
+    const result = await this.h.run(this.h.binary, args, {
+      env: this.h.env,
+      timeoutMs: this.bounds.queryMs,
+    })
+    if (result.timedOut) throw new HelmCommandError(args, result, this.bounds.queryMs)
     if (result.code !== 0) {
       if (/not found/i.test(result.stderr)) return undefined
       throw new HelmCommandError(args, result)
     }
-    const info = (JSON.parse(result.stdout) as { info?: { status?: unknown } }).info
-    return typeof info?.status === 'string' ? info.status : 'unknown'
+    let info: { status?: unknown } | undefined
+    try {
+      info = (JSON.parse(result.stdout) as { info?: { status?: unknown } } | null)?.info
+    } catch {
+      // Keep what helm said: its stderr is often the only explanation of garbage on stdout.
+      const said = result.stderr.trim() ? `; helm said: ${printable(result.stderr.trim())}` : ''
+      throw new Error(
+        `helm status ${name} printed no JSON status: ${printable(JSON.stringify(result.stdout.slice(0, 200)))}${said}`,
+      )
+    }
+    return typeof info?.status === 'string' ? printable(info.status) : 'unknown'
   }
 
   /** `upgrade --install` with rollback on failure; `timeout` is a Go duration like 10m. */
-  async upgrade(t: ReleaseTarget, valuesFile: string, timeout: string): Promise<void> {
-    await this.exec([
-      'upgrade',
-      '--install',
-      t.name,
-      t.chart,
-      ...this.source(t),
-      '--namespace',
-      t.namespace,
-      '--create-namespace',
-      '--reset-values',
-      '--values',
-      valuesFile,
-      ...this.rollbackOnFailureFlags(),
-      '--timeout',
-      timeout,
-      ...this.kube(),
-    ])
+  async upgrade(t: ChartSource, valuesFile: string, timeout: string): Promise<void> {
+    // A failed upgrade's own rollback waits up to `timeout` again: killing helm then would leave
+    // the release pending-rollback, so the bound allows both waits.
+    await this.exec(this.args.upgrade(t, valuesFile, timeout), this.boundFor(timeout, 2))
   }
 
   /** An explicit rollback with its own timeout, for when Helm's built-in one ran out of time. */
   async rollback(name: string, namespace: string, timeout: string): Promise<void> {
-    await this.exec([
-      'rollback',
-      name,
-      '--namespace',
-      namespace,
-      this.waitFlag(),
-      '--timeout',
-      timeout,
-      ...this.kube(),
-    ])
+    await this.exec(this.args.rollback(name, namespace, timeout), this.boundFor(timeout, 1))
   }
 
   /** The manifests the chart renders with these values, CRDs included (no cluster access). */
-  async template(t: ReleaseTarget, valuesFile: string): Promise<string> {
-    return this.exec([
-      'template',
-      t.name,
-      t.chart,
-      ...this.source(t),
-      '--namespace',
-      t.namespace,
-      '--values',
-      valuesFile,
-      '--include-crds',
-    ])
+  async template(t: ChartSource, valuesFile: string): Promise<string> {
+    return this.exec(this.args.template(t, valuesFile), this.bounds.renderMs)
   }
 
   /** The chart version a local chart path really holds (Helm ignores --version for paths). */
   async localChartVersion(chartPath: string): Promise<string> {
-    const out = await this.exec(['show', 'chart', chartPath])
+    const out = await this.exec(this.args.showChart(chartPath), this.bounds.renderMs)
     const version = /^version:\s*["']?([^"'\s]+)/m.exec(out)?.[1]
     if (!version) throw new Error(`helm show chart ${chartPath} printed no version`)
-    return version
+    return printable(version)
   }
 
   /** What is deployed now: the release's user values and manifest, for the backup. */
   async installedValues(name: string, namespace: string): Promise<string> {
-    return this.exec(['get', 'values', name, '--namespace', namespace, '--output', 'yaml', ...this.kube()])
+    return this.exec(this.args.getValues(name, namespace), this.bounds.queryMs)
   }
 
   async installedManifest(name: string, namespace: string): Promise<string> {
-    return this.exec(['get', 'manifest', name, '--namespace', namespace, ...this.kube()])
+    return this.exec(this.args.getManifest(name, namespace), this.bounds.queryMs)
   }
 
-  private source(t: ReleaseTarget): string[] {
-    return t.repository ? ['--repo', t.repository, '--version', t.version] : ['--version', t.version]
+  /** Helm waits up to `timeout` per wait itself; the margin lets it report before we kill it. */
+  private boundFor(timeout: string, waits: number): number {
+    return waits * helmTimeoutMs(timeout) + this.bounds.marginMs
   }
 }
 
+const boundsOf = (h: HelmEnv): HelmBounds => ({ ...DEFAULT_HELM_BOUNDS, ...h.bounds })
+
 /** `helm list -o json` → releases; the chart field is `<chart name>-<chart version>`. */
 export function parseReleaseList(json: string): InstalledRelease[] {
-  const raw: unknown = JSON.parse(json || '[]')
+  let raw: unknown
+  try {
+    raw = JSON.parse(json || '[]')
+  } catch {
+    throw new Error(`helm list printed no JSON: ${printable(JSON.stringify(json.slice(0, 200)))}`)
+  }
   if (!Array.isArray(raw)) throw new Error('helm list printed something other than a JSON array')
   return raw.map((entry: unknown, i) => {
     const r = entry as Record<string, unknown>
@@ -204,14 +231,14 @@ export function parseReleaseList(json: string): InstalledRelease[] {
     const version = /-(v?\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.+-]*)?)$/.exec(chart)?.[1]
     if (typeof r.name !== 'string' || typeof r.namespace !== 'string' || !version) {
       throw new Error(
-        `helm list entry ${i} has no name, namespace or chart version: ${JSON.stringify(entry)}`,
+        `helm list entry ${i} has no name, namespace or chart version: ${printable(JSON.stringify(entry))}`,
       )
     }
     return {
-      name: r.name,
-      namespace: r.namespace,
+      name: printable(r.name),
+      namespace: printable(r.namespace),
       version,
-      status: typeof r.status === 'string' ? r.status : 'unknown',
+      status: typeof r.status === 'string' ? printable(r.status) : 'unknown',
       revision: Number(r.revision ?? 0),
     }
   })

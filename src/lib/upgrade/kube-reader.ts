@@ -1,6 +1,16 @@
-/** Paged reads of cluster-wide resource lists through @kubernetes/client-node, with retries. */
-import { CustomObjectsApi, KubeConfig } from '@kubernetes/client-node'
-import { CliError } from '../errors/index.js'
+/**
+ * Paged reads of cluster-wide resource lists through @kubernetes/client-node, with retries and a
+ * timeout on every request: an API server that accepts and never answers must not hang the backup.
+ */
+import {
+  CustomObjectsApi,
+  KubeConfig,
+  Observable,
+  type ConfigurationOptions,
+  type RequestContext,
+  type ResponseContext,
+} from '@kubernetes/client-node'
+import { CliError, ExitCode } from '../errors/index.js'
 import { retry } from '../system/index.js'
 
 export interface ListPage {
@@ -19,7 +29,11 @@ export interface ClusterReader {
   ): Promise<ListPage | undefined>
 }
 
+/** How long one list request (connect, TLS, response and body) may take. */
+export const API_REQUEST_TIMEOUT_MS = 30_000
+
 export interface ReaderOptions {
+  requestTimeoutMs?: number
   /** Total attempts for one page; transient failures (5xx, 429, connection errors) are retried. */
   attempts?: number
   initialDelayMs?: number
@@ -43,22 +57,22 @@ export function readKubeconfig(kubeconfigPath: string): KubeConfig {
 
 export function createClusterReader(kc: KubeConfig, opts: ReaderOptions = {}): ClusterReader {
   const api = kc.makeApiClient(CustomObjectsApi)
+  const timeoutMs = opts.requestTimeoutMs ?? API_REQUEST_TIMEOUT_MS
   return {
     async listPage(group, version, plural, limit, continueToken) {
       const what = `listing ${plural}.${group}/${version}`
       return retry(
         async () => {
           try {
-            const raw: unknown = await api.listClusterCustomObject({
-              group,
-              version,
-              plural,
-              limit,
-              _continue: continueToken,
-            })
+            const raw: unknown = await api.listClusterCustomObject(
+              { group, version, plural, limit, _continue: continueToken },
+              withTimeout(timeoutMs),
+            )
             return toPage(raw, what)
           } catch (err) {
             if (statusOf(err) === 404) return undefined
+            if (err instanceof Error && err.name === 'AbortError')
+              throw new RequestTimeoutError(`the API server did not answer within ${timeoutMs / 1000} s`)
             throw err
           }
         },
@@ -70,9 +84,31 @@ export function createClusterReader(kc: KubeConfig, opts: ReaderOptions = {}): C
           sleep: opts.sleep,
         },
       ).catch((err: unknown) => {
+        // No answer at all is "unreachable" (exit 3); an answer we did not like is a failure.
+        if (isNoAnswer(err)) throw new CliError(what, ExitCode.Unreachable, undefined, { cause: err })
         throw new Error(what, { cause: err })
       })
     },
+  }
+}
+
+class RequestTimeoutError extends Error {
+  override name = 'RequestTimeoutError'
+}
+
+/** Aborts each request (connect, TLS, response and body) that takes longer than `ms`. */
+function withTimeout(ms: number): ConfigurationOptions {
+  return {
+    middleware: [
+      {
+        pre: (ctx: RequestContext) => {
+          ctx.setSignal(AbortSignal.timeout(ms))
+          return new Observable(Promise.resolve(ctx))
+        },
+        post: (ctx: ResponseContext) => new Observable(Promise.resolve(ctx)),
+      },
+    ],
+    middlewareMergeStrategy: 'append',
   }
 }
 
@@ -93,6 +129,12 @@ function statusOf(err: unknown): number | undefined {
 function isTransient(err: unknown): boolean {
   const status = statusOf(err)
   if (status !== undefined) return status === 429 || status >= 500
+  return isNoAnswer(err)
+}
+
+/** The request never got an HTTP answer: refused, reset, or timed out. */
+function isNoAnswer(err: unknown): boolean {
+  if (err instanceof RequestTimeoutError) return true
   const code = typeof err === 'object' && err !== null && 'code' in err ? err.code : undefined
   return typeof code === 'string' && ['ECONNRESET', 'ECONNREFUSED', 'ETIMEDOUT', 'EPIPE'].includes(code)
 }

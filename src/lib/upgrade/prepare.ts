@@ -1,10 +1,10 @@
 /** From a workspace to a plan: config and state, pinned releases, helm, what the cluster runs now. */
 import { access } from 'node:fs/promises'
 import { loadConfig, loadState, type ClusterState } from '../config/index.js'
-import { CliError, isErrnoException } from '../errors/index.js'
+import { CliError, ExitCode, isErrnoException } from '../errors/index.js'
 import { workspacePaths } from '../paths.js'
 import type { RunProcess } from '../system/index.js'
-import { Helm } from './helm.js'
+import { Helm, HelmCommandError, type HelmBounds } from './helm.js'
 import { planUpgrade, type UpgradePlan } from './plan.js'
 import { clusterFacts, resolveReleases, type ReleaseTarget } from './releases.js'
 
@@ -20,6 +20,8 @@ export interface HelmDeps {
   /** Environment of every helm call; its PATH decides which helm runs. */
   env: NodeJS.ProcessEnv
   helmBinary?: string
+  /** How long each helm process may run (tests shorten them). */
+  helmBounds?: Partial<HelmBounds>
 }
 
 export interface PreparedUpgrade {
@@ -47,12 +49,20 @@ export async function prepareUpgrade(opts: PrepareOptions, deps: HelmDeps): Prom
     binary: deps.helmBinary ?? 'helm',
     env: deps.env,
     kubeconfig,
+    bounds: deps.helmBounds,
   })
   await checkLocalCharts(helm, targets)
   const installed = await helm.listReleases().catch((err: unknown) => {
-    throw new CliError('reading the installed Helm releases', 1, 'check that the cluster is reachable', {
-      cause: err,
-    })
+    // Blame the cluster only when helm did, or when the read got no answer in time.
+    const unreachable = err instanceof HelmCommandError && (err.saidUnreachable || err.timedOut)
+    throw new CliError(
+      'reading the installed Helm releases',
+      unreachable ? ExitCode.Unreachable : ExitCode.Failure,
+      unreachable
+        ? `check that the cluster in ${kubeconfig} is reachable from here`
+        : "see helm's message above; check the helm installation",
+      { cause: err },
+    )
   })
   return { plan: planUpgrade(targets, installed, { force: opts.force }), helm, kubeconfig }
 }

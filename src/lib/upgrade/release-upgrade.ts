@@ -6,7 +6,7 @@
  */
 import { chainMessage } from '../errors/index.js'
 import { retry, sleepMs } from '../system/index.js'
-import type { Helm } from './helm.js'
+import { HelmCommandError, type Helm } from './helm.js'
 import type { PlannedRelease } from './plan.js'
 
 export interface RetryPolicy {
@@ -34,11 +34,16 @@ const TRANSIENT =
 
 class AttemptFailure extends Error {
   constructor(
-    readonly settled: 'helm-rolled-back' | 'install-removed' | 'left-behind',
+    readonly settled: 'helm-rolled-back' | 'install-removed' | 'left-behind' | 'status-unknown',
     readonly releaseStatus: string | undefined,
     cause: unknown,
+    /** Why the status could not be read; helm's own error (the cause) stays first. */
+    statusError?: unknown,
   ) {
-    super(chainMessage(cause), { cause })
+    const also = statusError
+      ? `; reading the release status afterwards failed: ${chainMessage(statusError)}`
+      : ''
+    super(`${chainMessage(cause)}${also}`, { cause })
   }
 }
 
@@ -58,7 +63,9 @@ export async function upgradeRelease(
         try {
           await helm.upgrade(target, valuesFile, policy.timeout)
         } catch (err) {
-          const status = await helm.status(target.name, target.namespace)
+          const status = await helm.status(target.name, target.namespace).catch((statusErr: unknown) => {
+            throw new AttemptFailure('status-unknown', undefined, err, statusErr)
+          })
           if (status === undefined) throw new AttemptFailure('install-removed', status, err)
           if (status === 'deployed') throw new AttemptFailure('helm-rolled-back', status, err)
           throw new AttemptFailure('left-behind', status, err)
@@ -100,13 +107,25 @@ async function failed(
       error,
     }
   }
+  if (err.settled === 'status-unknown') {
+    // Rolling back blind could undo Helm's own rollback (back to the failed revision).
+    return {
+      outcome: 'rollback-failed',
+      reason: `the release status could not be read after the failure; check it with \`helm status ${name} -n ${namespace}\``,
+      attempts,
+      error,
+    }
+  }
   if (err.settled === 'install-removed') {
     return { outcome: 'rolled-back', reason: 'install failed; Helm removed the release', attempts, error }
   }
   if (err.settled === 'helm-rolled-back') {
     return {
       outcome: 'rolled-back',
-      reason: `Helm rolled back to ${release.installed ?? 'the previous revision'}`,
+      reason:
+        err.cause instanceof HelmCommandError && err.cause.timedOut
+          ? `helm was stopped at its time bound; the release is deployed at ${release.installed ?? 'its previous revision'}`
+          : `Helm rolled back to ${release.installed ?? 'the previous revision'}`,
       attempts,
       error,
     }

@@ -45,3 +45,29 @@ export function renderReport(report: UpgradeReport): string {
   if (nothing) lines.push('Nothing to upgrade.')
   return lines.join('\n')
 }
+
+/**
+ * What an interrupted upgrade leaves behind, for the one message before exit 130/143: which
+ * releases changed, which one helm was working on, which were not touched, and the backup.
+ */
+export function describeInterrupted(report: UpgradeReport, running?: string): string[] {
+  const dir = report.backupDir
+  if (!dir) return ['Upgrade interrupted before any change: nothing was changed.']
+  const started = running !== undefined || report.releases.some((r) => CHANGED.includes(r.outcome))
+  if (!started)
+    return ['Upgrade interrupted while backing up: nothing was changed.', `Partial backup folder: ${dir}`]
+  const lines = ['Upgrade interrupted; releases so far:']
+  for (const r of report.releases) {
+    if (r.name === running) {
+      lines.push(
+        `  ${r.name}: in progress: helm was upgrading it to ${r.target} and is left to finish or roll back;` +
+          ` check \`helm status ${r.name} -n ${r.namespace}\``,
+      )
+    } else if (r.outcome === 'not-touched') lines.push(`  ${r.name}: not touched`)
+    else lines.push(`  ${r.name}: ${r.outcome} (${r.reason})`)
+  }
+  lines.push(`Backup folder: ${dir}`)
+  return lines
+}
+
+const CHANGED = ['upgraded', 'installed', 'rolled-back', 'rollback-failed']

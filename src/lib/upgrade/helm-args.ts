@@ -1,0 +1,99 @@
+/**
+ * Every helm command line the CLI runs, per major version, in one place: the flags differ between
+ * helm 3 and 4 (helm 4 has no `list --all`, and waits by strategy), and a test runs each of these
+ * through the real helm 3 and helm 4 binaries so that no argv reaches an operator unchecked.
+ */
+import type { ReleaseTarget } from './releases.js'
+
+export type HelmMajor = 3 | 4
+
+/** Asked before the major is known; every helm since 3.0 takes it. */
+export const VERSION_ARGS: readonly string[] = ['version', '--template', '{{.Version}}']
+
+/** What a chart command needs of a release target. */
+export type ChartSource = Pick<ReleaseTarget, 'name' | 'chart' | 'repository' | 'version' | 'namespace'>
+
+export function helmArgs(major: HelmMajor, kubeconfig?: string) {
+  const kube = kubeconfig ? ['--kubeconfig', kubeconfig] : []
+  // helm 3 waits with a boolean --wait; helm 4 takes a strategy, and watcher is what --wait meant.
+  const wait = major === 3 ? '--wait' : '--wait=watcher'
+  const rollbackOnFailure = major === 3 ? '--atomic' : '--rollback-on-failure'
+  const source = (t: ChartSource) =>
+    t.repository ? ['--repo', t.repository, '--version', t.version] : ['--version', t.version]
+  return {
+    // helm 3 lists only deployed and failed releases unless --all; helm 4 lists every status and
+    // refuses --all. Pending releases must show up: the plan skips them.
+    list: () => ['list', '--all-namespaces', ...(major === 3 ? ['--all'] : []), '--output', 'json', ...kube],
+    status: (name: string, namespace: string) => [
+      'status',
+      name,
+      '--namespace',
+      namespace,
+      '--output',
+      'json',
+      ...kube,
+    ],
+    /** `upgrade --install`, rolled back by helm on failure; values only ever come from the file. */
+    upgrade: (t: ChartSource, valuesFile: string, timeout: string) => [
+      'upgrade',
+      '--install',
+      t.name,
+      t.chart,
+      ...source(t),
+      '--namespace',
+      t.namespace,
+      '--create-namespace',
+      '--reset-values',
+      '--values',
+      valuesFile,
+      rollbackOnFailure,
+      wait,
+      '--timeout',
+      timeout,
+      ...kube,
+    ],
+    rollback: (name: string, namespace: string, timeout: string) => [
+      'rollback',
+      name,
+      '--namespace',
+      namespace,
+      wait,
+      '--timeout',
+      timeout,
+      ...kube,
+    ],
+    /** Renders without the cluster, CRDs included. */
+    template: (t: ChartSource, valuesFile: string) => [
+      'template',
+      t.name,
+      t.chart,
+      ...source(t),
+      '--namespace',
+      t.namespace,
+      '--values',
+      valuesFile,
+      '--include-crds',
+    ],
+    showChart: (chartPath: string) => ['show', 'chart', chartPath],
+    getValues: (name: string, namespace: string) => [
+      'get',
+      'values',
+      name,
+      '--namespace',
+      namespace,
+      '--output',
+      'yaml',
+      ...kube,
+    ],
+    getManifest: (name: string, namespace: string) => [
+      'get',
+      'manifest',
+      name,
+      '--namespace',
+      namespace,
+      ...kube,
+    ],
+  }
+}
+
+export type HelmArgs = ReturnType<typeof helmArgs>
