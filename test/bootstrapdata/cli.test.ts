@@ -85,6 +85,19 @@ describe('constellation bootstrap-data generate (CLI)', function () {
     await validateUserData(await readFile(at('cp-0.json'), 'utf8'))
   })
 
+  it('-C puts the CA set, the data and the admin kubeconfig in the workspace, not the current directory', async () => {
+    const res = await runCli(['bootstrap-data', 'generate', '-f', input, '-C', 'ws', '--json'], {
+      cwd: tmp.dir,
+    })
+    expect(res.code, res.stderr).to.equal(0)
+    const result = JSON.parse(res.stdout) as CliResultJson & { caDir: string }
+    expect(result.caDir).to.equal(at('ws/pki'))
+    expect(result.machines[0]?.file).to.equal(at('ws/cp-0.cloud-config'))
+    expect(result.adminKubeconfig).to.equal(at('ws/demo.kubeconfig'))
+    expect((await readdir(tmp.dir)).sort()).to.deep.equal(['cluster.yaml', 'ws'])
+    expect((await readdir(at('ws'))).sort()).to.deep.equal(['cp-0.cloud-config', 'demo.kubeconfig', 'pki'])
+  })
+
   const failures: Record<
     string,
     {
@@ -123,6 +136,11 @@ describe('constellation bootstrap-data generate (CLI)', function () {
       args: () => ['--upload', 'https://bucket/x'],
       code: 2,
       stderr: /--upload "https:\/\/bucket\/x" is not an s3:\/\/bucket\/prefix URL/,
+    },
+    'init data over the size limit (no CA keys or kubeconfig left behind)': {
+      args: () => ['--max-user-data-bytes', '100'],
+      code: 1,
+      stderr: /user data for Machine "cp-0" is \d+ bytes, above the limit of 100/,
     },
     'a bad token TTL': {
       args: () => ['--token-ttl', 'soon'],
