@@ -8,32 +8,17 @@ import path from 'node:path'
 import { CliError, exitCodeOf, hintOf, messageOf } from '../errors/index.js'
 import { stringifyYaml } from '../yaml/index.js'
 import { attestedPlan, type StateDiskOptions } from './attested.js'
-import { caCertHash, loadOrCreateAuthorities } from './certs.js'
 import { renderCloudConfig } from './cloud-init.js'
-import { controlPlaneEndpoint, givenJoinToken, usesFileDiscovery } from './defaults.js'
 import { renderIgnition } from './ignition.js'
-import { createAdminKubeconfig } from './kubeconfig.js'
+import { kubeadmPlans } from './kubeadm-plans.js'
 import { objectKey, parseS3Url, renderStub, type ObjectStore, type S3Location } from './offload.js'
 import { assignRoles, type Assignment, type Waiting } from './orchestrate.js'
 import { parseBootstrapObjects } from './parse.js'
-import { kubeadmPlan } from './plan.js'
 import { writeAllOrNothing, type StagedFile } from './staged-writes.js'
-import { exists, outputTargets } from './targets.js'
+import { outputTargets } from './targets.js'
 import type { BootstrapTemplates } from './templates.js'
-import {
-  generateBootstrapToken,
-  tokenSecret,
-  tokenString,
-  type RandomBytes,
-  type TokenSecret,
-} from './tokens.js'
-import type {
-  BootstrapObjects,
-  BootstrapPlan,
-  BootstrapToken,
-  CertificateAuthorities,
-  OutputFormat,
-} from './types.js'
+import { tokenSecret, type RandomBytes, type TokenSecret } from './tokens.js'
+import type { BootstrapObjects, BootstrapPlan, OutputFormat } from './types.js'
 
 export interface GenerateOptions {
   inputFile: string
@@ -120,7 +105,14 @@ export async function generateBootstrapData(
 
   const { plans, token } = attested
     ? { plans: await attestedPlans(opts, deps, objects, assignments), token: undefined }
-    : await kubeadmPlans(opts, deps, objects, assignments, targets.dir, result, staged)
+    : await kubeadmPlans(
+        { ...opts, caDir: opts.caDir ?? path.join(opts.workspace, 'pki'), outDir: targets.dir },
+        deps,
+        objects,
+        assignments,
+        result,
+        staged,
+      )
   const documents = plans.map((plan, i) =>
     (formats[i] as OutputFormat).endsWith('ignition')
       ? renderIgnition(plan, deps.templates)
@@ -129,15 +121,7 @@ export async function generateBootstrapData(
   if (!store)
     documents.forEach((doc, i) => checkLimit(doc, assignments[i] as Assignment, opts.maxUserDataBytes))
   const secret = token ? tokenSecret(token) : undefined
-  if (secret) {
-    const summary = { name: secret.metadata.name, expires: secret.stringData.expiration as string }
-    const file = path.join(targets.dir, `${secret.metadata.name}.yaml`)
-    if (opts.kubeconfig) result.tokenSecret = { ...summary, registered: true }
-    else {
-      result.tokenSecret = { ...summary, registered: false, file }
-      staged.push({ file, content: stringifyYaml(secret), mode: 0o600 })
-    }
-  }
+  if (secret) result.tokenSecret = stageTokenSecret(secret, opts.kubeconfig, targets.dir, staged)
   const uploads: Upload[] = []
   for (const [i, a] of assignments.entries()) {
     const entry: MachineResult = {
@@ -156,30 +140,53 @@ export async function generateBootstrapData(
     staged.push({ file: entry.file, content: written, mode: 0o600 }) // init data holds CA keys
     result.machines.push(entry)
   }
+  const kubeconfig = opts.kubeconfig
+  const register = secret && kubeconfig ? () => deps.registerToken(kubeconfig, secret) : undefined
+  await commit(staged, store?.store, uploads, register)
+  return result
+}
 
-  // Every check has passed: write locally (all or nothing), then the network steps, undone on failure.
+/** The token Secret goes to the cluster (--kubeconfig, later) or into a file beside the output. */
+function stageTokenSecret(
+  secret: TokenSecret,
+  kubeconfig: string | undefined,
+  outDir: string,
+  staged: StagedFile[],
+): NonNullable<GenerateResult['tokenSecret']> {
+  const summary = { name: secret.metadata.name, expires: secret.stringData.expiration as string }
+  if (kubeconfig) return { ...summary, registered: true }
+  const file = path.join(outDir, `${secret.metadata.name}.yaml`)
+  staged.push({ file, content: stringifyYaml(secret), mode: 0o600 })
+  return { ...summary, registered: false, file }
+}
+
+/**
+ * Every check has passed: the local files are written (all or nothing), then the network steps
+ * run; when one of those fails, the files and uploads of this run are removed again.
+ */
+async function commit(
+  staged: StagedFile[],
+  store: ObjectStore | undefined,
+  uploads: Upload[],
+  register: (() => Promise<void>) | undefined,
+): Promise<void> {
   const local = await writeAllOrNothing(staged)
   const uploaded: Upload[] = []
   try {
     for (const u of uploads) {
-      await (store as NonNullable<typeof store>).store.put(u.location, u.document, u.contentType)
+      await store?.put(u.location, u.document, u.contentType)
       uploaded.push(u)
     }
-    if (secret && opts.kubeconfig) await deps.registerToken(opts.kubeconfig, secret)
+    await register?.()
   } catch (err) {
     await local.undo()
-    const left = await removeUploads(store?.store, uploaded)
+    const left = await removeUploads(store, uploaded)
     const undone = `removed the files${uploaded.length > 0 ? ' and uploads' : ''} this run had written`
-    throw new CliError(
-      messageOf(err),
-      exitCodeOf(err),
-      [hintOf(err), left.length > 0 ? `${undone} except ${left.join(', ')}: delete them` : `${undone}`]
-        .filter(Boolean)
-        .join('; '),
-      { cause: err },
-    )
+    const cleanup = left.length > 0 ? `${undone} except ${left.join(', ')}: delete them` : undone
+    throw new CliError(messageOf(err), exitCodeOf(err), [hintOf(err), cleanup].filter(Boolean).join('; '), {
+      cause: err,
+    })
   }
-  return result
 }
 
 function checkLimit(document: string, a: Assignment, limit: number): void {
@@ -239,65 +246,6 @@ async function attestedPlans(
       stateDisk: opts.stateDisk,
     }),
   )
-}
-
-async function kubeadmPlans(
-  opts: GenerateOptions,
-  deps: GenerateDeps,
-  objects: BootstrapObjects,
-  assignments: Assignment[],
-  outDir: string,
-  result: GenerateResult,
-  staged: StagedFile[],
-): Promise<{ plans: BootstrapPlan[]; token?: BootstrapToken }> {
-  const now = deps.now()
-  const hasInit = assignments.some((a) => a.role === 'init')
-  const caDir = opts.caDir ?? path.join(opts.workspace, 'pki')
-  const { authorities, toWrite } = await loadOrCreateAuthorities(caDir, { generate: hasInit, now })
-  result.caDir = path.resolve(caDir)
-  result.caFilesCreated = toWrite.map((f) => f.file)
-  staged.push(...toWrite)
-  const init = assignments.find((a) => a.role === 'init')
-  if (init) result.adminKubeconfig = await adminKubeconfig(authorities, init, outDir, now, staged)
-  const needsToken = assignments.some(
-    (a) => a.role !== 'init' && !givenJoinToken(a.spec) && !usesFileDiscovery(a.spec),
-  )
-  const token = needsToken ? generateBootstrapToken(deps.randomBytes, now, opts.tokenTtlMs) : undefined
-  const caCertHashes = [caCertHash(authorities.ca.certPem)]
-  const plans = assignments.map((a) => {
-    if (a.role === 'init') return kubeadmPlan({ ...a, authorities, secrets: objects.secrets })
-    const apiServerEndpoint = controlPlaneEndpoint(a.cluster)
-    if (!apiServerEndpoint && !usesFileDiscovery(a.spec)) {
-      throw new CliError(
-        `${a.cluster.origin.file}:${a.cluster.origin.line ?? 1}: Cluster "${a.cluster.metadata.name}": spec.controlPlaneEndpoint (host and port) is required for join data`,
-      )
-    }
-    const discovery = {
-      apiServerEndpoint: apiServerEndpoint ?? '',
-      token: token ? tokenString(token) : '',
-      caCertHashes,
-    }
-    return kubeadmPlan({ ...a, authorities, discovery, secrets: objects.secrets })
-  })
-  return { plans, token }
-}
-
-/** Written once, beside the output; an existing one is kept (it may be in use). */
-async function adminKubeconfig(
-  cas: CertificateAuthorities,
-  init: Assignment,
-  outDir: string,
-  now: Date,
-  staged: StagedFile[],
-): Promise<string | undefined> {
-  const name = init.cluster.metadata.name
-  const file = path.join(outDir, `${name}.kubeconfig`)
-  if (await exists(file)) return file
-  const endpoint = controlPlaneEndpoint(init.cluster)
-  if (!endpoint) return undefined
-  const content = createAdminKubeconfig(cas.ca, name, `https://${endpoint}`, now)
-  staged.push({ file, content, mode: 0o600 })
-  return file
 }
 
 function clusterMembers(objects: BootstrapObjects, a: Assignment) {
