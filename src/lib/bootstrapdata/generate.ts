@@ -235,7 +235,14 @@ async function attestedPlans(
   objects: BootstrapObjects,
   assignments: Assignment[],
 ): Promise<BootstrapPlan[]> {
-  const initSecretHash = await deps.initSecretHash(opts.workspace)
+  const initSecretHash = await deps.initSecretHash(opts.workspace).catch((err: unknown) => {
+    throw new CliError(
+      `attested data needs the workspace's init secret (its hash goes into every node config): ${messageOf(err)}`,
+      exitCodeOf(err),
+      hintOf(err),
+      { cause: err },
+    )
+  })
   return assignments.map((a) =>
     attestedPlan({
       ...a,
