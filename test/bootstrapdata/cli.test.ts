@@ -132,11 +132,11 @@ describe('constellation bootstrap-data generate (CLI)', function () {
     const result = JSON.parse(res.stdout) as CliResultJson
     expect(result.machines.map((m) => m.machine)).to.deep.equal(['cp-0', 'worker-0'])
     for (const m of result.machines) {
-      const document = parse(await readFile(m.file, 'utf8')) as { write_files: Array<{ content: string }> }
-      const nodeConfig = parseBootstrapperNodeConfig(
-        document.write_files[0]?.content ?? '',
-        'node-config.yaml',
-      )
+      const document = parse(await readFile(m.file, 'utf8')) as {
+        write_files: Array<{ path: string; content: string }>
+      }
+      const installed = document.write_files.find((f) => f.path === NODE_CONFIG_PATH)?.content ?? ''
+      const nodeConfig = parseBootstrapperNodeConfig(installed, NODE_CONFIG_PATH)
       expect(await checkInitSecret(Buffer.from(secret ?? '', 'hex'), nodeConfig.initSecretHash)).to.equal(
         true,
       )
