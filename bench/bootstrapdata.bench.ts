@@ -9,6 +9,7 @@ import {
   loadTemplates,
   type GenerateResult,
   type OutputFormat,
+  DEFAULT_STATE_DISK,
 } from '../src/lib/bootstrapdata/index.js'
 import { loadOrCreateAuthorities } from '../src/lib/bootstrapdata/certs.js'
 import { summarize, timeRuns } from './stats.js'
@@ -27,6 +28,7 @@ export default async function bootstrapdata() {
       return await generateBootstrapData(
         {
           inputFile: 'cluster.yaml',
+          workspace: dir,
           format,
           output: `${dir}/out/`,
           caDir: `${dir}/pki`,
@@ -34,6 +36,7 @@ export default async function bootstrapdata() {
           presignSeconds: 3600,
           tokenTtlMs: 3_600_000,
           attestationVariant: 'qemu-vtpm',
+          stateDisk: DEFAULT_STATE_DISK,
         },
         {
           now: () => new Date(),
@@ -44,6 +47,9 @@ export default async function bootstrapdata() {
             throw new Error('no upload in the bench')
           },
           registerToken: async () => undefined,
+          initSecretHash: async () => {
+            throw new Error('no attested format in the bench')
+          },
         },
       )
     } finally {

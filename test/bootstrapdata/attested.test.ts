@@ -1,9 +1,9 @@
-import { readFile } from 'node:fs/promises'
+import { readFile, readdir } from 'node:fs/promises'
 import path from 'node:path'
 import { parse } from 'yaml'
 import { expect } from '../support/chai.js'
 import { generateBootstrapData, type OutputFormat } from '../../src/lib/bootstrapdata/index.js'
-import { NODE_CONFIG_PATH, parseNodeConfig } from '../../src/lib/nodeconfig/index.js'
+import { NODE_CONFIG_PATH, parseBootstrapperNodeConfig } from '../../src/lib/nodeconfig/index.js'
 import { FIXTURES, fixtureText, tempWorkspace, testDeps, testOptions, validateUserData } from './helpers.js'
 
 /** Everything a document would put on the node, data URLs decoded, so encodings cannot hide a secret. */
@@ -63,8 +63,8 @@ describe('attested bootstrap data (no secret in user data)', () => {
           const visible = nodeVisibleText(document)
           expect(findSecrets(visible, markers), m.machine).to.deep.equal([])
           expect(visible).to.contain('constellation-bootstrapper.service')
-          // the node config is what `bootstrap run` will load: check it with its own loader
-          const nodeConfig = parseNodeConfig(
+          // the node config is what `bootstrap run` will load: check it with its rules
+          const nodeConfig = parseBootstrapperNodeConfig(
             nodeFiles(document).get(NODE_CONFIG_PATH) ?? '',
             NODE_CONFIG_PATH,
           )
@@ -112,6 +112,26 @@ describe('attested bootstrap data (no secret in user data)', () => {
       await expect(
         generateBootstrapData(testOptions(ws.dir, { format: 'attested-ignition' }), await testDeps(input)),
       ).to.be.rejectedWith(/cluster\.yaml:\d+: Machine "worker-0": status\.addresses has no InternalIP/)
+    } finally {
+      await ws.cleanup()
+    }
+  })
+
+  it('a state disk the node would refuse is an error here, naming the key bootstrap run checks', async () => {
+    const ws = await tempWorkspace(false)
+    try {
+      const input = await readFile(path.join(FIXTURES, 'attested.yaml'), 'utf8')
+      const run = generateBootstrapData(
+        testOptions(ws.dir, {
+          format: 'attested-ignition',
+          stateDisk: { device: 'sdb', initialKeyFile: '/run/key' },
+        }),
+        await testDeps(input),
+      )
+      await expect(run).to.be.rejectedWith(
+        /node config for Machine "cp-0" would not load in bootstrap run:\n {2}node config: stateDisk\.device: must match pattern/,
+      )
+      expect(await readdir(ws.dir)).to.deep.equal([])
     } finally {
       await ws.cleanup()
     }

@@ -6,6 +6,7 @@ import { promisify } from 'node:util'
 import { parse } from 'yaml'
 import { expect } from '../support/chai.js'
 import { CA_FILES, caCertHash, loadOrCreateAuthorities } from '../../src/lib/bootstrapdata/certs.js'
+import { writeAllOrNothing } from '../../src/lib/bootstrapdata/staged-writes.js'
 import { createAdminKubeconfig } from '../../src/lib/bootstrapdata/kubeconfig.js'
 import { FIXED_NOW, FIXTURES, tempWorkspace } from './helpers.js'
 
@@ -20,7 +21,8 @@ describe('bootstrap data CA set (kubeadm layout in --ca-dir)', () => {
   it('generates every pair when absent: keys 0600, CAs that openssl accepts, and reuses them next time', async () => {
     const caDir = path.join(ws.dir, 'pki')
     const first = await loadOrCreateAuthorities(caDir, { generate: true, now: FIXED_NOW })
-    expect(first.created.map((f) => path.relative(caDir, f)).sort()).to.deep.equal([...ALL_FILES].sort())
+    expect(first.toWrite.map((f) => path.relative(caDir, f.file)).sort()).to.deep.equal([...ALL_FILES].sort())
+    await writeAllOrNothing(first.toWrite)
     for (const f of Object.values(CA_FILES))
       expect((await stat(path.join(caDir, f.key))).mode & 0o777).to.equal(0o600)
     const { stdout } = await run('openssl', [
@@ -43,13 +45,13 @@ describe('bootstrap data CA set (kubeadm layout in --ca-dir)', () => {
     expect(derived).to.equal(first.authorities.sa.certPem)
 
     const second = await loadOrCreateAuthorities(caDir, { generate: true, now: FIXED_NOW })
-    expect(second.created).to.deep.equal([])
+    expect(second.toWrite).to.deep.equal([])
     expect(second.authorities).to.deep.equal(first.authorities)
   })
 
   it('uses a given CA set as it is', async () => {
     const got = await loadOrCreateAuthorities(path.join(FIXTURES, 'pki'), { generate: true, now: FIXED_NOW })
-    expect(got.created).to.deep.equal([])
+    expect(got.toWrite).to.deep.equal([])
     expect(got.authorities.ca.keyPem).to.equal(await readFile(path.join(FIXTURES, 'pki/ca.key'), 'utf8'))
   })
 

@@ -1,5 +1,8 @@
 import { cp, readFile, readdir, stat, writeFile } from 'node:fs/promises'
 import path from 'node:path'
+import { parse } from 'yaml'
+import { checkInitSecret } from '../../src/lib/kms/index.js'
+import { NODE_CONFIG_PATH, parseBootstrapperNodeConfig } from '../../src/lib/nodeconfig/index.js'
 import { expect } from '../support/chai.js'
 import { makeTempDir, runCli } from '../support/cli.js'
 import { S3RVER_CREDENTIALS, S3Server } from '../support/s3-server.js'
@@ -85,6 +88,65 @@ describe('constellation bootstrap-data generate (CLI)', function () {
     await validateUserData(await readFile(at('cp-0.json'), 'utf8'))
   })
 
+  it('-C puts the CA set, the data and the admin kubeconfig in the workspace, not the current directory', async () => {
+    const res = await runCli(['bootstrap-data', 'generate', '-f', input, '-C', 'ws', '--json'], {
+      cwd: tmp.dir,
+    })
+    expect(res.code, res.stderr).to.equal(0)
+    const result = JSON.parse(res.stdout) as CliResultJson & { caDir: string }
+    expect(result.caDir).to.equal(at('ws/pki'))
+    expect(result.machines[0]?.file).to.equal(at('ws/cp-0.cloud-config'))
+    expect(result.adminKubeconfig).to.equal(at('ws/demo.kubeconfig'))
+    expect((await readdir(tmp.dir)).sort()).to.deep.equal(['cluster.yaml', 'ws'])
+    expect((await readdir(at('ws'))).sort()).to.deep.equal(['cp-0.cloud-config', 'demo.kubeconfig', 'pki'])
+  })
+
+  it("attested data: each node config carries the hash of the workspace's init secret (init from there is accepted)", async () => {
+    const config = await runCli(['config', 'generate', 'qemu', '-C', at('ws')])
+    expect(config.code, config.stderr).to.equal(0)
+    await cp(path.join(FIXTURES, 'attested.yaml'), input)
+    const missing = await runCli(
+      ['bootstrap-data', 'generate', '-f', input, '--format', 'attested-ignition'],
+      {
+        cwd: tmp.dir,
+      },
+    )
+    expect(missing.code).to.equal(1)
+    expect(missing.stderr).to.match(/attested data needs the workspace's init secret/)
+    const res = await runCli(
+      [
+        'bootstrap-data',
+        'generate',
+        '-f',
+        input,
+        '--format',
+        'attested-cloud-config',
+        '-C',
+        at('ws'),
+        '--json',
+      ],
+      { cwd: tmp.dir },
+    )
+    expect(res.code, res.stderr).to.equal(0)
+    const secret = /initSecret: (\w+)/.exec(await readFile(at('ws/constellation-state.yaml'), 'utf8'))?.[1]
+    const result = JSON.parse(res.stdout) as CliResultJson
+    expect(result.machines.map((m) => m.machine)).to.deep.equal(['cp-0', 'worker-0'])
+    for (const m of result.machines) {
+      const document = parse(await readFile(m.file, 'utf8')) as {
+        write_files: Array<{ path: string; content: string }>
+      }
+      const installed = document.write_files.find((f) => f.path === NODE_CONFIG_PATH)?.content ?? ''
+      const nodeConfig = parseBootstrapperNodeConfig(installed, NODE_CONFIG_PATH)
+      expect(await checkInitSecret(Buffer.from(secret ?? '', 'hex'), nodeConfig.initSecretHash)).to.equal(
+        true,
+      )
+      expect(nodeConfig.stateDisk).to.deep.equal({
+        device: '/dev/sdb',
+        initialKeyFile: '/run/cryptsetup-keys.d/state.key',
+      })
+    }
+  })
+
   const failures: Record<
     string,
     {
@@ -123,6 +185,11 @@ describe('constellation bootstrap-data generate (CLI)', function () {
       args: () => ['--upload', 'https://bucket/x'],
       code: 2,
       stderr: /--upload "https:\/\/bucket\/x" is not an s3:\/\/bucket\/prefix URL/,
+    },
+    'init data over the size limit (no CA keys or kubeconfig left behind)': {
+      args: () => ['--max-user-data-bytes', '100'],
+      code: 1,
+      stderr: /user data for Machine "cp-0" is \d+ bytes, above the limit of 100/,
     },
     'a bad token TTL': {
       args: () => ['--token-ttl', 'soon'],

@@ -5,13 +5,20 @@ import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
-import { loadTemplates, type GenerateDeps, type GenerateOptions } from '../../src/lib/bootstrapdata/index.js'
+import {
+  DEFAULT_STATE_DISK,
+  loadTemplates,
+  type GenerateDeps,
+  type GenerateOptions,
+} from '../../src/lib/bootstrapdata/index.js'
 import { REPO_ROOT } from '../support/cli.js'
 
 const run = promisify(execFile)
 export const FIXTURES = path.join(REPO_ROOT, 'test/fixtures/bootstrapdata')
 export const GOLDEN = path.join(REPO_ROOT, 'test/golden/bootstrapdata')
 export const FIXED_NOW = new Date('2026-01-02T03:04:05Z')
+/** A fixed bcrypt hash (of "test-init-secret", cost 4), so attested goldens stay stable. */
+export const TEST_INIT_SECRET_HASH = '$2b$04$Q5skAuj56q1PkWcYWKVX4ubMNz1GBOVm6qOuLIYIID.pPhlnxzru6'
 
 export async function fixtureText(ready = false): Promise<string> {
   const text = await readFile(path.join(FIXTURES, 'cluster.yaml'), 'utf8')
@@ -42,6 +49,7 @@ export async function testDeps(input: string, overrides: Partial<GenerateDeps> =
     registerToken: async () => {
       throw new Error('no API server in this test')
     },
+    initSecretHash: async () => TEST_INIT_SECRET_HASH,
     ...overrides,
   }
 }
@@ -49,12 +57,14 @@ export async function testDeps(input: string, overrides: Partial<GenerateDeps> =
 export function testOptions(dir: string, overrides: Partial<GenerateOptions> = {}): GenerateOptions {
   return {
     inputFile: 'cluster.yaml',
+    workspace: dir,
     output: `${dir}/out/`,
     caDir: `${dir}/pki`,
     maxUserDataBytes: 65_536,
     presignSeconds: 3600,
     tokenTtlMs: 3_600_000,
     attestationVariant: 'qemu-vtpm',
+    stateDisk: DEFAULT_STATE_DISK,
     ...overrides,
   }
 }

@@ -1,4 +1,6 @@
-import { createHash } from 'node:crypto'
+import { createHash, randomUUID } from 'node:crypto'
+import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3'
+import { CliError } from '../../src/lib/errors/index.js'
 import { readFile, readdir } from 'node:fs/promises'
 import { expect } from '../support/chai.js'
 import { S3RVER_CREDENTIALS, S3Server } from '../support/s3-server.js'
@@ -100,6 +102,39 @@ describe('bootstrap data offload to an S3-compatible store (local s3rver process
     await expect(run).to.be.rejectedWith(
       new RegExp(`uploading s3://nobucket/x/worker-0.cloud-config at ${s3.endpoint}`),
     )
+    expect(await readdir(ws.dir)).to.deep.equal(['pki']) // the stub and token Secret were removed again
+  })
+
+  it('a failure after the uploads (token registration refused) removes the uploads and the files', async () => {
+    const prefix = `rollback-${randomUUID()}`
+    const run = generateBootstrapData(
+      testOptions(ws.dir, { upload: `s3://userdata/${prefix}`, kubeconfig: 'workload.kubeconfig' }),
+      await testDeps(await fixtureText(true), {
+        objectStore: store,
+        registerToken: async () => {
+          throw new CliError('registering bootstrap token Secret: HTTP 403', 1)
+        },
+      }),
+    )
+    const err = await run.then(
+      () => undefined,
+      (e: unknown) => e as CliError,
+    )
+    expect(err?.message).to.equal('registering bootstrap token Secret: HTTP 403')
+    expect(err?.hint).to.equal('removed the files and uploads this run had written')
+    expect(await readdir(ws.dir)).to.deep.equal(['pki'])
+    const client = new S3Client({
+      endpoint: s3.endpoint,
+      forcePathStyle: true,
+      region: 'us-east-1',
+      credentials: S3RVER_CREDENTIALS,
+    })
+    try {
+      const listed = await client.send(new ListObjectsV2Command({ Bucket: 'userdata', Prefix: prefix }))
+      expect(listed.Contents ?? []).to.deep.equal([])
+    } finally {
+      client.destroy()
+    }
   })
 })
 

@@ -42,4 +42,48 @@ describe('bootstrap data output paths (never clobber)', () => {
     expect(await readdir(out)).to.deep.equal(['cp-1.cloud-config'])
     expect(await readFile(path.join(out, 'cp-1.cloud-config'), 'utf8')).to.equal('keep me')
   })
+
+  it('data over the limit stops init before the CA keys or the admin kubeconfig are written', async () => {
+    const fresh = await tempWorkspace(false)
+    try {
+      const run = generateBootstrapData(
+        testOptions(fresh.dir, { machine: 'cp-0', maxUserDataBytes: 100 }),
+        await testDeps(await fixtureText()),
+      )
+      await expect(run).to.be.rejectedWith(
+        /user data for Machine "cp-0" is \d+ bytes, above the limit of 100/,
+      )
+      expect(await readdir(fresh.dir)).to.deep.equal([])
+    } finally {
+      await fresh.cleanup()
+    }
+  })
+
+  it('a write that fails at the end removes what the run had written (CA set, kubeconfig), and says so', async () => {
+    const fresh = await tempWorkspace(false)
+    try {
+      await writeFile(path.join(fresh.dir, 'blocker'), 'a file where a directory is needed')
+      const run = generateBootstrapData(
+        testOptions(fresh.dir, { machine: 'cp-0', output: path.join(fresh.dir, 'blocker/out/') }),
+        await testDeps(await fixtureText()),
+      )
+      const err = await run.then(
+        () => undefined,
+        (e: unknown) => e as Error & { hint?: string },
+      )
+      expect(err?.message).to.match(/writing .*blocker\/out\/.*: .*ENOTDIR/)
+      expect(err?.hint).to.match(/removed the \d+ files? this run had written/)
+      expect(await readdir(fresh.dir)).to.deep.equal(['blocker'])
+    } finally {
+      await fresh.cleanup()
+    }
+  })
+
+  it('names that would leave the output directory are refused before anything is written', async () => {
+    const input = (await fixtureText()).replaceAll('name: cp-0', 'name: ../../escaped')
+    const run = generateBootstrapData(testOptions(ws.dir), await testDeps(input))
+    await expect(run).to.be.rejectedWith(/metadata\.name: "\.\.\/\.\.\/escaped" is not a valid name/)
+    expect((await readdir(ws.dir)).sort()).to.deep.equal(['pki'])
+    expect(await readdir(path.dirname(ws.dir))).not.to.include('escaped.cloud-config')
+  })
 })

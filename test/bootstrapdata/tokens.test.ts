@@ -1,8 +1,11 @@
 import { randomBytes } from 'node:crypto'
+import { createServer, type AddressInfo, type Socket } from 'node:net'
 import { cp, readFile, readdir, writeFile } from 'node:fs/promises'
 import path from 'node:path'
+import { exitCodeOf } from '../../src/lib/errors/index.js'
 import { expect } from '../support/chai.js'
 import { makeTempDir, runCli } from '../support/cli.js'
+import { freePort } from '../support/ports.js'
 import { FakeApiServer } from '../support/fake-apiserver.js'
 import {
   TOKEN_PATTERN,
@@ -91,6 +94,57 @@ describe('bootstrap tokens', () => {
       expect(err?.message).not.to.contain('0123456789abcdef')
     })
 
+    it('a refused request is exit 1 (the cluster answered), not "unreachable"', async () => {
+      api.failOn({ method: 'POST', pathIncludes: '/secrets', status: 403 })
+      const secret = tokenSecret({ id: 'abcdef', secret: '0123456789abcdef', expires: FIXED_NOW })
+      const err = await registerTokenSecret(kubeconfig, secret).catch((e: unknown) => e)
+      expect(exitCodeOf(err)).to.equal(1)
+    })
+
+    it('an API server that accepts and never answers is given up on: exit 3, the wait bounded', async () => {
+      const silent = await silentServer()
+      try {
+        const file = path.join(tmp.dir, 'silent.kubeconfig')
+        await writeFile(file, api.kubeconfig().replace(api.url, `https://127.0.0.1:${silent.port}`))
+        const secret = tokenSecret({ id: 'abcdef', secret: '0123456789abcdef', expires: FIXED_NOW })
+        const err = await registerTokenSecret(file, secret, { timeoutMs: 300 }).catch((e: unknown) => e)
+        expect(exitCodeOf(err)).to.equal(3)
+        expect((err as Error).message).to.match(
+          /registering bootstrap token Secret kube-system\/bootstrap-token-abcdef at https:\/\/127\.0\.0\.1:\d+: no answer within 300ms/,
+        )
+      } finally {
+        await silent.close()
+      }
+    })
+
+    it('the CLI exits 3 for an unreachable API server and leaves no file behind', async () => {
+      const input = path.join(tmp.dir, 'ready.yaml')
+      await writeFile(input, await fixtureText(true))
+      await cp(path.join(FIXTURES, 'pki'), path.join(tmp.dir, 'pki'), { recursive: true })
+      const file = path.join(tmp.dir, 'closed.kubeconfig')
+      await writeFile(file, api.kubeconfig().replace(api.url, `https://127.0.0.1:${await freePort()}`))
+      const res = await runCli([
+        'bootstrap-data',
+        'generate',
+        '-f',
+        input,
+        '--machine',
+        'worker-0',
+        '-C',
+        tmp.dir,
+        '-o',
+        path.join(tmp.dir, 'out/'),
+        '--kubeconfig',
+        file,
+      ])
+      expect(res.code, res.stderr).to.equal(3)
+      expect(res.stderr).to.match(/registering bootstrap token Secret .*: .*ECONNREFUSED/)
+      expect(res.stderr).to.match(/removed the files this run had written/)
+      expect((await readdir(tmp.dir)).sort()).to.deep.equal(
+        ['closed.kubeconfig', 'kubeconfig', 'pki', 'ready.yaml'].sort(),
+      )
+    })
+
     it('the CLI registers it with --kubeconfig and writes no Secret file (the token stays out of the output)', async () => {
       const input = path.join(tmp.dir, 'ready.yaml')
       await writeFile(input, await fixtureText(true))
@@ -127,3 +181,22 @@ describe('bootstrap tokens', () => {
     })
   })
 })
+
+/** A TCP server that accepts and never says a word (not even a TLS handshake). */
+async function silentServer(): Promise<{ port: number; close: () => Promise<void> }> {
+  const sockets = new Set<Socket>()
+  const server = createServer((socket) => {
+    sockets.add(socket)
+    socket.on('error', () => undefined) // the client gives up with a reset
+    socket.on('close', () => sockets.delete(socket))
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return {
+    port: (server.address() as AddressInfo).port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const s of sockets) s.destroy()
+        server.close(() => resolve())
+      }),
+  }
+}

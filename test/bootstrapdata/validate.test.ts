@@ -210,6 +210,85 @@ const cases: Record<string, Case> = {
     ),
     want: /data\.k: is not base64/,
   },
+  'a Machine name that is a path (it names the output file)': {
+    text: input('  files: []').replace('name: m0,', 'name: ../../x,'),
+    want: /cluster\.yaml:7:\d+: metadata\.name: "\.\.\/\.\.\/x" is not a valid name: .*RFC 1123 subdomain.* \(Machine "\.\.\/\.\.\/x"\)/,
+  },
+  'a Cluster name that is a path (it names the admin kubeconfig)': {
+    text: input('  files: []')
+      .replace('metadata: { name: demo }', 'metadata: { name: ../x }')
+      .replace('clusterName: demo', 'clusterName: ../x'),
+    want: /cluster\.yaml:3:\d+: metadata\.name: "\.\.\/x" is not a valid name: .*RFC 1123 label.* \(Cluster "\.\.\/x"\)/,
+  },
+  'a Cluster name longer than a DNS label': {
+    text: input('  files: []')
+      .replace('metadata: { name: demo }', `metadata: { name: ${'c'.repeat(64)} }`)
+      .replace('clusterName: demo', `clusterName: ${'c'.repeat(64)}`),
+    want: /metadata\.name: .* must be at most 63 characters \(Cluster "c+"\)/,
+  },
+  'a KubeadmConfig name with upper case': {
+    text: input('  files: []')
+      .replace('name: cfg\n', 'name: Cfg\n')
+      .replace('configRef: { name: cfg }', 'configRef: { name: Cfg }'),
+    want: /metadata\.name: "Cfg" is not a valid name.* \(KubeadmConfig "Cfg"\)/,
+  },
+  'base64 content that is not base64': {
+    text: input('  files: [{ path: /a, encoding: base64, content: "not base64!" }]'),
+    want: /:17:\d+: spec\.files\[0\]\.content: is not valid base64 \(encoding: base64\) \(KubeadmConfig "cfg"\)/,
+  },
+  'gzip+base64 content that is not base64': {
+    text: input('  files: [{ path: /a, encoding: gzip+base64, content: "H4sI%%%" }]'),
+    want: /spec\.files\[0\]\.content: is not valid base64 \(encoding: gzip\+base64\)/,
+  },
+  'gzip+base64 content that is base64 but not gzip': {
+    text: input('  files: [{ path: /a, encoding: gzip+base64, content: aGVsbG8= }]'),
+    want: /spec\.files\[0\]\.content: is base64 but not gzip data \(encoding: gzip\+base64\)/,
+  },
+  'base64 from a Secret that is not base64': {
+    text: input(
+      '  files: [{ path: /a, encoding: base64, contentFrom: { secret: { name: creds, key: token } } }]',
+    ).replace('stringData: { token: t }', 'stringData: { token: "t!" }'),
+    want: /spec\.files\[0\]\.contentFrom: Secret "creds" key "token" is not valid base64 \(encoding: base64\)/,
+  },
+  'a newline in a user name (sudoers, passwd)': {
+    text: input('  users: [{ name: "ops\\nALL ALL=(ALL) NOPASSWD: ALL", sudo: "ALL=(ALL) ALL" }]'),
+    want: /:17:\d+: spec\.users\[0\]\.name: must not contain control characters \(found "\\n"\) \(KubeadmConfig "cfg"\)/,
+  },
+  'a user name that is a path (it names the sudoers file)': {
+    text: input('  users: [{ name: ../../etc/passwd, sudo: "ALL=(ALL) ALL" }]'),
+    want: /spec\.users\[0\]\.name: "\.\.\/\.\.\/etc\/passwd" is not a valid user name/,
+  },
+  'a newline in a sudo rule': {
+    text: input('  users: [{ name: ops, sudo: "ALL=(ALL) ALL\\nevil ALL=(ALL) NOPASSWD: ALL" }]'),
+    want: /spec\.users\[0\]\.sudo: must not contain control characters/,
+  },
+  'a newline in a file path': {
+    text: input('  files: [{ path: "/a\\nb", content: x }]'),
+    want: /spec\.files\[0\]\.path: must not contain control characters/,
+  },
+  'a control character in an owner': {
+    text: input('  files: [{ path: /a, content: x, owner: "root:root\\u0007" }]'),
+    want: /spec\.files\[0\]\.owner: must not contain control characters \(found "\\u0007"\)/,
+  },
+  'a newline in a mount point (systemd unit injection)': {
+    text: input('  mounts: [[data, "/mnt\\nExecStart=/bin/sh"]]'),
+    opts: { format: 'ignition' },
+    want: /spec\.mounts\[0\]\[1\]: must not contain control characters/,
+  },
+  'a newline in a mount option': {
+    text: input('  mounts: [[data, /mnt, "defaults\\n[Service]"]]'),
+    want: /spec\.mounts\[0\]\[2\]: must not contain control characters/,
+  },
+  'a newline in a device, an SSH key, an NTP server': {
+    text: input(
+      '  diskSetup: { filesystems: [{ device: "/dev/sdb\\n", filesystem: ext4 }] }\n  users: [{ name: u, sshAuthorizedKeys: ["ssh-ed25519 AAAA\\nssh-rsa BBBB"] }]\n  ntp: { servers: ["pool\\nrestrict default"] }',
+    ),
+    want: /diskSetup\.filesystems\[0\]\.device: must not contain control characters[\s\S]*users\[0\]\.sshAuthorizedKeys\[0\]: must not contain control characters[\s\S]*ntp\.servers\[0\]: must not contain control characters/,
+  },
+  'a newline in the control-plane endpoint host': {
+    text: input('  files: []').replace('host: 10.0.0.1', 'host: "10.0.0.1\\nx"'),
+    want: /:4:\d+: spec\.controlPlaneEndpoint\.host: must not contain control characters \(found "\\n"\) \(Cluster "demo"\)/,
+  },
   'YAML syntax error': {
     text: input('  files: [ { path: /a'),
     want: /cluster\.yaml:\d+:\d+/,
@@ -226,12 +305,17 @@ describe('bootstrap data input validation (one case per rule)', () => {
         caught = err
       }
       expect(caught).to.be.instanceOf(YamlProblemsError)
-      expect((caught as Error).message).to.match(tc.want)
+      expect((caught as Error).message).to.match(tc.want, (caught as Error).message)
     })
   }
 
   it('accepts the valid base input and reports every problem of a bad one at once', () => {
     expect(() => parseBootstrapObjects(input('  files: []'), 'cluster.yaml')).not.to.throw()
+    // multi-line file content and commands are fine: they are data, not names or paths
+    const multiLine = input(
+      '  files: [{ path: /a, content: "line 1\\n\\tline 2\\n" }, { path: /b, encoding: base64, content: "aGVs\\nbG8=" }]\n  preKubeadmCommands: ["echo a\\necho b"]',
+    )
+    expect(() => parseBootstrapObjects(multiLine, 'cluster.yaml')).not.to.throw()
     const text = input(
       '  files:\n    - { path: /a, content: x }\n    - { path: /a, content: y }\n  useExperimentalRetryJoin: true',
     )

@@ -1,5 +1,9 @@
 import { expect } from '../support/chai.js'
-import { parseNodeConfig, splitHostPort } from '../../src/lib/nodeconfig/index.js'
+import {
+  parseBootstrapperNodeConfig,
+  parseNodeConfig,
+  splitHostPort,
+} from '../../src/lib/nodeconfig/index.js'
 import { YamlProblemsError } from '../../src/lib/yaml/index.js'
 
 const full = `attestationVariant: qemu-vtpm
@@ -75,6 +79,15 @@ describe('node config', () => {
       tc.want.forEach((w, i) => expect(got[i]).to.contain(w))
     })
   }
+
+  it("bootstrap run's rules (the ones every written node config must pass) require the init secret hash, the state disk and the metadata", () => {
+    expect(() => parseBootstrapperNodeConfig(full, 'node.yaml')).not.to.throw()
+    const bare = 'attestationVariant: qemu-vtpm\ntpm: { device: /dev/tpmrm0 }\n'
+    expect(() => parseNodeConfig(bare, 'node.yaml')).not.to.throw() // verifyservice needs no more
+    expect(() => parseBootstrapperNodeConfig(bare, 'node.yaml')).to.throw(
+      /initSecretHash: required key is missing[\s\S]*stateDisk: required key is missing[\s\S]*metadata: required key is missing/,
+    )
+  })
 
   it('splitHostPort handles IPv4, names and IPv6', () => {
     expect(splitHostPort('0.0.0.0:9000')).to.deep.equal({ host: '0.0.0.0', port: 9000 })

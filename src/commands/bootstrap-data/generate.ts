@@ -1,10 +1,12 @@
 import { randomBytes } from 'node:crypto'
 import { Flags } from '@oclif/core'
 import { BaseCommand } from '../../base-command.js'
+import { initSecretHashFor } from '../../lib/config/index.js'
 import { UsageError } from '../../lib/errors/index.js'
 import { parseDuration } from '../../lib/system/index.js'
 import {
   DEFAULT_MAX_USER_DATA_BYTES,
+  DEFAULT_STATE_DISK,
   DEFAULT_PRESIGN_SECONDS,
   OUTPUT_FORMATS,
   createS3Store,
@@ -26,6 +28,7 @@ export default class BootstrapDataGenerate extends BaseCommand {
     'AWS_ACCESS_KEY_ID=… AWS_SECRET_ACCESS_KEY=… <%= config.bin %> bootstrap-data generate -f cluster.yaml --upload s3://bucket/userdata --s3-endpoint http://127.0.0.1:9000',
   ]
   static override flags = {
+    ...BaseCommand.workspaceFlag,
     file: Flags.string({
       char: 'f',
       description: 'multi-document YAML with Cluster, Machine(s), KubeadmConfig(s)',
@@ -38,10 +41,12 @@ export default class BootstrapDataGenerate extends BaseCommand {
       description: "output format (default: each KubeadmConfig's spec.format)",
       options: [...OUTPUT_FORMATS],
     }),
-    output: Flags.string({ char: 'o', description: 'output file (one machine) or directory', default: '.' }),
+    output: Flags.string({
+      char: 'o',
+      description: 'output file (one machine) or directory (default: the workspace)',
+    }),
     'ca-dir': Flags.string({
-      description: 'cluster CAs in kubeadm layout; generated when absent',
-      default: 'pki',
+      description: 'cluster CAs in kubeadm layout; generated when absent (default: <workspace>/pki)',
     }),
     kubeconfig: Flags.string({
       description: 'workload cluster kubeconfig: register the bootstrap token Secret there',
@@ -64,6 +69,14 @@ export default class BootstrapDataGenerate extends BaseCommand {
       description: 'attested formats: the node attestation variant',
       default: 'qemu-vtpm',
     }),
+    'state-disk': Flags.string({
+      description: "attested formats: the machines' LUKS2 state disk",
+      default: DEFAULT_STATE_DISK.device,
+    }),
+    'state-disk-key-file': Flags.string({
+      description: "attested formats: the file holding the state disk's initial passphrase on the machine",
+      default: DEFAULT_STATE_DISK.initialKeyFile,
+    }),
   }
 
   async run(): Promise<GenerateResult> {
@@ -74,6 +87,7 @@ export default class BootstrapDataGenerate extends BaseCommand {
     const result = await generateBootstrapData(
       {
         inputFile: flags.file,
+        workspace: flags.workspace,
         machine: flags.machine,
         format: flags.format as OutputFormat | undefined,
         output: flags.output,
@@ -84,6 +98,7 @@ export default class BootstrapDataGenerate extends BaseCommand {
         kubeconfig: flags.kubeconfig,
         tokenTtlMs: parseDuration(flags['token-ttl'], '--token-ttl'),
         attestationVariant: flags['attestation-variant'],
+        stateDisk: { device: flags['state-disk'], initialKeyFile: flags['state-disk-key-file'] },
       },
       {
         now: () => new Date(),
@@ -92,6 +107,7 @@ export default class BootstrapDataGenerate extends BaseCommand {
         templates: await loadTemplates(),
         objectStore: () => createS3Store({ endpoint: flags['s3-endpoint'] }),
         registerToken: registerTokenSecret,
+        initSecretHash: async (workspace) => (await initSecretHashFor(workspace)).initSecretHash,
       },
     )
     this.log(renderResult(result))

@@ -2,11 +2,20 @@
  * Attested mode: instead of kubeadm with a token and CA keys, the user data installs a node config
  * and enables `constellation bootstrap run`, which gets its secrets only after attestation (the
  * InitServer for the first node, the JoinService for the rest). So the user data holds nothing
- * secret: no token, no private key, no CA key.
+ * secret: no token, no private key, no CA key. The init secret's bcrypt hash is in it (every node
+ * runs the InitServer and checks the secret against it): the secret is ~190 random bits, so the
+ * hash gives nothing away.
+ *
+ * The node config is written with the rules `bootstrap run` reads it with (one loader), so a
+ * generated config that the node would refuse is an error here, not on the machine.
  */
 import { CliError } from '../errors/index.js'
-import { DEFAULT_INIT_SERVER_LISTEN, NODE_CONFIG_PATH } from '../nodeconfig/index.js'
-import { stringifyYaml } from '../yaml/index.js'
+import {
+  DEFAULT_INIT_SERVER_LISTEN,
+  NODE_CONFIG_PATH,
+  parseBootstrapperNodeConfig,
+} from '../nodeconfig/index.js'
+import { YamlProblemsError, formatProblem, stringifyYaml } from '../yaml/index.js'
 import { controlPlaneEndpoint } from './defaults.js'
 import { isControlPlane } from './parse.js'
 import { commonPlan, userFiles } from './plan.js'
@@ -14,6 +23,16 @@ import type { BootstrapPlan, Cluster, KubeadmConfigSpec, Machine, Origin } from 
 
 export const BOOTSTRAPPER_UNIT = 'constellation-bootstrapper.service'
 export const DEFAULT_TPM_DEVICE = '/dev/tpmrm0'
+
+/** The machine's LUKS2 state disk and the file the image keeps its initial passphrase in. */
+export interface StateDiskOptions {
+  device: string
+  initialKeyFile: string
+}
+export const DEFAULT_STATE_DISK: StateDiskOptions = {
+  device: '/dev/sdb',
+  initialKeyFile: '/run/cryptsetup-keys.d/state.key',
+}
 
 export interface AttestedPlanInput {
   spec: KubeadmConfigSpec
@@ -23,6 +42,8 @@ export interface AttestedPlanInput {
   members: ReadonlyArray<Machine & { origin: Origin }>
   attestationVariant: string
   secrets: ReadonlyMap<string, ReadonlyMap<string, string>>
+  initSecretHash: string
+  stateDisk: StateDiskOptions
 }
 
 export function attestedPlan(input: AttestedPlanInput): BootstrapPlan {
@@ -31,6 +52,8 @@ export function attestedPlan(input: AttestedPlanInput): BootstrapPlan {
     tpm: { device: DEFAULT_TPM_DEVICE },
     root: '/',
     initServer: { listen: DEFAULT_INIT_SERVER_LISTEN },
+    initSecretHash: input.initSecretHash,
+    stateDisk: { device: input.stateDisk.device, initialKeyFile: input.stateDisk.initialKeyFile },
     metadata: {
       provider: 'static',
       self: member(input.machine),
@@ -38,13 +61,29 @@ export function attestedPlan(input: AttestedPlanInput): BootstrapPlan {
       loadBalancerEndpoint: controlPlaneEndpoint(input.cluster),
     },
   }
+  const content = stringifyYaml(nodeConfig)
+  checkLoads(content, input.machine)
   return {
     ...commonPlan(input.spec, input.secrets),
     files: [
       ...userFiles(input.spec, input.secrets),
-      { path: NODE_CONFIG_PATH, content: stringifyYaml(nodeConfig), owner: 'root:root', permissions: '0644' },
+      { path: NODE_CONFIG_PATH, content, owner: 'root:root', permissions: '0644' },
     ],
     enableUnits: [BOOTSTRAPPER_UNIT],
+  }
+}
+
+function checkLoads(content: string, machine: Machine & { origin: Origin }): void {
+  try {
+    parseBootstrapperNodeConfig(content, NODE_CONFIG_PATH)
+  } catch (err) {
+    if (!(err instanceof YamlProblemsError)) throw err
+    const problems = err.problems.map((p) => `  ${formatProblem('node config', { ...p, line: undefined })}`)
+    throw new CliError(
+      `the node config for Machine "${machine.metadata.name}" would not load in bootstrap run:\n${problems.join('\n')}`,
+      2,
+      'fix the value named (a flag: --attestation-variant, --state-disk, --state-disk-key-file; or the Machine/Cluster field it came from)',
+    )
   }
 }
 

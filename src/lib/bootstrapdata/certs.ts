@@ -14,7 +14,7 @@ import { readFile } from 'node:fs/promises'
 import path from 'node:path'
 import forge from 'node-forge'
 import { CliError, isErrnoException } from '../errors/index.js'
-import { writeFileExclusive } from '../system/index.js'
+import type { StagedFile } from './staged-writes.js'
 import type { CertificateAuthorities, KeyPair, NodeFile } from './types.js'
 
 const CA_VALIDITY_YEARS = 10
@@ -32,16 +32,19 @@ type PairName = keyof typeof CA_FILES
 
 export interface CaDirResult {
   authorities: CertificateAuthorities
-  /** Files this run created (absolute paths). */
-  created: string[]
+  /** The generated pairs' files, for the caller to write once every other check has passed. */
+  toWrite: StagedFile[]
 }
 
-/** Loads the CA set; with `generate`, creates the missing pairs (a half-present pair is an error). */
+/**
+ * Loads the CA set; with `generate`, creates the missing pairs in memory (a half-present pair is
+ * an error). Nothing is written here.
+ */
 export async function loadOrCreateAuthorities(
   caDir: string,
   opts: { generate: boolean; now: Date },
 ): Promise<CaDirResult> {
-  const created: string[] = []
+  const toWrite: StagedFile[] = []
   const pairs = {} as Record<PairName, KeyPair>
   const missing: PairName[] = []
   // Every present pair is checked before anything is generated, so a refusal changes nothing.
@@ -70,12 +73,13 @@ export async function loadOrCreateAuthorities(
     const pair = name === 'sa' ? createServiceAccountKey() : createCertificateAuthority(opts.now)
     const keyFile = path.join(caDir, CA_FILES[name].key)
     const certFile = path.join(caDir, CA_FILES[name].cert)
-    await writeFileExclusive(keyFile, pair.keyPem, 0o600)
-    await writeFileExclusive(certFile, pair.certPem, 0o644)
-    created.push(keyFile, certFile)
+    toWrite.push(
+      { file: path.resolve(keyFile), content: pair.keyPem, mode: 0o600 },
+      { file: path.resolve(certFile), content: pair.certPem, mode: 0o644 },
+    )
     pairs[name] = pair
   }
-  return { authorities: pairs, created }
+  return { authorities: pairs, toWrite }
 }
 
 /** A self-signed RSA CA like CAPI's: CN kubernetes, 10 years, backdated 5 minutes for clock skew. */

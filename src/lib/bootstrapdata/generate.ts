@@ -1,53 +1,44 @@
 /**
  * `bootstrap-data generate`: input objects → validated, defaulted, per-machine user data on disk,
  * with the CA set, the bootstrap token and, when needed, the object-store offload. All I/O of the
- * domain happens here; the renderers it calls are pure.
+ * domain happens here; the renderers it calls are pure. Every check comes first and everything is
+ * kept in memory until then: a run that fails leaves no file, upload or token behind.
  */
-import { access, stat } from 'node:fs/promises'
 import path from 'node:path'
-import { CliError, UsageError } from '../errors/index.js'
-import { writeFileExclusive } from '../system/index.js'
+import { CliError, exitCodeOf, hintOf, messageOf } from '../errors/index.js'
 import { stringifyYaml } from '../yaml/index.js'
-import { attestedPlan } from './attested.js'
-import { caCertHash, loadOrCreateAuthorities } from './certs.js'
+import { attestedPlan, type StateDiskOptions } from './attested.js'
 import { renderCloudConfig } from './cloud-init.js'
-import { controlPlaneEndpoint, givenJoinToken, usesFileDiscovery } from './defaults.js'
 import { renderIgnition } from './ignition.js'
-import { createAdminKubeconfig } from './kubeconfig.js'
+import { kubeadmPlans } from './kubeadm-plans.js'
 import { objectKey, parseS3Url, renderStub, type ObjectStore, type S3Location } from './offload.js'
 import { assignRoles, type Assignment, type Waiting } from './orchestrate.js'
 import { parseBootstrapObjects } from './parse.js'
-import { kubeadmPlan } from './plan.js'
+import { writeAllOrNothing, type StagedFile } from './staged-writes.js'
+import { outputTargets } from './targets.js'
 import type { BootstrapTemplates } from './templates.js'
-import {
-  generateBootstrapToken,
-  tokenSecret,
-  tokenString,
-  type RandomBytes,
-  type TokenSecret,
-} from './tokens.js'
-import type {
-  BootstrapObjects,
-  BootstrapPlan,
-  BootstrapToken,
-  CertificateAuthorities,
-  OutputFormat,
-} from './types.js'
+import { tokenSecret, type RandomBytes, type TokenSecret } from './tokens.js'
+import type { BootstrapObjects, BootstrapPlan, OutputFormat } from './types.js'
 
 export interface GenerateOptions {
   inputFile: string
+  /** Where the CA set and the output go unless --ca-dir / -o say otherwise. */
+  workspace: string
   machine?: string
   /** Overrides each KubeadmConfig's own `format`. */
   format?: OutputFormat
-  /** A file (one machine) or a directory; default the current directory. */
+  /** A file (one machine) or a directory; default the workspace. */
   output?: string
-  caDir: string
+  /** Default `<workspace>/pki`. */
+  caDir?: string
   upload?: string
   maxUserDataBytes: number
   presignSeconds: number
   kubeconfig?: string
   tokenTtlMs: number
   attestationVariant: string
+  /** Attested formats: the state disk every node config names. */
+  stateDisk: StateDiskOptions
 }
 
 export interface GenerateDeps {
@@ -58,6 +49,8 @@ export interface GenerateDeps {
   /** Only called when something is uploaded. */
   objectStore: () => ObjectStore
   registerToken: (kubeconfig: string, secret: TokenSecret) => Promise<void>
+  /** Attested formats: the bcrypt hash of the workspace's init secret, for every node config. */
+  initSecretHash: (workspace: string) => Promise<string>
 }
 
 export interface MachineResult {
@@ -79,6 +72,12 @@ export interface GenerateResult {
   tokenSecret?: { name: string; expires: string; registered: boolean; file?: string }
 }
 
+interface Upload {
+  location: { bucket: string; key: string }
+  document: string
+  contentType: string
+}
+
 export async function generateBootstrapData(
   opts: GenerateOptions,
   deps: GenerateDeps,
@@ -97,33 +96,33 @@ export async function generateBootstrapData(
     )
   }
   const formats = assignments.map((a) => opts.format ?? a.spec.format ?? 'cloud-config')
-  const targets = await outputTargets(opts.output, assignments, formats)
+  // The workspace is always a directory, even before it exists.
+  const targets = await outputTargets(opts.output ?? `${opts.workspace}${path.sep}`, assignments, formats)
   const result: GenerateResult = { machines: [], waiting, caFilesCreated: [] }
   const store =
     opts.upload !== undefined ? { location: parseS3Url(opts.upload), store: deps.objectStore() } : undefined
+  const staged: StagedFile[] = []
 
   const { plans, token } = attested
-    ? {
-        plans: assignments.map((a) =>
-          attestedPlan({
-            ...a,
-            members: clusterMembers(objects, a),
-            attestationVariant: opts.attestationVariant,
-            secrets: objects.secrets,
-          }),
-        ),
-        token: undefined,
-      }
-    : await kubeadmPlans(opts, deps, objects, assignments, targets.dir, result)
+    ? { plans: await attestedPlans(opts, deps, objects, assignments), token: undefined }
+    : await kubeadmPlans(
+        { ...opts, caDir: opts.caDir ?? path.join(opts.workspace, 'pki'), outDir: targets.dir },
+        deps,
+        objects,
+        assignments,
+        result,
+        staged,
+      )
   const documents = plans.map((plan, i) =>
     (formats[i] as OutputFormat).endsWith('ignition')
       ? renderIgnition(plan, deps.templates)
       : renderCloudConfig(plan),
   )
-  // Every limit is checked before the token is stored or anything is uploaded or written.
   if (!store)
     documents.forEach((doc, i) => checkLimit(doc, assignments[i] as Assignment, opts.maxUserDataBytes))
-  if (token) result.tokenSecret = await storeToken(tokenSecret(token), opts.kubeconfig, targets.dir, deps)
+  const secret = token ? tokenSecret(token) : undefined
+  if (secret) result.tokenSecret = stageTokenSecret(secret, opts.kubeconfig, targets.dir, staged)
+  const uploads: Upload[] = []
   for (const [i, a] of assignments.entries()) {
     const entry: MachineResult = {
       machine: a.machine.metadata.name,
@@ -132,9 +131,62 @@ export async function generateBootstrapData(
       file: targets.files[i] as string,
       bytes: Buffer.byteLength(documents[i] as string),
     }
-    result.machines.push(await writeMachineData(entry, documents[i] as string, store, opts.presignSeconds))
+    let written = documents[i] as string
+    if (store) {
+      const offloaded = await offload(entry, written, store, opts.presignSeconds)
+      uploads.push(offloaded.upload)
+      written = offloaded.stub
+    }
+    staged.push({ file: entry.file, content: written, mode: 0o600 }) // init data holds CA keys
+    result.machines.push(entry)
   }
+  const kubeconfig = opts.kubeconfig
+  const register = secret && kubeconfig ? () => deps.registerToken(kubeconfig, secret) : undefined
+  await commit(staged, store?.store, uploads, register)
   return result
+}
+
+/** The token Secret goes to the cluster (--kubeconfig, later) or into a file beside the output. */
+function stageTokenSecret(
+  secret: TokenSecret,
+  kubeconfig: string | undefined,
+  outDir: string,
+  staged: StagedFile[],
+): NonNullable<GenerateResult['tokenSecret']> {
+  const summary = { name: secret.metadata.name, expires: secret.stringData.expiration as string }
+  if (kubeconfig) return { ...summary, registered: true }
+  const file = path.join(outDir, `${secret.metadata.name}.yaml`)
+  staged.push({ file, content: stringifyYaml(secret), mode: 0o600 })
+  return { ...summary, registered: false, file }
+}
+
+/**
+ * Every check has passed: the local files are written (all or nothing), then the network steps
+ * run; when one of those fails, the files and uploads of this run are removed again.
+ */
+async function commit(
+  staged: StagedFile[],
+  store: ObjectStore | undefined,
+  uploads: Upload[],
+  register: (() => Promise<void>) | undefined,
+): Promise<void> {
+  const local = await writeAllOrNothing(staged)
+  const uploaded: Upload[] = []
+  try {
+    for (const u of uploads) {
+      await store?.put(u.location, u.document, u.contentType)
+      uploaded.push(u)
+    }
+    await register?.()
+  } catch (err) {
+    await local.undo()
+    const left = await removeUploads(store, uploaded)
+    const undone = `removed the files${uploaded.length > 0 ? ' and uploads' : ''} this run had written`
+    const cleanup = left.length > 0 ? `${undone} except ${left.join(', ')}: delete them` : undone
+    throw new CliError(messageOf(err), exitCodeOf(err), [hintOf(err), cleanup].filter(Boolean).join('; '), {
+      cause: err,
+    })
+  }
 }
 
 function checkLimit(document: string, a: Assignment, limit: number): void {
@@ -147,142 +199,62 @@ function checkLimit(document: string, a: Assignment, limit: number): void {
   )
 }
 
-/** Writes the document, or uploads it and writes the stub that fetches it. */
-async function writeMachineData(
+/** The stub that fetches the full document over a presigned URL; the upload itself comes later. */
+async function offload(
   entry: MachineResult,
   document: string,
-  store: { location: S3Location; store: ObjectStore } | undefined,
+  store: { location: S3Location; store: ObjectStore },
   presignSeconds: number,
-): Promise<MachineResult> {
-  let written = document
-  if (store) {
-    const location = {
-      bucket: store.location.bucket,
-      key: objectKey(store.location, path.basename(entry.file)),
-    }
-    const ignition = entry.format.endsWith('ignition')
-    await store.store.put(location, document, ignition ? 'application/json' : 'text/cloud-config')
-    const url = await store.store.presignGet(location, presignSeconds)
-    written = renderStub(ignition ? 'ignition' : 'cloud-config', url, document)
-    entry.offload = {
-      object: `s3://${location.bucket}/${location.key}`,
-      stubBytes: Buffer.byteLength(written),
-    }
+): Promise<{ stub: string; upload: Upload }> {
+  const location = {
+    bucket: store.location.bucket,
+    key: objectKey(store.location, path.basename(entry.file)),
   }
-  await writeFileExclusive(entry.file, written, 0o600) // init data holds CA keys
-  return entry
+  const ignition = entry.format.endsWith('ignition')
+  const url = await store.store.presignGet(location, presignSeconds)
+  const stub = renderStub(ignition ? 'ignition' : 'cloud-config', url, document)
+  entry.offload = { object: `s3://${location.bucket}/${location.key}`, stubBytes: Buffer.byteLength(stub) }
+  return {
+    stub,
+    upload: { location, document, contentType: ignition ? 'application/json' : 'text/cloud-config' },
+  }
 }
 
-async function kubeadmPlans(
+/** Best effort; returns the objects that could not be removed. */
+async function removeUploads(store: ObjectStore | undefined, uploads: Upload[]): Promise<string[]> {
+  const left: string[] = []
+  for (const u of uploads) {
+    await store?.remove(u.location).catch(() => left.push(`s3://${u.location.bucket}/${u.location.key}`))
+  }
+  return left
+}
+
+async function attestedPlans(
   opts: GenerateOptions,
   deps: GenerateDeps,
   objects: BootstrapObjects,
   assignments: Assignment[],
-  outDir: string,
-  result: GenerateResult,
-): Promise<{ plans: BootstrapPlan[]; token?: BootstrapToken }> {
-  const now = deps.now()
-  const hasInit = assignments.some((a) => a.role === 'init')
-  const { authorities, created } = await loadOrCreateAuthorities(opts.caDir, { generate: hasInit, now })
-  result.caDir = path.resolve(opts.caDir)
-  result.caFilesCreated = created
-  const init = assignments.find((a) => a.role === 'init')
-  if (init) result.adminKubeconfig = await writeAdminKubeconfig(authorities, init, outDir, now)
-  const needsToken = assignments.some(
-    (a) => a.role !== 'init' && !givenJoinToken(a.spec) && !usesFileDiscovery(a.spec),
-  )
-  const token = needsToken ? generateBootstrapToken(deps.randomBytes, now, opts.tokenTtlMs) : undefined
-  const caCertHashes = [caCertHash(authorities.ca.certPem)]
-  const plans = assignments.map((a) => {
-    if (a.role === 'init') return kubeadmPlan({ ...a, authorities, secrets: objects.secrets })
-    const apiServerEndpoint = controlPlaneEndpoint(a.cluster)
-    if (!apiServerEndpoint && !usesFileDiscovery(a.spec)) {
-      throw new CliError(
-        `${a.cluster.origin.file}:${a.cluster.origin.line ?? 1}: Cluster "${a.cluster.metadata.name}": spec.controlPlaneEndpoint (host and port) is required for join data`,
-      )
-    }
-    const discovery = {
-      apiServerEndpoint: apiServerEndpoint ?? '',
-      token: token ? tokenString(token) : '',
-      caCertHashes,
-    }
-    return kubeadmPlan({ ...a, authorities, discovery, secrets: objects.secrets })
+): Promise<BootstrapPlan[]> {
+  const initSecretHash = await deps.initSecretHash(opts.workspace).catch((err: unknown) => {
+    throw new CliError(
+      `attested data needs the workspace's init secret (its hash goes into every node config): ${messageOf(err)}`,
+      exitCodeOf(err),
+      hintOf(err),
+      { cause: err },
+    )
   })
-  return { plans, token }
-}
-
-async function storeToken(
-  secret: TokenSecret,
-  kubeconfig: string | undefined,
-  outDir: string,
-  deps: GenerateDeps,
-) {
-  const summary = { name: secret.metadata.name, expires: secret.stringData.expiration as string }
-  if (kubeconfig) {
-    await deps.registerToken(kubeconfig, secret)
-    return { ...summary, registered: true }
-  }
-  const file = path.join(outDir, `${secret.metadata.name}.yaml`)
-  await writeFileExclusive(file, stringifyYaml(secret), 0o600)
-  return { ...summary, registered: false, file }
-}
-
-/** Written once, beside the output; an existing one is kept (it may be in use). */
-async function writeAdminKubeconfig(
-  cas: CertificateAuthorities,
-  init: Assignment,
-  outDir: string,
-  now: Date,
-) {
-  const name = init.cluster.metadata.name
-  const file = path.join(outDir, `${name}.kubeconfig`)
-  if (await exists(file)) return file
-  const endpoint = controlPlaneEndpoint(init.cluster)
-  if (!endpoint) return undefined
-  await writeFileExclusive(file, createAdminKubeconfig(cas.ca, name, `https://${endpoint}`, now), 0o600)
-  return file
+  return assignments.map((a) =>
+    attestedPlan({
+      ...a,
+      members: clusterMembers(objects, a),
+      attestationVariant: opts.attestationVariant,
+      secrets: objects.secrets,
+      initSecretHash,
+      stateDisk: opts.stateDisk,
+    }),
+  )
 }
 
 function clusterMembers(objects: BootstrapObjects, a: Assignment) {
   return objects.machines.filter((m) => m.spec.clusterName === a.cluster.metadata.name)
 }
-
-/** Output paths, checked before anything is written so a clash leaves the disk untouched. */
-async function outputTargets(output: string | undefined, assignments: Assignment[], formats: OutputFormat[]) {
-  const existing = output === undefined ? undefined : await stat(output).catch(() => undefined)
-  // A path that does not exist yet is a directory when several machines need a file each.
-  const isDir =
-    output === undefined ||
-    output.endsWith('/') ||
-    existing?.isDirectory() === true ||
-    (existing === undefined && assignments.length > 1)
-  if (!isDir && assignments.length > 1) {
-    throw new UsageError(
-      `-o ${output} is a file, but ${assignments.length} machines get data; pass a directory or --machine`,
-    )
-  }
-  const dir = isDir ? path.resolve(output ?? '.') : path.dirname(path.resolve(output as string))
-  const files = assignments.map((a, i) =>
-    isDir
-      ? path.join(
-          dir,
-          `${a.machine.metadata.name}.${formats[i]?.endsWith('ignition') ? 'ign' : 'cloud-config'}`,
-        )
-      : path.resolve(output as string),
-  )
-  for (const file of files) {
-    if (await exists(file))
-      throw new CliError(
-        `${file} already exists`,
-        1,
-        'move it away or choose another -o; nothing was changed',
-      )
-  }
-  return { dir, files }
-}
-
-const exists = (file: string) =>
-  access(file).then(
-    () => true,
-    () => false,
-  )

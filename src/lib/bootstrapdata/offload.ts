@@ -5,7 +5,7 @@
  * (environment, profile), never from flags.
  */
 import { createHash } from 'node:crypto'
-import { GetObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3'
+import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3'
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner'
 import { CliError, UsageError } from '../errors/index.js'
 import { IGNITION_VERSION } from './ignition.js'
@@ -24,6 +24,8 @@ export interface S3Location {
 export interface ObjectStore {
   put(location: { bucket: string; key: string }, body: string, contentType: string): Promise<void>
   presignGet(location: { bucket: string; key: string }, expiresSeconds: number): Promise<string>
+  /** Takes back an upload of a run that failed later (the full data holds CA keys). */
+  remove(location: { bucket: string; key: string }): Promise<void>
 }
 
 export function parseS3Url(url: string): S3Location {
@@ -91,6 +93,13 @@ export function createS3Store(opts: S3StoreOptions): ObjectStore {
         )
       } catch (cause) {
         throw fail('uploading', location, cause)
+      }
+    },
+    async remove(location) {
+      try {
+        await client.send(new DeleteObjectCommand({ Bucket: location.bucket, Key: location.key }))
+      } catch (cause) {
+        throw fail('removing', location, cause)
       }
     },
     async presignGet(location, expiresSeconds) {

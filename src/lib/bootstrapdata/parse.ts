@@ -18,6 +18,7 @@ import {
 } from '../yaml/index.js'
 import { checkSchema } from '../yaml/schema.js'
 import { parseKubernetesVersion } from './defaults.js'
+import { controlCharacterProblems, kubernetesNameProblems } from './strings.js'
 import type { BootstrapObjects, Cluster, KubeadmConfigSpec, Machine, Origin } from './types.js'
 import { record, validateSpec, type SpecFormat } from './validate.js'
 
@@ -96,11 +97,23 @@ export function parseBootstrapObjects(text: string, file: string, opts: ParseOpt
 }
 
 function checkObject(kind: string, doc: Record<string, unknown>): Problem[] {
+  return [...kubernetesNameProblems(kind, record(doc.metadata)?.name), ...checkKind(kind, doc)]
+}
+
+function checkKind(kind: string, doc: Record<string, unknown>): Problem[] {
+  // Cluster and Machine values reach node config, kubeconfig and unit text; Secret values are data.
+  const controls =
+    kind === 'Cluster' || kind === 'Machine'
+      ? [
+          ...controlCharacterProblems(doc.spec, ['spec']),
+          ...controlCharacterProblems(record(doc.status)?.addresses, ['status', 'addresses']),
+        ]
+      : []
   switch (kind) {
     case 'Cluster':
-      return checkSchema(validateCluster, doc)
+      return [...checkSchema(validateCluster, doc), ...controls]
     case 'Machine':
-      return checkSchema(validateMachine, doc)
+      return [...checkSchema(validateMachine, doc), ...controls]
     case 'Secret':
       return [...checkSchema(validateSecret, doc), ...checkSecretData(doc)]
     case 'KubeadmConfig':

@@ -2,8 +2,8 @@
  * kubeadm bootstrap tokens (capi.md §2.2): `[a-z0-9]{6}.[a-z0-9]{16}` from a random source, with
  * an expiry, stored as a `bootstrap-token-<id>` Secret in kube-system of the workload cluster.
  */
-import { CoreV1Api, KubeConfig } from '@kubernetes/client-node'
-import { CliError, messageOf } from '../errors/index.js'
+import { CoreV1Api, KubeConfig, Observable, type ObservableMiddleware } from '@kubernetes/client-node'
+import { CliError, ExitCode, messageOf } from '../errors/index.js'
 import type { BootstrapToken } from './types.js'
 
 export type RandomBytes = (size: number) => Uint8Array
@@ -54,8 +54,22 @@ export function tokenSecret(token: BootstrapToken): TokenSecret {
   }
 }
 
-/** Creates the token Secret in the workload cluster the kubeconfig points at. */
-export async function registerTokenSecret(kubeconfigFile: string, secret: TokenSecret): Promise<void> {
+/** How long one API request may take before the cluster counts as unreachable. */
+export const API_REQUEST_TIMEOUT_MS = 30_000
+
+export interface RegisterOptions {
+  timeoutMs?: number
+}
+
+/**
+ * Creates the token Secret in the workload cluster the kubeconfig points at. The request is
+ * bounded: a server that accepts and never answers is unreachable (exit 3), not a hang.
+ */
+export async function registerTokenSecret(
+  kubeconfigFile: string,
+  secret: TokenSecret,
+  opts: RegisterOptions = {},
+): Promise<void> {
   const kc = new KubeConfig()
   try {
     kc.loadFromFile(kubeconfigFile)
@@ -63,18 +77,51 @@ export async function registerTokenSecret(kubeconfigFile: string, secret: TokenS
     throw new CliError(`reading kubeconfig ${kubeconfigFile}`, 1, undefined, { cause })
   }
   const api = kc.makeApiClient(CoreV1Api)
+  const timeoutMs = opts.timeoutMs ?? API_REQUEST_TIMEOUT_MS
+  const timeout = AbortSignal.timeout(timeoutMs)
+  const what = `registering bootstrap token Secret kube-system/${secret.metadata.name} at ${kc.getCurrentCluster()?.server ?? kubeconfigFile}`
   try {
-    await api.createNamespacedSecret({ namespace: secret.metadata.namespace, body: secret })
+    await api.createNamespacedSecret(
+      { namespace: secret.metadata.namespace, body: secret },
+      { middleware: [abortWith(timeout)], middlewareMergeStrategy: 'append' },
+    )
   } catch (cause) {
+    if (timeout.aborted) {
+      throw new CliError(
+        `${what}: no answer within ${timeoutMs}ms`,
+        ExitCode.Unreachable,
+        'check that the kubeconfig points at the workload cluster and that it is reachable from here',
+      )
+    }
     // The client's errors carry the response body, which echoes the Secret back: keep only the status.
-    const code =
-      typeof cause === 'object' && cause !== null && 'code' in cause
-        ? String(cause.code)
-        : messageOf(cause).split('\n')[0]
+    const status = statusOf(cause)
+    if (status !== undefined) {
+      throw new CliError(
+        `${what}: HTTP ${status}`,
+        ExitCode.Failure,
+        'check that the kubeconfig may create Secrets in kube-system',
+      )
+    }
     throw new CliError(
-      `registering bootstrap token Secret kube-system/${secret.metadata.name} at ${kc.getCurrentCluster()?.server ?? kubeconfigFile}: HTTP ${code}`,
-      3,
-      'check that the kubeconfig reaches the workload cluster and may create Secrets in kube-system',
+      `${what}: ${messageOf(cause).split('\n')[0]}`,
+      ExitCode.Unreachable,
+      'check that the kubeconfig points at the workload cluster and that it is reachable from here',
     )
   }
+}
+
+/** A client middleware that puts the signal on every request it sends. */
+function abortWith(signal: AbortSignal): ObservableMiddleware {
+  return {
+    pre: (context) => {
+      context.setSignal(signal)
+      return new Observable(Promise.resolve(context))
+    },
+    post: (response) => new Observable(Promise.resolve(response)),
+  }
+}
+
+function statusOf(err: unknown): number | undefined {
+  const code = typeof err === 'object' && err !== null && 'code' in err ? err.code : undefined
+  return typeof code === 'number' ? code : undefined
 }

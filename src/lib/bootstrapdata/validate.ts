@@ -2,7 +2,8 @@
  * The KubeadmConfigSpec rules of the CAPI validating webhook (capi.md §1.3), plus the ones this
  * port adds because it has no controller to catch them later. Pure: spec in, problems out.
  */
-import type { Problem } from '../yaml/index.js'
+import type { KeyPath, Problem } from '../yaml/index.js'
+import { controlCharacterProblems, isBase64, isGzipBase64, userNameProblem } from './strings.js'
 import type { KubeadmConfigSpec, SecretRef } from './types.js'
 
 export type SpecFormat = 'cloud-config' | 'ignition'
@@ -18,7 +19,9 @@ export function validateSpec(
   const problems: Problem[] = []
   const add = (path: Array<string | number>, message: string) =>
     problems.push({ path: [...prefix, ...path], message })
+  for (const p of controlCharacterProblems(spec, [], isMultiLine)) add([...p.path], p.message)
   checkFiles(spec, add, secrets)
+  checkEncodings(spec, add, secrets)
   checkUsers(spec, add, secrets)
   checkDiscovery(spec, add)
   if (record(record(spec.clusterConfiguration)?.etcd)?.external !== undefined) {
@@ -43,6 +46,38 @@ export function validateSpec(
 }
 
 type Add = (path: Array<string | number>, message: string) => void
+
+/** Spec values where a newline is data (file contents, shell commands), not a break-out. */
+function isMultiLine(path: KeyPath): boolean {
+  const [top, , field] = path
+  if (top === 'files') return field === 'content'
+  return (
+    (path.length === 2 &&
+      (top === 'bootCommands' || top === 'preKubeadmCommands' || top === 'postKubeadmCommands')) ||
+    (top === 'ignition' && path[2] === 'additionalConfig')
+  )
+}
+
+// Undecodable content would reach the node as garbage (Ignition data URLs carry the decoded bytes).
+function checkEncodings(
+  spec: KubeadmConfigSpec,
+  add: Add,
+  secrets: ReadonlyMap<string, ReadonlyMap<string, string>>,
+) {
+  spec.files?.forEach((file, i) => {
+    if (file.encoding !== 'base64' && file.encoding !== 'gzip+base64') return
+    const why = `(encoding: ${file.encoding})`
+    if (file.content !== undefined) {
+      if (!isBase64(file.content)) add(['files', i, 'content'], `is not valid base64 ${why}`)
+      else if (file.encoding === 'gzip+base64' && !isGzipBase64(file.content))
+        add(['files', i, 'content'], `is base64 but not gzip data ${why}`)
+    }
+    const ref = file.contentFrom?.secret
+    const value = ref?.name && ref.key ? secrets.get(ref.name)?.get(ref.key) : undefined
+    if (value !== undefined && !isBase64(value))
+      add(['files', i, 'contentFrom'], `Secret "${ref?.name}" key "${ref?.key}" is not valid base64 ${why}`)
+  })
+}
 
 function checkFiles(
   spec: KubeadmConfigSpec,
@@ -71,6 +106,8 @@ function checkUsers(
   secrets: ReadonlyMap<string, ReadonlyMap<string, string>>,
 ) {
   spec.users?.forEach((user, i) => {
+    const badName = userNameProblem(user.name, ['users', i, 'name'])
+    if (badName) add([...badName.path], badName.message)
     if (user.passwd !== undefined && user.passwdFrom !== undefined) {
       add(['users', i], 'only one of passwd or passwdFrom may be specified')
     }

@@ -1,13 +1,11 @@
 /** `bootstrap run` itself: load the node config, serve until the node is initialized (or stopped). */
 import { CliError } from '../errors/index.js'
-import { loadNodeConfig } from '../nodeconfig/index.js'
+import { loadBootstrapperNodeConfig } from '../nodeconfig/index.js'
 import { createNodeBootstrapper } from './attested.js'
 import type { BootstrapperConfig } from './daemon.js'
 
 export async function runBootstrapService(configPath: string): Promise<void> {
-  const config = (await loadNodeConfig(configPath, {
-    require: ['initSecretHash', 'stateDisk', 'metadata'],
-  })) as BootstrapperConfig
+  const config: BootstrapperConfig = await loadBootstrapperNodeConfig(configPath)
   const daemon = createNodeBootstrapper(config)
   for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, () => void daemon.stop())
   await daemon.start()

@@ -40,6 +40,10 @@ export const NODE_CONFIG_PATH = '/etc/constellation/node-config.yaml'
 
 type OptionalKey = 'initSecretHash' | 'stateDisk' | 'metadata'
 
+/** What `bootstrap run` needs beyond the schema; every node config the project writes must have it. */
+export const BOOTSTRAPPER_REQUIRED_KEYS: readonly OptionalKey[] = ['initSecretHash', 'stateDisk', 'metadata']
+export type BootstrapperNodeConfig = NodeConfig & Required<Pick<NodeConfig, OptionalKey>>
+
 export interface LoadNodeConfigOptions {
   /** Keys a particular command needs although the schema leaves them optional. */
   require?: readonly OptionalKey[]
@@ -55,6 +59,15 @@ export async function loadNodeConfig(file: string, opts: LoadNodeConfigOptions =
     file,
     opts,
   )
+}
+
+/** The node config as `bootstrap run` loads it: the one rule set for reading and for writing one. */
+export async function loadBootstrapperNodeConfig(file: string): Promise<BootstrapperNodeConfig> {
+  return (await loadNodeConfig(file, { require: BOOTSTRAPPER_REQUIRED_KEYS })) as BootstrapperNodeConfig
+}
+
+export function parseBootstrapperNodeConfig(text: string, file: string): BootstrapperNodeConfig {
+  return parseNodeConfig(text, file, { require: BOOTSTRAPPER_REQUIRED_KEYS }) as BootstrapperNodeConfig
 }
 
 export function parseNodeConfig(text: string, file: string, opts: LoadNodeConfigOptions = {}): NodeConfig {

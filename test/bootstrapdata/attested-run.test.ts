@@ -1,0 +1,94 @@
+/**
+ * Every node config that attested bootstrap data writes must start `bootstrap run` (the built CLI,
+ * a real swtpm, a real LUKS2 image): rewritten only to point at this test's TPM, disk, port and
+ * root, it is loaded by the daemon's own loader and served until it listens, then stopped.
+ */
+import { readFile, writeFile } from 'node:fs/promises'
+import path from 'node:path'
+import { parse } from 'yaml'
+import { expect } from '../support/chai.js'
+import { makeTempDir, runCli } from '../support/cli.js'
+import { freePort, waitForPort } from '../support/ports.js'
+import { startSwtpm } from '../support/swtpm.js'
+import { createLuksImage } from '../init/harness.js'
+import { generateBootstrapData, type OutputFormat } from '../../src/lib/bootstrapdata/index.js'
+import { NODE_CONFIG_PATH } from '../../src/lib/nodeconfig/index.js'
+import { stringifyYaml } from '../../src/lib/yaml/index.js'
+import { FIXTURES, tempWorkspace, testDeps, testOptions } from './helpers.js'
+
+type NodeConfigDoc = Record<string, unknown> & { stateDisk?: Record<string, unknown> }
+
+/** The node config a document installs, as the node would read it. */
+function installedNodeConfig(document: string): string {
+  if (document.startsWith('{')) {
+    const config = JSON.parse(document) as {
+      storage: { files: Array<{ path: string; contents?: { source: string } }> }
+    }
+    const source = config.storage.files.find((f) => f.path === NODE_CONFIG_PATH)?.contents?.source ?? ''
+    const [meta = '', data = ''] = source.slice('data:'.length).split(',', 2)
+    return meta.endsWith(';base64') ? Buffer.from(data, 'base64').toString() : decodeURIComponent(data)
+  }
+  const config = parse(document) as { write_files: Array<{ path: string; content: string }> }
+  return config.write_files.find((f) => f.path === NODE_CONFIG_PATH)?.content ?? ''
+}
+
+async function generatedNodeConfigs(format: OutputFormat): Promise<Map<string, string>> {
+  const ws = await tempWorkspace(false)
+  try {
+    const input = await readFile(path.join(FIXTURES, 'attested.yaml'), 'utf8')
+    const result = await generateBootstrapData(testOptions(ws.dir, { format }), await testDeps(input))
+    const configs = new Map<string, string>()
+    for (const m of result.machines)
+      configs.set(m.machine, installedNodeConfig(await readFile(m.file, 'utf8')))
+    return configs
+  } finally {
+    await ws.cleanup()
+  }
+}
+
+describe('attested node configs start bootstrap run (built CLI, swtpm, LUKS2 image)', function () {
+  this.timeout(120_000)
+  for (const format of ['attested-cloud-config', 'attested-ignition'] as const) {
+    it(`${format}: every machine's node config loads and serves until stopped`, async () => {
+      const configs = await generatedNodeConfigs(format)
+      expect([...configs.keys()]).to.deep.equal(['cp-0', 'worker-0'])
+      for (const [machine, text] of configs) await expectServes(machine, parse(text) as NodeConfigDoc)
+    })
+  }
+})
+
+async function expectServes(machine: string, generated: NodeConfigDoc): Promise<void> {
+  const tmp = await makeTempDir()
+  const swtpm = await startSwtpm()
+  try {
+    const disk = await createLuksImage(tmp.dir)
+    const port = await freePort()
+    // Only where the node's devices, port and root are; everything else as generated.
+    const local = {
+      ...generated,
+      tpm: { swtpm: swtpm.endpoint },
+      root: path.join(tmp.dir, 'root'),
+      initServer: { listen: `127.0.0.1:${port}` },
+      stateDisk: { ...generated.stateDisk, device: disk.image, initialKeyFile: disk.initialKeyFile },
+    }
+    expect(Object.keys(local), machine).to.deep.equal(Object.keys(generated))
+    const file = path.join(tmp.dir, 'node-config.yaml')
+    await writeFile(file, stringifyYaml(local))
+    const stop = new AbortController()
+    let exited = false
+    const daemon = runCli(['bootstrap', 'run', '--config', file], { signal: stop.signal }).finally(
+      () => (exited = true),
+    )
+    const listening = await waitForPort(port, { gaveUp: () => exited }).then(
+      () => true,
+      () => false,
+    )
+    stop.abort()
+    const result = await daemon
+    expect(listening, `${machine}: bootstrap run did not listen:\n${result.stderr}`).to.equal(true)
+    expect(result.code, `${machine}: ${result.stderr}`).to.equal(0)
+  } finally {
+    await swtpm.stop()
+    await tmp.cleanup()
+  }
+}
