@@ -1,4 +1,5 @@
-export { writeFileExclusive, writeFileAtomic, SECRET_FILE_MODE } from './files.js'
+export { writeFileExclusive, writeFileAtomic, readRegularFile, SECRET_FILE_MODE } from './files.js'
+export type { BoundedReadOptions } from './files.js'
 export { createLogger, silentLogger } from './logger.js'
 export type { Logger, LogLevel, LogFields } from './logger.js'
 export { retry, sleepMs } from './retry.js'
