@@ -74,6 +74,77 @@ describe('constellation CLI (built, as a child process)', () => {
     )
   })
 
+  it('config validate warns (exit 0) while measurements are the all-zero placeholders', async () => {
+    await runCli(['config', 'generate', 'qemu', '-C', ws.dir])
+    const file = path.join(ws.dir, 'constellation-conf.yaml')
+    const res = await runCli(['config', 'validate', '-C', ws.dir])
+    expect(res.code, res.stderr).to.equal(0)
+    expect(res.stderr).to.match(
+      new RegExp(
+        `Warning: ${file}:\\d+:\\d+: attestation\\.qemuVTPM\\.measurements: are still the all-zero placeholders`,
+      ),
+    )
+    const json = await runCli(['config', 'validate', '-C', ws.dir, '--json'])
+    const body = JSON.parse(json.stdout) as { files: Array<{ warnings: Array<{ path: string }> }> }
+    expect(body.files[0]?.warnings.map((w) => w.path)).to.deep.equal(['attestation.qemuVTPM.measurements'])
+
+    // real values everywhere but PCR 15, which stays zero on purpose
+    const filled = (await readFile(file, 'utf8')).replace(
+      /expected: "0{64}"/g,
+      `expected: "${'ab'.repeat(32)}"`,
+    )
+    await writeFile(file, filled.replace(/("15":\n\s+expected: )"(ab)+"/, `$1"${'00'.repeat(32)}"`))
+    const real = await runCli(['config', 'validate', '-C', ws.dir])
+    expect(real.code, real.stderr).to.equal(0)
+    expect(real.stderr).to.not.contain('Warning')
+  })
+
+  it('config validate requires a component hash and a clean absolute installPath', async () => {
+    await runCli(['config', 'generate', 'qemu', '-C', ws.dir])
+    const file = path.join(ws.dir, 'constellation-conf.yaml')
+    const components = [
+      'kubernetesComponents:',
+      '  - url: https://mirror.example/kubeadm',
+      '    hash: ""',
+      '    installPath: /run/state/bin/kubeadm',
+      '  - url: https://mirror.example/kubelet',
+      '    installPath: /run/state/../../etc/kubelet',
+      `  - url: https://mirror.example/ok`,
+      `    hash: sha256:${'a'.repeat(64)}`,
+      '    installPath: /run/state/bin/ok',
+    ]
+    await writeFile(file, (await readFile(file, 'utf8')) + components.join('\n') + '\n')
+    const lineOf = (needle: string) => components.findIndex((l) => l.includes(needle))
+    const base = (await readFile(file, 'utf8')).split('\n').length - components.length - 1
+    const res = await runCli(['config', 'validate', '-C', ws.dir, '--json'])
+    expect(res.code).to.equal(1)
+    const body = JSON.parse(res.stdout) as { files: Array<{ problems: Array<Record<string, unknown>> }> }
+    expect(body.files[0]?.problems).to.deep.equal([
+      {
+        file,
+        line: base + lineOf('hash: ""') + 1,
+        col: 5,
+        path: 'kubernetesComponents[0].hash',
+        message: 'is required: sha256:<64 hex digits>',
+      },
+      {
+        file,
+        line: base + lineOf('/kubelet') + 1,
+        col: 5,
+        path: 'kubernetesComponents[1].hash',
+        message: 'is required: sha256:<64 hex digits>',
+      },
+      {
+        file,
+        line: base + lineOf('installPath: /run/state/..') + 1,
+        col: 5,
+        path: 'kubernetesComponents[1].installPath',
+        message:
+          '"/run/state/../../etc/kubelet" must be an absolute, normalized path without ".." (e.g. /run/state/bin/kubeadm)',
+      },
+    ])
+  })
+
   it('config validate --json reports the problems as JSON', async () => {
     const res = await runCli(['config', 'validate', '-C', ws.dir, '--json'])
     expect(res.code).to.equal(1)

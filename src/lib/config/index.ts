@@ -9,6 +9,6 @@ export {
 export type { GenerateOptions, GenerateResult } from './generate.js'
 export { configSchema, stateSchema } from './schema.js'
 export * from './types.js'
-export { validateWorkspace } from './validate.js'
-export type { WorkspaceValidation } from './validate.js'
+export { validateWorkspace, formatFinding } from './validate.js'
+export type { WorkspaceValidation, ValidationFinding } from './validate.js'
 export { initSecretHashFor } from './init-secret-hash.js'
