@@ -1,4 +1,4 @@
-import { readFile, writeFile, stat } from 'node:fs/promises'
+import { readdir, readFile, writeFile, stat } from 'node:fs/promises'
 import path from 'node:path'
 import { Config } from '@oclif/core'
 import { expect } from '../support/chai.js'
@@ -48,6 +48,50 @@ describe('constellation CLI (built, as a child process)', () => {
     expect(bad.code).to.equal(2)
     expect(bad.stderr).to.contain('supported versions are v1.30.14, v1.31.13, v1.32.9')
   })
+
+  for (const [flag, value, want] of [
+    ['--endpoint', 'a b', '--endpoint "a b" is not a host or host:port'],
+    ['--endpoint', '10.0.0.1:99999', '--endpoint "10.0.0.1:99999" is not a host or host:port'],
+    ['--name', 'Not_A_Name', '--name "Not_A_Name" is not a cluster name'],
+  ] as const) {
+    it(`config generate ${flag} ${JSON.stringify(value)} is a usage error (exit 2) and writes nothing`, async () => {
+      const res = await runCli(['config', 'generate', 'qemu', '-C', ws.dir, flag, value])
+      expect(res.code, res.stderr).to.equal(2)
+      expect(res.stderr).to.contain(want)
+      expect(await readdir(ws.dir)).to.deep.equal([])
+    })
+  }
+
+  it('-h is --help everywhere, and `version --json` names the supported Kubernetes versions', async () => {
+    for (const argv of [['-h'], ['config', 'validate', '-h'], ['init', '-h'], ['upgrade', 'execute', '-h']]) {
+      const res = await runCli(argv)
+      expect(res.code, `${argv.join(' ')}: ${res.stderr}`).to.equal(0)
+      expect(res.stdout, argv.join(' ')).to.contain('USAGE')
+    }
+    const res = await runCli(['version', '--json'])
+    expect(res.code, res.stderr).to.equal(0)
+    const info = JSON.parse(res.stdout) as Record<string, unknown>
+    expect(info).to.include({
+      version: '0.1.0',
+      node: process.version,
+      platform: `${process.platform}-${process.arch}`,
+    })
+    expect(info.kubernetesVersions).to.deep.equal(['v1.30.14', 'v1.31.13', 'v1.32.9'])
+  })
+
+  for (const [typed, want] of [
+    ['upgrade apply', 'Did you mean `constellation upgrade execute --helm`? It replaces the original'],
+    ['apply', 'Did you mean `constellation init`?'],
+    ['config fetch-measurements', 'Did you mean `constellation config measurements`?'],
+    ['confg validate', 'Did you mean `constellation config validate`?'],
+    ['xyzzy', 'Run `constellation --help` for the list of commands.'],
+  ] as const) {
+    it(`an unknown command (${typed}) is a usage error with a suggestion`, async () => {
+      const res = await runCli(typed.split(' '))
+      expect(res.code, res.stderr).to.equal(2)
+      expect(res.stderr.replace(/\s*›\s*/g, ' ')).to.contain(want)
+    })
+  }
 
   it('config validate passes on a generated workspace', async () => {
     await runCli(['config', 'generate', 'qemu', '-C', ws.dir])
