@@ -28,6 +28,14 @@ describe('hostile YAML through the CLI', () => {
       file: 'constellation-conf.yaml',
     }),
     init: (dir) => ({ argv: ['init', '-C', dir, '--timeout', '5s'], file: 'constellation-conf.yaml' }),
+    verify: (dir) => ({
+      argv: ['verify', '-C', dir, '--node-endpoint', '127.0.0.1:1'],
+      file: 'constellation-conf.yaml',
+    }),
+    'upgrade check': (dir) => ({
+      argv: ['upgrade', 'check', '-C', dir, '--kubeconfig', path.join(dir, 'constellation-conf.yaml')],
+      file: 'constellation-conf.yaml',
+    }),
     'bootstrap run': (dir) => ({
       argv: ['bootstrap', 'run', '--config', path.join(dir, 'node.yaml')],
       file: 'node.yaml',
