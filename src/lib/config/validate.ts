@@ -2,7 +2,6 @@
 import { access } from 'node:fs/promises'
 import { workspacePaths } from '../paths.js'
 import { YamlProblemsError, formatPath, parseYaml, type Located } from '../yaml/index.js'
-import { chainMessage } from '../errors/index.js'
 import { checkConfig, configWarnings, loadState, readConfigFile } from './load.js'
 
 /** One finding, as `config validate --json` reports it. */
@@ -24,7 +23,7 @@ export async function validateWorkspace(dir: string): Promise<WorkspaceValidatio
   const paths = workspacePaths(dir)
   const files: WorkspaceValidation['files'] = []
   const warnings: ValidationFinding[] = []
-  const problems = await problemsOf(paths.config, async () => {
+  const problems = await problemsOf(async () => {
     const source = parseYaml(await readConfigFile(paths.config, 'config'), paths.config)
     const config = checkConfig(source)
     for (const w of configWarnings(config))
@@ -38,7 +37,7 @@ export async function validateWorkspace(dir: string): Promise<WorkspaceValidatio
   if (stateExists) {
     files.push({
       file: paths.state,
-      problems: await problemsOf(paths.state, () => loadState(paths.state)),
+      problems: await problemsOf(() => loadState(paths.state)),
       warnings: [],
     })
   }
@@ -51,13 +50,14 @@ export function formatFinding(f: ValidationFinding): string {
   return `${at}: ${f.path}: ${f.message}`
 }
 
-async function problemsOf(file: string, load: () => Promise<unknown>): Promise<ValidationFinding[]> {
+/** Problems in the file's content; a file that cannot be read at all is the command's error. */
+async function problemsOf(load: () => Promise<unknown>): Promise<ValidationFinding[]> {
   try {
     await load()
     return []
   } catch (err) {
     if (err instanceof YamlProblemsError) return err.problems.map((p) => finding(err.file, p))
-    return [{ file, path: '(document)', message: chainMessage(err) }]
+    throw err
   }
 }
 
