@@ -40,7 +40,10 @@ export function editDistance(a: string, b: string): number {
 
 export const commandNotFound: Hook<'command_not_found'> = async function (opts) {
   const typed = opts.id.split(':').join(' ')
-  const visible = opts.config.commands.filter((c) => !c.hidden).map((c) => c.id.split(':').join(' '))
+  const visible = [
+    ...opts.config.commands.filter((c) => !c.hidden).map((c) => c.id),
+    ...opts.config.topics.filter((t) => !t.hidden).map((t) => t.name),
+  ].map((id) => id.split(':').join(' '))
   const suggestion = suggestCommand(typed, visible)
   const fromOriginal = ORIGINAL_CLI_NAMES[typed] !== undefined
   const hint = suggestion

@@ -84,6 +84,7 @@ describe('constellation CLI (built, as a child process)', () => {
     ['apply', 'Did you mean `constellation init`?'],
     ['config fetch-measurements', 'Did you mean `constellation config measurements`?'],
     ['confg validate', 'Did you mean `constellation config validate`?'],
+    ['bootstrap-dta', 'Did you mean `constellation bootstrap-data`?'],
     ['xyzzy', 'Run `constellation --help` for the list of commands.'],
   ] as const) {
     it(`an unknown command (${typed}) is a usage error with a suggestion`, async () => {
