@@ -4,7 +4,7 @@ import path from 'node:path'
 import { expect } from '../support/chai.js'
 import { makeTempDir } from '../support/cli.js'
 import { CliError } from '../../src/lib/errors/index.js'
-import { parseYamlDocuments, readYamlFile, YamlProblemsError } from '../../src/lib/yaml/index.js'
+import { parseYaml, parseYamlDocuments, readYamlFile, YamlProblemsError } from '../../src/lib/yaml/index.js'
 
 const LAUGHS = ['a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]']
 for (const [i, name] of ['b', 'c', 'd', 'e', 'f', 'g', 'h'].entries()) {
@@ -13,7 +13,7 @@ for (const [i, name] of ['b', 'c', 'd', 'e', 'f', 'g', 'h'].entries()) {
 }
 
 describe('YAML loader', () => {
-  const refused: Record<string, { text: string; want: string }> = {
+  const refused: Record<string, { text: string; want: string; one?: boolean }> = {
     'an alias bomb, at the alias that crosses the limit': {
       text: LAUGHS.join('\n'),
       want: 'f.yaml:6:8: f[0]: aliases expand to more than 100000 nodes here (a YAML alias bomb?)',
@@ -29,11 +29,21 @@ describe('YAML loader', () => {
     'a duplicate key, nested': { text: 'a:\n  c: 1\n  c: 2', want: 'f.yaml:3:3: a.c: duplicate key' },
     'a collection as a key': { text: '[a]: 1', want: 'f.yaml:1:1: (document): a key must be a string' },
     'a syntax error': { text: 'a: [', want: 'f.yaml:1:5: (document): Flow sequence' },
+    'an empty file where one document is expected': {
+      text: '# only a comment\n',
+      want: 'f.yaml:1:1: (document): expected one YAML document, found 0',
+      one: true,
+    },
+    'a second document': {
+      text: 'a: 1\n---\nb: 2\n',
+      want: 'f.yaml:3:1: (document): expected one YAML document, found 2',
+      one: true,
+    },
     'nesting deeper than the parser can go': { text: '['.repeat(5000) + ']'.repeat(5000), want: 'f.yaml:1:' },
   }
   for (const [name, tc] of Object.entries(refused)) {
     it(`refuses ${name} with file:line:col`, () => {
-      const err = catchError(() => parseYamlDocuments(tc.text, 'f.yaml'))
+      const err = catchError(() => (tc.one ? parseYaml : parseYamlDocuments)(tc.text, 'f.yaml'))
       expect(err).to.be.instanceOf(YamlProblemsError)
       expect((err as CliError).exitCode).to.equal(1)
       expect((err as Error).message).to.contain(tc.want)

@@ -132,8 +132,9 @@ export function parseYamlDocuments(text: string, file: string): YamlSource[] {
 export function parseYaml(text: string, file: string): YamlSource {
   const docs = parseYamlDocuments(text, file)
   if (docs.length !== 1) {
+    const at = docs[1]?.locate([]) ?? { line: 1, column: 1 } // the second document, or the (empty) start
     throw new YamlProblemsError(file, [
-      { path: [], message: `expected one YAML document, found ${docs.length}` },
+      { path: [], message: `expected one YAML document, found ${docs.length}`, ...at },
     ])
   }
   return docs[0] as YamlSource
