@@ -59,6 +59,14 @@ describe('YAML loader', () => {
     expect(value.z).to.deep.equal([{ a: 1 }])
   })
 
+  it('lists the first 50 problems in its message and keeps them all', () => {
+    const text = Array.from({ length: 120 }, (_, i) => `k: ${i}`).join('\n')
+    const err = catchError(() => parseYamlDocuments(text, 'f.yaml')) as YamlProblemsError
+    expect(err.problems).to.have.length(119)
+    expect(err.message.split('\n')).to.have.length(1 + 50 + 1)
+    expect(err.message).to.match(/f\.yaml:51:1: k: duplicate key\n {2}… and 69 more$/)
+  })
+
   it('locates problems deep in a large document', () => {
     const lines = Array.from({ length: 20_000 }, (_, i) => `key${i}: {v: ${i}}`)
     const [doc] = parseYamlDocuments(lines.join('\n'), 'f.yaml')

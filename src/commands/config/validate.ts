@@ -1,5 +1,6 @@
 import { BaseCommand, CliErrorWithData } from '../../base-command.js'
 import { formatFinding, validateWorkspace, type WorkspaceValidation } from '../../lib/config/index.js'
+import { listLines } from '../../lib/yaml/index.js'
 
 export default class ConfigValidate extends BaseCommand {
   static override description =
@@ -12,7 +13,7 @@ export default class ConfigValidate extends BaseCommand {
     if (!result.valid) {
       const lines = result.files.flatMap((f) => f.problems).map(formatFinding)
       throw new CliErrorWithData(
-        `the workspace is not valid (${lines.length} problem${lines.length === 1 ? '' : 's'}):\n${lines.map((l) => '  ' + l).join('\n')}`,
+        `the workspace is not valid (${lines.length} problem${lines.length === 1 ? '' : 's'}):\n${listLines(lines)}`,
         { ...result },
       )
     }

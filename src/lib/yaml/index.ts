@@ -34,18 +34,28 @@ export interface YamlSource {
   locate(path: KeyPath): { line: number; column: number } | undefined
 }
 
-/** Raised for any YAML syntax or validation problem; lists all problems, each with its place. */
+/** Problems a message lists; `problems` keeps them all (a file of unknown keys has thousands). */
+export const MAX_LISTED_PROBLEMS = 50
+
+/** Raised for any YAML syntax or validation problem, with every problem and its place. */
 export class YamlProblemsError extends CliError {
   constructor(
     readonly file: string,
     readonly problems: readonly Located[],
   ) {
     super(
-      `${file} is not valid:\n${problems.map((p) => '  ' + formatProblem(file, p)).join('\n')}`,
+      `${file} is not valid:\n${listLines(problems.map((p) => formatProblem(file, p)))}`,
       ExitCode.Failure,
     )
     this.name = 'YamlProblemsError'
   }
+}
+
+/** Indented lines, at most MAX_LISTED_PROBLEMS of them, then how many more there are. */
+export function listLines(lines: readonly string[]): string {
+  const shown = lines.slice(0, MAX_LISTED_PROBLEMS).map((l) => '  ' + l)
+  if (lines.length > shown.length) shown.push(`  … and ${lines.length - shown.length} more`)
+  return shown.join('\n')
 }
 
 export function formatPath(path: KeyPath): string {
