@@ -9,6 +9,7 @@
 import { defaultConfig } from '../../src/lib/config/index.js'
 import { parseYamlDocuments, stringifyYaml, YamlProblemsError } from '../../src/lib/yaml/index.js'
 import { expect } from '../support/chai.js'
+import { parseAllDocuments } from 'yaml'
 
 const SEED = Number(process.env.FUZZ_SEED ?? 20251123)
 const CASES = Number(process.env.FUZZ_CASES ?? 800)
@@ -113,6 +114,13 @@ describe('YAML loader fuzz', () => {
       try {
         const docs = parseYamlDocuments(input, 'fuzz.yaml')
         for (const doc of docs) JSON.stringify(doc.value) // no cycles reach the caller
+        // the same values as the yaml package's own conversion, wherever that one succeeds
+        const reference = referenceValues(input)
+        if (reference)
+          expect(
+            docs.map((d) => d.value),
+            `case ${i}`,
+          ).to.deep.equal(reference)
         outcomes.values++
       } catch (err) {
         if (!(err instanceof YamlProblemsError)) {
@@ -130,3 +138,14 @@ describe('YAML loader fuzz', () => {
     expect(outcomes.problems).to.be.greaterThan(0)
   })
 })
+
+/** The yaml package's toJS of every non-empty document; undefined when it throws. */
+function referenceValues(input: string): unknown[] | undefined {
+  try {
+    const docs = parseAllDocuments(input)
+    if (!Array.isArray(docs)) return []
+    return docs.filter((d) => d.contents !== null).map((d) => d.toJS({ maxAliasCount: -1 }) as unknown)
+  } catch {
+    return undefined
+  }
+}
