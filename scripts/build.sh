@@ -11,4 +11,5 @@ old=$(mktemp -d .old-dist-XXXXXX)
 [ -d dist ] && mv dist "$old/dist"
 mv "$tmp" dist
 rm -rf "$old"
-npx oclif manifest >/dev/null
+# oclif (the dev tool) checks npm for a newer version of itself and warns on stderr: not our news.
+OCLIF_SKIP_NEW_VERSION_CHECK=true npx oclif manifest >/dev/null

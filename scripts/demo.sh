@@ -55,6 +55,7 @@ kubernetesComponents:
     installPath: /run/state/bin/kubeadm
     extract: false
 YAML
+# It warns about the all-zero measurements: right for real machines, and what swtpm reports here.
 cli config validate -C "$work/ws"
 
 step "Node config and constellation bootstrap run (JSON logs in $work/bootstrapper.log)"

@@ -1,4 +1,4 @@
-import { readFile, writeFile, stat } from 'node:fs/promises'
+import { readdir, readFile, writeFile, stat } from 'node:fs/promises'
 import path from 'node:path'
 import { Config } from '@oclif/core'
 import { expect } from '../support/chai.js'
@@ -49,6 +49,51 @@ describe('constellation CLI (built, as a child process)', () => {
     expect(bad.stderr).to.contain('supported versions are v1.30.14, v1.31.13, v1.32.9')
   })
 
+  for (const [flag, value, want] of [
+    ['--endpoint', 'a b', '--endpoint "a b" is not a host or host:port'],
+    ['--endpoint', '10.0.0.1:99999', '--endpoint "10.0.0.1:99999" is not a host or host:port'],
+    ['--name', 'Not_A_Name', '--name "Not_A_Name" is not a cluster name'],
+  ] as const) {
+    it(`config generate ${flag} ${JSON.stringify(value)} is a usage error (exit 2) and writes nothing`, async () => {
+      const res = await runCli(['config', 'generate', 'qemu', '-C', ws.dir, flag, value])
+      expect(res.code, res.stderr).to.equal(2)
+      expect(res.stderr).to.contain(want)
+      expect(await readdir(ws.dir)).to.deep.equal([])
+    })
+  }
+
+  it('-h is --help everywhere, and `version --json` names the supported Kubernetes versions', async () => {
+    for (const argv of [['-h'], ['config', 'validate', '-h'], ['init', '-h'], ['upgrade', 'execute', '-h']]) {
+      const res = await runCli(argv)
+      expect(res.code, `${argv.join(' ')}: ${res.stderr}`).to.equal(0)
+      expect(res.stdout, argv.join(' ')).to.contain('USAGE')
+    }
+    const res = await runCli(['version', '--json'])
+    expect(res.code, res.stderr).to.equal(0)
+    const info = JSON.parse(res.stdout) as Record<string, unknown>
+    expect(info).to.include({
+      version: '0.1.0',
+      node: process.version,
+      platform: `${process.platform}-${process.arch}`,
+    })
+    expect(info.kubernetesVersions).to.deep.equal(['v1.30.14', 'v1.31.13', 'v1.32.9'])
+  })
+
+  for (const [typed, want] of [
+    ['upgrade apply', 'Did you mean `constellation upgrade execute --helm`? It replaces the original'],
+    ['apply', 'Did you mean `constellation init`?'],
+    ['config fetch-measurements', 'Did you mean `constellation config measurements`?'],
+    ['confg validate', 'Did you mean `constellation config validate`?'],
+    ['bootstrap-dta', 'Did you mean `constellation bootstrap-data`?'],
+    ['xyzzy', 'Run `constellation --help` for the list of commands.'],
+  ] as const) {
+    it(`an unknown command (${typed}) is a usage error with a suggestion`, async () => {
+      const res = await runCli(typed.split(' '))
+      expect(res.code, res.stderr).to.equal(2)
+      expect(res.stderr.replace(/\s*›\s*/g, ' ')).to.contain(want)
+    })
+  }
+
   it('config validate passes on a generated workspace', async () => {
     await runCli(['config', 'generate', 'qemu', '-C', ws.dir])
     const res = await runCli(['config', 'validate', '-C', ws.dir])
@@ -72,6 +117,77 @@ describe('constellation CLI (built, as a child process)', () => {
     expect(res.stderr).to.contain(
       `${file}:5:1: kubernetesVersion: Kubernetes version "v1.99.0" is not supported; supported versions are v1.30.14, v1.31.13, v1.32.9`,
     )
+  })
+
+  it('config validate warns (exit 0) while measurements are the all-zero placeholders', async () => {
+    await runCli(['config', 'generate', 'qemu', '-C', ws.dir])
+    const file = path.join(ws.dir, 'constellation-conf.yaml')
+    const res = await runCli(['config', 'validate', '-C', ws.dir])
+    expect(res.code, res.stderr).to.equal(0)
+    expect(res.stderr).to.match(
+      new RegExp(
+        `Warning: ${file}:\\d+:\\d+: attestation\\.qemuVTPM\\.measurements: are still the all-zero placeholders`,
+      ),
+    )
+    const json = await runCli(['config', 'validate', '-C', ws.dir, '--json'])
+    const body = JSON.parse(json.stdout) as { files: Array<{ warnings: Array<{ path: string }> }> }
+    expect(body.files[0]?.warnings.map((w) => w.path)).to.deep.equal(['attestation.qemuVTPM.measurements'])
+
+    // real values everywhere but PCR 15, which stays zero on purpose
+    const filled = (await readFile(file, 'utf8')).replace(
+      /expected: "0{64}"/g,
+      `expected: "${'ab'.repeat(32)}"`,
+    )
+    await writeFile(file, filled.replace(/("15":\n\s+expected: )"(ab)+"/, `$1"${'00'.repeat(32)}"`))
+    const real = await runCli(['config', 'validate', '-C', ws.dir])
+    expect(real.code, real.stderr).to.equal(0)
+    expect(real.stderr).to.not.contain('Warning')
+  })
+
+  it('config validate requires a component hash and a clean absolute installPath', async () => {
+    await runCli(['config', 'generate', 'qemu', '-C', ws.dir])
+    const file = path.join(ws.dir, 'constellation-conf.yaml')
+    const components = [
+      'kubernetesComponents:',
+      '  - url: https://mirror.example/kubeadm',
+      '    hash: ""',
+      '    installPath: /run/state/bin/kubeadm',
+      '  - url: https://mirror.example/kubelet',
+      '    installPath: /run/state/../../etc/kubelet',
+      `  - url: https://mirror.example/ok`,
+      `    hash: sha256:${'a'.repeat(64)}`,
+      '    installPath: /run/state/bin/ok',
+    ]
+    await writeFile(file, (await readFile(file, 'utf8')) + components.join('\n') + '\n')
+    const lineOf = (needle: string) => components.findIndex((l) => l.includes(needle))
+    const base = (await readFile(file, 'utf8')).split('\n').length - components.length - 1
+    const res = await runCli(['config', 'validate', '-C', ws.dir, '--json'])
+    expect(res.code).to.equal(1)
+    const body = JSON.parse(res.stdout) as { files: Array<{ problems: Array<Record<string, unknown>> }> }
+    expect(body.files[0]?.problems).to.deep.equal([
+      {
+        file,
+        line: base + lineOf('hash: ""') + 1,
+        col: 5,
+        path: 'kubernetesComponents[0].hash',
+        message: 'is required: sha256:<64 hex digits>',
+      },
+      {
+        file,
+        line: base + lineOf('/kubelet') + 1,
+        col: 5,
+        path: 'kubernetesComponents[1].hash',
+        message: 'is required: sha256:<64 hex digits>',
+      },
+      {
+        file,
+        line: base + lineOf('installPath: /run/state/..') + 1,
+        col: 5,
+        path: 'kubernetesComponents[1].installPath',
+        message:
+          '"/run/state/../../etc/kubelet" must be an absolute, normalized path without ".." (e.g. /run/state/bin/kubeadm)',
+      },
+    ])
   })
 
   it('config validate --json reports the problems as JSON', async () => {

@@ -1,6 +1,6 @@
-import { BaseCommand } from '../../base-command.js'
-import { validateWorkspace, type WorkspaceValidation } from '../../lib/config/index.js'
-import { CliError } from '../../lib/errors/index.js'
+import { BaseCommand, CliErrorWithData } from '../../base-command.js'
+import { formatFinding, validateWorkspace, type WorkspaceValidation } from '../../lib/config/index.js'
+import { listLines } from '../../lib/yaml/index.js'
 
 export default class ConfigValidate extends BaseCommand {
   static override description =
@@ -11,11 +11,13 @@ export default class ConfigValidate extends BaseCommand {
     const { flags } = await this.parse(ConfigValidate)
     const result = await validateWorkspace(flags.workspace)
     if (!result.valid) {
-      const lines = result.files.flatMap((f) => f.problems)
-      throw new CliError(
-        `the workspace is not valid (${lines.length} problem${lines.length === 1 ? '' : 's'}):\n${lines.map((l) => '  ' + l).join('\n')}`,
+      const lines = result.files.flatMap((f) => f.problems).map(formatFinding)
+      throw new CliErrorWithData(
+        `the workspace is not valid (${lines.length} problem${lines.length === 1 ? '' : 's'}):\n${listLines(lines)}`,
+        { ...result },
       )
     }
+    for (const w of result.files.flatMap((f) => f.warnings)) this.logToStderr(`Warning: ${formatFinding(w)}`)
     for (const f of result.files) this.log(`${f.file}: valid`)
     return result
   }

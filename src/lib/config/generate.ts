@@ -2,11 +2,12 @@
 import { randomBytes as nodeRandomBytes } from 'node:crypto'
 import { access, rm } from 'node:fs/promises'
 import { stringifyYaml } from '../yaml/index.js'
-import { CliError } from '../errors/index.js'
+import { CliError, UsageError } from '../errors/index.js'
 import { writeFileExclusive } from '../system/index.js'
 import { workspacePaths } from '../paths.js'
 import { resolveKubernetesVersion } from '../versions/index.js'
 import { generateInitSecret } from '../kms/init-secret.js'
+import { isHostPort } from './load.js'
 import {
   ATTESTATION_CONFIG_KEYS,
   CONFIG_VERSION,
@@ -78,6 +79,7 @@ export async function generateWorkspace(
   opts: GenerateOptions,
   randomBytes: (n: number) => Buffer = nodeRandomBytes,
 ): Promise<GenerateResult> {
+  checkGenerateOptions(opts)
   const paths = workspacePaths(opts.workspace)
   for (const file of [paths.config, paths.state]) {
     if (await exists(file)) {
@@ -98,6 +100,24 @@ export async function generateWorkspace(
     throw err
   }
   return { config: paths.config, state: paths.state, kubernetesVersion: config.kubernetesVersion }
+}
+
+const CLUSTER_NAME = /^[a-z0-9]([-a-z0-9]{0,35}[a-z0-9])?$/
+
+/** Flags become file content: refuse what `config validate` would refuse, before writing. */
+function checkGenerateOptions(opts: GenerateOptions): void {
+  if (!isHostPort(opts.endpoint)) {
+    throw new UsageError(
+      `--endpoint ${JSON.stringify(opts.endpoint)} is not a host or host:port (port 1-65535)`,
+      'e.g. --endpoint 192.0.2.10 or --endpoint 192.0.2.10:9000',
+    )
+  }
+  if (!CLUSTER_NAME.test(opts.name)) {
+    throw new UsageError(
+      `--name ${JSON.stringify(opts.name)} is not a cluster name`,
+      'use lower-case letters, digits and dashes, at most 37 characters',
+    )
+  }
 }
 
 const configHeader = `# Constellation cluster configuration. Schema: \`constellation config schema\`.

@@ -1,15 +1,17 @@
 /** Loading and checking the workspace config and state: strict keys, positions in every error. */
-import { readFile } from 'node:fs/promises'
 import { isIP } from 'node:net'
+import path from 'node:path'
 import { validateConfig, validateState } from '../../gen/schemas.js'
-import { CliError, isErrnoException } from '../errors/index.js'
 import { INIT_SECRET_LENGTH, MIN_INIT_SECRET_BYTES } from '../kms/init-secret.js'
 import { isSupportedVersion, resolveKubernetesVersion, supportedVersions } from '../versions/index.js'
-import { parseYaml, throwIfProblems, type Problem, type YamlSource } from '../yaml/index.js'
+import { parseYaml, readYamlFile, throwIfProblems, type Problem, type YamlSource } from '../yaml/index.js'
 import { checkSchema } from '../yaml/schema.js'
 import type { ClusterConfig, ClusterState } from './types.js'
 
 const WORKSPACE_HINT = 'run `constellation config generate qemu` first, or pass -C <workspace>'
+
+/** The largest config, state or node config file read; generated ones are a few KB. */
+export const MAX_CONFIG_FILE_BYTES = 1024 * 1024
 
 /** Reads a config file; `missingHint` says what to do when it is absent. */
 export async function readConfigFile(
@@ -17,12 +19,7 @@ export async function readConfigFile(
   what: string,
   missingHint = WORKSPACE_HINT,
 ): Promise<string> {
-  try {
-    return await readFile(file, 'utf8')
-  } catch (err) {
-    if (isErrnoException(err, 'ENOENT')) throw new CliError(`${what} ${file} does not exist`, 1, missingHint)
-    throw new CliError(`reading ${what} ${file}`, 1, undefined, { cause: err })
-  }
+  return readYamlFile(file, { what, missingHint, maxBytes: MAX_CONFIG_FILE_BYTES })
 }
 
 export async function loadConfig(file: string): Promise<ClusterConfig> {
@@ -34,7 +31,11 @@ export async function loadState(file: string): Promise<ClusterState> {
 }
 
 export function parseConfig(text: string, file: string): ClusterConfig {
-  const source = parseYaml(text, file)
+  return checkConfig(parseYaml(text, file))
+}
+
+/** Schema and semantic checks of a parsed config; throws every problem, located. */
+export function checkConfig(source: YamlSource): ClusterConfig {
   const problems = checkSchema(validateConfig, source.value)
   problems.push(...checkConfigSemantics(source.value))
   throwIfProblems(source, problems)
@@ -75,7 +76,59 @@ function checkConfigSemantics(value: unknown): Problem[] {
       message: `${JSON.stringify(value.serviceCIDR)} is not a CIDR like 10.96.0.0/12`,
     })
   }
+  problems.push(...componentProblems(value.kubernetesComponents))
   return problems
+}
+
+// The node installs what the config lists: without a hash it would install unverified bytes,
+// and a path that is relative or climbs out with `..` must fail here, not after the node lock.
+function componentProblems(components: unknown): Problem[] {
+  if (!Array.isArray(components)) return []
+  const problems: Problem[] = []
+  components.forEach((component: unknown, i) => {
+    if (!isRecord(component)) return
+    const { hash, installPath } = component
+    if (hash === undefined || hash === '') {
+      problems.push({
+        path: ['kubernetesComponents', i, 'hash'],
+        message: 'is required: sha256:<64 hex digits>',
+      })
+    }
+    if (typeof installPath === 'string' && !isCleanAbsolutePath(installPath)) {
+      problems.push({
+        path: ['kubernetesComponents', i, 'installPath'],
+        message: `${JSON.stringify(installPath)} must be an absolute, normalized path without ".." (e.g. /run/state/bin/kubeadm)`,
+      })
+    }
+  })
+  return problems
+}
+
+function isCleanAbsolutePath(p: string): boolean {
+  return (
+    p.startsWith('/') &&
+    p.length > 1 &&
+    !p.endsWith('/') &&
+    path.posix.normalize(p) === p &&
+    !p.split('/').includes('..')
+  )
+}
+
+/** Warnings (not errors): a config that loads but would not yet protect anything. */
+export function configWarnings(config: ClusterConfig): Problem[] {
+  const warnings: Problem[] = []
+  for (const [key, entry] of Object.entries(config.attestation)) {
+    // PCR 15 is zero on purpose (a never-bootstrapped node); the others are zero only as placeholders
+    const measured = Object.entries(entry?.measurements ?? {}).filter(([pcr]) => pcr !== '15')
+    if (measured.length > 0 && measured.every(([, m]) => /^0+$/.test(m.expected))) {
+      warnings.push({
+        path: ['attestation', key, 'measurements'],
+        message:
+          "are still the all-zero placeholders: no real node will pass attestation; put your node image's values here (`constellation config measurements` reads them from a node you trust)",
+      })
+    }
+  }
+  return warnings
 }
 
 function checkStateSemantics(value: unknown): Problem[] {

@@ -1,5 +1,8 @@
-/** File writes with the project's rules: secrets 0600, create-exclusive where nothing may be clobbered. */
-import { constants } from 'node:fs'
+/**
+ * File I/O with the project's rules: secrets 0600, create-exclusive where nothing may be clobbered,
+ * and reads that are bounded and refuse anything but a regular file.
+ */
+import { constants, type Stats } from 'node:fs'
 import { mkdir, open, rename, writeFile, rm } from 'node:fs/promises'
 import path from 'node:path'
 import { CliError, isErrnoException } from '../errors/index.js'
@@ -41,4 +44,71 @@ export async function writeFileAtomic(file: string, data: string | Uint8Array, m
     await rm(tmp, { force: true })
     throw err
   }
+}
+
+export interface BoundedReadOptions {
+  /** Larger files are refused before they are read. */
+  maxBytes: number
+  /** What the file is, for messages: "config", "node config", "input". */
+  what: string
+  /** What to do when the file does not exist. */
+  missingHint?: string
+}
+
+const READ_CHUNK_BYTES = 64 * 1024
+
+/**
+ * Reads a whole regular file of at most `maxBytes`. A FIFO, device or directory is refused instead
+ * of waited on (O_NONBLOCK keeps open() from blocking on a FIFO without a writer; fstat then says
+ * what it is), and the size is checked while reading too, since a file can grow after fstat.
+ */
+export async function readRegularFile(file: string, opts: BoundedReadOptions): Promise<Buffer> {
+  let handle
+  try {
+    handle = await open(file, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY)
+  } catch (err) {
+    if (isErrnoException(err, 'ENOENT'))
+      throw new CliError(`${opts.what} ${file} does not exist`, 1, opts.missingHint)
+    throw new CliError(`reading ${opts.what} ${file}`, 1, undefined, { cause: err })
+  }
+  try {
+    const stats = await handle.stat()
+    if (!stats.isFile()) {
+      throw new CliError(
+        `${opts.what} ${file} is not a regular file (it is ${fileKind(stats)})`,
+        1,
+        'pass the path of a regular file',
+      )
+    }
+    if (stats.size > opts.maxBytes) throw tooLarge(file, stats.size, opts)
+    const chunks: Buffer[] = []
+    let total = 0
+    for (;;) {
+      const chunk = Buffer.alloc(READ_CHUNK_BYTES)
+      const { bytesRead } = await handle.read(chunk, 0, chunk.length, null)
+      if (bytesRead === 0) break
+      total += bytesRead
+      if (total > opts.maxBytes) throw tooLarge(file, total, opts)
+      chunks.push(chunk.subarray(0, bytesRead))
+    }
+    return Buffer.concat(chunks, total)
+  } finally {
+    await handle.close()
+  }
+}
+
+function tooLarge(file: string, size: number, opts: BoundedReadOptions): CliError {
+  return new CliError(
+    `${opts.what} ${file} is too large: ${size} bytes, the limit is ${opts.maxBytes} bytes`,
+    1,
+    'check that this is the right file',
+  )
+}
+
+function fileKind(stats: Stats): string {
+  if (stats.isDirectory()) return 'a directory'
+  if (stats.isFIFO()) return 'a FIFO'
+  if (stats.isCharacterDevice() || stats.isBlockDevice()) return 'a device'
+  if (stats.isSocket()) return 'a socket'
+  return 'not a file'
 }

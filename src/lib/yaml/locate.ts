@@ -1,0 +1,40 @@
+/** Key path to source offset, with each map's keys indexed once (a scan per lookup was quadratic). */
+import { isMap, isSeq, type Document, type Node, type Pair, type YAMLMap } from 'yaml'
+import type { KeyPath } from './index.js'
+import { keyOf } from './to-value.js'
+
+/** Returns a function giving the offset of the value at a path, or of its closest existing parent. */
+export function createOffsetLocator(doc: Document): (path: KeyPath) => number | undefined {
+  const indexes = new WeakMap<YAMLMap, Map<string, Pair>>()
+  const pairsOf = (map: YAMLMap) => {
+    let index = indexes.get(map)
+    if (!index) {
+      index = new Map()
+      for (const pair of map.items) {
+        const key = keyOf(pair.key as Node | null)
+        if (key !== undefined && !index.has(key)) index.set(key, pair)
+      }
+      indexes.set(map, index)
+    }
+    return index
+  }
+  return (path) => {
+    let node: Node | null | undefined = doc.contents as Node | null
+    let best = node?.range?.[0]
+    for (const [i, part] of path.entries()) {
+      if (isMap(node)) {
+        const pair = pairsOf(node).get(String(part))
+        if (!pair) break
+        best = (pair.key as Node | null)?.range?.[0] ?? best
+        node = pair.value as Node | null
+        // a problem with a key is shown at the key; one inside its value, at the value
+        if (node?.range && i < path.length - 1) best = node.range[0]
+      } else if (isSeq(node) && typeof part === 'number') {
+        node = node.items[part] as Node | undefined
+        if (!node) break
+        best = node.range?.[0] ?? best
+      } else break
+    }
+    return best
+  }
+}

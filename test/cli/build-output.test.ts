@@ -1,0 +1,42 @@
+/**
+ * `npm run build` (and so the demo) prints no "oclif update available" warning: the oclif dev tool
+ * checks npm for a newer version of itself and says so on stderr. The build runs in a copy of the
+ * sources, so the checkout's dist/ and manifest are never touched; a planted version cache makes
+ * the tool believe a newer version exists, with no network involved.
+ */
+import { spawn } from 'node:child_process'
+import { cp, mkdir, symlink, writeFile } from 'node:fs/promises'
+import path from 'node:path'
+import { expect } from '../support/chai.js'
+import { REPO_ROOT, makeTempDir } from '../support/cli.js'
+
+describe('build output', () => {
+  let tmp: { dir: string; cleanup: () => Promise<void> }
+  before(async () => (tmp = await makeTempDir()))
+  after(async () => tmp.cleanup())
+
+  it('has no oclif update warning even when a newer oclif is known', async function () {
+    this.timeout(120_000)
+    const repo = path.join(tmp.dir, 'repo')
+    for (const entry of ['package.json', 'tsconfig.json', 'scripts', 'src', 'bin'])
+      await cp(path.join(REPO_ROOT, entry), path.join(repo, entry), { recursive: true })
+    await symlink(path.join(REPO_ROOT, 'node_modules'), path.join(repo, 'node_modules'))
+    const cache = path.join(tmp.dir, 'cache')
+    await mkdir(path.join(cache, 'oclif'), { recursive: true })
+    await writeFile(path.join(cache, 'oclif', 'version'), JSON.stringify({ latest: '99.0.0' }))
+
+    const res = await new Promise<{ code: number | null; stderr: string }>((resolve, reject) => {
+      const child = spawn('bash', ['scripts/build.sh'], {
+        cwd: repo,
+        env: { ...process.env, XDG_CACHE_HOME: cache },
+        stdio: ['ignore', 'ignore', 'pipe'],
+      })
+      let stderr = ''
+      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
+      child.on('error', reject)
+      child.on('close', (code) => resolve({ code, stderr }))
+    })
+    expect(res.code, res.stderr).to.equal(0)
+    expect(res.stderr).to.not.match(/update available/i)
+  })
+})
