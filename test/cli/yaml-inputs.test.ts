@@ -1,6 +1,6 @@
 /** Hostile YAML inputs through every command that reads one: a located error, exit 1, never 70. */
 import { execFileSync } from 'node:child_process'
-import { rm, writeFile } from 'node:fs/promises'
+import { appendFile, rm, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { expect } from '../support/chai.js'
 import { makeTempDir, runCli } from '../support/cli.js'
@@ -76,5 +76,20 @@ describe('hostile YAML through the CLI', () => {
     const res = await runCli(['config', 'validate', '-C', ws.dir])
     expect(res.code).to.equal(1)
     expect(res.stderr).to.contain(`is too large: 1048577 bytes, the limit is 1048576 bytes`)
+  })
+  it('a FIFO as bootstrap-data input or as a values file is refused, not waited on', async () => {
+    const fifo = path.join(ws.dir, 'fifo')
+    execFileSync('mkfifo', [fifo])
+    const input = await runCli(['bootstrap-data', 'generate', '-f', fifo, '-o', path.join(ws.dir, 'out')])
+    expect(input.code).to.equal(1)
+    expect(input.stderr).to.contain(`input ${fifo} is not a regular file (it is a FIFO)`)
+    const missing = await runCli(['bootstrap-data', 'generate', '-f', path.join(ws.dir, 'nope.yaml')])
+    expect(missing.code, 'a missing -f file is a usage error').to.equal(2)
+
+    const chart = `{ name: x, chart: x, version: 1.0.0, namespace: x, valuesFile: ${fifo} }`
+    await appendFile(config, `upgrade:\n  charts:\n    - ${chart}\n`)
+    const values = await runCli(['upgrade', 'check', '-C', ws.dir, '--kubeconfig', config])
+    expect(values.code, values.stderr).to.equal(1)
+    expect(values.stderr).to.contain(`values file ${fifo} is not a regular file (it is a FIFO)`)
   })
 })

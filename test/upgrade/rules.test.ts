@@ -109,10 +109,19 @@ describe('helm list parsing', () => {
 })
 
 describe('--helm-timeout', () => {
-  for (const ok of ['10m', '90s', '1h30m', '1h'])
-    it(`accepts ${ok}`, () => expect(parseHelmTimeout(ok)).to.equal(ok))
+  // Helm gets Go's own form: it rejects `d`, which the CLI's one duration grammar adds.
+  for (const [given, forHelm] of [
+    ['10m', '10m0s'],
+    ['90s', '1m30s'],
+    ['1h30m', '1h30m0s'],
+    ['1.5h', '1h30m0s'],
+    ['1d', '24h0m0s'],
+  ] as const)
+    it(`accepts ${given} and hands Helm ${forHelm}`, () => expect(parseHelmTimeout(given)).to.equal(forHelm))
   for (const bad of ['', '10', 'ten minutes', '0s', '5 m', '-1m']) {
     it(`refuses ${JSON.stringify(bad)} naming the flag`, () =>
       expect(() => parseHelmTimeout(bad)).to.throw(/--helm-timeout .* is not a duration/))
   }
+  it('refuses a timeout no timer can hold (usage error, not a bug)', () =>
+    expect(() => parseHelmTimeout('600d')).to.throw(/--helm-timeout .* is too long/))
 })

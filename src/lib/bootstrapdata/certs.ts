@@ -10,10 +10,11 @@ import {
   generateKeyPairSync,
   randomBytes,
 } from 'node:crypto'
-import { readFile } from 'node:fs/promises'
+import { lstat } from 'node:fs/promises'
 import path from 'node:path'
 import forge from 'node-forge'
 import { CliError, isErrnoException } from '../errors/index.js'
+import { readRegularFile } from '../system/index.js'
 import type { StagedFile } from './staged-writes.js'
 import type { CertificateAuthorities, KeyPair, NodeFile } from './types.js'
 
@@ -178,11 +179,16 @@ function checkPair(name: PairName, pair: KeyPair, certFile: string, keyFile: str
 const mismatch = (certFile: string, keyFile: string) =>
   new CliError(`${keyFile} does not belong to ${certFile}`, 1, 'put the matching key beside the certificate')
 
+/** A PEM certificate or key is a few KiB; anything far larger is not one. */
+const MAX_PEM_FILE_BYTES = 1024 * 1024
+
 async function readOptional(file: string): Promise<string | undefined> {
   try {
-    return await readFile(file, 'utf8')
+    await lstat(file)
   } catch (err) {
     if (isErrnoException(err, 'ENOENT')) return undefined
     throw new CliError(`reading ${file}`, 1, undefined, { cause: err })
   }
+  const data = await readRegularFile(file, { what: 'CA file', maxBytes: MAX_PEM_FILE_BYTES })
+  return data.toString('utf8')
 }

@@ -1,12 +1,7 @@
-/** Reading the input file, with clear errors. */
-import { readFile } from 'node:fs/promises'
-import { CliError, isErrnoException } from '../errors/index.js'
+/** Reading the input file, with clear errors: bounded, and only a regular file. */
+import { ExitCode } from '../errors/index.js'
+import { readYamlFile } from '../yaml/index.js'
 
-export async function readInputFile(file: string): Promise<string> {
-  try {
-    return await readFile(file, 'utf8')
-  } catch (err) {
-    if (isErrnoException(err, 'ENOENT')) throw new CliError(`input ${file} does not exist`, 2)
-    throw new CliError(`reading input ${file}`, 1, undefined, { cause: err })
-  }
+export function readInputFile(file: string): Promise<string> {
+  return readYamlFile(file, { what: 'input', missingExitCode: ExitCode.Usage })
 }

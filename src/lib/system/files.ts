@@ -53,6 +53,8 @@ export interface BoundedReadOptions {
   what: string
   /** What to do when the file does not exist. */
   missingHint?: string
+  /** Exit code for a missing file: 1, or 2 where the path came straight from a flag. */
+  missingExitCode?: number
 }
 
 const READ_CHUNK_BYTES = 64 * 1024
@@ -68,7 +70,7 @@ export async function readRegularFile(file: string, opts: BoundedReadOptions): P
     handle = await open(file, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY)
   } catch (err) {
     if (isErrnoException(err, 'ENOENT'))
-      throw new CliError(`${opts.what} ${file} does not exist`, 1, opts.missingHint)
+      throw new CliError(`${opts.what} ${file} does not exist`, opts.missingExitCode ?? 1, opts.missingHint)
     throw new CliError(`reading ${opts.what} ${file}`, 1, undefined, { cause: err })
   }
   try {

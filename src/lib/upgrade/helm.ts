@@ -10,6 +10,7 @@ import { helmArgs, VERSION_ARGS, type ChartSource, type HelmArgs, type HelmMajor
 import { printable } from './printable.js'
 import { compareSemver, parseSemver } from './rules.js'
 import { helmTimeoutMs } from './timeout.js'
+import { MAX_DURATION_MS } from '../system/index.js'
 
 /** Helm 3.8 is the oldest with OCI registries on by default; 4 is the newest major we know. */
 const MIN_HELM_3 = '3.8.0'
@@ -210,7 +211,8 @@ export class Helm {
 
   /** Helm waits up to `timeout` per wait itself; the margin lets it report before we kill it. */
   private boundFor(timeout: string, waits: number): number {
-    return waits * helmTimeoutMs(timeout) + this.bounds.marginMs
+    // capped where a timer still fires late rather than at once
+    return Math.min(waits * helmTimeoutMs(timeout) + this.bounds.marginMs, MAX_DURATION_MS)
   }
 }
 

@@ -2,11 +2,10 @@
  * The Helm releases the cluster runs, pinned per Kubernetes version in apply order, and how the
  * workspace config (`upgrade.charts`) overrides (mirrors, local charts) or extends them.
  */
-import { readFile } from 'node:fs/promises'
 import path from 'node:path'
 import type { ChartConfig, ClusterConfig, ClusterState } from '../config/index.js'
-import { CliError, isErrnoException } from '../errors/index.js'
-import { parseYaml } from '../yaml/index.js'
+import { CliError, exitCodeOf, hintOf, messageOf } from '../errors/index.js'
+import { parseYaml, readYamlFile } from '../yaml/index.js'
 import { parseSemver } from './rules.js'
 
 export type Values = Record<string, unknown>
@@ -177,13 +176,9 @@ async function applyOverride(
 }
 
 async function readValuesFile(file: string, where: string): Promise<Values> {
-  let text: string
-  try {
-    text = await readFile(file, 'utf8')
-  } catch (err) {
-    const why = isErrnoException(err, 'ENOENT') ? 'does not exist' : 'cannot be read'
-    throw new CliError(`${where}: values file ${file} ${why}`, 1, undefined, { cause: err })
-  }
+  const text = await readYamlFile(file, { what: 'values file' }).catch((err: unknown) => {
+    throw new CliError(`${where}: ${messageOf(err)}`, exitCodeOf(err), hintOf(err))
+  })
   const { value } = parseYaml(text, file)
   if (value === null || value === undefined) return {}
   if (!isValues(value)) throw new CliError(`${where}: ${file} must hold a YAML mapping of chart values`)

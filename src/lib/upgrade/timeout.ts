@@ -1,29 +1,17 @@
-/** `--helm-timeout`: a Go duration as Helm takes it (10m, 90s, 1h30m), checked before anything runs. */
-import { UsageError } from '../errors/index.js'
+/**
+ * `--helm-timeout`: the CLI's one duration grammar (lib/system parseDuration), checked before
+ * anything runs, and handed to Helm in Go's own form (Helm rejects `d` and other extensions).
+ */
+import { formatDuration, parseDuration } from '../system/index.js'
 
-const GO_DURATION = /^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$/
+const FLAG = '--helm-timeout'
 
-/** Milliseconds of a duration in that grammar; undefined when it is not one or not positive. */
-function durationMs(text: string): number | undefined {
-  const m = GO_DURATION.exec(text.trim())
-  const ms = m ? (Number(m[1] ?? 0) * 3600 + Number(m[2] ?? 0) * 60 + Number(m[3] ?? 0)) * 1000 : 0
-  return ms > 0 ? ms : undefined
-}
-
-/** Returns the duration unchanged when valid and positive; Helm parses it again itself. */
+/** The timeout as Helm's `--timeout` takes it: `10m` → `10m0s`, `1d` → `24h0m0s`. */
 export function parseHelmTimeout(text: string): string {
-  if (durationMs(text) === undefined) {
-    throw new UsageError(
-      `--helm-timeout ${JSON.stringify(text)} is not a duration like 10m, 90s or 1h30m`,
-      'give hours (h), minutes (m) and seconds (s), greater than zero',
-    )
-  }
-  return text.trim()
+  return formatDuration(parseDuration(text, FLAG))
 }
 
-/** Milliseconds of a timeout that parseHelmTimeout accepted. */
+/** Milliseconds of a timeout (as given, or as parseHelmTimeout returned it). */
 export function helmTimeoutMs(text: string): number {
-  const ms = durationMs(text)
-  if (ms === undefined) throw new Error(`helm timeout ${JSON.stringify(text)} was not checked`)
-  return ms
+  return parseDuration(text, FLAG)
 }

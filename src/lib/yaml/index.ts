@@ -76,6 +76,7 @@ export interface ReadYamlOptions {
   /** What the file is, for messages ("config", "values file"). */
   what: string
   missingHint?: string
+  missingExitCode?: number
   maxBytes?: number
 }
 
