@@ -41,6 +41,9 @@ describe('constellation CLI (built, as a child process)', () => {
   it('config generate -k resolves the minor, and refuses an unsupported one with the list (exit 2)', async () => {
     const ok = await runCli(['config', 'generate', 'qemu', '-C', ws.dir, '-k', '1.30'])
     expect(ok.code, ok.stderr).to.equal(0)
+    expect(ok.stdout, 'the next step names the command that learns measurements').to.contain(
+      '`constellation config measurements -e HOST`',
+    )
     expect(await readFile(path.join(ws.dir, 'constellation-conf.yaml'), 'utf8')).to.contain(
       'kubernetesVersion: v1.30.14',
     )

@@ -47,7 +47,7 @@ export default class ConfigGenerate extends BaseCommand {
       `Config generated for Kubernetes ${result.kubernetesVersion}:\n  ${result.config}\n  ${result.state}`,
     )
     this.log(
-      'Next: put your node image measurements into the config, then run `constellation config validate`.',
+      'Next: learn your node image measurements from a node you trust with `constellation config measurements -e HOST`, then run `constellation config validate`.',
     )
     return result
   }
