@@ -96,6 +96,16 @@ describe('bootstrap data renderers (pure parts, real validators)', () => {
     ])
   })
 
+  it('Ignition: a sudo rule for a user with a "." goes to a sudoers.d file sudo reads (no ".")', async () => {
+    const doc = renderIgnition(
+      { ...emptyPlan, users: [{ name: 'john.doe', sudo: 'ALL=(ALL) NOPASSWD:ALL' }] },
+      templates,
+    )
+    await validateIgnition(doc)
+    const files = (JSON.parse(doc) as { storage: { files: Array<{ path: string }> } }).storage.files
+    expect(files.map((f) => f.path)).to.deep.equal(['/etc/sudoers.d/john_doe'])
+  })
+
   const escapes: Record<string, string> = {
     '/': '-',
     '/var/lib/etcd': 'var-lib-etcd',

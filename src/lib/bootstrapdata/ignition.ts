@@ -136,7 +136,8 @@ function userFiles(users: readonly BootstrapUser[]): Json[] {
     .filter((u) => u.sudo !== undefined)
     .map((u) =>
       ignitionFile({
-        path: `/etc/sudoers.d/${u.name}`,
+        // sudo skips files in sudoers.d whose name contains a "." (john.doe's rule would never apply)
+        path: `/etc/sudoers.d/${u.name.replaceAll('.', '_')}`,
         content: `${u.name} ${u.sudo}\n`,
         permissions: '0440',
       }),
