@@ -1,7 +1,7 @@
 /** `constellation init`: master secret first, then one attested Init call, then kubeconfig and state. */
 import { randomBytes } from 'node:crypto'
 import type { ChannelCredentials } from '@grpc/grpc-js'
-import { loadConfig, loadState, type ClusterConfig } from '../config/index.js'
+import { loadConfig, loadState, type ClusterConfig, type ClusterState } from '../config/index.js'
 import { chainMessage, messageOf } from '../errors/index.js'
 import { writeMasterSecret } from '../kms/index.js'
 import { workspacePaths, type WorkspacePaths } from '../paths.js'
@@ -155,7 +155,7 @@ async function finish(
     opts: InitOptions
     deps: InitDeps
     paths: WorkspacePaths
-    state: Parameters<typeof checkPreInit>[0]
+    state: ClusterState
     measurementSalt: Buffer
     endpoint: { host: string }
     config: ClusterConfig

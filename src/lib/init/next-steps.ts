@@ -11,15 +11,21 @@ export interface NextStepsInput {
 }
 
 export function nextSteps(input: NextStepsInput): string[] {
-  const proxy = input.conformance
-    ? '--set kubeProxyReplacement=false (kube-proxy runs: --conformance kept it)'
-    : `--set kubeProxyReplacement=true --set k8sServiceHost=${input.endpointHost} --set k8sServicePort=6443 (Cilium replaces kube-proxy, which init did not install)`
+  const missing = input.conformance
+    ? 'no network plugin (CNI) and no cluster DNS'
+    : 'no network plugin (CNI), no cluster DNS and no kube-proxy'
+  const cilium = input.conformance
+    ? ['  # Cilium as the CNI (kube-proxy runs: --conformance kept it)', '--set kubeProxyReplacement=false']
+    : [
+        '  # Cilium as the CNI; it also replaces kube-proxy, which init did not install',
+        `--set kubeProxyReplacement=true --set k8sServiceHost=${input.endpointHost} --set k8sServicePort=6443`,
+      ]
   return [
-    'The cluster has no network plugin (CNI), no cluster DNS' +
-      (input.conformance ? '' : ' and no kube-proxy') +
-      ' yet: nodes stay NotReady until a CNI runs. Their bring-up becomes part of init in a later version; until then:',
+    `The cluster has ${missing} yet: nodes stay NotReady until a CNI runs. Their bring-up becomes part of init in a later version; until then:`,
     `  export KUBECONFIG="${input.kubeconfig}"`,
-    `  helm install cilium cilium --repo https://helm.cilium.io --namespace kube-system ${proxy}`,
+    cilium[0] ?? '',
+    `  helm install cilium cilium --repo https://helm.cilium.io --namespace kube-system ${cilium[1] ?? ''}`,
+    '  # CoreDNS at the address kubelets use for DNS (the 10th of serviceCIDR)',
     `  helm install coredns coredns --repo https://coredns.github.io/helm --namespace kube-system --set service.clusterIP=${clusterDnsIp(input.serviceCIDR)}`,
   ]
 }
