@@ -18,7 +18,7 @@ import {
   type JoinClient,
 } from '../../src/lib/bootstrapper/index.js'
 import { loadConfig } from '../../src/lib/config/index.js'
-import { CliError } from '../../src/lib/errors/index.js'
+import { chainMessage, CliError } from '../../src/lib/errors/index.js'
 import { initCluster } from '../../src/lib/init/index.js'
 import { ClusterKms, parseMasterSecret } from '../../src/lib/kms/index.js'
 import { nodePaths, workspacePaths } from '../../src/lib/paths.js'
@@ -205,6 +205,11 @@ describe('init flow (swtpm, cryptsetup, aTLS, kubeadm contract fake)', function 
     const err = await init(node.workspace).catch((e: unknown) => e)
     expect(err).to.be.instanceOf(CliError)
     expect((err as CliError).exitCode).to.equal(4)
+    const said = chainMessage(err)
+    expect(said, said).to.include('failed attestation; nothing was sent to it: attestation refused: ')
+    expect(said)
+      .to.include('index 4')
+      .and.not.match(/UNAVAILABLE|No connection established|Last error/)
     expect((await running.logs.collect()).toString()).not.to.include('Init request received')
     expect(commandsThatChange(running.spyArgv)).to.deep.equal([])
     expect((await pcr15(node)).equals(Buffer.alloc(32))).to.equal(true)
