@@ -77,6 +77,7 @@ function init(workspace: string, timeoutMs = 30_000) {
       credentials: (config) => createAttestedChannelCredentials({ validators: [validatorForConfig(config)] }),
       log: silentLogger,
       retryInitialDelayMs: 200,
+      printLastResort: (kubeconfig) => process.stdout.write(kubeconfig),
     },
   )
 }

@@ -33,6 +33,7 @@ export function runInit(flags: InitFlags): Promise<InitResult> {
       terminal: processTerminal(),
       credentials: (config) => createAttestedChannelCredentials({ validators: [validatorForConfig(config)] }),
       log: createLogger({ format: 'text', level: debug ? 'debug' : 'warn' }),
+      printLastResort: (kubeconfig) => process.stdout.write(kubeconfig),
     },
   )
 }

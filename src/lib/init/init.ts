@@ -43,7 +43,7 @@ export interface InitDeps {
   /** Ctrl-C and SIGTERM; the process's by default. */
   interrupts?: InterruptIO
   /** The last place the admin kubeconfig can go when no file takes it. */
-  printLastResort?: (kubeconfig: string) => void
+  printLastResort: (kubeconfig: string) => void
   now?: () => Date
 }
 
@@ -181,7 +181,7 @@ async function finish(
     },
     {
       now: c.deps.now ?? (() => new Date()),
-      printLastResort: c.deps.printLastResort ?? ((text) => process.stdout.write(text)),
+      printLastResort: c.deps.printLastResort,
     },
   )
   warnings.push(...saved.warnings)
