@@ -6,7 +6,7 @@
  */
 import { format, parseArgs } from 'node:util'
 import { exitCodeOf, renderError } from './lib/errors/index.js'
-import { initSummary, runInit } from './lib/init/index.js'
+import { initSummary, initWarnings, runInit } from './lib/init/index.js'
 
 /** The flags of `init`, as node:util's parseArgs reads them; the oclif command has the same. */
 export const INIT_FLAGS = {
@@ -33,7 +33,10 @@ export async function runWithoutFramework(argv: string[]): Promise<boolean> {
   try {
     const result = await runInit(flags)
     if (flags.json) printJson(result)
-    else initSummary(result).forEach(print)
+    else {
+      initSummary(result).forEach(print)
+      initWarnings(result).forEach((line) => process.stderr.write(`${format(line)}\n`))
+    }
   } catch (err) {
     const code = exitCodeOf(err)
     const rendered = renderError(err, code)

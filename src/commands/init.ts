@@ -1,6 +1,6 @@
 import { Flags } from '@oclif/core'
 import { BaseCommand } from '../base-command.js'
-import { initSummary, runInit, type InitResult } from '../lib/init/index.js'
+import { initSummary, initWarnings, runInit, type InitResult } from '../lib/init/index.js'
 
 // bin/run.js runs init through src/init-run.ts, without oclif; this class gives it help, usage
 // errors and a place in the command list. Flags here and there must stay the same (tested).
@@ -27,6 +27,7 @@ export default class Init extends BaseCommand {
     const { flags } = await this.parse(Init)
     const result = await runInit({ ...flags, json: this.jsonEnabled() })
     for (const line of initSummary(result)) this.log(line)
+    for (const line of initWarnings(result)) this.logToStderr(line)
     return result
   }
 }

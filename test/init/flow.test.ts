@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { access, readFile, rm, stat, writeFile, cp } from 'node:fs/promises'
+import { access, readFile, readlink, rm, stat, symlink, writeFile, cp } from 'node:fs/promises'
 import path from 'node:path'
 import type { ServerCredentials } from '@grpc/grpc-js'
 import { parse } from 'yaml'
@@ -18,7 +18,7 @@ import {
   type JoinClient,
 } from '../../src/lib/bootstrapper/index.js'
 import { loadConfig } from '../../src/lib/config/index.js'
-import { CliError } from '../../src/lib/errors/index.js'
+import { chainMessage, CliError } from '../../src/lib/errors/index.js'
 import { initCluster } from '../../src/lib/init/index.js'
 import { ClusterKms, parseMasterSecret } from '../../src/lib/kms/index.js'
 import { nodePaths, workspacePaths } from '../../src/lib/paths.js'
@@ -77,6 +77,7 @@ function init(workspace: string, timeoutMs = 30_000) {
       credentials: (config) => createAttestedChannelCredentials({ validators: [validatorForConfig(config)] }),
       log: silentLogger,
       retryInitialDelayMs: 200,
+      printLastResort: (kubeconfig) => process.stdout.write(kubeconfig),
     },
   )
 }
@@ -205,6 +206,11 @@ describe('init flow (swtpm, cryptsetup, aTLS, kubeadm contract fake)', function 
     const err = await init(node.workspace).catch((e: unknown) => e)
     expect(err).to.be.instanceOf(CliError)
     expect((err as CliError).exitCode).to.equal(4)
+    const said = chainMessage(err)
+    expect(said, said).to.include('failed attestation; nothing was sent to it: attestation refused: ')
+    expect(said)
+      .to.include('index 4')
+      .and.not.match(/UNAVAILABLE|No connection established|Last error/)
     expect((await running.logs.collect()).toString()).not.to.include('Init request received')
     expect(commandsThatChange(running.spyArgv)).to.deep.equal([])
     expect((await pcr15(node)).equals(Buffer.alloc(32))).to.equal(true)
@@ -217,7 +223,7 @@ describe('init flow (swtpm, cryptsetup, aTLS, kubeadm contract fake)', function 
     const err = await init(node.workspace).catch((e: unknown) => e)
     expect(err).to.be.instanceOf(CliError)
     expect((err as Error).message).to.match(
-      /initializing the cluster failed on the node: rpc error: code = INTERNAL desc = running kubeadm init: \S+kubeadm init -v=5 .* exited with code 1/,
+      /initializing the cluster failed on the node: running kubeadm init: \S+kubeadm init -v=5 .* exited with code 1/,
     )
     expect((err as CliError).hint)
       .to.include('cannot be initialized again')
@@ -229,6 +235,42 @@ describe('init flow (swtpm, cryptsetup, aTLS, kubeadm contract fake)', function 
     expect(await exists(ws.adminConf)).to.equal(false)
     await running.daemon.done
     expect(running.daemon.outcome).to.equal('failed')
+  })
+
+  it('a file that appears at constellation-admin.conf while the node initializes: the kubeconfig goes to a fallback file, the state records the cluster ID', async () => {
+    const hold = await node.holdKubeadm()
+    running = await startBootstrapper(node)
+    await setClusterEndpoint(node.workspace, running.address)
+    const ws = workspacePaths(node.workspace)
+    const initDone = init(node.workspace)
+    await hold.reached()
+    await symlink(path.join(node.dir, 'nowhere'), ws.adminConf)
+    await hold.release()
+    const result = await initDone
+    expect(result.kubeconfig.startsWith(`${ws.adminConf}.`), result.kubeconfig).to.equal(true)
+    expect((await stat(result.kubeconfig)).mode & 0o777).to.equal(0o600)
+    expect(parse(await readFile(result.kubeconfig, 'utf8')).clusters).to.have.length(1)
+    expect(result.warnings.join('\n'))
+      .to.include(`${ws.adminConf} could not be written`)
+      .and.include(result.kubeconfig)
+    expect(await readlink(ws.adminConf)).to.equal(path.join(node.dir, 'nowhere'))
+    const state = parse(await readFile(ws.state, 'utf8')) as { clusterValues: { clusterID: string } }
+    expect(state.clusterValues.clusterID).to.equal(result.clusterID)
+  })
+
+  it('kubeadm fails with a symlink at constellation-cluster.log: the link target is not written, the hint says why', async () => {
+    running = await startBootstrapper(node, '127.0.0.1:0', { KUBEADM_FAKE_FAIL: 'init' })
+    await setClusterEndpoint(node.workspace, running.address)
+    const ws = workspacePaths(node.workspace)
+    const victim = path.join(node.dir, 'victim')
+    await writeFile(victim, 'mine\n')
+    await symlink(victim, ws.clusterLog)
+    const err = await init(node.workspace).catch((e: unknown) => e)
+    expect((err as Error).message).to.include('initializing the cluster failed on the node')
+    expect((err as CliError).hint).to.include(
+      `the node's logs were not saved: ${ws.clusterLog} is a symbolic link`,
+    )
+    expect(await readFile(victim, 'utf8')).to.equal('mine\n')
   })
 
   it('retries while the node refuses connections and initializes once it is up', async () => {
@@ -252,7 +294,7 @@ describe('init flow (swtpm, cryptsetup, aTLS, kubeadm contract fake)', function 
     expect(won).to.have.length(1)
     expect(lost).to.have.length(1)
     expect(String((lost[0]?.reason as Error).message)).to.include(
-      'code = FAILED_PRECONDITION desc = node is already being activated',
+      'initializing the cluster failed on the node: node is already being activated',
     )
     expect((lost[0]?.reason as CliError).hint).to.include('this request changed nothing on the node')
   })
@@ -270,7 +312,7 @@ describe('init flow (swtpm, cryptsetup, aTLS, kubeadm contract fake)', function 
     const ws = workspacePaths(node.workspace)
     const err = await init(node.workspace).catch((e: unknown) => e)
     expect((err as Error).message).to.include(
-      'code = FAILED_PRECONDITION desc = the state disk cannot be read; nothing was changed on the node',
+      'initializing the cluster failed on the node: the state disk cannot be read; nothing was changed on the node',
     )
     expect((err as CliError).hint).to.include('this request changed nothing on the node')
     expect((await pcr15(node)).equals(Buffer.alloc(32))).to.equal(true)
@@ -278,7 +320,6 @@ describe('init flow (swtpm, cryptsetup, aTLS, kubeadm contract fake)', function 
     expect(log).to.include('Cannot read the state disk').and.include(device)
     // the daemon still serves: put the disk in place and run init again
     await cp(node.disk.image, device)
-    await rm(ws.masterSecret)
     const result = await init(node.workspace)
     expect((await pcr15(node)).equals(clusterIdPcrValue(Buffer.from(result.clusterID, 'hex')))).to.equal(true)
     await running.daemon.done
@@ -309,7 +350,7 @@ describe('init flow (swtpm, cryptsetup, aTLS, kubeadm contract fake)', function 
     await rm(ws.masterSecret)
     const err = await init(node.workspace).catch((e: unknown) => e)
     expect(String((err as Error).message)).to.include(
-      'code = FAILED_PRECONDITION desc = node is already being activated',
+      'initializing the cluster failed on the node: node is already being activated',
     )
     expect((await pcr15(node)).equals(clusterIdPcrValue(joinClusterId))).to.equal(true)
     expect(commandsThatChange(running.spyArgv)).to.deep.equal([])

@@ -1,7 +1,8 @@
 /** A local node for init tests: swtpm, a LUKS2 image, components on a loopback HTTP server, a workspace. */
+import { spawn, type ChildProcess } from 'node:child_process'
 import { createHash, randomBytes } from 'node:crypto'
 import { createServer, type Server } from 'node:http'
-import { readFile, writeFile } from 'node:fs/promises'
+import { readFile, rm, stat, writeFile } from 'node:fs/promises'
 import type { AddressInfo } from 'node:net'
 import path from 'node:path'
 import { generateWorkspace, loadConfig } from '../../src/lib/config/index.js'
@@ -11,7 +12,7 @@ import { workspacePaths } from '../../src/lib/paths.js'
 import { createRunner } from '../../src/lib/system/index.js'
 import { stringifyYaml } from '../../src/lib/yaml/index.js'
 import { KUBEADM_FAKE } from '../bootstrapper/kubeadm-fake-path.js'
-import { makeTempDir, runCli, type CliResult } from '../support/cli.js'
+import { CLI, CLI_ARGS, makeTempDir, REPO_ROOT, runCli, type CliResult } from '../support/cli.js'
 import { freePort, waitForPort } from '../support/ports.js'
 import { startSwtpm, type SwtpmHandle } from '../support/swtpm.js'
 
@@ -27,12 +28,44 @@ export interface LocalNode {
   /** Bootstrapper config listening on `listen`. */
   nodeConfig(listen: string): BootstrapperConfig
   initSecretHash: string
+  /** Makes kubeadm wait (after the node lock) until `release`: a node busy with an Init. */
+  holdKubeadm(): Promise<KubeadmHold>
   stop(): Promise<void>
 }
 
-/** The kubeadm "component": a launcher for the kubeadm contract fake, so the installer really installs it. */
-function kubeadmLauncher(): Buffer {
-  return Buffer.from(`#!/bin/sh\nexec "${process.execPath}" "${KUBEADM_FAKE}" "$@"\n`)
+export interface KubeadmHold {
+  /** Resolves once the node runs kubeadm, i.e. it has taken the request past its lock. */
+  reached(): Promise<void>
+  release(): Promise<void>
+}
+
+/**
+ * The kubeadm "component": a launcher for the kubeadm contract fake, so the installer really
+ * installs it. While `<dir>/hold-kubeadm` exists it waits, and marks that it got that far.
+ */
+function kubeadmLauncher(dir: string): Buffer {
+  const hold = path.join(dir, 'hold-kubeadm')
+  const held = path.join(dir, 'kubeadm-held')
+  return Buffer.from(
+    `#!/bin/sh\nwhile [ -e "${hold}" ]; do touch "${held}"; sleep 0.1; done\nexec "${process.execPath}" "${KUBEADM_FAKE}" "$@"\n`,
+  )
+}
+
+async function holdKubeadm(dir: string): Promise<KubeadmHold> {
+  const hold = path.join(dir, 'hold-kubeadm')
+  await writeFile(hold, '')
+  return {
+    reached: async () => {
+      while (
+        !(await stat(path.join(dir, 'kubeadm-held')).then(
+          () => true,
+          () => false,
+        ))
+      )
+        await new Promise((r) => setTimeout(r, 50))
+    },
+    release: () => rm(hold, { force: true }),
+  }
 }
 
 export async function createLuksImage(dir: string) {
@@ -64,7 +97,7 @@ export async function startLocalNode(): Promise<LocalNode> {
   const root = path.join(dir, 'root')
   const workspace = path.join(dir, 'ws')
   const swtpm = await startSwtpm()
-  const launcher = kubeadmLauncher()
+  const launcher = kubeadmLauncher(dir)
   const server: Server = createServer((req, res) =>
     req.url === '/kubeadm' ? res.end(launcher) : res.writeHead(404).end(),
   )
@@ -101,6 +134,7 @@ export async function startLocalNode(): Promise<LocalNode> {
       disk,
       componentsUrl,
       initSecretHash,
+      holdKubeadm: () => holdKubeadm(dir),
       nodeConfig: (listen) => ({
         attestationVariant: 'qemu-vtpm',
         tpm: { swtpm: swtpm.endpoint },
@@ -143,9 +177,14 @@ export interface DaemonProcess {
   exited: Promise<CliResult>
   /** Asserts an init run succeeded; otherwise stops the daemon and fails with both sides' output. */
   expectInitSucceeded(init: CliResult): Promise<void>
+  /** SIGTERM, then its result. */
+  stop(): Promise<CliResult>
 }
 
-export async function startDaemonProcess(node: LocalNode): Promise<DaemonProcess> {
+export async function startDaemonProcess(
+  node: LocalNode,
+  env: NodeJS.ProcessEnv = {},
+): Promise<DaemonProcess> {
   const port = await freePort()
   const config = path.join(node.dir, 'node-config.yaml')
   await writeFile(config, stringifyYaml(node.nodeConfig(`127.0.0.1:${port}`)))
@@ -154,6 +193,7 @@ export async function startDaemonProcess(node: LocalNode): Promise<DaemonProcess
   const exited = runCli(['bootstrap', 'run', '--config', config], {
     timeoutMs: 120_000,
     signal: stop.signal,
+    env,
   }).finally(() => (done = true))
   const stopAndReport = async (what: string, cause?: unknown): Promise<never> => {
     stop.abort()
@@ -169,5 +209,33 @@ export async function startDaemonProcess(node: LocalNode): Promise<DaemonProcess
     async expectInitSucceeded(init) {
       if (init.code !== 0) await stopAndReport(`init exited ${init.code}:\n${init.stdout}${init.stderr}`)
     },
+    stop: () => {
+      stop.abort()
+      return exited
+    },
   }
+}
+
+/**
+ * The built CLI as a child the test can signal; `result` resolves when it exits. `oclif` runs the
+ * command line through oclif, as bin/run.js does for anything but plain init flags.
+ */
+export function spawnCli(args: readonly string[], opts: { env?: NodeJS.ProcessEnv; oclif?: boolean } = {}) {
+  const throughOclif = `const { execute } = await import(${JSON.stringify(path.join(REPO_ROOT, 'dist/cli.js'))});
+await execute({ dir: ${JSON.stringify(new URL(`file://${CLI}`).href)}, args: ${JSON.stringify(args)} })`
+  const argv = opts.oclif ? ['--input-type=module', '-e', throughOclif] : [...CLI_ARGS, ...args]
+  const child: ChildProcess = spawn(process.execPath, argv, {
+    cwd: REPO_ROOT,
+    env: { ...process.env, CONSTELL_NO_SPINNER: '1', ...opts.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let stdout = ''
+  let stderr = ''
+  child.stdout?.on('data', (d: Buffer) => (stdout += d.toString()))
+  child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()))
+  const result = new Promise<CliResult>((resolve, reject) => {
+    child.on('error', reject)
+    child.on('close', (code) => resolve({ code, stdout, stderr }))
+  })
+  return { child, result, stdout: () => stdout }
 }

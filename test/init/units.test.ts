@@ -1,5 +1,19 @@
+import { chmod, readFile, stat, symlink, writeFile } from 'node:fs/promises'
+import path from 'node:path'
 import { expect } from '../support/chai.js'
-import { buildInitRequest, initEndpoint, mergeKubeconfig, pointAtEndpoint } from '../../src/lib/init/index.js'
+import { withTempDir } from '../support/cli.js'
+import {
+  appendClusterLog,
+  buildInitRequest,
+  clusterDnsIp,
+  initEndpoint,
+  mergeKubeconfig,
+  nameEntriesAfterCluster,
+  pointAtEndpoint,
+  saveInitResult,
+} from '../../src/lib/init/index.js'
+import { CliError } from '../../src/lib/errors/index.js'
+import { workspacePaths } from '../../src/lib/paths.js'
 import { defaultConfig, defaultState } from '../../src/lib/config/index.js'
 import { parseClusterKmsUri } from '../../src/lib/kms/index.js'
 import { componentsFor } from '../../src/lib/versions/index.js'
@@ -68,5 +82,81 @@ describe('operator init units', () => {
       /\/k already has a different cluster named "c"/,
     )
     expect(parse(mergeKubeconfig(undefined, kubeconfig('c'), '/k')).clusters).to.have.length(1)
+  })
+
+  it('names merged entries after the cluster and a cluster-ID prefix, so same-named clusters do not collide', () => {
+    const named = parse(nameEntriesAfterCluster(kubeconfig('c'), 'c-1a2b3c4d')) as {
+      clusters: Array<{ name: string }>
+      users: Array<{ name: string }>
+      contexts: Array<{ name: string; context: { cluster: string; user: string } }>
+      'current-context': string
+    }
+    expect(named.clusters.map((c) => c.name)).to.deep.equal(['c-1a2b3c4d'])
+    expect(named.users.map((u) => u.name)).to.deep.equal(['c-1a2b3c4d-admin'])
+    expect(named.contexts).to.deep.equal([
+      { name: 'c-1a2b3c4d', context: { cluster: 'c-1a2b3c4d', user: 'c-1a2b3c4d-admin' } },
+    ])
+    expect(named['current-context']).to.equal('c-1a2b3c4d')
+    const both = mergeKubeconfig(
+      kubeconfig('c'),
+      nameEntriesAfterCluster(kubeconfig('c'), 'c-1a2b3c4d'),
+      '/k',
+    )
+    expect((parse(both) as { clusters: unknown[] }).clusters).to.have.length(2)
+  })
+
+  it('the cluster DNS address is the 10th of the service CIDR', () => {
+    expect(clusterDnsIp('10.96.0.0/12')).to.equal('10.96.0.10')
+    expect(clusterDnsIp('192.168.255.250/29')).to.equal('192.169.0.4')
+  })
+
+  it('the node logs: 0600 whatever mode the file had, never through a symlink', async () => {
+    await withTempDir(async (dir) => {
+      const log = path.join(dir, 'constellation-cluster.log')
+      await writeFile(log, 'before\n')
+      await chmod(log, 0o644)
+      await appendClusterLog(log, Buffer.from('node log\n'))
+      expect((await stat(log)).mode & 0o777).to.equal(0o600)
+      expect(await readFile(log, 'utf8')).to.equal('before\nnode log\n')
+      const victim = path.join(dir, 'victim')
+      await writeFile(victim, 'mine\n')
+      const linked = path.join(dir, 'linked.log')
+      await symlink(victim, linked)
+      await expect(appendClusterLog(linked, Buffer.from('x'))).to.be.rejectedWith(/is a symbolic link/)
+      expect(await readFile(victim, 'utf8')).to.equal('mine\n')
+    })
+  })
+
+  it('when no file takes the kubeconfig after the node answered, it is printed, and the error says what happened', async () => {
+    await withTempDir(async (dir) => {
+      const paths = workspacePaths(dir)
+      const state = defaultState('c', '10.0.0.5', (n) => Buffer.alloc(n, 0x41), Buffer.alloc(32, 0x41))
+      const printed: string[] = []
+      const err = await saveInitResult(
+        {
+          paths,
+          state,
+          clusterID: 'ab'.repeat(32),
+          measurementSalt: 'cd'.repeat(32),
+          kubeconfig: 'KUBECONFIG',
+        },
+        {
+          writeExclusive: (file) => Promise.reject(new Error(`EACCES: permission denied, open '${file}'`)),
+          now: () => new Date('2026-01-02T03:04:05.678Z'),
+          printLastResort: (text) => void printed.push(text),
+        },
+      ).catch((e: unknown) => e)
+      expect(printed).to.deep.equal(['KUBECONFIG'])
+      expect(err).to.be.instanceOf(CliError)
+      expect((err as CliError).message).to.equal(
+        `the node initialized cluster ${'ab'.repeat(32)}, but saving its results failed`,
+      )
+      expect((err as CliError).hint)
+        .to.include(`${paths.adminConf}.2026-01-02T03-04-05-678Z (EACCES`)
+        .and.include('printed to stdout')
+        .and.include(`${paths.state} records the cluster`)
+        .and.not.include('nothing was changed')
+      expect(await readFile(paths.state, 'utf8')).to.include(`clusterID: ${'ab'.repeat(32)}`)
+    })
   })
 })

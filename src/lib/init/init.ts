@@ -1,28 +1,36 @@
 /** `constellation init`: master secret first, then one attested Init call, then kubeconfig and state. */
 import { randomBytes } from 'node:crypto'
-import { access, appendFile, readFile } from 'node:fs/promises'
-import os from 'node:os'
-import path from 'node:path'
-import { status, type ChannelCredentials } from '@grpc/grpc-js'
-import { isAttestationFailure } from '../atls/index.js'
+import type { ChannelCredentials } from '@grpc/grpc-js'
 import { loadConfig, loadState, type ClusterConfig, type ClusterState } from '../config/index.js'
-import { CliError, ExitCode, chainMessage } from '../errors/index.js'
-import { generateMasterSecret, writeMasterSecret } from '../kms/index.js'
-import { workspacePaths } from '../paths.js'
-import { writeFileAtomic, writeFileExclusive, type Logger } from '../system/index.js'
-import { runTasks, type Terminal } from '../ui/index.js'
-import { stringifyYaml } from '../yaml/index.js'
-import { mergeKubeconfig, pointAtEndpoint } from './kubeconfig.js'
+import { chainMessage, messageOf } from '../errors/index.js'
+import { writeMasterSecret } from '../kms/index.js'
+import { workspacePaths, type WorkspacePaths } from '../paths.js'
+import type { Logger } from '../system/index.js'
+import { onInterrupt, runTasks, type InterruptIO, type Terminal } from '../ui/index.js'
+import { initFailed, unreachable } from './failure.js'
+import {
+  mergeIntoUserKubeconfig,
+  nameEntriesAfterCluster,
+  pointAtEndpoint,
+  userKubeconfigPath,
+} from './kubeconfig.js'
+import { nextSteps } from './next-steps.js'
 import { buildInitRequest, initEndpoint } from './request.js'
-import { callInit, NotConnectedError, type InitOutcome } from './rpc.js'
+import { callInit, type InitOutcome } from './rpc.js'
+import { saveInitResult } from './save.js'
+import { checkPreInit, chooseMasterSecret, type MasterSecretSource } from './workspace.js'
 
 export interface InitOptions {
   workspace: string
   conformance: boolean
   mergeKubeconfig: boolean
   timeoutMs: number
+  /** The --timeout as the operator wrote it, for messages. */
+  timeout?: string
   /** No progress lines (for --json). */
   quiet?: boolean
+  /** Keep gRPC/TLS internals in messages (CONSTELL_DEBUG=1). */
+  debug?: boolean
 }
 
 export interface InitDeps {
@@ -32,17 +40,35 @@ export interface InitDeps {
   log: Logger
   random?: (n: number) => Buffer
   retryInitialDelayMs?: number
+  /** Ctrl-C and SIGTERM; the process's by default. */
+  interrupts?: InterruptIO
+  /** The last place the admin kubeconfig can go when no file takes it. */
+  printLastResort: (kubeconfig: string) => void
+  now?: () => Date
 }
 
 export interface InitResult {
   clusterID: string
   kubeconfig: string
   masterSecret: string
+  /** Whether init wrote a new master secret or used the one a failed or interrupted run left. */
+  masterSecretSource: MasterSecretSource
   state: string
   mergedInto?: string
+  /** Things that did not go as asked although the cluster is initialized (e.g. the merge). */
+  warnings: string[]
+  nextSteps: string[]
 }
 
 const MEASUREMENT_SALT_BYTES = 32
+
+/** Where init is, for the line a Ctrl-C prints. */
+type Phase = 'preparing' | 'sent' | 'answered'
+
+interface Ctx {
+  call?: Promise<InitOutcome>
+  outcome?: Extract<InitOutcome, { ok: true }>
+}
 
 export async function initCluster(opts: InitOptions, deps: InitDeps): Promise<InitResult> {
   const paths = workspacePaths(opts.workspace)
@@ -50,142 +76,153 @@ export async function initCluster(opts: InitOptions, deps: InitDeps): Promise<In
   const state = await loadState(paths.state)
   await checkPreInit(state, paths)
   const random = deps.random ?? randomBytes
-  const secret = generateMasterSecret(random)
+  const { secret, source } = await chooseMasterSecret(paths.masterSecret, random)
   const measurementSalt = random(MEASUREMENT_SALT_BYTES)
   const endpoint = initEndpoint(state.infrastructure.clusterEndpoint)
   const request = buildInitRequest(config, state, secret, measurementSalt, opts.conformance)
-  const ctx: { outcome?: InitOutcome } = {}
-  await runTasks(
-    [
-      {
-        title: `Writing master secret to ${paths.masterSecret}`,
-        task: () => writeMasterSecret(paths.masterSecret, secret),
-      },
-      {
-        title: `Connecting to ${endpoint.address} and verifying its attestation`,
-        task: async (c, task) => {
-          const signal = AbortSignal.timeout(opts.timeoutMs)
-          c.outcome = await callInit(request, {
-            address: endpoint.address,
-            credentials: deps.credentials(config),
-            signal,
-            deadline: new Date(Date.now() + opts.timeoutMs),
-            log: deps.log,
-            retryInitialDelayMs: deps.retryInitialDelayMs,
-            onConnected: () =>
-              (task.title = `Initializing the cluster on ${endpoint.address} (attestation verified)`),
-          }).catch((err: unknown) => {
-            throw unreachable(err, endpoint.address, signal)
-          })
-        },
-      },
-    ],
-    ctx,
-    deps.terminal,
-    { silent: opts.quiet },
+  let phase: Phase = 'preparing'
+  let secretOnDisk = source === 'reused'
+  const stopWatching = onInterrupt(
+    () => [interruptedLine(phase, secretOnDisk, paths.masterSecret, endpoint.address)],
+    deps.interrupts,
   )
-  const outcome = ctx.outcome
-  if (!outcome) throw new Error('init finished without an outcome')
-  if (!outcome.ok) throw await initFailed(outcome, paths.clusterLog, paths.masterSecret)
-  const kubeconfig = pointAtEndpoint(outcome.kubeconfig, endpoint.host)
-  await writeFileExclusive(paths.adminConf, kubeconfig)
-  const clusterID = outcome.clusterId.toString('hex')
-  const updated: ClusterState = {
-    ...state,
-    clusterValues: { clusterID, ownerID: '', measurementSalt: measurementSalt.toString('hex') },
+  try {
+    const ctx: Ctx = {}
+    await runTasks<Ctx>(
+      [
+        {
+          title:
+            source === 'reused'
+              ? `Reusing the master secret in ${paths.masterSecret} (the state records no cluster)`
+              : `Writing master secret to ${paths.masterSecret}`,
+          task: async () => {
+            if (source === 'generated') await writeMasterSecret(paths.masterSecret, secret)
+            secretOnDisk = true
+          },
+        },
+        {
+          title: `Verifying the attestation of the node at ${endpoint.address}`,
+          task: async (c) => {
+            const signal = AbortSignal.timeout(opts.timeoutMs)
+            let connected = () => {}
+            const verified = new Promise<void>((resolve) => (connected = resolve))
+            c.call = callInit(request, {
+              address: endpoint.address,
+              credentials: deps.credentials(config),
+              signal,
+              deadline: new Date(Date.now() + opts.timeoutMs),
+              log: deps.log,
+              retryInitialDelayMs: deps.retryInitialDelayMs,
+              onConnected: () => {
+                phase = 'sent'
+                connected()
+              },
+            }).catch((err: unknown) => {
+              throw unreachable(err, endpoint.address, signal, {
+                timeout: opts.timeout ?? `${opts.timeoutMs} ms`,
+                debug: opts.debug ?? false,
+              })
+            })
+            await Promise.race([verified, c.call])
+          },
+        },
+        {
+          title: `Initializing the cluster on ${endpoint.address}`,
+          task: async (c) => {
+            const outcome = await c.call
+            if (!outcome) throw new Error('the Init call was not started')
+            if (!outcome.ok) throw await initFailed(outcome, paths, opts.debug ?? false)
+            phase = 'answered'
+            c.outcome = outcome
+          },
+        },
+      ],
+      ctx,
+      deps.terminal,
+      { silent: opts.quiet },
+    )
+    if (!ctx.outcome) throw new Error('init finished without an outcome')
+    return await finish(ctx.outcome, { opts, deps, paths, state, measurementSalt, endpoint, config, source })
+  } finally {
+    stopWatching()
   }
-  await writeFileAtomic(paths.state, stringifyYaml(updated))
-  const mergedInto = opts.mergeKubeconfig
-    ? await mergeIntoUserKubeconfig(kubeconfig, deps.terminal.env)
-    : undefined
+}
+
+/** After the node answered: save everything it sent, then the optional merge (a warning if it fails). */
+async function finish(
+  outcome: Extract<InitOutcome, { ok: true }>,
+  c: {
+    opts: InitOptions
+    deps: InitDeps
+    paths: WorkspacePaths
+    state: ClusterState
+    measurementSalt: Buffer
+    endpoint: { host: string }
+    config: ClusterConfig
+    source: MasterSecretSource
+  },
+): Promise<InitResult> {
+  const clusterID = outcome.clusterId.toString('hex')
+  const warnings: string[] = []
+  let kubeconfig: string
+  try {
+    kubeconfig = pointAtEndpoint(outcome.kubeconfig, c.endpoint.host)
+  } catch (err) {
+    kubeconfig = outcome.kubeconfig.toString('utf8') // kept as the node sent it rather than lost
+    warnings.push(`the kubeconfig could not be pointed at ${c.endpoint.host}: ${messageOf(err)}`)
+  }
+  const saved = await saveInitResult(
+    {
+      paths: c.paths,
+      state: c.state,
+      clusterID,
+      measurementSalt: c.measurementSalt.toString('hex'),
+      kubeconfig,
+    },
+    {
+      now: c.deps.now ?? (() => new Date()),
+      printLastResort: c.deps.printLastResort,
+    },
+  )
+  warnings.push(...saved.warnings)
+  let mergedInto: string | undefined
+  if (c.opts.mergeKubeconfig) {
+    const entryName = `${c.state.infrastructure.name}-${clusterID.slice(0, 8)}`
+    const file = userKubeconfigPath(c.deps.terminal.env)
+    mergedInto = await mergeIntoUserKubeconfig(nameEntriesAfterCluster(kubeconfig, entryName), file).then(
+      () => file,
+      (err: unknown) => {
+        warnings.push(`not merged into ${file}: ${chainMessage(err)}; use ${saved.kubeconfig} directly`)
+        return undefined
+      },
+    )
+  }
   return {
     clusterID,
-    kubeconfig: paths.adminConf,
-    masterSecret: paths.masterSecret,
-    state: paths.state,
+    kubeconfig: saved.kubeconfig,
+    masterSecret: c.paths.masterSecret,
+    masterSecretSource: c.source,
+    state: c.paths.state,
     mergedInto,
+    warnings,
+    nextSteps: nextSteps({
+      endpointHost: c.endpoint.host,
+      serviceCIDR: c.config.serviceCIDR,
+      conformance: c.opts.conformance,
+      kubeconfig: saved.kubeconfig,
+    }),
   }
 }
 
-async function checkPreInit(state: ClusterState, paths: ReturnType<typeof workspacePaths>): Promise<void> {
-  if (state.clusterValues.clusterID)
-    throw new CliError(
-      `${paths.state} already records cluster ${state.clusterValues.clusterID}`,
-      1,
-      'this workspace was initialized; use a new workspace for a new cluster',
-    )
-  for (const file of [paths.adminConf, paths.masterSecret]) {
-    const exists = await access(file).then(
-      () => true,
-      () => false,
-    )
-    if (exists)
-      throw new CliError(
-        `${file} already exists`,
-        1,
-        'move it away or use a new workspace; nothing was changed',
-      )
+function interruptedLine(phase: Phase, secretOnDisk: boolean, masterSecret: string, address: string): string {
+  switch (phase) {
+    case 'preparing':
+      return secretOnDisk
+        ? `init interrupted: nothing was sent to the node; the master secret in ${masterSecret} can be reused: run init again`
+        : 'init interrupted: nothing was sent to the node and no master secret was written'
+    case 'sent':
+      return `init interrupted after the request reached ${address}: the node has the request and may be initialized (spent); keep ${masterSecret}, its keys derive from it`
+    case 'answered':
+      return `init interrupted while saving: the node at ${address} is initialized; keep ${masterSecret} and check the kubeconfig and the state file in the workspace`
   }
-}
-
-function unreachable(err: unknown, address: string, signal: AbortSignal): Error {
-  if (isAttestationFailure(err))
-    return new CliError(
-      `the node at ${address} failed attestation; nothing was sent to it`,
-      ExitCode.AttestationFailed,
-      'check the measurements in constellation-conf.yaml against the node image',
-      { cause: err },
-    )
-  if (err instanceof NotConnectedError || signal.aborted)
-    return new CliError(
-      `could not reach the node at ${address}`,
-      ExitCode.Unreachable,
-      'check that the node is running and clusterEndpoint in constellation-state.yaml; then run init again (the master secret file must be moved away first)',
-      { cause: err },
-    )
-  return new Error(`init call to ${address}`, { cause: err })
-}
-
-async function initFailed(
-  outcome: Extract<InitOutcome, { ok: false }>,
-  clusterLog: string,
-  masterSecret: string,
-): Promise<CliError> {
-  if (outcome.logs.length > 0) await appendFile(clusterLog, outcome.logs, { mode: 0o600 })
-  const logNote =
-    outcome.logs.length > 0
-      ? `the node's logs are in ${clusterLog}`
-      : `the node sent no logs${outcome.logError ? ` (${outcome.logError})` : ''}`
-  return new CliError(
-    `initializing the cluster failed on the node: ${outcome.error}`,
-    ExitCode.Failure,
-    `${whatToDoAfter(outcome.code, path.basename(masterSecret))}; ${logNote}`,
-  )
-}
-
-/** The node refuses with these codes before it takes its lock: it is unchanged and can still be initialized. */
-function whatToDoAfter(code: status | undefined, masterSecret: string): string {
-  const again = `move ${masterSecret} away, then run init again`
-  switch (code) {
-    case status.PERMISSION_DENIED:
-      return `the node was not changed: the init secret in constellation-state.yaml is not the one the node was given; fix that, ${again}`
-    case status.INVALID_ARGUMENT:
-      return `the node was not changed: fix the request as the message says (constellation-conf.yaml), ${again}`
-    case status.FAILED_PRECONDITION:
-      return `this request changed nothing on the node; if the node is already initialized or joining a cluster, create a new one; otherwise fix what the message names on the node, restart its bootstrapper, ${again}`
-    default:
-      return `the node cannot be initialized again: terminate it and create a new one, ${again}`
-  }
-}
-
-async function mergeIntoUserKubeconfig(ours: string, env: NodeJS.ProcessEnv): Promise<string> {
-  const file =
-    env.KUBECONFIG?.split(path.delimiter).find((f) => f !== '') ??
-    path.join(env.HOME ?? os.homedir(), '.kube', 'config')
-  const existing = await readFile(file, 'utf8').catch((err: unknown) => {
-    if (err instanceof Error && 'code' in err && err.code === 'ENOENT') return undefined
-    throw new CliError(`reading ${file}: ${chainMessage(err)}`)
-  })
-  await writeFileAtomic(file, mergeKubeconfig(existing, ours, file))
-  return file
 }

@@ -1,5 +1,9 @@
 /** The admin kubeconfig the node returns: pointed at the cluster endpoint, and merged into ~/.kube/config on request. */
-import { CliError } from '../errors/index.js'
+import { chmod, lstat, readFile, realpath } from 'node:fs/promises'
+import os from 'node:os'
+import path from 'node:path'
+import { CliError, chainMessage, isErrnoException } from '../errors/index.js'
+import { SECRET_FILE_MODE, writeFileAtomic } from '../system/index.js'
 import { parseYaml, stringifyYaml } from '../yaml/index.js'
 
 interface Named {
@@ -50,11 +54,71 @@ export function mergeKubeconfig(existingText: string | undefined, oursText: stri
         throw new CliError(
           `${file} already has a different ${key.slice(0, -1)} named ${JSON.stringify(entry.name)}`,
           1,
-          'rename or remove that entry, or use constellation-admin.conf directly; nothing was changed',
+          'rename or remove that entry, or use constellation-admin.conf directly',
         )
     }
     base[key] = list
   }
   if (ours['current-context']) base['current-context'] = ours['current-context']
   return stringifyYaml(base)
+}
+
+/**
+ * Names the cluster, user and context `<cluster name>-<first 8 hex of the cluster ID>` (user:
+ * `…-admin`), so that two clusters of the default name never collide in one kubeconfig.
+ */
+export function nameEntriesAfterCluster(text: string, entryName: string): string {
+  const doc = parseKubeconfig(text, 'constellation-admin.conf')
+  const rename = (list: Named[] | undefined, to: (old: string, one: boolean) => string) => {
+    const names = new Map<string, string>()
+    for (const e of list ?? []) {
+      const renamed = to(e.name, (list ?? []).length === 1)
+      names.set(e.name, renamed)
+      e.name = renamed
+    }
+    return names
+  }
+  const clusters = rename(doc.clusters, (old, one) => (one ? entryName : `${entryName}-${old}`))
+  const users = rename(doc.users, (old, one) => (one ? `${entryName}-admin` : `${entryName}-${old}`))
+  const contexts = rename(doc.contexts, (old, one) => (one ? entryName : `${entryName}-${old}`))
+  for (const c of doc.contexts ?? []) {
+    const ctx = c.context as { cluster?: string; user?: string } | undefined
+    if (ctx?.cluster) ctx.cluster = clusters.get(ctx.cluster) ?? ctx.cluster
+    if (ctx?.user) ctx.user = users.get(ctx.user) ?? ctx.user
+  }
+  const current = doc['current-context']
+  if (current) doc['current-context'] = contexts.get(current) ?? current
+  return stringifyYaml(doc)
+}
+
+/**
+ * Merges into $KUBECONFIG's first file or ~/.kube/config. A symlinked kubeconfig is written
+ * through to its target (atomically, in the target's directory), keeping the file's mode.
+ */
+export async function mergeIntoUserKubeconfig(ours: string, file: string): Promise<void> {
+  const entry = await lstat(file).catch((err: unknown) => {
+    if (isErrnoException(err, 'ENOENT')) return undefined
+    throw new CliError(`reading ${file}: ${chainMessage(err)}`)
+  })
+  const target = entry?.isSymbolicLink()
+    ? await realpath(file).catch((err: unknown) => {
+        throw new CliError(`${file} is a symbolic link that cannot be followed: ${chainMessage(err)}`)
+      })
+    : file
+  const existing = entry
+    ? await readFile(target, 'utf8').catch((err: unknown) => {
+        throw new CliError(`reading ${target}: ${chainMessage(err)}`)
+      })
+    : undefined
+  const mode = entry ? (await lstat(target)).mode & 0o777 : SECRET_FILE_MODE
+  await writeFileAtomic(target, mergeKubeconfig(existing, ours, file), mode)
+  await chmod(target, mode) // the umask may have narrowed the mode the file had
+}
+
+/** $KUBECONFIG's first file, or ~/.kube/config: where kubectl looks first. */
+export function userKubeconfigPath(env: NodeJS.ProcessEnv): string {
+  return (
+    env.KUBECONFIG?.split(path.delimiter).find((f) => f !== '') ??
+    path.join(env.HOME ?? os.homedir(), '.kube', 'config')
+  )
 }

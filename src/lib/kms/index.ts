@@ -12,6 +12,7 @@ export {
   encodeMasterSecret,
   parseMasterSecret,
   writeMasterSecret,
+  readMasterSecret,
   MASTER_SECRET_BYTES,
   MASTER_SALT_BYTES,
 } from './master-secret.js'

@@ -1,0 +1,92 @@
+/**
+ * What a failed init tells the operator: what happened, whether the node changed, what to do.
+ * gRPC and OpenSSL internals are kept for CONSTELL_DEBUG=1.
+ */
+import path from 'node:path'
+import { status } from '@grpc/grpc-js'
+import { isAttestationFailure, REFUSAL_PREFIX } from '../atls/index.js'
+import { CliError, ExitCode, messageOf } from '../errors/index.js'
+import { appendClusterLog } from './save.js'
+import { NotConnectedError, type InitOutcome } from './rpc.js'
+
+/** `rpc error: code = INTERNAL desc = running kubeadm…` → `running kubeadm…`; grpc-js' `14 UNAVAILABLE: x` → `x`. */
+export function withoutRpcInternals(message: string): string {
+  return message
+    .replace(/^rpc error: code = [A-Z_]+ desc = /, '')
+    .replace(/^\d+ [A-Z_]+: /, '')
+    .replace(/error:[0-9A-F]+:SSL routines:[^:]*:/g, '')
+}
+
+export function unreachable(
+  err: unknown,
+  address: string,
+  signal: AbortSignal,
+  opts: { timeout: string; debug: boolean },
+): Error {
+  const cause = opts.debug ? { cause: err } : undefined
+  if (isAttestationFailure(err))
+    return new CliError(
+      `the node at ${address} failed attestation; nothing was sent to it${opts.debug ? '' : `: ${refusalOf(err)}`}`,
+      ExitCode.AttestationFailed,
+      'check the measurements in constellation-conf.yaml against the node image',
+      cause,
+    )
+  if (err instanceof NotConnectedError || signal.aborted) {
+    const why = signal.aborted
+      ? `no answer within ${opts.timeout}`
+      : withoutRpcInternals(messageOf(err)) || 'connection failed'
+    return new CliError(
+      `could not reach the node at ${address}: ${why}`,
+      ExitCode.Unreachable,
+      'check that the node is running and clusterEndpoint in constellation-state.yaml; nothing was sent, so run init again (it reuses the master secret)',
+      cause,
+    )
+  }
+  return new Error(`init call to ${address}`, { cause: err })
+}
+
+/** The validator's own words (`attestation refused: …`), without what grpc-js wrapped around them. */
+function refusalOf(err: unknown): string {
+  for (let cur: unknown = err, depth = 0; cur instanceof Error && depth < 10; cur = cur.cause, depth++) {
+    for (const text of [(cur as { details?: unknown }).details, cur.message])
+      if (typeof text === 'string' && text.includes(REFUSAL_PREFIX))
+        return text.slice(text.indexOf(REFUSAL_PREFIX))
+  }
+  return withoutRpcInternals(messageOf(err))
+}
+
+export async function initFailed(
+  outcome: Extract<InitOutcome, { ok: false }>,
+  files: { clusterLog: string; masterSecret: string },
+  debug: boolean,
+): Promise<CliError> {
+  let logNote: string
+  if (outcome.logs.length === 0)
+    logNote = `the node sent no logs${outcome.logError && debug ? ` (${outcome.logError})` : ''}`
+  else
+    logNote = await appendClusterLog(files.clusterLog, outcome.logs).then(
+      () => `the node's logs are in ${files.clusterLog}`,
+      (err: unknown) => `the node's logs were not saved: ${messageOf(err)}`,
+    )
+  const error = debug ? outcome.error : withoutRpcInternals(outcome.error)
+  return new CliError(
+    `initializing the cluster failed on the node: ${error}`,
+    ExitCode.Failure,
+    `${whatToDoAfter(outcome.code, path.basename(files.masterSecret))}; ${logNote}`,
+  )
+}
+
+/** The node refuses with these codes before it takes its lock: it is unchanged and can still be initialized. */
+function whatToDoAfter(code: status | undefined, masterSecret: string): string {
+  const again = 'then run init again (it reuses the master secret)'
+  switch (code) {
+    case status.PERMISSION_DENIED:
+      return `the node was not changed: the init secret in constellation-state.yaml is not the one the node was given; fix that, ${again}`
+    case status.INVALID_ARGUMENT:
+      return `the node was not changed: fix the request as the message says (constellation-conf.yaml), ${again}`
+    case status.FAILED_PRECONDITION:
+      return `this request changed nothing on the node; if the node is already initialized or joining a cluster, create a new one; otherwise fix what the message names on the node, restart its bootstrapper, ${again}`
+    default:
+      return `the node cannot be initialized again: terminate it and create a new one; keep ${masterSecret} (the node may have used it) and run init again against the new node`
+  }
+}
