@@ -1,6 +1,7 @@
 /** The base of every command: `--json`, workspace flag, and the one place errors are rendered. */
 import { Command, Flags } from '@oclif/core'
 import { CliError, exitCodeOf, ExitCode, renderError } from './lib/errors/index.js'
+import { exitAfterGrace } from './lib/system/index.js'
 
 /** A failure whose `--json` form keeps structured data beside the message (e.g. every problem found). */
 export class CliErrorWithData extends CliError {
@@ -32,5 +33,11 @@ export abstract class BaseCommand extends Command {
       this.logJson({ ...(err instanceof CliErrorWithData ? err.data : {}), ...rendered.json })
     for (const line of rendered.lines) this.logToStderr(line)
     process.exitCode = code
+  }
+
+  // Runs after catch has set the exit code: the result is out, so nothing may keep the process.
+  protected override async finally(err: Error | undefined): Promise<unknown> {
+    exitAfterGrace()
+    return super.finally(err)
   }
 }

@@ -6,6 +6,7 @@
  */
 import { format, parseArgs } from 'node:util'
 import { exitCodeOf, renderError } from './lib/errors/index.js'
+import { exitAfterGrace } from './lib/system/index.js'
 import { initSummary, initWarnings, runInit } from './lib/init/index.js'
 
 /** The flags of `init`, as node:util's parseArgs reads them; the oclif command has the same. */
@@ -44,6 +45,8 @@ export async function runWithoutFramework(argv: string[]): Promise<boolean> {
     if (flags.json) printJson(rendered.json)
     else for (const line of rendered.lines) process.stderr.write(`${line}\n`)
     process.exitCode = code
+  } finally {
+    exitAfterGrace() // as BaseCommand does: a connect the kernel still retries must not hold the result
   }
   return true
 }

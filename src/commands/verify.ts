@@ -57,6 +57,7 @@ export default class Verify extends BaseCommand {
       measurements: measurementsFromConfig(measurements),
       clusterId: target.clusterId,
       timeoutMs,
+      debug: process.env.CONSTELL_DEBUG === '1',
     })
     if (outcome.report && !this.jsonEnabled()) {
       if (target.clusterIdFrom === 'state') this.log(`Cluster ID from ${paths.state}: ${target.clusterId}`)

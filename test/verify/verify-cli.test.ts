@@ -6,6 +6,7 @@ import { makeTempDir, runCli } from '../support/cli.js'
 import { freePort } from '../support/ports.js'
 import { startSwtpm, type SwtpmHandle } from '../support/swtpm.js'
 import { startSilentPeer } from '../atls/silent-peer.js'
+import { startSynDropPeer } from '../support/syn-drop-peer.js'
 import { startVerifyServiceOn, type VerifyServiceProcess } from './verify-service-process.js'
 import { extendPcr } from '../../src/lib/tpm/index.js'
 
@@ -197,6 +198,28 @@ describe('constellation verify against a peer that accepts and never speaks', fu
       const bad = await runCli(['verify', '-C', ws.dir, '-e', '127.0.0.1', '--timeout', 'soon'])
       expect(bad.code).to.equal(2)
       expect(bad.stderr).to.include('--timeout "soon" is not a duration')
+    } finally {
+      await peer.stop()
+      await ws.cleanup()
+    }
+  })
+})
+
+describe('constellation verify against a host that never completes the TCP handshake', function () {
+  this.timeout(120_000)
+  it('exits 3 after --timeout, not when the kernel gives up on the connect minutes later', async () => {
+    const ws = await makeTempDir()
+    const peer = await startSynDropPeer()
+    try {
+      const gen = await runCli(['config', 'generate', 'qemu', '-C', ws.dir])
+      expect(gen.code, gen.stderr).to.equal(0)
+      // runCli kills a child still running after 60 s (code null); the kernel's SYN retries last ~2 min
+      const res = await runCli(['verify', '-C', ws.dir, '-e', `127.0.0.1:${peer.port}`, '--timeout', '1s'])
+      expect(res.code, res.stderr).to.equal(3)
+      expect(res.stderr).to.include(`node 127.0.0.1:${peer.port} is not reachable: no answer within 1 s\n`)
+      expect(res.stderr, 'grpc-js bookkeeping stays out of the message').not.to.match(
+        /DEADLINE_EXCEEDED|LB pick/,
+      )
     } finally {
       await peer.stop()
       await ws.cleanup()

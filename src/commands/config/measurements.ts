@@ -57,7 +57,12 @@ export default class ConfigMeasurements extends BaseCommand {
     const timeoutMs = parseAttestTimeout(flags.timeout)
     const endpoint = verifyServiceTarget(flags['node-endpoint'], '--node-endpoint')
     const config = await readConfigMeasurements(workspacePaths(flags.workspace).config)
-    const node = await readNodePcrs({ endpoint, variant: 'qemu-vtpm', timeoutMs })
+    const node = await readNodePcrs({
+      endpoint,
+      variant: 'qemu-vtpm',
+      timeoutMs,
+      debug: process.env.CONSTELL_DEBUG === '1',
+    })
     const pcrs = planMeasurementsUpdate(config.measurements, node.pcrs)
     const report = {
       config: config.file,

@@ -1,1 +1,2 @@
 export { listenOn, routeGrpcLogs } from './server.js'
+export { withoutRpcInternals } from './messages.js'

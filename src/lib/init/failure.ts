@@ -6,16 +6,9 @@ import path from 'node:path'
 import { status } from '@grpc/grpc-js'
 import { isAttestationFailure, REFUSAL_PREFIX } from '../atls/index.js'
 import { CliError, ExitCode, messageOf } from '../errors/index.js'
+import { withoutRpcInternals } from '../grpc/index.js'
 import { appendClusterLog } from './save.js'
 import { NotConnectedError, type InitOutcome } from './rpc.js'
-
-/** `rpc error: code = INTERNAL desc = running kubeadm…` → `running kubeadm…`; grpc-js' `14 UNAVAILABLE: x` → `x`. */
-export function withoutRpcInternals(message: string): string {
-  return message
-    .replace(/^rpc error: code = [A-Z_]+ desc = /, '')
-    .replace(/^\d+ [A-Z_]+: /, '')
-    .replace(/error:[0-9A-F]+:SSL routines:[^:]*:/g, '')
-}
 
 export function unreachable(
   err: unknown,

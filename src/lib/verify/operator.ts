@@ -12,7 +12,8 @@ import {
   type Variant,
 } from '../attestation/index.js'
 import { createAttestedChannelCredentials, isAttestationFailure } from '../atls/index.js'
-import { CliError, ExitCode, UsageError } from '../errors/index.js'
+import { CliError, ExitCode, messageOf, UsageError } from '../errors/index.js'
+import { withoutRpcInternals } from '../grpc/index.js'
 import { parseDuration } from '../system/index.js'
 import { VerifyService, type DescribeResponse } from './service-definition.js'
 
@@ -27,6 +28,8 @@ export interface AttestRequest {
   variant: Variant
   /** Bound on everything: TCP connect, TLS handshake, attestation check and the call. */
   timeoutMs?: number
+  /** Keep transport details in errors (CONSTELL_DEBUG=1). */
+  debug?: boolean
 }
 
 export interface VerifyRequest extends AttestRequest {
@@ -153,12 +156,13 @@ function unreachable(req: AttestRequest, err: unknown): CliError {
   const why =
     code === grpc.status.DEADLINE_EXCEEDED
       ? `no answer within ${timeoutMs / 1000} s`
-      : ((err as { details?: string } | undefined)?.details ?? messageOf(err))
+      : ((err as { details?: string } | undefined)?.details ?? withoutRpcInternals(messageOf(err)))
   return new CliError(
     `node ${req.endpoint} is not reachable: ${why}`,
     ExitCode.Unreachable,
     'check the endpoint and that `constellation verifyservice` runs on the node (port 30081 unless given)',
-    { cause: err },
+    // grpc-js' own text (deadline bookkeeping, LB picks) only under CONSTELL_DEBUG=1, as init does
+    req.debug ? { cause: err } : undefined,
   )
 }
 
@@ -190,8 +194,6 @@ function clusterIdMismatch(
     hint: 'check --node-endpoint and the workspace (-C); the node is not part of this cluster',
   }
 }
-
-const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err))
 
 /**
  * Runs the full check inside the handshake (signature, nonce, PCR digest, then measurements) and
