@@ -40,11 +40,15 @@ export interface RunningNode {
   spyArgv: string[][]
 }
 
-/** A Bootstrapper in this process; `env` reaches kubeadm (the contract fake's switches). */
+/**
+ * A Bootstrapper in this process; `env` reaches kubeadm (the contract fake's switches), `io`
+ * replaces parts of the node's outside world (a join client, download settings).
+ */
 export async function startNode(
   node: LocalNode,
   env: NodeJS.ProcessEnv = {},
   io: Partial<BootstrapperIo> = {},
+  listen = '127.0.0.1:0',
 ): Promise<RunningNode> {
   const logs = new LogCollector()
   const spyArgv: string[][] = []
@@ -52,7 +56,7 @@ export async function startNode(
     spyArgv.push([file, ...args])
     return runProcess(file, args, { ...opts, env: { ...process.env, ...env } })
   })
-  const daemon = new Bootstrapper(node.nodeConfig('127.0.0.1:0'), {
+  const daemon = new Bootstrapper(node.nodeConfig(listen), {
     openTpm: node.swtpm.open,
     runner,
     httpGet,

@@ -4,6 +4,7 @@ import { gzipSync } from 'node:zlib'
 import { pack } from 'tar-stream'
 import { expect } from '../support/chai.js'
 import { makeTempDir } from '../support/cli.js'
+import { seededRandom } from '../tpm/fuzz.js'
 import { extractTarGz, UnsafeArchiveError } from '../../src/lib/bootstrapper/index.js'
 
 type Entry =
@@ -33,18 +34,6 @@ async function walk(dir: string): Promise<string[]> {
     if ((await lstat(p)).isDirectory()) found.push(...(await walk(p)))
   }
   return found
-}
-
-/** mulberry32: a seeded PRNG, so a failing case can be replayed from its seed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
 }
 
 const PARTS = ['a', 'b', 'c', '.'] as const
@@ -130,7 +119,7 @@ describe('tar.gz extraction: nothing lands outside the install path', () => {
       const box = path.join(dir, `case-${seed}`)
       const dest = path.join(box, 'sandbox', 'install')
       await mkdir(dest, { recursive: true })
-      const entries = randomArchive(prng(seed))
+      const entries = randomArchive(seededRandom(seed))
       await extractTarGz(await tarGz(entries), dest).catch((err: unknown) => {
         // refused, or a plain conflict (a file where a directory is) named by its entry
         if (!(

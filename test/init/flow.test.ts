@@ -1,69 +1,24 @@
 import { createHash } from 'node:crypto'
 import { access, readFile, readlink, rm, stat, symlink, writeFile, cp } from 'node:fs/promises'
 import path from 'node:path'
-import type { ServerCredentials } from '@grpc/grpc-js'
 import { parse } from 'yaml'
 import { expect } from '../support/chai.js'
-import { createIssuer, clusterIdPcrValue, validatorForConfig } from '../../src/lib/attestation/index.js'
-import {
-  createAttestedChannelCredentials,
-  createAttestedServerCredentials,
-} from '../../src/lib/atls/index.js'
-import {
-  Bootstrapper,
-  CryptsetupDisk,
-  httpGet,
-  LogCollector,
-  NodeBootstrappedError,
-  type JoinClient,
-} from '../../src/lib/bootstrapper/index.js'
+import { clusterIdPcrValue, validatorForConfig } from '../../src/lib/attestation/index.js'
+import { createAttestedChannelCredentials } from '../../src/lib/atls/index.js'
+import { CryptsetupDisk, NodeBootstrappedError, type JoinClient } from '../../src/lib/bootstrapper/index.js'
 import { loadConfig } from '../../src/lib/config/index.js'
 import { chainMessage, CliError } from '../../src/lib/errors/index.js'
 import { initCluster } from '../../src/lib/init/index.js'
 import { ClusterKms, parseMasterSecret } from '../../src/lib/kms/index.js'
 import { nodePaths, workspacePaths } from '../../src/lib/paths.js'
-import { createLogger, createRunner, runProcess, silentLogger } from '../../src/lib/system/index.js'
-import { extendPcr, readPcrs } from '../../src/lib/tpm/index.js'
+import { createRunner, silentLogger } from '../../src/lib/system/index.js'
+import { extendPcr } from '../../src/lib/tpm/index.js'
 import { stringifyYaml } from '../../src/lib/yaml/index.js'
 import { freePort } from '../support/ports.js'
 import { setClusterEndpoint, startLocalNode, type LocalNode } from './harness.js'
+import { pcr15, startNode, type RunningNode } from '../bootstrapper/init-client.js'
 
 const quietTerminal = { stdoutIsTTY: false, stdinIsTTY: false, env: { CONSTELL_NO_SPINNER: '1' } }
-
-interface NodeUnderTest {
-  daemon: Bootstrapper
-  address: string
-  logs: LogCollector
-  spyArgv: string[][]
-}
-
-function startBootstrapper(
-  node: LocalNode,
-  listen = '127.0.0.1:0',
-  env: NodeJS.ProcessEnv = {},
-  joinClient?: JoinClient,
-): Promise<NodeUnderTest> & { daemon: Bootstrapper } {
-  const logs = new LogCollector()
-  const spyArgv: string[][] = []
-  const runner = createRunner((file, args, opts) => {
-    spyArgv.push([file, ...args])
-    return runProcess(file, args, { ...opts, env: { ...process.env, ...env } })
-  })
-  const credentials: ServerCredentials = createAttestedServerCredentials({
-    issuer: createIssuer('qemu-vtpm', node.swtpm.open),
-  })
-  const daemon = new Bootstrapper(node.nodeConfig(listen), {
-    openTpm: node.swtpm.open,
-    runner,
-    httpGet,
-    logs,
-    log: createLogger({ format: 'json', write: logs.write }),
-    credentials,
-    joinClient,
-  })
-  const started = daemon.start().then((address) => ({ daemon, address, logs, spyArgv }))
-  return Object.assign(started, { daemon })
-}
 
 /** The daemon reads the state disk's UUID (luksUUID) once it listens; that read changes nothing. */
 const commandsThatChange = (argv: string[][]) =>
@@ -82,10 +37,6 @@ function init(workspace: string, timeoutMs = 30_000) {
   )
 }
 
-async function pcr15(node: LocalNode): Promise<Buffer> {
-  return (await readPcrs(node.swtpm.open, [15])).get(15) ?? Buffer.alloc(0)
-}
-
 const exists = (file: string) =>
   access(file).then(
     () => true,
@@ -95,7 +46,7 @@ const exists = (file: string) =>
 describe('init flow (swtpm, cryptsetup, aTLS, kubeadm contract fake)', function () {
   this.timeout(120_000)
   let node: LocalNode
-  let running: NodeUnderTest | undefined
+  let running: RunningNode | undefined
   beforeEach(async () => {
     node = await startLocalNode()
     running = undefined
@@ -106,7 +57,7 @@ describe('init flow (swtpm, cryptsetup, aTLS, kubeadm contract fake)', function 
   })
 
   it('initializes the node: PCR 15 carries the cluster ID, the disk key is replaced, kubeconfig and state are written', async () => {
-    running = await startBootstrapper(node)
+    running = await startNode(node)
     await setClusterEndpoint(node.workspace, running.address)
     const result = await init(node.workspace)
     const ws = workspacePaths(node.workspace)
@@ -167,7 +118,7 @@ describe('init flow (swtpm, cryptsetup, aTLS, kubeadm contract fake)', function 
   })
 
   it('refuses a wrong init secret and leaves the node unlocked', async () => {
-    running = await startBootstrapper(node)
+    running = await startNode(node)
     await setClusterEndpoint(node.workspace, running.address)
     const ws = workspacePaths(node.workspace)
     await writeFile(
@@ -188,7 +139,7 @@ describe('init flow (swtpm, cryptsetup, aTLS, kubeadm contract fake)', function 
 
   it('refuses to start on a node bootstrapped before (PCR 15 not zero)', async () => {
     await extendPcr(node.swtpm.open, 15, Buffer.alloc(32, 1))
-    const started = startBootstrapper(node)
+    const started = startNode(node)
     await expect(started).to.be.rejectedWith(
       NodeBootstrappedError,
       /bootstrapped before \(PCR 15 is [0-9a-f]{64}/,
@@ -196,7 +147,7 @@ describe('init flow (swtpm, cryptsetup, aTLS, kubeadm contract fake)', function 
   })
 
   it('refuses a node whose measurements do not match: the Init handler never runs, kubeadm never starts', async () => {
-    running = await startBootstrapper(node)
+    running = await startNode(node)
     await setClusterEndpoint(node.workspace, running.address)
     const ws = workspacePaths(node.workspace)
     const config = await loadConfig(ws.config)
@@ -217,7 +168,7 @@ describe('init flow (swtpm, cryptsetup, aTLS, kubeadm contract fake)', function 
   })
 
   it('kubeadm fails: init_failure, the node logs land in constellation-cluster.log, the master secret stays', async () => {
-    running = await startBootstrapper(node, '127.0.0.1:0', { KUBEADM_FAKE_FAIL: 'init' })
+    running = await startNode(node, { KUBEADM_FAKE_FAIL: 'init' })
     await setClusterEndpoint(node.workspace, running.address)
     const ws = workspacePaths(node.workspace)
     const err = await init(node.workspace).catch((e: unknown) => e)
@@ -239,7 +190,7 @@ describe('init flow (swtpm, cryptsetup, aTLS, kubeadm contract fake)', function 
 
   it('a file that appears at constellation-admin.conf while the node initializes: the kubeconfig goes to a fallback file, the state records the cluster ID', async () => {
     const hold = await node.holdKubeadm()
-    running = await startBootstrapper(node)
+    running = await startNode(node)
     await setClusterEndpoint(node.workspace, running.address)
     const ws = workspacePaths(node.workspace)
     const initDone = init(node.workspace)
@@ -259,7 +210,7 @@ describe('init flow (swtpm, cryptsetup, aTLS, kubeadm contract fake)', function 
   })
 
   it('kubeadm fails with a symlink at constellation-cluster.log: the link target is not written, the hint says why', async () => {
-    running = await startBootstrapper(node, '127.0.0.1:0', { KUBEADM_FAKE_FAIL: 'init' })
+    running = await startNode(node, { KUBEADM_FAKE_FAIL: 'init' })
     await setClusterEndpoint(node.workspace, running.address)
     const ws = workspacePaths(node.workspace)
     const victim = path.join(node.dir, 'victim')
@@ -278,13 +229,13 @@ describe('init flow (swtpm, cryptsetup, aTLS, kubeadm contract fake)', function 
     await setClusterEndpoint(node.workspace, `127.0.0.1:${port}`)
     const initDone = init(node.workspace)
     await new Promise((r) => setTimeout(r, 1_000)) // a few refused attempts first
-    running = await startBootstrapper(node, `127.0.0.1:${port}`)
+    running = await startNode(node, {}, {}, `127.0.0.1:${port}`)
     const result = await initDone
     expect(result.clusterID).to.match(/^[0-9a-f]{64}$/)
   })
 
   it('two CLIs racing: one wins, the other gets FailedPrecondition', async () => {
-    running = await startBootstrapper(node)
+    running = await startNode(node)
     await setClusterEndpoint(node.workspace, running.address)
     const second = path.join(node.dir, 'ws2')
     await cp(node.workspace, second, { recursive: true })
@@ -301,7 +252,7 @@ describe('init flow (swtpm, cryptsetup, aTLS, kubeadm contract fake)', function 
 
   it('an unreadable state disk fails Init before the lock: nothing changes, and Init works once the disk is there', async () => {
     const device = path.join(node.dir, 'not-yet.img')
-    running = await startBootstrapper({
+    running = await startNode({
       ...node,
       nodeConfig: (listen) => {
         const config = node.nodeConfig(listen)
@@ -336,7 +287,7 @@ describe('init flow (swtpm, cryptsetup, aTLS, kubeadm contract fake)', function 
       },
       stop: () => Promise.resolve(release()),
     }
-    running = await startBootstrapper(node, '127.0.0.1:0', {}, fakeJoinClient)
+    running = await startNode(node, {}, { joinClient: fakeJoinClient })
     await setClusterEndpoint(node.workspace, running.address)
     // The default config enforces PCR 15 = 0, so the CLI already refuses the node in the handshake.
     const refused = await init(node.workspace).catch((e: unknown) => e)

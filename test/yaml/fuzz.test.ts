@@ -9,6 +9,7 @@
 import { defaultConfig } from '../../src/lib/config/index.js'
 import { parseYamlDocuments, stringifyYaml, YamlProblemsError } from '../../src/lib/yaml/index.js'
 import { expect } from '../support/chai.js'
+import { seededRandom } from '../tpm/fuzz.js'
 import { parseAllDocuments } from 'yaml'
 
 const SEED = Number(process.env.FUZZ_SEED ?? 20251123)
@@ -16,16 +17,9 @@ const CASES = Number(process.env.FUZZ_CASES ?? 800)
 const MAX_INPUT_CHARS = 64 * 1024
 const BUDGET_MS = 5_000
 
-/** mulberry32: small, seedable, good enough to spread cases. */
+/** The shared seeded PRNG, with the two draws these cases use. */
 function prng(seed: number) {
-  let a = seed >>> 0
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
+  const next = seededRandom(seed)
   const int = (n: number) => Math.floor(next() * n)
   const pick = <T>(xs: readonly T[]): T => xs[int(xs.length)] as T
   return { next, int, pick }
