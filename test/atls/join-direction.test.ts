@@ -1,8 +1,8 @@
-import { createHash, randomBytes } from 'node:crypto'
+import { randomBytes } from 'node:crypto'
 import * as grpc from '@grpc/grpc-js'
 import { expect } from '../support/chai.js'
 import { startSwtpm, type SwtpmHandle } from '../support/swtpm.js'
-import { extendPcr, readPcrs } from '../../src/lib/tpm/index.js'
+import { readPcrs } from '../../src/lib/tpm/index.js'
 import { createIssuer, createValidator, type ValidationResult } from '../../src/lib/attestation/index.js'
 import {
   addChallengeService,
@@ -108,28 +108,6 @@ describe('join direction: attested client bound to a server challenge', function
     await expectRefused(
       grpc.credentials.createSsl(null, null, null, { rejectUnauthorized: false }),
       /no certificate/,
-    )
-  })
-
-  it('refuses a node whose enforced PCR changed', async () => {
-    await extendPcr(tpm.open, 4, createHash('sha256').update('rootkit').digest())
-    const creds = await createAttestedClientChannelCredentials(target(), createIssuer('qemu-vtpm', tpm.open))
-    await expectRefused(creds, /untrusted measurement value [0-9a-f]{64} at index 4/)
-  })
-
-  it('refuses an attestation made for another nonce than the CN names', async () => {
-    const issued = challenges.issue()
-    const cert = await createAttestedCertificate(
-      createIssuer('qemu-vtpm', tpm.open),
-      randomBytes(32),
-      new Date(),
-      encodeNonce(issued),
-    )
-    await expectRefused(
-      grpc.credentials.createSsl(null, Buffer.from(cert.keyPem), Buffer.from(cert.certPem), {
-        rejectUnauthorized: false,
-      }),
-      /replayed document/,
     )
   })
 
