@@ -7,10 +7,12 @@
 import path from 'node:path'
 import { CliError, exitCodeOf, hintOf, messageOf } from '../errors/index.js'
 import { stringifyYaml } from '../yaml/index.js'
-import { attestedPlan, type StateDiskOptions } from './attested.js'
+import { attestedMode } from './attested-mode.js'
+import type { StateDiskOptions } from './attested.js'
 import { renderCloudConfig } from './cloud-init.js'
 import { renderIgnition } from './ignition.js'
-import { kubeadmPlans } from './kubeadm-plans.js'
+import { kubeadmMode } from './kubeadm-mode.js'
+import type { MachineJob } from './machine-job.js'
 import { objectKey, parseS3Url, renderStub, type ObjectStore, type S3Location } from './offload.js'
 import { assignRoles, type Assignment, type Waiting } from './orchestrate.js'
 import { parseBootstrapObjects } from './parse.js'
@@ -18,7 +20,7 @@ import { writeAllOrNothing, type StagedFile } from './staged-writes.js'
 import { outputTargets } from './targets.js'
 import type { BootstrapTemplates } from './templates.js'
 import { tokenSecret, type RandomBytes, type TokenSecret } from './tokens.js'
-import type { BootstrapObjects, BootstrapPlan, OutputFormat } from './types.js'
+import type { BootstrapPlan, OutputFormat } from './types.js'
 
 export interface GenerateOptions {
   inputFile: string
@@ -78,6 +80,11 @@ interface Upload {
   contentType: string
 }
 
+interface Store {
+  location: S3Location
+  store: ObjectStore
+}
+
 export async function generateBootstrapData(
   opts: GenerateOptions,
   deps: GenerateDeps,
@@ -95,50 +102,44 @@ export async function generateBootstrapData(
       `no machine can get bootstrap data yet:\n${waiting.map((w) => `  ${w.machine}: ${w.reason}`).join('\n')}`,
     )
   }
-  const formats = assignments.map((a) => opts.format ?? a.spec.format ?? 'cloud-config')
   // The workspace is always a directory, even before it exists.
-  const targets = await outputTargets(opts.output ?? `${opts.workspace}${path.sep}`, assignments, formats)
-  const result: GenerateResult = { machines: [], waiting, caFilesCreated: [] }
-  const store =
+  const { dir, placed } = await outputTargets(
+    opts.output ?? `${opts.workspace}${path.sep}`,
+    assignments.map((a) => ({ ...a, format: opts.format ?? a.spec.format ?? 'cloud-config' })),
+  )
+  const store: Store | undefined =
     opts.upload !== undefined ? { location: parseS3Url(opts.upload), store: deps.objectStore() } : undefined
-  const staged: StagedFile[] = []
-
-  const { plans, token } = attested
-    ? { plans: await attestedPlans(opts, deps, objects, assignments), token: undefined }
-    : await kubeadmPlans(
-        { ...opts, caDir: opts.caDir ?? path.join(opts.workspace, 'pki'), outDir: targets.dir },
+  const mode = attested
+    ? await attestedMode(opts, deps, objects)
+    : await kubeadmMode(
+        { ...opts, caDir: opts.caDir ?? path.join(opts.workspace, 'pki'), outDir: dir },
         deps,
         objects,
         assignments,
-        result,
-        staged,
       )
-  const documents = plans.map((plan, i) =>
-    (formats[i] as OutputFormat).endsWith('ignition')
-      ? renderIgnition(plan, deps.templates)
-      : renderCloudConfig(plan),
-  )
-  if (!store)
-    documents.forEach((doc, i) => checkLimit(doc, assignments[i] as Assignment, opts.maxUserDataBytes))
-  const secret = token ? tokenSecret(token) : undefined
-  if (secret) result.tokenSecret = stageTokenSecret(secret, opts.kubeconfig, targets.dir, staged)
+  // Every document is rendered before any is checked, so a plan error wins over a size error.
+  const jobs: MachineJob[] = placed.map((p) => ({
+    ...p,
+    document: render(p.format, mode.planFor(p), deps.templates),
+  }))
+  if (!store) for (const job of jobs) checkLimit(job, opts.maxUserDataBytes)
+
+  const result: GenerateResult = { machines: [], waiting, caFilesCreated: mode.ca?.filesCreated ?? [] }
+  if (mode.ca) result.caDir = mode.ca.dir
+  if (mode.adminKubeconfig !== undefined) result.adminKubeconfig = mode.adminKubeconfig
+  const staged: StagedFile[] = [...mode.files]
+  const secret = mode.token ? tokenSecret(mode.token) : undefined
+  if (secret) {
+    const { summary, file } = tokenSecretOutput(secret, opts.kubeconfig, dir)
+    result.tokenSecret = summary
+    if (file) staged.push(file)
+  }
   const uploads: Upload[] = []
-  for (const [i, a] of assignments.entries()) {
-    const entry: MachineResult = {
-      machine: a.machine.metadata.name,
-      role: a.role,
-      format: formats[i] as OutputFormat,
-      file: targets.files[i] as string,
-      bytes: Buffer.byteLength(documents[i] as string),
-    }
-    let written = documents[i] as string
-    if (store) {
-      const offloaded = await offload(entry, written, store, opts.presignSeconds)
-      uploads.push(offloaded.upload)
-      written = offloaded.stub
-    }
-    staged.push({ file: entry.file, content: written, mode: 0o600 }) // init data holds CA keys
-    result.machines.push(entry)
+  for (const job of jobs) {
+    const { machine, upload, content } = await deliver(job, store, opts.presignSeconds)
+    if (upload) uploads.push(upload)
+    staged.push({ file: job.file, content, mode: 0o600 }) // init data holds CA keys
+    result.machines.push(machine)
   }
   const kubeconfig = opts.kubeconfig
   const register = secret && kubeconfig ? () => deps.registerToken(kubeconfig, secret) : undefined
@@ -146,18 +147,45 @@ export async function generateBootstrapData(
   return result
 }
 
+function render(format: OutputFormat, plan: BootstrapPlan, templates: BootstrapTemplates): string {
+  return format.endsWith('ignition') ? renderIgnition(plan, templates) : renderCloudConfig(plan)
+}
+
+/** What a machine's result reports, and what is written for it: the document, or its offload stub. */
+async function deliver(
+  job: MachineJob,
+  store: Store | undefined,
+  presignSeconds: number,
+): Promise<{ machine: MachineResult; content: string; upload?: Upload }> {
+  const machine: MachineResult = {
+    machine: job.machine.metadata.name,
+    role: job.role,
+    format: job.format,
+    file: job.file,
+    bytes: Buffer.byteLength(job.document),
+  }
+  if (!store) return { machine, content: job.document }
+  const { stub, upload } = await offload(job, store, presignSeconds)
+  machine.offload = {
+    object: `s3://${upload.location.bucket}/${upload.location.key}`,
+    stubBytes: Buffer.byteLength(stub),
+  }
+  return { machine, content: stub, upload }
+}
+
 /** The token Secret goes to the cluster (--kubeconfig, later) or into a file beside the output. */
-function stageTokenSecret(
+function tokenSecretOutput(
   secret: TokenSecret,
   kubeconfig: string | undefined,
   outDir: string,
-  staged: StagedFile[],
-): NonNullable<GenerateResult['tokenSecret']> {
+): { summary: NonNullable<GenerateResult['tokenSecret']>; file?: StagedFile } {
   const summary = { name: secret.metadata.name, expires: secret.stringData.expiration as string }
-  if (kubeconfig) return { ...summary, registered: true }
+  if (kubeconfig) return { summary: { ...summary, registered: true } }
   const file = path.join(outDir, `${secret.metadata.name}.yaml`)
-  staged.push({ file, content: stringifyYaml(secret), mode: 0o600 })
-  return { ...summary, registered: false, file }
+  return {
+    summary: { ...summary, registered: false, file },
+    file: { file, content: stringifyYaml(secret), mode: 0o600 },
+  }
 }
 
 /**
@@ -189,11 +217,11 @@ async function commit(
   }
 }
 
-function checkLimit(document: string, a: Assignment, limit: number): void {
-  const bytes = Buffer.byteLength(document)
+function checkLimit(job: MachineJob, limit: number): void {
+  const bytes = Buffer.byteLength(job.document)
   if (bytes <= limit) return
   throw new CliError(
-    `user data for Machine "${a.machine.metadata.name}" is ${bytes} bytes, above the limit of ${limit}`,
+    `user data for Machine "${job.machine.metadata.name}" is ${bytes} bytes, above the limit of ${limit}`,
     1,
     'pass --upload s3://bucket/prefix (and --s3-endpoint for a non-AWS store) to offload it, or raise --max-user-data-bytes if your provider allows more',
   )
@@ -201,22 +229,23 @@ function checkLimit(document: string, a: Assignment, limit: number): void {
 
 /** The stub that fetches the full document over a presigned URL; the upload itself comes later. */
 async function offload(
-  entry: MachineResult,
-  document: string,
-  store: { location: S3Location; store: ObjectStore },
+  job: MachineJob,
+  store: Store,
   presignSeconds: number,
 ): Promise<{ stub: string; upload: Upload }> {
   const location = {
     bucket: store.location.bucket,
-    key: objectKey(store.location, path.basename(entry.file)),
+    key: objectKey(store.location, path.basename(job.file)),
   }
-  const ignition = entry.format.endsWith('ignition')
+  const ignition = job.format.endsWith('ignition')
   const url = await store.store.presignGet(location, presignSeconds)
-  const stub = renderStub(ignition ? 'ignition' : 'cloud-config', url, document)
-  entry.offload = { object: `s3://${location.bucket}/${location.key}`, stubBytes: Buffer.byteLength(stub) }
   return {
-    stub,
-    upload: { location, document, contentType: ignition ? 'application/json' : 'text/cloud-config' },
+    stub: renderStub(ignition ? 'ignition' : 'cloud-config', url, job.document),
+    upload: {
+      location,
+      document: job.document,
+      contentType: ignition ? 'application/json' : 'text/cloud-config',
+    },
   }
 }
 
@@ -227,34 +256,4 @@ async function removeUploads(store: ObjectStore | undefined, uploads: Upload[]):
     await store?.remove(u.location).catch(() => left.push(`s3://${u.location.bucket}/${u.location.key}`))
   }
   return left
-}
-
-async function attestedPlans(
-  opts: GenerateOptions,
-  deps: GenerateDeps,
-  objects: BootstrapObjects,
-  assignments: Assignment[],
-): Promise<BootstrapPlan[]> {
-  const initSecretHash = await deps.initSecretHash(opts.workspace).catch((err: unknown) => {
-    throw new CliError(
-      `attested data needs the workspace's init secret (its hash goes into every node config): ${messageOf(err)}`,
-      exitCodeOf(err),
-      hintOf(err),
-      { cause: err },
-    )
-  })
-  return assignments.map((a) =>
-    attestedPlan({
-      ...a,
-      members: clusterMembers(objects, a),
-      attestationVariant: opts.attestationVariant,
-      secrets: objects.secrets,
-      initSecretHash,
-      stateDisk: opts.stateDisk,
-    }),
-  )
-}
-
-function clusterMembers(objects: BootstrapObjects, a: Assignment) {
-  return objects.machines.filter((m) => m.spec.clusterName === a.cluster.metadata.name)
 }
