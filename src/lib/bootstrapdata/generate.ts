@@ -1,11 +1,12 @@
 /**
  * `bootstrap-data generate`: input objects → validated, defaulted, per-machine user data on disk,
  * with the CA set, the bootstrap token and, when needed, the object-store offload. All I/O of the
- * domain happens here; the renderers it calls are pure. Every check comes first and everything is
- * kept in memory until then: a run that fails leaves no file, upload or token behind.
+ * domain happens from here (the modes, delivery.ts); the renderers it calls are pure. Every check
+ * comes first and everything is kept in memory until then: a run that fails leaves no file, upload
+ * or token behind.
  */
 import path from 'node:path'
-import { CliError, exitCodeOf, hintOf, messageOf } from '../errors/index.js'
+import { CliError } from '../errors/index.js'
 import { stringifyYaml } from '../yaml/index.js'
 import { attestedMode } from './attested-mode.js'
 import type { StateDiskOptions } from './attested.js'
@@ -13,10 +14,11 @@ import { renderCloudConfig } from './cloud-init.js'
 import { renderIgnition } from './ignition.js'
 import { kubeadmMode } from './kubeadm-mode.js'
 import type { MachineJob } from './machine-job.js'
-import { objectKey, parseS3Url, renderStub, type ObjectStore, type S3Location } from './offload.js'
+import { commit, deliver, type Store, type Upload } from './delivery.js'
+import { parseS3Url, type ObjectStore } from './offload.js'
 import { assignRoles, type Assignment, type Waiting } from './orchestrate.js'
 import { parseBootstrapObjects } from './parse.js'
-import { writeAllOrNothing, type StagedFile } from './staged-writes.js'
+import type { StagedFile } from './staged-writes.js'
 import { outputTargets } from './targets.js'
 import type { BootstrapTemplates } from './templates.js'
 import { tokenSecret, type RandomBytes, type TokenSecret } from './tokens.js'
@@ -72,17 +74,6 @@ export interface GenerateResult {
   caFilesCreated: string[]
   adminKubeconfig?: string
   tokenSecret?: { name: string; expires: string; registered: boolean; file?: string }
-}
-
-interface Upload {
-  location: { bucket: string; key: string }
-  document: string
-  contentType: string
-}
-
-interface Store {
-  location: S3Location
-  store: ObjectStore
 }
 
 export async function generateBootstrapData(
@@ -151,28 +142,6 @@ function render(format: OutputFormat, plan: BootstrapPlan, templates: BootstrapT
   return format.endsWith('ignition') ? renderIgnition(plan, templates) : renderCloudConfig(plan)
 }
 
-/** What a machine's result reports, and what is written for it: the document, or its offload stub. */
-async function deliver(
-  job: MachineJob,
-  store: Store | undefined,
-  presignSeconds: number,
-): Promise<{ machine: MachineResult; content: string; upload?: Upload }> {
-  const machine: MachineResult = {
-    machine: job.machine.metadata.name,
-    role: job.role,
-    format: job.format,
-    file: job.file,
-    bytes: Buffer.byteLength(job.document),
-  }
-  if (!store) return { machine, content: job.document }
-  const { stub, upload } = await offload(job, store, presignSeconds)
-  machine.offload = {
-    object: `s3://${upload.location.bucket}/${upload.location.key}`,
-    stubBytes: Buffer.byteLength(stub),
-  }
-  return { machine, content: stub, upload }
-}
-
 /** The token Secret goes to the cluster (--kubeconfig, later) or into a file beside the output. */
 function tokenSecretOutput(
   secret: TokenSecret,
@@ -188,35 +157,6 @@ function tokenSecretOutput(
   }
 }
 
-/**
- * Every check has passed: the local files are written (all or nothing), then the network steps
- * run; when one of those fails, the files and uploads of this run are removed again.
- */
-async function commit(
-  staged: StagedFile[],
-  store: ObjectStore | undefined,
-  uploads: Upload[],
-  register: (() => Promise<void>) | undefined,
-): Promise<void> {
-  const local = await writeAllOrNothing(staged)
-  const uploaded: Upload[] = []
-  try {
-    for (const u of uploads) {
-      await store?.put(u.location, u.document, u.contentType)
-      uploaded.push(u)
-    }
-    await register?.()
-  } catch (err) {
-    await local.undo()
-    const left = await removeUploads(store, uploaded)
-    const undone = `removed the files${uploaded.length > 0 ? ' and uploads' : ''} this run had written`
-    const cleanup = left.length > 0 ? `${undone} except ${left.join(', ')}: delete them` : undone
-    throw new CliError(messageOf(err), exitCodeOf(err), [hintOf(err), cleanup].filter(Boolean).join('; '), {
-      cause: err,
-    })
-  }
-}
-
 function checkLimit(job: MachineJob, limit: number): void {
   const bytes = Buffer.byteLength(job.document)
   if (bytes <= limit) return
@@ -225,35 +165,4 @@ function checkLimit(job: MachineJob, limit: number): void {
     1,
     'pass --upload s3://bucket/prefix (and --s3-endpoint for a non-AWS store) to offload it, or raise --max-user-data-bytes if your provider allows more',
   )
-}
-
-/** The stub that fetches the full document over a presigned URL; the upload itself comes later. */
-async function offload(
-  job: MachineJob,
-  store: Store,
-  presignSeconds: number,
-): Promise<{ stub: string; upload: Upload }> {
-  const location = {
-    bucket: store.location.bucket,
-    key: objectKey(store.location, path.basename(job.file)),
-  }
-  const ignition = job.format.endsWith('ignition')
-  const url = await store.store.presignGet(location, presignSeconds)
-  return {
-    stub: renderStub(ignition ? 'ignition' : 'cloud-config', url, job.document),
-    upload: {
-      location,
-      document: job.document,
-      contentType: ignition ? 'application/json' : 'text/cloud-config',
-    },
-  }
-}
-
-/** Best effort; returns the objects that could not be removed. */
-async function removeUploads(store: ObjectStore | undefined, uploads: Upload[]): Promise<string[]> {
-  const left: string[] = []
-  for (const u of uploads) {
-    await store?.remove(u.location).catch(() => left.push(`s3://${u.location.bucket}/${u.location.key}`))
-  }
-  return left
 }
