@@ -6,11 +6,13 @@ import {
   FIXTURES,
   fixtureText,
   golden,
+  goldenIgnition,
   tempWorkspace,
   testDeps,
   testOptions,
   validateUserData,
 } from './helpers.js'
+import { compactIgnition, readableIgnition } from './readable-ignition.js'
 
 interface Case {
   machine: string
@@ -78,7 +80,13 @@ describe('bootstrap data documents (golden files, real validators)', () => {
         expect(result.machines.map((m) => [m.machine, m.role])).to.deep.equal([[tc.machine, tc.role]])
         const got = await readFile(result.machines[0]?.file as string, 'utf8')
         expect(result.machines[0]?.bytes).to.equal(Buffer.byteLength(got))
-        expect(got).to.equal(await golden(name, got))
+        if (tc.format.endsWith('ignition')) {
+          const want = await goldenIgnition(name, got)
+          expect(readableIgnition(got)).to.equal(want)
+          expect(compactIgnition(want)).to.equal(got)
+        } else {
+          expect(got).to.equal(await golden(name, got))
+        }
         await validateUserData(got)
       } finally {
         await ws.cleanup()

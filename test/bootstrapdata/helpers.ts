@@ -12,6 +12,7 @@ import {
   type GenerateOptions,
 } from '../../src/lib/bootstrapdata/index.js'
 import { REPO_ROOT } from '../support/cli.js'
+import { readableIgnition } from './readable-ignition.js'
 
 const run = promisify(execFile)
 export const FIXTURES = path.join(REPO_ROOT, 'test/fixtures/bootstrapdata')
@@ -103,6 +104,17 @@ async function withFile<T>(name: string, content: string, fn: (file: string) => 
   } finally {
     await rm(dir, { recursive: true, force: true })
   }
+}
+
+/**
+ * The golden of an Ignition document, stored as its readable view (`<name>.readable.json`);
+ * UPDATE_GOLDEN=1 rewrites it. Compare both ways: the view for a diff a reviewer can read, and the
+ * view compacted back for the exact bytes.
+ */
+export async function goldenIgnition(name: string, got: string): Promise<string> {
+  const file = path.join(GOLDEN, `${name}.readable.json`)
+  if (process.env.UPDATE_GOLDEN === '1') await writeFile(file, readableIgnition(got))
+  return readFile(file, 'utf8')
 }
 
 /** Compares with the golden file; UPDATE_GOLDEN=1 rewrites it. */

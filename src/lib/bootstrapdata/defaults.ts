@@ -44,12 +44,12 @@ export function clusterConfiguration(
   networking.dnsDomain ??= net?.serviceDomain
   networking.serviceSubnet ??= net?.services?.cidrBlocks?.join(',')
   networking.podSubnet ??= net?.pods?.cidrBlocks?.join(',')
-  return dropUndefined({
+  return dropEmpty({
     ...given,
     controlPlaneEndpoint: given.controlPlaneEndpoint ?? controlPlaneEndpoint(cluster),
     clusterName: given.clusterName ?? cluster.metadata.name,
     kubernetesVersion: given.kubernetesVersion ?? machine.spec.version,
-    networking: dropUndefined(networking),
+    networking: dropEmpty(networking),
   })
 }
 
@@ -81,7 +81,7 @@ export function joinConfiguration(
         : discovery.caCertHashes
     out.discovery = {
       ...givenDiscovery,
-      bootstrapToken: dropUndefined({
+      bootstrapToken: dropEmpty({
         ...token,
         apiServerEndpoint: token.apiServerEndpoint ?? discovery.apiServerEndpoint,
         token: token.token ?? discovery.token,
@@ -180,6 +180,7 @@ export function sortKeys(value: unknown): unknown {
   )
 }
 
-function dropUndefined<T extends Record<string, unknown>>(obj: T): T {
+/** Unlike dropUndefined, also drops "": a value joined from an empty list is not set either. */
+function dropEmpty<T extends Record<string, unknown>>(obj: T): T {
   return Object.fromEntries(Object.entries(obj).filter(([, v]) => v !== undefined && v !== '')) as T
 }
