@@ -2,7 +2,7 @@ import * as grpc from '@grpc/grpc-js'
 import { expect } from '../support/chai.js'
 import { createValidator } from '../../src/lib/attestation/index.js'
 import { createAttestedChannelCredentials } from '../../src/lib/atls/index.js'
-import { startSilentPeer, type SilentPeer } from './silent-peer.js'
+import { startSilentPeer, type SilentPeer } from '../support/silent-peer.js'
 
 describe('aTLS client against a peer that accepts and never speaks', function () {
   this.timeout(30_000)

@@ -3,7 +3,6 @@
  * the way, a failed or interrupted earlier run, a kubeconfig that cannot take the new cluster.
  */
 import { chmod, lstat, mkdir, readFile, readlink, stat, symlink, writeFile } from 'node:fs/promises'
-import { createServer, type Socket } from 'node:net'
 import path from 'node:path'
 import { parse } from 'yaml'
 import { encodeMasterSecret, generateMasterSecret } from '../../src/lib/kms/index.js'
@@ -12,6 +11,8 @@ import { readPcrs } from '../../src/lib/tpm/index.js'
 import { stringifyYaml } from '../../src/lib/yaml/index.js'
 import { expect } from '../support/chai.js'
 import { runCli } from '../support/cli.js'
+import { startSilentPeer } from '../support/silent-peer.js'
+import { runCliOnTerminal } from '../support/terminal.js'
 import {
   setClusterEndpoint,
   spawnCli,
@@ -22,21 +23,6 @@ import {
 
 const pcr15IsZero = async (node: LocalNode) =>
   (await readPcrs(node.swtpm.open, [15])).get(15)?.equals(Buffer.alloc(32)) ?? false
-
-/** Accepts TCP and never speaks TLS: init waits in the handshake, before anything is sent. */
-async function startSilentListener(): Promise<{ port: number; stop: () => Promise<void> }> {
-  const sockets = new Set<Socket>()
-  const server = createServer((s) => void sockets.add(s))
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const address = server.address()
-  return {
-    port: typeof address === 'object' && address ? address.port : 0,
-    stop: () => {
-      for (const s of sockets) s.destroy()
-      return new Promise<void>((resolve) => server.close(() => resolve()))
-    },
-  }
-}
 
 async function waitUntil(done: () => boolean | Promise<boolean>): Promise<void> {
   while (!(await done())) await new Promise((r) => setTimeout(r, 50))
@@ -53,7 +39,7 @@ describe('constellation init: interrupts, leftovers and files in the way (CLI pr
     ['SIGTERM', 143],
   ] as const) {
     it(`${signal} while the node does not answer yet: exit ${code}, "nothing was sent", and the next init reuses the master secret`, async () => {
-      const silent = await startSilentListener()
+      const silent = await startSilentPeer()
       try {
         await setClusterEndpoint(node.workspace, `127.0.0.1:${silent.port}`)
         const run = spawnCli(['init', '-C', node.workspace, '--timeout', '2m'])
@@ -100,8 +86,29 @@ describe('constellation init: interrupts, leftovers and files in the way (CLI pr
     })
   }
 
+  it('Ctrl-C on a terminal (spinners on) prints the same state line, exit 130', async () => {
+    const silent = await startSilentPeer()
+    try {
+      await setClusterEndpoint(node.workspace, `127.0.0.1:${silent.port}`)
+      const ws = workspacePaths(node.workspace)
+      // listr2 holds back stderr while it draws; the line must reach the terminal anyway
+      const r = await runCliOnTerminal(['init', '-C', node.workspace, '--timeout', '2m'], process.env, {
+        when: () =>
+          stat(ws.masterSecret).then(
+            () => true,
+            () => false,
+          ), // now dialing the silent peer
+        keys: '\u0003',
+      })
+      expect(r.code, r.output).to.equal(130)
+      expect(r.output).to.include('nothing was sent').and.include(`${ws.masterSecret} can be reused`)
+    } finally {
+      await silent.stop()
+    }
+  })
+
   it('through oclif (help-capable entry) an interrupt reports the same line and exit code', async () => {
-    const silent = await startSilentListener()
+    const silent = await startSilentPeer()
     try {
       await setClusterEndpoint(node.workspace, `127.0.0.1:${silent.port}`)
       const results = []

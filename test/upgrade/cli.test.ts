@@ -3,7 +3,8 @@ import { access, mkdir, readdir, readFile, symlink, writeFile } from 'node:fs/pr
 import path from 'node:path'
 import { workspacePaths } from '../../src/lib/paths.js'
 import { expect } from '../support/chai.js'
-import { CLI, CLI_ARGS, makeTempDir, REPO_ROOT, runCli } from '../support/cli.js'
+import { runCliOnTerminal } from '../support/terminal.js'
+import { CLI_ARGS, makeTempDir, REPO_ROOT, runCli } from '../support/cli.js'
 import { startFakeApiServer, type FakeApiServer } from '../support/fake-apiserver.js'
 import {
   fakeHelmEnv,
@@ -23,39 +24,6 @@ const exists = (p: string) =>
   )
 
 const PROMPT = 'Upgrade the releases above?'
-
-/**
- * Runs the CLI on a pseudo-terminal (util-linux `script`), so the inquirer prompt and listr2's live
- * view run for real; types `keys` (e.g. "y\r", or Ctrl-C "\u0003") once the prompt appears.
- */
-function runCliOnTerminal(args: string[], env: NodeJS.ProcessEnv, keys: string) {
-  const entry =
-    process.env.CONSTELL_TEST_CLI === 'dev' ? ['--import', 'tsx', path.join(REPO_ROOT, 'bin/dev.js')] : [CLI]
-  const command = [process.execPath, ...entry, ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ')
-  return new Promise<{ code: number | null; output: string }>((resolve, reject) => {
-    // A fresh pty has no size; listr2 would wrap every character onto its own line.
-    const child = spawn('script', ['-qec', `stty cols 120 rows 40; exec ${command}`, '/dev/null'], {
-      cwd: REPO_ROOT,
-      env: { ...env, CONSTELL_NO_SPINNER: '' },
-    })
-    let output = ''
-    let answered = false
-    child.stdout.on('data', (d: Buffer) => {
-      output += d.toString()
-      if (!answered && output.includes(PROMPT)) {
-        answered = true
-        child.stdin.write(keys)
-      }
-    })
-    const timer = setTimeout(() => child.kill('SIGKILL'), 80_000)
-    child.on('error', reject)
-    child.on('close', (code) => {
-      clearTimeout(timer)
-      // eslint-disable-next-line no-control-regex -- strips the terminal's colour and cursor codes
-      resolve({ code, output: output.replace(/\u001b\[[0-9;?]*[A-Za-z]/g, '') })
-    })
-  })
-}
 
 /** The built CLI as a child the test can signal; `exited` turns true once it is gone. */
 function startCli(args: string[], env: NodeJS.ProcessEnv) {
@@ -200,7 +168,10 @@ describe('constellation upgrade (CLI)', function () {
   for (const [name, tc] of Object.entries(answers)) {
     it(name, async () => {
       const env = { ...helm.env, FAKE_HELM_FAIL: '' }
-      const r = await runCliOnTerminal(['upgrade', 'execute', '--helm', '-C', ws], env, `${tc.answer}\r`)
+      const r = await runCliOnTerminal(['upgrade', 'execute', '--helm', '-C', ws], env, {
+        when: PROMPT,
+        keys: `${tc.answer}\r`,
+      })
       expect(r.output).to.include(PROMPT)
       expect(r.code, r.output).to.equal(0)
       expect(r.output).to.match(tc.want, JSON.stringify(r.output))
@@ -210,7 +181,10 @@ describe('constellation upgrade (CLI)', function () {
   }
 
   it('Ctrl-C at the confirmation prompt aborts: nothing changed, exit 130', async () => {
-    const r = await runCliOnTerminal(['upgrade', 'execute', '--helm', '-C', ws], helm.env, '\u0003')
+    const r = await runCliOnTerminal(['upgrade', 'execute', '--helm', '-C', ws], helm.env, {
+      when: PROMPT,
+      keys: '\u0003',
+    })
     expect(r.output).to.include(PROMPT)
     expect(r.code, r.output).to.equal(130)
     expect(r.output).to.match(/upgrade: aborted, nothing changed/)
@@ -248,6 +222,24 @@ describe('constellation upgrade (CLI)', function () {
       }
     })
   }
+
+  it('Ctrl-C on a terminal during the upgrade (spinners on) still prints the partial report, exit 130', async () => {
+    const env = { ...helm.env, FAKE_HELM_FAIL: '', FAKE_HELM_HANG: 'upgrade:coredns' }
+    const pidFile = path.join(helm.stateDir, 'hanging-upgrade.pid')
+    try {
+      // listr2 holds back what is written to stderr while it draws; the report must get out anyway
+      const r = await runCliOnTerminal(['upgrade', 'execute', '--helm', '--yes', '-C', ws], env, {
+        when: () => exists(pidFile), // helm is upgrading coredns
+        keys: '\u0003',
+      })
+      expect(r.code, r.output).to.equal(130)
+      expect(r.output).to.match(/Upgrade interrupted; releases so far:/)
+      expect(r.output).to.match(/cilium: upgraded \(1\.0\.0 → 1\.1\.0\)/)
+      expect(r.output).to.match(/Backup folder: /)
+    } finally {
+      await killHungHelm(pidFile)
+    }
+  })
 
   const usage: Record<string, { args: string[]; env?: NodeJS.ProcessEnv; code: number; err: RegExp }> = {
     'execute without --helm is a usage error': { args: [], code: 2, err: /pass --helm/ },

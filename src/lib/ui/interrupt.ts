@@ -3,6 +3,7 @@
  * silently, or a stack trace): a command says what state it leaves, and exits 130 (SIGINT) or 143
  * (SIGTERM) as shells expect.
  */
+import { writeSync } from 'node:fs'
 import { CliError } from '../errors/index.js'
 
 export const SIGNAL_EXIT_CODES = { SIGINT: 130, SIGTERM: 143 } as const
@@ -18,7 +19,9 @@ export interface InterruptIO {
 export const processInterruptIO = (): InterruptIO => ({
   on: (s, l) => process.on(s, l),
   off: (s, l) => process.off(s, l),
-  stderr: (line) => process.stderr.write(`${line}\n`),
+  // Straight to fd 2: while listr2 draws it holds back process.stderr writes until it finishes,
+  // which an exit now would never let happen.
+  stderr: (line) => writeSync(2, `${line}\n`),
   exit: (code) => process.exit(code),
 })
 
