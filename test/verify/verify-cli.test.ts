@@ -75,7 +75,7 @@ describe('constellation verify against constellation verifyservice on swtpm', fu
   it('exits 3 when nothing listens at the endpoint, 2 for a bad --cluster-id', async () => {
     const closed = await runCli(['verify', '-C', ws.dir, '--node-endpoint', '127.0.0.1:1'])
     expect(closed.code).to.equal(3)
-    expect(closed.stderr).to.include('not reachable')
+    expect(closed.stderr).to.include('node 127.0.0.1:1 is not reachable: connect ECONNREFUSED 127.0.0.1:1\n')
     const badId = await verify('--cluster-id', 'xyz')
     expect(badId.code).to.equal(2)
     expect(badId.stderr).to.include('--cluster-id')
@@ -163,6 +163,10 @@ describe('constellation verify as the README documents it: node and cluster ID f
     expect(other.code).to.equal(4)
     expect(other.stderr).to.include('the node belongs to another cluster')
     expect(other.stderr).to.not.match(/image/)
+    expect(
+      other.stderr.split('measurement validation failed'),
+      'said once, not again by the cause',
+    ).to.have.length(2)
     expect(other.stdout).to.match(/^15\s+[0-9a-f]{64}\s+enforced\s+mismatch$/m)
   })
 
@@ -216,7 +220,7 @@ describe('constellation verify against a host that never completes the TCP hands
       // runCli kills a child still running after 60 s (code null); the kernel's SYN retries last ~2 min
       const res = await runCli(['verify', '-C', ws.dir, '-e', `127.0.0.1:${peer.port}`, '--timeout', '1s'])
       expect(res.code, res.stderr).to.equal(3)
-      expect(res.stderr).to.include(`node 127.0.0.1:${peer.port} is not reachable: no answer within 1 s\n`)
+      expect(res.stderr).to.include(`node 127.0.0.1:${peer.port} is not reachable: no answer within 1s\n`)
       expect(res.stderr, 'grpc-js bookkeeping stays out of the message').not.to.match(
         /DEADLINE_EXCEEDED|LB pick/,
       )

@@ -25,9 +25,10 @@ export function unreachable(
       cause,
     )
   if (err instanceof NotConnectedError || signal.aborted) {
+    const last = err instanceof NotConnectedError ? withoutRpcInternals(err.message) : ''
     const why = signal.aborted
-      ? `no answer within ${opts.timeout}`
-      : withoutRpcInternals(messageOf(err)) || 'connection failed'
+      ? `no answer within ${opts.timeout}${last ? ` (last error: ${last})` : ''}`
+      : last || 'connection failed'
     return new CliError(
       `could not reach the node at ${address}: ${why}`,
       ExitCode.Unreachable,

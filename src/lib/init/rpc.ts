@@ -42,6 +42,8 @@ export class NotConnectedError extends Error {
 }
 
 export async function callInit(request: InitRequest, opts: InitRpcOptions): Promise<InitOutcome> {
+  // When the time is up between attempts, the last attempt's error says why (connection refused…).
+  let lastError: unknown
   return retry(() => attempt(request, opts), {
     attempts: Number.POSITIVE_INFINITY,
     initialDelayMs: opts.retryInitialDelayMs ?? 500,
@@ -50,12 +52,16 @@ export async function callInit(request: InitRequest, opts: InitRpcOptions): Prom
     sleep: opts.sleep ?? sleepMs,
     retryable: (err) =>
       err instanceof NotConnectedError && err.code === status.UNAVAILABLE && !isAttestationFailure(err),
-    onRetry: (err, n, delayMs) =>
+    onRetry: (err, n, delayMs) => {
+      lastError = err
       opts.log.info('Node not reachable yet, retrying', {
         attempt: n,
         delayMs,
         error: err instanceof Error ? err.message : String(err),
-      }),
+      })
+    },
+  }).catch((err: unknown) => {
+    throw opts.signal.aborted && lastError !== undefined ? lastError : err
   })
 }
 

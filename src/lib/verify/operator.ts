@@ -14,7 +14,7 @@ import {
 import { createAttestedChannelCredentials, isAttestationFailure } from '../atls/index.js'
 import { CliError, ExitCode, messageOf, UsageError } from '../errors/index.js'
 import { withoutRpcInternals } from '../grpc/index.js'
-import { parseDuration } from '../system/index.js'
+import { formatDuration, parseDuration } from '../system/index.js'
 import { VerifyService, type DescribeResponse } from './service-definition.js'
 
 export const DEFAULT_VERIFY_TIMEOUT_MS = 15_000
@@ -100,11 +100,12 @@ export async function verifyNode(req: VerifyRequest): Promise<VerifyOutcome> {
     const cause = seen.refusal ?? err
     const shown = seen.pcrs ? report(req, req.variant, measurements, seen.pcrs, false) : undefined
     const pcr15 = seen.pcrs ? clusterIdMismatch(measurements, seen.pcrs, req.clusterId) : undefined
+    // the message already holds the cause's words; the cause itself only for CONSTELL_DEBUG=1
     const error = new UntrustedNodeError(
       `attestation of ${req.endpoint} failed: ${messageOf(cause)}${pcr15 ? `\n${pcr15.reason}` : ''}`,
       shown,
       pcr15?.hint,
-      { cause },
+      req.debug ? { cause } : undefined,
     )
     return { report: shown, error }
   }
@@ -122,7 +123,10 @@ export async function readNodePcrs(
   } catch (err: unknown) {
     if (seen.refusal === undefined && !isAttestationFailure(err)) throw unreachable(req, err)
     const cause = seen.refusal ?? err
-    throw new AttestationError(`attestation of ${req.endpoint} failed: ${messageOf(cause)}`, { cause })
+    throw new AttestationError(
+      `attestation of ${req.endpoint} failed: ${messageOf(cause)}`,
+      req.debug ? { cause } : undefined,
+    )
   }
 }
 
@@ -155,8 +159,8 @@ function unreachable(req: AttestRequest, err: unknown): CliError {
   const code = (err as { code?: unknown } | undefined)?.code
   const why =
     code === grpc.status.DEADLINE_EXCEEDED
-      ? `no answer within ${timeoutMs / 1000} s`
-      : ((err as { details?: string } | undefined)?.details ?? withoutRpcInternals(messageOf(err)))
+      ? `no answer within ${formatDuration(timeoutMs)}`
+      : withoutRpcInternals((err as { details?: string } | undefined)?.details ?? messageOf(err))
   return new CliError(
     `node ${req.endpoint} is not reachable: ${why}`,
     ExitCode.Unreachable,
