@@ -230,3 +230,24 @@ describe('constellation verify against a host that never completes the TCP hands
     }
   })
 })
+
+describe('constellation verifyservice without a TPM', function () {
+  this.timeout(60_000)
+  it('fails at start (exit 1, naming the TPM) instead of listening without being able to attest', async () => {
+    const ws = await makeTempDir()
+    try {
+      const port = await freePort()
+      const config = path.join(ws.dir, 'node-config.yaml')
+      await writeFile(
+        config,
+        `attestationVariant: qemu-vtpm\ntpm:\n  swtpm: "127.0.0.1:${port}"\nverifyService:\n  listen: "127.0.0.1:${await freePort()}"\n`,
+      )
+      const res = await runCli(['verifyservice', '--config', config])
+      expect(res.code, res.stderr).to.equal(1)
+      expect(res.stderr).to.include(`connecting to swtpm at 127.0.0.1:${port}`)
+      expect(res.stderr).to.not.include('Verification service listening')
+    } finally {
+      await ws.cleanup()
+    }
+  })
+})

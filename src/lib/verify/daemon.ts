@@ -6,7 +6,7 @@ import { listenOn } from '../grpc/index.js'
 import type { NodeConfig } from '../nodeconfig/index.js'
 import { nodePaths } from '../paths.js'
 import type { Logger } from '../system/index.js'
-import { openTpmFromConfig } from '../tpm/index.js'
+import { openTpmFromConfig, readPcrs } from '../tpm/index.js'
 import { VerifyService, type DescribeResponse } from './service-definition.js'
 
 export const DEFAULT_STOP_GRACE_MS = 10_000
@@ -22,6 +22,8 @@ export class VerifyServiceDaemon {
     private readonly listen: string,
     private readonly issuer: Issuer,
     private readonly log: Logger,
+    /** Throws when the TPM cannot answer: a service that listens but can never attest misleads. */
+    private readonly checkTpm: () => Promise<void> = async () => {},
   ) {
     this.server.addService(VerifyService, {
       describe: (
@@ -35,6 +37,7 @@ export class VerifyServiceDaemon {
 
   /** Binds and serves; resolves with the bound address (port 0 picks a free one). */
   async start(): Promise<string> {
+    await this.checkTpm()
     const creds = createAttestedServerCredentials({ issuer: this.issuer, log: this.log })
     const address = await listenOn(this.server, this.listen, creds, 'verifyService.listen')
     this.log.info('Verification service listening', { address, variant: this.issuer.variant })
@@ -55,8 +58,10 @@ export class VerifyServiceDaemon {
 }
 
 export function createVerifyService(config: NodeConfig, log: Logger): VerifyServiceDaemon {
-  const issuer = createIssuer(config.attestationVariant, openTpmFromConfig(config.tpm), {
+  const openTpm = openTpmFromConfig(config.tpm)
+  const issuer = createIssuer(config.attestationVariant, openTpm, {
     eventLogPath: nodePaths(config.root).tpmEventLog,
   })
-  return new VerifyServiceDaemon(config.verifyService.listen, issuer, log.child('verifyservice'))
+  const checkTpm = () => readPcrs(openTpm, [0]).then(() => undefined)
+  return new VerifyServiceDaemon(config.verifyService.listen, issuer, log.child('verifyservice'), checkTpm)
 }
