@@ -3,7 +3,7 @@
  * command that replaces one of the original Constellation CLI's names.
  */
 import { Errors, type Hook } from '@oclif/core'
-import { ExitCode } from './lib/errors/index.js'
+import { ExitCode, renderError, UsageError } from './lib/errors/index.js'
 
 /** Names from the original Constellation CLI, and what does that job here. */
 export const ORIGINAL_CLI_NAMES: Record<string, string> = {
@@ -40,17 +40,26 @@ export function editDistance(a: string, b: string): number {
 
 export const commandNotFound: Hook<'command_not_found'> = async function (opts) {
   const typed = opts.id.split(':').join(' ')
-  const visible = [
-    ...opts.config.commands.filter((c) => !c.hidden).map((c) => c.id),
-    ...opts.config.topics.filter((t) => !t.hidden).map((t) => t.name),
-  ].map((id) => id.split(':').join(' '))
-  const suggestion = suggestCommand(typed, visible)
+  const commands = opts.config.commands.filter((c) => !c.hidden).map((c) => c.id.split(':').join(' '))
+  const topics = opts.config.topics.filter((t) => !t.hidden).map((t) => t.name.split(':').join(' '))
+  // With spaces between topic and command, oclif reads `init extra` as one unknown command id.
+  const command = commands.filter((id) => typed.startsWith(`${id} `)).sort((x, y) => y.length - x.length)[0]
+  const error = command
+    ? new UsageError(
+        `unexpected argument ${JSON.stringify(typed.slice(command.length + 1))} for \`${opts.config.bin} ${command}\``,
+        `run \`${opts.config.bin} ${command} --help\` for its flags`,
+      )
+    : notACommand(typed, suggestCommand(typed, [...commands, ...topics]), opts.config.bin)
+  // Rendered as every other error (one line each, no wrapping inside a command to copy); oclif's
+  // ExitError then ends the run with exit 2 and prints nothing more.
+  for (const line of renderError(error).lines) process.stderr.write(`${line}\n`)
+  Errors.exit(ExitCode.Usage)
+}
+
+function notACommand(typed: string, suggestion: string | undefined, bin: string): UsageError {
   const fromOriginal = ORIGINAL_CLI_NAMES[typed] !== undefined
   const hint = suggestion
-    ? `Did you mean \`${opts.config.bin} ${suggestion}\`?${fromOriginal ? ` It replaces the original Constellation CLI's \`${typed}\`.` : ''}`
-    : `Run \`${opts.config.bin} --help\` for the list of commands.`
-  // oclif renders this outside any command (no BaseCommand.catch here): its CLIError keeps exit 2
-  throw new Errors.CLIError(`"${typed}" is not a ${opts.config.bin} command. ${hint}`, {
-    exit: ExitCode.Usage,
-  })
+    ? `did you mean \`${bin} ${suggestion}\`?${fromOriginal ? ` It replaces the original Constellation CLI's \`${typed}\`.` : ''}`
+    : `run \`${bin} --help\` for the list of commands`
+  return new UsageError(`"${typed}" is not a ${bin} command`, hint)
 }

@@ -83,17 +83,28 @@ describe('constellation CLI (built, as a child process)', () => {
   })
 
   for (const [typed, want] of [
-    ['upgrade apply', 'Did you mean `constellation upgrade execute --helm`? It replaces the original'],
-    ['apply', 'Did you mean `constellation init`?'],
-    ['config fetch-measurements', 'Did you mean `constellation config measurements`?'],
-    ['confg validate', 'Did you mean `constellation config validate`?'],
-    ['bootstrap-dta', 'Did you mean `constellation bootstrap-data`?'],
-    ['xyzzy', 'Run `constellation --help` for the list of commands.'],
+    ['upgrade apply', 'Hint: did you mean `constellation upgrade execute --helm`? It replaces the original'],
+    ['apply', 'Hint: did you mean `constellation init`?'],
+    ['config fetch-measurements', 'Hint: did you mean `constellation config measurements`?'],
+    ['confg validate', 'Hint: did you mean `constellation config validate`?'],
+    ['bootstrap-dta', 'Hint: did you mean `constellation bootstrap-data`?'],
+    ['xyzzy', 'Hint: run `constellation --help` for the list of commands'],
   ] as const) {
-    it(`an unknown command (${typed}) is a usage error with a suggestion`, async () => {
+    it(`an unknown command (${typed}) is a usage error with a suggestion, on lines that can be copied`, async () => {
       const res = await runCli(typed.split(' '))
       expect(res.code, res.stderr).to.equal(2)
-      expect(res.stderr.replace(/\s*›\s*/g, ' ')).to.contain(want)
+      expect(res.stderr).to.contain(`Error: "${typed}" is not a constellation command\n`)
+      expect(res.stderr.split('\n'), 'the hint is one unwrapped line').to.satisfy((lines: string[]) =>
+        lines.some((l) => l.startsWith(want)),
+      )
+    })
+  }
+
+  for (const command of ['init', 'verify', 'version', 'config validate']) {
+    it(`a stray argument after \`${command}\` names the argument (exit 2)`, async () => {
+      const res = await runCli([...command.split(' '), 'extra'])
+      expect(res.code, res.stderr).to.equal(2)
+      expect(res.stderr).to.contain(`Error: unexpected argument "extra" for \`constellation ${command}\`\n`)
     })
   }
 
