@@ -108,9 +108,9 @@ describe('constellation upgrade (CLI)', function () {
     ])
   })
 
-  it('execute without a TTY and without --yes stops with exit 1 and changes nothing', async () => {
+  it('execute without a TTY and without --yes is a usage error (exit 2) and changes nothing', async () => {
     const r = await runCli(['upgrade', 'execute', '--helm', '-C', ws], { env: helm.env })
-    expect(r.code).to.equal(1)
+    expect(r.code).to.equal(2)
     expect(r.stderr).to.match(/refusing to upgrade without confirmation: this is not an interactive terminal/)
     expect(r.stderr).to.match(/--yes/)
     expect(await exists(workspacePaths(ws).upgradeDir)).to.be.false

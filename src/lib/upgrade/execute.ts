@@ -3,7 +3,7 @@
  * rollback on failure; the first failed release stops the sequence. Never throws after a change
  * was made: the report says what happened to every release, and where the backup is.
  */
-import { CliError, ExitCode, exitCodeOf } from '../errors/index.js'
+import { CliError, ExitCode, exitCodeOf, UsageError } from '../errors/index.js'
 import { workspacePaths } from '../paths.js'
 import {
   backupChart,
@@ -211,9 +211,9 @@ function markDeclined(report: UpgradeReport): UpgradeReport {
 async function confirmed(opts: ExecuteOptions, deps: ExecuteDeps): Promise<boolean> {
   if (opts.yes) return true
   if (!deps.confirm) {
-    throw new CliError(
+    // a missing flag, as for `config measurements`: a usage error
+    throw new UsageError(
       'refusing to upgrade without confirmation: this is not an interactive terminal',
-      1,
       'review the plan (`constellation upgrade check`), then rerun with --yes; nothing was changed',
     )
   }
