@@ -11,12 +11,24 @@ import {
   type GenerateDeps,
   type GenerateOptions,
 } from '../../src/lib/bootstrapdata/index.js'
+import type { BootstrapPlan } from '../../src/lib/bootstrapdata/types.js'
 import { REPO_ROOT } from '../support/cli.js'
 import { readableIgnition } from './readable-ignition.js'
 
 const run = promisify(execFile)
 export const FIXTURES = path.join(REPO_ROOT, 'test/fixtures/bootstrapdata')
 export const GOLDEN = path.join(REPO_ROOT, 'test/golden/bootstrapdata')
+/** A plan with nothing in it, for renderer tests to add one thing to. */
+export const emptyPlan: BootstrapPlan = {
+  files: [],
+  bootCommands: [],
+  preCommands: [],
+  postCommands: [],
+  enableUnits: [],
+  users: [],
+  mounts: [],
+}
+
 export const FIXED_NOW = new Date('2026-01-02T03:04:05Z')
 /** A fixed bcrypt hash (of "test-init-secret", cost 4), so attested goldens stay stable. */
 export const TEST_INIT_SECRET_HASH = '$2b$04$Q5skAuj56q1PkWcYWKVX4ubMNz1GBOVm6qOuLIYIID.pPhlnxzru6'

@@ -1,4 +1,5 @@
 import { expect } from '../support/chai.js'
+import { emptyPlan } from './helpers.js'
 import {
   accountFiles,
   dataUrl,
@@ -33,15 +34,6 @@ const templates = {
   kubeadmPrologue: '#!/bin/sh\n',
   kubeadmUnit: '[Unit]\n',
   mountUnit: '{{what}} {{where}}\n{{options}}\n',
-}
-const emptyPlan: BootstrapPlan = {
-  files: [],
-  bootCommands: [],
-  preCommands: [],
-  postCommands: [],
-  enableUnits: [],
-  users: [],
-  mounts: [],
 }
 const text = (s: string) => ({ source: dataUrl(s) })
 

@@ -8,17 +8,7 @@ import { dataUrl } from '../../src/lib/bootstrapdata/ignition-files.js'
 import { systemdEscapePath } from '../../src/lib/bootstrapdata/ignition-sections.js'
 import { parseS3Url, renderStub } from '../../src/lib/bootstrapdata/offload.js'
 import type { BootstrapPlan } from '../../src/lib/bootstrapdata/types.js'
-import { validateCloudConfig, validateIgnition } from './helpers.js'
-
-const emptyPlan: BootstrapPlan = {
-  files: [],
-  bootCommands: [],
-  preCommands: [],
-  postCommands: [],
-  enableUnits: [],
-  users: [],
-  mounts: [],
-}
+import { validateCloudConfig, validateIgnition, emptyPlan } from './helpers.js'
 
 describe('bootstrap data renderers (pure parts, real validators)', () => {
   let templates: BootstrapTemplates
