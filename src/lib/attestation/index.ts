@@ -20,6 +20,7 @@ export {
   clusterIdPcrValue,
   compareMeasurements,
   CLUSTER_ID_PCR,
+  MEASUREMENT_SALT_BYTES,
 } from './measurements.js'
 export { AttestationError } from './errors.js'
 export { VARIANT_OIDS, isVariant } from './variant.js'

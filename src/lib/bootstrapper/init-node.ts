@@ -1,5 +1,6 @@
 /** What the node does for one Init request, from init-secret check to the admin kubeconfig. */
 import type { InitRequest } from '../../gen/init.js'
+import { MEASUREMENT_SALT_BYTES } from '../attestation/index.js'
 import { chainMessage } from '../errors/index.js'
 import { checkInitSecret, ClusterKms, deriveClusterId, parseClusterKmsUri } from '../kms/index.js'
 import type { NodeMember } from '../nodeconfig/index.js'
@@ -12,7 +13,6 @@ import { writeNodeState, writeServiceSecrets } from './node-state.js'
 
 export const DEFAULT_CLUSTER_NAME = 'constellation'
 export const DEFAULT_SERVICE_CIDR = '10.96.0.0/12'
-const MEASUREMENT_SALT_BYTES = 32
 
 export class InitSecretError extends Error {
   constructor() {

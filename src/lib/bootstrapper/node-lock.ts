@@ -1,8 +1,9 @@
 /** Marks the node as bootstrapped exactly once: unlocked → locked, and there is deliberately no unlock. */
 import { createHash } from 'node:crypto'
+import { CLUSTER_ID_PCR } from '../attestation/index.js'
 
-/** PCR 15 carries the cluster ID; a non-zero value means the node was bootstrapped before. */
-export const CLUSTER_ID_PCR = 15
+// PCR 15 carries the cluster ID; a non-zero value means the node was bootstrapped before.
+export { CLUSTER_ID_PCR }
 
 /** The TPM operation the lock needs. */
 export interface PcrExtender {

@@ -5,14 +5,13 @@
  */
 import { readFile, realpath, stat } from 'node:fs/promises'
 import { isMap, isScalar, parseDocument, Scalar, type Node } from 'yaml'
+import { CLUSTER_ID_PCR } from '../attestation/index.js'
 import { CliError } from '../errors/index.js'
 import { writeFileAtomic } from '../system/index.js'
 import { renderTable } from '../ui/index.js'
 import { parseConfig, readConfigFile } from './load.js'
 import type { MeasurementsConfig } from './types.js'
 
-/** PCR 15 records the cluster ID at a node's point of no return; configs expect it zero. */
-export const CLUSTER_ID_PCR_INDEX = 15
 const MEASUREMENTS_PATH = ['attestation', 'qemuVTPM', 'measurements'] as const
 
 export interface MeasurementUpdate {
@@ -52,7 +51,7 @@ export function planMeasurementsUpdate(
       const node = pcrs.get(index)?.toString('hex')
       if (node === undefined)
         throw new CliError(`the node did not report PCR ${index}, which the config names`)
-      const next = index === CLUSTER_ID_PCR_INDEX ? '00'.repeat(node.length / 2) : node
+      const next = index === CLUSTER_ID_PCR ? '00'.repeat(node.length / 2) : node
       return { index, current: entry.expected.toLowerCase(), node, next, warnOnly: entry.warnOnly }
     })
 }
@@ -135,16 +134,16 @@ export function renderMeasurementsUpdate(endpoint: string, updates: readonly Mea
 
 /** Why PCR 15 is not copied, said every time: copying it would trust only nodes of one cluster. */
 export function measurementNotes(updates: readonly MeasurementUpdate[]): string[] {
-  const pcr15 = updates.find((u) => u.index === CLUSTER_ID_PCR_INDEX)
+  const pcr15 = updates.find((u) => u.index === CLUSTER_ID_PCR)
   if (!pcr15) return []
   const notes = [
-    `PCR ${CLUSTER_ID_PCR_INDEX} stays zero: a node extends it with its cluster ID when it is initialized or joins, ` +
+    `PCR ${CLUSTER_ID_PCR} stays zero: a node extends it with its cluster ID when it is initialized or joins, ` +
       'so zero means "never initialized", which init and join require; `constellation verify` checks ' +
       'an initialized node against the cluster ID from the state instead.',
   ]
   if (!/^0+$/.test(pcr15.node))
     notes.push(
-      `This node's PCR ${CLUSTER_ID_PCR_INDEX} is not zero: it was initialized once. Its other PCRs still describe its image.`,
+      `This node's PCR ${CLUSTER_ID_PCR} is not zero: it was initialized once. Its other PCRs still describe its image.`,
     )
   return notes
 }

@@ -1,6 +1,7 @@
 /** `constellation init`: master secret first, then one attested Init call, then kubeconfig and state. */
 import { randomBytes } from 'node:crypto'
 import type { ChannelCredentials } from '@grpc/grpc-js'
+import { MEASUREMENT_SALT_BYTES } from '../attestation/index.js'
 import { loadConfig, loadState, type ClusterConfig, type ClusterState } from '../config/index.js'
 import { chainMessage, messageOf } from '../errors/index.js'
 import { writeMasterSecret } from '../kms/index.js'
@@ -59,8 +60,6 @@ export interface InitResult {
   warnings: string[]
   nextSteps: string[]
 }
-
-const MEASUREMENT_SALT_BYTES = 32
 
 /** Where init is, for the line a Ctrl-C prints. */
 type Phase = 'preparing' | 'sent' | 'answered'
