@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto'
 import type { Socket } from 'node:net'
 import { connect as tlsConnect, type TLSSocket } from 'node:tls'
-import { CallCredentials, ChannelCredentials, experimental } from '@grpc/grpc-js'
+import { CallCredentials, ChannelCredentials, type experimental } from '@grpc/grpc-js'
 import type { ValidationResult, Validator } from '../attestation/index.js'
 import { preloadX509, verifyAttestedCertificate } from './certificate.js'
 import { refusal } from './failure.js'

@@ -11,7 +11,7 @@ import type { Issuer, ValidationResult, Validator } from '../attestation/index.j
 import { AttestationError } from '../attestation/index.js'
 import type { Logger } from '../system/index.js'
 import { createAttestedCertificate, verifyAttestedCertificate } from './certificate.js'
-import { ChallengeRegistry, ChallengeService, CHALLENGE_PATH } from './challenge.js'
+import { type ChallengeRegistry, ChallengeService, CHALLENGE_PATH } from './challenge.js'
 import { REFUSAL_PREFIX } from './failure.js'
 import { decodeNonce, encodeNonce, NONCE_BYTES } from './nonce.js'
 

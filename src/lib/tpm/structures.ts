@@ -1,6 +1,6 @@
 /** Parsers for the TPM structures an attestation carries; any malformed input gives a TpmParseError. */
 import { createPublicKey, type KeyObject } from 'node:crypto'
-import { TpmParseError, TpmReader, TpmWriter } from './buffer.js'
+import { TpmParseError, TpmReader, type TpmWriter } from './buffer.js'
 import { PCR_COUNT, TPM_ALG, TPM_ECC_NIST_P256, TPM_GENERATED_VALUE, TPM_ST } from './constants.js'
 
 export interface PcrSelection {

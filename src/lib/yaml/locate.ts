@@ -19,7 +19,7 @@ export function createOffsetLocator(doc: Document): (path: KeyPath) => number | 
     return index
   }
   return (path) => {
-    let node: Node | null | undefined = doc.contents as Node | null
+    let node: Node | null | undefined = doc.contents
     let best = node?.range?.[0]
     for (const [i, part] of path.entries()) {
       if (isMap(node)) {

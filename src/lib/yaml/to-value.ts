@@ -116,7 +116,7 @@ export function documentToValue(doc: Document): { value: unknown; problems: Node
     return { value, expandedNodes }
   }
 
-  const { value } = convert(doc.contents as Node | null, [])
+  const { value } = convert(doc.contents, [])
   return { value, problems }
 }
 
