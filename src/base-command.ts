@@ -1,6 +1,6 @@
 /** The base of every command: `--json`, workspace flag, and the one place errors are rendered. */
 import { Command, Flags } from '@oclif/core'
-import { CliError, exitCodeOf, ExitCode, renderError } from './lib/errors/index.js'
+import { CliError, type CliErrorOptions, exitCodeOf, ExitCode, renderError } from './lib/errors/index.js'
 import { exitAfterGrace } from './lib/system/index.js'
 
 /** A failure whose `--json` form keeps structured data beside the message (e.g. every problem found). */
@@ -8,10 +8,9 @@ export class CliErrorWithData extends CliError {
   constructor(
     message: string,
     readonly data: Record<string, unknown>,
-    exitCode: number = ExitCode.Failure,
-    hint?: string,
+    opts: CliErrorOptions = {},
   ) {
-    super(message, exitCode, hint)
+    super(message, opts)
     this.name = 'CliErrorWithData'
   }
 }

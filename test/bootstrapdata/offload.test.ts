@@ -112,7 +112,7 @@ describe('bootstrap data offload to an S3-compatible store (local s3rver process
       await testDeps(await fixtureText(true), {
         objectStore: store,
         registerToken: async () => {
-          throw new CliError('registering bootstrap token Secret: HTTP 403', 1)
+          throw new CliError('registering bootstrap token Secret: HTTP 403')
         },
       }),
     )

@@ -3,7 +3,7 @@ import { CliError, ExitCode } from '../errors/index.js'
 
 export class AttestationError extends CliError {
   constructor(message: string, opts?: ErrorOptions) {
-    super(message, ExitCode.AttestationFailed, undefined, opts)
+    super(message, { exitCode: ExitCode.AttestationFailed, cause: opts?.cause })
     this.name = 'AttestationError'
   }
 }

@@ -54,11 +54,9 @@ export function validatorForConfig(config: ClusterConfig, log?: Logger): Validat
 /** An operator-side trust decision needs at least one expected PCR value. */
 export function requireMeasurements(measurements: Measurements): Measurements {
   if (measurements.size === 0) {
-    throw new CliError(
-      'no measurements to validate the attestation against; refusing to trust any node',
-      1,
-      'set attestation.qemuVTPM.measurements in the config',
-    )
+    throw new CliError('no measurements to validate the attestation against; refusing to trust any node', {
+      hint: 'set attestation.qemuVTPM.measurements in the config',
+    })
   }
   return measurements
 }

@@ -13,9 +13,7 @@ export async function attestedMode(
   const initSecretHash = await deps.initSecretHash(opts.workspace).catch((err: unknown) => {
     throw new CliError(
       `attested data needs the workspace's init secret (its hash goes into every node config): ${messageOf(err)}`,
-      exitCodeOf(err),
-      hintOf(err),
-      { cause: err },
+      { exitCode: exitCodeOf(err), hint: hintOf(err), cause: err },
     )
   })
   return {

@@ -81,8 +81,10 @@ function checkLoads(content: string, machine: Machine & { origin: Origin }): voi
     const problems = err.problems.map((p) => `  ${formatProblem('node config', { ...p, line: undefined })}`)
     throw new CliError(
       `the node config for Machine "${machine.metadata.name}" would not load in bootstrap run:\n${problems.join('\n')}`,
-      2,
-      'fix the value named (a flag: --attestation-variant, --state-disk, --state-disk-key-file; or the Machine/Cluster field it came from)',
+      {
+        exitCode: 2,
+        hint: 'fix the value named (a flag: --attestation-variant, --state-disk, --state-disk-key-file; or the Machine/Cluster field it came from)',
+      },
     )
   }
 }
@@ -91,11 +93,9 @@ function member(machine: Machine & { origin: Origin }) {
   const ip = machine.status?.addresses?.find((a) => a.type === 'InternalIP')?.address
   if (!ip) {
     const at = machine.origin.line !== undefined ? `${machine.origin.file}:${machine.origin.line}: ` : ''
-    throw new CliError(
-      `${at}Machine "${machine.metadata.name}": status.addresses has no InternalIP`,
-      1,
-      'attested data lists every node by its cluster-network IP: add status.addresses[{type: InternalIP, address: …}] to each Machine',
-    )
+    throw new CliError(`${at}Machine "${machine.metadata.name}": status.addresses has no InternalIP`, {
+      hint: 'attested data lists every node by its cluster-network IP: add status.addresses[{type: InternalIP, address: …}] to each Machine',
+    })
   }
   return {
     name: machine.metadata.name,

@@ -57,17 +57,13 @@ export async function loadOrCreateAuthorities(
       pairs[name] = checkPair(name, { certPem, keyPem }, certFile, keyFile)
     } else if (certPem !== undefined || keyPem !== undefined) {
       const [have, absent] = certPem !== undefined ? [certFile, keyFile] : [keyFile, certFile]
-      throw new CliError(
-        `${have} exists but ${absent} does not`,
-        1,
-        'restore the missing file, or move both away to generate a new pair',
-      )
+      throw new CliError(`${have} exists but ${absent} does not`, {
+        hint: 'restore the missing file, or move both away to generate a new pair',
+      })
     } else if (!opts.generate) {
-      throw new CliError(
-        `${certFile} does not exist`,
-        1,
-        'join data needs the cluster CAs: pass --ca-dir with the directory the init data was generated from',
-      )
+      throw new CliError(`${certFile} does not exist`, {
+        hint: 'join data needs the cluster CAs: pass --ca-dir with the directory the init data was generated from',
+      })
     } else missing.push(name)
   }
   for (const name of missing) {
@@ -151,14 +147,14 @@ function checkPair(name: PairName, pair: KeyPair, certFile: string, keyFile: str
   try {
     key = createPrivateKey(pair.keyPem)
   } catch (cause) {
-    throw new CliError(`${keyFile} is not a PEM private key`, 1, undefined, { cause })
+    throw new CliError(`${keyFile} is not a PEM private key`, { cause })
   }
   if (name === 'sa') {
     let pub
     try {
       pub = createPublicKey(pair.certPem)
     } catch (cause) {
-      throw new CliError(`${certFile} is not a PEM public key`, 1, undefined, { cause })
+      throw new CliError(`${certFile} is not a PEM public key`, { cause })
     }
     const der = (k: typeof pub) => k.export({ type: 'spki', format: 'der' })
     if (!der(pub).equals(der(createPublicKey(key)))) throw mismatch(certFile, keyFile)
@@ -168,7 +164,7 @@ function checkPair(name: PairName, pair: KeyPair, certFile: string, keyFile: str
   try {
     cert = new X509Certificate(pair.certPem)
   } catch (cause) {
-    throw new CliError(`${certFile} is not a PEM certificate`, 1, undefined, { cause })
+    throw new CliError(`${certFile} is not a PEM certificate`, { cause })
   }
   if (!cert.ca)
     throw new CliError(`${certFile} is not a CA certificate (basicConstraints CA:TRUE is missing)`)
@@ -177,7 +173,9 @@ function checkPair(name: PairName, pair: KeyPair, certFile: string, keyFile: str
 }
 
 const mismatch = (certFile: string, keyFile: string) =>
-  new CliError(`${keyFile} does not belong to ${certFile}`, 1, 'put the matching key beside the certificate')
+  new CliError(`${keyFile} does not belong to ${certFile}`, {
+    hint: 'put the matching key beside the certificate',
+  })
 
 /** A PEM certificate or key is a few KiB; anything far larger is not one. */
 const MAX_PEM_FILE_BYTES = 1024 * 1024
@@ -187,7 +185,7 @@ async function readOptional(file: string): Promise<string | undefined> {
     await lstat(file)
   } catch (err) {
     if (isErrnoException(err, 'ENOENT')) return undefined
-    throw new CliError(`reading ${file}`, 1, undefined, { cause: err })
+    throw new CliError(`reading ${file}`, { cause: err })
   }
   const data = await readRegularFile(file, { what: 'CA file', maxBytes: MAX_PEM_FILE_BYTES })
   return data.toString('utf8')

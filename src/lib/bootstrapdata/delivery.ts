@@ -66,7 +66,9 @@ export async function commit(
     const left = await removeUploads(store, uploaded)
     const undone = `removed the files${uploaded.length > 0 ? ' and uploads' : ''} this run had written`
     const cleanup = left.length > 0 ? `${undone} except ${left.join(', ')}: delete them` : undone
-    throw new CliError(messageOf(err), exitCodeOf(err), [hintOf(err), cleanup].filter(Boolean).join('; '), {
+    throw new CliError(messageOf(err), {
+      exitCode: exitCodeOf(err),
+      hint: [hintOf(err), cleanup].filter(Boolean).join('; '),
       cause: err,
     })
   }

@@ -162,7 +162,8 @@ function checkLimit(job: MachineJob, limit: number): void {
   if (bytes <= limit) return
   throw new CliError(
     `user data for Machine "${job.machine.metadata.name}" is ${bytes} bytes, above the limit of ${limit}`,
-    1,
-    'pass --upload s3://bucket/prefix (and --s3-endpoint for a non-AWS store) to offload it, or raise --max-user-data-bytes if your provider allows more',
+    {
+      hint: 'pass --upload s3://bucket/prefix (and --s3-endpoint for a non-AWS store) to offload it, or raise --max-user-data-bytes if your provider allows more',
+    },
   )
 }

@@ -76,9 +76,11 @@ export function createS3Store(opts: S3StoreOptions): ObjectStore {
   const fail = (what: string, location: { bucket: string; key: string }, cause: unknown) =>
     new CliError(
       `${what} s3://${location.bucket}/${location.key}${opts.endpoint ? ` at ${opts.endpoint}` : ''}`,
-      3,
-      'check the bucket, --s3-endpoint and the AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY environment',
-      { cause },
+      {
+        exitCode: 3,
+        hint: 'check the bucket, --s3-endpoint and the AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY environment',
+        cause,
+      },
     )
   return {
     async put(location, body, contentType) {

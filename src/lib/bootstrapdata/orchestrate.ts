@@ -42,7 +42,7 @@ export function assignRoles(
   const wanted = opts.machine
   if (wanted !== undefined && !objects.machines.some((m) => m.metadata.name === wanted)) {
     const names = objects.machines.map((m) => m.metadata.name).join(', ') || 'none'
-    throw new CliError(`Machine "${wanted}" is not in the input (machines: ${names})`, 2)
+    throw new CliError(`Machine "${wanted}" is not in the input (machines: ${names})`, { exitCode: 2 })
   }
   const assignments: Assignment[] = []
   const waiting: Waiting[] = []
@@ -64,11 +64,9 @@ export function assignRoles(
     else waiting.push({ machine: machine.metadata.name, reason: notReadyReason(cluster, initMachine) })
   }
   if (wanted !== undefined && waiting.length > 0) {
-    throw new CliError(
-      `Machine "${wanted}" cannot get join data yet: ${waiting[0]?.reason}`,
-      1,
-      `once the control plane is up, set the annotation ${CONTROL_PLANE_READY_ANNOTATION}: "true" (or the condition ControlPlaneInitialized=True) on the Cluster and run again`,
-    )
+    throw new CliError(`Machine "${wanted}" cannot get join data yet: ${waiting[0]?.reason}`, {
+      hint: `once the control plane is up, set the annotation ${CONTROL_PLANE_READY_ANNOTATION}: "true" (or the condition ControlPlaneInitialized=True) on the Cluster and run again`,
+    })
   }
   return { assignments, waiting }
 }

@@ -38,14 +38,13 @@ export async function writeAllOrNothing(staged: readonly StagedFile[]): Promise<
     } catch (err) {
       const count = files.length
       await undo()
-      throw new CliError(
-        `writing ${file}: ${chainMessage(err)}`,
-        1,
-        count === 0
-          ? 'nothing was written; fix the output location and run again'
-          : `removed the ${count} file${count === 1 ? '' : 's'} this run had written; nothing else was changed`,
-        { cause: err },
-      )
+      throw new CliError(`writing ${file}: ${chainMessage(err)}`, {
+        hint:
+          count === 0
+            ? 'nothing was written; fix the output location and run again'
+            : `removed the ${count} file${count === 1 ? '' : 's'} this run had written; nothing else was changed`,
+        cause: err,
+      })
     }
   }
   return { files, undo }

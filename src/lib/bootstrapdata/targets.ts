@@ -35,11 +35,9 @@ export async function outputTargets<T extends Placeable>(
   }))
   for (const { file } of placed) {
     if (await exists(file))
-      throw new CliError(
-        `${file} already exists`,
-        1,
-        'move it away or choose another -o; nothing was changed',
-      )
+      throw new CliError(`${file} already exists`, {
+        hint: 'move it away or choose another -o; nothing was changed',
+      })
   }
   return { dir, placed }
 }

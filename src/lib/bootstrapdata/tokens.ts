@@ -74,7 +74,7 @@ export async function registerTokenSecret(
   try {
     kc.loadFromFile(kubeconfigFile)
   } catch (cause) {
-    throw new CliError(`reading kubeconfig ${kubeconfigFile}`, 1, undefined, { cause })
+    throw new CliError(`reading kubeconfig ${kubeconfigFile}`, { cause })
   }
   const api = kc.makeApiClient(CoreV1Api)
   const timeoutMs = opts.timeoutMs ?? API_REQUEST_TIMEOUT_MS
@@ -87,26 +87,22 @@ export async function registerTokenSecret(
     )
   } catch (cause) {
     if (timeout.aborted) {
-      throw new CliError(
-        `${what}: no answer within ${timeoutMs}ms`,
-        ExitCode.Unreachable,
-        'check that the kubeconfig points at the workload cluster and that it is reachable from here',
-      )
+      throw new CliError(`${what}: no answer within ${timeoutMs}ms`, {
+        exitCode: ExitCode.Unreachable,
+        hint: 'check that the kubeconfig points at the workload cluster and that it is reachable from here',
+      })
     }
     // The client's errors carry the response body, which echoes the Secret back: keep only the status.
     const status = statusOf(cause)
     if (status !== undefined) {
-      throw new CliError(
-        `${what}: HTTP ${status}`,
-        ExitCode.Failure,
-        'check that the kubeconfig may create Secrets in kube-system',
-      )
+      throw new CliError(`${what}: HTTP ${status}`, {
+        hint: 'check that the kubeconfig may create Secrets in kube-system',
+      })
     }
-    throw new CliError(
-      `${what}: ${messageOf(cause).split('\n')[0]}`,
-      ExitCode.Unreachable,
-      'check that the kubeconfig points at the workload cluster and that it is reachable from here',
-    )
+    throw new CliError(`${what}: ${messageOf(cause).split('\n')[0]}`, {
+      exitCode: ExitCode.Unreachable,
+      hint: 'check that the kubeconfig points at the workload cluster and that it is reachable from here',
+    })
   }
 }
 

@@ -47,8 +47,7 @@ export class NodeBootstrappedError extends CliError {
   constructor(pcr: Buffer) {
     super(
       `this node was bootstrapped before (PCR ${CLUSTER_ID_PCR} is ${pcr.toString('hex')}, not zero); refusing to serve init or join`,
-      1,
-      'a node is initialized or joins exactly once per boot; create a new node instead',
+      { hint: 'a node is initialized or joins exactly once per boot; create a new node instead' },
     )
     this.name = 'NodeBootstrappedError'
   }

@@ -11,9 +11,7 @@ export async function runBootstrapService(configPath: string): Promise<void> {
   await daemon.start()
   await daemon.done
   if (daemon.outcome === 'failed')
-    throw new CliError(
-      'init failed after the node lock was taken; this node cannot be used',
-      1,
-      'recreate the node',
-    )
+    throw new CliError('init failed after the node lock was taken; this node cannot be used', {
+      hint: 'recreate the node',
+    })
 }

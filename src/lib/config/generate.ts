@@ -83,11 +83,9 @@ export async function generateWorkspace(
   const paths = workspacePaths(opts.workspace)
   for (const file of [paths.config, paths.state]) {
     if (await exists(file)) {
-      throw new CliError(
-        `${file} already exists`,
-        1,
-        'remove it or use another workspace (-C); nothing was changed',
-      )
+      throw new CliError(`${file} already exists`, {
+        hint: 'remove it or use another workspace (-C); nothing was changed',
+      })
     }
   }
   const config = defaultConfig(opts)

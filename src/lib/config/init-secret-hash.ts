@@ -8,11 +8,9 @@ export async function initSecretHashFor(workspace: string): Promise<{ initSecret
   const state = await loadState(workspacePaths(workspace).state)
   const secret = Buffer.from(state.infrastructure.initSecret, 'hex')
   if (secret.length === 0) {
-    throw new CliError(
-      'the state has no infrastructure.initSecret',
-      1,
-      'generate a workspace with `constellation config generate`',
-    )
+    throw new CliError('the state has no infrastructure.initSecret', {
+      hint: 'generate a workspace with `constellation config generate`',
+    })
   }
   return { initSecretHash: await hashInitSecret(secret) }
 }

@@ -105,11 +105,9 @@ export async function writeConfigMeasurements(config: ConfigMeasurements, text: 
   const target = await realpath(config.file)
   const [now, info] = await Promise.all([readFile(target, 'utf8'), stat(target)])
   if (now !== config.text)
-    throw new CliError(
-      `${config.file} changed while the node was being attested`,
-      1,
-      'rerun the command; nothing was written',
-    )
+    throw new CliError(`${config.file} changed while the node was being attested`, {
+      hint: 'rerun the command; nothing was written',
+    })
   await writeFileAtomic(target, text, info.mode & 0o777)
 }
 

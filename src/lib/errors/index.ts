@@ -9,23 +9,31 @@ export const ExitCode = {
 } as const
 export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode]
 
+export interface CliErrorOptions {
+  /** Default ExitCode.Failure (1). */
+  exitCode?: number
+  /** What the user can do about it. */
+  hint?: string
+  cause?: unknown
+}
+
 /** Something the user can fix: the message says what failed and why, the hint what to do. */
 export class CliError extends Error {
-  constructor(
-    message: string,
-    readonly exitCode: number = ExitCode.Failure,
-    readonly hint?: string,
-    opts?: ErrorOptions,
-  ) {
-    super(message, opts)
+  readonly exitCode: number
+  readonly hint?: string
+
+  constructor(message: string, { exitCode = ExitCode.Failure, hint, cause }: CliErrorOptions = {}) {
+    super(message, cause === undefined ? undefined : { cause })
     this.name = 'CliError'
+    this.exitCode = exitCode
+    this.hint = hint
   }
 }
 
 /** Wrong flags or arguments: exit code 2. */
 export class UsageError extends CliError {
   constructor(message: string, hint?: string) {
-    super(message, ExitCode.Usage, hint)
+    super(message, { exitCode: ExitCode.Usage, hint })
     this.name = 'UsageError'
   }
 }
@@ -82,7 +90,7 @@ export function renderError(
 
 /** Adds one layer of context: `context: cause message`, keeping the typed cause's exit code. */
 export function wrap(context: string, cause: unknown): Error {
-  if (cause instanceof CliError) return new CliError(context, cause.exitCode, undefined, { cause })
+  if (cause instanceof CliError) return new CliError(context, { exitCode: cause.exitCode, cause })
   return new Error(context, { cause })
 }
 

@@ -1,7 +1,7 @@
 /** What the node daemons share about serving gRPC: binding with a useful error, and grpc-js' own log lines. */
 import { setLogger, type Server, type ServerCredentials } from '@grpc/grpc-js'
 import { format } from 'node:util'
-import { CliError, ExitCode } from '../errors/index.js'
+import { CliError } from '../errors/index.js'
 import { splitHostPort } from '../nodeconfig/index.js'
 import type { Logger } from '../system/index.js'
 
@@ -21,12 +21,10 @@ export async function listenOn(
   const bound = await new Promise<number>((resolve, reject) =>
     server.bindAsync(target, credentials, (err, p) => (err ? reject(err) : resolve(p))),
   ).catch((cause: unknown) => {
-    throw new CliError(
-      `listening on ${listen}`,
-      ExitCode.Failure,
-      `is another process listening there? stop it, or change ${configKey} in the node config`,
-      { cause },
-    )
+    throw new CliError(`listening on ${listen}`, {
+      hint: `is another process listening there? stop it, or change ${configKey} in the node config`,
+      cause,
+    })
   })
   return target.replace(/:\d+$/, `:${bound}`)
 }

@@ -16,25 +16,26 @@ export function unreachable(
   signal: AbortSignal,
   opts: { timeout: string; debug: boolean },
 ): Error {
-  const cause = opts.debug ? { cause: err } : undefined
+  const cause = opts.debug ? err : undefined
   if (isAttestationFailure(err))
     return new CliError(
       `the node at ${address} failed attestation; nothing was sent to it${opts.debug ? '' : `: ${refusalOf(err)}`}`,
-      ExitCode.AttestationFailed,
-      'check the measurements in constellation-conf.yaml against the node image',
-      cause,
+      {
+        exitCode: ExitCode.AttestationFailed,
+        hint: 'check the measurements in constellation-conf.yaml against the node image',
+        cause,
+      },
     )
   if (err instanceof NotConnectedError || signal.aborted) {
     const last = err instanceof NotConnectedError ? withoutRpcInternals(err.message) : ''
     const why = signal.aborted
       ? `no answer within ${opts.timeout}${last ? ` (last error: ${last})` : ''}`
       : last || 'connection failed'
-    return new CliError(
-      `could not reach the node at ${address}: ${why}`,
-      ExitCode.Unreachable,
-      'check that the node is running and clusterEndpoint in constellation-state.yaml; nothing was sent, so run init again (it reuses the master secret)',
+    return new CliError(`could not reach the node at ${address}: ${why}`, {
+      exitCode: ExitCode.Unreachable,
+      hint: 'check that the node is running and clusterEndpoint in constellation-state.yaml; nothing was sent, so run init again (it reuses the master secret)',
       cause,
-    )
+    })
   }
   return new Error(`init call to ${address}`, { cause: err })
 }
@@ -63,11 +64,9 @@ export async function initFailed(
       (err: unknown) => `the node's logs were not saved: ${messageOf(err)}`,
     )
   const error = debug ? outcome.error : withoutRpcInternals(outcome.error)
-  return new CliError(
-    `initializing the cluster failed on the node: ${error}`,
-    ExitCode.Failure,
-    `${whatToDoAfter(outcome.code, path.basename(files.masterSecret))}; ${logNote}`,
-  )
+  return new CliError(`initializing the cluster failed on the node: ${error}`, {
+    hint: `${whatToDoAfter(outcome.code, path.basename(files.masterSecret))}; ${logNote}`,
+  })
 }
 
 /** The node refuses with these codes before it takes its lock: it is unchanged and can still be initialized. */

@@ -53,8 +53,7 @@ export function mergeKubeconfig(existingText: string | undefined, oursText: stri
       else if (JSON.stringify(same) !== JSON.stringify(entry))
         throw new CliError(
           `${file} already has a different ${key.slice(0, -1)} named ${JSON.stringify(entry.name)}`,
-          1,
-          'rename or remove that entry, or use constellation-admin.conf directly',
+          { hint: 'rename or remove that entry, or use constellation-admin.conf directly' },
         )
     }
     base[key] = list

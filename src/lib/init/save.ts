@@ -71,17 +71,15 @@ export async function saveInitResult(
     }
   }
   if (stateError || kubeconfig === 'stdout')
-    throw new CliError(
-      `the node initialized cluster ${clusterID}, but saving its results failed`,
-      1,
-      [
+    throw new CliError(`the node initialized cluster ${clusterID}, but saving its results failed`, {
+      hint: [
         ...warnings,
         stateError
           ? `${paths.state} does not record the cluster (${stateError}): set clusterValues.clusterID: ${clusterID} and clusterValues.measurementSalt: ${input.measurementSalt} in it by hand`
           : `${paths.state} records the cluster`,
         `keep ${paths.masterSecret}; do not run init again on this node`,
       ].join('; '),
-    )
+    })
   return { kubeconfig, warnings }
 }
 

@@ -10,11 +10,9 @@ export type MasterSecretSource = 'generated' | 'reused'
 /** Refuses a workspace whose cluster exists, or with any entry (a dangling symlink too) at the kubeconfig's path. */
 export async function checkPreInit(state: ClusterState, paths: WorkspacePaths): Promise<void> {
   if (state.clusterValues.clusterID)
-    throw new CliError(
-      `${paths.state} already records cluster ${state.clusterValues.clusterID}`,
-      1,
-      'this workspace was initialized; use a new workspace for a new cluster',
-    )
+    throw new CliError(`${paths.state} already records cluster ${state.clusterValues.clusterID}`, {
+      hint: 'this workspace was initialized; use a new workspace for a new cluster',
+    })
   // lstat, not access(): access follows a symlink, and a dangling one would pass here and then
   // make the exclusive write fail after the node was initialized.
   const entry = await lstat(paths.adminConf).catch((err: unknown) => {
@@ -24,8 +22,7 @@ export async function checkPreInit(state: ClusterState, paths: WorkspacePaths): 
   if (entry)
     throw new CliError(
       `${paths.adminConf} already exists${entry.isSymbolicLink() ? ' (a symbolic link)' : ''}`,
-      1,
-      'move it away or use a new workspace; nothing was changed',
+      { hint: 'move it away or use a new workspace; nothing was changed' },
     )
 }
 

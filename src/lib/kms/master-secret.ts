@@ -35,7 +35,9 @@ export function parseMasterSecret(text: string, file: string): MasterSecret {
   try {
     raw = JSON.parse(text)
   } catch {
-    throw new CliError(`${file}: not JSON`, 1, 'a master secret is {"key": "<base64>", "salt": "<base64>"}')
+    throw new CliError(`${file}: not JSON`, {
+      hint: 'a master secret is {"key": "<base64>", "salt": "<base64>"}',
+    })
   }
   const field = (name: 'key' | 'salt', bytes: number): Buffer => {
     const v = typeof raw === 'object' && raw !== null ? (raw as Record<string, unknown>)[name] : undefined
@@ -61,17 +63,14 @@ export async function readMasterSecret(file: string): Promise<MasterSecret | und
   if (!info) return undefined
   const keep = 'it may hold the keys of a cluster: do not delete it unless you know no node used it'
   if (!info.isFile())
-    throw new CliError(
-      `${file} is not a regular file (a symlink or other entry)`,
-      1,
-      `replace it with the file itself; ${keep}`,
-    )
+    throw new CliError(`${file} is not a regular file (a symlink or other entry)`, {
+      hint: `replace it with the file itself; ${keep}`,
+    })
   const mode = info.mode & 0o777
   if (mode & 0o077)
     throw new CliError(
       `${file} is mode 0${mode.toString(8)}, want 0${SECRET_FILE_MODE.toString(8)}: others could read it`,
-      1,
-      `chmod 600 ${file}, then run init again`,
+      { hint: `chmod 600 ${file}, then run init again` },
     )
   const handle = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW)
   try {

@@ -17,11 +17,9 @@ export async function writeFileExclusive(file: string, data: string | Uint8Array
     handle = await open(file, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, mode)
   } catch (err) {
     if (isErrnoException(err, 'EEXIST')) {
-      throw new CliError(
-        `${file} already exists`,
-        1,
-        'move it away or choose another workspace; nothing was changed',
-      )
+      throw new CliError(`${file} already exists`, {
+        hint: 'move it away or choose another workspace; nothing was changed',
+      })
     }
     throw err
   }
@@ -70,17 +68,18 @@ export async function readRegularFile(file: string, opts: BoundedReadOptions): P
     handle = await open(file, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY)
   } catch (err) {
     if (isErrnoException(err, 'ENOENT'))
-      throw new CliError(`${opts.what} ${file} does not exist`, opts.missingExitCode ?? 1, opts.missingHint)
-    throw new CliError(`reading ${opts.what} ${file}`, 1, undefined, { cause: err })
+      throw new CliError(`${opts.what} ${file} does not exist`, {
+        exitCode: opts.missingExitCode ?? 1,
+        hint: opts.missingHint,
+      })
+    throw new CliError(`reading ${opts.what} ${file}`, { cause: err })
   }
   try {
     const stats = await handle.stat()
     if (!stats.isFile()) {
-      throw new CliError(
-        `${opts.what} ${file} is not a regular file (it is ${fileKind(stats)})`,
-        1,
-        'pass the path of a regular file',
-      )
+      throw new CliError(`${opts.what} ${file} is not a regular file (it is ${fileKind(stats)})`, {
+        hint: 'pass the path of a regular file',
+      })
     }
     if (stats.size > opts.maxBytes) throw tooLarge(file, stats.size, opts)
     const chunks: Buffer[] = []
@@ -102,8 +101,7 @@ export async function readRegularFile(file: string, opts: BoundedReadOptions): P
 function tooLarge(file: string, size: number, opts: BoundedReadOptions): CliError {
   return new CliError(
     `${opts.what} ${file} is too large: ${size} bytes, the limit is ${opts.maxBytes} bytes`,
-    1,
-    'check that this is the right file',
+    { hint: 'check that this is the right file' },
   )
 }
 

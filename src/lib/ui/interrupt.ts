@@ -50,7 +50,7 @@ export function onInterrupt(describe: () => string[], io: InterruptIO = processI
 /** The error for a prompt closed with Ctrl-C (inquirer's ExitPromptError): nothing was changed. */
 export class PromptAbortedError extends CliError {
   constructor(what: string) {
-    super(`${what}: aborted, nothing changed`, SIGNAL_EXIT_CODES.SIGINT)
+    super(`${what}: aborted, nothing changed`, { exitCode: SIGNAL_EXIT_CODES.SIGINT })
     this.name = 'PromptAbortedError'
   }
 }

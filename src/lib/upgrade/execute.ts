@@ -151,9 +151,13 @@ async function confirmedUpgrade(
       const unreachable = exitCodeOf(err) === ExitCode.Unreachable
       throw new CliError(
         `backing up before the upgrade failed; nothing was changed (partial backup in ${dir})`,
-        unreachable ? ExitCode.Unreachable : ExitCode.Failure,
-        unreachable ? 'check that the cluster is reachable from here, then run the upgrade again' : undefined,
-        { cause: err },
+        {
+          exitCode: unreachable ? ExitCode.Unreachable : ExitCode.Failure,
+          hint: unreachable
+            ? 'check that the cluster is reachable from here, then run the upgrade again'
+            : undefined,
+          cause: err,
+        },
       )
     }
     for (const r of reports) {

@@ -101,20 +101,17 @@ export class Helm {
       result = await h.run(h.binary, VERSION_ARGS, { env: h.env, timeoutMs: boundMs })
     } catch (err) {
       if (isErrnoException(err, 'ENOENT') || isErrnoException(err, 'EACCES')) {
-        throw new CliError(
-          `helm was not found on PATH (looked for ${JSON.stringify(h.binary)})`,
-          1,
-          `install Helm ${MIN_HELM_3} or newer (3.x or 4.x) and put it on PATH`,
-          { cause: err },
-        )
+        throw new CliError(`helm was not found on PATH (looked for ${JSON.stringify(h.binary)})`, {
+          hint: `install Helm ${MIN_HELM_3} or newer (3.x or 4.x) and put it on PATH`,
+          cause: err,
+        })
       }
       throw err
     }
     if (result.timedOut) {
       throw new CliError(
         `reading the helm version: ${new HelmCommandError(VERSION_ARGS, result, boundMs).message}`,
-        1,
-        `check that \`${h.binary} version\` answers on this machine`,
+        { hint: `check that \`${h.binary} version\` answers on this machine` },
       )
     }
     const version = result.stdout.trim()
@@ -122,19 +119,16 @@ export class Helm {
     if (result.code !== 0 || !parsed) {
       throw new CliError(
         `could not read the helm version: ${printable(JSON.stringify((result.stderr || result.stdout).trim().slice(0, 200)))}`,
-        1,
-        `install Helm ${MIN_HELM_3} or newer (3.x or 4.x)`,
+        { hint: `install Helm ${MIN_HELM_3} or newer (3.x or 4.x)` },
       )
     }
     const min = parseSemver(MIN_HELM_3)
     const tooOld =
       parsed.major < 3 || (parsed.major === 3 && min !== undefined && compareSemver(parsed, min) < 0)
     if (tooOld || parsed.major > 4) {
-      throw new CliError(
-        `helm ${printable(version)} is not supported`,
-        1,
-        `install Helm ${MIN_HELM_3} or newer 3.x, or Helm 4.x`,
-      )
+      throw new CliError(`helm ${printable(version)} is not supported`, {
+        hint: `install Helm ${MIN_HELM_3} or newer 3.x, or Helm 4.x`,
+      })
     }
     return new Helm(h, version, parsed.major === 3 ? 3 : 4)
   }

@@ -45,12 +45,10 @@ export function readKubeconfig(kubeconfigPath: string): KubeConfig {
   try {
     kc.loadFromFile(kubeconfigPath)
   } catch (err) {
-    throw new CliError(
-      `reading kubeconfig ${kubeconfigPath}`,
-      1,
-      'pass --kubeconfig PATH, or run in the workspace that holds constellation-admin.conf',
-      { cause: err },
-    )
+    throw new CliError(`reading kubeconfig ${kubeconfigPath}`, {
+      hint: 'pass --kubeconfig PATH, or run in the workspace that holds constellation-admin.conf',
+      cause: err,
+    })
   }
   return kc
 }
@@ -85,7 +83,7 @@ export function createClusterReader(kc: KubeConfig, opts: ReaderOptions = {}): C
         },
       ).catch((err: unknown) => {
         // No answer at all is "unreachable" (exit 3); an answer we did not like is a failure.
-        if (isNoAnswer(err)) throw new CliError(what, ExitCode.Unreachable, undefined, { cause: err })
+        if (isNoAnswer(err)) throw new CliError(what, { exitCode: ExitCode.Unreachable, cause: err })
         throw new Error(what, { cause: err })
       })
     },

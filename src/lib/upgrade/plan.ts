@@ -31,8 +31,7 @@ export function planUpgrade(
       const where = found.map((r) => r.namespace).join(', ')
       throw new CliError(
         `release ${target.name} is installed in namespace ${where}, but the plan expects ${target.namespace}`,
-        1,
-        `set upgrade.charts[].namespace for ${target.name} to the namespace it runs in`,
+        { hint: `set upgrade.charts[].namespace for ${target.name} to the namespace it runs in` },
       )
     }
     const current = same[0]

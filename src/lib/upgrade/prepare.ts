@@ -39,9 +39,7 @@ export async function prepareUpgrade(opts: PrepareOptions, deps: HelmDeps): Prom
   await access(kubeconfig).catch((err: unknown) => {
     throw new CliError(
       `kubeconfig ${kubeconfig} ${isErrnoException(err, 'ENOENT') ? 'does not exist' : 'cannot be read'}`,
-      1,
-      'pass --kubeconfig PATH, or run in the workspace of an initialized cluster',
-      { cause: err },
+      { hint: 'pass --kubeconfig PATH, or run in the workspace of an initialized cluster', cause: err },
     )
   })
   const helm = await Helm.detect({
@@ -55,14 +53,13 @@ export async function prepareUpgrade(opts: PrepareOptions, deps: HelmDeps): Prom
   const installed = await helm.listReleases().catch((err: unknown) => {
     // Blame the cluster only when helm did, or when the read got no answer in time.
     const unreachable = err instanceof HelmCommandError && (err.saidUnreachable || err.timedOut)
-    throw new CliError(
-      'reading the installed Helm releases',
-      unreachable ? ExitCode.Unreachable : ExitCode.Failure,
-      unreachable
+    throw new CliError('reading the installed Helm releases', {
+      exitCode: unreachable ? ExitCode.Unreachable : ExitCode.Failure,
+      hint: unreachable
         ? `check that the cluster in ${kubeconfig} is reachable from here`
         : "see helm's message above; check the helm installation",
-      { cause: err },
-    )
+      cause: err,
+    })
   })
   return { plan: planUpgrade(targets, installed, { force: opts.force }), helm, kubeconfig }
 }
@@ -80,20 +77,15 @@ async function loadOptionalState(file: string): Promise<ClusterState | undefined
 async function checkLocalCharts(helm: Helm, targets: readonly ReleaseTarget[]): Promise<void> {
   for (const t of targets.filter((x) => !x.repository)) {
     const actual = await helm.localChartVersion(t.chart).catch((err: unknown) => {
-      throw new CliError(
-        `release ${t.name}: chart ${t.chart} cannot be read`,
-        1,
-        'check upgrade.charts[].chart',
-        {
-          cause: err,
-        },
-      )
+      throw new CliError(`release ${t.name}: chart ${t.chart} cannot be read`, {
+        hint: 'check upgrade.charts[].chart',
+        cause: err,
+      })
     })
     if (actual !== t.version) {
       throw new CliError(
         `release ${t.name}: chart ${t.chart} holds version ${actual}, but the config pins ${t.version}`,
-        1,
-        'make upgrade.charts[].version match the chart, or point chart at the right one',
+        { hint: 'make upgrade.charts[].version match the chart, or point chart at the right one' },
       )
     }
   }

@@ -177,7 +177,7 @@ async function applyOverride(
 
 async function readValuesFile(file: string, where: string): Promise<Values> {
   const text = await readYamlFile(file, { what: 'values file' }).catch((err: unknown) => {
-    throw new CliError(`${where}: ${messageOf(err)}`, exitCodeOf(err), hintOf(err))
+    throw new CliError(`${where}: ${messageOf(err)}`, { exitCode: exitCodeOf(err), hint: hintOf(err) })
   })
   const { value } = parseYaml(text, file)
   if (value === null || value === undefined) return {}

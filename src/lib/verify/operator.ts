@@ -12,7 +12,7 @@ import {
   type Variant,
 } from '../attestation/index.js'
 import { createAttestedChannelCredentials, isAttestationFailure } from '../atls/index.js'
-import { CliError, ExitCode, messageOf, UsageError } from '../errors/index.js'
+import { CliError, type CliErrorOptions, ExitCode, messageOf, UsageError } from '../errors/index.js'
 import { withoutRpcInternals } from '../grpc/index.js'
 import { formatDuration, parseDuration } from '../system/index.js'
 import { VerifyService, type DescribeResponse } from './service-definition.js'
@@ -66,10 +66,9 @@ export class UntrustedNodeError extends CliError {
   constructor(
     message: string,
     readonly report: VerifyReport | undefined,
-    hint?: string,
-    opts?: ErrorOptions,
+    opts: Omit<CliErrorOptions, 'exitCode'> = {},
   ) {
-    super(message, ExitCode.AttestationFailed, hint, opts)
+    super(message, { ...opts, exitCode: ExitCode.AttestationFailed })
     this.name = 'UntrustedNodeError'
   }
 }
@@ -104,8 +103,7 @@ export async function verifyNode(req: VerifyRequest): Promise<VerifyOutcome> {
     const error = new UntrustedNodeError(
       `attestation of ${req.endpoint} failed: ${messageOf(cause)}${pcr15 ? `\n${pcr15.reason}` : ''}`,
       shown,
-      pcr15?.hint,
-      req.debug ? { cause } : undefined,
+      { hint: pcr15?.hint, cause: req.debug ? cause : undefined },
     )
     return { report: shown, error }
   }
@@ -161,13 +159,11 @@ function unreachable(req: AttestRequest, err: unknown): CliError {
     code === grpc.status.DEADLINE_EXCEEDED
       ? `no answer within ${formatDuration(timeoutMs)}`
       : withoutRpcInternals((err as { details?: string } | undefined)?.details ?? messageOf(err))
-  return new CliError(
-    `node ${req.endpoint} is not reachable: ${why}`,
-    ExitCode.Unreachable,
-    'check the endpoint and that `constellation verifyservice` runs on the node (port 30081 unless given)',
-    // grpc-js' own text (deadline bookkeeping, LB picks) only under CONSTELL_DEBUG=1, as init does
-    req.debug ? { cause: err } : undefined,
-  )
+  return new CliError(`node ${req.endpoint} is not reachable: ${why}`, {
+    exitCode: ExitCode.Unreachable,
+    hint: 'check the endpoint and that `constellation verifyservice` runs on the node (port 30081 unless given)',
+    ...(req.debug ? { cause: err } : undefined),
+  })
 }
 
 /**

@@ -109,6 +109,6 @@ export function compareVersions(a: string, b: string): number {
 function unsupported(input: string, why: string): CliError {
   return new CliError(
     `Kubernetes version ${JSON.stringify(input)} ${why}; supported versions are ${supportedVersions().join(', ')}`,
-    ExitCode.Usage,
+    { exitCode: ExitCode.Usage },
   )
 }

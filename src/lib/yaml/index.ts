@@ -3,7 +3,7 @@
  * semantic) can name the file, the key path and the line:column where it sits.
  */
 import { LineCounter, parseAllDocuments, stringify, type Document } from 'yaml'
-import { CliError, ExitCode, messageOf } from '../errors/index.js'
+import { CliError, messageOf } from '../errors/index.js'
 import { readRegularFile } from '../system/files.js'
 import { createOffsetLocator } from './locate.js'
 import { AliasProblem, documentToValue, type NodeProblem } from './to-value.js'
@@ -43,10 +43,7 @@ export class YamlProblemsError extends CliError {
     readonly file: string,
     readonly problems: readonly Located[],
   ) {
-    super(
-      `${file} is not valid:\n${listLines(problems.map((p) => formatProblem(file, p)))}`,
-      ExitCode.Failure,
-    )
+    super(`${file} is not valid:\n${listLines(problems.map((p) => formatProblem(file, p)))}`)
     this.name = 'YamlProblemsError'
   }
 }
