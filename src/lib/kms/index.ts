@@ -1,4 +1,4 @@
-/** Cluster key management: HKDF derivation, the master secret file, KMS URIs, the cluster ID. */
+/** Cluster key management: HKDF derivation, the master secret files, KMS URIs, the cluster ID. */
 export {
   deriveKey,
   deriveClusterId,
@@ -13,10 +13,11 @@ export {
   parseMasterSecret,
   writeMasterSecret,
   readMasterSecret,
+  readNodeMasterSecret,
   MASTER_SECRET_BYTES,
   MASTER_SALT_BYTES,
 } from './master-secret.js'
-export type { MasterSecret } from './master-secret.js'
+export type { MasterSecret, NodeMasterSecretFiles } from './master-secret.js'
 export { clusterKmsUri, parseClusterKmsUri, KmsUriError, NO_STORE_URI } from './uri.js'
 export {
   generateInitSecret,
