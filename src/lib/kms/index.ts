@@ -1,4 +1,4 @@
-/** Cluster key management: HKDF derivation, the master secret files, KMS URIs, the cluster ID. */
+/** Cluster key management: HKDF derivation, the master secret files, KMS URIs, the cluster ID, the key service. */
 export {
   deriveKey,
   deriveClusterId,
@@ -28,3 +28,5 @@ export {
   INIT_SECRET_BCRYPT_COST,
   MIN_INIT_SECRET_BYTES,
 } from './init-secret.js'
+export { createKeyService, DEFAULT_KEY_SERVICE_LISTEN } from './keyservice-server.js'
+export type { KeyService, KeyServiceOptions } from './keyservice-server.js'
