@@ -3,10 +3,17 @@ import { chmod, mkdir, rm, symlink, writeFile } from 'node:fs/promises'
 import { createServer } from 'node:net'
 import { expect } from '../support/chai.js'
 import { makeTempDir } from '../support/cli.js'
-import { holdPort } from '../support/ports.js'
+import { freePort, holdPort } from '../support/ports.js'
 import { APIClient } from '../../src/gen/keyservice.js'
-import { CliError } from '../../src/lib/errors/index.js'
-import { ClusterKms, readNodeMasterSecret, type MasterSecret } from '../../src/lib/kms/index.js'
+import { CliError, ExitCode, exitCodeOf } from '../../src/lib/errors/index.js'
+import {
+  ClusterKms,
+  getDataKey,
+  KeyServiceRefusedError,
+  KeyServiceUnreachableError,
+  readNodeMasterSecret,
+  type MasterSecret,
+} from '../../src/lib/kms/index.js'
 import {
   createKeyService,
   DEFAULT_KEY_SERVICE_LISTEN,
@@ -22,6 +29,24 @@ import { nodePaths, type NodePaths } from '../../src/lib/paths.js'
 const masterSecret = { key: Buffer.alloc(32, 0x5a), salt: Buffer.alloc(32, 0xa5) }
 
 describe('key service', () => {
+  const running: KeyService[] = []
+  afterEach(async () => {
+    await Promise.all(running.splice(0).map((s) => s.stop(100)))
+  })
+
+  /** A key service on a loopback port the kernel picks, with its JSON log captured. */
+  async function serve(opts: { keys?: DataKeySource; secret?: MasterSecret; listen?: string } = {}) {
+    const lines: string[] = []
+    const logger = createLogger({ format: 'json', write: (l) => lines.push(l) })
+    const listen = opts.listen ?? '127.0.0.1:0'
+    const service = opts.keys
+      ? new KeyService(listen, opts.keys, logger)
+      : createKeyService({ listen, masterSecret: opts.secret ?? masterSecret, logger })
+    running.push(service)
+    const address = await service.start()
+    return { service, address, lines, port: Number(address.split(':').pop()) }
+  }
+
   describe('the master secret a node persisted', () => {
     let dir: string
     let cleanup: () => Promise<void>
@@ -111,24 +136,6 @@ describe('key service', () => {
   })
 
   describe('GetDataKey over gRPC', () => {
-    const running: KeyService[] = []
-    afterEach(async () => {
-      await Promise.all(running.splice(0).map((s) => s.stop(100)))
-    })
-
-    /** A key service on a loopback port the kernel picks, with its JSON log captured. */
-    async function serve(opts: { keys?: DataKeySource; secret?: MasterSecret; listen?: string } = {}) {
-      const lines: string[] = []
-      const logger = createLogger({ format: 'json', write: (l) => lines.push(l) })
-      const listen = opts.listen ?? '127.0.0.1:0'
-      const service = opts.keys
-        ? new KeyService(listen, opts.keys, logger)
-        : createKeyService({ listen, masterSecret: opts.secret ?? masterSecret, logger })
-      running.push(service)
-      const address = await service.start()
-      return { service, address, lines, port: Number(address.split(':').pop()) }
-    }
-
     it('serves what ClusterKms derives for the same ID and length', async () => {
       const { address } = await serve()
       const kms = new ClusterKms(masterSecret.key, masterSecret.salt)
@@ -299,6 +306,78 @@ describe('key service', () => {
         .find((e) => e.level === 'warn')
       expect(warning?.msg).to.include('reachable from other hosts')
       expect(DEFAULT_KEY_SERVICE_LISTEN).to.equal('127.0.0.1:9000')
+    })
+  })
+  describe('getDataKey, the client', () => {
+    it('returns the key the service derived', async () => {
+      const { address } = await serve()
+      const kms = new ClusterKms(masterSecret.key, masterSecret.salt)
+      expect(await getDataKey(address, 'measurementSecret', 32)).to.deep.equal(kms.measurementSecret())
+    })
+
+    it('a request the service refuses is KeyServiceRefusedError with its code and reason', async () => {
+      const { address } = await serve()
+      const err = await getDataKey(address, 'disk', 0).catch((e: unknown) => e)
+      expect(err).to.be.instanceOf(KeyServiceRefusedError)
+      expect((err as KeyServiceRefusedError).code).to.equal(status.INVALID_ARGUMENT)
+      expect((err as Error).message).to.equal(
+        `key service at ${address} refused the request (INVALID_ARGUMENT): length: 0 is out of range, want 1 to 4096 bytes`,
+      )
+      expect(exitCodeOf(err)).to.equal(ExitCode.Failure)
+    })
+
+    it('nothing listening is KeyServiceUnreachableError naming the address and why', async () => {
+      const address = `127.0.0.1:${await freePort()}`
+      const err = await getDataKey(address, 'disk', 32).catch((e: unknown) => e)
+      expect(err).to.be.instanceOf(KeyServiceUnreachableError)
+      expect((err as Error).message).to.match(
+        new RegExp(`^key service at ${address} is unreachable: .*ECONNREFUSED`),
+      )
+      expect((err as CliError).hint).to.include('keyService.listen')
+      expect(exitCodeOf(err)).to.equal(ExitCode.Unreachable)
+    })
+
+    it('a service that was stopped is unreachable, and reachable again once restarted', async () => {
+      const first = await serve()
+      await first.service.stop()
+      await expect(getDataKey(first.address, 'disk', 32)).to.be.rejectedWith(KeyServiceUnreachableError)
+      const again = await serve({ listen: first.address })
+      expect(await getDataKey(again.address, 'disk', 32)).to.have.length(32)
+    })
+
+    it('no answer within the timeout is KeyServiceUnreachableError saying so', async () => {
+      const never: DataKeySource = { deriveDataKey: () => new Promise<Buffer>(() => {}) }
+      const { address } = await serve({ keys: never })
+      await expect(getDataKey(address, 'disk', 32, { timeoutMs: 200 })).to.be.rejectedWith(
+        KeyServiceUnreachableError,
+        `key service at ${address} did not answer within 200 ms`,
+      )
+    })
+
+    it('an aborted signal cancels the call and rejects with its reason', async () => {
+      const entered = deferred()
+      const never: DataKeySource = {
+        deriveDataKey: () => {
+          entered.resolve()
+          return new Promise<Buffer>(() => {})
+        },
+      }
+      const { address } = await serve({ keys: never })
+      const controller = new AbortController()
+      const call = getDataKey(address, 'disk', 32, { signal: controller.signal })
+      await entered.promise
+      const reason = new Error('join service stopping')
+      controller.abort(reason)
+      await expect(call).to.be.rejectedWith(reason)
+      await expect(getDataKey(address, 'disk', 32, { signal: controller.signal })).to.be.rejectedWith(reason)
+    })
+
+    it('refuses a key of another length than asked for', async () => {
+      const short: DataKeySource = { deriveDataKey: () => Buffer.alloc(5) }
+      const { address } = await serve({ keys: short })
+      await expect(getDataKey(address, 'disk', 32)).to.be.rejectedWith(
+        `key service at ${address} sent 5 bytes for data key "disk", want 32`,
+      )
     })
   })
 })

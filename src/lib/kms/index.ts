@@ -30,3 +30,10 @@ export {
 } from './init-secret.js'
 export { createKeyService, DEFAULT_KEY_SERVICE_LISTEN } from './keyservice-server.js'
 export type { KeyService, KeyServiceOptions } from './keyservice-server.js'
+export {
+  getDataKey,
+  KeyServiceUnreachableError,
+  KeyServiceRefusedError,
+  KEY_SERVICE_TIMEOUT_MS,
+} from './keyservice-client.js'
+export type { GetDataKeyOptions } from './keyservice-client.js'
