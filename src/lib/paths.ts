@@ -44,6 +44,9 @@ export function nodePaths(root = '/') {
     kubernetesPki: at('etc/kubernetes/pki'),
     adminConf: at('etc/kubernetes/admin.conf'),
     serviceConfigDir: at('var/config'),
+    /** The master secret and its salt as the node persists them for the key service (raw bytes, 0600). */
+    masterSecretFile: at('var/config/mastersecret'),
+    masterSaltFile: at('var/config/salt'),
     nodeStateFile: at('run/state/constellation/node-state.json'),
     manifestsDir: at('etc/kubernetes/manifests'),
     auditPolicy: at('etc/kubernetes/audit-policy.yaml'),

@@ -1,5 +1,5 @@
 import { hkdfSync } from 'node:crypto'
-import { stat, readFile } from 'node:fs/promises'
+import { chmod, stat, readFile, symlink } from 'node:fs/promises'
 import path from 'node:path'
 import { expect } from '../support/chai.js'
 import { makeTempDir } from '../support/cli.js'
@@ -12,6 +12,7 @@ import {
   generateMasterSecret,
   parseClusterKmsUri,
   parseMasterSecret,
+  readMasterSecret,
   writeMasterSecret,
 } from '../../src/lib/kms/index.js'
 
@@ -126,6 +127,25 @@ describe('kms', () => {
         })
         await expect(writeMasterSecret(file, generateMasterSecret())).to.be.rejectedWith(/already exists/)
         expect(await readFile(file, 'utf8')).to.equal(text)
+      } finally {
+        await cleanup()
+      }
+    })
+    it('reads an existing file back only when it is a regular file its owner alone can read', async () => {
+      const { dir, cleanup } = await makeTempDir()
+      try {
+        const file = path.join(dir, 'constellation-mastersecret.json')
+        expect(await readMasterSecret(file)).to.equal(undefined)
+        const secret = generateMasterSecret()
+        await writeMasterSecret(file, secret)
+        expect(await readMasterSecret(file)).to.deep.equal(secret)
+        await chmod(file, 0o644)
+        await expect(readMasterSecret(file)).to.be.rejectedWith(
+          `${file} is mode 0644, want 0600: others could read it`,
+        )
+        const link = path.join(dir, 'link.json')
+        await symlink(file, link)
+        await expect(readMasterSecret(link)).to.be.rejectedWith(`${link} is not a regular file`)
       } finally {
         await cleanup()
       }

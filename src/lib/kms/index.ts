@@ -1,4 +1,4 @@
-/** Cluster key management: HKDF derivation, the master secret file, KMS URIs, the cluster ID. */
+/** Cluster key management: HKDF derivation, the master secret files, KMS URIs, the cluster ID, the key service. */
 export {
   deriveKey,
   deriveClusterId,
@@ -13,10 +13,11 @@ export {
   parseMasterSecret,
   writeMasterSecret,
   readMasterSecret,
+  readNodeMasterSecret,
   MASTER_SECRET_BYTES,
   MASTER_SALT_BYTES,
 } from './master-secret.js'
-export type { MasterSecret } from './master-secret.js'
+export type { MasterSecret, NodeMasterSecretFiles } from './master-secret.js'
 export { clusterKmsUri, parseClusterKmsUri, KmsUriError, NO_STORE_URI } from './uri.js'
 export {
   generateInitSecret,
@@ -27,3 +28,12 @@ export {
   INIT_SECRET_BCRYPT_COST,
   MIN_INIT_SECRET_BYTES,
 } from './init-secret.js'
+export { createKeyService, DEFAULT_KEY_SERVICE_LISTEN } from './keyservice-server.js'
+export type { KeyService, KeyServiceOptions } from './keyservice-server.js'
+export {
+  getDataKey,
+  KeyServiceUnreachableError,
+  KeyServiceRefusedError,
+  KEY_SERVICE_TIMEOUT_MS,
+} from './keyservice-client.js'
+export type { GetDataKeyOptions } from './keyservice-client.js'

@@ -1,12 +1,15 @@
 /** The master secret (`constellation-mastersecret.json`): the root of every cluster key. */
 import { randomBytes } from 'node:crypto'
 import { constants } from 'node:fs'
-import { lstat, open } from 'node:fs/promises'
+import { open } from 'node:fs/promises'
 import { CliError, isErrnoException } from '../errors/index.js'
 import { SECRET_FILE_MODE, writeFileExclusive } from '../system/index.js'
 
 export const MASTER_SECRET_BYTES = 32
 export const MASTER_SALT_BYTES = 32
+/** Shortest master key and salt a cluster may use (Constellation's MasterSecretLengthMin, and its salt minimum). */
+export const MASTER_KEY_MIN_BYTES = 16
+export const MASTER_SALT_MIN_BYTES = 32
 
 export interface MasterSecret {
   key: Buffer
@@ -56,25 +59,83 @@ export function parseMasterSecret(text: string, file: string): MasterSecret {
  * only by its owner, well-formed. `undefined` when there is none.
  */
 export async function readMasterSecret(file: string): Promise<MasterSecret | undefined> {
-  const info = await lstat(file).catch((err: unknown) => {
-    if (isErrnoException(err, 'ENOENT')) return undefined
-    throw err
-  })
-  if (!info) return undefined
   const keep = 'it may hold the keys of a cluster: do not delete it unless you know no node used it'
-  if (!info.isFile())
-    throw new CliError(`${file} is not a regular file (a symlink or other entry)`, {
-      hint: `replace it with the file itself; ${keep}`,
+  const text = await readOwnerOnlyFile(file, {
+    notRegularHint: `replace it with the file itself; ${keep}`,
+    modeHint: `chmod 600 ${file}, then run init again`,
+  })
+  return text === undefined ? undefined : parseMasterSecret(text.toString('utf8'), file)
+}
+
+/** What a node persisted for its key service (Constellation's /var/config/{mastersecret,salt}). */
+export interface NodeMasterSecretFiles {
+  masterSecretFile: string
+  masterSaltFile: string
+}
+
+/**
+ * The master secret a control plane persisted when init succeeded on it or it joined: raw bytes in
+ * two files, each refused unless it is a regular file only its owner can read, of a usable length.
+ */
+export async function readNodeMasterSecret(files: NodeMasterSecretFiles): Promise<MasterSecret> {
+  const read = async (file: string, minBytes: number): Promise<Buffer> => {
+    const data = await readOwnerOnlyFile(file, {
+      notRegularHint: 'the node writes it as a regular file; replace the entry with the file itself',
+      modeHint: `chmod 600 ${file}, then start the key service again`,
     })
-  const mode = info.mode & 0o777
-  if (mode & 0o077)
-    throw new CliError(
-      `${file} is mode 0${mode.toString(8)}, want 0${SECRET_FILE_MODE.toString(8)}: others could read it`,
-      { hint: `chmod 600 ${file}, then run init again` },
-    )
-  const handle = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW)
+    if (data === undefined)
+      throw new CliError(`master secret file ${file} does not exist`, {
+        hint: 'a node writes it when init succeeds on it or it joins as a control plane; run the key service on such a node, with the same root in its node config',
+      })
+    if (data.length < minBytes)
+      throw new CliError(
+        `master secret file ${file} is malformed: ${data.length} bytes, want at least ${minBytes}`,
+      )
+    return data
+  }
+  return {
+    key: await read(files.masterSecretFile, MASTER_KEY_MIN_BYTES),
+    salt: await read(files.masterSaltFile, MASTER_SALT_MIN_BYTES),
+  }
+}
+
+/** Far above any master secret file; keeps a wrong path from being read into memory whole. */
+const SECRET_FILE_MAX_BYTES = 64 * 1024
+
+/**
+ * A secret file's bytes, `undefined` when it does not exist. Checked on the open descriptor, so the
+ * file that was checked is the file that is read: no symlink (O_NOFOLLOW), a regular file (O_NONBLOCK
+ * keeps a FIFO from blocking the open), no access for group or others.
+ */
+async function readOwnerOnlyFile(
+  file: string,
+  hints: { notRegularHint: string; modeHint: string },
+): Promise<Buffer | undefined> {
+  const notRegular = () =>
+    new CliError(`${file} is not a regular file (a symlink or other entry)`, { hint: hints.notRegularHint })
+  let handle
   try {
-    return parseMasterSecret(await handle.readFile('utf8'), file)
+    handle = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK)
+  } catch (err) {
+    if (isErrnoException(err, 'ENOENT')) return undefined
+    // ELOOP: a symlink (O_NOFOLLOW); ENXIO: a socket, which has nothing to open
+    if (isErrnoException(err, 'ELOOP') || isErrnoException(err, 'ENXIO')) throw notRegular()
+    throw err
+  }
+  try {
+    const info = await handle.stat()
+    if (!info.isFile()) throw notRegular()
+    const mode = info.mode & 0o777
+    if (mode & 0o077)
+      throw new CliError(
+        `${file} is mode 0${mode.toString(8)}, want 0${SECRET_FILE_MODE.toString(8)}: others could read it`,
+        { hint: hints.modeHint },
+      )
+    if (info.size > SECRET_FILE_MAX_BYTES)
+      throw new CliError(`${file} is too large for a master secret: ${info.size} bytes`, {
+        hint: 'check that this is the right file',
+      })
+    return await handle.readFile()
   } finally {
     await handle.close()
   }

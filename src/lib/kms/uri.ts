@@ -1,10 +1,8 @@
 /** KMS and storage URIs as the CLI sends them in the InitRequest (`kms://cluster-kms?key=…&salt=…`). */
-import type { MasterSecret } from './master-secret.js'
+import { MASTER_KEY_MIN_BYTES, MASTER_SALT_MIN_BYTES, type MasterSecret } from './master-secret.js'
 
 export const NO_STORE_URI = 'storage://no-store'
 const CLUSTER_KMS_HOST = 'cluster-kms'
-const MASTER_KEY_MIN_BYTES = 16
-const MASTER_SALT_MIN_BYTES = 32
 
 export class KmsUriError extends Error {
   constructor(message: string) {

@@ -1,0 +1,125 @@
+/**
+ * The key service (`kms.API/GetDataKey`): data keys derived from the master secret, over plain gRPC
+ * as in Constellation. Nothing authenticates the caller, so it listens on loopback unless told otherwise.
+ */
+import * as grpc from '@grpc/grpc-js'
+import { BlockList, isIP } from 'node:net'
+import { APIService, type GetDataKeyRequest, type GetDataKeyResponse } from '../../gen/keyservice.js'
+import { chainMessage } from '../errors/index.js'
+import { listenOn } from '../grpc/index.js'
+import { splitHostPort } from '../nodeconfig/index.js'
+import type { Logger } from '../system/index.js'
+import { ClusterKms } from './hkdf.js'
+import type { MasterSecret } from './master-secret.js'
+
+/** Constellation's KeyServicePort. */
+export const KEY_SERVICE_PORT = 9000
+export const DEFAULT_KEY_SERVICE_LISTEN = `127.0.0.1:${KEY_SERVICE_PORT}`
+/** Longest data key served; HKDF-SHA256 could give 8160 bytes, no cluster key needs more than 32. */
+export const MAX_DATA_KEY_BYTES = 4096
+/** A request is an ID and a length; anything near this is not a key request, and would bloat the log. */
+export const MAX_KEY_REQUEST_BYTES = 16 * 1024
+const STOP_GRACE_MS = 10_000
+
+/** Where data keys come from: the cluster KMS in production (`ClusterKms` fits). */
+export interface DataKeySource {
+  /** `id` without the `key-` prefix; `length` already checked. */
+  deriveDataKey(id: string, length: number): Buffer | Promise<Buffer>
+}
+
+export interface KeyServiceOptions {
+  /** HOST:PORT; port 0 picks a free one. */
+  listen: string
+  masterSecret: MasterSecret
+  logger: Logger
+}
+
+/** The key service as a thin entry builds it: the cluster KMS over the node's master secret. */
+export function createKeyService({ listen, masterSecret, logger }: KeyServiceOptions): KeyService {
+  const kms = new ClusterKms(masterSecret.key, masterSecret.salt)
+  return new KeyService(listen, kms, logger.child('keyservice'))
+}
+
+/** Why a request is refused, naming the proto field; `undefined` when it is acceptable. */
+export function dataKeyRequestProblem(req: GetDataKeyRequest): string | undefined {
+  if (req.dataKeyId === '') return 'data_key_id: must not be empty'
+  if (req.length === 0 || req.length > MAX_DATA_KEY_BYTES)
+    return `length: ${req.length} is out of range, want 1 to ${MAX_DATA_KEY_BYTES} bytes`
+  return undefined
+}
+
+export class KeyService {
+  private readonly server = new grpc.Server({ 'grpc.max_receive_message_length': MAX_KEY_REQUEST_BYTES })
+  private stopping?: Promise<void>
+  private resolveDone!: () => void
+  /** Resolves once the service has stopped. */
+  readonly done = new Promise<void>((resolve) => (this.resolveDone = resolve))
+
+  constructor(
+    private readonly listen: string,
+    private readonly keys: DataKeySource,
+    private readonly log: Logger,
+  ) {
+    this.server.addService(APIService, { getDataKey: this.getDataKey })
+  }
+
+  /** Binds and serves; resolves with the bound HOST:PORT. */
+  async start(): Promise<string> {
+    const credentials = grpc.ServerCredentials.createInsecure()
+    const address = await listenOn(this.server, this.listen, credentials, 'keyService.listen')
+    // Plain gRPC: whoever reaches the port can fetch every cluster key.
+    if (!isLoopback(splitHostPort(address).host))
+      this.log.warn('Key service reachable from other hosts; it authenticates no caller', { address })
+    this.log.info('Key service listening', { address })
+    return address
+  }
+
+  /** Lets calls in flight answer, force-stops after graceMs; safe to call more than once. */
+  stop(graceMs = STOP_GRACE_MS): Promise<void> {
+    this.stopping ??= (async () => {
+      const force = setTimeout(() => this.server.forceShutdown(), graceMs).unref()
+      await new Promise<void>((resolve) => this.server.tryShutdown(() => resolve()))
+      clearTimeout(force)
+      this.log.info('Key service stopped')
+      this.resolveDone()
+    })()
+    return this.stopping
+  }
+
+  /** One log line per request, with the ID and length; the key itself never reaches the log. */
+  private readonly getDataKey: grpc.handleUnaryCall<GetDataKeyRequest, GetDataKeyResponse> = (
+    call,
+    reply,
+  ) => {
+    const { dataKeyId, length } = call.request
+    const fields = { keyId: dataKeyId, length, peer: call.getPeer() }
+    const problem = dataKeyRequestProblem(call.request)
+    if (problem) {
+      this.log.warn('Data key request refused', { ...fields, error: problem })
+      reply({ code: grpc.status.INVALID_ARGUMENT, details: problem })
+      return
+    }
+    void Promise.resolve()
+      .then(() => this.keys.deriveDataKey(dataKeyId, length))
+      .then(
+        (dataKey) => {
+          this.log.info('Data key issued', fields)
+          reply(null, { dataKey })
+        },
+        (err: unknown) => {
+          this.log.error('Deriving a data key failed', { ...fields, error: chainMessage(err) })
+          reply({ code: grpc.status.INTERNAL, details: 'deriving the data key failed' })
+        },
+      )
+  }
+}
+
+const LOOPBACK = new BlockList()
+LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4')
+LOOPBACK.addAddress('::1', 'ipv6')
+
+function isLoopback(host: string): boolean {
+  if (host === 'localhost') return true
+  const family = isIP(host)
+  return family !== 0 && LOOPBACK.check(host, family === 4 ? 'ipv4' : 'ipv6')
+}
