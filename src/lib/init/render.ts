@@ -1,42 +1,5 @@
-/**
- * `constellation init` between its flags and its output, shared by the oclif command
- * (src/commands/init.ts) and the framework-free entry bin/run.js uses (src/init-run.ts).
- */
-import { validatorForConfig } from '../attestation/index.js'
-import { createAttestedChannelCredentials } from '../atls/index.js'
-import { createLogger, parseDuration } from '../system/index.js'
-import { processTerminal } from '../ui/index.js'
-import { initCluster, type InitResult } from './init.js'
-
-export interface InitFlags {
-  workspace: string
-  conformance: boolean
-  'merge-kubeconfig': boolean
-  timeout: string
-  /** --json: no progress lines; the caller prints the result as JSON. */
-  json: boolean
-}
-
-export function runInit(flags: InitFlags): Promise<InitResult> {
-  const debug = process.env.CONSTELL_DEBUG === '1'
-  return initCluster(
-    {
-      workspace: flags.workspace,
-      conformance: flags.conformance,
-      mergeKubeconfig: flags['merge-kubeconfig'],
-      timeoutMs: parseDuration(flags.timeout, '--timeout'),
-      timeout: flags.timeout,
-      quiet: flags.json,
-      debug,
-    },
-    {
-      terminal: processTerminal(),
-      credentials: (config) => createAttestedChannelCredentials({ validators: [validatorForConfig(config)] }),
-      log: createLogger({ format: 'text', level: debug ? 'debug' : 'warn' }),
-      printLastResort: (kubeconfig) => process.stdout.write(kubeconfig),
-    },
-  )
-}
+/** What init prints on success: the summary (stdout) and the warnings (stderr). */
+import type { InitResult } from './init.js'
 
 /** The lines init prints to stdout on success (without --json). */
 export function initSummary(result: InitResult): string[] {
