@@ -2,12 +2,13 @@
  * `constellation init` without the CLI framework. Loading oclif and its plugin manifests is about
  * 90 ms of every init, a third of the CLI's share of the operator's wait, while init's flags are
  * few and fixed. Anything but those flags goes to oclif, which owns help and usage errors for the
- * same command (src/commands/init.ts); both run src/lib/init's runInit and print the same output.
+ * same command (src/commands/init.ts); both run src/wiring/init.ts's runInit and print the same output.
  */
 import { format, parseArgs } from 'node:util'
 import { exitCodeOf, renderError } from './lib/errors/index.js'
 import { exitAfterGrace } from './lib/system/index.js'
-import { initSummary, initWarnings, runInit } from './lib/init/index.js'
+import { initSummary, initWarnings } from './lib/init/index.js'
+import { runInit } from './wiring/init.js'
 
 /** The flags of `init`, as node:util's parseArgs reads them; the oclif command has the same. */
 export const INIT_FLAGS = {

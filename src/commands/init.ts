@@ -1,6 +1,7 @@
 import { Flags } from '@oclif/core'
 import { BaseCommand } from '../base-command.js'
-import { initSummary, initWarnings, runInit, type InitResult } from '../lib/init/index.js'
+import { initSummary, initWarnings, type InitResult } from '../lib/init/index.js'
+import { runInit } from '../wiring/init.js'
 
 // bin/run.js runs init through src/init-run.ts, without oclif; this class gives it help, usage
 // errors and a place in the command list. Flags here and there must stay the same (tested).

@@ -1,9 +1,7 @@
 import { Flags } from '@oclif/core'
 import { BaseCommand } from '../base-command.js'
-import { routeGrpcLogs } from '../lib/grpc/index.js'
-import { loadNodeConfig, NODE_CONFIG_PATH } from '../lib/nodeconfig/index.js'
-import { createLogger } from '../lib/system/index.js'
-import { createVerifyService } from '../lib/verify/index.js'
+import { NODE_CONFIG_PATH } from '../lib/nodeconfig/index.js'
+import { runVerifyService } from '../wiring/verify-service.js'
 
 export default class VerifyService extends BaseCommand {
   static override description =
@@ -16,12 +14,6 @@ export default class VerifyService extends BaseCommand {
 
   async run(): Promise<void> {
     const { flags } = await this.parse(VerifyService)
-    const config = await loadNodeConfig(flags.config)
-    const log = createLogger({ format: 'json' })
-    routeGrpcLogs(log)
-    const daemon = createVerifyService(config, log)
-    for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, () => void daemon.stop())
-    await daemon.start()
-    await daemon.done
+    await runVerifyService(flags.config)
   }
 }

@@ -10,18 +10,13 @@ import {
   createAttestedServerCredentials,
 } from '../../src/lib/atls/index.js'
 import { APIClient, InitRequest, type InitResponse } from '../../src/gen/init.js'
-import {
-  Bootstrapper,
-  httpGet,
-  LogCollector,
-  type BootstrapperIo,
-  type Component,
-} from '../../src/lib/bootstrapper/index.js'
+import { httpGet, LogCollector, type Bootstrapper, type Component } from '../../src/lib/bootstrapper/index.js'
 import { loadConfig } from '../../src/lib/config/index.js'
 import { clusterKmsUri } from '../../src/lib/kms/index.js'
 import { workspacePaths } from '../../src/lib/paths.js'
 import { createLogger, createRunner, runProcess } from '../../src/lib/system/index.js'
 import { readPcrs } from '../../src/lib/tpm/index.js'
+import { buildBootstrapper, type BootstrapperIo } from '../../src/wiring/bootstrapper.js'
 import type { LocalNode } from '../init/harness.js'
 
 export interface InitReply {
@@ -56,7 +51,7 @@ export async function startNode(
     spyArgv.push([file, ...args])
     return runProcess(file, args, { ...opts, env: { ...process.env, ...env } })
   })
-  const daemon = new Bootstrapper(node.nodeConfig(listen), {
+  const daemon = buildBootstrapper(node.nodeConfig(listen), {
     openTpm: node.swtpm.open,
     runner,
     httpGet,

@@ -11,14 +11,12 @@ import { chainMessage, CliError } from '../../src/lib/errors/index.js'
 import { initCluster } from '../../src/lib/init/index.js'
 import { ClusterKms, parseMasterSecret } from '../../src/lib/kms/index.js'
 import { nodePaths, workspacePaths } from '../../src/lib/paths.js'
-import { createRunner, silentLogger } from '../../src/lib/system/index.js'
+import { createRunner, runStepsSilently, silentLogger } from '../../src/lib/system/index.js'
 import { extendPcr } from '../../src/lib/tpm/index.js'
 import { stringifyYaml } from '../../src/lib/yaml/index.js'
 import { freePort } from '../support/ports.js'
 import { setClusterEndpoint, startLocalNode, type LocalNode } from './harness.js'
 import { pcr15, startNode, type RunningNode } from '../bootstrapper/init-client.js'
-
-const quietTerminal = { stdoutIsTTY: false, stdinIsTTY: false, env: { CONSTELL_NO_SPINNER: '1' } }
 
 /** The daemon reads the state disk's UUID (luksUUID) once it listens; that read changes nothing. */
 const commandsThatChange = (argv: string[][]) =>
@@ -26,9 +24,10 @@ const commandsThatChange = (argv: string[][]) =>
 
 function init(workspace: string, timeoutMs = 30_000) {
   return initCluster(
-    { workspace, conformance: false, mergeKubeconfig: false, timeoutMs, quiet: true },
+    { workspace, conformance: false, mergeKubeconfig: false, timeoutMs },
     {
-      terminal: quietTerminal,
+      progress: runStepsSilently,
+      env: {},
       credentials: (config) => createAttestedChannelCredentials({ validators: [validatorForConfig(config)] }),
       log: silentLogger,
       retryInitialDelayMs: 200,

@@ -1,6 +1,7 @@
 import { expect } from '../support/chai.js'
 import { exitCodeOf } from '../../src/lib/errors/index.js'
-import { onInterrupt, promptOrAbort, type InterruptIO, type InterruptSignal } from '../../src/lib/ui/index.js'
+import type { InterruptSignal } from '../../src/lib/system/index.js'
+import { onInterrupt, promptOrAbort, type InterruptIO } from '../../src/lib/ui/index.js'
 
 function recordingIO() {
   const listeners = new Map<InterruptSignal, Set<() => void>>()

@@ -8,12 +8,12 @@ import { extendPcr, readPcrs } from '../../src/lib/tpm/index.js'
 import { type Measurements } from '../../src/lib/attestation/index.js'
 import { ExitCode } from '../../src/lib/errors/index.js'
 import {
-  createVerifyService,
   expectedMeasurements,
   renderVerifyReport,
   verifyNode,
   type VerifyServiceDaemon,
 } from '../../src/lib/verify/index.js'
+import { createVerifyService } from '../../src/wiring/verify-service.js'
 
 describe('verify service daemon and verifyNode', function () {
   let tpm: SwtpmHandle

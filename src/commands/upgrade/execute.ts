@@ -2,7 +2,7 @@ import { confirm } from '@inquirer/prompts'
 import { Flags } from '@oclif/core'
 import { BaseCommand } from '../../base-command.js'
 import { ExitCode, UsageError } from '../../lib/errors/index.js'
-import { runProcess } from '../../lib/system/index.js'
+import { runProcess, type Step } from '../../lib/system/index.js'
 import { canPrompt, onInterrupt, processTerminal, promptOrAbort, runTasks } from '../../lib/ui/index.js'
 import {
   createClusterReader,
@@ -14,7 +14,6 @@ import {
   readKubeconfig,
   renderPlan,
   renderReport,
-  type Step,
   type UpgradeReport,
 } from '../../lib/upgrade/index.js'
 

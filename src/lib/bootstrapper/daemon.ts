@@ -5,27 +5,32 @@ import { prepareCertificateEncoder } from '../atls/index.js'
 import { chainMessage, CliError } from '../errors/index.js'
 import { listenOn } from '../grpc/index.js'
 import type { NodeConfig } from '../nodeconfig/index.js'
-import { nodePaths } from '../paths.js'
-import type { Logger, Runner } from '../system/index.js'
-import { extendPcr, readPcrs, type OpenTpm } from '../tpm/index.js'
-import { CryptsetupDisk } from './disk.js'
-import type { HttpGet } from './http-get.js'
+import type { NodePaths } from '../paths.js'
+import type { Logger } from '../system/index.js'
+import type { StateDisk } from './init-node.js'
 import { InitHandler } from './init-server.js'
-import { stageComponents, type InstallerDeps } from './installer.js'
-import { runKubeadmInit } from './kubeadm.js'
+import type { Component, StagedComponents } from './installer.js'
+import type { KubeadmInitInput } from './kubeadm-config.js'
 import type { LogCollector } from './logs.js'
-import { CLUSTER_ID_PCR, NodeLock } from './node-lock.js'
+import { CLUSTER_ID_PCR, type NodeLock } from './node-lock.js'
 
-export interface BootstrapperIo {
-  openTpm: OpenTpm
-  runner: Runner
-  /** Downloads Kubernetes components (httpGet in production). */
-  httpGet: HttpGet
-  /** Download retries and limits; the installer's defaults when absent. */
-  downloads?: Pick<InstallerDeps, 'attempts' | 'initialDelayMs' | 'limits' | 'maxExtractedBytes'>
+/**
+ * What the daemon works with, built by the composition root (src/wiring/bootstrapper.ts), as
+ * Constellation's initserver.New receives its lock, disk and kube installer.
+ */
+export interface BootstrapperParts {
+  paths: NodePaths
+  /** PCR 15 as the TPM reports it; anything but zeros means the node was bootstrapped before. */
+  readClusterIdPcr: () => Promise<Buffer | undefined>
+  lock: NodeLock
+  disk: StateDisk
+  /** Checks, downloads and unpacks components before the lock (stageComponents); `signal` ends downloads. */
+  installer: (components: readonly Component[], signal: AbortSignal) => Promise<StagedComponents>
+  /** Runs kubeadm init and returns the admin kubeconfig (runKubeadmInit). */
+  kubeadm: (input: KubeadmInitInput) => Promise<Buffer>
   logs: LogCollector
   log: Logger
-  /** aTLS (server attested) in production; see createAttestedBootstrapperCredentials. */
+  /** aTLS (server attested) in production. */
   credentials: ServerCredentials
   /** The join side; it arrives with the join issue and competes with Init for the same node lock. */
   joinClient?: JoinClient
@@ -43,6 +48,12 @@ export interface JoinClient {
 export type BootstrapperConfig = NodeConfig &
   Required<Pick<NodeConfig, 'initSecretHash' | 'stateDisk' | 'metadata'>>
 
+/** The part of the node config the daemon itself reads; the rest went into its parts. */
+export type BootstrapperSettings = Pick<
+  BootstrapperConfig,
+  'initServer' | 'initSecretHash' | 'stateDisk' | 'metadata'
+>
+
 export class NodeBootstrappedError extends CliError {
   constructor(pcr: Buffer) {
     super(
@@ -57,9 +68,7 @@ export class Bootstrapper {
   private server?: Server
   private stopping?: Promise<void>
   private nodeLocked = false
-  private readonly lock: NodeLock
   private readonly handler: InitHandler
-  private readonly disk: CryptsetupDisk
   /** Aborted by stop(): downloads in flight end, and no Init takes the lock afterwards. */
   private readonly stopSignal = new AbortController()
   private finished!: () => void
@@ -67,59 +76,36 @@ export class Bootstrapper {
   readonly done = new Promise<void>((resolve) => (this.finished = resolve))
 
   constructor(
-    private readonly config: BootstrapperConfig,
-    private readonly io: BootstrapperIo,
+    private readonly config: BootstrapperSettings,
+    private readonly parts: BootstrapperParts,
   ) {
-    const paths = nodePaths(config.root)
-    this.lock = new NodeLock({ extendPcr: (index, digest) => extendPcr(io.openTpm, index, digest) })
-    const log = io.log.child('init-server')
-    this.disk = new CryptsetupDisk(
-      config.stateDisk.device,
-      io.runner,
-      paths.runtimeDir,
-      config.stateDisk.pbkdf,
-    )
+    const log = parts.log.child('init-server')
     this.handler = new InitHandler(
       {
         initSecretHash: config.initSecretHash,
-        nodeLock: this.lock,
+        nodeLock: parts.lock,
         onLocked: () => {
           this.nodeLocked = true
-          void io.joinClient?.stop()
+          void parts.joinClient?.stop()
         },
-        disk: this.disk,
+        disk: parts.disk,
         initialKeyFile: config.stateDisk.initialKeyFile,
-        paths,
+        paths: parts.paths,
         self: config.metadata.self,
         loadBalancerEndpoint: config.metadata.loadBalancerEndpoint,
-        stageComponents: (components) =>
-          stageComponents(components, {
-            ...io.downloads,
-            root: config.root,
-            stagingDir: paths.componentStagingDir,
-            get: io.httpGet,
-            log: io.log.child('installer'),
-            signal: this.stopSignal.signal,
-          }),
+        stageComponents: (components) => parts.installer(components, this.stopSignal.signal),
         signal: this.stopSignal.signal,
-        kubeadmInit: (input) =>
-          runKubeadmInit(input, {
-            runner: io.runner,
-            kubeadm: config.kubeadm,
-            paths,
-            recordOutput: (text) => io.logs.append(text),
-            log: io.log.child('kubeadm'),
-          }),
+        kubeadmInit: parts.kubeadm,
         log,
       },
-      io.logs,
+      parts.logs,
       log,
     )
   }
 
   /** Checks PCR 15, then serves Init; resolves with the bound address. */
   async start(): Promise<string> {
-    const pcr = (await readPcrs(this.io.openTpm, [CLUSTER_ID_PCR])).get(CLUSTER_ID_PCR)
+    const pcr = await this.parts.readClusterIdPcr()
     if (!pcr) throw new Error(`the TPM returned no value for PCR ${CLUSTER_ID_PCR}`)
     if (pcr.some((b) => b !== 0)) throw new NodeBootstrappedError(pcr)
     const server = new Server({ 'grpc.keepalive_time_ms': 15_000 })
@@ -133,7 +119,7 @@ export class Bootstrapper {
     const address = await listenOn(
       server,
       this.config.initServer.listen,
-      this.io.credentials,
+      this.parts.credentials,
       'initServer.listen',
     )
     this.server = server
@@ -142,16 +128,16 @@ export class Bootstrapper {
       return address
     }
     // A join that took the lock ends this node's init service.
-    void this.io.joinClient
-      ?.start(this.lock)
-      .then(() => (this.lock.isLocked && !this.nodeLocked ? this.stop() : undefined))
-    this.io.log.info('Init server listening', { address })
+    void this.parts.joinClient
+      ?.start(this.parts.lock)
+      .then(() => (this.parts.lock.isLocked && !this.nodeLocked ? this.stop() : undefined))
+    this.parts.log.info('Init server listening', { address })
     // The first handshake needs the certificate encoder; prepare it now rather than while an operator waits.
     void prepareCertificateEncoder().catch(() => {}) // a failure surfaces in that handshake
     // Likewise the disk UUID: read now, so that init need not wait for it, and so that a wrong
     // stateDisk shows in the log before an operator runs init (Init reads it again and fails then).
-    void this.disk.uuid().catch((err: unknown) =>
-      this.io.log.warn('Cannot read the state disk; Init will fail until it can', {
+    void this.parts.disk.uuid().catch((err: unknown) =>
+      this.parts.log.warn('Cannot read the state disk; Init will fail until it can', {
         device: this.config.stateDisk.device,
         error: chainMessage(err),
       }),
@@ -163,7 +149,7 @@ export class Bootstrapper {
   get outcome(): 'initialized' | 'failed' | 'joined' | 'stopped' {
     if (this.handler.succeeded) return 'initialized'
     if (this.nodeLocked) return 'failed'
-    return this.lock.isLocked ? 'joined' : 'stopped'
+    return this.parts.lock.isLocked ? 'joined' : 'stopped'
   }
 
   /**
@@ -176,7 +162,7 @@ export class Bootstrapper {
       const server = this.server
       if (server) {
         if (!(await settledWithin(this.handler.settled(), graceMs))) server.forceShutdown()
-        await this.io.joinClient?.stop()
+        await this.parts.joinClient?.stop()
         await new Promise<void>((resolve) => server.tryShutdown(() => resolve()))
       }
       this.finished()

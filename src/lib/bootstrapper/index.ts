@@ -1,6 +1,6 @@
 /** The node side of init: daemon, Init RPC, node lock, state disk, installer, kubeadm. */
 export { Bootstrapper, NodeBootstrappedError } from './daemon.js'
-export type { BootstrapperConfig, BootstrapperIo, JoinClient } from './daemon.js'
+export type { BootstrapperConfig, BootstrapperParts, BootstrapperSettings, JoinClient } from './daemon.js'
 export { NodeLock, NodeLockedError, CLUSTER_ID_PCR } from './node-lock.js'
 export type { PcrExtender } from './node-lock.js'
 export { CryptsetupDisk, CRYPTSETUP } from './disk.js'
@@ -27,5 +27,3 @@ export { LogCollector, chunk, LOG_CHUNK_BYTES, ATTEMPT_LOG_LIMIT_BYTES } from '.
 export { redactCredentials } from './logs.js'
 export { initializeNode, InitSecretError, ComponentsUnavailableError } from './init-node.js'
 export { InitHandler } from './init-server.js'
-export { createNodeBootstrapper } from './attested.js'
-export { runBootstrapService } from './service.js'

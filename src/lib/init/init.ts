@@ -6,8 +6,7 @@ import { loadConfig, loadState, type ClusterConfig, type ClusterState } from '..
 import { chainMessage, messageOf } from '../errors/index.js'
 import { writeMasterSecret } from '../kms/index.js'
 import { workspacePaths, type WorkspacePaths } from '../paths.js'
-import type { Logger } from '../system/index.js'
-import { onInterrupt, runTasks, type InterruptIO, type Terminal } from '../ui/index.js'
+import type { Logger, Progress } from '../system/index.js'
 import { initFailed, unreachable } from './failure.js'
 import {
   mergeIntoUserKubeconfig,
@@ -28,21 +27,25 @@ export interface InitOptions {
   timeoutMs: number
   /** The --timeout as the operator wrote it, for messages. */
   timeout?: string
-  /** No progress lines (for --json). */
-  quiet?: boolean
   /** Keep gRPC/TLS internals in messages (CONSTELL_DEBUG=1). */
   debug?: boolean
 }
 
 export interface InitDeps {
-  terminal: Terminal
+  /** Shows the steps (the command's listr2 rendering, or nothing for --json). */
+  progress: Progress
+  /** The environment that names the user's kubeconfig ($KUBECONFIG, $HOME) for --merge-kubeconfig. */
+  env: NodeJS.ProcessEnv
   /** aTLS credentials that validate the node against these measurements. */
   credentials: (config: ClusterConfig) => ChannelCredentials
   log: Logger
   random?: (n: number) => Buffer
   retryInitialDelayMs?: number
-  /** Ctrl-C and SIGTERM; the process's by default. */
-  interrupts?: InterruptIO
+  /**
+   * Takes over Ctrl-C/SIGTERM while init runs: `describe` says what is left behind (when the signal
+   * comes). Returns the function that hands the signals back. Signals are left alone when absent.
+   */
+  onInterrupt?: (describe: () => string[]) => () => void
   /** The last place the admin kubeconfig can go when no file takes it. */
   printLastResort: (kubeconfig: string) => void
   now?: () => Date
@@ -64,11 +67,6 @@ export interface InitResult {
 /** Where init is, for the line a Ctrl-C prints. */
 type Phase = 'preparing' | 'sent' | 'answered'
 
-interface Ctx {
-  call?: Promise<InitOutcome>
-  outcome?: Extract<InitOutcome, { ok: true }>
-}
-
 export async function initCluster(opts: InitOptions, deps: InitDeps): Promise<InitResult> {
   const paths = workspacePaths(opts.workspace)
   const config = await loadConfig(paths.config)
@@ -81,67 +79,62 @@ export async function initCluster(opts: InitOptions, deps: InitDeps): Promise<In
   const request = buildInitRequest(config, state, secret, measurementSalt, opts.conformance)
   let phase: Phase = 'preparing'
   let secretOnDisk = source === 'reused'
-  const stopWatching = onInterrupt(
-    () => [interruptedLine(phase, secretOnDisk, paths.masterSecret, endpoint.address)],
-    deps.interrupts,
-  )
+  const stopWatching =
+    deps.onInterrupt?.(() => [interruptedLine(phase, secretOnDisk, paths.masterSecret, endpoint.address)]) ??
+    (() => {})
   try {
-    const ctx: Ctx = {}
-    await runTasks<Ctx>(
-      [
-        {
-          title:
-            source === 'reused'
-              ? `Reusing the master secret in ${paths.masterSecret} (the state records no cluster)`
-              : `Writing master secret to ${paths.masterSecret}`,
-          task: async () => {
-            if (source === 'generated') await writeMasterSecret(paths.masterSecret, secret)
-            secretOnDisk = true
-          },
+    let call: Promise<InitOutcome> | undefined
+    let answer: Extract<InitOutcome, { ok: true }> | undefined
+    await deps.progress([
+      {
+        title:
+          source === 'reused'
+            ? `Reusing the master secret in ${paths.masterSecret} (the state records no cluster)`
+            : `Writing master secret to ${paths.masterSecret}`,
+        run: async () => {
+          if (source === 'generated') await writeMasterSecret(paths.masterSecret, secret)
+          secretOnDisk = true
         },
-        {
-          title: `Verifying the attestation of the node at ${endpoint.address}`,
-          task: async (c) => {
-            const signal = AbortSignal.timeout(opts.timeoutMs)
-            let connected = () => {}
-            const verified = new Promise<void>((resolve) => (connected = resolve))
-            c.call = callInit(request, {
-              address: endpoint.address,
-              credentials: deps.credentials(config),
-              signal,
-              deadline: new Date(Date.now() + opts.timeoutMs),
-              log: deps.log,
-              retryInitialDelayMs: deps.retryInitialDelayMs,
-              onConnected: () => {
-                phase = 'sent'
-                connected()
-              },
-            }).catch((err: unknown) => {
-              throw unreachable(err, endpoint.address, signal, {
-                timeout: opts.timeout ?? `${opts.timeoutMs} ms`,
-                debug: opts.debug ?? false,
-              })
+      },
+      {
+        title: `Verifying the attestation of the node at ${endpoint.address}`,
+        run: async () => {
+          const signal = AbortSignal.timeout(opts.timeoutMs)
+          let connected = () => {}
+          const verified = new Promise<void>((resolve) => (connected = resolve))
+          call = callInit(request, {
+            address: endpoint.address,
+            credentials: deps.credentials(config),
+            signal,
+            deadline: new Date(Date.now() + opts.timeoutMs),
+            log: deps.log,
+            retryInitialDelayMs: deps.retryInitialDelayMs,
+            onConnected: () => {
+              phase = 'sent'
+              connected()
+            },
+          }).catch((err: unknown) => {
+            throw unreachable(err, endpoint.address, signal, {
+              timeout: opts.timeout ?? `${opts.timeoutMs} ms`,
+              debug: opts.debug ?? false,
             })
-            await Promise.race([verified, c.call])
-          },
+          })
+          await Promise.race([verified, call])
         },
-        {
-          title: `Initializing the cluster on ${endpoint.address}`,
-          task: async (c) => {
-            const outcome = await c.call
-            if (!outcome) throw new Error('the Init call was not started')
-            if (!outcome.ok) throw await initFailed(outcome, paths, opts.debug ?? false)
-            phase = 'answered'
-            c.outcome = outcome
-          },
+      },
+      {
+        title: `Initializing the cluster on ${endpoint.address}`,
+        run: async () => {
+          const outcome = await call
+          if (!outcome) throw new Error('the Init call was not started')
+          if (!outcome.ok) throw await initFailed(outcome, paths, opts.debug ?? false)
+          phase = 'answered'
+          answer = outcome
         },
-      ],
-      ctx,
-      deps.terminal,
-      { silent: opts.quiet },
-    )
-    if (!ctx.outcome) throw new Error('init finished without an outcome')
-    return await finish(ctx.outcome, { opts, deps, paths, state, measurementSalt, endpoint, config, source })
+      },
+    ])
+    if (!answer) throw new Error('init finished without an outcome')
+    return await finish(answer, { opts, deps, paths, state, measurementSalt, endpoint, config, source })
   } finally {
     stopWatching()
   }
@@ -187,7 +180,7 @@ async function finish(
   let mergedInto: string | undefined
   if (c.opts.mergeKubeconfig) {
     const entryName = `${c.state.infrastructure.name}-${clusterID.slice(0, 8)}`
-    const file = userKubeconfigPath(c.deps.terminal.env)
+    const file = userKubeconfigPath(c.deps.env)
     mergedInto = await mergeIntoUserKubeconfig(nameEntriesAfterCluster(kubeconfig, entryName), file).then(
       () => file,
       (err: unknown) => {

@@ -1,8 +1,6 @@
 /** Ways to reach a TPM: the kernel resource manager device, or swtpm's TCP command port. */
 import { open as openFile } from 'node:fs/promises'
 import { connect, type Socket } from 'node:net'
-import type { TpmConfig } from '../nodeconfig/index.js'
-import { splitHostPort } from '../nodeconfig/index.js'
 import { TpmError, TpmUnavailableError } from './errors.js'
 
 export interface TpmTransport {
@@ -16,14 +14,6 @@ export type OpenTpm = () => Promise<TpmTransport>
 const RESPONSE_HEADER_BYTES = 10
 /** TPM2_MAX_COMMAND_SIZE of common TPMs; a response never exceeds it. */
 const MAX_RESPONSE_BYTES = 4096
-
-export function openTpmFromConfig(tpm: TpmConfig): OpenTpm {
-  if (tpm.swtpm !== undefined) {
-    const { host, port } = splitHostPort(tpm.swtpm)
-    return openSwtpm(host, port)
-  }
-  return openTpmDevice(tpm.device)
-}
 
 /** /dev/tpmrm0: one write is one command, one read returns the whole response. */
 export function openTpmDevice(path: string): OpenTpm {

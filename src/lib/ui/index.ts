@@ -1,5 +1,6 @@
 /** Terminal presentation: whether to be interactive, tables, and listr2 progress. */
 import type { DefaultRenderer, ListrTask, SimpleRenderer } from 'listr2'
+import { runStepsSilently, type Progress } from '../system/index.js'
 
 type Task<Ctx> = ListrTask<Ctx, typeof DefaultRenderer | typeof SimpleRenderer, typeof SimpleRenderer>
 
@@ -46,6 +47,17 @@ export async function runTasks<Ctx>(
   return list.run()
 }
 
+/** How a command shows a lib operation's steps: listr2 as runTasks does, nothing when `quiet` (--json). */
+export function stepProgress(t: Terminal, opts: { quiet?: boolean } = {}): Progress {
+  if (opts.quiet) return runStepsSilently
+  return (steps) =>
+    runTasks(
+      steps.map((s) => ({ title: s.title, task: s.run })),
+      {},
+      t,
+    ).then(() => {})
+}
+
 export function renderTable(headers: readonly string[], rows: ReadonlyArray<readonly string[]>): string {
   const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)))
   const line = (cells: readonly string[]) =>
@@ -56,5 +68,5 @@ export function renderTable(headers: readonly string[], rows: ReadonlyArray<read
   return [line(headers), ...rows.map(line)].join('\n')
 }
 
-export { onInterrupt, promptOrAbort, PromptAbortedError, SIGNAL_EXIT_CODES } from './interrupt.js'
-export type { InterruptIO, InterruptSignal } from './interrupt.js'
+export { onInterrupt, promptOrAbort, PromptAbortedError } from './interrupt.js'
+export type { InterruptIO } from './interrupt.js'

@@ -5,24 +5,17 @@
  */
 import { writeSync } from 'node:fs'
 import { CliError } from '../errors/index.js'
+import { processSignalIo, SIGNAL_EXIT_CODES, type InterruptSignal, type SignalIo } from '../system/index.js'
 
-export const SIGNAL_EXIT_CODES = { SIGINT: 130, SIGTERM: 143 } as const
-export type InterruptSignal = keyof typeof SIGNAL_EXIT_CODES
-
-export interface InterruptIO {
-  on: (signal: InterruptSignal, listener: () => void) => void
-  off: (signal: InterruptSignal, listener: () => void) => void
+export interface InterruptIO extends SignalIo {
   stderr: (line: string) => void
-  exit: (code: number) => void
 }
 
 export const processInterruptIO = (): InterruptIO => ({
-  on: (s, l) => process.on(s, l),
-  off: (s, l) => process.off(s, l),
+  ...processSignalIo(),
   // Straight to fd 2: while listr2 draws it holds back process.stderr writes until it finishes,
   // which an exit now would never let happen.
   stderr: (line) => writeSync(2, `${line}\n`),
-  exit: (code) => process.exit(code),
 })
 
 /**

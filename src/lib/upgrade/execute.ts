@@ -5,6 +5,7 @@
  */
 import { CliError, ExitCode, exitCodeOf, UsageError } from '../errors/index.js'
 import { workspacePaths } from '../paths.js'
+import type { Progress, Step } from '../system/index.js'
 import {
   backupChart,
   backupCustomResources,
@@ -27,19 +28,13 @@ export interface ExecuteOptions {
   helmTimeout: string
 }
 
-/** One step shown as progress (listr2 in the CLI). */
-export interface Step {
-  title: string
-  run: () => Promise<void>
-}
-
 export interface ExecuteDeps {
   /** Opened only when a backup is made: dry runs and no-op plans never touch the API. */
   openReader: () => ClusterReader
   /** Asks the operator; undefined when nobody can answer (no TTY). */
   confirm?: (question: string) => Promise<boolean>
-  /** Runs the steps in order and stops at the first that throws (rethrowing it). */
-  progress: (steps: Step[]) => Promise<void>
+  /** Shows the steps (the command's listr2 rendering, or nothing for --json). */
+  progress: Progress
   now: () => Date
   retry?: Partial<RetryPolicy>
   /**

@@ -17,14 +17,7 @@ export type { ClusterReader, ListPage, ReaderOptions } from './kube-reader.js'
 export { backupCustomResources, newUpgradeId, createUpgradeFolder, BACKUP_PAGE_SIZE } from './backup.js'
 export type { ClusterBackupSummary } from './backup.js'
 export { executeUpgrade, DEFAULT_HELM_TIMEOUT } from './execute.js'
-export type {
-  ExecuteOptions,
-  ExecuteDeps,
-  Step,
-  UpgradeReport,
-  ReleaseReport,
-  ReleaseOutcome,
-} from './execute.js'
+export type { ExecuteOptions, ExecuteDeps, UpgradeReport, ReleaseReport, ReleaseOutcome } from './execute.js'
 export { upgradeRelease, HELM_RETRY_ATTEMPTS, HELM_RETRY_INTERVAL_MS } from './release-upgrade.js'
 export type { RetryPolicy } from './release-upgrade.js'
 export { renderPlan, renderReport, planToJson, describeInterrupted } from './report.js'

@@ -1,12 +1,9 @@
 /** Node side: serves this node's attestation over aTLS on the verification service port. */
 import * as grpc from '@grpc/grpc-js'
-import { createIssuer, type Issuer } from '../attestation/index.js'
+import type { Issuer } from '../attestation/index.js'
 import { createAttestedServerCredentials } from '../atls/index.js'
 import { listenOn } from '../grpc/index.js'
-import type { NodeConfig } from '../nodeconfig/index.js'
-import { nodePaths } from '../paths.js'
 import type { Logger } from '../system/index.js'
-import { openTpmFromConfig, readPcrs } from '../tpm/index.js'
 import { VerifyService, type DescribeResponse } from './service-definition.js'
 
 export const DEFAULT_STOP_GRACE_MS = 10_000
@@ -55,13 +52,4 @@ export class VerifyServiceDaemon {
     })()
     return this.stopping
   }
-}
-
-export function createVerifyService(config: NodeConfig, log: Logger): VerifyServiceDaemon {
-  const openTpm = openTpmFromConfig(config.tpm)
-  const issuer = createIssuer(config.attestationVariant, openTpm, {
-    eventLogPath: nodePaths(config.root).tpmEventLog,
-  })
-  const checkTpm = () => readPcrs(openTpm, [0]).then(() => undefined)
-  return new VerifyServiceDaemon(config.verifyService.listen, issuer, log.child('verifyservice'), checkTpm)
 }

@@ -1,0 +1,113 @@
+/**
+ * `bootstrap run` with its production parts: the TPM the node config names, cryptsetup and kubeadm
+ * through the process runner, node:http(s) downloads, JSON logs to stderr, and aTLS with the node's
+ * issuer. Shared by the oclif command (src/commands/bootstrap/run.ts) and src/bootstrap-run.ts.
+ */
+import type { ServerCredentials } from '@grpc/grpc-js'
+import { createAttestedServerCredentials } from '../lib/atls/index.js'
+import {
+  Bootstrapper,
+  CLUSTER_ID_PCR,
+  CryptsetupDisk,
+  httpGet,
+  LogCollector,
+  NodeLock,
+  runKubeadmInit,
+  stageComponents,
+  type BootstrapperConfig,
+  type HttpGet,
+  type InstallerDeps,
+  type JoinClient,
+} from '../lib/bootstrapper/index.js'
+import { CliError } from '../lib/errors/index.js'
+import { routeGrpcLogs } from '../lib/grpc/index.js'
+import { loadBootstrapperNodeConfig } from '../lib/nodeconfig/index.js'
+import { nodePaths } from '../lib/paths.js'
+import {
+  createLogger,
+  createRunner,
+  serveUntilStopped,
+  type Logger,
+  type Runner,
+} from '../lib/system/index.js'
+import { extendPcr, readPcrs, type OpenTpm } from '../lib/tpm/index.js'
+import { nodeIssuer, openTpmFromConfig } from './node.js'
+
+/** The node's outside world; tests pass a swtpm, a spying runner, their own downloads. */
+export interface BootstrapperIo {
+  openTpm: OpenTpm
+  runner: Runner
+  /** Downloads Kubernetes components (httpGet in production). */
+  httpGet: HttpGet
+  /** Download retries and limits; the installer's defaults when absent. */
+  downloads?: Pick<InstallerDeps, 'attempts' | 'initialDelayMs' | 'limits' | 'maxExtractedBytes'>
+  logs: LogCollector
+  log: Logger
+  /** aTLS with the node's issuer (nodeIssuer) in production. */
+  credentials: ServerCredentials
+  joinClient?: JoinClient
+}
+
+/** Builds the daemon's lock, disk, installer and kubeadm from the config and the node's outside world. */
+export function buildBootstrapper(config: BootstrapperConfig, io: BootstrapperIo): Bootstrapper {
+  const paths = nodePaths(config.root)
+  return new Bootstrapper(config, {
+    paths,
+    readClusterIdPcr: async () => (await readPcrs(io.openTpm, [CLUSTER_ID_PCR])).get(CLUSTER_ID_PCR),
+    lock: new NodeLock({ extendPcr: (index, digest) => extendPcr(io.openTpm, index, digest) }),
+    disk: new CryptsetupDisk(config.stateDisk.device, io.runner, paths.runtimeDir, config.stateDisk.pbkdf),
+    installer: (components, signal) =>
+      stageComponents(components, {
+        ...io.downloads,
+        root: config.root,
+        stagingDir: paths.componentStagingDir,
+        get: io.httpGet,
+        log: io.log.child('installer'),
+        signal,
+      }),
+    kubeadm: (input) =>
+      runKubeadmInit(input, {
+        runner: io.runner,
+        kubeadm: config.kubeadm,
+        paths,
+        recordOutput: (text) => io.logs.append(text),
+        log: io.log.child('kubeadm'),
+      }),
+    logs: io.logs,
+    log: io.log,
+    credentials: io.credentials,
+    joinClient: io.joinClient,
+  })
+}
+
+/** The production daemon: the TPM the config names, real processes and downloads, aTLS with the node's issuer. */
+export function createNodeBootstrapper(
+  config: BootstrapperConfig,
+  logs: LogCollector,
+  log: Logger,
+): Bootstrapper {
+  const openTpm = openTpmFromConfig(config.tpm)
+  return buildBootstrapper(config, {
+    openTpm,
+    runner: createRunner(),
+    httpGet,
+    logs,
+    log,
+    credentials: createAttestedServerCredentials({ issuer: nodeIssuer(config, openTpm) }),
+  })
+}
+
+/** `bootstrap run` itself: load the node config, serve until the node is initialized (or stopped). */
+export async function runBootstrapService(configPath: string): Promise<void> {
+  const config = await loadBootstrapperNodeConfig(configPath)
+  // every line goes to stderr (journald) and to the node's log, which a failed Init's caller may get
+  const logs = new LogCollector((line) => process.stderr.write(line + '\n'))
+  const log = createLogger({ format: 'json', write: logs.write, component: 'bootstrapper' })
+  routeGrpcLogs(log)
+  const daemon = createNodeBootstrapper(config, logs, log)
+  await serveUntilStopped(daemon)
+  if (daemon.outcome === 'failed')
+    throw new CliError('init failed after the node lock was taken; this node cannot be used', {
+      hint: 'recreate the node',
+    })
+}

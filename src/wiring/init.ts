@@ -1,0 +1,42 @@
+/**
+ * `constellation init` with its production parts: the process's terminal, signals and environment,
+ * aTLS against the workspace's measurements, a text logger. Shared by the oclif command
+ * (src/commands/init.ts) and the framework-free entry bin/run.js uses (src/init-run.ts).
+ */
+import { validatorForConfig } from '../lib/attestation/index.js'
+import { createAttestedChannelCredentials } from '../lib/atls/index.js'
+import { initCluster, type InitResult } from '../lib/init/index.js'
+import { createLogger, parseDuration } from '../lib/system/index.js'
+import { onInterrupt, processTerminal, stepProgress } from '../lib/ui/index.js'
+
+export interface InitFlags {
+  workspace: string
+  conformance: boolean
+  'merge-kubeconfig': boolean
+  timeout: string
+  /** --json: no progress lines; the caller prints the result as JSON. */
+  json: boolean
+}
+
+export function runInit(flags: InitFlags): Promise<InitResult> {
+  const debug = process.env.CONSTELL_DEBUG === '1'
+  const terminal = processTerminal()
+  return initCluster(
+    {
+      workspace: flags.workspace,
+      conformance: flags.conformance,
+      mergeKubeconfig: flags['merge-kubeconfig'],
+      timeoutMs: parseDuration(flags.timeout, '--timeout'),
+      timeout: flags.timeout,
+      debug,
+    },
+    {
+      progress: stepProgress(terminal, { quiet: flags.json }),
+      env: terminal.env,
+      onInterrupt: (describe) => onInterrupt(describe),
+      credentials: (config) => createAttestedChannelCredentials({ validators: [validatorForConfig(config)] }),
+      log: createLogger({ format: 'text', level: debug ? 'debug' : 'warn' }),
+      printLastResort: (kubeconfig) => process.stdout.write(kubeconfig),
+    },
+  )
+}
