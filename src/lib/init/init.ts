@@ -1,10 +1,11 @@
 /** `constellation init`: master secret first, then one attested Init call, then kubeconfig and state. */
 import { randomBytes } from 'node:crypto'
+import { readFileSync } from 'node:fs'
 import type { ChannelCredentials } from '@grpc/grpc-js'
 import { MEASUREMENT_SALT_BYTES } from '../attestation/index.js'
 import { loadConfig, loadState, type ClusterConfig, type ClusterState } from '../config/index.js'
 import { chainMessage, messageOf } from '../errors/index.js'
-import { writeMasterSecret } from '../kms/index.js'
+import { encodeMasterSecret, writeMasterSecret } from '../kms/index.js'
 import { workspacePaths, type WorkspacePaths } from '../paths.js'
 import type { Logger, Progress } from '../system/index.js'
 import { initFailed, unreachable } from './failure.js'
@@ -78,10 +79,14 @@ export async function initCluster(opts: InitOptions, deps: InitDeps): Promise<In
   const endpoint = initEndpoint(state.infrastructure.clusterEndpoint)
   const request = buildInitRequest(config, state, secret, measurementSalt, opts.conformance)
   let phase: Phase = 'preparing'
-  let secretOnDisk = source === 'reused'
+  let writing = false
+  let written = source === 'reused'
+  // Ctrl-C can land after the file is complete but before the await that records it: ask the file.
+  const secretOnDisk = () => written || (writing && fileHolds(paths.masterSecret, encodeMasterSecret(secret)))
   const stopWatching =
-    deps.onInterrupt?.(() => [interruptedLine(phase, secretOnDisk, paths.masterSecret, endpoint.address)]) ??
-    (() => {})
+    deps.onInterrupt?.(() => [
+      interruptedLine(phase, secretOnDisk(), paths.masterSecret, endpoint.address),
+    ]) ?? (() => {})
   try {
     let call: Promise<InitOutcome> | undefined
     let answer: Extract<InitOutcome, { ok: true }> | undefined
@@ -92,8 +97,9 @@ export async function initCluster(opts: InitOptions, deps: InitDeps): Promise<In
             ? `Reusing the master secret in ${paths.masterSecret} (the state records no cluster)`
             : `Writing master secret to ${paths.masterSecret}`,
         run: async () => {
+          writing = true
           if (source === 'generated') await writeMasterSecret(paths.masterSecret, secret)
-          secretOnDisk = true
+          written = true
         },
       },
       {
@@ -203,6 +209,14 @@ async function finish(
       conformance: c.opts.conformance,
       kubeconfig: saved.kubeconfig,
     }),
+  }
+}
+
+function fileHolds(file: string, content: string): boolean {
+  try {
+    return readFileSync(file, 'utf8') === content
+  } catch {
+    return false
   }
 }
 
