@@ -1,30 +1,33 @@
 /** A self-signed server certificate for 127.0.0.1 (test servers that speak HTTPS); one per process. */
-import forge from 'node-forge'
+import {
+  caBasicConstraints,
+  distinguishedName,
+  generateRsaKeyPair,
+  randomSerialNumber,
+  signCertificate,
+  subjectAltName,
+  toPem,
+} from '../../src/lib/x509/index.js'
 
 let cached: { certPem: string; keyPem: string } | undefined
 
 export function localhostCert(): { certPem: string; keyPem: string } {
   if (cached) return cached
-  const keys = forge.pki.rsa.generateKeyPair({ bits: 2048 })
-  const cert = forge.pki.createCertificate()
-  cert.publicKey = keys.publicKey
-  cert.serialNumber = '01'
-  cert.validity.notBefore = new Date(Date.now() - 60_000)
-  cert.validity.notAfter = new Date(Date.now() + 24 * 3600_000)
-  const subject = [{ name: 'commonName', value: 'test-localhost' }]
-  cert.setSubject(subject)
-  cert.setIssuer(subject)
-  cert.setExtensions([
-    { name: 'basicConstraints', cA: true },
+  const { privateKey, publicKey } = generateRsaKeyPair()
+  const name = distinguishedName([['CN', 'test-localhost']])
+  const der = signCertificate(
     {
-      name: 'subjectAltName',
-      altNames: [
-        { type: 7, ip: '127.0.0.1' },
-        { type: 2, value: 'localhost' },
-      ],
+      serialNumber: randomSerialNumber(),
+      subject: name,
+      issuer: name,
+      notBefore: new Date(Date.now() - 60_000),
+      notAfter: new Date(Date.now() + 24 * 3600_000),
+      publicKey,
+      // its own trust anchor: clients pass it as their CA
+      extensions: [caBasicConstraints(), subjectAltName({ dns: ['localhost'], ips: ['127.0.0.1'] })],
     },
-  ])
-  cert.sign(keys.privateKey, forge.md.sha256.create())
-  cached = { certPem: forge.pki.certificateToPem(cert), keyPem: forge.pki.privateKeyToPem(keys.privateKey) }
+    privateKey,
+  )
+  cached = { certPem: toPem(der), keyPem: privateKey.export({ type: 'pkcs1', format: 'pem' }).toString() }
   return cached
 }

@@ -2,13 +2,13 @@
  * Attested certificates: a fresh ECDSA P-256 key per handshake, a self-signed certificate valid for
  * now ± 2 h that carries the attestation document under the variant's OID, bound to the key by
  * userData = SHA256(DER SubjectPublicKeyInfo). Keys, signatures and the signature check are
- * node:crypto; the certificate structure is @peculiar/asn1-x509 (./x509.ts).
+ * node:crypto; the certificate structure is the x509 module's.
  */
 import { createHash, generateKeyPair, X509Certificate, type KeyObject } from 'node:crypto'
 import { promisify } from 'node:util'
-import type { Certificate } from '@peculiar/asn1-x509'
 import type { Issuer, ValidationResult, Validator } from '../attestation/index.js'
 import { AttestationError } from '../attestation/index.js'
+import type { Certificate } from '../x509/index.js'
 
 /**
  * The X.509 encoder (asn1 schemas: ~40 ms and ~5-8 MB to load) is loaded apart from the rest:
@@ -16,7 +16,7 @@ import { AttestationError } from '../attestation/index.js'
  * loads while the server produces its attestation), servers prepareCertificateEncoder() once they
  * listen.
  */
-export const preloadX509 = () => import('./x509.js')
+export const preloadX509 = () => import('../x509/index.js')
 
 /**
  * For servers: loads the encoder and encodes one throwaway certificate. The first encode fills
@@ -29,6 +29,7 @@ export async function prepareCertificateEncoder(): Promise<void> {
 
 export const CERT_VALIDITY_SLACK_MS = 2 * 60 * 60 * 1000
 const COMMON_NAME = 'Constellation'
+// node:crypto's own, not the x509 module's: the key and the quote must not wait for the encoder to load
 const generateEcKeyPair = promisify(generateKeyPair)
 
 export interface AttestedCertificate {

@@ -2,25 +2,26 @@
  * The cluster's CA set in kubeadm's file layout (capi.md §5): generated when absent, used as given
  * when present (after checking that each certificate parses and matches its key), never overwritten.
  */
-import {
-  X509Certificate,
-  createHash,
-  createPrivateKey,
-  createPublicKey,
-  generateKeyPairSync,
-  randomBytes,
-} from 'node:crypto'
+import { X509Certificate, createHash, createPrivateKey, createPublicKey } from 'node:crypto'
 import { lstat } from 'node:fs/promises'
 import path from 'node:path'
-import forge from 'node-forge'
 import { CliError, isErrnoException } from '../errors/index.js'
 import { readRegularFile } from '../system/index.js'
+import {
+  caBasicConstraints,
+  distinguishedName,
+  generateRsaKeyPair,
+  keyUsage,
+  randomSerialNumber,
+  signCertificate,
+  subjectKeyIdentifier,
+  toPem,
+} from '../x509/index.js'
 import type { StagedFile } from './staged-writes.js'
 import type { CertificateAuthorities, KeyPair, NodeFile } from './types.js'
 
 const CA_VALIDITY_YEARS = 10
 const CLOCK_SKEW_MS = 5 * 60_000
-const RSA_BITS = 2048
 
 /** Relative file names of each pair, as kubeadm expects them under certificatesDir. */
 export const CA_FILES = {
@@ -81,30 +82,32 @@ export async function loadOrCreateAuthorities(
 
 /** A self-signed RSA CA like CAPI's: CN kubernetes, 10 years, backdated 5 minutes for clock skew. */
 export function createCertificateAuthority(now: Date, commonName = 'kubernetes'): KeyPair {
-  const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: RSA_BITS })
-  const keyPem = privateKey.export({ type: 'pkcs1', format: 'pem' }).toString()
-  const cert = forge.pki.createCertificate()
-  cert.publicKey = forge.pki.publicKeyFromPem(publicKey.export({ type: 'spki', format: 'pem' }).toString())
-  cert.serialNumber = serialNumber()
-  cert.validity.notBefore = new Date(now.getTime() - CLOCK_SKEW_MS)
-  cert.validity.notAfter = new Date(now.getTime())
-  cert.validity.notAfter.setUTCFullYear(now.getUTCFullYear() + CA_VALIDITY_YEARS)
-  const subject = [{ name: 'commonName', value: commonName }]
-  cert.setSubject(subject)
-  cert.setIssuer(subject)
-  cert.setExtensions([
-    { name: 'basicConstraints', cA: true, critical: true },
-    { name: 'keyUsage', keyCertSign: true, digitalSignature: true, keyEncipherment: true, critical: true },
-    { name: 'subjectKeyIdentifier' },
-  ])
-  cert.sign(forge.pki.privateKeyFromPem(keyPem), forge.md.sha256.create())
-  // forge writes CRLF line ends; PEM files on Linux (and readable YAML) use LF.
-  return { certPem: forge.pki.certificateToPem(cert).replace(/\r\n/g, '\n'), keyPem }
+  const { privateKey, publicKey } = generateRsaKeyPair()
+  const notAfter = new Date(now.getTime())
+  notAfter.setUTCFullYear(now.getUTCFullYear() + CA_VALIDITY_YEARS)
+  const name = distinguishedName([['CN', commonName]])
+  const der = signCertificate(
+    {
+      serialNumber: randomSerialNumber(),
+      subject: name,
+      issuer: name,
+      notBefore: new Date(now.getTime() - CLOCK_SKEW_MS),
+      notAfter,
+      publicKey,
+      extensions: [
+        caBasicConstraints(),
+        keyUsage(['digitalSignature', 'keyEncipherment', 'keyCertSign']),
+        subjectKeyIdentifier(publicKey),
+      ],
+    },
+    privateKey,
+  )
+  return { certPem: toPem(der), keyPem: privateKey.export({ type: 'pkcs1', format: 'pem' }).toString() }
 }
 
 /** The service-account signing key: a bare RSA pair, public half as PKIX `PUBLIC KEY`. */
 export function createServiceAccountKey(): KeyPair {
-  const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: RSA_BITS })
+  const { privateKey, publicKey } = generateRsaKeyPair()
   return {
     certPem: publicKey.export({ type: 'spki', format: 'pem' }).toString(),
     keyPem: privateKey.export({ type: 'pkcs1', format: 'pem' }).toString(),
@@ -133,13 +136,6 @@ export function certificateFiles(cas: CertificateAuthorities, certificatesDir: s
       permissions: '0600',
     },
   ])
-}
-
-export function serialNumber(): string {
-  // A positive 128-bit serial: the top bit cleared keeps DER from reading it as negative.
-  const bytes = randomBytes(16)
-  bytes[0] = (bytes[0] ?? 0) & 0x7f
-  return bytes.toString('hex')
 }
 
 function checkPair(name: PairName, pair: KeyPair, certFile: string, keyFile: string): KeyPair {

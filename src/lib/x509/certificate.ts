@@ -1,28 +1,17 @@
-/**
- * X.509 certificates built from @peculiar/asn1-x509's RFC 5280 schemas (DER by @peculiar/asn1-schema)
- * and signed by node:crypto. @peculiar/x509 did the same through WebCrypto and a DI container
- * (tsyringe + reflect-metadata) that cost every CLI and bootstrapper process ~0.1 s and ~10 MB to load.
- */
+/** Certificates: fields encoded as an RFC 5280 TBSCertificate, signed with SHA-256 by node:crypto. */
 import { randomBytes, sign, X509Certificate, type KeyObject } from 'node:crypto'
 import { AsnConvert, OctetString } from '@peculiar/asn1-schema'
 import {
   AlgorithmIdentifier,
-  AttributeTypeAndValue,
-  AttributeValue,
   Certificate,
   Extension,
   Extensions,
-  Name,
-  RelativeDistinguishedName,
   SubjectPublicKeyInfo,
   TBSCertificate,
   Validity,
   Version,
+  type Name,
 } from '@peculiar/asn1-x509'
-
-/** X.520 attribute types used in our subjects. */
-export const ATTRIBUTE_OIDS = { CN: '2.5.4.3', O: '2.5.4.10' } as const
-export type NameAttribute = [type: keyof typeof ATTRIBUTE_OIDS, value: string]
 
 // RFC 5758 §3.2: ecdsa-with-SHA256 has no parameters; RFC 4055 §5: sha256WithRSAEncryption has NULL.
 const ECDSA_WITH_SHA256 = '1.2.840.10045.4.3.2'
@@ -44,21 +33,6 @@ export interface CertificateFields {
   notAfter: Date
   publicKey: KeyObject
   extensions: readonly CertificateExtension[]
-}
-
-/** A Name with one RDN per attribute, values as UTF8String (RFC 5280 §4.1.2.6). */
-export function distinguishedName(attributes: readonly NameAttribute[]): Name {
-  return new Name(
-    attributes.map(
-      ([type, value]) =>
-        new RelativeDistinguishedName([
-          new AttributeTypeAndValue({
-            type: ATTRIBUTE_OIDS[type],
-            value: new AttributeValue({ utf8String: value }),
-          }),
-        ]),
-    ),
-  )
 }
 
 /** Encodes the fields as a TBSCertificate, signs it with SHA-256 and returns the certificate's DER. */
@@ -95,9 +69,12 @@ export function signCertificate(fields: CertificateFields, signingKey: KeyObject
   return Buffer.from(AsnConvert.serialize(cert))
 }
 
-/** The certificate's ASN.1 structure; throws on anything that is not a DER/BER Certificate. */
-export function parseCertificate(der: Uint8Array): Certificate {
-  return AsnConvert.parse(der, Certificate)
+/**
+ * The certificate's ASN.1 structure, from DER bytes or a PEM string; throws on anything that is
+ * not a Certificate. Its subject, reused as another certificate's issuer, keeps its encoding.
+ */
+export function parseCertificate(cert: Uint8Array | string): Certificate {
+  return AsnConvert.parse(typeof cert === 'string' ? new X509Certificate(cert).raw : cert, Certificate)
 }
 
 /** 126 random bits; the first byte is 0x40–0x7f, so the INTEGER is positive and minimally encoded as DER requires. */

@@ -1,0 +1,20 @@
+/**
+ * The one X.509 module: names, extensions, keys, and certificates encoded from @peculiar/asn1-x509's
+ * RFC 5280 schemas (DER by @peculiar/asn1-schema) and signed by node:crypto. node-forge cannot sign
+ * with ECDSA keys; @peculiar/x509 signs through WebCrypto and a DI container (tsyringe +
+ * reflect-metadata) that cost every CLI and bootstrapper process ~0.1 s and ~10 MB to load.
+ */
+export { parseCertificate, randomSerialNumber, signCertificate, toPem } from './certificate.js'
+export type { CertificateExtension, CertificateFields } from './certificate.js'
+export {
+  caBasicConstraints,
+  extendedKeyUsage,
+  keyUsage,
+  subjectAltName,
+  subjectKeyIdentifier,
+} from './extensions.js'
+export type { ExtendedKeyUsageName, KeyUsageName } from './extensions.js'
+export { generateEcdsaP256KeyPair, generateRsaKeyPair } from './keys.js'
+export { distinguishedName } from './name.js'
+export type { NameAttribute } from './name.js'
+export type { Certificate } from '@peculiar/asn1-x509'
