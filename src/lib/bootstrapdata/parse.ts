@@ -16,7 +16,7 @@ import {
   type Problem,
   type YamlSource,
 } from '../yaml/index.js'
-import { checkSchema } from '../yaml/schema.js'
+import { checkSchema } from '../yaml/index.js'
 import { parseKubernetesVersion } from './defaults.js'
 import { controlCharacterProblems, kubernetesNameProblems } from './strings.js'
 import type { BootstrapObjects, Cluster, KubeadmConfigSpec, Machine, Origin } from './types.js'

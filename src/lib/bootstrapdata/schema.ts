@@ -1,5 +1,5 @@
 /** JSON Schemas of the CAPI v1beta1 objects we read, with the CRD limits of capi.md §1.1. */
-import type { JsonSchema } from '../yaml/schema.js'
+import type { JsonSchema } from '../yaml/index.js'
 
 const str = (min: number, max: number) => ({ type: 'string', minLength: min, maxLength: max })
 const strList = (maxItems: number, min: number, max: number) => ({

@@ -6,7 +6,7 @@ import { CliError, UsageError } from '../errors/index.js'
 import { writeFileExclusive } from '../system/index.js'
 import { workspacePaths } from '../paths.js'
 import { resolveKubernetesVersion } from '../versions/index.js'
-import { generateInitSecret } from '../kms/init-secret.js'
+import { generateInitSecret } from '../kms/index.js'
 import { isHostPort } from './load.js'
 import {
   ATTESTATION_CONFIG_KEYS,

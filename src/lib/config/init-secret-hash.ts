@@ -1,5 +1,5 @@
 /** `config init-secret-hash`: what a node's config needs to check the operator's init secret. */
-import { hashInitSecret } from '../kms/init-secret.js'
+import { hashInitSecret } from '../kms/index.js'
 import { workspacePaths } from '../paths.js'
 import { CliError } from '../errors/index.js'
 import { loadState } from './load.js'

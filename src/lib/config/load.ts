@@ -2,10 +2,10 @@
 import { isIP } from 'node:net'
 import path from 'node:path'
 import { validateConfig, validateState } from '../../gen/schemas.js'
-import { INIT_SECRET_LENGTH, MIN_INIT_SECRET_BYTES } from '../kms/init-secret.js'
+import { INIT_SECRET_LENGTH, MIN_INIT_SECRET_BYTES } from '../kms/index.js'
 import { isSupportedVersion, resolveKubernetesVersion, supportedVersions } from '../versions/index.js'
 import { parseYaml, readYamlFile, throwIfProblems, type Problem, type YamlSource } from '../yaml/index.js'
-import { checkSchema } from '../yaml/schema.js'
+import { checkSchema } from '../yaml/index.js'
 import type { ClusterConfig, ClusterState } from './types.js'
 
 const WORKSPACE_HINT = 'run `constellation config generate qemu` first, or pass -C <workspace>'

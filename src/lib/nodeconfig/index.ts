@@ -4,7 +4,7 @@ import { validateNodeConfig } from '../../gen/schemas.js'
 import { isHostPort, readConfigFile } from '../config/load.js'
 import { nodePaths } from '../paths.js'
 import { parseYaml, throwIfProblems, type Problem } from '../yaml/index.js'
-import { checkSchema } from '../yaml/schema.js'
+import { checkSchema } from '../yaml/index.js'
 import { nodeConfigSchema } from './schema.js'
 
 export { nodeConfigSchema }

@@ -4,11 +4,13 @@
  */
 import { LineCounter, parseAllDocuments, stringify, type Document } from 'yaml'
 import { CliError, messageOf } from '../errors/index.js'
-import { readRegularFile } from '../system/files.js'
+import { readRegularFile } from '../system/index.js'
 import { createOffsetLocator } from './locate.js'
 import { AliasProblem, documentToValue, type NodeProblem } from './to-value.js'
 
 export { MAX_ALIAS_EXPANSION_NODES } from './to-value.js'
+export { checkSchema } from './schema.js'
+export type { JsonSchema } from './schema.js'
 
 /** The largest YAML file the loader reads unless its caller sets another limit. */
 export const MAX_YAML_FILE_BYTES = 4 * 1024 * 1024
