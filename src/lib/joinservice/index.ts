@@ -7,3 +7,5 @@ export {
   TokenIdTakenError,
 } from './bootstrap-token.js'
 export type { BootstrapTokenSecret, TokenIssuer, TokenRegistrar } from './bootstrap-token.js'
+export { caCertHash, loadClusterCa, CONTROL_PLANE_PKI_FILES } from './cluster-ca.js'
+export type { ClusterCa, ControlPlaneFile } from './cluster-ca.js'
