@@ -9,3 +9,6 @@ export {
 export type { BootstrapTokenSecret, TokenIssuer, TokenRegistrar } from './bootstrap-token.js'
 export { caCertHash, loadClusterCa, CONTROL_PLANE_PKI_FILES } from './cluster-ca.js'
 export type { ClusterCa, ControlPlaneFile } from './cluster-ca.js'
+export { parseJoinConfig, encodeJoinConfig, JoinConfigError } from './join-config.js'
+export { MeasurementsStore, JOIN_CONFIG_POLL_INTERVAL_MS } from './measurements-store.js'
+export type { MeasurementsSource, MeasurementsStoreOptions } from './measurements-store.js'
