@@ -14,3 +14,6 @@ export { MeasurementsStore, JOIN_CONFIG_POLL_INTERVAL_MS } from './measurements-
 export type { MeasurementsSource, MeasurementsStoreOptions } from './measurements-store.js'
 export { Admission, DEFAULT_WORKER_JOIN_CONCURRENCY } from './admission.js'
 export type { AdmissionLimits } from './admission.js'
+export { csrProblems, claimedNodeName, isRfc1123Name, P256_CURVE } from './csr-policy.js'
+export type { CsrFields, CsrKey, CsrParser, CsrProblem, CsrContext } from './csr-policy.js'
+export { sameIp, peerHost } from './ip-address.js'
