@@ -19,3 +19,14 @@ export type { CsrFields, CsrKey, CsrParser, CsrProblem, CsrContext } from './csr
 export { sameIp, peerHost } from './ip-address.js'
 export { createKubeletSigner } from './kubelet-signer.js'
 export type { KubeletSigner, KubeletSignerOptions } from './kubelet-signer.js'
+export {
+  checkJoinRequest,
+  checkDiskUuid,
+  issueJoinTicket,
+  issueRejoinTicket,
+  JoinRefusedError,
+  TicketStepError,
+  STATE_DISK_KEY_BYTES,
+  MEASUREMENT_SECRET_BYTES,
+} from './ticket.js'
+export type { CheckedJoinRequest, DataKeyGetter, RequestCheckDeps, TicketDeps } from './ticket.js'
