@@ -30,3 +30,9 @@ export {
   MEASUREMENT_SECRET_BYTES,
 } from './ticket.js'
 export type { CheckedJoinRequest, DataKeyGetter, RequestCheckDeps, TicketDeps } from './ticket.js'
+export { createAuditLog } from './audit.js'
+export type { AuditLog, AuditRecord, Verdict } from './audit.js'
+export { validatorSourceFrom, handshakeValidator } from './validator-source.js'
+export type { ValidatorSource } from './validator-source.js'
+export { createJoinService, JoinService, DEFAULT_JOIN_SERVICE_LISTEN } from './server.js'
+export type { JoinServiceOptions, JoinServiceLimits } from './server.js'
