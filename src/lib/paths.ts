@@ -47,6 +47,8 @@ export function nodePaths(root = '/') {
     /** The master secret and its salt as the node persists them for the key service (raw bytes, 0600). */
     masterSecretFile: at('var/config/mastersecret'),
     masterSaltFile: at('var/config/salt'),
+    /** The measurements the join service enforces (joinservice/join-config.ts has the format). */
+    joinConfigFile: at('var/config/join-config.json'),
     nodeStateFile: at('run/state/constellation/node-state.json'),
     manifestsDir: at('etc/kubernetes/manifests'),
     auditPolicy: at('etc/kubernetes/audit-policy.yaml'),

@@ -21,6 +21,8 @@ export interface AttestedClientListenerOptions {
   log?: Logger
   /** Called once per verified client connection, before its first handler runs. */
   onVerified?: (r: ValidationResult, peer: string) => void
+  /** Called for each call refused because its connection is not attested (an audit trail per request). */
+  onRefusedCall?: (peer: string, method: string, reason: string) => void
 }
 
 export interface AttestedClientListener {
@@ -63,12 +65,12 @@ export async function listenForAttestedClients(
       start: (next) =>
         next({
           onReceiveMetadata: (metadata, pass) => {
-            const state = peers.get(call.getPeer())
+            const peer = call.getPeer()
+            const state = peers.get(peer)
             if (state?.ok) return pass(metadata)
-            call.sendStatus({
-              code: grpc.status.UNAUTHENTICATED,
-              details: REFUSAL_PREFIX + (state?.reason ?? 'unknown connection'),
-            })
+            const reason = state?.reason ?? 'unknown connection'
+            opts.onRefusedCall?.(peer, method.path, reason)
+            call.sendStatus({ code: grpc.status.UNAUTHENTICATED, details: REFUSAL_PREFIX + reason })
           },
         }),
     })

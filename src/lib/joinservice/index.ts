@@ -1,0 +1,27 @@
+/**
+ * The join service: join tickets for attested nodes (disk key, measurement secret, bootstrap token,
+ * CA pin, kubelet certificate, control-plane PKI), the join-config it enforces, and what a thin
+ * entry wires into it. Building blocks stay internal; tests import their files directly.
+ */
+export { createJoinService, JoinService, DEFAULT_JOIN_SERVICE_LISTEN } from './server.js'
+export type { JoinServiceOptions, JoinServiceLimits } from './server.js'
+export { MeasurementsStore, JOIN_CONFIG_POLL_INTERVAL_MS } from './measurements-store.js'
+export type { MeasurementsSource, MeasurementsStoreOptions } from './measurements-store.js'
+export { validatorSourceFrom } from './validator-source.js'
+export type { ValidatorSource } from './validator-source.js'
+export { encodeJoinConfig, parseJoinConfig, JoinConfigError } from './join-config.js'
+export {
+  BOOTSTRAP_TOKEN_PATTERN,
+  BOOTSTRAP_TOKEN_TTL_MS,
+  bootstrapTokenSecret,
+  createTokenIssuer,
+  TokenIdTakenError,
+} from './bootstrap-token.js'
+export type { BootstrapTokenSecret, TokenIssuer, TokenRegistrar } from './bootstrap-token.js'
+export { caCertHash, loadClusterCa, CONTROL_PLANE_PKI_FILES } from './cluster-ca.js'
+export type { ClusterCa, ControlPlaneFile } from './cluster-ca.js'
+export { createKubeletSigner } from './kubelet-signer.js'
+export type { KubeletSigner, KubeletSignerOptions } from './kubelet-signer.js'
+export type { CsrFields, CsrKey, CsrParser } from './csr-policy.js'
+export type { DataKeyGetter } from './ticket.js'
+export { DEFAULT_WORKER_JOIN_CONCURRENCY } from './admission.js'

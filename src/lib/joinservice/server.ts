@@ -1,0 +1,260 @@
+/**
+ * The join service daemon: join.API on the client-attested aTLS listener (a node proves what it
+ * runs, bound to a nonce this server chose, before any handler sees it), with admission, one audit
+ * line per request, and status codes that say whether to retry.
+ */
+import * as grpc from '@grpc/grpc-js'
+import type { Component } from '../../gen/components.js'
+import {
+  APIService,
+  type IssueJoinTicketRequest,
+  type IssueJoinTicketResponse,
+  type IssueRejoinTicketRequest,
+  type IssueRejoinTicketResponse,
+} from '../../gen/join.js'
+import {
+  addChallengeService,
+  ChallengeRegistry,
+  listenForAttestedClients,
+  type AttestedClientListener,
+} from '../atls/index.js'
+import { chainMessage } from '../errors/index.js'
+import { KeyServiceUnreachableError } from '../kms/index.js'
+import { splitHostPort } from '../nodeconfig/index.js'
+import type { Logger } from '../system/index.js'
+import { Admission, type AdmissionLimits } from './admission.js'
+import { createAuditLog, type AuditLog, type AuditRecord } from './audit.js'
+import type { TokenIssuer } from './bootstrap-token.js'
+import type { ClusterCa } from './cluster-ca.js'
+import type { CsrParser } from './csr-policy.js'
+import { peerHost } from './ip-address.js'
+import type { KubeletSigner } from './kubelet-signer.js'
+import {
+  checkJoinRequest,
+  issueJoinTicket,
+  issueRejoinTicket,
+  JoinRefusedError,
+  TicketStepError,
+  type CheckedJoinRequest,
+  type DataKeyGetter,
+  type RequestCheckDeps,
+  type TicketDeps,
+} from './ticket.js'
+import { handshakeValidator, type ValidatorSource } from './validator-source.js'
+
+/** Constellation's JoinServiceNodePort; the node config's joinService.listen overrides it. */
+export const DEFAULT_JOIN_SERVICE_LISTEN = '0.0.0.0:30090'
+const STOP_GRACE_MS = 10_000
+/** A join request is a CSR, a disk UUID and a few names: a few KiB. */
+const MAX_JOIN_REQUEST_BYTES = 64 * 1024
+
+export interface JoinServiceLimits extends AdmissionLimits {
+  /** Bytes of one request; larger ones are refused by grpc-js before any handler runs. */
+  maxRequestBytes?: number
+}
+
+export interface JoinServiceOptions {
+  /** HOST:PORT; port 0 picks a free one. */
+  listen: string
+  validatorSource: ValidatorSource
+  /** kms.API/GetDataKey of the cluster's key service. */
+  keyService: DataKeyGetter
+  tokens: TokenIssuer
+  kubeletSigner: KubeletSigner
+  parseCsr: CsrParser
+  ca: Pick<ClusterCa, 'caCertHash' | 'controlPlaneFiles'>
+  components: () => Promise<Component[]>
+  cluster: { measurementSalt: Buffer; apiServerEndpoint: string }
+  /** The node name the cluster knows for an address (static metadata), to pin the CSR's CN. */
+  expectedNodeName?: (address: string) => string | undefined
+  clock: () => Date
+  logger: Logger
+  limits?: JoinServiceLimits
+}
+
+export function createJoinService(opts: JoinServiceOptions): JoinService {
+  return new JoinService(opts)
+}
+
+type RequestRecord = Omit<AuditRecord, 'verdict' | 'reason'>
+type Outcome = Pick<AuditRecord, 'verdict' | 'reason'> & { status: Partial<grpc.StatusObject> }
+
+export class JoinService {
+  private readonly server: grpc.Server
+  private readonly log: Logger
+  private readonly audit: AuditLog
+  private readonly admission: Admission
+  private readonly challenges: ChallengeRegistry
+  private readonly ticketDeps: TicketDeps
+  private readonly checkDeps: RequestCheckDeps
+  private readonly inFlight = new Set<Promise<void>>()
+  private listener?: AttestedClientListener
+  private closing = false
+  private stopping?: Promise<void>
+  private resolveDone!: () => void
+  /** Resolves once the service has stopped. */
+  readonly done = new Promise<void>((resolve) => (this.resolveDone = resolve))
+
+  constructor(private readonly opts: JoinServiceOptions) {
+    this.log = opts.logger.child('joinservice')
+    this.audit = createAuditLog(this.log)
+    this.admission = new Admission(opts.limits)
+    this.challenges = new ChallengeRegistry(() => opts.clock().getTime())
+    this.ticketDeps = {
+      dataKey: opts.keyService,
+      tokens: opts.tokens,
+      kubeletSigner: opts.kubeletSigner,
+      ca: opts.ca,
+      components: opts.components,
+      measurementSalt: opts.cluster.measurementSalt,
+      apiServerEndpoint: opts.cluster.apiServerEndpoint,
+    }
+    this.checkDeps = { parseCsr: opts.parseCsr, expectedNodeName: opts.expectedNodeName }
+    this.server = new grpc.Server({
+      'grpc.max_receive_message_length': opts.limits?.maxRequestBytes ?? MAX_JOIN_REQUEST_BYTES,
+    })
+    this.server.addService(APIService, {
+      issueJoinTicket: this.issueJoinTicket,
+      issueRejoinTicket: this.issueRejoinTicket,
+    })
+    addChallengeService(this.server, this.challenges)
+  }
+
+  /** Listens and serves; resolves with the bound HOST:PORT. */
+  async start(): Promise<string> {
+    const { host, port } = splitHostPort(this.opts.listen)
+    this.listener = await listenForAttestedClients(
+      this.server,
+      { host, port },
+      {
+        validators: [handshakeValidator(this.opts.validatorSource)],
+        challenges: this.challenges,
+        log: this.log,
+        onVerified: (result, peer) => {
+          for (const warning of result.warnings)
+            this.log.warn('Joining node attested with a warning', { peer, warning })
+        },
+        onRefusedCall: (peer, method, reason) =>
+          this.audit({ rpc: rpcName(method), node: '', role: 'unknown', peer, verdict: 'refused', reason }),
+      },
+    )
+    const address = `${host.includes(':') ? `[${host}]` : host}:${this.listener.port}`
+    this.log.info('Join service listening', { address })
+    return address
+  }
+
+  /** Refuses new requests, lets those in flight finish, force-stops after graceMs; safe to call more than once. */
+  stop(graceMs = STOP_GRACE_MS): Promise<void> {
+    this.stopping ??= (async () => {
+      this.closing = true
+      const graceOver = new Promise<void>((resolve) => setTimeout(resolve, graceMs).unref())
+      await Promise.race([Promise.allSettled([...this.inFlight]), graceOver])
+      await Promise.race([this.listener?.close(), graceOver])
+      this.server.forceShutdown() // whatever the grace period did not end
+      this.log.info('Join service stopped')
+      this.resolveDone()
+    })()
+    return this.stopping
+  }
+
+  private readonly issueJoinTicket: grpc.handleUnaryCall<IssueJoinTicketRequest, IssueJoinTicketResponse> = (
+    call,
+    reply,
+  ) => {
+    const peer = call.getPeer()
+    const record: RequestRecord = {
+      rpc: 'IssueJoinTicket',
+      node: '',
+      role: call.request.isControlPlane ? 'control-plane' : 'worker',
+      peer,
+      diskUuid: call.request.diskUuid.slice(0, 64),
+    }
+    let checked: CheckedJoinRequest
+    try {
+      checked = checkJoinRequest(call.request, peerHost(peer), this.checkDeps)
+    } catch (err) {
+      const node = err instanceof JoinRefusedError ? err.node : ''
+      return this.serve(call, reply, { ...record, node }, () => Promise.reject(err))
+    }
+    this.serve(call, reply, { ...record, node: checked.node }, () =>
+      this.admission.run(checked.role, () => issueJoinTicket(checked, this.ticketDeps), hangUp(call)),
+    )
+  }
+
+  /** A rejoin is two key-service calls: nothing worth queueing. */
+  private readonly issueRejoinTicket: grpc.handleUnaryCall<
+    IssueRejoinTicketRequest,
+    IssueRejoinTicketResponse
+  > = (call, reply) => {
+    const record: RequestRecord = {
+      rpc: 'IssueRejoinTicket',
+      node: '',
+      role: 'unknown',
+      peer: call.getPeer(),
+      diskUuid: call.request.diskUuid.slice(0, 64),
+    }
+    this.serve(call, reply, record, () => issueRejoinTicket(call.request, this.ticketDeps))
+  }
+
+  /** Runs one request: refused while stopping, tracked for a graceful stop, audited once, answered once. */
+  private serve<Res>(
+    call: grpc.ServerUnaryCall<unknown, Res>,
+    reply: grpc.sendUnaryData<Res>,
+    record: RequestRecord,
+    handle: () => Promise<Res>,
+  ): void {
+    if (this.closing) {
+      this.audit({ ...record, verdict: 'error', reason: 'join service is stopping' })
+      reply({ code: grpc.status.UNAVAILABLE, details: 'join service is stopping; try another endpoint' })
+      return
+    }
+    const done = handle()
+      .then(
+        (response) => {
+          this.audit({ ...record, verdict: 'ok' })
+          reply(null, response)
+        },
+        (err: unknown) => {
+          const outcome = this.outcomeOf(err, call.cancelled)
+          this.audit({ ...record, verdict: outcome.verdict, reason: outcome.reason })
+          reply(outcome.status)
+        },
+      )
+      .finally(() => this.inFlight.delete(done))
+    this.inFlight.add(done)
+  }
+
+  /** Refusals go back as they are (they name a field); failures name only their step, the log has the rest. */
+  private outcomeOf(err: unknown, cancelled: boolean): Outcome {
+    if (err instanceof JoinRefusedError) {
+      const code =
+        err.status === 'permission-denied' ? grpc.status.PERMISSION_DENIED : grpc.status.INVALID_ARGUMENT
+      return { verdict: 'refused', reason: err.message, status: { code, details: err.message } }
+    }
+    if (cancelled)
+      return {
+        verdict: 'error',
+        reason: 'the node hung up',
+        status: { code: grpc.status.CANCELLED, details: 'cancelled' },
+      }
+    if (err instanceof TicketStepError) {
+      this.log.error('Issuing a ticket failed', { step: err.step, error: chainMessage(err) })
+      const code =
+        err.cause instanceof KeyServiceUnreachableError ? grpc.status.UNAVAILABLE : grpc.status.INTERNAL
+      const details = `issuing ticket: ${err.message}`
+      return { verdict: 'error', reason: err.message, status: { code, details } }
+    }
+    this.log.error('Issuing a ticket failed unexpectedly', { error: chainMessage(err) })
+    const details = 'issuing ticket failed; the join service log says why'
+    return { verdict: 'error', reason: details, status: { code: grpc.status.INTERNAL, details } }
+  }
+}
+
+/** Aborts when the node hangs up, so a queued join leaves the queue. */
+function hangUp(call: grpc.ServerUnaryCall<unknown, unknown>): AbortSignal {
+  const controller = new AbortController()
+  call.once('cancelled', () => controller.abort(new Error('the node hung up')))
+  return controller.signal
+}
+
+const rpcName = (path: string) => path.replace(/^\/join\.API\//, '')

@@ -1,0 +1,40 @@
+/** The join-direction validator, rebuilt from the measurements in force whenever they change. */
+import type { Measurements, Validator } from '../attestation/index.js'
+import type { MeasurementsSource } from './measurements-store.js'
+
+export interface ValidatorSource {
+  /** The validator for the measurements in force now. */
+  current(): Validator
+}
+
+/**
+ * Builds a validator for each measurement set the source hands out, once: the store replaces its
+ * set on every accepted update, so object identity says when to rebuild.
+ */
+export function validatorSourceFrom(
+  measurements: MeasurementsSource,
+  build: (m: Measurements) => Validator,
+): ValidatorSource {
+  const built = new WeakMap<Measurements, Validator>()
+  return {
+    current() {
+      const m = measurements.current()
+      let v = built.get(m)
+      if (!v) built.set(m, (v = build(m)))
+      return v
+    },
+  }
+}
+
+/** One Validator for the aTLS listener that asks the source on every handshake. */
+export function handshakeValidator(source: ValidatorSource): Validator {
+  return {
+    get variant() {
+      return source.current().variant
+    },
+    get oid() {
+      return source.current().oid
+    },
+    validate: (document, nonce) => source.current().validate(document, nonce),
+  }
+}
