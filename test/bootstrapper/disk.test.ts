@@ -4,7 +4,8 @@ import path from 'node:path'
 import { expect } from '../support/chai.js'
 import { makeTempDir } from '../support/cli.js'
 import { CryptsetupDisk } from '../../src/lib/bootstrapper/index.js'
-import { createRunner, runProcess } from '../../src/lib/system/index.js'
+import { createRunner } from '../../src/lib/system/index.js'
+import { spyingRunner } from '../support/runner.js'
 import { createLuksImage, TEST_PBKDF } from '../init/harness.js'
 
 describe('state disk (real cryptsetup on an image file)', function () {
@@ -19,13 +20,12 @@ describe('state disk (real cryptsetup on an image file)', function () {
     const spyArgv: string[][] = []
     const spyKeyFileModes: number[] = []
     const scratch = path.join(dir, 'scratch')
-    const runner = createRunner(async (file, args, opts) => {
+    const runner = spyingRunner(async (file, args) => {
       spyArgv.push([file, ...args])
       if (args[0] === 'luksChangeKey') {
         const { stat } = await import('node:fs/promises')
         spyKeyFileModes.push((await stat(args[args.length - 1] ?? '')).mode & 0o777)
       }
-      return runProcess(file, args, opts)
     })
     const disk = new CryptsetupDisk(disk0.image, runner, scratch, TEST_PBKDF)
     const uuid = await disk.uuid()
@@ -49,9 +49,8 @@ describe('state disk (real cryptsetup on an image file)', function () {
   it('callers asking for the UUID while the first read runs share that one cryptsetup process', async () => {
     const disk0 = await createLuksImage(dir)
     let reads = 0
-    const runner = createRunner((file, args, opts) => {
+    const runner = spyingRunner((_file, args) => {
       if (args[0] === 'luksUUID') reads++
-      return runProcess(file, args, opts)
     })
     const disk = new CryptsetupDisk(disk0.image, runner, path.join(dir, 's'))
     const answers = await Promise.all([disk.uuid(), disk.uuid(), disk.uuid()])

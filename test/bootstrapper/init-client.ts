@@ -14,10 +14,11 @@ import { httpGet, LogCollector, type Bootstrapper, type Component } from '../../
 import { loadConfig } from '../../src/lib/config/index.js'
 import { clusterKmsUri } from '../../src/lib/kms/index.js'
 import { workspacePaths } from '../../src/lib/paths.js'
-import { createLogger, createRunner, runProcess } from '../../src/lib/system/index.js'
+import { createLogger } from '../../src/lib/system/index.js'
 import { readPcrs } from '../../src/lib/tpm/index.js'
 import { buildBootstrapper, type BootstrapperIo } from '../../src/wiring/bootstrapper.js'
 import type { LocalNode } from '../init/harness.js'
+import { spyingRunner } from '../support/runner.js'
 
 export interface InitReply {
   code: number
@@ -47,10 +48,7 @@ export async function startNode(
 ): Promise<RunningNode> {
   const logs = new LogCollector()
   const spyArgv: string[][] = []
-  const runner = createRunner((file, args, opts) => {
-    spyArgv.push([file, ...args])
-    return runProcess(file, args, { ...opts, env: { ...process.env, ...env } })
-  })
+  const runner = spyingRunner((file, args) => void spyArgv.push([file, ...args]), env)
   const daemon = buildBootstrapper(node.nodeConfig(listen), {
     openTpm: node.swtpm.open,
     runner,

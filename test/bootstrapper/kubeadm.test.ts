@@ -5,6 +5,7 @@ import { X509Certificate } from 'node:crypto'
 import { parseAllDocuments, parse } from 'yaml'
 import { expect } from '../support/chai.js'
 import { makeTempDir } from '../support/cli.js'
+import { spyingRunner } from '../support/runner.js'
 import {
   kubeadmApiVersion,
   renderKubeadmInitConfig,
@@ -14,7 +15,8 @@ import {
   type KubeadmInitInput,
 } from '../../src/lib/bootstrapper/index.js'
 import { nodePaths } from '../../src/lib/paths.js'
-import { createRunner, runProcess, silentLogger } from '../../src/lib/system/index.js'
+import { silentLogger } from '../../src/lib/system/index.js'
+import { runProcess } from '../../src/lib/system/process.js'
 
 function input(root: string, version: string, conformance = false): KubeadmInitInput {
   return {
@@ -99,10 +101,7 @@ describe('kubeadm', () => {
     const run = (version: string, env: NodeJS.ProcessEnv = {}) => {
       const output: string[] = []
       const spyArgv: string[][] = []
-      const runner = createRunner((file, args, opts) => {
-        spyArgv.push([file, ...args])
-        return runProcess(file, args, { ...opts, env: { ...process.env, ...env } })
-      })
+      const runner = spyingRunner((file, args) => void spyArgv.push([file, ...args]), env)
       const result = runKubeadmInit(input(root, version), {
         runner,
         kubeadm: KUBEADM_FAKE,

@@ -4,7 +4,7 @@ import path from 'node:path'
 import { expect } from '../support/chai.js'
 import { withTempDir } from '../support/cli.js'
 import { issueKubeletCert } from '../../src/lib/bootstrapper/kubelet-cert.js'
-import { runProcess } from '../../src/lib/system/index.js'
+import { runProcess } from '../../src/lib/system/process.js'
 
 async function openssl(args: string[], input?: Buffer): Promise<string> {
   const res = await runProcess('openssl', args, { input })

@@ -2,7 +2,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { expect } from '../support/chai.js'
 import { makeTempDir } from '../support/cli.js'
-import { runProcess } from '../../src/lib/system/index.js'
+import { runProcess } from '../../src/lib/system/process.js'
 import { caCertHash, CONTROL_PLANE_PKI_FILES, loadClusterCa } from '../../src/lib/joinservice/cluster-ca.js'
 
 /** Runs a shell pipeline of openssl and coreutils: the reference the pin must agree with. */

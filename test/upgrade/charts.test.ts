@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process'
 import { readdir, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { promisify } from 'node:util'
-import { runProcess } from '../../src/lib/system/index.js'
+import { createRunner } from '../../src/lib/system/index.js'
 import { Helm, type ReleaseTarget } from '../../src/lib/upgrade/index.js'
 import { parseYamlDocuments } from '../../src/lib/yaml/index.js'
 import { expect } from '../support/chai.js'
@@ -36,12 +36,12 @@ describe('fixture charts through the real helm binary', function () {
     for (const v of VERSIONS)
       await run(helmPath, ['package', path.join(FIXTURE_CHARTS, 'cert-manager', v), '-d', tmp.dir])
     expect((await readdir(tmp.dir)).sort()).to.deep.equal(VERSIONS.map((v) => `cert-manager-${v}.tgz`))
-    const helm = await Helm.detect({ run: runProcess, binary: helmPath, env: process.env })
+    const helm = await Helm.detect({ runner: createRunner(), binary: helmPath, env: process.env })
     expect(await helm.localChartVersion(path.join(tmp.dir, 'cert-manager-1.2.0.tgz'))).to.equal('1.2.0')
   })
 
   it('renders a chart with the computed values and its CRDs, as the backup saves it', async () => {
-    const helm = await Helm.detect({ run: runProcess, binary: helmPath, env: process.env })
+    const helm = await Helm.detect({ runner: createRunner(), binary: helmPath, env: process.env })
     const values = path.join(tmp.dir, 'overrides.yaml')
     await writeFile(values, 'greeting: from the upgrade\ncrds:\n  enabled: true\n')
     const target: ReleaseTarget = {
@@ -62,7 +62,7 @@ describe('fixture charts through the real helm binary', function () {
   })
 
   it('reports a chart path that does not exist', async () => {
-    const helm = await Helm.detect({ run: runProcess, binary: helmPath, env: process.env })
+    const helm = await Helm.detect({ runner: createRunner(), binary: helmPath, env: process.env })
     await expect(helm.localChartVersion(path.join(tmp.dir, 'nope'))).to.be.rejectedWith(
       /helm show chart exited with code 1/,
     )

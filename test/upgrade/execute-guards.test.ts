@@ -1,7 +1,7 @@
 import path from 'node:path'
 import { readFile, writeFile } from 'node:fs/promises'
 import { workspacePaths } from '../../src/lib/paths.js'
-import { runProcess } from '../../src/lib/system/index.js'
+import { createRunner } from '../../src/lib/system/index.js'
 import { createClusterReader, prepareUpgrade } from '../../src/lib/upgrade/index.js'
 import { expect } from '../support/chai.js'
 import { readFakeHelmState } from '../support/helm.js'
@@ -109,7 +109,7 @@ describe('upgrade execute (lib): guards before any change, helm detection', func
     const ws = await h.setup({ installed: {}, targets: all('1.1.0') })
     const env = { ...h.helm.env, PATH: path.join(h.dir, 'empty') }
     await expect(
-      prepareUpgrade({ workspace: ws, force: false }, { run: runProcess, env }),
+      prepareUpgrade({ workspace: ws, force: false }, { runner: createRunner(), env }),
     ).to.be.rejectedWith(/helm was not found on PATH/)
   })
 

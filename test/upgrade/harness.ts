@@ -2,7 +2,7 @@
 import { access } from 'node:fs/promises'
 import path from 'node:path'
 import { KubeConfig } from '@kubernetes/client-node'
-import { runProcess } from '../../src/lib/system/index.js'
+import { createRunner } from '../../src/lib/system/index.js'
 import {
   createClusterReader,
   executeUpgrade,
@@ -84,7 +84,7 @@ export class UpgradeHarness {
   async upgrade(ws: string, o: UpgradeOptions = {}): Promise<UpgradeReport> {
     const prepared = await prepareUpgrade(
       { workspace: ws, force: o.force ?? false },
-      { run: runProcess, env: { ...this.helm.env, ...o.env }, helmBounds: o.helmBounds },
+      { runner: createRunner(), env: { ...this.helm.env, ...o.env }, helmBounds: o.helmBounds },
     )
     return executeUpgrade(
       prepared,

@@ -1,7 +1,8 @@
 import { mkdir, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { Helm, helmArgs, VERSION_ARGS, type HelmArgs } from '../../src/lib/upgrade/index.js'
-import { runProcess } from '../../src/lib/system/index.js'
+import { createRunner } from '../../src/lib/system/index.js'
+import { runProcess } from '../../src/lib/system/process.js'
 import { expect } from '../support/chai.js'
 import { makeTempDir } from '../support/cli.js'
 import { FIXTURE_CHARTS, HELM_MAJORS, REAL_HELM_VERSIONS, realHelm } from '../support/helm.js'
@@ -99,7 +100,7 @@ describe('helm command lines against the real helm 3 and helm 4', function () {
     })
 
     it(`reads the version of the real helm ${major} and picks its flags`, async () => {
-      const helm = await Helm.detect({ run: runProcess, binary: await realHelm(major), env })
+      const helm = await Helm.detect({ runner: createRunner(), binary: await realHelm(major), env })
       expect([helm.version, helm.major]).to.deep.equal([REAL_HELM_VERSIONS[major], major])
     })
   }

@@ -6,7 +6,7 @@ import {
   type KeyPairKeyObjectResult,
 } from 'node:crypto'
 import { expect } from '../support/chai.js'
-import { runProcess } from '../../src/lib/system/index.js'
+import { runProcess } from '../../src/lib/system/process.js'
 import {
   caBasicConstraints,
   distinguishedName,

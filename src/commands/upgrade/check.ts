@@ -1,6 +1,6 @@
 import { Flags } from '@oclif/core'
 import { BaseCommand } from '../../base-command.js'
-import { runProcess } from '../../lib/system/index.js'
+import { createRunner } from '../../lib/system/index.js'
 import { planToJson, prepareUpgrade, renderPlan } from '../../lib/upgrade/index.js'
 
 export default class UpgradeCheck extends BaseCommand {
@@ -22,7 +22,7 @@ export default class UpgradeCheck extends BaseCommand {
     const { flags } = await this.parse(UpgradeCheck)
     const { plan } = await prepareUpgrade(
       { workspace: flags.workspace, kubeconfig: flags.kubeconfig, force: flags.force },
-      { run: runProcess, env: process.env },
+      { runner: createRunner(), env: process.env },
     )
     this.log(renderPlan(plan))
     return planToJson(plan)

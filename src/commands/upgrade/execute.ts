@@ -2,7 +2,7 @@ import { confirm } from '@inquirer/prompts'
 import { Flags } from '@oclif/core'
 import { BaseCommand } from '../../base-command.js'
 import { ExitCode, UsageError } from '../../lib/errors/index.js'
-import { runProcess, type Step } from '../../lib/system/index.js'
+import { createRunner, type Step } from '../../lib/system/index.js'
 import { canPrompt, onInterrupt, processTerminal, promptOrAbort, runTasks } from '../../lib/ui/index.js'
 import {
   createClusterReader,
@@ -47,7 +47,7 @@ export default class UpgradeExecute extends BaseCommand {
     const terminal = processTerminal()
     const prepared = await prepareUpgrade(
       { workspace: flags.workspace, kubeconfig: flags.kubeconfig, force: flags.force },
-      { run: runProcess, env: process.env },
+      { runner: createRunner(), env: process.env },
     )
     this.log(renderPlan(prepared.plan))
     const report = await executeUpgrade(

@@ -1,4 +1,7 @@
-/** The one subprocess wrapper: runs a program with an argument array (no shell) and collects its output. */
+/**
+ * Spawns a program with an argument array (no shell) and collects its output: the primitive under
+ * `Runner` (runner.ts), which is what lib code uses. Tests that want the raw exit code use it directly.
+ */
 import { spawn } from 'node:child_process'
 
 export interface ProcessResult {
@@ -20,18 +23,15 @@ export interface ProcessOptions {
   input?: string | Uint8Array
 }
 
-/** The consumer-side view of `runProcess`, so tests can put a spy or a stub in its place. */
-export type RunProcess = (
-  file: string,
-  args: readonly string[],
-  opts?: ProcessOptions,
-) => Promise<ProcessResult>
-
 /**
  * Resolves with the exit code and output whatever the code is; rejects only when the program
  * could not be started (ENOENT, EACCES: callers turn those into a clear error).
  */
-export const runProcess: RunProcess = (file, args, opts = {}) =>
+export const runProcess = (
+  file: string,
+  args: readonly string[],
+  opts: ProcessOptions = {},
+): Promise<ProcessResult> =>
   new Promise((resolve, reject) => {
     // With `env` given, Node looks the program up on env.PATH, which is how tests inject binaries.
     const child = spawn(file, [...args], {

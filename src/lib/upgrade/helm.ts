@@ -5,17 +5,15 @@
  * that accepts and never answers) must not hang the CLI.
  */
 import { CliError, isErrnoException } from '../errors/index.js'
-import type { ProcessResult, RunProcess } from '../system/index.js'
+import { CommandFailedError, MAX_DURATION_MS, type CommandOutput, type Runner } from '../system/index.js'
 import { helmArgs, VERSION_ARGS, type ChartSource, type HelmArgs, type HelmMajor } from './helm-args.js'
+import { helmFailureMessage, inHelmWords } from './helm-failure.js'
 import { printable } from './printable.js'
 import { compareSemver, parseSemver } from './rules.js'
 import { helmTimeoutMs } from './timeout.js'
-import { MAX_DURATION_MS } from '../system/index.js'
 
 /** Helm 3.8 is the oldest with OCI registries on by default; 4 is the newest major we know. */
 const MIN_HELM_3 = '3.8.0'
-/** How much of helm's output an error quotes. */
-const ERROR_TAIL_LINES = 5
 
 /** How long each kind of helm process may run before it is killed. */
 export interface HelmBounds {
@@ -30,7 +28,7 @@ export interface HelmBounds {
 export const DEFAULT_HELM_BOUNDS: HelmBounds = { queryMs: 60_000, renderMs: 180_000, marginMs: 120_000 }
 
 export interface HelmEnv {
-  run: RunProcess
+  runner: Runner
   /** The binary, looked up on `env.PATH` when it is a bare name. */
   binary: string
   env: NodeJS.ProcessEnv
@@ -47,36 +45,6 @@ export interface InstalledRelease {
   /** Helm's status: deployed, failed, pending-upgrade, pending-rollback, … */
   status: string
   revision: number
-}
-
-/** A helm command that failed, or was killed at its bound; the message quotes helm (printable). */
-export class HelmCommandError extends Error {
-  /** Helm itself said it could not reach the cluster. */
-  readonly saidUnreachable: boolean
-
-  constructor(
-    readonly args: readonly string[],
-    readonly result: ProcessResult,
-    /** Set when the process was killed at this bound. */
-    readonly boundMs?: number,
-  ) {
-    const what = `helm ${args[0] ?? ''}${args[0] === 'get' || args[0] === 'show' ? ` ${args[1] ?? ''}` : ''}`
-    const said = printable((result.stderr || result.stdout).trim())
-      .split('\n')
-      .slice(-ERROR_TAIL_LINES)
-      .join('\n')
-    super(
-      boundMs === undefined
-        ? `${what} exited with code ${result.code ?? 'signal'}${said ? `: ${said}` : ''}`
-        : `${what} did not finish within ${boundMs / 1000} s and was stopped${said ? `; it said: ${said}` : ''}`,
-    )
-    this.name = 'HelmCommandError'
-    this.saidUnreachable = /cluster unreachable/i.test(`${result.stderr}\n${result.stdout}`)
-  }
-
-  get timedOut(): boolean {
-    return this.boundMs !== undefined
-  }
 }
 
 export class Helm {
@@ -96,32 +64,15 @@ export class Helm {
   /** Finds helm and checks its version; a missing, hung or unsupported helm is a clear CliError. */
   static async detect(h: HelmEnv): Promise<Helm> {
     const boundMs = boundsOf(h).queryMs
-    let result: ProcessResult
+    let output: CommandOutput
     try {
-      result = await h.run(h.binary, VERSION_ARGS, { env: h.env, timeoutMs: boundMs })
+      output = await h.runner.run(h.binary, VERSION_ARGS, { env: h.env, timeoutMs: boundMs })
     } catch (err) {
-      if (isErrnoException(err, 'ENOENT') || isErrnoException(err, 'EACCES')) {
-        throw new CliError(`helm was not found on PATH (looked for ${JSON.stringify(h.binary)})`, {
-          hint: `install Helm ${MIN_HELM_3} or newer (3.x or 4.x) and put it on PATH`,
-          cause: err,
-        })
-      }
-      throw err
+      throw versionError(h.binary, err, boundMs)
     }
-    if (result.timedOut) {
-      throw new CliError(
-        `reading the helm version: ${new HelmCommandError(VERSION_ARGS, result, boundMs).message}`,
-        { hint: `check that \`${h.binary} version\` answers on this machine` },
-      )
-    }
-    const version = result.stdout.trim()
+    const version = output.stdout.trim()
     const parsed = parseSemver(version)
-    if (result.code !== 0 || !parsed) {
-      throw new CliError(
-        `could not read the helm version: ${printable(JSON.stringify((result.stderr || result.stdout).trim().slice(0, 200)))}`,
-        { hint: `install Helm ${MIN_HELM_3} or newer (3.x or 4.x)` },
-      )
-    }
+    if (!parsed) throw unreadableVersion(output)
     const min = parseSemver(MIN_HELM_3)
     const tooOld =
       parsed.major < 3 || (parsed.major === 3 && min !== undefined && compareSemver(parsed, min) < 0)
@@ -133,11 +84,17 @@ export class Helm {
     return new Helm(h, version, parsed.major === 3 ? 3 : 4)
   }
 
+  /** Runs helm under `boundMs`; a failure is a CommandFailedError in helm's words (helm-failure.ts). */
+  private async runHelm(args: string[], boundMs: number): Promise<CommandOutput> {
+    try {
+      return await this.h.runner.run(this.h.binary, args, { env: this.h.env, timeoutMs: boundMs })
+    } catch (err) {
+      throw inHelmWords(err, boundMs)
+    }
+  }
+
   private async exec(args: string[], boundMs: number): Promise<string> {
-    const result = await this.h.run(this.h.binary, args, { env: this.h.env, timeoutMs: boundMs })
-    if (result.timedOut) throw new HelmCommandError(args, result, boundMs)
-    if (result.code !== 0) throw new HelmCommandError(args, result)
-    return result.stdout
+    return (await this.runHelm(args, boundMs)).stdout
   }
 
   async listReleases(): Promise<InstalledRelease[]> {
@@ -146,24 +103,22 @@ export class Helm {
 
   /** The status of one release, or undefined when it does not exist (e.g. a removed failed install). */
   async status(name: string, namespace: string): Promise<string | undefined> {
-    const args = this.args.status(name, namespace)
-    const result = await this.h.run(this.h.binary, args, {
-      env: this.h.env,
-      timeoutMs: this.bounds.queryMs,
-    })
-    if (result.timedOut) throw new HelmCommandError(args, result, this.bounds.queryMs)
-    if (result.code !== 0) {
-      if (/not found/i.test(result.stderr)) return undefined
-      throw new HelmCommandError(args, result)
+    let output: CommandOutput
+    try {
+      output = await this.runHelm(this.args.status(name, namespace), this.bounds.queryMs)
+    } catch (err) {
+      const exited = err instanceof CommandFailedError && err.exitCode !== undefined && !err.timedOut
+      if (exited && /not found/i.test(err.stderr)) return undefined
+      throw err
     }
     let info: { status?: unknown } | undefined
     try {
-      info = (JSON.parse(result.stdout) as { info?: { status?: unknown } } | null)?.info
+      info = (JSON.parse(output.stdout) as { info?: { status?: unknown } } | null)?.info
     } catch {
       // Keep what helm said: its stderr is often the only explanation of garbage on stdout.
-      const said = result.stderr.trim() ? `; helm said: ${printable(result.stderr.trim())}` : ''
+      const said = output.stderr.trim() ? `; helm said: ${printable(output.stderr.trim())}` : ''
       throw new Error(
-        `helm status ${name} printed no JSON status: ${printable(JSON.stringify(result.stdout.slice(0, 200)))}${said}`,
+        `helm status ${name} printed no JSON status: ${printable(JSON.stringify(output.stdout.slice(0, 200)))}${said}`,
       )
     }
     return typeof info?.status === 'string' ? printable(info.status) : 'unknown'
@@ -211,6 +166,31 @@ export class Helm {
 }
 
 const boundsOf = (h: HelmEnv): HelmBounds => ({ ...DEFAULT_HELM_BOUNDS, ...h.bounds })
+
+/** Why `helm version` gave no version: not installed, hung, or failed. */
+function versionError(binary: string, err: unknown, boundMs: number): unknown {
+  if (!(err instanceof CommandFailedError)) return err
+  if (err.exitCode === undefined) {
+    if (!isErrnoException(err.cause, 'ENOENT') && !isErrnoException(err.cause, 'EACCES')) return err
+    return new CliError(`helm was not found on PATH (looked for ${JSON.stringify(binary)})`, {
+      hint: `install Helm ${MIN_HELM_3} or newer (3.x or 4.x) and put it on PATH`,
+      cause: err.cause,
+    })
+  }
+  if (err.timedOut) {
+    return new CliError(`reading the helm version: ${helmFailureMessage(err, boundMs)}`, {
+      hint: `check that \`${binary} version\` answers on this machine`,
+    })
+  }
+  return unreadableVersion(err)
+}
+
+function unreadableVersion(output: CommandOutput): CliError {
+  return new CliError(
+    `could not read the helm version: ${printable(JSON.stringify((output.stderr || output.stdout).trim().slice(0, 200)))}`,
+    { hint: `install Helm ${MIN_HELM_3} or newer (3.x or 4.x)` },
+  )
+}
 
 /** `helm list -o json` → releases; the chart field is `<chart name>-<chart version>`. */
 export function parseReleaseList(json: string): InstalledRelease[] {

@@ -3,7 +3,7 @@ export { PINNED_RELEASES, resolveReleases, mergeValues, clusterDnsAddress, clust
 export type { ReleaseTarget, ClusterFacts, Values } from './releases.js'
 export { judgeUpgrade, parseSemver, compareSemver } from './rules.js'
 export type { Verdict, RuleOptions } from './rules.js'
-export { Helm, HelmCommandError, parseReleaseList, DEFAULT_HELM_BOUNDS } from './helm.js'
+export { Helm, parseReleaseList, DEFAULT_HELM_BOUNDS } from './helm.js'
 export type { HelmEnv, InstalledRelease, HelmBounds } from './helm.js'
 export { helmArgs, VERSION_ARGS } from './helm-args.js'
 export type { HelmArgs, HelmMajor, ChartSource } from './helm-args.js'

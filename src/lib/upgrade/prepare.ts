@@ -3,8 +3,9 @@ import { access } from 'node:fs/promises'
 import { loadConfig, loadState, type ClusterState } from '../config/index.js'
 import { CliError, ExitCode, isErrnoException } from '../errors/index.js'
 import { workspacePaths } from '../paths.js'
-import type { RunProcess } from '../system/index.js'
-import { Helm, HelmCommandError, type HelmBounds } from './helm.js'
+import { CommandFailedError, type Runner } from '../system/index.js'
+import { Helm, type HelmBounds } from './helm.js'
+import { helmSaidUnreachable } from './helm-failure.js'
 import { planUpgrade, type UpgradePlan } from './plan.js'
 import { clusterFacts, resolveReleases, type ReleaseTarget } from './releases.js'
 
@@ -16,7 +17,7 @@ export interface PrepareOptions {
 }
 
 export interface HelmDeps {
-  run: RunProcess
+  runner: Runner
   /** Environment of every helm call; its PATH decides which helm runs. */
   env: NodeJS.ProcessEnv
   helmBinary?: string
@@ -43,7 +44,7 @@ export async function prepareUpgrade(opts: PrepareOptions, deps: HelmDeps): Prom
     )
   })
   const helm = await Helm.detect({
-    run: deps.run,
+    runner: deps.runner,
     binary: deps.helmBinary ?? 'helm',
     env: deps.env,
     kubeconfig,
@@ -52,7 +53,7 @@ export async function prepareUpgrade(opts: PrepareOptions, deps: HelmDeps): Prom
   await checkLocalCharts(helm, targets)
   const installed = await helm.listReleases().catch((err: unknown) => {
     // Blame the cluster only when helm did, or when the read got no answer in time.
-    const unreachable = err instanceof HelmCommandError && (err.saidUnreachable || err.timedOut)
+    const unreachable = helmSaidUnreachable(err) || (err instanceof CommandFailedError && err.timedOut)
     throw new CliError('reading the installed Helm releases', {
       exitCode: unreachable ? ExitCode.Unreachable : ExitCode.Failure,
       hint: unreachable

@@ -5,8 +5,8 @@
  * with a timeout of its own.
  */
 import { chainMessage } from '../errors/index.js'
-import { retry, sleepMs } from '../system/index.js'
-import { HelmCommandError, type Helm } from './helm.js'
+import { CommandFailedError, retry, sleepMs } from '../system/index.js'
+import type { Helm } from './helm.js'
 import type { PlannedRelease } from './plan.js'
 
 export interface RetryPolicy {
@@ -123,7 +123,7 @@ async function failed(
     return {
       outcome: 'rolled-back',
       reason:
-        err.cause instanceof HelmCommandError && err.cause.timedOut
+        err.cause instanceof CommandFailedError && err.cause.timedOut
           ? `helm was stopped at its time bound; the release is deployed at ${release.installed ?? 'its previous revision'}`
           : `Helm rolled back to ${release.installed ?? 'the previous revision'}`,
       attempts,

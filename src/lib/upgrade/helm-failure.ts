@@ -1,0 +1,34 @@
+/**
+ * Helm's reading of a failed helm process: the runner's CommandFailedError told in helm's words,
+ * quoting what helm printed (printable), and whether helm itself blamed the cluster.
+ */
+import { CommandFailedError, type CommandFailure } from '../system/index.js'
+import { printable } from './printable.js'
+
+/** How much of helm's output an error quotes. */
+const ERROR_TAIL_LINES = 5
+
+/**
+ * `helm list exited with code 1: …` or `helm upgrade did not finish within 4 s and was stopped; …`
+ * for a helm that ran; any other error (helm never started) passes unchanged.
+ */
+export function inHelmWords(err: unknown, boundMs: number): unknown {
+  if (!(err instanceof CommandFailedError) || err.exitCode === undefined) return err
+  return new CommandFailedError(err, { message: helmFailureMessage(err, boundMs) })
+}
+
+export function helmFailureMessage(f: CommandFailure, boundMs: number): string {
+  const [command = '', object = ''] = f.args
+  const what = `helm ${command}${command === 'get' || command === 'show' ? ` ${object}` : ''}`
+  const said = printable((f.stderr || f.stdout).trim())
+    .split('\n')
+    .slice(-ERROR_TAIL_LINES)
+    .join('\n')
+  return f.timedOut
+    ? `${what} did not finish within ${boundMs / 1000} s and was stopped${said ? `; it said: ${said}` : ''}`
+    : `${what} exited with code ${f.exitCode ?? 'signal'}${said ? `: ${said}` : ''}`
+}
+
+/** Helm itself said it could not reach the cluster. */
+export const helmSaidUnreachable = (err: unknown): boolean =>
+  err instanceof CommandFailedError && /cluster unreachable/i.test(`${err.stderr}\n${err.stdout}`)

@@ -1,0 +1,143 @@
+import { chmod, writeFile } from 'node:fs/promises'
+import path from 'node:path'
+import { CommandFailedError, createRunner, type CommandFailure } from '../../src/lib/system/index.js'
+import type { RunOptions } from '../../src/lib/system/runner.js'
+import { expect } from '../support/chai.js'
+import { withTempDir } from '../support/cli.js'
+
+const NODE = process.execPath
+
+describe('system runner: the one way lib code runs a program', () => {
+  const runner = createRunner()
+
+  describe('a program that exits 0 resolves with its output', () => {
+    const cases: Record<string, { script: string; opts?: RunOptions; stdout: string; stderr: string }> = {
+      'stdout and stderr': {
+        script: 'process.stdout.write("out"); process.stderr.write("err")',
+        stdout: 'out',
+        stderr: 'err',
+      },
+      'stdin from input (how secrets reach a child)': {
+        script: 'process.stdin.pipe(process.stdout)',
+        opts: { input: 'secret-on-stdin' },
+        stdout: 'secret-on-stdin',
+        stderr: '',
+      },
+      'env replaces the environment': {
+        script: 'process.stdout.write(String(process.env.ONLY_THIS))',
+        opts: { env: { ONLY_THIS: 'yes' } },
+        stdout: 'yes',
+        stderr: '',
+      },
+    }
+    for (const [name, tc] of Object.entries(cases)) {
+      it(name, async () => {
+        expect(await runner.run(NODE, ['-e', tc.script], tc.opts)).to.deep.equal({
+          stdout: tc.stdout,
+          stderr: tc.stderr,
+        })
+      })
+    }
+  })
+
+  describe('every other ending rejects with a CommandFailedError saying how', () => {
+    const cases: Record<
+      string,
+      {
+        script: string
+        opts?: RunOptions
+        want: Pick<CommandFailure, 'exitCode' | 'timedOut' | 'stdout' | 'stderr'>
+        message: string
+      }
+    > = {
+      'a non-zero exit, stderr quoted': {
+        script: 'process.stdout.write("partial"); process.stderr.write(" it broke\\n"); process.exit(3)',
+        want: { exitCode: 3, timedOut: false, stdout: 'partial', stderr: ' it broke\n' },
+        message: 'exited with code 3: it broke',
+      },
+      'a non-zero exit with nothing on stderr': {
+        script: 'process.exit(1)',
+        want: { exitCode: 1, timedOut: false, stdout: '', stderr: '' },
+        message: 'exited with code 1',
+      },
+      'a signal': {
+        script: 'process.kill(process.pid, "SIGKILL")',
+        want: { exitCode: null, timedOut: false, stdout: '', stderr: '' },
+        message: 'was killed',
+      },
+      'running past timeoutMs': {
+        script: 'setTimeout(() => {}, 60_000)',
+        opts: { timeoutMs: 300 },
+        want: { exitCode: null, timedOut: true, stdout: '', stderr: '' },
+        message: 'was killed at its time limit',
+      },
+    }
+    for (const [name, tc] of Object.entries(cases)) {
+      it(name, async () => {
+        const args = ['-e', tc.script]
+        const err = await runner.run(NODE, args, tc.opts).then(
+          () => expect.fail('resolved'),
+          (e: unknown) => e,
+        )
+        expect(err).to.be.instanceOf(CommandFailedError)
+        const failure = err as CommandFailedError
+        expect(failure).to.include({ command: NODE, ...tc.want })
+        expect(failure.args).to.deep.equal(args)
+        expect(failure.message).to.equal(`${[NODE, ...args].join(' ')} ${tc.message}`)
+      })
+    }
+
+    it('quotes only the tail of a long stderr', async () => {
+      const script = 'process.stderr.write("x".repeat(10_000) + "END"); process.exit(1)'
+      const err = (await runner.run(NODE, ['-e', script]).catch((e: unknown) => e)) as CommandFailedError
+      expect(err.stderr).to.have.length(10_003)
+      expect(err.message).to.match(/x{1997}END$/)
+      expect(err.message.length).to.be.below(2_000 + 200)
+    })
+  })
+
+  describe('a program that cannot start', () => {
+    const cases: Record<string, { make: (dir: string) => Promise<string>; why: string; code: string }> = {
+      missing: { make: async (dir) => path.join(dir, 'nope'), why: 'no such program', code: 'ENOENT' },
+      'not executable': {
+        make: async (dir) => {
+          const file = path.join(dir, 'plain')
+          await writeFile(file, '#!/bin/sh\n')
+          await chmod(file, 0o644) // no execute bit: refused even to root
+          return file
+        },
+        why: 'not executable',
+        code: 'EACCES',
+      },
+    }
+    for (const [name, tc] of Object.entries(cases)) {
+      it(`${name}: says so, keeps the system error as the cause`, async () => {
+        await withTempDir(async (dir) => {
+          const file = await tc.make(dir)
+          const err = (await runner.run(file, ['a']).catch((e: unknown) => e)) as CommandFailedError
+          expect(err).to.be.instanceOf(CommandFailedError)
+          expect(err).to.include({ exitCode: undefined, timedOut: false, stderr: tc.why })
+          expect(err.message).to.equal(`${file} a could not be started: ${tc.why}`)
+          expect((err.cause as NodeJS.ErrnoException).code).to.equal(tc.code)
+        })
+      })
+    }
+  })
+
+  it('a caller can tell the same failure in its own words', () => {
+    const failure: CommandFailure = {
+      command: 'tool',
+      args: ['x'],
+      exitCode: 2,
+      stdout: 'o',
+      stderr: 'e',
+      timedOut: false,
+    }
+    const original = new CommandFailedError(failure)
+    const reworded = new CommandFailedError(original, { message: 'tool x said no' })
+    expect(original.message).to.equal('tool x exited with code 2: e')
+    expect(reworded.message).to.equal('tool x said no')
+    expect(reworded).to.include({ command: 'tool', exitCode: 2, stdout: 'o', stderr: 'e', timedOut: false })
+    expect(reworded.cause).to.equal(undefined)
+  })
+})
