@@ -1,19 +1,7 @@
 /** The base of every command: `--json`, workspace flag, and the one place errors are rendered. */
 import { Command, Flags } from '@oclif/core'
-import { CliError, type CliErrorOptions, exitCodeOf, ExitCode, renderError } from './lib/errors/index.js'
+import { exitCodeOf, ExitCode, renderError } from './lib/errors/index.js'
 import { exitAfterGrace } from './lib/system/index.js'
-
-/** A failure whose `--json` form keeps structured data beside the message (e.g. every problem found). */
-export class CliErrorWithData extends CliError {
-  constructor(
-    message: string,
-    readonly data: Record<string, unknown>,
-    opts: CliErrorOptions = {},
-  ) {
-    super(message, opts)
-    this.name = 'CliErrorWithData'
-  }
-}
 
 export abstract class BaseCommand extends Command {
   static override enableJsonFlag = true
@@ -28,8 +16,7 @@ export abstract class BaseCommand extends Command {
     const code = own === ExitCode.Bug && typeof err.oclif?.exit === 'number' ? err.oclif.exit : own
     if (code === 0) return
     const rendered = renderError(err, code)
-    if (this.jsonEnabled())
-      this.logJson({ ...(err instanceof CliErrorWithData ? err.data : {}), ...rendered.json })
+    if (this.jsonEnabled()) this.logJson(rendered.json)
     for (const line of rendered.lines) this.logToStderr(line)
     process.exitCode = code
   }

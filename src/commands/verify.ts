@@ -2,14 +2,13 @@ import { Flags } from '@oclif/core'
 import { BaseCommand } from '../base-command.js'
 import { measurementsFromConfig } from '../lib/attestation/index.js'
 import { loadConfig } from '../lib/config/index.js'
-import { CliError, exitCodeOf, renderError } from '../lib/errors/index.js'
+import { CliError } from '../lib/errors/index.js'
 import { workspacePaths } from '../lib/paths.js'
 import {
   DEFAULT_VERIFY_TIMEOUT_MS,
   parseAttestTimeout,
   renderVerifyReport,
   resolveVerifyTarget,
-  UntrustedNodeError,
   verifyNode,
   type VerifyReport,
 } from '../lib/verify/index.js'
@@ -66,12 +65,5 @@ export default class Verify extends BaseCommand {
     if (outcome.error || !outcome.report)
       throw outcome.error ?? new CliError('verification produced no result')
     return outcome.report
-  }
-
-  /** With --json, a refused node's report goes out beside the error, so scripts see which PCRs differ. */
-  protected override async catch(err: Error & { oclif?: { exit?: number } }): Promise<void> {
-    if (!(err instanceof UntrustedNodeError && err.report && this.jsonEnabled())) return super.catch(err)
-    this.logJson({ ...err.report, ...renderError(err).json })
-    process.exitCode = exitCodeOf(err)
   }
 }

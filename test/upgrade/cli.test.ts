@@ -130,7 +130,14 @@ describe('constellation upgrade (CLI)', function () {
       backup: { crds: number; customResources: number }
       releases: Array<{ name: string; outcome: string }>
       failure: { release: string }
+      error: { message: string; exitCode: number }
     }
+    // one rendering for every failure: the report, and beside it the error that says where it stopped
+    expect(report.error).to.deep.include({
+      message: 'upgrade stopped at coredns; see the report',
+      exitCode: 1,
+    })
+    expect(r.stderr).to.include('Error: upgrade stopped at coredns; see the report')
     expect(report.releases.map((x) => [x.name, x.outcome])).to.deep.equal([
       ['cilium', 'upgraded'],
       ['coredns', 'rolled-back'],

@@ -1,4 +1,5 @@
-import { BaseCommand, CliErrorWithData } from '../../base-command.js'
+import { BaseCommand } from '../../base-command.js'
+import { CliError } from '../../lib/errors/index.js'
 import { formatFinding, validateWorkspace, type WorkspaceValidation } from '../../lib/config/index.js'
 import { listLines } from '../../lib/yaml/index.js'
 
@@ -12,9 +13,9 @@ export default class ConfigValidate extends BaseCommand {
     const result = await validateWorkspace(flags.workspace)
     if (!result.valid) {
       const lines = result.files.flatMap((f) => f.problems).map(formatFinding)
-      throw new CliErrorWithData(
+      throw new CliError(
         `the workspace is not valid (${lines.length} problem${lines.length === 1 ? '' : 's'}):\n${listLines(lines)}`,
-        { ...result },
+        { data: { ...result } },
       )
     }
     for (const w of result.files.flatMap((f) => f.warnings)) this.logToStderr(`Warning: ${formatFinding(w)}`)

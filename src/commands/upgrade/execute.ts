@@ -1,7 +1,7 @@
 import { confirm } from '@inquirer/prompts'
 import { Flags } from '@oclif/core'
 import { BaseCommand } from '../../base-command.js'
-import { ExitCode, UsageError } from '../../lib/errors/index.js'
+import { CliError, UsageError } from '../../lib/errors/index.js'
 import { createRunner, type Step } from '../../lib/system/index.js'
 import { canPrompt, onInterrupt, processTerminal, promptOrAbort, runTasks } from '../../lib/ui/index.js'
 import {
@@ -72,12 +72,11 @@ export default class UpgradeExecute extends BaseCommand {
       },
     )
     this.log(renderReport(report))
-    if (report.failure) {
-      // The report above (or the JSON) is the result; the exit code tells scripts it failed.
-      this.logToStderr(`Error: upgrade stopped at ${report.failure.release}; see the report`)
-      process.exitCode = ExitCode.Failure
-    }
-    return { ...report, plan: planToJson(prepared.plan) }
+    const result = { ...report, plan: planToJson(prepared.plan) }
+    // The report (or the JSON) is the result; the error line and exit code tell scripts it failed.
+    if (report.failure)
+      throw new CliError(`upgrade stopped at ${report.failure.release}; see the report`, { data: result })
+    return result
   }
 }
 

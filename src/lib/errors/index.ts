@@ -15,18 +15,22 @@ export interface CliErrorOptions {
   /** What the user can do about it. */
   hint?: string
   cause?: unknown
+  /** Structured result that `--json` prints beside the error (e.g. every problem found, a report). */
+  data?: Record<string, unknown>
 }
 
 /** Something the user can fix: the message says what failed and why, the hint what to do. */
 export class CliError extends Error {
   readonly exitCode: number
   readonly hint?: string
+  readonly data?: Record<string, unknown>
 
-  constructor(message: string, { exitCode = ExitCode.Failure, hint, cause }: CliErrorOptions = {}) {
+  constructor(message: string, { exitCode = ExitCode.Failure, hint, cause, data }: CliErrorOptions = {}) {
     super(message, cause === undefined ? undefined : { cause })
     this.name = 'CliError'
     this.exitCode = exitCode
     this.hint = hint
+    this.data = data
   }
 }
 
@@ -66,11 +70,18 @@ export function hintOf(err: unknown): string | undefined {
   return undefined
 }
 
+function dataOf(err: unknown): Record<string, unknown> | undefined {
+  for (let cur: unknown = err, depth = 0; cur instanceof Error && depth < 10; cur = cur.cause, depth++) {
+    if (cur instanceof CliError && cur.data) return cur.data
+  }
+  return undefined
+}
+
 export interface RenderedError {
   /** Lines for stderr: the message chain, the hint, and for bugs how to see (or the) stack. */
   lines: string[]
-  /** The `--json` form. */
-  json: { error: { message: string; hint?: string; exitCode: number } }
+  /** The `--json` form: the error's structured data, if any, beside the error itself. */
+  json: Record<string, unknown> & { error: { message: string; hint?: string; exitCode: number } }
 }
 
 /** How every entry point shows an error: one rendering for the CLI framework and for the bare daemon. */
@@ -85,7 +96,7 @@ export function renderError(
   const stack = err instanceof Error ? err.stack : undefined
   if (exitCode === ExitCode.Bug && stack)
     lines.push(debug ? stack : 'This is a bug; run with CONSTELL_DEBUG=1 for the stack trace.')
-  return { lines, json: { error: { message, hint, exitCode } } }
+  return { lines, json: { ...dataOf(err), error: { message, hint, exitCode } } }
 }
 
 /** Adds one layer of context: `context: cause message`, keeping the typed cause's exit code. */

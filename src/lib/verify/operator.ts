@@ -103,7 +103,7 @@ export async function verifyNode(req: VerifyRequest): Promise<VerifyOutcome> {
     const error = new UntrustedNodeError(
       `attestation of ${req.endpoint} failed: ${messageOf(cause)}${pcr15 ? `\n${pcr15.reason}` : ''}`,
       shown,
-      { hint: pcr15?.hint, cause: req.debug ? cause : undefined },
+      { hint: pcr15?.hint, cause: req.debug ? cause : undefined, data: shown && { ...shown } },
     )
     return { report: shown, error }
   }
