@@ -28,6 +28,40 @@ export default tseslint.config(
       'no-console': 'error',
     },
   },
+  // The import rule (docs/architecture.md): another domain only through its index.ts. The layer
+  // order is asserted by test/architecture/layers.test.ts.
+  {
+    files: ['src/lib/*/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: '^\\.\\./[^./][^/]*/(?!index\\.js$)',
+              message: 'import another domain through its index.ts (docs/architecture.md)',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    files: ['src/*.ts', 'src/commands/**/*.ts', 'src/wiring/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: '/lib/[^/]+/(?!index\\.js$)',
+              message: 'import a domain through its index.ts (docs/architecture.md)',
+            },
+          ],
+        },
+      ],
+    },
+  },
   { files: ['test/**', 'bench/**', 'scripts/**', 'bin/**'], rules: { 'no-console': 'off' } },
   // chai's property assertions (`.to.be.true`) are expressions by design
   { files: ['test/**'], rules: { '@typescript-eslint/no-unused-expressions': 'off' } },
