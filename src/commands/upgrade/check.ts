@@ -1,7 +1,7 @@
 import { Flags } from '@oclif/core'
 import { BaseCommand } from '../../base-command.js'
-import { createRunner } from '../../lib/system/index.js'
 import { planToJson, prepareUpgrade, renderPlan } from '../../lib/upgrade/index.js'
+import { helmDeps } from '../../wiring/upgrade.js'
 
 export default class UpgradeCheck extends BaseCommand {
   static override description =
@@ -22,7 +22,7 @@ export default class UpgradeCheck extends BaseCommand {
     const { flags } = await this.parse(UpgradeCheck)
     const { plan } = await prepareUpgrade(
       { workspace: flags.workspace, kubeconfig: flags.kubeconfig, force: flags.force },
-      { runner: createRunner(), env: process.env },
+      helmDeps(),
     )
     this.log(renderPlan(plan))
     return planToJson(plan)

@@ -1,21 +1,17 @@
-import { confirm } from '@inquirer/prompts'
 import { Flags } from '@oclif/core'
 import { BaseCommand } from '../../base-command.js'
 import { CliError, UsageError } from '../../lib/errors/index.js'
-import { createRunner, type Step } from '../../lib/system/index.js'
-import { canPrompt, onInterrupt, processTerminal, promptOrAbort, runTasks } from '../../lib/ui/index.js'
 import {
-  createClusterReader,
   DEFAULT_HELM_TIMEOUT,
   executeUpgrade,
   parseHelmTimeout,
   planToJson,
   prepareUpgrade,
-  readKubeconfig,
   renderPlan,
   renderReport,
   type UpgradeReport,
 } from '../../lib/upgrade/index.js'
+import { executeDeps, helmDeps } from '../../wiring/upgrade.js'
 
 export default class UpgradeExecute extends BaseCommand {
   static override description =
@@ -44,32 +40,15 @@ export default class UpgradeExecute extends BaseCommand {
     const { flags } = await this.parse(UpgradeExecute)
     if (!flags.helm) throw new UsageError('say what to upgrade', 'pass --helm to upgrade the Helm releases')
     const helmTimeout = parseHelmTimeout(flags['helm-timeout'])
-    const terminal = processTerminal()
     const prepared = await prepareUpgrade(
       { workspace: flags.workspace, kubeconfig: flags.kubeconfig, force: flags.force },
-      { runner: createRunner(), env: process.env },
+      helmDeps(),
     )
     this.log(renderPlan(prepared.plan))
     const report = await executeUpgrade(
       prepared,
       { workspace: flags.workspace, yes: flags.yes, dryRun: flags['dry-run'], helmTimeout },
-      {
-        openReader: () => createClusterReader(readKubeconfig(prepared.kubeconfig)),
-        confirm: canPrompt(terminal)
-          ? (message) => promptOrAbort('upgrade', () => confirm({ message, default: false }))
-          : undefined,
-        onInterrupt: (describe) => onInterrupt(describe),
-        // With --json, stdout carries only the report, so progress is not drawn.
-        progress: this.jsonEnabled()
-          ? runSilently
-          : (steps) =>
-              runTasks(
-                steps.map((s) => ({ title: s.title, task: s.run })),
-                {},
-                terminal,
-              ).then(() => {}),
-        now: () => new Date(),
-      },
+      executeDeps(prepared, { json: this.jsonEnabled() }),
     )
     this.log(renderReport(report))
     const result = { ...report, plan: planToJson(prepared.plan) }
@@ -78,8 +57,4 @@ export default class UpgradeExecute extends BaseCommand {
       throw new CliError(`upgrade stopped at ${report.failure.release}; see the report`, { data: result })
     return result
   }
-}
-
-async function runSilently(steps: Step[]): Promise<void> {
-  for (const step of steps) await step.run()
 }
