@@ -1,7 +1,5 @@
-import { randomBytes } from 'node:crypto'
 import { Flags } from '@oclif/core'
 import { BaseCommand } from '../../base-command.js'
-import { initSecretHashFor } from '../../lib/config/index.js'
 import { UsageError } from '../../lib/errors/index.js'
 import { parseDuration } from '../../lib/system/index.js'
 import {
@@ -9,14 +7,12 @@ import {
   DEFAULT_STATE_DISK,
   DEFAULT_PRESIGN_SECONDS,
   OUTPUT_FORMATS,
-  createS3Store,
   generateBootstrapData,
-  loadTemplates,
-  readInputFile,
-  registerTokenSecret,
+  renderGenerateResult,
   type GenerateResult,
   type OutputFormat,
 } from '../../lib/bootstrapdata/index.js'
+import { bootstrapDataDeps } from '../../wiring/bootstrap-data.js'
 
 export default class BootstrapDataGenerate extends BaseCommand {
   static override description =
@@ -100,36 +96,9 @@ export default class BootstrapDataGenerate extends BaseCommand {
         attestationVariant: flags['attestation-variant'],
         stateDisk: { device: flags['state-disk'], initialKeyFile: flags['state-disk-key-file'] },
       },
-      {
-        now: () => new Date(),
-        randomBytes,
-        readInput: readInputFile,
-        templates: await loadTemplates(),
-        objectStore: () => createS3Store({ endpoint: flags['s3-endpoint'] }),
-        registerToken: registerTokenSecret,
-        initSecretHash: async (workspace) => (await initSecretHashFor(workspace)).initSecretHash,
-      },
+      await bootstrapDataDeps({ s3Endpoint: flags['s3-endpoint'] }),
     )
-    this.log(renderResult(result))
+    this.log(renderGenerateResult(result))
     return result
   }
-}
-
-function renderResult(r: GenerateResult): string {
-  const lines = r.machines.map((m) => {
-    const offload = m.offload ? ` → offloaded to ${m.offload.object} (stub ${m.offload.stubBytes} bytes)` : ''
-    return `${m.machine} (${m.role}, ${m.format}): ${m.file}, ${m.bytes} bytes${offload}`
-  })
-  for (const w of r.waiting) lines.push(`${w.machine}: waiting, ${w.reason}`)
-  if (r.caFilesCreated.length > 0) lines.push(`Generated the cluster CAs in ${r.caDir}`)
-  if (r.adminKubeconfig) lines.push(`Admin kubeconfig: ${r.adminKubeconfig}`)
-  if (r.tokenSecret) {
-    const where = r.tokenSecret.registered
-      ? 'registered in the workload cluster'
-      : `written to ${r.tokenSecret.file}; apply it to the workload cluster`
-    lines.push(
-      `Bootstrap token Secret kube-system/${r.tokenSecret.name} (expires ${r.tokenSecret.expires}) ${where}`,
-    )
-  }
-  return lines.join('\n')
 }

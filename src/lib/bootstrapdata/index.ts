@@ -1,6 +1,7 @@
 /** Cluster-API-style bootstrap data: KubeadmConfig objects → cloud-config / Ignition, attested mode, offload. */
 export { generateBootstrapData } from './generate.js'
 export type { GenerateOptions, GenerateDeps, GenerateResult, MachineResult } from './generate.js'
+export { renderGenerateResult } from './render.js'
 export { loadTemplates } from './templates.js'
 export type { BootstrapTemplates } from './templates.js'
 export { createS3Store, DEFAULT_MAX_USER_DATA_BYTES, DEFAULT_PRESIGN_SECONDS } from './offload.js'
