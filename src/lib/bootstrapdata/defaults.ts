@@ -2,6 +2,7 @@
  * Fills a KubeadmConfigSpec from its Cluster and Machine (capi.md §2.1) and serializes the kubeadm
  * configuration in the API version its Kubernetes version needs (§2.4). Pure.
  */
+import { formatHostPort } from '../system/index.js'
 import { stringifyYaml } from '../yaml/index.js'
 import type { Cluster, KubeadmConfigSpec, KubeadmObject, Machine } from './types.js'
 import { record } from './validate.js'
@@ -29,7 +30,7 @@ export function kubeadmApiVersion(version: string): string {
 export function controlPlaneEndpoint(cluster: Cluster): string | undefined {
   const ep = cluster.spec?.controlPlaneEndpoint
   if (!ep?.host || !ep.port) return undefined
-  return ep.host.includes(':') ? `[${ep.host}]:${ep.port}` : `${ep.host}:${ep.port}`
+  return formatHostPort(ep.host, ep.port)
 }
 
 /** ClusterConfiguration with the values injected from the Cluster and Machine; user values win. */

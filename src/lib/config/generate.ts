@@ -3,11 +3,10 @@ import { randomBytes as nodeRandomBytes } from 'node:crypto'
 import { access, rm } from 'node:fs/promises'
 import { stringifyYaml } from '../yaml/index.js'
 import { CliError, UsageError } from '../errors/index.js'
-import { writeFileExclusive } from '../system/index.js'
+import { isHostPort, writeFileExclusive } from '../system/index.js'
 import { workspacePaths } from '../paths.js'
 import { resolveKubernetesVersion } from '../versions/index.js'
 import { generateInitSecret } from '../kms/init-secret.js'
-import { isHostPort } from './load.js'
 import {
   ATTESTATION_CONFIG_KEYS,
   CONFIG_VERSION,

@@ -6,6 +6,7 @@ import { INIT_SECRET_LENGTH, MIN_INIT_SECRET_BYTES } from '../kms/init-secret.js
 import { isSupportedVersion, resolveKubernetesVersion, supportedVersions } from '../versions/index.js'
 import { parseYaml, readYamlFile, throwIfProblems, type Problem, type YamlSource } from '../yaml/index.js'
 import { checkSchema } from '../yaml/schema.js'
+import { isHostPort } from '../system/index.js'
 import type { ClusterConfig, ClusterState } from './types.js'
 
 const WORKSPACE_HINT = 'run `constellation config generate qemu` first, or pass -C <workspace>'
@@ -134,12 +135,15 @@ export function configWarnings(config: ClusterConfig): Problem[] {
 function checkStateSemantics(value: unknown): Problem[] {
   const problems: Problem[] = []
   const infra = isRecord(value) ? value.infrastructure : undefined
-  const endpoint = isRecord(infra) ? infra.clusterEndpoint : undefined
-  if (typeof endpoint === 'string' && endpoint !== '' && !isHostPort(endpoint)) {
-    problems.push({
-      path: ['infrastructure', 'clusterEndpoint'],
-      message: `${JSON.stringify(endpoint)} is not a host or host:port`,
-    })
+  // upgrade takes the API server host from either endpoint, so both must be readable
+  for (const key of ['clusterEndpoint', 'inClusterEndpoint']) {
+    const endpoint = isRecord(infra) ? infra[key] : undefined
+    if (typeof endpoint === 'string' && endpoint !== '' && !isHostPort(endpoint)) {
+      problems.push({
+        path: ['infrastructure', key],
+        message: `${JSON.stringify(endpoint)} is not a host or host:port`,
+      })
+    }
   }
   // The node's bcrypt hash of it has a low cost because the secret itself is long and random
   // (src/lib/kms/init-secret.ts); a short hand-written one would not hold up to guessing.
@@ -196,14 +200,6 @@ export function isCidr(value: string): boolean {
   if (extra !== undefined || ip === undefined || bits === undefined || !/^\d+$/.test(bits)) return false
   const family = isIP(ip)
   return family !== 0 && Number(bits) <= (family === 4 ? 32 : 128)
-}
-
-export function isHostPort(value: string): boolean {
-  const m = /^(\[[0-9a-fA-F:]+\]|[^:[\]]+)(?::(\d{1,5}))?$/.exec(value)
-  if (!m) return false
-  if (m[2] !== undefined && (Number(m[2]) < 1 || Number(m[2]) > 65535)) return false
-  const host = (m[1] ?? '').replace(/^\[|\]$/g, '')
-  return isIP(host) !== 0 || /^[a-zA-Z0-9]([-a-zA-Z0-9.]*[a-zA-Z0-9])?$/.test(host)
 }
 
 const isRecord = (v: unknown): v is Record<string, unknown> =>

@@ -3,7 +3,7 @@ import { chmod, lstat, readFile, realpath } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import { CliError, chainMessage, isErrnoException } from '../errors/index.js'
-import { SECRET_FILE_MODE, writeFileAtomic } from '../system/index.js'
+import { formatHostPort, SECRET_FILE_MODE, writeFileAtomic } from '../system/index.js'
 import { parseYaml, stringifyYaml } from '../yaml/index.js'
 
 interface Named {
@@ -34,7 +34,7 @@ export function pointAtEndpoint(kubeconfig: Buffer, endpointHost: string): strin
   const cluster = clusters[0]?.cluster
   if (!cluster?.server) throw new Error('kubeconfig from the node has no server URL')
   const url = new URL(cluster.server)
-  url.hostname = endpointHost.includes(':') ? `[${endpointHost}]` : endpointHost
+  url.hostname = formatHostPort(endpointHost)
   cluster.server = url.toString().replace(/\/$/, '')
   return stringifyYaml(doc)
 }

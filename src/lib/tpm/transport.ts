@@ -1,8 +1,7 @@
 /** Ways to reach a TPM: the kernel resource manager device, or swtpm's TCP command port. */
 import { open as openFile } from 'node:fs/promises'
 import { connect, type Socket } from 'node:net'
-import type { TpmConfig } from '../nodeconfig/index.js'
-import { splitHostPort } from '../nodeconfig/index.js'
+import { parseHostPort } from '../system/index.js'
 import { TpmError, TpmUnavailableError } from './errors.js'
 
 export interface TpmTransport {
@@ -10,6 +9,9 @@ export interface TpmTransport {
   send(command: Uint8Array): Promise<Buffer>
   close(): Promise<void>
 }
+/** Which TPM a node uses: its device, or swtpm's TCP command port as HOST:PORT. */
+export type TpmConfig = { device: string; swtpm?: undefined } | { swtpm: string; device?: undefined }
+
 /** Opened per operation, closed by the caller (swtpm serves one connection at a time). */
 export type OpenTpm = () => Promise<TpmTransport>
 
@@ -19,7 +21,7 @@ const MAX_RESPONSE_BYTES = 4096
 
 export function openTpmFromConfig(tpm: TpmConfig): OpenTpm {
   if (tpm.swtpm !== undefined) {
-    const { host, port } = splitHostPort(tpm.swtpm)
+    const { host, port } = parseHostPort(tpm.swtpm, { requirePort: true })
     return openSwtpm(host, port)
   }
   return openTpmDevice(tpm.device)

@@ -5,6 +5,7 @@
 import path from 'node:path'
 import type { ChartConfig, ClusterConfig, ClusterState } from '../config/index.js'
 import { CliError, exitCodeOf, hintOf, messageOf } from '../errors/index.js'
+import { parseHostPort } from '../system/index.js'
 import { parseYaml, readYamlFile } from '../yaml/index.js'
 import { parseSemver } from './rules.js'
 
@@ -217,6 +218,6 @@ export function clusterDnsAddress(serviceCIDR: string): string {
 /** The facts chart values need, from the config and (when it exists) the state. */
 export function clusterFacts(config: Pick<ClusterConfig, 'serviceCIDR'>, state?: ClusterState): ClusterFacts {
   const endpoint = state?.infrastructure.inClusterEndpoint || state?.infrastructure.clusterEndpoint
-  const host = endpoint ? endpoint.replace(/:\d+$/, '').replace(/^\[(.*)\]$/, '$1') : undefined
+  const host = endpoint ? parseHostPort(endpoint).host : undefined
   return { serviceCIDR: config.serviceCIDR, apiServerHost: host || undefined }
 }
