@@ -5,8 +5,8 @@ import { X509Certificate } from 'node:crypto'
 import { parseAllDocuments, parse } from 'yaml'
 import { expect } from '../support/chai.js'
 import { makeTempDir } from '../support/cli.js'
+import { kubeadmApiVersion } from '../../src/lib/versions/index.js'
 import {
-  kubeadmApiVersion,
   renderKubeadmInitConfig,
   runKubeadmInit,
   skippedInitPhases,

@@ -6,6 +6,7 @@ import { checkInitSecret, ClusterKms, deriveClusterId, parseClusterKmsUri } from
 import type { NodeMember } from '../nodeconfig/index.js'
 import type { NodePaths } from '../paths.js'
 import { parseHostPort, type Logger } from '../system/index.js'
+import { isPatchRelease, parseKubernetesVersion } from '../versions/index.js'
 import type { Component, StagedComponents } from './installer.js'
 import { kubeadmPaths, type KubeadmInitInput } from './kubeadm-config.js'
 import { NodeLockedError, type NodeLock } from './node-lock.js'
@@ -150,7 +151,8 @@ function deriveClusterSecrets(req: InitRequest) {
     throw new BadInitRequestError(
       `measurement salt is ${req.measurementSalt.length} bytes, want ${MEASUREMENT_SALT_BYTES}`,
     )
-  if (!/^v\d+\.\d+\.\d+$/.test(req.kubernetesVersion))
+  const version = req.kubernetesVersion
+  if (!version.startsWith('v') || !isPatchRelease(parseKubernetesVersion(version)))
     throw new BadInitRequestError(
       `kubernetes version ${JSON.stringify(req.kubernetesVersion)} is not vMAJOR.MINOR.PATCH`,
     )

@@ -3,7 +3,13 @@ import { isIP } from 'node:net'
 import path from 'node:path'
 import { validateConfig, validateState } from '../../gen/schemas.js'
 import { INIT_SECRET_LENGTH, MIN_INIT_SECRET_BYTES } from '../kms/init-secret.js'
-import { isSupportedVersion, resolveKubernetesVersion, supportedVersions } from '../versions/index.js'
+import {
+  isPatchRelease,
+  isSupportedVersion,
+  parseKubernetesVersion,
+  resolveKubernetesVersion,
+  supportedVersions,
+} from '../versions/index.js'
 import { parseYaml, readYamlFile, throwIfProblems, type Problem, type YamlSource } from '../yaml/index.js'
 import { checkSchema } from '../yaml/schema.js'
 import { isHostPort } from '../system/index.js'
@@ -59,7 +65,7 @@ function checkConfigSemantics(value: unknown): Problem[] {
   const version = value.kubernetesVersion
   if (typeof version !== 'string') {
     // reported by the schema
-  } else if (!/^v?\d+\.\d+\.\d+$/.test(version)) {
+  } else if (!isPatchRelease(parseKubernetesVersion(version))) {
     problems.push({
       path: ['kubernetesVersion'],
       message: `${JSON.stringify(version)} must name a patch release; supported versions are ${supportedVersions().join(', ')}`,

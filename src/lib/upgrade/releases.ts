@@ -6,6 +6,7 @@ import path from 'node:path'
 import type { ChartConfig, ClusterConfig, ClusterState } from '../config/index.js'
 import { CliError, exitCodeOf, hintOf, messageOf } from '../errors/index.js'
 import { parseHostPort } from '../system/index.js'
+import { kubernetesMinor } from '../versions/index.js'
 import { parseYaml, readYamlFile } from '../yaml/index.js'
 import { parseSemver } from './rules.js'
 
@@ -108,8 +109,8 @@ export async function resolveReleases(
   facts: ClusterFacts,
   workspaceDir: string,
 ): Promise<ReleaseTarget[]> {
-  const minor = /^v?(\d+\.\d+)/.exec(config.kubernetesVersion)?.[1]
-  const pinned = minor ? PINNED_RELEASES[`v${minor}`] : undefined
+  const minor = kubernetesMinor(config.kubernetesVersion)
+  const pinned = minor ? PINNED_RELEASES[minor] : undefined
   if (!pinned) {
     throw new CliError(
       `no pinned Helm releases for Kubernetes ${config.kubernetesVersion}; known: ${Object.keys(PINNED_RELEASES).join(', ')}`,
