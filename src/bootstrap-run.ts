@@ -7,7 +7,7 @@
 import { parseArgs } from 'node:util'
 import { runBootstrapService } from './lib/bootstrapper/index.js'
 import { exitCodeOf, renderError } from './lib/errors/index.js'
-import { NODE_CONFIG_PATH } from './lib/nodeconfig/index.js'
+import { NODE_CONFIG_PATH } from './lib/paths.js'
 
 /** The flags of `bootstrap run`, as node:util's parseArgs reads them; the oclif command has the same. */
 export const DAEMON_FLAGS = { config: { type: 'string' } } as const

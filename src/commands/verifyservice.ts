@@ -1,7 +1,8 @@
 import { Flags } from '@oclif/core'
 import { BaseCommand } from '../base-command.js'
 import { routeGrpcLogs } from '../lib/grpc/index.js'
-import { loadNodeConfig, NODE_CONFIG_PATH } from '../lib/nodeconfig/index.js'
+import { loadNodeConfig } from '../lib/nodeconfig/index.js'
+import { NODE_CONFIG_PATH } from '../lib/paths.js'
 import { createLogger } from '../lib/system/index.js'
 import { createVerifyService } from '../lib/verify/index.js'
 

@@ -1,7 +1,7 @@
 import { Flags } from '@oclif/core'
 import { BaseCommand } from '../../base-command.js'
 import { runBootstrapService } from '../../lib/bootstrapper/index.js'
-import { NODE_CONFIG_PATH } from '../../lib/nodeconfig/index.js'
+import { NODE_CONFIG_PATH } from '../../lib/paths.js'
 
 // bin/run.js starts this daemon through src/bootstrap-run.ts, without oclif; this class gives it
 // help, usage errors and a place in the command list. Flags here and there must stay the same.

@@ -1,6 +1,7 @@
 import { Args, Flags } from '@oclif/core'
 import { BaseCommand } from '../../base-command.js'
-import { generateWorkspace, ATTESTATION_VARIANTS, type GenerateResult } from '../../lib/config/index.js'
+import { ATTESTATION_VARIANTS, type AttestationVariant } from '../../lib/attestation/index.js'
+import { generateWorkspace, type GenerateResult } from '../../lib/config/index.js'
 import { DEFAULT_KUBERNETES_MINOR } from '../../lib/versions/index.js'
 
 export default class ConfigGenerate extends BaseCommand {
@@ -39,7 +40,7 @@ export default class ConfigGenerate extends BaseCommand {
       workspace: flags.workspace,
       provider: args.provider as 'qemu',
       kubernetes: flags.kubernetes,
-      variant: flags.attestation as (typeof ATTESTATION_VARIANTS)[number],
+      variant: flags.attestation as AttestationVariant,
       name: flags.name,
       endpoint: flags.endpoint,
     })

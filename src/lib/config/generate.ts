@@ -1,6 +1,7 @@
 /** `config generate`: a new config and state, never overwriting what is already there. */
 import { randomBytes as nodeRandomBytes } from 'node:crypto'
 import { access, rm } from 'node:fs/promises'
+import type { AttestationVariant } from '../attestation/index.js'
 import { stringifyYaml } from '../yaml/index.js'
 import { CliError, UsageError } from '../errors/index.js'
 import { isHostPort, writeFileExclusive } from '../system/index.js'
@@ -11,7 +12,6 @@ import {
   ATTESTATION_CONFIG_KEYS,
   CONFIG_VERSION,
   STATE_VERSION,
-  type AttestationVariant,
   type ClusterConfig,
   type ClusterState,
   type MeasurementsConfig,

@@ -1,6 +1,7 @@
 /** The node config: what a node's `bootstrap run` and `verifyservice` read at start. */
 import { isIP } from 'node:net'
 import { validateNodeConfig } from '../../gen/schemas.js'
+import type { AttestationVariant } from '../attestation/index.js'
 import { readConfigFile } from '../config/load.js'
 import { nodePaths } from '../paths.js'
 import { isHostPort } from '../system/index.js'
@@ -18,7 +19,7 @@ export interface NodeMember {
   vpcIP: string
 }
 export interface NodeConfig {
-  attestationVariant: 'qemu-vtpm'
+  attestationVariant: AttestationVariant
   tpm: TpmConfig
   root: string
   initServer: { listen: string }
@@ -36,7 +37,6 @@ export interface NodeConfig {
 
 export const DEFAULT_INIT_SERVER_LISTEN = '0.0.0.0:9000'
 export const DEFAULT_VERIFY_SERVICE_LISTEN = '0.0.0.0:30081'
-export const NODE_CONFIG_PATH = '/etc/constellation/node-config.yaml'
 
 type OptionalKey = 'initSecretHash' | 'stateDisk' | 'metadata'
 

@@ -1,6 +1,7 @@
 /** Supported Kubernetes versions, resolving MAJOR.MINOR to the pinned patch, and their components. */
 import { createHash } from 'node:crypto'
 import { CliError, ExitCode } from '../errors/index.js'
+import { nodePaths } from '../paths.js'
 import { compareVersions, kubernetesMinor, parseKubernetesVersion } from './kubernetes-version.js'
 import { DEFAULT_KUBERNETES_VERSION, RELEASES, type ReleasePins } from './table.js'
 
@@ -27,15 +28,8 @@ export interface KubernetesComponent {
   extract: boolean
 }
 
-/** Node install locations, relative to the node root (the installer prefixes the root). */
-export const COMPONENT_PATHS = {
-  cniBinDir: '/opt/cni/bin',
-  binDir: '/run/state/bin',
-  kubelet: '/run/state/bin/kubelet',
-  kubeadm: '/run/state/bin/kubeadm',
-  kubectl: '/run/state/bin/kubectl',
-  patchDir: '/opt/kubernetes/patches',
-} as const
+/** Install paths travel as the node sees them, from `/`; the installer puts them under the node's root. */
+const INSTALL_PATHS = nodePaths('/')
 
 export function supportedVersions(): string[] {
   return Object.keys(RELEASES).sort(compareVersions)
@@ -70,7 +64,7 @@ function buildComponents(version: string, pins: ReleasePins): KubernetesComponen
   const binary = (name: 'kubelet' | 'kubeadm' | 'kubectl'): KubernetesComponent => ({
     url: `https://dl.k8s.io/${version}/bin/linux/amd64/${name}`,
     hash: `sha256:${pins[name]}`,
-    installPath: COMPONENT_PATHS[name],
+    installPath: INSTALL_PATHS[name],
     extract: false,
   })
   const imagePatch = (component: string, image: string): KubernetesComponent => {
@@ -80,7 +74,7 @@ function buildComponents(version: string, pins: ReleasePins): KubernetesComponen
     return {
       url: `data:application/json;base64,${patch.toString('base64')}`,
       hash: `sha256:${createHash('sha256').update(patch).digest('hex')}`, // the node requires one for every component
-      installPath: `${COMPONENT_PATHS.patchDir}/${component}+json.json`,
+      installPath: `${INSTALL_PATHS.kubeadmPatchDir}/${component}+json.json`,
       extract: false,
     }
   }
@@ -89,13 +83,13 @@ function buildComponents(version: string, pins: ReleasePins): KubernetesComponen
     {
       url: pins.cniPlugins.url,
       hash: `sha256:${pins.cniPlugins.sha256}`,
-      installPath: COMPONENT_PATHS.cniBinDir,
+      installPath: INSTALL_PATHS.cniBinDir,
       extract: true,
     },
     {
       url: pins.crictl.url,
       hash: `sha256:${pins.crictl.sha256}`,
-      installPath: COMPONENT_PATHS.binDir,
+      installPath: INSTALL_PATHS.binDir,
       extract: true,
     },
     binary('kubelet'),
