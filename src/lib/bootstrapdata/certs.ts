@@ -10,11 +10,10 @@ import {
   generateKeyPairSync,
   randomBytes,
 } from 'node:crypto'
-import { lstat } from 'node:fs/promises'
 import path from 'node:path'
 import forge from 'node-forge'
-import { CliError, isErrnoException } from '../errors/index.js'
-import { readRegularFile } from '../system/index.js'
+import { CliError } from '../errors/index.js'
+import { lstatIfPresent, readRegularFile } from '../system/index.js'
 import type { StagedFile } from './staged-writes.js'
 import type { CertificateAuthorities, KeyPair, NodeFile } from './types.js'
 
@@ -181,12 +180,10 @@ const mismatch = (certFile: string, keyFile: string) =>
 const MAX_PEM_FILE_BYTES = 1024 * 1024
 
 async function readOptional(file: string): Promise<string | undefined> {
-  try {
-    await lstat(file)
-  } catch (err) {
-    if (isErrnoException(err, 'ENOENT')) return undefined
-    throw new CliError(`reading ${file}`, { cause: err })
-  }
+  const entry = await lstatIfPresent(file).catch((cause: unknown) => {
+    throw new CliError(`reading ${file}`, { cause })
+  })
+  if (!entry) return undefined
   const data = await readRegularFile(file, { what: 'CA file', maxBytes: MAX_PEM_FILE_BYTES })
   return data.toString('utf8')
 }

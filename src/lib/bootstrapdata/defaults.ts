@@ -5,6 +5,7 @@
 import { formatHostPort } from '../system/index.js'
 import { stringifyYaml } from '../yaml/index.js'
 import { kubeadmApiVersion, parseKubernetesVersion } from '../versions/index.js'
+import { dropEmpty } from './drop-undefined.js'
 import type { Cluster, KubeadmConfigSpec, KubeadmObject, Machine } from './types.js'
 import { record } from './validate.js'
 
@@ -174,9 +175,4 @@ export function sortKeys(value: unknown): unknown {
       .sort()
       .map((k) => [k, sortKeys(obj[k])]),
   )
-}
-
-/** Unlike dropUndefined, also drops "": a value joined from an empty list is not set either. */
-function dropEmpty<T extends Record<string, unknown>>(obj: T): T {
-  return Object.fromEntries(Object.entries(obj).filter(([, v]) => v !== undefined && v !== '')) as T
 }

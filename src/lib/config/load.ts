@@ -12,7 +12,7 @@ import {
 } from '../versions/index.js'
 import { parseYaml, readYamlFile, throwIfProblems, type Problem, type YamlSource } from '../yaml/index.js'
 import { checkSchema } from '../yaml/schema.js'
-import { isHostPort } from '../system/index.js'
+import { exists, isHostPort } from '../system/index.js'
 import type { ClusterConfig, ClusterState } from './types.js'
 
 const WORKSPACE_HINT = 'run `constellation config generate qemu` first, or pass -C <workspace>'
@@ -35,6 +35,11 @@ export async function loadConfig(file: string): Promise<ClusterConfig> {
 
 export async function loadState(file: string): Promise<ClusterState> {
   return parseState(await readConfigFile(file, 'state'), file)
+}
+
+/** The workspace's state when it has one (verify and upgrade can do without). */
+export async function loadStateIfPresent(file: string): Promise<ClusterState | undefined> {
+  return (await exists(file)) ? loadState(file) : undefined
 }
 
 export function parseConfig(text: string, file: string): ClusterConfig {

@@ -1,9 +1,9 @@
 /** The master secret (`constellation-mastersecret.json`): the root of every cluster key. */
 import { randomBytes } from 'node:crypto'
 import { constants } from 'node:fs'
-import { lstat, open } from 'node:fs/promises'
-import { CliError, isErrnoException } from '../errors/index.js'
-import { SECRET_FILE_MODE, writeFileExclusive } from '../system/index.js'
+import { open } from 'node:fs/promises'
+import { CliError } from '../errors/index.js'
+import { lstatIfPresent, SECRET_FILE_MODE, writeFileExclusive } from '../system/index.js'
 
 export const MASTER_SECRET_BYTES = 32
 export const MASTER_SALT_BYTES = 32
@@ -56,10 +56,7 @@ export function parseMasterSecret(text: string, file: string): MasterSecret {
  * only by its owner, well-formed. `undefined` when there is none.
  */
 export async function readMasterSecret(file: string): Promise<MasterSecret | undefined> {
-  const info = await lstat(file).catch((err: unknown) => {
-    if (isErrnoException(err, 'ENOENT')) return undefined
-    throw err
-  })
+  const info = await lstatIfPresent(file)
   if (!info) return undefined
   const keep = 'it may hold the keys of a cluster: do not delete it unless you know no node used it'
   if (!info.isFile())

@@ -1,4 +1,11 @@
-export { writeFileExclusive, writeFileAtomic, readRegularFile, SECRET_FILE_MODE } from './files.js'
+export {
+  writeFileExclusive,
+  writeFileAtomic,
+  readRegularFile,
+  lstatIfPresent,
+  exists,
+  SECRET_FILE_MODE,
+} from './files.js'
 export type { BoundedReadOptions } from './files.js'
 export { createLogger, silentLogger } from './logger.js'
 export type { Logger, LogLevel, LogFields } from './logger.js'
