@@ -6,7 +6,7 @@
  */
 import { parseArgs } from 'node:util'
 import { exitCodeOf, renderError } from './lib/errors/index.js'
-import { NODE_CONFIG_PATH } from './lib/nodeconfig/index.js'
+import { NODE_CONFIG_PATH } from './lib/paths.js'
 import { runBootstrapService } from './wiring/bootstrapper.js'
 
 /** The flags of `bootstrap run`, as node:util's parseArgs reads them; the oclif command has the same. */

@@ -5,6 +5,11 @@ import {
   resolveKubernetesVersion,
   supportedVersions,
   compareVersions,
+  parseKubernetesVersion,
+  isPatchRelease,
+  kubernetesMinor,
+  kubeadmApiVersion,
+  type KubernetesVersion,
 } from '../src/lib/versions/index.js'
 
 describe('versions', () => {
@@ -62,4 +67,62 @@ describe('versions', () => {
       ])
     })
   }
+
+  const parses: Record<string, { want?: KubernetesVersion; release?: boolean; minor?: string }> = {
+    'v1.31.2': { want: { major: 1, minor: 31, patch: 2, suffix: '' }, release: true, minor: 'v1.31' },
+    '1.31.2': { want: { major: 1, minor: 31, patch: 2, suffix: '' }, release: true, minor: 'v1.31' },
+    'v1.31': { want: { major: 1, minor: 31, patch: undefined, suffix: '' }, release: false, minor: 'v1.31' },
+    '1.33.1-rc.0': {
+      want: { major: 1, minor: 33, patch: 1, suffix: '-rc.0' },
+      release: false,
+      minor: 'v1.33',
+    },
+    'v1.30.0+k3s1': {
+      want: { major: 1, minor: 30, patch: 0, suffix: '+k3s1' },
+      release: false,
+      minor: 'v1.30',
+    },
+    latest: {},
+    'v1.31.': {},
+    'v1.31-rc.0': {},
+    ' v1.31.2': {},
+    '': {},
+  }
+  for (const [text, tc] of Object.entries(parses)) {
+    it(`parses ${JSON.stringify(text)}`, () => {
+      const got = parseKubernetesVersion(text)
+      expect(got).to.deep.equal(tc.want)
+      expect(isPatchRelease(got)).to.equal(tc.release === true)
+      expect(kubernetesMinor(text)).to.equal(tc.minor)
+    })
+  }
+
+  const orders: Array<[string, string, number]> = [
+    ['v1.30.14', 'v1.31.0', -1],
+    ['v1.31.13', 'v1.31.2', 1],
+    ['1.31.2', 'v1.31.2', 0],
+    ['v1.31', 'v1.31.0', 0],
+    ['v1.31.0-rc.1', 'v1.31.0', -1],
+    ['v2.0.0', 'v1.99.0', 1],
+  ]
+  for (const [a, b, sign] of orders) {
+    it(`orders ${a} ${sign < 0 ? '<' : sign > 0 ? '>' : '='} ${b}`, () => {
+      expect(Math.sign(compareVersions(a, b))).to.equal(sign)
+      expect(Math.sign(compareVersions(b, a))).to.equal(-sign)
+    })
+  }
+
+  // kubeadm reads v1beta4 from 1.31 on (v1beta3 is deprecated there), pre-releases of 1.31 included
+  const kubeadmApis: Record<string, string> = {
+    'v1.22.0': 'kubeadm.k8s.io/v1beta3',
+    'v1.30.14': 'kubeadm.k8s.io/v1beta3',
+    'v1.31.0-rc.1': 'kubeadm.k8s.io/v1beta4',
+    'v1.31.0': 'kubeadm.k8s.io/v1beta4',
+    '1.33.1': 'kubeadm.k8s.io/v1beta4',
+  }
+  for (const [version, want] of Object.entries(kubeadmApis)) {
+    it(`kubeadm reads ${want} for ${version}`, () => expect(kubeadmApiVersion(version)).to.equal(want))
+  }
+  it('kubeadmApiVersion refuses text that is not a version', () =>
+    expect(() => kubeadmApiVersion('latest')).to.throw('"latest" is not a Kubernetes version like v1.31.2'))
 })

@@ -1,6 +1,6 @@
 import { Flags } from '@oclif/core'
 import { BaseCommand } from '../base-command.js'
-import { NODE_CONFIG_PATH } from '../lib/nodeconfig/index.js'
+import { NODE_CONFIG_PATH } from '../lib/paths.js'
 import { runVerifyService } from '../wiring/verify-service.js'
 
 export default class VerifyService extends BaseCommand {

@@ -68,6 +68,28 @@ export function nodePaths(root = '/') {
 }
 export type NodePaths = ReturnType<typeof nodePaths>
 
+/** Where a node's daemons read their config; fixed, since the config names the root the rest hang off. */
+export const NODE_CONFIG_PATH = '/etc/constellation/node-config.yaml'
+
+/**
+ * Paths on a machine that boots from generated user data (cloud-init or Ignition). cluster-api's and
+ * kubeadm's conventions fix them (capi.md) and the documents name them absolutely: no root here.
+ */
+export const USER_DATA_PATHS = {
+  cloudInitKubeadmConfig: {
+    init: '/run/kubeadm/kubeadm.yaml',
+    join: '/run/kubeadm/kubeadm-join-config.yaml',
+  },
+  ignitionKubeadmConfig: '/etc/kubeadm.yml',
+  ignitionKubeadmScript: '/etc/kubeadm.sh',
+  /** kubeadm's default, as on our nodes. */
+  certificatesDir: nodePaths().kubernetesPki,
+  /** Attested mode: the node config's defaults for the machine image's TPM and LUKS2 state disk. */
+  tpmDevice: '/dev/tpmrm0',
+  stateDisk: '/dev/sdb',
+  stateDiskInitialKeyFile: '/run/cryptsetup-keys.d/state.key',
+} as const
+
 /**
  * A file shipped in the package (templates/…). The package root is found by walking up from this
  * module: it sits at a different depth in src/ (tsx) and in the bundled dist/ chunks.

@@ -1,13 +1,14 @@
 /** What every node daemon builds the same way from the node config: its TPM and its attestation issuer. */
 import { createIssuer, type Issuer } from '../lib/attestation/index.js'
-import { splitHostPort, type NodeConfig, type TpmConfig } from '../lib/nodeconfig/index.js'
+import type { NodeConfig } from '../lib/nodeconfig/index.js'
+import { parseHostPort } from '../lib/system/index.js'
 import { nodePaths } from '../lib/paths.js'
-import { openSwtpm, openTpmDevice, type OpenTpm } from '../lib/tpm/index.js'
+import { openSwtpm, openTpmDevice, type OpenTpm, type TpmConfig } from '../lib/tpm/index.js'
 
 /** The TPM the node config names: swtpm's command port (tests, local clusters) or the device. */
 export function openTpmFromConfig(tpm: TpmConfig): OpenTpm {
   if (tpm.swtpm !== undefined) {
-    const { host, port } = splitHostPort(tpm.swtpm)
+    const { host, port } = parseHostPort(tpm.swtpm, { requirePort: true })
     return openSwtpm(host, port)
   }
   return openTpmDevice(tpm.device)

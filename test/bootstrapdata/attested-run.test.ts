@@ -12,7 +12,7 @@ import { freePort, waitForPort } from '../support/ports.js'
 import { startSwtpm } from '../support/swtpm.js'
 import { createLuksImage } from '../init/harness.js'
 import { generateBootstrapData, type OutputFormat } from '../../src/lib/bootstrapdata/index.js'
-import { NODE_CONFIG_PATH } from '../../src/lib/nodeconfig/index.js'
+import { NODE_CONFIG_PATH } from '../../src/lib/paths.js'
 import { stringifyYaml } from '../../src/lib/yaml/index.js'
 import { FIXTURES, tempWorkspace, testDeps, testOptions } from './helpers.js'
 

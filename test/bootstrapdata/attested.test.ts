@@ -3,7 +3,8 @@ import path from 'node:path'
 import { parse } from 'yaml'
 import { expect } from '../support/chai.js'
 import { generateBootstrapData, type OutputFormat } from '../../src/lib/bootstrapdata/index.js'
-import { NODE_CONFIG_PATH, parseBootstrapperNodeConfig } from '../../src/lib/nodeconfig/index.js'
+import { parseBootstrapperNodeConfig } from '../../src/lib/nodeconfig/index.js'
+import { NODE_CONFIG_PATH } from '../../src/lib/paths.js'
 import { FIXTURES, fixtureText, tempWorkspace, testDeps, testOptions, validateUserData } from './helpers.js'
 
 /** Everything a document would put on the node, data URLs decoded, so encodings cannot hide a secret. */

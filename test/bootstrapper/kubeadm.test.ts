@@ -6,8 +6,8 @@ import { parseAllDocuments, parse } from 'yaml'
 import { expect } from '../support/chai.js'
 import { makeTempDir } from '../support/cli.js'
 import { spyingRunner } from '../support/runner.js'
+import { kubeadmApiVersion } from '../../src/lib/versions/index.js'
 import {
-  kubeadmApiVersion,
   renderKubeadmInitConfig,
   runKubeadmInit,
   skippedInitPhases,

@@ -1,12 +1,6 @@
 import { expect } from '../support/chai.js'
-import {
-  parseConfig,
-  parseState,
-  defaultConfig,
-  defaultState,
-  isHostPort,
-  isCidr,
-} from '../../src/lib/config/index.js'
+import { parseConfig, parseState, defaultConfig, defaultState, isCidr } from '../../src/lib/config/index.js'
+import { isHostPort } from '../../src/lib/system/index.js'
 import { YamlProblemsError, stringifyYaml } from '../../src/lib/yaml/index.js'
 
 const validConfig = stringifyYaml(defaultConfig({ kubernetes: 'v1.31', variant: 'qemu-vtpm', name: 'demo' }))

@@ -1,9 +1,5 @@
 import { expect } from '../support/chai.js'
-import {
-  parseBootstrapperNodeConfig,
-  parseNodeConfig,
-  splitHostPort,
-} from '../../src/lib/nodeconfig/index.js'
+import { parseBootstrapperNodeConfig, parseNodeConfig } from '../../src/lib/nodeconfig/index.js'
 import { YamlProblemsError } from '../../src/lib/yaml/index.js'
 
 const full = `attestationVariant: qemu-vtpm
@@ -87,11 +83,5 @@ describe('node config', () => {
     expect(() => parseBootstrapperNodeConfig(bare, 'node.yaml')).to.throw(
       /initSecretHash: required key is missing[\s\S]*stateDisk: required key is missing[\s\S]*metadata: required key is missing/,
     )
-  })
-
-  it('splitHostPort handles IPv4, names and IPv6', () => {
-    expect(splitHostPort('0.0.0.0:9000')).to.deep.equal({ host: '0.0.0.0', port: 9000 })
-    expect(splitHostPort('[::1]:30081')).to.deep.equal({ host: '::1', port: 30081 })
-    expect(() => splitHostPort('nohost')).to.throw('is not HOST:PORT')
   })
 })

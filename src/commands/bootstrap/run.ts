@@ -1,6 +1,6 @@
 import { Flags } from '@oclif/core'
 import { BaseCommand } from '../../base-command.js'
-import { NODE_CONFIG_PATH } from '../../lib/nodeconfig/index.js'
+import { NODE_CONFIG_PATH } from '../../lib/paths.js'
 import { runBootstrapService } from '../../wiring/bootstrapper.js'
 
 // bin/run.js starts this daemon through src/bootstrap-run.ts, without oclif; this class gives it

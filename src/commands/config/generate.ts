@@ -1,7 +1,8 @@
 import { Args, Flags } from '@oclif/core'
 import { BaseCommand } from '../../base-command.js'
-import { generateWorkspace, ATTESTATION_VARIANTS, type GenerateResult } from '../../lib/config/index.js'
-import { DEFAULT_KUBERNETES_VERSION } from '../../lib/versions/index.js'
+import { ATTESTATION_VARIANTS, type AttestationVariant } from '../../lib/attestation/index.js'
+import { generateWorkspace, type GenerateResult } from '../../lib/config/index.js'
+import { DEFAULT_KUBERNETES_MINOR } from '../../lib/versions/index.js'
 
 export default class ConfigGenerate extends BaseCommand {
   static override description =
@@ -18,7 +19,7 @@ export default class ConfigGenerate extends BaseCommand {
     kubernetes: Flags.string({
       char: 'k',
       description: 'Kubernetes version (MAJOR.MINOR resolves to the supported patch)',
-      default: DEFAULT_KUBERNETES_VERSION.replace(/\.\d+$/, ''),
+      default: DEFAULT_KUBERNETES_MINOR,
     }),
     attestation: Flags.string({
       char: 'a',
@@ -39,7 +40,7 @@ export default class ConfigGenerate extends BaseCommand {
       workspace: flags.workspace,
       provider: args.provider as 'qemu',
       kubernetes: flags.kubernetes,
-      variant: flags.attestation as (typeof ATTESTATION_VARIANTS)[number],
+      variant: flags.attestation as AttestationVariant,
       name: flags.name,
       endpoint: flags.endpoint,
     })

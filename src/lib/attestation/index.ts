@@ -11,6 +11,7 @@ import {
   type IssuerOptions,
   type Validator,
 } from './qemu-vtpm.js'
+import type { AttestationVariant } from './variant.js'
 
 export type { Issuer, Validator, ValidationResult, IssuerOptions } from './qemu-vtpm.js'
 export { qualifyingData } from './qemu-vtpm.js'
@@ -23,19 +24,23 @@ export {
   MEASUREMENT_SALT_BYTES,
 } from './measurements.js'
 export { AttestationError } from './errors.js'
-export { VARIANT_OIDS, isVariant } from './variant.js'
-export type { Variant } from './variant.js'
+export { ATTESTATION_VARIANTS, VARIANT_OIDS, isAttestationVariant } from './variant.js'
+export type { AttestationVariant } from './variant.js'
 export { decodeDocument, encodeDocument } from './document.js'
 export type { AttestationDocument, QuoteEntry } from './document.js'
 
-export function createIssuer(variant: 'qemu-vtpm', open: OpenTpm, opts?: IssuerOptions): Issuer {
+export function createIssuer(variant: AttestationVariant, open: OpenTpm, opts?: IssuerOptions): Issuer {
   switch (variant) {
     case 'qemu-vtpm':
       return createQemuVtpmIssuer(open, opts)
   }
 }
 
-export function createValidator(variant: 'qemu-vtpm', measurements: Measurements, log?: Logger): Validator {
+export function createValidator(
+  variant: AttestationVariant,
+  measurements: Measurements,
+  log?: Logger,
+): Validator {
   switch (variant) {
     case 'qemu-vtpm':
       return createQemuVtpmValidator(measurements, log)

@@ -10,11 +10,8 @@
  * generated config that the node would refuse is an error here, not on the machine.
  */
 import { CliError } from '../errors/index.js'
-import {
-  DEFAULT_INIT_SERVER_LISTEN,
-  NODE_CONFIG_PATH,
-  parseBootstrapperNodeConfig,
-} from '../nodeconfig/index.js'
+import { DEFAULT_INIT_SERVER_LISTEN, parseBootstrapperNodeConfig } from '../nodeconfig/index.js'
+import { NODE_CONFIG_PATH, USER_DATA_PATHS } from '../paths.js'
 import { YamlProblemsError, formatProblem, stringifyYaml } from '../yaml/index.js'
 import { controlPlaneEndpoint } from './defaults.js'
 import { isControlPlane } from './parse.js'
@@ -22,7 +19,6 @@ import { commonPlan, userFiles } from './plan.js'
 import type { BootstrapPlan, Cluster, KubeadmConfigSpec, Machine, Origin } from './types.js'
 
 export const BOOTSTRAPPER_UNIT = 'constellation-bootstrapper.service'
-export const DEFAULT_TPM_DEVICE = '/dev/tpmrm0'
 
 /** The machine's LUKS2 state disk and the file the image keeps its initial passphrase in. */
 export interface StateDiskOptions {
@@ -30,8 +26,8 @@ export interface StateDiskOptions {
   initialKeyFile: string
 }
 export const DEFAULT_STATE_DISK: StateDiskOptions = {
-  device: '/dev/sdb',
-  initialKeyFile: '/run/cryptsetup-keys.d/state.key',
+  device: USER_DATA_PATHS.stateDisk,
+  initialKeyFile: USER_DATA_PATHS.stateDiskInitialKeyFile,
 }
 
 export interface AttestedPlanInput {
@@ -49,7 +45,7 @@ export interface AttestedPlanInput {
 export function attestedPlan(input: AttestedPlanInput): BootstrapPlan {
   const nodeConfig = {
     attestationVariant: input.attestationVariant,
-    tpm: { device: DEFAULT_TPM_DEVICE },
+    tpm: { device: USER_DATA_PATHS.tpmDevice },
     root: '/',
     initServer: { listen: DEFAULT_INIT_SERVER_LISTEN },
     initSecretHash: input.initSecretHash,

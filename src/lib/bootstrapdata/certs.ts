@@ -3,10 +3,9 @@
  * when present (after checking that each certificate parses and matches its key), never overwritten.
  */
 import { X509Certificate, createHash, createPrivateKey, createPublicKey } from 'node:crypto'
-import { lstat } from 'node:fs/promises'
 import path from 'node:path'
-import { CliError, isErrnoException } from '../errors/index.js'
-import { readRegularFile } from '../system/index.js'
+import { CliError } from '../errors/index.js'
+import { lstatIfPresent, readRegularFile } from '../system/index.js'
 import {
   caBasicConstraints,
   distinguishedName,
@@ -177,12 +176,10 @@ const mismatch = (certFile: string, keyFile: string) =>
 const MAX_PEM_FILE_BYTES = 1024 * 1024
 
 async function readOptional(file: string): Promise<string | undefined> {
-  try {
-    await lstat(file)
-  } catch (err) {
-    if (isErrnoException(err, 'ENOENT')) return undefined
-    throw new CliError(`reading ${file}`, { cause: err })
-  }
+  const entry = await lstatIfPresent(file).catch((cause: unknown) => {
+    throw new CliError(`reading ${file}`, { cause })
+  })
+  if (!entry) return undefined
   const data = await readRegularFile(file, { what: 'CA file', maxBytes: MAX_PEM_FILE_BYTES })
   return data.toString('utf8')
 }

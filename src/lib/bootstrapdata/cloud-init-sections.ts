@@ -3,15 +3,12 @@
  * section. Each returns the section's value, or undefined when the section is left out: the
  * cloud-init schema rejects empty lists.
  */
+import { USER_DATA_PATHS } from '../paths.js'
 import { dropUndefined } from './drop-undefined.js'
 import type { BootstrapPlan, BootstrapUser, DiskSetup, NodeFile } from './types.js'
 
 export const SENTINEL_COMMAND =
   'mkdir -p /run/cluster-api && echo success > /run/cluster-api/bootstrap-success.complete'
-export const CLOUD_INIT_KUBEADM_CONFIG = {
-  init: '/run/kubeadm/kubeadm.yaml',
-  join: '/run/kubeadm/kubeadm-join-config.yaml',
-}
 
 type Section = Record<string, unknown>
 
@@ -19,7 +16,7 @@ type Section = Record<string, unknown>
 export function writeFilesSection(plan: Pick<BootstrapPlan, 'files' | 'kubeadm'>): Section[] | undefined {
   const files = [...plan.files]
   if (plan.kubeadm) {
-    const configPath = CLOUD_INIT_KUBEADM_CONFIG[plan.kubeadm.phase]
+    const configPath = USER_DATA_PATHS.cloudInitKubeadmConfig[plan.kubeadm.phase]
     files.push({ path: configPath, content: plan.kubeadm.config, owner: 'root:root', permissions: '0640' })
   }
   return files.length > 0 ? files.map(writeFile) : undefined
@@ -38,7 +35,7 @@ export function runcmdSection(
 ): string[] | undefined {
   const runcmd = [...plan.preCommands]
   if (plan.kubeadm) {
-    const configPath = CLOUD_INIT_KUBEADM_CONFIG[plan.kubeadm.phase]
+    const configPath = USER_DATA_PATHS.cloudInitKubeadmConfig[plan.kubeadm.phase]
     const verbosity = plan.kubeadm.verbosity !== undefined ? ` --v ${plan.kubeadm.verbosity}` : ''
     runcmd.push(`kubeadm ${plan.kubeadm.phase} --config ${configPath}${verbosity} && ${SENTINEL_COMMAND}`)
   }

@@ -2,34 +2,31 @@
  * Fills a KubeadmConfigSpec from its Cluster and Machine (capi.md §2.1) and serializes the kubeadm
  * configuration in the API version its Kubernetes version needs (§2.4). Pure.
  */
+import { formatHostPort } from '../system/index.js'
 import { stringifyYaml } from '../yaml/index.js'
+import { kubeadmApiVersion, parseKubernetesVersion } from '../versions/index.js'
+import { dropEmpty } from './drop-undefined.js'
 import type { Cluster, KubeadmConfigSpec, KubeadmObject, Machine } from './types.js'
 import { record } from './validate.js'
 
-/** kubeadm v1beta3 covers 1.22–1.30; 1.31 and later take v1beta4; older ones are out of support. */
+/** kubeadm data starts at v1beta3, which kubeadm reads from 1.22 on; older ones are out of support. */
 const MIN_MINOR = 22
-const V1BETA4_FROM_MINOR = 31
 export const UNINITIALIZED_TAINT = { key: 'node.cluster.x-k8s.io/uninitialized', effect: 'NoSchedule' }
 
-export function parseKubernetesVersion(version: string): { minor: number; error?: string } {
-  const m = /^v?1\.(\d+)\.(\d+)(?:[-+][0-9A-Za-z.+-]*)?$/.exec(version)
-  if (!m) return { minor: 0, error: `${JSON.stringify(version)} is not a Kubernetes version like v1.31.2` }
-  const minor = Number(m[1])
-  if (minor < MIN_MINOR)
-    return { minor, error: `Kubernetes ${version} is too old: kubeadm data needs v1.${MIN_MINOR} or later` }
-  return { minor }
-}
-
-export function kubeadmApiVersion(version: string): string {
-  return parseKubernetesVersion(version).minor >= V1BETA4_FROM_MINOR
-    ? 'kubeadm.k8s.io/v1beta4'
-    : 'kubeadm.k8s.io/v1beta3'
+/** What is wrong with a Machine's Kubernetes version for kubeadm data (pre-releases are fine); undefined if nothing. */
+export function kubernetesVersionProblem(version: string): string | undefined {
+  const parsed = parseKubernetesVersion(version)
+  if (parsed?.major !== 1 || parsed.patch === undefined)
+    return `${JSON.stringify(version)} is not a Kubernetes version like v1.31.2`
+  if (parsed.minor < MIN_MINOR)
+    return `Kubernetes ${version} is too old: kubeadm data needs v1.${MIN_MINOR} or later`
+  return undefined
 }
 
 export function controlPlaneEndpoint(cluster: Cluster): string | undefined {
   const ep = cluster.spec?.controlPlaneEndpoint
   if (!ep?.host || !ep.port) return undefined
-  return ep.host.includes(':') ? `[${ep.host}]:${ep.port}` : `${ep.host}:${ep.port}`
+  return formatHostPort(ep.host, ep.port)
 }
 
 /** ClusterConfiguration with the values injected from the Cluster and Machine; user values win. */
@@ -178,9 +175,4 @@ export function sortKeys(value: unknown): unknown {
       .sort()
       .map((k) => [k, sortKeys(obj[k])]),
   )
-}
-
-/** Unlike dropUndefined, also drops "": a value joined from an empty list is not set either. */
-function dropEmpty<T extends Record<string, unknown>>(obj: T): T {
-  return Object.fromEntries(Object.entries(obj).filter(([, v]) => v !== undefined && v !== '')) as T
 }

@@ -3,13 +3,13 @@
  * own files, Ignition needs files for what cloud-init has keys for: the kubeadm config and script,
  * sudo rules and password logins, and ntp servers.
  */
+import { USER_DATA_PATHS } from '../paths.js'
 import { SENTINEL_COMMAND } from './cloud-init-sections.js'
 import { dropUndefined } from './drop-undefined.js'
 import type { BootstrapTemplates } from './templates.js'
 import type { BootstrapPlan, BootstrapUser, NodeFile } from './types.js'
 
-export const IGNITION_KUBEADM_CONFIG = '/etc/kubeadm.yml'
-const KUBEADM_SCRIPT = '/etc/kubeadm.sh'
+const { ignitionKubeadmConfig: KUBEADM_CONFIG, ignitionKubeadmScript: KUBEADM_SCRIPT } = USER_DATA_PATHS
 const PASSWORD_LOGIN_DROP_IN = '/etc/ssh/sshd_config.d/50-bootstrap-password-login.conf'
 
 type Json = Record<string, unknown>
@@ -55,14 +55,14 @@ export function kubeadmFiles(
     [
       templates.kubeadmPrologue.trimEnd(),
       ...plan.preCommands,
-      `kubeadm ${kubeadm.phase} --config ${IGNITION_KUBEADM_CONFIG}${verbosity}`,
+      `kubeadm ${kubeadm.phase} --config ${KUBEADM_CONFIG}${verbosity}`,
       SENTINEL_COMMAND,
-      `mv ${IGNITION_KUBEADM_CONFIG} /tmp/`,
+      `mv ${KUBEADM_CONFIG} /tmp/`,
       ...plan.postCommands,
     ].join('\n') + '\n'
   return [
     ignitionFile({
-      path: IGNITION_KUBEADM_CONFIG,
+      path: KUBEADM_CONFIG,
       content: kubeadm.config,
       owner: 'root:root',
       permissions: '0600',

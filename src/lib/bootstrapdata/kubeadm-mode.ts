@@ -4,6 +4,7 @@
  */
 import path from 'node:path'
 import { CliError } from '../errors/index.js'
+import { exists } from '../system/index.js'
 import { caCertHash, loadOrCreateAuthorities } from './certs.js'
 import { controlPlaneEndpoint, givenJoinToken, usesFileDiscovery } from './defaults.js'
 import type { GenerateDeps } from './generate.js'
@@ -12,7 +13,6 @@ import type { ModeSetup } from './machine-job.js'
 import type { Assignment } from './orchestrate.js'
 import { kubeadmPlan } from './plan.js'
 import type { StagedFile } from './staged-writes.js'
-import { exists } from './targets.js'
 import { generateBootstrapToken, tokenString } from './tokens.js'
 import type { BootstrapObjects, BootstrapPlan, BootstrapToken, CertificateAuthorities } from './types.js'
 

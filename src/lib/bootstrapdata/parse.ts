@@ -17,7 +17,7 @@ import {
   type YamlSource,
 } from '../yaml/index.js'
 import { checkSchema } from '../yaml/index.js'
-import { parseKubernetesVersion } from './defaults.js'
+import { kubernetesVersionProblem } from './defaults.js'
 import { controlCharacterProblems, kubernetesNameProblems } from './strings.js'
 import type { BootstrapObjects, Cluster, KubeadmConfigSpec, Machine, Origin } from './types.js'
 import { record, validateSpec, type SpecFormat } from './validate.js'
@@ -158,7 +158,7 @@ function checkMachine(machine: Machine, objects: BootstrapObjects): Problem[] {
       message: 'required: the Kubernetes version selects the kubeadm API version',
     })
   } else {
-    const err = parseKubernetesVersion(machine.spec.version).error
+    const err = kubernetesVersionProblem(machine.spec.version)
     if (err) problems.push({ path: ['spec', 'version'], message: err })
   }
   if (

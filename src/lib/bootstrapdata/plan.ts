@@ -1,4 +1,5 @@
 /** Builds the format-neutral plan of one machine's kubeadm user data (capi.md §3.2–3.4). Pure. */
+import { USER_DATA_PATHS } from '../paths.js'
 import { certificateFiles } from './certs.js'
 import {
   clusterConfiguration,
@@ -17,8 +18,6 @@ import type {
   Machine,
   NodeFile,
 } from './types.js'
-
-export const DEFAULT_CERTIFICATES_DIR = '/etc/kubernetes/pki'
 
 export interface KubeadmPlanInput {
   role: BootstrapRole
@@ -49,7 +48,7 @@ export function kubeadmPlan(input: KubeadmPlanInput): BootstrapPlan {
   const certificatesDir =
     typeof clusterConfig.certificatesDir === 'string'
       ? clusterConfig.certificatesDir
-      : DEFAULT_CERTIFICATES_DIR
+      : USER_DATA_PATHS.certificatesDir
   const certFiles = role === 'worker-join' ? [] : certificateFiles(input.authorities, certificatesDir)
   return {
     ...commonPlan(spec, input.secrets),

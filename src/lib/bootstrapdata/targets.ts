@@ -1,7 +1,8 @@
 /** Output paths, checked before anything is written so a clash leaves the disk untouched. */
-import { lstat, stat } from 'node:fs/promises'
+import { stat } from 'node:fs/promises'
 import path from 'node:path'
 import { CliError, UsageError } from '../errors/index.js'
+import { exists } from '../system/index.js'
 import type { OutputFormat } from './types.js'
 
 /** What a machine needs to be given an output file. */
@@ -41,10 +42,3 @@ export async function outputTargets<T extends Placeable>(
   }
   return { dir, placed }
 }
-
-/** lstat, not access: a dangling symlink is there too (an exclusive create would fail on it). */
-export const exists = (file: string) =>
-  lstat(file).then(
-    () => true,
-    () => false,
-  )

@@ -15,12 +15,7 @@ export type { Component, InstallerDeps, StagedComponents } from './installer.js'
 export { httpGet, MAX_REDIRECTS, DEFAULT_DOWNLOAD_LIMITS, DownloadTooLargeError } from './http-get.js'
 export type { HttpGet, HttpGetOptions, HttpResponse, DownloadLimits } from './http-get.js'
 export { extractTarGz, UnsafeArchiveError, MAX_EXTRACTED_BYTES } from './tar-extract.js'
-export {
-  renderKubeadmInitConfig,
-  kubeadmApiVersion,
-  kubeadmPaths,
-  skippedInitPhases,
-} from './kubeadm-config.js'
+export { renderKubeadmInitConfig, kubeadmPaths, skippedInitPhases } from './kubeadm-config.js'
 export type { KubeadmInitInput } from './kubeadm-config.js'
 export { runKubeadmInit } from './kubeadm.js'
 export { LogCollector, chunk, LOG_CHUNK_BYTES, ATTEMPT_LOG_LIMIT_BYTES } from './logs.js'

@@ -5,7 +5,8 @@ import { chainMessage } from '../errors/index.js'
 import { checkInitSecret, ClusterKms, deriveClusterId, parseClusterKmsUri } from '../kms/index.js'
 import type { NodeMember } from '../nodeconfig/index.js'
 import type { NodePaths } from '../paths.js'
-import type { Logger } from '../system/index.js'
+import { parseHostPort, type Logger } from '../system/index.js'
+import { isPatchRelease, parseKubernetesVersion } from '../versions/index.js'
 import type { Component, StagedComponents } from './installer.js'
 import { kubeadmPaths, type KubeadmInitInput } from './kubeadm-config.js'
 import { NodeLockedError, type NodeLock } from './node-lock.js'
@@ -150,7 +151,8 @@ function deriveClusterSecrets(req: InitRequest) {
     throw new BadInitRequestError(
       `measurement salt is ${req.measurementSalt.length} bytes, want ${MEASUREMENT_SALT_BYTES}`,
     )
-  if (!/^v\d+\.\d+\.\d+$/.test(req.kubernetesVersion))
+  const version = req.kubernetesVersion
+  if (!version.startsWith('v') || !isPatchRelease(parseKubernetesVersion(version)))
     throw new BadInitRequestError(
       `kubernetes version ${JSON.stringify(req.kubernetesVersion)} is not vMAJOR.MINOR.PATCH`,
     )
@@ -160,7 +162,7 @@ function deriveClusterSecrets(req: InitRequest) {
 }
 
 function kubeadmInput(req: InitRequest, deps: InitNodeDeps): KubeadmInitInput {
-  const lbHost = deps.loadBalancerEndpoint?.replace(/:\d+$/, '').replace(/^\[(.*)\]$/, '$1')
+  const lbHost = deps.loadBalancerEndpoint ? parseHostPort(deps.loadBalancerEndpoint).host : undefined
   return {
     kubernetesVersion: req.kubernetesVersion,
     clusterName: req.clusterName || DEFAULT_CLUSTER_NAME,

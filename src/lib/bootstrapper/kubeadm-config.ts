@@ -1,6 +1,6 @@
 /** The kubeadm init configuration: data in, multi-document YAML out (v1beta3 up to 1.30, v1beta4 from 1.31). */
 import type { NodePaths } from '../paths.js'
-import { compareVersions } from '../versions/index.js'
+import { kubeadmApiVersion } from '../versions/index.js'
 import { stringifyYaml } from '../yaml/index.js'
 
 export interface KubeadmInitInput {
@@ -39,16 +39,9 @@ export function kubeadmPaths(p: NodePaths): KubeadmInitInput['paths'] {
   }
 }
 
-export const KUBEADM_V1BETA4_FROM = 'v1.31.0'
 export const CRI_SOCKET = 'unix:///run/containerd/containerd.sock'
 export const API_SERVER_PORT = 6443
 const KUBELET_API_VERSION = 'kubelet.config.k8s.io/v1beta1'
-
-export function kubeadmApiVersion(kubernetesVersion: string): string {
-  return compareVersions(kubernetesVersion, KUBEADM_V1BETA4_FROM) >= 0
-    ? 'kubeadm.k8s.io/v1beta4'
-    : 'kubeadm.k8s.io/v1beta3'
-}
 
 /** Phases kubeadm init skips: we ran preflight and certs already, Helm installs CoreDNS, Cilium replaces kube-proxy. */
 export function skippedInitPhases(conformance: boolean): string[] {

@@ -1,18 +1,17 @@
 /** `config generate`: a new config and state, never overwriting what is already there. */
 import { randomBytes as nodeRandomBytes } from 'node:crypto'
-import { access, rm } from 'node:fs/promises'
+import { rm } from 'node:fs/promises'
+import type { AttestationVariant } from '../attestation/index.js'
 import { stringifyYaml } from '../yaml/index.js'
 import { CliError, UsageError } from '../errors/index.js'
-import { writeFileExclusive } from '../system/index.js'
+import { exists, isHostPort, writeFileExclusive } from '../system/index.js'
 import { workspacePaths } from '../paths.js'
 import { resolveKubernetesVersion } from '../versions/index.js'
 import { generateInitSecret } from '../kms/index.js'
-import { isHostPort } from './load.js'
 import {
   ATTESTATION_CONFIG_KEYS,
   CONFIG_VERSION,
   STATE_VERSION,
-  type AttestationVariant,
   type ClusterConfig,
   type ClusterState,
   type MeasurementsConfig,
@@ -121,10 +120,3 @@ function checkGenerateOptions(opts: GenerateOptions): void {
 const configHeader = `# Constellation cluster configuration. Schema: \`constellation config schema\`.
 # Measurements: replace the expected PCR values with your node image's before \`init\`.
 `
-
-async function exists(file: string): Promise<boolean> {
-  return access(file).then(
-    () => true,
-    () => false,
-  )
-}

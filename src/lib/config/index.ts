@@ -1,4 +1,4 @@
-export { loadConfig, loadState, parseConfig, parseState, isCidr, isHostPort } from './load.js'
+export { loadConfig, loadState, loadStateIfPresent, parseConfig, parseState, isCidr } from './load.js'
 export {
   generateWorkspace,
   defaultConfig,

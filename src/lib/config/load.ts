@@ -3,9 +3,16 @@ import { isIP } from 'node:net'
 import path from 'node:path'
 import { validateConfig, validateState } from '../../gen/schemas.js'
 import { INIT_SECRET_LENGTH, MIN_INIT_SECRET_BYTES } from '../kms/index.js'
-import { isSupportedVersion, resolveKubernetesVersion, supportedVersions } from '../versions/index.js'
+import {
+  isPatchRelease,
+  isSupportedVersion,
+  parseKubernetesVersion,
+  resolveKubernetesVersion,
+  supportedVersions,
+} from '../versions/index.js'
 import { parseYaml, readYamlFile, throwIfProblems, type Problem, type YamlSource } from '../yaml/index.js'
 import { checkSchema } from '../yaml/index.js'
+import { exists, isHostPort } from '../system/index.js'
 import type { ClusterConfig, ClusterState } from './types.js'
 
 const WORKSPACE_HINT = 'run `constellation config generate qemu` first, or pass -C <workspace>'
@@ -28,6 +35,11 @@ export async function loadConfig(file: string): Promise<ClusterConfig> {
 
 export async function loadState(file: string): Promise<ClusterState> {
   return parseState(await readConfigFile(file, 'state'), file)
+}
+
+/** The workspace's state when it has one (verify and upgrade can do without). */
+export async function loadStateIfPresent(file: string): Promise<ClusterState | undefined> {
+  return (await exists(file)) ? loadState(file) : undefined
 }
 
 export function parseConfig(text: string, file: string): ClusterConfig {
@@ -58,7 +70,7 @@ function checkConfigSemantics(value: unknown): Problem[] {
   const version = value.kubernetesVersion
   if (typeof version !== 'string') {
     // reported by the schema
-  } else if (!/^v?\d+\.\d+\.\d+$/.test(version)) {
+  } else if (!isPatchRelease(parseKubernetesVersion(version))) {
     problems.push({
       path: ['kubernetesVersion'],
       message: `${JSON.stringify(version)} must name a patch release; supported versions are ${supportedVersions().join(', ')}`,
@@ -134,12 +146,15 @@ export function configWarnings(config: ClusterConfig): Problem[] {
 function checkStateSemantics(value: unknown): Problem[] {
   const problems: Problem[] = []
   const infra = isRecord(value) ? value.infrastructure : undefined
-  const endpoint = isRecord(infra) ? infra.clusterEndpoint : undefined
-  if (typeof endpoint === 'string' && endpoint !== '' && !isHostPort(endpoint)) {
-    problems.push({
-      path: ['infrastructure', 'clusterEndpoint'],
-      message: `${JSON.stringify(endpoint)} is not a host or host:port`,
-    })
+  // upgrade takes the API server host from either endpoint, so both must be readable
+  for (const key of ['clusterEndpoint', 'inClusterEndpoint']) {
+    const endpoint = isRecord(infra) ? infra[key] : undefined
+    if (typeof endpoint === 'string' && endpoint !== '' && !isHostPort(endpoint)) {
+      problems.push({
+        path: ['infrastructure', key],
+        message: `${JSON.stringify(endpoint)} is not a host or host:port`,
+      })
+    }
   }
   // The node's bcrypt hash of it has a low cost because the secret itself is long and random
   // (src/lib/kms/init-secret.ts); a short hand-written one would not hold up to guessing.
@@ -196,14 +211,6 @@ export function isCidr(value: string): boolean {
   if (extra !== undefined || ip === undefined || bits === undefined || !/^\d+$/.test(bits)) return false
   const family = isIP(ip)
   return family !== 0 && Number(bits) <= (family === 4 ? 32 : 128)
-}
-
-export function isHostPort(value: string): boolean {
-  const m = /^(\[[0-9a-fA-F:]+\]|[^:[\]]+)(?::(\d{1,5}))?$/.exec(value)
-  if (!m) return false
-  if (m[2] !== undefined && (Number(m[2]) < 1 || Number(m[2]) > 65535)) return false
-  const host = (m[1] ?? '').replace(/^\[|\]$/g, '')
-  return isIP(host) !== 0 || /^[a-zA-Z0-9]([-a-zA-Z0-9.]*[a-zA-Z0-9])?$/.test(host)
 }
 
 const isRecord = (v: unknown): v is Record<string, unknown> =>

@@ -1,11 +1,8 @@
 /** The operator's config (`constellation-conf.yaml`) and state (`constellation-state.yaml`) shapes. */
+import type { AttestationVariant } from '../attestation/index.js'
+
 export const CONFIG_VERSION = 'v4'
 export const STATE_VERSION = 'v1'
-
-export const ATTESTATION_VARIANTS = ['qemu-vtpm'] as const
-export type AttestationVariant = (typeof ATTESTATION_VARIANTS)[number]
-export const isAttestationVariant = (v: unknown): v is AttestationVariant =>
-  typeof v === 'string' && (ATTESTATION_VARIANTS as readonly string[]).includes(v)
 
 /** The config key under `attestation:` for each variant. */
 export const ATTESTATION_CONFIG_KEYS: Record<AttestationVariant, string> = { 'qemu-vtpm': 'qemuVTPM' }

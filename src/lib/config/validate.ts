@@ -1,6 +1,6 @@
 /** `config validate`: every problem in config and state, not just the first, each with its place. */
-import { access } from 'node:fs/promises'
 import { workspacePaths } from '../paths.js'
+import { exists } from '../system/index.js'
 import { YamlProblemsError, formatPath, parseYaml, type Located } from '../yaml/index.js'
 import { checkConfig, configWarnings, loadState, readConfigFile } from './load.js'
 
@@ -30,11 +30,7 @@ export async function validateWorkspace(dir: string): Promise<WorkspaceValidatio
       warnings.push(finding(paths.config, { ...w, ...source.locate(w.path) }))
   })
   files.push({ file: paths.config, problems, warnings })
-  const stateExists = await access(paths.state).then(
-    () => true,
-    () => false,
-  )
-  if (stateExists) {
+  if (await exists(paths.state)) {
     files.push({
       file: paths.state,
       problems: await problemsOf(() => loadState(paths.state)),

@@ -2,8 +2,7 @@
 import { setLogger, type Server, type ServerCredentials } from '@grpc/grpc-js'
 import { format } from 'node:util'
 import { CliError } from '../errors/index.js'
-import { splitHostPort } from '../nodeconfig/index.js'
-import type { Logger } from '../system/index.js'
+import { formatHostPort, parseHostPort, type Logger } from '../system/index.js'
 
 /**
  * Binds `listen` (HOST:PORT, as the node config holds it) and resolves with the bound HOST:PORT.
@@ -16,8 +15,8 @@ export async function listenOn(
   credentials: ServerCredentials,
   configKey: string,
 ): Promise<string> {
-  const { host, port } = splitHostPort(listen)
-  const target = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`
+  const { host, port } = parseHostPort(listen, { requirePort: true, allowPortZero: true })
+  const target = formatHostPort(host, port)
   const bound = await new Promise<number>((resolve, reject) =>
     server.bindAsync(target, credentials, (err, p) => (err ? reject(err) : resolve(p))),
   ).catch((cause: unknown) => {
@@ -26,7 +25,7 @@ export async function listenOn(
       cause,
     })
   })
-  return target.replace(/:\d+$/, `:${bound}`)
+  return formatHostPort(host, bound)
 }
 
 /**

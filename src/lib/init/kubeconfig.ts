@@ -2,8 +2,8 @@
 import { chmod, lstat, readFile, realpath } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
-import { CliError, chainMessage, isErrnoException } from '../errors/index.js'
-import { SECRET_FILE_MODE, writeFileAtomic } from '../system/index.js'
+import { CliError, chainMessage } from '../errors/index.js'
+import { formatHostPort, lstatIfPresent, SECRET_FILE_MODE, writeFileAtomic } from '../system/index.js'
 import { parseYaml, stringifyYaml } from '../yaml/index.js'
 
 interface Named {
@@ -34,7 +34,7 @@ export function pointAtEndpoint(kubeconfig: Buffer, endpointHost: string): strin
   const cluster = clusters[0]?.cluster
   if (!cluster?.server) throw new Error('kubeconfig from the node has no server URL')
   const url = new URL(cluster.server)
-  url.hostname = endpointHost.includes(':') ? `[${endpointHost}]` : endpointHost
+  url.hostname = formatHostPort(endpointHost)
   cluster.server = url.toString().replace(/\/$/, '')
   return stringifyYaml(doc)
 }
@@ -95,8 +95,7 @@ export function nameEntriesAfterCluster(text: string, entryName: string): string
  * through to its target (atomically, in the target's directory), keeping the file's mode.
  */
 export async function mergeIntoUserKubeconfig(ours: string, file: string): Promise<void> {
-  const entry = await lstat(file).catch((err: unknown) => {
-    if (isErrnoException(err, 'ENOENT')) return undefined
+  const entry = await lstatIfPresent(file).catch((err: unknown) => {
     throw new CliError(`reading ${file}: ${chainMessage(err)}`)
   })
   const target = entry?.isSymbolicLink()

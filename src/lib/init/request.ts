@@ -2,6 +2,7 @@
 import type { InitRequest } from '../../gen/init.js'
 import type { ClusterConfig, ClusterState } from '../config/index.js'
 import { clusterKmsUri, NO_STORE_URI, type MasterSecret } from '../kms/index.js'
+import { formatHostPort, parseHostPort } from '../system/index.js'
 import { componentsFor } from '../versions/index.js'
 
 export const INIT_SERVER_PORT = 9000
@@ -41,7 +42,6 @@ export function buildInitRequest(
 
 /** `host` or `host:port` from the state → where the InitServer listens (port 9000 unless named). */
 export function initEndpoint(clusterEndpoint: string): { host: string; address: string } {
-  const m = /^(\[[^\]]+\]|[^:]+)(?::(\d+))?$/.exec(clusterEndpoint)
-  const host = m?.[1] ?? clusterEndpoint
-  return { host: host.replace(/^\[(.*)\]$/, '$1'), address: `${host}:${m?.[2] ?? INIT_SERVER_PORT}` }
+  const { host, port } = parseHostPort(clusterEndpoint)
+  return { host, address: formatHostPort(host, port ?? INIT_SERVER_PORT) }
 }

@@ -1,9 +1,9 @@
 /** What init finds in the workspace before it sends anything: files in the way, and the master secret to use. */
-import { lstat } from 'node:fs/promises'
 import type { ClusterState } from '../config/index.js'
-import { CliError, isErrnoException } from '../errors/index.js'
+import { CliError } from '../errors/index.js'
 import { generateMasterSecret, readMasterSecret, type MasterSecret } from '../kms/index.js'
 import type { WorkspacePaths } from '../paths.js'
+import { lstatIfPresent } from '../system/index.js'
 
 export type MasterSecretSource = 'generated' | 'reused'
 
@@ -15,10 +15,7 @@ export async function checkPreInit(state: ClusterState, paths: WorkspacePaths): 
     })
   // lstat, not access(): access follows a symlink, and a dangling one would pass here and then
   // make the exclusive write fail after the node was initialized.
-  const entry = await lstat(paths.adminConf).catch((err: unknown) => {
-    if (isErrnoException(err, 'ENOENT')) return undefined
-    throw err
-  })
+  const entry = await lstatIfPresent(paths.adminConf)
   if (entry)
     throw new CliError(
       `${paths.adminConf} already exists${entry.isSymbolicLink() ? ' (a symbolic link)' : ''}`,

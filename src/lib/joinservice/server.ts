@@ -20,8 +20,7 @@ import {
 } from '../atls/index.js'
 import { chainMessage } from '../errors/index.js'
 import { KeyServiceUnreachableError } from '../kms/index.js'
-import { splitHostPort } from '../nodeconfig/index.js'
-import type { Logger } from '../system/index.js'
+import { parseHostPort, type Logger } from '../system/index.js'
 import { Admission, type AdmissionLimits } from './admission.js'
 import { createAuditLog, type AuditLog, type AuditRecord } from './audit.js'
 import type { TokenIssuer } from './bootstrap-token.js'
@@ -122,7 +121,7 @@ export class JoinService {
 
   /** Listens and serves; resolves with the bound HOST:PORT. */
   async start(): Promise<string> {
-    const { host, port } = splitHostPort(this.opts.listen)
+    const { host, port } = parseHostPort(this.opts.listen, { requirePort: true, allowPortZero: true })
     this.listener = await listenForAttestedClients(
       this.server,
       { host, port },

@@ -7,8 +7,7 @@ import { BlockList, isIP } from 'node:net'
 import { APIService, type GetDataKeyRequest, type GetDataKeyResponse } from '../../gen/keyservice.js'
 import { chainMessage } from '../errors/index.js'
 import { listenOn } from '../grpc/index.js'
-import { splitHostPort } from '../nodeconfig/index.js'
-import type { Logger } from '../system/index.js'
+import { parseHostPort, type Logger } from '../system/index.js'
 import { ClusterKms } from './hkdf.js'
 import type { MasterSecret } from './master-secret.js'
 
@@ -68,7 +67,7 @@ export class KeyService {
     const credentials = grpc.ServerCredentials.createInsecure()
     const address = await listenOn(this.server, this.listen, credentials, 'keyService.listen')
     // Plain gRPC: whoever reaches the port can fetch every cluster key.
-    if (!isLoopback(splitHostPort(address).host))
+    if (!isLoopback(parseHostPort(address).host))
       this.log.warn('Key service reachable from other hosts; it authenticates no caller', { address })
     this.log.info('Key service listening', { address })
     return address

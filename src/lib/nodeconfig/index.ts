@@ -1,8 +1,11 @@
 /** The node config: what a node's `bootstrap run` and `verifyservice` read at start. */
 import { isIP } from 'node:net'
 import { validateNodeConfig } from '../../gen/schemas.js'
-import { isHostPort, readConfigFile } from '../config/load.js'
+import type { AttestationVariant } from '../attestation/index.js'
+import { readConfigFile } from '../config/load.js'
 import { nodePaths } from '../paths.js'
+import { isHostPort } from '../system/index.js'
+import type { TpmConfig } from '../tpm/index.js'
 import { parseYaml, throwIfProblems, type Problem } from '../yaml/index.js'
 import { checkSchema } from '../yaml/index.js'
 import { nodeConfigSchema } from './schema.js'
@@ -15,10 +18,8 @@ export interface NodeMember {
   role: NodeRole
   vpcIP: string
 }
-export type TpmConfig = { device: string; swtpm?: undefined } | { swtpm: string; device?: undefined }
-
 export interface NodeConfig {
-  attestationVariant: 'qemu-vtpm'
+  attestationVariant: AttestationVariant
   tpm: TpmConfig
   root: string
   initServer: { listen: string }
@@ -36,7 +37,6 @@ export interface NodeConfig {
 
 export const DEFAULT_INIT_SERVER_LISTEN = '0.0.0.0:9000'
 export const DEFAULT_VERIFY_SERVICE_LISTEN = '0.0.0.0:30081'
-export const NODE_CONFIG_PATH = '/etc/constellation/node-config.yaml'
 
 type OptionalKey = 'initSecretHash' | 'stateDisk' | 'metadata'
 
@@ -88,7 +88,7 @@ export function parseNodeConfig(text: string, file: string, opts: LoadNodeConfig
 function semanticProblems(raw: Record<string, unknown>): Problem[] {
   const problems: Problem[] = []
   const checkHostPort = (value: unknown, path: string[]) => {
-    if (typeof value === 'string' && !(isHostPort(value) && /:\d+$/.test(value)))
+    if (typeof value === 'string' && !isHostPort(value, { requirePort: true }))
       problems.push({ path, message: `${JSON.stringify(value)} is not HOST:PORT` })
   }
   const tpm = raw.tpm as { swtpm?: unknown } | undefined
@@ -122,11 +122,4 @@ function withDefaults(raw: Partial<NodeConfig> & Pick<NodeConfig, 'attestationVa
     stateDisk: raw.stateDisk,
     metadata: raw.metadata ? { ...raw.metadata, peers: raw.metadata.peers ?? [] } : undefined,
   }
-}
-
-/** Splits HOST:PORT (IPv6 in brackets) for listen() and connect(). */
-export function splitHostPort(value: string): { host: string; port: number } {
-  const m = /^\[?([^\]]+?)\]?:(\d+)$/.exec(value)
-  if (!m) throw new Error(`${JSON.stringify(value)} is not HOST:PORT`)
-  return { host: m[1] ?? '', port: Number(m[2]) }
 }

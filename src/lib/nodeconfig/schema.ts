@@ -1,4 +1,6 @@
 /** JSON Schema of the node config read by `bootstrap run` and `verifyservice`. */
+import { ATTESTATION_VARIANTS } from '../attestation/index.js'
+
 const hostPort = { type: 'string', description: 'HOST:PORT' }
 const member = {
   type: 'object',
@@ -18,7 +20,7 @@ export const nodeConfigSchema = {
   additionalProperties: false,
   required: ['attestationVariant', 'tpm'],
   properties: {
-    attestationVariant: { enum: ['qemu-vtpm'] },
+    attestationVariant: { enum: [...ATTESTATION_VARIANTS] },
     tpm: {
       type: 'object',
       additionalProperties: false,

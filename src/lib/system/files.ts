@@ -3,11 +3,35 @@
  * and reads that are bounded and refuse anything but a regular file.
  */
 import { constants, type Stats } from 'node:fs'
-import { mkdir, open, rename, writeFile, rm } from 'node:fs/promises'
+import { lstat, mkdir, open, rename, writeFile, rm } from 'node:fs/promises'
 import path from 'node:path'
 import { CliError, isErrnoException } from '../errors/index.js'
 
 export const SECRET_FILE_MODE = 0o600
+
+/**
+ * The entry at `file` itself (a symlink is not followed), or undefined when nothing is there; any
+ * other failure (a permission, a path through a file) is thrown for the caller to word.
+ */
+export async function lstatIfPresent(file: string): Promise<Stats | undefined> {
+  try {
+    return await lstat(file)
+  } catch (err) {
+    if (isErrnoException(err, 'ENOENT')) return undefined
+    throw err
+  }
+}
+
+/**
+ * Whether anything is at `file`, a dangling symlink included (an exclusive create would fail on
+ * it); a path that cannot be looked at counts as absent.
+ */
+export async function exists(file: string): Promise<boolean> {
+  return lstat(file).then(
+    () => true,
+    () => false,
+  )
+}
 
 /** Writes a new file; refuses (and leaves the existing one untouched) when it already exists. */
 export async function writeFileExclusive(file: string, data: string | Uint8Array, mode = SECRET_FILE_MODE) {

@@ -1,4 +1,11 @@
-export { writeFileExclusive, writeFileAtomic, readRegularFile, SECRET_FILE_MODE } from './files.js'
+export {
+  writeFileExclusive,
+  writeFileAtomic,
+  readRegularFile,
+  lstatIfPresent,
+  exists,
+  SECRET_FILE_MODE,
+} from './files.js'
 export type { BoundedReadOptions } from './files.js'
 export { createLogger, silentLogger } from './logger.js'
 export type { Logger, LogLevel, LogFields } from './logger.js'
@@ -12,3 +19,5 @@ export { SIGNAL_EXIT_CODES, processSignalIo, stopOnSignals, serveUntilStopped } 
 export type { InterruptSignal, SignalIo, DaemonSignalIo, NodeDaemon } from './signals.js'
 export { runStepsSilently } from './progress.js'
 export type { Step, Progress } from './progress.js'
+export { parseHostPort, isHostPort, formatHostPort, MAX_PORT } from './host-port.js'
+export type { HostPort, ParseHostPortOptions } from './host-port.js'

@@ -5,7 +5,7 @@ import type { OpenTpm, TpmTransport } from './transport.js'
 export { TpmError, TpmUnavailableError } from './errors.js'
 export { TpmParseError } from './buffer.js'
 export { openTpmDevice, openSwtpm } from './transport.js'
-export type { OpenTpm, TpmTransport } from './transport.js'
+export type { OpenTpm, TpmConfig, TpmTransport } from './transport.js'
 export {
   getRandom,
   pcrRead,

@@ -8,6 +8,9 @@ export interface TpmTransport {
   send(command: Uint8Array): Promise<Buffer>
   close(): Promise<void>
 }
+/** Which TPM a node uses: its device, or swtpm's TCP command port as HOST:PORT. */
+export type TpmConfig = { device: string; swtpm?: undefined } | { swtpm: string; device?: undefined }
+
 /** Opened per operation, closed by the caller (swtpm serves one connection at a time). */
 export type OpenTpm = () => Promise<TpmTransport>
 

@@ -1,6 +1,6 @@
 /** From a workspace to a plan: config and state, pinned releases, helm, what the cluster runs now. */
 import { access } from 'node:fs/promises'
-import { loadConfig, loadState, type ClusterState } from '../config/index.js'
+import { loadConfig, loadStateIfPresent } from '../config/index.js'
 import { CliError, ExitCode, isErrnoException } from '../errors/index.js'
 import { workspacePaths } from '../paths.js'
 import { CommandFailedError, type Runner } from '../system/index.js'
@@ -34,7 +34,8 @@ export interface PreparedUpgrade {
 export async function prepareUpgrade(opts: PrepareOptions, deps: HelmDeps): Promise<PreparedUpgrade> {
   const paths = workspacePaths(opts.workspace)
   const config = await loadConfig(paths.config)
-  const state = await loadOptionalState(paths.state)
+  // without a state, values that need it (the API endpoint) are left to the chart
+  const state = await loadStateIfPresent(paths.state)
   const targets = await resolveReleases(config, clusterFacts(config, state), paths.dir)
   const kubeconfig = opts.kubeconfig ?? paths.adminConf
   await access(kubeconfig).catch((err: unknown) => {
@@ -63,15 +64,6 @@ export async function prepareUpgrade(opts: PrepareOptions, deps: HelmDeps): Prom
     })
   })
   return { plan: planUpgrade(targets, installed, { force: opts.force }), helm, kubeconfig }
-}
-
-async function loadOptionalState(file: string): Promise<ClusterState | undefined> {
-  try {
-    await access(file)
-  } catch {
-    return undefined // values that need the state (the API endpoint) are then left to the chart
-  }
-  return loadState(file)
 }
 
 /** Helm ignores --version for chart paths, so a local chart must really hold the pinned version. */

@@ -5,6 +5,8 @@
 import path from 'node:path'
 import type { ChartConfig, ClusterConfig, ClusterState } from '../config/index.js'
 import { CliError, exitCodeOf, hintOf, messageOf } from '../errors/index.js'
+import { parseHostPort } from '../system/index.js'
+import { kubernetesMinor } from '../versions/index.js'
 import { parseYaml, readYamlFile } from '../yaml/index.js'
 import { parseSemver } from './rules.js'
 
@@ -107,8 +109,8 @@ export async function resolveReleases(
   facts: ClusterFacts,
   workspaceDir: string,
 ): Promise<ReleaseTarget[]> {
-  const minor = /^v?(\d+\.\d+)/.exec(config.kubernetesVersion)?.[1]
-  const pinned = minor ? PINNED_RELEASES[`v${minor}`] : undefined
+  const minor = kubernetesMinor(config.kubernetesVersion)
+  const pinned = minor ? PINNED_RELEASES[minor] : undefined
   if (!pinned) {
     throw new CliError(
       `no pinned Helm releases for Kubernetes ${config.kubernetesVersion}; known: ${Object.keys(PINNED_RELEASES).join(', ')}`,
@@ -217,6 +219,6 @@ export function clusterDnsAddress(serviceCIDR: string): string {
 /** The facts chart values need, from the config and (when it exists) the state. */
 export function clusterFacts(config: Pick<ClusterConfig, 'serviceCIDR'>, state?: ClusterState): ClusterFacts {
   const endpoint = state?.infrastructure.inClusterEndpoint || state?.infrastructure.clusterEndpoint
-  const host = endpoint ? endpoint.replace(/:\d+$/, '').replace(/^\[(.*)\]$/, '$1') : undefined
+  const host = endpoint ? parseHostPort(endpoint).host : undefined
   return { serviceCIDR: config.serviceCIDR, apiServerHost: host || undefined }
 }

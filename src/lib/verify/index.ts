@@ -17,7 +17,7 @@ export type {
 } from './operator.js'
 export { resolveVerifyTarget } from './target.js'
 export type { VerifyTarget, VerifyTargetFlags } from './target.js'
-export { parseHostPort, verifyServiceTarget, VERIFY_SERVICE_PORT } from './endpoint.js'
+export { verifyServiceTarget, VERIFY_SERVICE_PORT } from './endpoint.js'
 export { renderVerifyReport } from './render.js'
 export { VerifyServiceDaemon, DEFAULT_STOP_GRACE_MS } from './daemon.js'
 export { VerifyService, DESCRIBE_PATH } from './service-definition.js'

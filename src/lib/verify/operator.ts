@@ -9,7 +9,7 @@ import {
   requireMeasurements,
   type Measurements,
   type Validator,
-  type Variant,
+  type AttestationVariant,
 } from '../attestation/index.js'
 import { createAttestedChannelCredentials, isAttestationFailure } from '../atls/index.js'
 import { CliError, type CliErrorOptions, ExitCode, messageOf, UsageError } from '../errors/index.js'
@@ -25,7 +25,7 @@ export function parseAttestTimeout(text: string): number {
 
 export interface AttestRequest {
   endpoint: string
-  variant: Variant
+  variant: AttestationVariant
   /** Bound on everything: TCP connect, TLS handshake, attestation check and the call. */
   timeoutMs?: number
   /** Keep transport details in errors (CONSTELL_DEBUG=1). */

@@ -1,7 +1,6 @@
 /** Which node `verify` attests and which cluster ID it expects: flags first, then the workspace state. */
-import { access } from 'node:fs/promises'
 import path from 'node:path'
-import { loadState, type ClusterState } from '../config/index.js'
+import { loadStateIfPresent } from '../config/index.js'
 import { UsageError } from '../errors/index.js'
 import { verifyServiceTarget, verifyTargetFromClusterEndpoint } from './endpoint.js'
 
@@ -43,12 +42,4 @@ export async function resolveVerifyTarget(
   if (flags.clusterId !== undefined) return { endpoint, clusterId: flags.clusterId, clusterIdFrom: 'flag' }
   const fromState = state?.clusterValues.clusterID
   return fromState ? { endpoint, clusterId: fromState, clusterIdFrom: 'state' } : { endpoint }
-}
-
-async function loadStateIfPresent(file: string): Promise<ClusterState | undefined> {
-  const present = await access(file).then(
-    () => true,
-    () => false,
-  )
-  return present ? loadState(file) : undefined
 }

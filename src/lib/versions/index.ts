@@ -1,9 +1,23 @@
 /** Supported Kubernetes versions, resolving MAJOR.MINOR to the pinned patch, and their components. */
 import { createHash } from 'node:crypto'
 import { CliError, ExitCode } from '../errors/index.js'
+import { nodePaths } from '../paths.js'
+import { compareVersions, kubernetesMinor, parseKubernetesVersion } from './kubernetes-version.js'
 import { DEFAULT_KUBERNETES_VERSION, RELEASES, type ReleasePins } from './table.js'
 
 export { DEFAULT_KUBERNETES_VERSION }
+/** The default as `v1.31`, which resolves to the pinned patch (the table's keys always parse). */
+export const DEFAULT_KUBERNETES_MINOR =
+  kubernetesMinor(DEFAULT_KUBERNETES_VERSION) ?? DEFAULT_KUBERNETES_VERSION
+export {
+  parseKubernetesVersion,
+  isPatchRelease,
+  kubernetesMinor,
+  compareVersions,
+  kubeadmApiVersion,
+  KUBEADM_V1BETA4_FROM_MINOR,
+} from './kubernetes-version.js'
+export type { KubernetesVersion } from './kubernetes-version.js'
 
 /** One file to install on a node; the shape of components.proto's Component. */
 export interface KubernetesComponent {
@@ -14,17 +28,8 @@ export interface KubernetesComponent {
   extract: boolean
 }
 
-/** Node install locations, relative to the node root (the installer prefixes the root). */
-export const COMPONENT_PATHS = {
-  cniBinDir: '/opt/cni/bin',
-  binDir: '/run/state/bin',
-  kubelet: '/run/state/bin/kubelet',
-  kubeadm: '/run/state/bin/kubeadm',
-  kubectl: '/run/state/bin/kubectl',
-  patchDir: '/opt/kubernetes/patches',
-} as const
-
-const SEMVER = /^v?(\d+)\.(\d+)(?:\.(\d+))?$/
+/** Install paths travel as the node sees them, from `/`; the installer puts them under the node's root. */
+const INSTALL_PATHS = nodePaths('/')
 
 export function supportedVersions(): string[] {
   return Object.keys(RELEASES).sort(compareVersions)
@@ -32,12 +37,13 @@ export function supportedVersions(): string[] {
 
 /** `v1.31` or `1.31` → the supported patch; a full supported version is returned unchanged. */
 export function resolveKubernetesVersion(input: string): string {
-  const m = SEMVER.exec(input.trim())
-  if (!m) throw unsupported(input, 'is not a version of the form v1.31 or v1.31.13')
-  const minor = `v${m[1]}.${m[2]}`
+  const version = parseKubernetesVersion(input.trim())
+  if (!version || version.suffix !== '')
+    throw unsupported(input, 'is not a version of the form v1.31 or v1.31.13')
+  const minor = `v${version.major}.${version.minor}`
   const match = supportedVersions().find((v) => v.startsWith(minor + '.'))
   if (!match) throw unsupported(input, 'is not supported')
-  if (m[3] !== undefined && `${minor}.${m[3]}` !== match) {
+  if (version.patch !== undefined && `${minor}.${version.patch}` !== match) {
     throw unsupported(input, `is not supported (the supported patch of ${minor} is ${match})`)
   }
   return match
@@ -58,7 +64,7 @@ function buildComponents(version: string, pins: ReleasePins): KubernetesComponen
   const binary = (name: 'kubelet' | 'kubeadm' | 'kubectl'): KubernetesComponent => ({
     url: `https://dl.k8s.io/${version}/bin/linux/amd64/${name}`,
     hash: `sha256:${pins[name]}`,
-    installPath: COMPONENT_PATHS[name],
+    installPath: INSTALL_PATHS[name],
     extract: false,
   })
   const imagePatch = (component: string, image: string): KubernetesComponent => {
@@ -68,7 +74,7 @@ function buildComponents(version: string, pins: ReleasePins): KubernetesComponen
     return {
       url: `data:application/json;base64,${patch.toString('base64')}`,
       hash: `sha256:${createHash('sha256').update(patch).digest('hex')}`, // the node requires one for every component
-      installPath: `${COMPONENT_PATHS.patchDir}/${component}+json.json`,
+      installPath: `${INSTALL_PATHS.kubeadmPatchDir}/${component}+json.json`,
       extract: false,
     }
   }
@@ -77,13 +83,13 @@ function buildComponents(version: string, pins: ReleasePins): KubernetesComponen
     {
       url: pins.cniPlugins.url,
       hash: `sha256:${pins.cniPlugins.sha256}`,
-      installPath: COMPONENT_PATHS.cniBinDir,
+      installPath: INSTALL_PATHS.cniBinDir,
       extract: true,
     },
     {
       url: pins.crictl.url,
       hash: `sha256:${pins.crictl.sha256}`,
-      installPath: COMPONENT_PATHS.binDir,
+      installPath: INSTALL_PATHS.binDir,
       extract: true,
     },
     binary('kubelet'),
@@ -94,16 +100,6 @@ function buildComponents(version: string, pins: ReleasePins): KubernetesComponen
     imagePatch('kube-scheduler', k8sImage('kube-scheduler', pins.images.scheduler)),
     imagePatch('etcd', pins.images.etcd),
   ]
-}
-
-export function compareVersions(a: string, b: string): number {
-  const pa = (SEMVER.exec(a) ?? []).slice(1).map((x) => Number(x ?? 0))
-  const pb = (SEMVER.exec(b) ?? []).slice(1).map((x) => Number(x ?? 0))
-  for (let i = 0; i < 3; i++) {
-    const d = (pa[i] ?? 0) - (pb[i] ?? 0)
-    if (d !== 0) return d
-  }
-  return 0
 }
 
 function unsupported(input: string, why: string): CliError {
