@@ -4,7 +4,7 @@ import { KUBEADM_FAKE } from './kubeadm-fake-path.js'
 import { X509Certificate } from 'node:crypto'
 import { parseAllDocuments, parse } from 'yaml'
 import { expect } from '../support/chai.js'
-import { makeTempDir } from '../support/cli.js'
+import { makeTempDir } from '../support/temp.js'
 import { spyingRunner } from '../support/runner.js'
 import {
   kubeadmApiVersion,

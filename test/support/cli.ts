@@ -1,7 +1,5 @@
 /** Runs the built CLI as a real child process, the way an operator or a script does. */
 import { spawn } from 'node:child_process'
-import { mkdtemp, rm } from 'node:fs/promises'
-import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 
@@ -48,19 +46,4 @@ export function runCli(args: readonly string[], opts: RunOptions = {}): Promise<
     })
     child.stdin.end(opts.input ?? '')
   })
-}
-
-/** A temp dir removed after the test, whatever happens. Use inside mocha hooks. */
-export async function withTempDir<T>(fn: (dir: string) => Promise<T>): Promise<T> {
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'constell-test-'))
-  try {
-    return await fn(dir)
-  } finally {
-    await rm(dir, { recursive: true, force: true })
-  }
-}
-
-export async function makeTempDir(): Promise<{ dir: string; cleanup: () => Promise<void> }> {
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'constell-test-'))
-  return { dir, cleanup: () => rm(dir, { recursive: true, force: true }) }
 }

@@ -11,7 +11,7 @@ import {
   type HelmBounds,
   type UpgradeReport,
 } from '../../src/lib/upgrade/index.js'
-import { makeTempDir } from '../support/cli.js'
+import { makeTempDir } from '../support/temp.js'
 import { startFakeApiServer, type FakeApiServer } from '../support/fake-apiserver.js'
 import { fakeHelmEnv, seedReleases, type FakeHelmEnv } from '../support/helm.js'
 import { makeUpgradeWorkspace, RELEASE_NAMESPACES, seedCustomResources } from './workspace.js'
