@@ -4,7 +4,7 @@ import { gzipSync } from 'node:zlib'
 import { pack } from 'tar-stream'
 import { expect } from '../support/chai.js'
 import { makeTempDir } from '../support/temp.js'
-import { seededRandom } from '../tpm/fuzz.js'
+import { seededRandom } from '../support/fuzz.js'
 import { extractTarGz, UnsafeArchiveError } from '../../src/lib/bootstrapper/index.js'
 
 type Entry =
