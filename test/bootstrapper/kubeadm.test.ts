@@ -1,6 +1,6 @@
 import { mkdir, readFile, readdir, stat, writeFile } from 'node:fs/promises'
 import path from 'node:path'
-import { KUBEADM_FAKE } from './kubeadm-fake-path.js'
+import { KUBEADM_FAKE } from '../support/kubeadm-fake.js'
 import { X509Certificate } from 'node:crypto'
 import { parseAllDocuments, parse } from 'yaml'
 import { expect } from '../support/chai.js'
