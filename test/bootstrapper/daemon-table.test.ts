@@ -17,7 +17,7 @@ import { nodePaths } from '../../src/lib/paths.js'
 import { silentLogger } from '../../src/lib/system/index.js'
 import { expect } from '../support/chai.js'
 import { makeTempDir } from '../support/temp.js'
-import { callInit, type InitReply } from './init-client.js'
+import { callInit, type InitReply } from '../support/init-client.js'
 
 const secret = Buffer.from('init-secret-0123456789abcdef0123')
 const initSecretHash = await hashInitSecret(secret, 4)

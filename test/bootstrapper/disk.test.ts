@@ -6,7 +6,7 @@ import { makeTempDir } from '../support/temp.js'
 import { CryptsetupDisk } from '../../src/lib/bootstrapper/index.js'
 import { createRunner } from '../../src/lib/system/index.js'
 import { spyingRunner } from '../support/runner.js'
-import { createLuksImage, TEST_PBKDF } from '../init/harness.js'
+import { createLuksImage, TEST_PBKDF } from '../support/luks-image.js'
 
 describe('state disk (real cryptsetup on an image file)', function () {
   this.timeout(60_000)

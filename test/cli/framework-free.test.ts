@@ -15,7 +15,7 @@ import { INIT_FLAGS } from '../../src/init-run.js'
 import { expect } from '../support/chai.js'
 import { CLI, REPO_ROOT, runCli, type CliResult } from '../support/cli.js'
 import { withTempDir } from '../support/temp.js'
-import { startDaemonProcess, startLocalNode } from '../init/harness.js'
+import { startDaemonProcess, startLocalNode } from '../support/local-node.js'
 
 /** The same command line through oclif, the way bin/run.js runs every other command. */
 function runThroughOclif(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
