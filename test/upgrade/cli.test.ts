@@ -16,7 +16,7 @@ import {
   type FakeHelmEnv,
 } from '../support/helm.js'
 import { freePort } from '../support/ports.js'
-import { makeUpgradeWorkspace, seedCustomResources } from './workspace.js'
+import { makeUpgradeWorkspace, seedCustomResources } from '../support/upgrade-workspace.js'
 
 const exists = (p: string) =>
   access(p).then(
