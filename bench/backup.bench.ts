@@ -5,7 +5,7 @@ import path from 'node:path'
 import { KubeConfig } from '@kubernetes/client-node'
 import { backupCustomResources, BACKUP_PAGE_SIZE, createClusterReader } from '../src/lib/upgrade/index.js'
 import { startFakeApiServer } from '../test/support/fake-apiserver.js'
-import { seedCustomResources } from '../test/upgrade/workspace.js'
+import { seedCustomResources } from '../test/support/upgrade-workspace.js'
 import { summarize } from './stats.js'
 
 const CUSTOM_RESOURCES = 10_000

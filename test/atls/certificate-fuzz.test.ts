@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { expect } from '../support/chai.js'
 import { startSwtpm } from '../support/swtpm.js'
-import { mutate, seededRandom } from '../tpm/fuzz.js'
+import { mutate, seededRandom } from '../support/fuzz.js'
 import { readPcrs } from '../../src/lib/tpm/index.js'
 import { AttestationError, createIssuer, createValidator } from '../../src/lib/attestation/index.js'
 import { createAttestedCertificate, verifyAttestedCertificate } from '../../src/lib/atls/index.js'

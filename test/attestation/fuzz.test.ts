@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { startSwtpm } from '../support/swtpm.js'
-import { mutate, seededRandom } from '../tpm/fuzz.js'
+import { mutate, seededRandom } from '../support/fuzz.js'
 import { parsePublic, publicKeyOf, readPcrs } from '../../src/lib/tpm/index.js'
 import {
   AttestationError,

@@ -4,7 +4,7 @@ import { readFile, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { promisify } from 'node:util'
 import { expect } from '../support/chai.js'
-import { makeTempDir } from '../support/cli.js'
+import { makeTempDir } from '../support/temp.js'
 import { startSwtpm, type SwtpmHandle } from '../support/swtpm.js'
 import { parsePublic, publicKeyOf, readPcrs, TPM_ALG } from '../../src/lib/tpm/index.js'
 import {

@@ -1,8 +1,7 @@
 /** Shared pieces of the bootstrap-data tests: fixtures, deterministic deps, and the real validators. */
 import { execFile } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
-import os from 'node:os'
+import { cp, readFile, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { promisify } from 'node:util'
 import {
@@ -13,6 +12,7 @@ import {
 } from '../../src/lib/bootstrapdata/index.js'
 import type { BootstrapPlan } from '../../src/lib/bootstrapdata/types.js'
 import { REPO_ROOT } from '../support/cli.js'
+import { makeTempDir, withTempDir, type TempDir } from '../support/temp.js'
 import { readableIgnition } from './readable-ignition.js'
 
 const run = promisify(execFile)
@@ -83,10 +83,10 @@ export function testOptions(dir: string, overrides: Partial<GenerateOptions> = {
 }
 
 /** A temp dir holding a copy of the fixture CA set (used as given, so documents are deterministic). */
-export async function tempWorkspace(withPki = true): Promise<{ dir: string; cleanup: () => Promise<void> }> {
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'constell-bd-'))
-  if (withPki) await cp(path.join(FIXTURES, 'pki'), path.join(dir, 'pki'), { recursive: true })
-  return { dir, cleanup: () => rm(dir, { recursive: true, force: true }) }
+export async function tempWorkspace(withPki = true): Promise<TempDir> {
+  const ws = await makeTempDir('constell-bd-')
+  if (withPki) await cp(path.join(FIXTURES, 'pki'), path.join(ws.dir, 'pki'), { recursive: true })
+  return ws
 }
 
 /** `cloud-init schema` (needs `#cloud-config` first, so the jinja header is stripped). */
@@ -107,15 +107,12 @@ export async function validateUserData(document: string): Promise<void> {
   else await validateCloudConfig(document)
 }
 
-async function withFile<T>(name: string, content: string, fn: (file: string) => Promise<T>): Promise<T> {
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'constell-bd-validate-'))
-  try {
+function withFile<T>(name: string, content: string, fn: (file: string) => Promise<T>): Promise<T> {
+  return withTempDir(async (dir) => {
     const file = path.join(dir, name)
     await writeFile(file, content)
-    return await fn(file)
-  } finally {
-    await rm(dir, { recursive: true, force: true })
-  }
+    return fn(file)
+  }, 'constell-bd-validate-')
 }
 
 /**

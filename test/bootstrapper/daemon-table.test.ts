@@ -16,8 +16,8 @@ import { clusterKmsUri, hashInitSecret } from '../../src/lib/kms/index.js'
 import { nodePaths } from '../../src/lib/paths.js'
 import { silentLogger } from '../../src/lib/system/index.js'
 import { expect } from '../support/chai.js'
-import { makeTempDir } from '../support/cli.js'
-import { callInit, type InitReply } from './init-client.js'
+import { makeTempDir } from '../support/temp.js'
+import { callInit, type InitReply } from '../support/init-client.js'
 
 const secret = Buffer.from('init-secret-0123456789abcdef0123')
 const initSecretHash = await hashInitSecret(secret, 4)

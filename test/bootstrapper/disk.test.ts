@@ -2,11 +2,11 @@ import { randomBytes } from 'node:crypto'
 import { readdir } from 'node:fs/promises'
 import path from 'node:path'
 import { expect } from '../support/chai.js'
-import { makeTempDir } from '../support/cli.js'
+import { makeTempDir } from '../support/temp.js'
 import { CryptsetupDisk } from '../../src/lib/bootstrapper/index.js'
 import { createRunner } from '../../src/lib/system/index.js'
 import { spyingRunner } from '../support/runner.js'
-import { createLuksImage, TEST_PBKDF } from '../init/harness.js'
+import { createLuksImage, TEST_PBKDF } from '../support/luks-image.js'
 
 describe('state disk (real cryptsetup on an image file)', function () {
   this.timeout(60_000)

@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { createServer as createHttpsServer } from 'node:https'
 import type { AddressInfo, Socket } from 'node:net'
 import path from 'node:path'
-import { makeTempDir } from '../support/cli.js'
+import { makeTempDir } from '../support/temp.js'
 import { expect } from '../support/chai.js'
 import { localhostCert } from '../support/tls-cert.js'
 import { chainMessage } from '../../src/lib/errors/index.js'

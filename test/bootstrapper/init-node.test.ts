@@ -4,7 +4,7 @@ import { initializeNode, InitSecretError, NodeLock } from '../../src/lib/bootstr
 import { clusterKmsUri, hashInitSecret } from '../../src/lib/kms/index.js'
 import { nodePaths } from '../../src/lib/paths.js'
 import { silentLogger } from '../../src/lib/system/index.js'
-import { makeTempDir } from '../support/cli.js'
+import { makeTempDir } from '../support/temp.js'
 
 const secret = Buffer.from('init-secret-0123456789abcdef0123')
 const hash = await hashInitSecret(secret, 4)

@@ -1,10 +1,10 @@
 import { mkdir, readFile, readdir, stat, writeFile } from 'node:fs/promises'
 import path from 'node:path'
-import { KUBEADM_FAKE } from './kubeadm-fake-path.js'
+import { KUBEADM_FAKE } from '../support/kubeadm-fake.js'
 import { X509Certificate } from 'node:crypto'
 import { parseAllDocuments, parse } from 'yaml'
 import { expect } from '../support/chai.js'
-import { makeTempDir } from '../support/cli.js'
+import { makeTempDir } from '../support/temp.js'
 import { spyingRunner } from '../support/runner.js'
 import { kubeadmApiVersion } from '../../src/lib/versions/index.js'
 import {

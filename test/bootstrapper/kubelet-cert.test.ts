@@ -2,7 +2,7 @@ import { X509Certificate, createPrivateKey } from 'node:crypto'
 import { readFile, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { expect } from '../support/chai.js'
-import { withTempDir } from '../support/cli.js'
+import { withTempDir } from '../support/temp.js'
 import { issueKubeletCert } from '../../src/lib/bootstrapper/kubelet-cert.js'
 import { runProcess } from '../../src/lib/system/process.js'
 

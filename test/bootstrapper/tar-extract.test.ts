@@ -3,8 +3,8 @@ import path from 'node:path'
 import { gzipSync } from 'node:zlib'
 import { pack } from 'tar-stream'
 import { expect } from '../support/chai.js'
-import { makeTempDir } from '../support/cli.js'
-import { seededRandom } from '../tpm/fuzz.js'
+import { makeTempDir } from '../support/temp.js'
+import { seededRandom } from '../support/fuzz.js'
 import { extractTarGz, UnsafeArchiveError } from '../../src/lib/bootstrapper/index.js'
 
 type Entry =

@@ -8,7 +8,8 @@ import { spawn } from 'node:child_process'
 import { cp, mkdir, symlink, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { expect } from '../support/chai.js'
-import { REPO_ROOT, makeTempDir } from '../support/cli.js'
+import { REPO_ROOT } from '../support/cli.js'
+import { makeTempDir } from '../support/temp.js'
 
 describe('build output', () => {
   let tmp: { dir: string; cleanup: () => Promise<void> }

@@ -2,7 +2,8 @@ import { readdir, readFile, writeFile, stat } from 'node:fs/promises'
 import path from 'node:path'
 import { Config } from '@oclif/core'
 import { expect } from '../support/chai.js'
-import { REPO_ROOT, makeTempDir, runCli } from '../support/cli.js'
+import { REPO_ROOT, runCli } from '../support/cli.js'
+import { makeTempDir } from '../support/temp.js'
 
 describe('constellation CLI (built, as a child process)', () => {
   let ws: { dir: string; cleanup: () => Promise<void> }

@@ -2,7 +2,8 @@
 import { parseDuration } from '../../src/lib/system/index.js'
 import { UsageError } from '../../src/lib/errors/index.js'
 import { expect } from '../support/chai.js'
-import { makeTempDir, runCli } from '../support/cli.js'
+import { runCli } from '../support/cli.js'
+import { makeTempDir } from '../support/temp.js'
 
 describe('parseDuration', () => {
   const valid: Record<string, number> = {

@@ -13,8 +13,9 @@ import BootstrapRun from '../../src/commands/bootstrap/run.js'
 import Init from '../../src/commands/init.js'
 import { INIT_FLAGS } from '../../src/init-run.js'
 import { expect } from '../support/chai.js'
-import { CLI, REPO_ROOT, runCli, withTempDir, type CliResult } from '../support/cli.js'
-import { startDaemonProcess, startLocalNode } from '../init/harness.js'
+import { CLI, REPO_ROOT, runCli, type CliResult } from '../support/cli.js'
+import { withTempDir } from '../support/temp.js'
+import { startDaemonProcess, startLocalNode } from '../support/local-node.js'
 
 /** The same command line through oclif, the way bin/run.js runs every other command. */
 function runThroughOclif(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> {

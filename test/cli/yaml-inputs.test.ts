@@ -3,7 +3,8 @@ import { execFileSync } from 'node:child_process'
 import { appendFile, rm, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { expect } from '../support/chai.js'
-import { makeTempDir, runCli } from '../support/cli.js'
+import { runCli } from '../support/cli.js'
+import { makeTempDir } from '../support/temp.js'
 
 const LAUGHS = ['a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]']
 for (const [i, name] of ['b', 'c', 'd', 'e', 'f', 'g', 'h'].entries()) {

@@ -1,16 +1,15 @@
 import { execFileSync } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import os from 'node:os'
+import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import { expect } from '../support/chai.js'
 import { REPO_ROOT } from '../support/cli.js'
+import { withTempDir } from '../support/temp.js'
 
 const COMMITTED = path.join(REPO_ROOT, 'src/gen/schemas.ts')
 
 describe('src/gen/schemas.ts', function () {
   it('is what scripts/gen-schemas.ts produces from the schema modules', function () {
-    const tmp = mkdtempSync(path.join(os.tmpdir(), 'constell-schemas-'))
-    try {
+    return withTempDir(async (tmp) => {
       const out = path.join(tmp, 'schemas.ts')
       execFileSync(process.execPath, ['--import', 'tsx', 'scripts/gen-schemas.ts', out], {
         cwd: REPO_ROOT,
@@ -25,8 +24,6 @@ describe('src/gen/schemas.ts', function () {
       expect.fail(
         `src/gen/schemas.ts is stale (line ${line || want.length + 1} differs): run npm run schemas`,
       )
-    } finally {
-      rmSync(tmp, { recursive: true, force: true })
-    }
+    }, 'constell-schemas-')
   })
 })

@@ -10,16 +10,15 @@ import { workspacePaths } from '../../src/lib/paths.js'
 import { readPcrs } from '../../src/lib/tpm/index.js'
 import { stringifyYaml } from '../../src/lib/yaml/index.js'
 import { expect } from '../support/chai.js'
-import { runCli } from '../support/cli.js'
+import { runCli, spawnCli } from '../support/cli.js'
 import { startSilentPeer } from '../support/silent-peer.js'
 import { runCliOnTerminal } from '../support/terminal.js'
 import {
   setClusterEndpoint,
-  spawnCli,
   startDaemonProcess,
   startLocalNode,
   type LocalNode,
-} from './harness.js'
+} from '../support/local-node.js'
 
 const pcr15IsZero = async (node: LocalNode) =>
   (await readPcrs(node.swtpm.open, [15])).get(15)?.equals(Buffer.alloc(32)) ?? false

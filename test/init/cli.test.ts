@@ -7,7 +7,12 @@ import { workspacePaths } from '../../src/lib/paths.js'
 import { readPcrs } from '../../src/lib/tpm/index.js'
 import type { TpmConfig } from '../../src/lib/tpm/index.js'
 import { stringifyYaml } from '../../src/lib/yaml/index.js'
-import { setClusterEndpoint, startDaemonProcess, startLocalNode, type LocalNode } from './harness.js'
+import {
+  setClusterEndpoint,
+  startDaemonProcess,
+  startLocalNode,
+  type LocalNode,
+} from '../support/local-node.js'
 import { freePort, holdPort } from '../support/ports.js'
 
 describe('constellation init / bootstrap run (CLI processes)', function () {

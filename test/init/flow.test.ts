@@ -15,8 +15,8 @@ import { createRunner, runStepsSilently, silentLogger } from '../../src/lib/syst
 import { extendPcr } from '../../src/lib/tpm/index.js'
 import { stringifyYaml } from '../../src/lib/yaml/index.js'
 import { freePort } from '../support/ports.js'
-import { setClusterEndpoint, startLocalNode, type LocalNode } from './harness.js'
-import { pcr15, startNode, type RunningNode } from '../bootstrapper/init-client.js'
+import { setClusterEndpoint, startLocalNode, type LocalNode } from '../support/local-node.js'
+import { pcr15, startNode, type RunningNode } from '../support/init-client.js'
 
 /** The daemon reads the state disk's UUID (luksUUID) once it listens; that read changes nothing. */
 const commandsThatChange = (argv: string[][]) =>

@@ -17,8 +17,8 @@ import {
   pcr15,
   startNode,
   type RunningNode,
-} from '../bootstrapper/init-client.js'
-import { startLocalNode, type LocalNode } from './harness.js'
+} from '../support/init-client.js'
+import { startLocalNode, type LocalNode } from '../support/local-node.js'
 
 const changedNothing = async (node: LocalNode, running: RunningNode) => {
   expect((await pcr15(node)).equals(Buffer.alloc(32))).to.equal(true)

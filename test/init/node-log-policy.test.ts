@@ -10,8 +10,8 @@ import {
   pcr15,
   startNode,
   type RunningNode,
-} from '../bootstrapper/init-client.js'
-import { startLocalNode, type LocalNode } from './harness.js'
+} from '../support/init-client.js'
+import { startLocalNode, type LocalNode } from '../support/local-node.js'
 
 describe('node: who gets the node log from a failed Init (swtpm, cryptsetup, aTLS, kubeadm contract fake)', function () {
   this.timeout(120_000)

@@ -1,7 +1,7 @@
 import { chmod, readFile, stat, symlink, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { expect } from '../support/chai.js'
-import { withTempDir } from '../support/cli.js'
+import { withTempDir } from '../support/temp.js'
 import {
   appendClusterLog,
   buildInitRequest,

@@ -1,7 +1,7 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { expect } from '../support/chai.js'
-import { makeTempDir } from '../support/cli.js'
+import { makeTempDir } from '../support/temp.js'
 import { runProcess } from '../../src/lib/system/process.js'
 import { caCertHash, CONTROL_PLANE_PKI_FILES, loadClusterCa } from '../../src/lib/joinservice/cluster-ca.js'
 

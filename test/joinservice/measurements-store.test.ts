@@ -1,7 +1,7 @@
 import { rm, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { expect } from '../support/chai.js'
-import { makeTempDir } from '../support/cli.js'
+import { makeTempDir } from '../support/temp.js'
 import { compareMeasurements } from '../../src/lib/attestation/index.js'
 import { MeasurementsStore } from '../../src/lib/joinservice/measurements-store.js'
 import { createLogger, writeFileAtomic } from '../../src/lib/system/index.js'

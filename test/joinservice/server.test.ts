@@ -5,7 +5,7 @@
 import * as grpc from '@grpc/grpc-js'
 import path from 'node:path'
 import { expect } from '../support/chai.js'
-import { makeTempDir } from '../support/cli.js'
+import { makeTempDir } from '../support/temp.js'
 import { createFakeAttestation, type FakeAttestation } from '../support/fake-attestation.js'
 import {
   APIClient,

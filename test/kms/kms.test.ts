@@ -2,7 +2,7 @@ import { hkdfSync } from 'node:crypto'
 import { chmod, stat, readFile, symlink } from 'node:fs/promises'
 import path from 'node:path'
 import { expect } from '../support/chai.js'
-import { makeTempDir } from '../support/cli.js'
+import { makeTempDir } from '../support/temp.js'
 import {
   ClusterKms,
   clusterKmsUri,

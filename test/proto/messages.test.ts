@@ -1,10 +1,10 @@
 import { execFileSync } from 'node:child_process'
-import { mkdtempSync, readFileSync, readdirSync, rmSync, cpSync } from 'node:fs'
-import os from 'node:os'
+import { readFileSync, readdirSync, cpSync } from 'node:fs'
 import path from 'node:path'
 import protobuf from 'protobufjs'
 import { expect } from '../support/chai.js'
 import { REPO_ROOT } from '../support/cli.js'
+import { withTempDir } from '../support/temp.js'
 import * as components from '../../src/gen/components.js'
 import * as init from '../../src/gen/init.js'
 import * as join from '../../src/gen/join.js'
@@ -197,8 +197,7 @@ describe('protocol definitions', () => {
   })
 
   it('src/gen is what scripts/gen-proto.sh produces from proto/', function () {
-    const tmp = mkdtempSync(path.join(os.tmpdir(), 'constell-proto-'))
-    try {
+    return withTempDir(async (tmp) => {
       cpSync(path.join(REPO_ROOT, 'proto'), path.join(tmp, 'proto'), { recursive: true })
       cpSync(path.join(REPO_ROOT, 'scripts'), path.join(tmp, 'scripts'), { recursive: true })
       execFileSync('bash', [path.join(tmp, 'scripts/gen-proto.sh')], {
@@ -211,8 +210,6 @@ describe('protocol definitions', () => {
           readFileSync(path.join(REPO_ROOT, 'src/gen', file), 'utf8'),
         )
       }
-    } finally {
-      rmSync(tmp, { recursive: true, force: true })
-    }
+    }, 'constell-proto-')
   })
 })

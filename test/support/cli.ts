@@ -1,7 +1,5 @@
 /** Runs the built CLI as a real child process, the way an operator or a script does. */
-import { spawn } from 'node:child_process'
-import { mkdtemp, rm } from 'node:fs/promises'
-import os from 'node:os'
+import { spawn, type ChildProcess } from 'node:child_process'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 
@@ -50,17 +48,26 @@ export function runCli(args: readonly string[], opts: RunOptions = {}): Promise<
   })
 }
 
-/** A temp dir removed after the test, whatever happens. Use inside mocha hooks. */
-export async function withTempDir<T>(fn: (dir: string) => Promise<T>): Promise<T> {
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'constell-test-'))
-  try {
-    return await fn(dir)
-  } finally {
-    await rm(dir, { recursive: true, force: true })
-  }
-}
-
-export async function makeTempDir(): Promise<{ dir: string; cleanup: () => Promise<void> }> {
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'constell-test-'))
-  return { dir, cleanup: () => rm(dir, { recursive: true, force: true }) }
+/**
+ * The built CLI as a child the test can signal; `result` resolves when it exits. `oclif` runs the
+ * command line through oclif, as bin/run.js does for anything but plain init flags.
+ */
+export function spawnCli(args: readonly string[], opts: { env?: NodeJS.ProcessEnv; oclif?: boolean } = {}) {
+  const throughOclif = `const { execute } = await import(${JSON.stringify(path.join(REPO_ROOT, 'dist/cli.js'))});
+await execute({ dir: ${JSON.stringify(new URL(`file://${CLI}`).href)}, args: ${JSON.stringify(args)} })`
+  const argv = opts.oclif ? ['--input-type=module', '-e', throughOclif] : [...CLI_ARGS, ...args]
+  const child: ChildProcess = spawn(process.execPath, argv, {
+    cwd: REPO_ROOT,
+    env: { ...process.env, CONSTELL_NO_SPINNER: '1', ...opts.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let stdout = ''
+  let stderr = ''
+  child.stdout?.on('data', (d: Buffer) => (stdout += d.toString()))
+  child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()))
+  const result = new Promise<CliResult>((resolve, reject) => {
+    child.on('error', reject)
+    child.on('close', (code) => resolve({ code, stdout, stderr }))
+  })
+  return { child, result, stdout: () => stdout }
 }

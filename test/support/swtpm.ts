@@ -1,11 +1,11 @@
 /** A real swtpm per test: temp state dir, free ports, stopped and removed by stop(). */
 import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { writeFile } from 'node:fs/promises'
 import { connect } from 'node:net'
-import os from 'node:os'
 import path from 'node:path'
 import { openSwtpm, type OpenTpm } from '../../src/lib/tpm/index.js'
 import { freePort } from './ports.js'
+import { makeTempDir, withTempDir } from './temp.js'
 
 export interface SwtpmHandle {
   host: string
@@ -27,10 +27,10 @@ export interface SwtpmOptions {
 
 /** A fresh swtpm (state in a temp dir, random free ports, not-need-init,startup-clear); stop() kills it and removes the dir. */
 export async function startSwtpm(opts: SwtpmOptions = {}): Promise<SwtpmHandle> {
-  const stateDir = await mkdtemp(path.join(os.tmpdir(), 'constell-swtpm-'))
+  const { dir: stateDir, cleanup } = await makeTempDir('constell-swtpm-')
   if (opts.ekCertificate)
     await manufacture(stateDir).catch(async (err: unknown) => {
-      await rm(stateDir, { recursive: true, force: true })
+      await cleanup()
       throw err
     })
   let lastError: unknown
@@ -65,7 +65,7 @@ export async function startSwtpm(opts: SwtpmOptions = {}): Promise<SwtpmHandle> 
         open: openSwtpm(HOST, port),
         stop: once(async () => {
           await kill(child)
-          await rm(stateDir, { recursive: true, force: true })
+          await cleanup()
         }),
       }
     } catch (err: unknown) {
@@ -73,14 +73,13 @@ export async function startSwtpm(opts: SwtpmOptions = {}): Promise<SwtpmHandle> 
       await kill(child) // a port taken between freePort() and bind: retry with new ports
     }
   }
-  await rm(stateDir, { recursive: true, force: true })
+  await cleanup()
   throw new Error(`starting swtpm failed ${START_ATTEMPTS} times`, { cause: lastError })
 }
 
 /** swtpm_setup with a private local CA (config files in a temp dir), so nothing global on disk is touched. */
 async function manufacture(stateDir: string): Promise<void> {
-  const caDir = await mkdtemp(path.join(os.tmpdir(), 'constell-swtpm-ca-'))
-  try {
+  await withTempDir(async (caDir) => {
     const localca = path.join(caDir, 'localca.conf')
     const setup = path.join(caDir, 'setup.conf')
     await writeFile(
@@ -109,9 +108,7 @@ async function manufacture(stateDir: string): Promise<void> {
         code === 0 ? resolve() : reject(new Error(`swtpm_setup exited with ${code}: ${stderr}`)),
       )
     })
-  } finally {
-    await rm(caDir, { recursive: true, force: true })
-  }
+  }, 'constell-swtpm-ca-')
 }
 
 async function waitUntilAccepting(child: ChildProcess, port: number, stderr: () => string): Promise<void> {

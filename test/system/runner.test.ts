@@ -3,7 +3,7 @@ import path from 'node:path'
 import { CommandFailedError, createRunner, type CommandFailure } from '../../src/lib/system/index.js'
 import type { RunOptions } from '../../src/lib/system/runner.js'
 import { expect } from '../support/chai.js'
-import { withTempDir } from '../support/cli.js'
+import { withTempDir } from '../support/temp.js'
 
 const NODE = process.execPath
 

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import { expect } from '../support/chai.js'
 import { startSwtpm } from '../support/swtpm.js'
-import { mutate, seededRandom } from './fuzz.js'
+import { mutate, seededRandom } from '../support/fuzz.js'
 import {
   parsePublic,
   parseQuoteAttest,

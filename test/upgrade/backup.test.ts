@@ -10,9 +10,9 @@ import {
 } from '../../src/lib/upgrade/index.js'
 import { parseYaml } from '../../src/lib/yaml/index.js'
 import { expect } from '../support/chai.js'
-import { makeTempDir } from '../support/cli.js'
+import { makeTempDir } from '../support/temp.js'
 import { startFakeApiServer, type FakeApiServer } from '../support/fake-apiserver.js'
-import { seedCustomResources } from './workspace.js'
+import { seedCustomResources } from '../support/upgrade-workspace.js'
 
 describe('pre-upgrade backup of CRDs and custom resources (FakeApiServer)', function () {
   this.timeout(120_000)

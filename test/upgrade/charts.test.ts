@@ -6,7 +6,7 @@ import { createRunner } from '../../src/lib/system/index.js'
 import { Helm, type ReleaseTarget } from '../../src/lib/upgrade/index.js'
 import { parseYamlDocuments } from '../../src/lib/yaml/index.js'
 import { expect } from '../support/chai.js'
-import { makeTempDir } from '../support/cli.js'
+import { makeTempDir } from '../support/temp.js'
 import { FIXTURE_CHARTS, realHelm } from '../support/helm.js'
 
 const run = promisify(execFile)

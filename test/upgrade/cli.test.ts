@@ -4,7 +4,8 @@ import path from 'node:path'
 import { workspacePaths } from '../../src/lib/paths.js'
 import { expect } from '../support/chai.js'
 import { runCliOnTerminal } from '../support/terminal.js'
-import { CLI_ARGS, makeTempDir, REPO_ROOT, runCli } from '../support/cli.js'
+import { CLI_ARGS, REPO_ROOT, runCli } from '../support/cli.js'
+import { makeTempDir } from '../support/temp.js'
 import { startFakeApiServer, type FakeApiServer } from '../support/fake-apiserver.js'
 import {
   fakeHelmEnv,
@@ -15,7 +16,7 @@ import {
   type FakeHelmEnv,
 } from '../support/helm.js'
 import { freePort } from '../support/ports.js'
-import { makeUpgradeWorkspace, seedCustomResources } from './workspace.js'
+import { makeUpgradeWorkspace, seedCustomResources } from '../support/upgrade-workspace.js'
 
 const exists = (p: string) =>
   access(p).then(

@@ -11,10 +11,14 @@ import {
   type HelmBounds,
   type UpgradeReport,
 } from '../../src/lib/upgrade/index.js'
-import { makeTempDir } from '../support/cli.js'
+import { makeTempDir } from '../support/temp.js'
 import { startFakeApiServer, type FakeApiServer } from '../support/fake-apiserver.js'
 import { fakeHelmEnv, seedReleases, type FakeHelmEnv } from '../support/helm.js'
-import { makeUpgradeWorkspace, RELEASE_NAMESPACES, seedCustomResources } from './workspace.js'
+import {
+  makeUpgradeWorkspace,
+  RELEASE_NAMESPACES,
+  seedCustomResources,
+} from '../support/upgrade-workspace.js'
 
 export const exists = (p: string) =>
   access(p).then(

@@ -4,7 +4,7 @@ import { Helm, helmArgs, VERSION_ARGS, type HelmArgs } from '../../src/lib/upgra
 import { createRunner } from '../../src/lib/system/index.js'
 import { runProcess } from '../../src/lib/system/process.js'
 import { expect } from '../support/chai.js'
-import { makeTempDir } from '../support/cli.js'
+import { makeTempDir } from '../support/temp.js'
 import { FIXTURE_CHARTS, HELM_MAJORS, REAL_HELM_VERSIONS, realHelm } from '../support/helm.js'
 import { freePort } from '../support/ports.js'
 

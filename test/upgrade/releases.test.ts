@@ -10,7 +10,7 @@ import {
   type ClusterFacts,
 } from '../../src/lib/upgrade/index.js'
 import { expect } from '../support/chai.js'
-import { makeTempDir } from '../support/cli.js'
+import { makeTempDir } from '../support/temp.js'
 
 const facts: ClusterFacts = { serviceCIDR: '10.96.0.0/12', apiServerHost: '10.0.0.5' }
 const config = (charts?: ChartConfig[]) => ({ kubernetesVersion: 'v1.31.13', upgrade: { charts } })

@@ -20,7 +20,7 @@ import { readPcrs } from '../../src/lib/tpm/index.js'
 import { createNodeBootstrapper } from '../../src/wiring/bootstrapper.js'
 import { createVerifyService } from '../../src/wiring/verify-service.js'
 import { expect } from '../support/chai.js'
-import { makeTempDir } from '../support/cli.js'
+import { makeTempDir } from '../support/temp.js'
 import { startSwtpm, type SwtpmHandle } from '../support/swtpm.js'
 
 interface Daemon {

@@ -9,7 +9,7 @@
 import { defaultConfig } from '../../src/lib/config/index.js'
 import { parseYamlDocuments, stringifyYaml, YamlProblemsError } from '../../src/lib/yaml/index.js'
 import { expect } from '../support/chai.js'
-import { seededRandom } from '../tpm/fuzz.js'
+import { seededRandom } from '../support/fuzz.js'
 import { parseAllDocuments } from 'yaml'
 
 const SEED = Number(process.env.FUZZ_SEED ?? 20251123)

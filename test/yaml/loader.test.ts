@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process'
 import { mkdir, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { expect } from '../support/chai.js'
-import { makeTempDir } from '../support/cli.js'
+import { makeTempDir } from '../support/temp.js'
 import { CliError } from '../../src/lib/errors/index.js'
 import { parseYaml, parseYamlDocuments, readYamlFile, YamlProblemsError } from '../../src/lib/yaml/index.js'
 

@@ -1,5 +1,5 @@
 /**
- * Node-side Init tests: a real Bootstrapper (swtpm, cryptsetup image, aTLS) from test/init/harness.ts,
+ * Node-side Init tests: a real Bootstrapper (swtpm, cryptsetup image, aTLS) on a LocalNode,
  * and a raw Init client that shows exactly what the node sent (every log chunk, the final status).
  */
 import { readFile } from 'node:fs/promises'
@@ -17,8 +17,8 @@ import { workspacePaths } from '../../src/lib/paths.js'
 import { createLogger } from '../../src/lib/system/index.js'
 import { readPcrs } from '../../src/lib/tpm/index.js'
 import { buildBootstrapper, type BootstrapperIo } from '../../src/wiring/bootstrapper.js'
-import type { LocalNode } from '../init/harness.js'
-import { spyingRunner } from '../support/runner.js'
+import type { LocalNode } from './local-node.js'
+import { spyingRunner } from './runner.js'
 
 export interface InitReply {
   code: number

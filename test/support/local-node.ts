@@ -1,6 +1,5 @@
 /** A local node for init tests: swtpm, a LUKS2 image, components on a loopback HTTP server, a workspace. */
-import { spawn, type ChildProcess } from 'node:child_process'
-import { createHash, randomBytes } from 'node:crypto'
+import { createHash } from 'node:crypto'
 import { createServer, type Server } from 'node:http'
 import { readFile, rm, stat, writeFile } from 'node:fs/promises'
 import type { AddressInfo } from 'node:net'
@@ -9,14 +8,13 @@ import { generateWorkspace, loadConfig } from '../../src/lib/config/index.js'
 import type { BootstrapperConfig } from '../../src/lib/bootstrapper/index.js'
 import { hashInitSecret } from '../../src/lib/kms/index.js'
 import { workspacePaths } from '../../src/lib/paths.js'
-import { createRunner } from '../../src/lib/system/index.js'
 import { stringifyYaml } from '../../src/lib/yaml/index.js'
-import { KUBEADM_FAKE } from '../bootstrapper/kubeadm-fake-path.js'
-import { CLI, CLI_ARGS, makeTempDir, REPO_ROOT, runCli, type CliResult } from '../support/cli.js'
-import { freePort, waitForPort } from '../support/ports.js'
-import { startSwtpm, type SwtpmHandle } from '../support/swtpm.js'
-
-export const TEST_PBKDF = { type: 'pbkdf2', iterations: 1000 } as const
+import { runCli, type CliResult } from './cli.js'
+import { KUBEADM_FAKE } from './kubeadm-fake.js'
+import { createLuksImage, TEST_PBKDF } from './luks-image.js'
+import { freePort, waitForPort } from './ports.js'
+import { startSwtpm, type SwtpmHandle } from './swtpm.js'
+import { makeTempDir } from './temp.js'
 
 export interface LocalNode {
   dir: string
@@ -66,30 +64,6 @@ async function holdKubeadm(dir: string): Promise<KubeadmHold> {
     },
     release: () => rm(hold, { force: true }),
   }
-}
-
-export async function createLuksImage(dir: string) {
-  const image = path.join(dir, 'state-disk.img')
-  const initialKeyFile = path.join(dir, 'initial.key')
-  const initialKey = randomBytes(32)
-  await writeFile(image, Buffer.alloc(0))
-  await writeFile(initialKeyFile, initialKey, { mode: 0o600 })
-  const runner = createRunner()
-  await runner.run('truncate', ['-s', '20M', image])
-  await runner.run('cryptsetup', [
-    'luksFormat',
-    '--batch-mode',
-    '--type',
-    'luks2',
-    '--pbkdf',
-    TEST_PBKDF.type,
-    '--pbkdf-force-iterations',
-    String(TEST_PBKDF.iterations),
-    '--key-file',
-    initialKeyFile,
-    image,
-  ])
-  return { image, initialKeyFile, initialKey }
 }
 
 export async function startLocalNode(): Promise<LocalNode> {
@@ -214,28 +188,4 @@ export async function startDaemonProcess(
       return exited
     },
   }
-}
-
-/**
- * The built CLI as a child the test can signal; `result` resolves when it exits. `oclif` runs the
- * command line through oclif, as bin/run.js does for anything but plain init flags.
- */
-export function spawnCli(args: readonly string[], opts: { env?: NodeJS.ProcessEnv; oclif?: boolean } = {}) {
-  const throughOclif = `const { execute } = await import(${JSON.stringify(path.join(REPO_ROOT, 'dist/cli.js'))});
-await execute({ dir: ${JSON.stringify(new URL(`file://${CLI}`).href)}, args: ${JSON.stringify(args)} })`
-  const argv = opts.oclif ? ['--input-type=module', '-e', throughOclif] : [...CLI_ARGS, ...args]
-  const child: ChildProcess = spawn(process.execPath, argv, {
-    cwd: REPO_ROOT,
-    env: { ...process.env, CONSTELL_NO_SPINNER: '1', ...opts.env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  let stdout = ''
-  let stderr = ''
-  child.stdout?.on('data', (d: Buffer) => (stdout += d.toString()))
-  child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()))
-  const result = new Promise<CliResult>((resolve, reject) => {
-    child.on('error', reject)
-    child.on('close', (code) => resolve({ code, stdout, stderr }))
-  })
-  return { child, result, stdout: () => stdout }
 }

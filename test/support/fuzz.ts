@@ -1,4 +1,4 @@
-/** Seeded input mutation for parser robustness tests (shared by tpm, attestation and atls tests). */
+/** Seeded input mutation for parser robustness tests (TPM structures, attestation, certificates, YAML, tar). */
 /** Deterministic PRNG (mulberry32) so a failing input can be reproduced from its iteration. */
 export function seededRandom(seed: number): () => number {
   let a = seed >>> 0

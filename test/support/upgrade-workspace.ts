@@ -3,8 +3,8 @@ import { appendFile, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { generateWorkspace } from '../../src/lib/config/index.js'
 import { workspacePaths } from '../../src/lib/paths.js'
-import type { FakeApiServer } from '../support/fake-apiserver.js'
-import { FIXTURE_CHARTS } from '../support/helm.js'
+import type { FakeApiServer } from './fake-apiserver.js'
+import { FIXTURE_CHARTS } from './helm.js'
 
 export const RELEASE_NAMESPACES: Record<string, string> = {
   cilium: 'kube-system',
