@@ -3,8 +3,8 @@
  * aTLS against the workspace's measurements, a text logger. Shared by the oclif command
  * (src/commands/init.ts) and the framework-free entry bin/run.js uses (src/init-run.ts).
  */
-import { validatorForConfig } from '../lib/attestation/index.js'
 import { createAttestedChannelCredentials } from '../lib/atls/index.js'
+import { validatorForConfig } from '../lib/config/index.js'
 import { initCluster, type InitResult } from '../lib/init/index.js'
 import { createLogger, parseDuration } from '../lib/system/index.js'
 import { onInterrupt, processTerminal, stepProgress } from '../lib/ui/index.js'

@@ -5,10 +5,9 @@ import {
   compareMeasurements,
   requireMeasurements,
   measurementsFromConfig,
-  validatorForConfig,
   CLUSTER_ID_PCR,
 } from '../../src/lib/attestation/index.js'
-import type { ClusterConfig } from '../../src/lib/config/index.js'
+import { validatorForConfig, type ClusterConfig } from '../../src/lib/config/index.js'
 
 const hex = (byte: number) => Buffer.alloc(32, byte).toString('hex')
 

@@ -4,7 +4,8 @@
  */
 import { readFile } from 'node:fs/promises'
 import type { Metadata, ServiceError } from '@grpc/grpc-js'
-import { createIssuer, validatorForConfig } from '../../src/lib/attestation/index.js'
+import { createIssuer } from '../../src/lib/attestation/index.js'
+import { validatorForConfig } from '../../src/lib/config/index.js'
 import {
   createAttestedChannelCredentials,
   createAttestedServerCredentials,

@@ -1,9 +1,8 @@
 /** Attestation variants: issue a document bound to (userData, nonce), validate it against measurements. */
-import type { ClusterConfig } from '../config/types.js'
 import { CliError } from '../errors/index.js'
 import type { Logger } from '../system/index.js'
 import type { OpenTpm } from '../tpm/index.js'
-import { measurementsFromConfig, type Measurements } from './measurements.js'
+import type { Measurements } from './measurements.js'
 import {
   createQemuVtpmIssuer,
   createQemuVtpmValidator,
@@ -15,7 +14,7 @@ import type { AttestationVariant } from './variant.js'
 
 export type { Issuer, Validator, ValidationResult, IssuerOptions } from './qemu-vtpm.js'
 export { qualifyingData } from './qemu-vtpm.js'
-export type { Measurements, Comparison } from './measurements.js'
+export type { Measurements, Comparison, MeasurementEntry, MeasurementsConfig } from './measurements.js'
 export {
   measurementsFromConfig,
   clusterIdPcrValue,
@@ -45,15 +44,6 @@ export function createValidator(
     case 'qemu-vtpm':
       return createQemuVtpmValidator(measurements, log)
   }
-}
-
-/** The validator an operator's config asks for; refuses a config without measurements (it would trust any node). */
-export function validatorForConfig(config: ClusterConfig, log?: Logger): Validator {
-  return createValidator(
-    'qemu-vtpm',
-    requireMeasurements(measurementsFromConfig(config.attestation.qemuVTPM?.measurements ?? {})),
-    log,
-  )
 }
 
 /** An operator-side trust decision needs at least one expected PCR value. */

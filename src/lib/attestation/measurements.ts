@@ -1,8 +1,16 @@
 /** Expected PCR values and the comparison semantics of Constellation's measurements (enforce / warnOnly). */
 import { createHash } from 'node:crypto'
-import type { MeasurementsConfig } from '../config/types.js'
 
 export type Measurements = Map<number, { expected: Buffer; warnOnly: boolean }>
+
+/** One expected PCR value as config files write it. */
+export interface MeasurementEntry {
+  /** Hex, 32 bytes for vTPM variants. */
+  expected: string
+  warnOnly: boolean
+}
+/** Measurements as config files write them: PCR index → entry. */
+export type MeasurementsConfig = Record<string, MeasurementEntry>
 
 export const CLUSTER_ID_PCR = 15
 

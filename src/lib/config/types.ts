@@ -1,18 +1,15 @@
 /** The operator's config (`constellation-conf.yaml`) and state (`constellation-state.yaml`) shapes. */
 import type { AttestationVariant } from '../attestation/index.js'
 
+import type { MeasurementsConfig } from '../attestation/index.js'
+
 export const CONFIG_VERSION = 'v4'
 export const STATE_VERSION = 'v1'
 
 /** The config key under `attestation:` for each variant. */
 export const ATTESTATION_CONFIG_KEYS: Record<AttestationVariant, string> = { 'qemu-vtpm': 'qemuVTPM' }
 
-export interface MeasurementEntry {
-  /** Hex, 32 bytes for vTPM variants. */
-  expected: string
-  warnOnly: boolean
-}
-export type MeasurementsConfig = Record<string, MeasurementEntry>
+export type { MeasurementEntry, MeasurementsConfig } from '../attestation/index.js'
 
 export interface ComponentConfig {
   url: string

@@ -2,13 +2,14 @@
 import { isIP } from 'node:net'
 import { validateNodeConfig } from '../../gen/schemas.js'
 import type { AttestationVariant } from '../attestation/index.js'
-import { readConfigFile } from '../config/load.js'
 import { nodePaths } from '../paths.js'
 import { isHostPort } from '../system/index.js'
 import type { TpmConfig } from '../tpm/index.js'
-import { parseYaml, throwIfProblems, type Problem } from '../yaml/index.js'
-import { checkSchema } from '../yaml/index.js'
+import { checkSchema, parseYaml, readYamlFile, throwIfProblems, type Problem } from '../yaml/index.js'
 import { nodeConfigSchema } from './schema.js'
+
+/** Same bound as the operator's config files: a node config is a few hundred bytes. */
+const MAX_NODE_CONFIG_BYTES = 1024 * 1024
 
 export { nodeConfigSchema }
 
@@ -51,11 +52,12 @@ export interface LoadNodeConfigOptions {
 
 export async function loadNodeConfig(file: string, opts: LoadNodeConfigOptions = {}): Promise<NodeConfig> {
   return parseNodeConfig(
-    await readConfigFile(
-      file,
-      'node config',
-      'pass --config with the node config file (its keys are in the README, "Initialize a cluster")',
-    ),
+    await readYamlFile(file, {
+      what: 'node config',
+      missingHint:
+        'pass --config with the node config file (its keys are in the README, "Initialize a cluster")',
+      maxBytes: MAX_NODE_CONFIG_BYTES,
+    }),
     file,
     opts,
   )
