@@ -1,0 +1,18 @@
+/** The layer order of src/lib, lowest first (docs/architecture.md): a domain may import only lower layers. */
+export const LAYERS: readonly (readonly string[])[] = [
+  ['errors'],
+  ['system'],
+  ['yaml', 'ui'],
+  ['tpm', 'versions', 'x509', 'grpc'],
+  ['kms', 'attestation'],
+  ['atls'],
+  ['config'],
+  ['nodeconfig'],
+  ['bootstrapper', 'init', 'verify', 'upgrade', 'bootstrapdata', 'joinservice'],
+]
+
+export function layerOf(domain: string): number {
+  const i = LAYERS.findIndex((layer) => layer.includes(domain))
+  if (i < 0) throw new Error(`domain ${domain} is in no layer of test/architecture/layer-order.ts`)
+  return i
+}
