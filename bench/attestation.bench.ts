@@ -5,10 +5,10 @@ import { parseNodeConfig } from '../src/lib/nodeconfig/index.js'
 import { readPcrs } from '../src/lib/tpm/index.js'
 import { verifyNode } from '../src/lib/verify/index.js'
 import { createVerifyService } from '../src/wiring/verify-service.js'
-import { silentLogger } from '../src/lib/system/index.js'
 import { freePort } from '../test/support/ports.js'
 import { startSwtpm } from '../test/support/swtpm.js'
 import { summarize, timeRuns } from './stats.js'
+import { silentLogger } from '../src/lib/system/logger.js'
 
 const RUNS = 50
 const WARMUP = 3

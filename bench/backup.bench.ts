@@ -3,10 +3,11 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import { KubeConfig } from '@kubernetes/client-node'
-import { backupCustomResources, BACKUP_PAGE_SIZE, createClusterReader } from '../src/lib/upgrade/index.js'
+import { createClusterReader } from '../src/lib/upgrade/index.js'
 import { startFakeApiServer } from '../test/support/fake-apiserver.js'
 import { seedCustomResources } from '../test/support/upgrade-workspace.js'
 import { summarize } from './stats.js'
+import { backupCustomResources, BACKUP_PAGE_SIZE } from '../src/lib/upgrade/backup.js'
 
 const CUSTOM_RESOURCES = 10_000
 const RUNS = 5

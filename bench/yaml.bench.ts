@@ -2,9 +2,9 @@
  * The YAML loader on configs of unknown keys (the worst case issue 11 found: 1 MB took 49 s).
  * Loading must stay linear: msPerMiB should hold about steady as the size doubles.
  */
-import { parseConfig } from '../src/lib/config/index.js'
 import { YamlProblemsError } from '../src/lib/yaml/index.js'
 import { summarize, timeRuns } from './stats.js'
+import { parseConfig } from '../src/lib/config/load.js'
 
 const SIZES_KIB = [256, 512, 1024]
 

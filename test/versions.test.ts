@@ -4,13 +4,12 @@ import {
   componentsFor,
   resolveKubernetesVersion,
   supportedVersions,
-  compareVersions,
   parseKubernetesVersion,
   isPatchRelease,
   kubernetesMinor,
   kubeadmApiVersion,
-  type KubernetesVersion,
 } from '../src/lib/versions/index.js'
+import { type KubernetesVersion, compareVersions } from '../src/lib/versions/kubernetes-version.js'
 
 describe('versions', () => {
   const resolveCases: Record<string, { input: string; want?: string; wantErr?: RegExp }> = {

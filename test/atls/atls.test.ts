@@ -14,15 +14,14 @@ import {
 } from '../../src/lib/attestation/index.js'
 import {
   ChallengeRegistry,
-  createAttestedCertificate,
   createAttestedChannelCredentials,
   createAttestedServerCredentials,
-  encodeNonce,
   isAttestationFailure,
-  verifyAttestedCertificate,
 } from '../../src/lib/atls/index.js'
 import { echo, startEchoServer, type RunningServer } from './echo-service.js'
 import { startRawAttestedPeer } from './raw-attested-peer.js'
+import { createAttestedCertificate, verifyAttestedCertificate } from '../../src/lib/atls/certificate.js'
+import { encodeNonce } from '../../src/lib/atls/nonce.js'
 
 async function measurementsOf(tpm: SwtpmHandle): Promise<Measurements> {
   const pcrs = await readPcrs(tpm.open, [4, 9, 15])

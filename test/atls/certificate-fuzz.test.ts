@@ -4,7 +4,7 @@ import { startSwtpm } from '../support/swtpm.js'
 import { mutate, seededRandom } from '../support/fuzz.js'
 import { readPcrs } from '../../src/lib/tpm/index.js'
 import { AttestationError, createIssuer, createValidator } from '../../src/lib/attestation/index.js'
-import { createAttestedCertificate, verifyAttestedCertificate } from '../../src/lib/atls/index.js'
+import { createAttestedCertificate, verifyAttestedCertificate } from '../../src/lib/atls/certificate.js'
 
 describe('attested certificate parsing on hostile input', () => {
   it('2,000 mutated or random certificates are refused with AttestationError, never a crash', async () => {

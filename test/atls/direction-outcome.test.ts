@@ -10,11 +10,8 @@ import type { Issuer, Validator } from '../../src/lib/attestation/index.js'
 import {
   addChallengeService,
   ChallengeRegistry,
-  createAttestedCertificate,
   createAttestedChannelCredentials,
-  createAttestedClientChannelCredentials,
   createAttestedServerCredentials,
-  encodeNonce,
   isAttestationFailure,
   listenForAttestedClients,
 } from '../../src/lib/atls/index.js'
@@ -22,6 +19,9 @@ import { expect } from '../support/chai.js'
 import { createFakeAttestation, type FakeFault } from '../support/fake-attestation.js'
 import { echo, EchoService, startEchoServer } from './echo-service.js'
 import { startRawAttestedPeer } from './raw-attested-peer.js'
+import { createAttestedCertificate } from '../../src/lib/atls/certificate.js'
+import { encodeNonce } from '../../src/lib/atls/nonce.js'
+import { createAttestedClientChannelCredentials } from '../../src/lib/atls/client-attested.js'
 
 interface Attempt {
   /** The refusal the caller saw (gRPC details, or the verifying server's reason), if any. */

@@ -7,13 +7,13 @@ import { createIssuer, createValidator, type ValidationResult } from '../../src/
 import {
   addChallengeService,
   ChallengeRegistry,
-  createAttestedCertificate,
-  createAttestedClientChannelCredentials,
   listenForAttestedClients,
-  encodeNonce,
   isAttestationFailure,
 } from '../../src/lib/atls/index.js'
 import { echo, EchoService } from './echo-service.js'
+import { createAttestedCertificate } from '../../src/lib/atls/certificate.js'
+import { encodeNonce } from '../../src/lib/atls/nonce.js'
+import { createAttestedClientChannelCredentials } from '../../src/lib/atls/client-attested.js'
 
 describe('join direction: attested client bound to a server challenge', function () {
   let tpm: SwtpmHandle

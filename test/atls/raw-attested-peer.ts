@@ -9,12 +9,9 @@
 import { once } from 'node:events'
 import { createSecureContext, createServer as createTlsServer, type TLSSocket } from 'node:tls'
 import type { Issuer, Validator } from '../../src/lib/attestation/index.js'
-import {
-  createAttestedCertificate,
-  decodeNonce,
-  verifyAttestedCertificate,
-  type ChallengeRegistry,
-} from '../../src/lib/atls/index.js'
+import { type ChallengeRegistry } from '../../src/lib/atls/index.js'
+import { createAttestedCertificate, verifyAttestedCertificate } from '../../src/lib/atls/certificate.js'
+import { decodeNonce } from '../../src/lib/atls/nonce.js'
 
 export interface RawAttestedPeer {
   port: number

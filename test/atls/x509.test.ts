@@ -5,9 +5,10 @@ import { expect } from '../support/chai.js'
 import { withTempDir } from '../support/temp.js'
 import { startSwtpm, type SwtpmHandle } from '../support/swtpm.js'
 import { createIssuer, type Issuer } from '../../src/lib/attestation/index.js'
-import { CERT_VALIDITY_SLACK_MS, createAttestedCertificate, encodeNonce } from '../../src/lib/atls/index.js'
 import { parseCertificate } from '../../src/lib/x509/index.js'
 import { runProcess } from '../../src/lib/system/process.js'
+import { CERT_VALIDITY_SLACK_MS, createAttestedCertificate } from '../../src/lib/atls/certificate.js'
+import { encodeNonce } from '../../src/lib/atls/nonce.js'
 
 async function openssl(args: string[], input?: Buffer): Promise<string> {
   const res = await runProcess('openssl', args, { input })

@@ -8,12 +8,11 @@ import {
   clusterIdPcrValue,
   createIssuer,
   createValidator,
-  decodeDocument,
-  encodeDocument,
   measurementsFromConfig,
   type Measurements,
 } from '../../src/lib/attestation/index.js'
 import { ExitCode } from '../../src/lib/errors/index.js'
+import { decodeDocument, encodeDocument } from '../../src/lib/attestation/document.js'
 
 const sha256 = (b: Buffer) => createHash('sha256').update(b).digest()
 const ALL = Array.from({ length: 24 }, (_, i) => i)

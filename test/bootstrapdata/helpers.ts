@@ -4,16 +4,12 @@ import { createHash } from 'node:crypto'
 import { cp, readFile, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { promisify } from 'node:util'
-import {
-  DEFAULT_STATE_DISK,
-  loadTemplates,
-  type GenerateDeps,
-  type GenerateOptions,
-} from '../../src/lib/bootstrapdata/index.js'
+import { DEFAULT_STATE_DISK, loadTemplates, type GenerateDeps } from '../../src/lib/bootstrapdata/index.js'
 import type { BootstrapPlan } from '../../src/lib/bootstrapdata/types.js'
 import { REPO_ROOT } from '../support/cli.js'
 import { makeTempDir, withTempDir, type TempDir } from '../support/temp.js'
 import { readableIgnition } from './readable-ignition.js'
+import { type GenerateOptions } from '../../src/lib/bootstrapdata/generate.js'
 
 const run = promisify(execFile)
 export const FIXTURES = path.join(REPO_ROOT, 'test/fixtures/bootstrapdata')

@@ -1,6 +1,6 @@
 import { parse } from 'yaml'
 import { expect } from '../support/chai.js'
-import { loadTemplates, type BootstrapTemplates } from '../../src/lib/bootstrapdata/index.js'
+import { loadTemplates } from '../../src/lib/bootstrapdata/index.js'
 import { renderCloudConfig } from '../../src/lib/bootstrapdata/cloud-init.js'
 import { renderKubeadmYaml } from '../../src/lib/bootstrapdata/defaults.js'
 import { kubeadmApiVersion } from '../../src/lib/versions/index.js'
@@ -10,6 +10,7 @@ import { systemdEscapePath } from '../../src/lib/bootstrapdata/ignition-sections
 import { parseS3Url, renderStub } from '../../src/lib/bootstrapdata/offload.js'
 import type { BootstrapPlan } from '../../src/lib/bootstrapdata/types.js'
 import { validateCloudConfig, validateIgnition, emptyPlan } from './helpers.js'
+import { type BootstrapTemplates } from '../../src/lib/bootstrapdata/templates.js'
 
 describe('bootstrap data renderers (pure parts, real validators)', () => {
   let templates: BootstrapTemplates

@@ -5,19 +5,14 @@
  */
 import { credentials, ServerCredentials, status } from '@grpc/grpc-js'
 import { APIClient, InitRequest } from '../../src/gen/init.js'
-import {
-  Bootstrapper,
-  LogCollector,
-  NodeLock,
-  type BootstrapperParts,
-  type BootstrapperSettings,
-} from '../../src/lib/bootstrapper/index.js'
+import { Bootstrapper, LogCollector, NodeLock } from '../../src/lib/bootstrapper/index.js'
 import { clusterKmsUri, hashInitSecret } from '../../src/lib/kms/index.js'
 import { nodePaths } from '../../src/lib/paths.js'
-import { silentLogger } from '../../src/lib/system/index.js'
 import { expect } from '../support/chai.js'
 import { makeTempDir } from '../support/temp.js'
 import { callInit, type InitReply } from '../support/init-client.js'
+import { type BootstrapperSettings, type BootstrapperParts } from '../../src/lib/bootstrapper/daemon.js'
+import { silentLogger } from '../../src/lib/system/logger.js'
 
 const secret = Buffer.from('init-secret-0123456789abcdef0123')
 const initSecretHash = await hashInitSecret(secret, 4)

@@ -7,7 +7,8 @@ import { makeTempDir } from '../support/temp.js'
 import { expect } from '../support/chai.js'
 import { localhostCert } from '../support/tls-cert.js'
 import { chainMessage } from '../../src/lib/errors/index.js'
-import { DownloadTooLargeError, httpGet, MAX_REDIRECTS } from '../../src/lib/bootstrapper/index.js'
+import { httpGet } from '../../src/lib/bootstrapper/index.js'
+import { DownloadTooLargeError, MAX_REDIRECTS } from '../../src/lib/bootstrapper/http-get.js'
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void
 

@@ -1,10 +1,11 @@
 import { expect } from '../support/chai.js'
 import { InitRequest } from '../../src/gen/init.js'
-import { initializeNode, InitSecretError, NodeLock } from '../../src/lib/bootstrapper/index.js'
+import { NodeLock } from '../../src/lib/bootstrapper/index.js'
 import { clusterKmsUri, hashInitSecret } from '../../src/lib/kms/index.js'
 import { nodePaths } from '../../src/lib/paths.js'
-import { silentLogger } from '../../src/lib/system/index.js'
 import { makeTempDir } from '../support/temp.js'
+import { initializeNode, InitSecretError } from '../../src/lib/bootstrapper/init-node.js'
+import { silentLogger } from '../../src/lib/system/logger.js'
 
 const secret = Buffer.from('init-secret-0123456789abcdef0123')
 const hash = await hashInitSecret(secret, 4)

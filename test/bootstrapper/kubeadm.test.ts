@@ -7,16 +7,16 @@ import { expect } from '../support/chai.js'
 import { makeTempDir } from '../support/temp.js'
 import { spyingRunner } from '../support/runner.js'
 import { kubeadmApiVersion } from '../../src/lib/versions/index.js'
+import { runKubeadmInit } from '../../src/lib/bootstrapper/index.js'
+import { nodePaths } from '../../src/lib/paths.js'
+import { runProcess } from '../../src/lib/system/process.js'
 import {
   renderKubeadmInitConfig,
-  runKubeadmInit,
   skippedInitPhases,
   kubeadmPaths,
   type KubeadmInitInput,
-} from '../../src/lib/bootstrapper/index.js'
-import { nodePaths } from '../../src/lib/paths.js'
-import { silentLogger } from '../../src/lib/system/index.js'
-import { runProcess } from '../../src/lib/system/process.js'
+} from '../../src/lib/bootstrapper/kubeadm-config.js'
+import { silentLogger } from '../../src/lib/system/logger.js'
 
 function input(root: string, version: string, conformance = false): KubeadmInitInput {
   return {

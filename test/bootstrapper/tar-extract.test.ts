@@ -5,7 +5,7 @@ import { pack } from 'tar-stream'
 import { expect } from '../support/chai.js'
 import { makeTempDir } from '../support/temp.js'
 import { seededRandom } from '../support/fuzz.js'
-import { extractTarGz, UnsafeArchiveError } from '../../src/lib/bootstrapper/index.js'
+import { extractTarGz, UnsafeArchiveError } from '../../src/lib/bootstrapper/tar-extract.js'
 
 type Entry =
   | { name: string; type: 'file'; body: string }

@@ -7,22 +7,23 @@ import { pack } from 'tar-stream'
 import { expect } from '../support/chai.js'
 import { makeTempDir } from '../support/temp.js'
 import {
-  chunk,
-  decodeDataUrl,
-  extractTarGz,
   httpGet,
-  checkComponents,
   stageComponents,
-  type Component,
   type InstallerDeps,
-  installTarget,
   LogCollector,
   NodeLock,
-  redactCredentials,
 } from '../../src/lib/bootstrapper/index.js'
 import { chainMessage } from '../../src/lib/errors/index.js'
-import { silentLogger } from '../../src/lib/system/index.js'
 import { createHash } from 'node:crypto'
+import { chunk, redactCredentials } from '../../src/lib/bootstrapper/logs.js'
+import {
+  decodeDataUrl,
+  checkComponents,
+  type Component,
+  installTarget,
+} from '../../src/lib/bootstrapper/installer.js'
+import { extractTarGz } from '../../src/lib/bootstrapper/tar-extract.js'
+import { silentLogger } from '../../src/lib/system/logger.js'
 
 async function tarGz(
   entries: Array<{ name: string; type?: 'file' | 'directory' | 'symlink'; linkname?: string; body?: string }>,

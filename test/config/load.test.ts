@@ -1,7 +1,8 @@
 import { expect } from '../support/chai.js'
-import { parseConfig, parseState, defaultConfig, defaultState, isCidr } from '../../src/lib/config/index.js'
 import { isHostPort } from '../../src/lib/system/index.js'
 import { YamlProblemsError, stringifyYaml } from '../../src/lib/yaml/index.js'
+import { parseConfig, parseState, isCidr } from '../../src/lib/config/load.js'
+import { defaultConfig, defaultState } from '../../src/lib/config/generate.js'
 
 const validConfig = stringifyYaml(defaultConfig({ kubernetes: 'v1.31', variant: 'qemu-vtpm', name: 'demo' }))
 const validState = stringifyYaml(

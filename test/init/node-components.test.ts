@@ -4,7 +4,6 @@ import type { AddressInfo, Socket } from 'node:net'
 import path from 'node:path'
 import { status } from '@grpc/grpc-js'
 import { expect } from '../support/chai.js'
-import type { Component } from '../../src/lib/bootstrapper/index.js'
 import { CryptsetupDisk } from '../../src/lib/bootstrapper/index.js'
 import { createRunner } from '../../src/lib/system/index.js'
 import { stringifyYaml } from '../../src/lib/yaml/index.js'
@@ -19,6 +18,7 @@ import {
   type RunningNode,
 } from '../support/init-client.js'
 import { startLocalNode, type LocalNode } from '../support/local-node.js'
+import { type Component } from '../../src/lib/bootstrapper/installer.js'
 
 const changedNothing = async (node: LocalNode, running: RunningNode) => {
   expect((await pcr15(node)).equals(Buffer.alloc(32))).to.equal(true)

@@ -2,7 +2,6 @@ import { readFile } from 'node:fs/promises'
 import path from 'node:path'
 import { status } from '@grpc/grpc-js'
 import { expect } from '../support/chai.js'
-import { ATTEMPT_LOG_LIMIT_BYTES } from '../../src/lib/bootstrapper/index.js'
 import {
   attestedClient,
   callInit,
@@ -12,6 +11,7 @@ import {
   type RunningNode,
 } from '../support/init-client.js'
 import { startLocalNode, type LocalNode } from '../support/local-node.js'
+import { ATTEMPT_LOG_LIMIT_BYTES } from '../../src/lib/bootstrapper/logs.js'
 
 describe('node: who gets the node log from a failed Init (swtpm, cryptsetup, aTLS, kubeadm contract fake)', function () {
   this.timeout(120_000)

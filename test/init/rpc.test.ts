@@ -1,8 +1,9 @@
 import { Server, ServerCredentials, credentials, status, type ServerWritableStream } from '@grpc/grpc-js'
 import { expect } from '../support/chai.js'
 import { APIService, InitRequest, type InitResponse } from '../../src/gen/init.js'
-import { callInit, NotConnectedError } from '../../src/lib/init/index.js'
-import { createLogger, silentLogger, type Logger } from '../../src/lib/system/index.js'
+import { createLogger, type Logger } from '../../src/lib/system/index.js'
+import { callInit, NotConnectedError } from '../../src/lib/init/rpc.js'
+import { silentLogger } from '../../src/lib/system/logger.js'
 
 // These cases test only the client's retry rule, so the channel is plain gRPC on loopback;
 // the attested path is covered end to end in flow.test.ts.

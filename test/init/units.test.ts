@@ -2,23 +2,17 @@ import { chmod, readFile, stat, symlink, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { expect } from '../support/chai.js'
 import { withTempDir } from '../support/temp.js'
-import {
-  appendClusterLog,
-  buildInitRequest,
-  clusterDnsIp,
-  initEndpoint,
-  mergeKubeconfig,
-  nameEntriesAfterCluster,
-  pointAtEndpoint,
-  saveInitResult,
-} from '../../src/lib/init/index.js'
 import { CliError } from '../../src/lib/errors/index.js'
 import { workspacePaths } from '../../src/lib/paths.js'
-import { defaultConfig, defaultState } from '../../src/lib/config/index.js'
 import { parseClusterKmsUri } from '../../src/lib/kms/index.js'
 import { componentsFor } from '../../src/lib/versions/index.js'
 import { parse } from 'yaml'
 import { stringifyYaml } from '../../src/lib/yaml/index.js'
+import { appendClusterLog, saveInitResult } from '../../src/lib/init/save.js'
+import { buildInitRequest, initEndpoint } from '../../src/lib/init/request.js'
+import { clusterDnsIp } from '../../src/lib/init/next-steps.js'
+import { mergeKubeconfig, nameEntriesAfterCluster, pointAtEndpoint } from '../../src/lib/init/kubeconfig.js'
+import { defaultConfig, defaultState } from '../../src/lib/config/generate.js'
 
 const kubeconfig = (name: string, server = 'https://10.0.0.1:6443') =>
   stringifyYaml({

@@ -20,7 +20,7 @@ import {
   type Measurements,
   type Validator,
 } from '../../src/lib/attestation/index.js'
-import { createAttestedClientChannelCredentials, isAttestationFailure } from '../../src/lib/atls/index.js'
+import { isAttestationFailure } from '../../src/lib/atls/index.js'
 import { ClusterKms, KeyServiceUnreachableError } from '../../src/lib/kms/index.js'
 import { createLogger, writeFileAtomic } from '../../src/lib/system/index.js'
 import {
@@ -46,6 +46,7 @@ import {
   nodeCsr,
   realDataKeys,
 } from './fakes.js'
+import { createAttestedClientChannelCredentials } from '../../src/lib/atls/client-attested.js'
 
 const UUID = '0b4f5e2a-1c3d-4e5f-8a9b-0c1d2e3f4a5b'
 /** The server is not attested in this direction; a fixed name keeps the IP address out of SNI. */

@@ -11,7 +11,7 @@ import {
   createAttestedServerCredentials,
 } from '../../src/lib/atls/index.js'
 import { APIClient, InitRequest, type InitResponse } from '../../src/gen/init.js'
-import { httpGet, LogCollector, type Bootstrapper, type Component } from '../../src/lib/bootstrapper/index.js'
+import { httpGet, LogCollector, type Bootstrapper } from '../../src/lib/bootstrapper/index.js'
 import { loadConfig } from '../../src/lib/config/index.js'
 import { clusterKmsUri } from '../../src/lib/kms/index.js'
 import { workspacePaths } from '../../src/lib/paths.js'
@@ -20,6 +20,7 @@ import { readPcrs } from '../../src/lib/tpm/index.js'
 import { buildBootstrapper, type BootstrapperIo } from '../../src/wiring/bootstrapper.js'
 import type { LocalNode } from './local-node.js'
 import { spyingRunner } from './runner.js'
+import { type Component } from '../../src/lib/bootstrapper/installer.js'
 
 export interface InitReply {
   code: number

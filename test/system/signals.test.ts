@@ -1,11 +1,6 @@
 import { expect } from '../support/chai.js'
-import {
-  serveUntilStopped,
-  stopOnSignals,
-  type DaemonSignalIo,
-  type InterruptSignal,
-  type NodeDaemon,
-} from '../../src/lib/system/index.js'
+import { serveUntilStopped, type InterruptSignal } from '../../src/lib/system/index.js'
+import { stopOnSignals, type DaemonSignalIo, type NodeDaemon } from '../../src/lib/system/signals.js'
 
 function recordingIo() {
   const listeners = new Map<InterruptSignal, Set<() => void>>()

@@ -6,12 +6,12 @@ import {
   parsePublic,
   parseQuoteAttest,
   parseSignature,
-  publicKeyOf,
   quote,
   TpmParseError,
   withAttestationKey,
   withTpm,
 } from '../../src/lib/tpm/index.js'
+import { publicKeyOf } from '../../src/lib/tpm/structures.js'
 
 describe('TPM structure parsers on hostile input', () => {
   it('10,000 mutated or random TPMS_ATTEST / TPMT_SIGNATURE / TPMT_PUBLIC give TpmParseError or a value, never a crash', async () => {

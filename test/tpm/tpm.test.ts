@@ -3,24 +3,25 @@ import { expect } from '../support/chai.js'
 import { startSwtpm, type SwtpmHandle } from '../support/swtpm.js'
 import {
   extendPcr,
-  getRandom,
   parsePublic,
   parseQuoteAttest,
   parseSignature,
-  pcrEvent,
   quote,
-  readEkCertificate,
   readPcrs,
-  readPublicArea,
-  startup,
   TPM_ALG,
   openTpmDevice,
-  TpmError,
-  TpmUnavailableError,
   verifyTpmSignature,
   withAttestationKey,
   withTpm,
 } from '../../src/lib/tpm/index.js'
+import {
+  getRandom,
+  pcrEvent,
+  readEkCertificate,
+  readPublicArea,
+  startup,
+} from '../../src/lib/tpm/commands.js'
+import { TpmError, TpmUnavailableError } from '../../src/lib/tpm/errors.js'
 
 const sha256 = (b: Buffer) => createHash('sha256').update(b).digest()
 const ZERO = Buffer.alloc(32)

@@ -1,7 +1,8 @@
 import { expect } from '../support/chai.js'
 import { exitCodeOf } from '../../src/lib/errors/index.js'
 import type { InterruptSignal } from '../../src/lib/system/index.js'
-import { onInterrupt, promptOrAbort, type InterruptIO } from '../../src/lib/ui/index.js'
+import { onInterrupt, promptOrAbort } from '../../src/lib/ui/index.js'
+import { type InterruptIO } from '../../src/lib/ui/interrupt.js'
 
 function recordingIO() {
   const listeners = new Map<InterruptSignal, Set<() => void>>()

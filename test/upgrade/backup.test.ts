@@ -1,18 +1,14 @@
 import { readdir, readFile, stat } from 'node:fs/promises'
 import path from 'node:path'
 import { KubeConfig } from '@kubernetes/client-node'
-import {
-  backupCustomResources,
-  createClusterReader,
-  createUpgradeFolder,
-  newUpgradeId,
-  type ClusterReader,
-} from '../../src/lib/upgrade/index.js'
+import { createClusterReader } from '../../src/lib/upgrade/index.js'
 import { parseYaml } from '../../src/lib/yaml/index.js'
 import { expect } from '../support/chai.js'
 import { makeTempDir } from '../support/temp.js'
 import { startFakeApiServer, type FakeApiServer } from '../support/fake-apiserver.js'
 import { seedCustomResources } from '../support/upgrade-workspace.js'
+import { backupCustomResources, createUpgradeFolder, newUpgradeId } from '../../src/lib/upgrade/backup.js'
+import { type ClusterReader } from '../../src/lib/upgrade/kube-reader.js'
 
 describe('pre-upgrade backup of CRDs and custom resources (FakeApiServer)', function () {
   this.timeout(120_000)

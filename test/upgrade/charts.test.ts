@@ -3,11 +3,12 @@ import { readdir, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { promisify } from 'node:util'
 import { createRunner } from '../../src/lib/system/index.js'
-import { Helm, type ReleaseTarget } from '../../src/lib/upgrade/index.js'
 import { parseYamlDocuments } from '../../src/lib/yaml/index.js'
 import { expect } from '../support/chai.js'
 import { makeTempDir } from '../support/temp.js'
 import { FIXTURE_CHARTS, realHelm } from '../support/helm.js'
+import { Helm } from '../../src/lib/upgrade/helm.js'
+import { type ReleaseTarget } from '../../src/lib/upgrade/releases.js'
 
 const run = promisify(execFile)
 const CHARTS = ['cilium', 'coredns', 'cert-manager']

@@ -1,9 +1,9 @@
 import { readdir, readFile, stat } from 'node:fs/promises'
 import path from 'node:path'
-import type { ReleaseOutcome } from '../../src/lib/upgrade/index.js'
 import { expect } from '../support/chai.js'
 import { readFakeHelmState } from '../support/helm.js'
 import { all, exists, outcomes, UpgradeHarness } from './harness.js'
+import { type ReleaseOutcome } from '../../src/lib/upgrade/execute.js'
 
 describe('upgrade execute (lib): outcomes with the helm contract fake and FakeApiServer', function () {
   this.timeout(60_000)

@@ -8,7 +8,6 @@ import {
   executeUpgrade,
   prepareUpgrade,
   type ExecuteDeps,
-  type HelmBounds,
   type UpgradeReport,
 } from '../../src/lib/upgrade/index.js'
 import { makeTempDir } from '../support/temp.js'
@@ -19,6 +18,7 @@ import {
   RELEASE_NAMESPACES,
   seedCustomResources,
 } from '../support/upgrade-workspace.js'
+import { type HelmBounds } from '../../src/lib/upgrade/helm.js'
 
 export const exists = (p: string) =>
   access(p).then(

@@ -1,8 +1,9 @@
 import { chainMessage, exitCodeOf, hintOf } from '../../src/lib/errors/index.js'
-import { printable, renderReport } from '../../src/lib/upgrade/index.js'
+import { renderReport } from '../../src/lib/upgrade/index.js'
 import { expect } from '../support/chai.js'
 import { readFakeHelmState } from '../support/helm.js'
 import { all, UpgradeHarness } from './harness.js'
+import { printable } from '../../src/lib/upgrade/printable.js'
 
 /** Control characters a terminal would act on (newline and tab are text). */
 // eslint-disable-next-line no-control-regex -- finding control characters is the point

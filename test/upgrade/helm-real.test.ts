@@ -1,12 +1,13 @@
 import { mkdir, writeFile } from 'node:fs/promises'
 import path from 'node:path'
-import { Helm, helmArgs, VERSION_ARGS, type HelmArgs } from '../../src/lib/upgrade/index.js'
 import { createRunner } from '../../src/lib/system/index.js'
 import { runProcess } from '../../src/lib/system/process.js'
 import { expect } from '../support/chai.js'
 import { makeTempDir } from '../support/temp.js'
 import { FIXTURE_CHARTS, HELM_MAJORS, REAL_HELM_VERSIONS, realHelm } from '../support/helm.js'
 import { freePort } from '../support/ports.js'
+import { Helm } from '../../src/lib/upgrade/helm.js'
+import { helmArgs, VERSION_ARGS, type HelmArgs } from '../../src/lib/upgrade/helm-args.js'
 
 /** What cobra and helm print when an argv is wrong, rather than the command failing on its merits. */
 const USAGE_ERROR =

@@ -1,10 +1,8 @@
-import {
-  planUpgrade,
-  renderPlan,
-  type InstalledRelease,
-  type ReleaseTarget,
-} from '../../src/lib/upgrade/index.js'
+import { renderPlan } from '../../src/lib/upgrade/index.js'
 import { expect } from '../support/chai.js'
+import { planUpgrade } from '../../src/lib/upgrade/plan.js'
+import { type InstalledRelease } from '../../src/lib/upgrade/helm.js'
+import { type ReleaseTarget } from '../../src/lib/upgrade/releases.js'
 
 const target = (name: string, version: string, namespace = 'kube-system'): ReleaseTarget => ({
   name,

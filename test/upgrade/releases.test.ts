@@ -2,15 +2,15 @@ import { writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import type { ChartConfig } from '../../src/lib/config/index.js'
 import { supportedVersions } from '../../src/lib/versions/index.js'
+import { expect } from '../support/chai.js'
+import { makeTempDir } from '../support/temp.js'
 import {
   clusterDnsAddress,
   mergeValues,
   PINNED_RELEASES,
   resolveReleases,
   type ClusterFacts,
-} from '../../src/lib/upgrade/index.js'
-import { expect } from '../support/chai.js'
-import { makeTempDir } from '../support/temp.js'
+} from '../../src/lib/upgrade/releases.js'
 
 const facts: ClusterFacts = { serviceCIDR: '10.96.0.0/12', apiServerHost: '10.0.0.5' }
 const config = (charts?: ChartConfig[]) => ({ kubernetesVersion: 'v1.31.13', upgrade: { charts } })

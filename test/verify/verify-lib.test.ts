@@ -7,13 +7,9 @@ import { createLogger } from '../../src/lib/system/index.js'
 import { extendPcr, readPcrs } from '../../src/lib/tpm/index.js'
 import { type Measurements } from '../../src/lib/attestation/index.js'
 import { ExitCode } from '../../src/lib/errors/index.js'
-import {
-  expectedMeasurements,
-  renderVerifyReport,
-  verifyNode,
-  type VerifyServiceDaemon,
-} from '../../src/lib/verify/index.js'
+import { renderVerifyReport, verifyNode, type VerifyServiceDaemon } from '../../src/lib/verify/index.js'
 import { createVerifyService } from '../../src/wiring/verify-service.js'
+import { expectedMeasurements } from '../../src/lib/verify/operator.js'
 
 describe('verify service daemon and verifyNode', function () {
   let tpm: SwtpmHandle

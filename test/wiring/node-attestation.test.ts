@@ -6,22 +6,18 @@ import { randomBytes } from 'node:crypto'
 import { mkdir, rm, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import * as grpc from '@grpc/grpc-js'
-import {
-  createValidator,
-  decodeDocument,
-  type AttestationDocument,
-  type Validator,
-} from '../../src/lib/attestation/index.js'
+import { createValidator, type Validator } from '../../src/lib/attestation/index.js'
 import { createAttestedChannelCredentials } from '../../src/lib/atls/index.js'
 import { LogCollector, type BootstrapperConfig } from '../../src/lib/bootstrapper/index.js'
 import { nodePaths } from '../../src/lib/paths.js'
-import { silentLogger } from '../../src/lib/system/index.js'
 import { readPcrs } from '../../src/lib/tpm/index.js'
 import { createNodeBootstrapper } from '../../src/wiring/bootstrapper.js'
 import { createVerifyService } from '../../src/wiring/verify-service.js'
 import { expect } from '../support/chai.js'
 import { makeTempDir } from '../support/temp.js'
 import { startSwtpm, type SwtpmHandle } from '../support/swtpm.js'
+import { decodeDocument, type AttestationDocument } from '../../src/lib/attestation/document.js'
+import { silentLogger } from '../../src/lib/system/logger.js'
 
 interface Daemon {
   start(): Promise<string>

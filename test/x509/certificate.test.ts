@@ -20,9 +20,9 @@ import {
   subjectAltName,
   subjectKeyIdentifier,
   toPem,
-  type CertificateExtension,
-  type NameAttribute,
 } from '../../src/lib/x509/index.js'
+import { type CertificateExtension } from '../../src/lib/x509/certificate.js'
+import { type NameAttribute } from '../../src/lib/x509/name.js'
 
 async function openssl(args: string[], input: string): Promise<string> {
   const res = await runProcess('openssl', args, { input: Buffer.from(input) })

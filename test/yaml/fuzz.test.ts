@@ -6,11 +6,11 @@
  * wall-clock budget so a slow machine runs fewer cases instead of timing out.
  * FUZZ_SEED=<n> replays a run; FUZZ_CASES=<n> runs longer.
  */
-import { defaultConfig } from '../../src/lib/config/index.js'
 import { parseYamlDocuments, stringifyYaml, YamlProblemsError } from '../../src/lib/yaml/index.js'
 import { expect } from '../support/chai.js'
 import { seededRandom } from '../support/fuzz.js'
 import { parseAllDocuments } from 'yaml'
+import { defaultConfig } from '../../src/lib/config/generate.js'
 
 const SEED = Number(process.env.FUZZ_SEED ?? 20251123)
 const CASES = Number(process.env.FUZZ_CASES ?? 800)

@@ -12,9 +12,8 @@ import {
 } from './qemu-vtpm.js'
 import type { AttestationVariant } from './variant.js'
 
-export type { Issuer, Validator, ValidationResult, IssuerOptions } from './qemu-vtpm.js'
-export { qualifyingData } from './qemu-vtpm.js'
-export type { Measurements, Comparison, MeasurementEntry, MeasurementsConfig } from './measurements.js'
+export type { Issuer, Validator, ValidationResult } from './qemu-vtpm.js'
+export type { Measurements, MeasurementEntry, MeasurementsConfig } from './measurements.js'
 export {
   measurementsFromConfig,
   clusterIdPcrValue,
@@ -23,10 +22,8 @@ export {
   MEASUREMENT_SALT_BYTES,
 } from './measurements.js'
 export { AttestationError } from './errors.js'
-export { ATTESTATION_VARIANTS, VARIANT_OIDS, isAttestationVariant } from './variant.js'
+export { ATTESTATION_VARIANTS } from './variant.js'
 export type { AttestationVariant } from './variant.js'
-export { decodeDocument, encodeDocument } from './document.js'
-export type { AttestationDocument, QuoteEntry } from './document.js'
 
 export function createIssuer(variant: AttestationVariant, open: OpenTpm, opts?: IssuerOptions): Issuer {
   switch (variant) {

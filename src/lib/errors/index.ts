@@ -99,12 +99,6 @@ export function renderError(
   return { lines, json: { ...dataOf(err), error: { message, hint, exitCode } } }
 }
 
-/** Adds one layer of context: `context: cause message`, keeping the typed cause's exit code. */
-export function wrap(context: string, cause: unknown): Error {
-  if (cause instanceof CliError) return new CliError(context, { exitCode: cause.exitCode, cause })
-  return new Error(context, { cause })
-}
-
 export function isErrnoException(err: unknown, code?: string): err is NodeJS.ErrnoException {
   return (
     err instanceof Error &&

@@ -1,10 +1,4 @@
 /** The operator side of init: workspace → InitRequest → attested call → kubeconfig and state. */
 export { initCluster } from './init.js'
-export type { InitOptions, InitDeps, InitResult } from './init.js'
-export { buildInitRequest, initEndpoint, INIT_SERVER_PORT } from './request.js'
-export { pointAtEndpoint, mergeKubeconfig, nameEntriesAfterCluster } from './kubeconfig.js'
-export { callInit, NotConnectedError } from './rpc.js'
-export type { InitOutcome } from './rpc.js'
-export { saveInitResult, appendClusterLog } from './save.js'
-export { clusterDnsIp } from './next-steps.js'
+export type { InitResult } from './init.js'
 export { initSummary, initWarnings } from './render.js'

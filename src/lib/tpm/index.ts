@@ -2,25 +2,14 @@
 import { pcrExtend, pcrRead } from './commands.js'
 import type { OpenTpm, TpmTransport } from './transport.js'
 
-export { TpmError, TpmUnavailableError } from './errors.js'
 export { TpmParseError } from './buffer.js'
 export { openTpmDevice, openSwtpm } from './transport.js'
-export type { OpenTpm, TpmConfig, TpmTransport } from './transport.js'
-export {
-  getRandom,
-  pcrRead,
-  pcrEvent,
-  quote,
-  readEkCertificate,
-  readPublicArea,
-  startup,
-  flushContext,
-} from './commands.js'
-export type { QuoteResult } from './commands.js'
-export { withAttestationKey, akTemplate } from './ak.js'
+export type { OpenTpm, TpmConfig } from './transport.js'
+export { pcrRead, quote } from './commands.js'
+export { withAttestationKey } from './ak.js'
 export { verifyTpmSignature } from './signature.js'
-export { parseQuoteAttest, parseSignature, parsePublic, publicKeyOf } from './structures.js'
-export type { TpmsAttestQuote, TpmtSignature, TpmtPublic, PcrSelection } from './structures.js'
+export { parseQuoteAttest, parseSignature, parsePublic } from './structures.js'
+export type { TpmtPublic } from './structures.js'
 export { TPM_ALG, PCR_COUNT, TPMA_OBJECT } from './constants.js'
 
 /** Opens the TPM, runs fn, and closes it whatever happens. */

@@ -68,5 +68,4 @@ export function renderTable(headers: readonly string[], rows: ReadonlyArray<read
   return [line(headers), ...rows.map(line)].join('\n')
 }
 
-export { onInterrupt, promptOrAbort, PromptAbortedError } from './interrupt.js'
-export type { InterruptIO } from './interrupt.js'
+export { onInterrupt, promptOrAbort } from './interrupt.js'

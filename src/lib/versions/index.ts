@@ -13,11 +13,8 @@ export {
   parseKubernetesVersion,
   isPatchRelease,
   kubernetesMinor,
-  compareVersions,
   kubeadmApiVersion,
-  KUBEADM_V1BETA4_FROM_MINOR,
 } from './kubernetes-version.js'
-export type { KubernetesVersion } from './kubernetes-version.js'
 
 /** One file to install on a node; the shape of components.proto's Component. */
 export interface KubernetesComponent {

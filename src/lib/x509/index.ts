@@ -5,7 +5,6 @@
  * reflect-metadata) that cost every CLI and bootstrapper process ~0.1 s and ~10 MB to load.
  */
 export { parseCertificate, randomSerialNumber, signCertificate, toPem } from './certificate.js'
-export type { CertificateExtension, CertificateFields } from './certificate.js'
 export {
   caBasicConstraints,
   extendedKeyUsage,
@@ -13,8 +12,6 @@ export {
   subjectAltName,
   subjectKeyIdentifier,
 } from './extensions.js'
-export type { ExtendedKeyUsageName, KeyUsageName } from './extensions.js'
 export { generateEcdsaP256KeyPair, generateRsaKeyPair } from './keys.js'
 export { distinguishedName } from './name.js'
-export type { NameAttribute } from './name.js'
 export type { Certificate } from '@peculiar/asn1-x509'

@@ -8,7 +8,6 @@ import { readRegularFile } from '../system/index.js'
 import { createOffsetLocator } from './locate.js'
 import { AliasProblem, documentToValue, type NodeProblem } from './to-value.js'
 
-export { MAX_ALIAS_EXPANSION_NODES } from './to-value.js'
 export { checkSchema } from './schema.js'
 export type { JsonSchema } from './schema.js'
 
