@@ -1,11 +1,11 @@
 import { Flags } from '@oclif/core'
+import { attestTimeoutFlag } from '../attest-flags.js'
 import { BaseCommand } from '../base-command.js'
 import { measurementsFromConfig } from '../lib/attestation/index.js'
 import { loadConfig } from '../lib/config/index.js'
 import { CliError } from '../lib/errors/index.js'
 import { workspacePaths } from '../lib/paths.js'
 import {
-  DEFAULT_VERIFY_TIMEOUT_MS,
   parseAttestTimeout,
   renderVerifyReport,
   resolveVerifyTarget,
@@ -32,10 +32,7 @@ export default class Verify extends BaseCommand {
       description:
         "hex cluster ID; PCR 15 must show that the node belongs to it; default: the state's clusterValues.clusterID",
     }),
-    timeout: Flags.string({
-      description: 'give up on an unanswering node after this long (e.g. 5s, 1m)',
-      default: `${DEFAULT_VERIFY_TIMEOUT_MS / 1000}s`,
-    }),
+    ...attestTimeoutFlag,
   }
 
   async run(): Promise<VerifyReport> {

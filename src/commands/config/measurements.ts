@@ -1,5 +1,6 @@
 import { confirm } from '@inquirer/prompts'
 import { Flags } from '@oclif/core'
+import { attestTimeoutFlag } from '../../attest-flags.js'
 import { BaseCommand } from '../../base-command.js'
 import {
   applyMeasurementsUpdate,
@@ -14,12 +15,7 @@ import {
 import { UsageError } from '../../lib/errors/index.js'
 import { workspacePaths } from '../../lib/paths.js'
 import { canPrompt, processTerminal, promptOrAbort } from '../../lib/ui/index.js'
-import {
-  DEFAULT_VERIFY_TIMEOUT_MS,
-  parseAttestTimeout,
-  readNodePcrs,
-  verifyServiceTarget,
-} from '../../lib/verify/index.js'
+import { parseAttestTimeout, readNodePcrs, verifyServiceTarget } from '../../lib/verify/index.js'
 
 export interface MeasurementsResult {
   config: string
@@ -46,10 +42,7 @@ export default class ConfigMeasurements extends BaseCommand {
       required: true,
     }),
     yes: Flags.boolean({ char: 'y', description: 'write without asking' }),
-    timeout: Flags.string({
-      description: 'give up on an unanswering node after this long (e.g. 5s, 1m)',
-      default: `${DEFAULT_VERIFY_TIMEOUT_MS / 1000}s`,
-    }),
+    ...attestTimeoutFlag,
   }
 
   async run(): Promise<MeasurementsResult> {

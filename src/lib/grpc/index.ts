@@ -1,2 +1,2 @@
-export { listenOn, routeGrpcLogs } from './server.js'
+export { listenOn, routeGrpcLogs, shutdownGracefully } from './server.js'
 export { withoutRpcInternals } from './messages.js'

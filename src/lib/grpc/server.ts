@@ -28,6 +28,13 @@ export async function listenOn(
   return formatHostPort(host, bound)
 }
 
+/** Lets calls in flight finish, then force-stops whatever is left once graceMs has passed. */
+export async function shutdownGracefully(server: Server, graceMs: number): Promise<void> {
+  const force = setTimeout(() => server.forceShutdown(), graceMs).unref()
+  await new Promise<void>((resolve) => server.tryShutdown(() => resolve()))
+  clearTimeout(force)
+}
+
 /**
  * grpc-js writes its own errors to stderr as plain text, which would break a daemon's JSON-lines
  * log; this sends them through the daemon's logger instead. Process-wide: call it from a daemon's

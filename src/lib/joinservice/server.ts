@@ -20,7 +20,7 @@ import {
 } from '../atls/index.js'
 import { chainMessage } from '../errors/index.js'
 import { KeyServiceUnreachableError } from '../kms/index.js'
-import { parseHostPort, type Logger } from '../system/index.js'
+import { formatHostPort, parseHostPort, type Logger } from '../system/index.js'
 import { Admission, type AdmissionLimits } from './admission.js'
 import { createAuditLog, type AuditLog, type AuditRecord } from './audit.js'
 import type { TokenIssuer } from './bootstrap-token.js'
@@ -137,7 +137,7 @@ export class JoinService {
           this.audit({ rpc: rpcName(method), node: '', role: 'unknown', peer, verdict: 'refused', reason }),
       },
     )
-    const address = `${host.includes(':') ? `[${host}]` : host}:${this.listener.port}`
+    const address = formatHostPort(host, this.listener.port)
     this.log.info('Join service listening', { address })
     return address
   }

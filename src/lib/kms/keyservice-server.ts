@@ -6,7 +6,7 @@ import * as grpc from '@grpc/grpc-js'
 import { BlockList, isIP } from 'node:net'
 import { APIService, type GetDataKeyRequest, type GetDataKeyResponse } from '../../gen/keyservice.js'
 import { chainMessage } from '../errors/index.js'
-import { listenOn } from '../grpc/index.js'
+import { listenOn, shutdownGracefully } from '../grpc/index.js'
 import { parseHostPort, type Logger } from '../system/index.js'
 import { ClusterKms } from './hkdf.js'
 import type { MasterSecret } from './master-secret.js'
@@ -76,9 +76,7 @@ export class KeyService {
   /** Lets calls in flight answer, force-stops after graceMs; safe to call more than once. */
   stop(graceMs = STOP_GRACE_MS): Promise<void> {
     this.stopping ??= (async () => {
-      const force = setTimeout(() => this.server.forceShutdown(), graceMs).unref()
-      await new Promise<void>((resolve) => this.server.tryShutdown(() => resolve()))
-      clearTimeout(force)
+      await shutdownGracefully(this.server, graceMs)
       this.log.info('Key service stopped')
       this.resolveDone()
     })()

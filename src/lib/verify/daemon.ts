@@ -2,7 +2,7 @@
 import * as grpc from '@grpc/grpc-js'
 import type { Issuer } from '../attestation/index.js'
 import { createAttestedServerCredentials } from '../atls/index.js'
-import { listenOn } from '../grpc/index.js'
+import { listenOn, shutdownGracefully } from '../grpc/index.js'
 import type { Logger } from '../system/index.js'
 import { VerifyService, type DescribeResponse } from './service-definition.js'
 
@@ -44,9 +44,7 @@ export class VerifyServiceDaemon {
   /** Lets handshakes in flight finish, force-stops after graceMs; safe to call more than once. */
   stop(graceMs = DEFAULT_STOP_GRACE_MS): Promise<void> {
     this.stopping ??= (async () => {
-      const force = setTimeout(() => this.server.forceShutdown(), graceMs).unref()
-      await new Promise<void>((resolve) => this.server.tryShutdown(() => resolve()))
-      clearTimeout(force)
+      await shutdownGracefully(this.server, graceMs)
       this.log.info('Verification service stopped')
       this.resolveDone()
     })()
