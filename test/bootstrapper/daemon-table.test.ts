@@ -103,7 +103,7 @@ async function startStubNode(dir: string, opts: StubOptions) {
 
 type StubNode = Awaited<ReturnType<typeof startStubNode>>
 
-describe('Bootstrapper on stub parts: the Init handler', function () {
+describe('Bootstrapper on stub parts', function () {
   this.timeout(10_000)
   let dir: string
   let cleanup: () => Promise<void>
@@ -117,156 +117,145 @@ describe('Bootstrapper on stub parts: the Init handler', function () {
     await cleanup()
   })
 
-  const cases: Record<
-    string,
-    {
-      stub: StubOptions
-      secret?: Buffer
-      want: { code: status; failure?: RegExp; kubeconfig?: string }
-      wantEvents: string[]
-      wantOutcome: Bootstrapper['outcome']
-      /** The daemon stops serving by itself (an Init took the lock). */
-      wantDone: boolean
+  describe('the Init handler', () => {
+    const cases: Record<
+      string,
+      {
+        stub: StubOptions
+        secret?: Buffer
+        want: { code: status; failure?: RegExp; kubeconfig?: string }
+        wantEvents: string[]
+        wantOutcome: Bootstrapper['outcome']
+        /** The daemon stops serving by itself (an Init took the lock). */
+        wantDone: boolean
+      }
+    > = {
+      'init ok: lock, disk key and components, kubeadm; answers the kubeconfig and stops serving': {
+        stub: {},
+        want: { code: status.OK, kubeconfig: 'admin kubeconfig' },
+        wantEvents: ['stage', 'lock', 'changeKey', 'install', 'kubeadm'],
+        wantOutcome: 'initialized',
+        wantDone: true,
+      },
+      'lock already taken (a join won): FAILED_PRECONDITION, the disk and kubeadm untouched': {
+        stub: { lockTaken: true },
+        want: { code: status.FAILED_PRECONDITION, failure: /node is already being activated/ },
+        wantEvents: ['stage'],
+        wantOutcome: 'joined',
+        wantDone: false,
+      },
+      'disk failure after the lock: INTERNAL, kubeadm never runs, the node is spent': {
+        stub: { changeKeyFails: true },
+        want: { code: status.INTERNAL, failure: /setting the state disk key: cryptsetup exited 2/ },
+        wantEvents: ['stage', 'lock', 'changeKey', 'install'],
+        wantOutcome: 'failed',
+        wantDone: true,
+      },
+      'wrong init secret: PERMISSION_DENIED before any part is touched': {
+        stub: {},
+        secret: Buffer.from('not the init secret'),
+        want: { code: status.PERMISSION_DENIED, failure: /invalid init secret/ },
+        wantEvents: [],
+        wantOutcome: 'stopped',
+        wantDone: false,
+      },
     }
-  > = {
-    'init ok: lock, disk key and components, kubeadm; answers the kubeconfig and stops serving': {
-      stub: {},
-      want: { code: status.OK, kubeconfig: 'admin kubeconfig' },
-      wantEvents: ['stage', 'lock', 'changeKey', 'install', 'kubeadm'],
-      wantOutcome: 'initialized',
-      wantDone: true,
-    },
-    'lock already taken (a join won): FAILED_PRECONDITION, the disk and kubeadm untouched': {
-      stub: { lockTaken: true },
-      want: { code: status.FAILED_PRECONDITION, failure: /node is already being activated/ },
-      wantEvents: ['stage'],
-      wantOutcome: 'joined',
-      wantDone: false,
-    },
-    'disk failure after the lock: INTERNAL, kubeadm never runs, the node is spent': {
-      stub: { changeKeyFails: true },
-      want: { code: status.INTERNAL, failure: /setting the state disk key: cryptsetup exited 2/ },
-      wantEvents: ['stage', 'lock', 'changeKey', 'install'],
-      wantOutcome: 'failed',
-      wantDone: true,
-    },
-    'wrong init secret: PERMISSION_DENIED before any part is touched': {
-      stub: {},
-      secret: Buffer.from('not the init secret'),
-      want: { code: status.PERMISSION_DENIED, failure: /invalid init secret/ },
-      wantEvents: [],
-      wantOutcome: 'stopped',
-      wantDone: false,
-    },
-  }
-  for (const [name, tc] of Object.entries(cases)) {
-    it(name, async () => {
-      node = await startStubNode(dir, tc.stub)
-      const reply = await callInit(node.client, { ...request, initSecret: tc.secret ?? secret })
-      expect(reply.code, reply.failure).to.equal(tc.want.code)
-      if (tc.want.failure) expect(reply.failure).to.match(tc.want.failure)
-      expect(reply.kubeconfig?.toString()).to.equal(tc.want.kubeconfig)
-      expect(node.events).to.deep.equal(tc.wantEvents)
-      expect(node.daemon.outcome).to.equal(tc.wantOutcome)
-      expect(await settlesWithin(node.daemon.done, tc.wantDone ? 2_000 : 200)).to.equal(tc.wantDone)
-    })
-  }
-})
-
-describe('Bootstrapper on stub parts: stop()', function () {
-  this.timeout(10_000)
-  let dir: string
-  let cleanup: () => Promise<void>
-  let node: StubNode | undefined
-  beforeEach(async () => ({ dir, cleanup } = await makeTempDir()))
-  afterEach(async () => {
-    node?.kubeadmRelease.resolve()
-    node?.client.close()
-    await node?.daemon.stop(100)
-    node = undefined
-    await cleanup()
+    for (const [name, tc] of Object.entries(cases)) {
+      it(name, async () => {
+        node = await startStubNode(dir, tc.stub)
+        const reply = await callInit(node.client, { ...request, initSecret: tc.secret ?? secret })
+        expect(reply.code, reply.failure).to.equal(tc.want.code)
+        if (tc.want.failure) expect(reply.failure).to.match(tc.want.failure)
+        expect(reply.kubeconfig?.toString()).to.equal(tc.want.kubeconfig)
+        expect(node.events).to.deep.equal(tc.wantEvents)
+        expect(node.daemon.outcome).to.equal(tc.wantOutcome)
+        expect(await settlesWithin(node.daemon.done, tc.wantDone ? 2_000 : 200)).to.equal(tc.wantDone)
+      })
+    }
   })
 
-  const cases: Record<
-    string,
-    {
-      stub: StubOptions
-      /** Where the Init is when stop() comes; none: no Init at all. */
-      during?: 'download' | 'kubeadm'
-      graceMs: number
-      /** kubeadm finishes this long after stop() was called. */
-      kubeadmAfterStopMs?: number
-      want?: { code: (code: status) => boolean; failure?: RegExp }
-      wantLocked: boolean
-      wantOutcome: Bootstrapper['outcome']
+  describe('stop()', () => {
+    const cases: Record<
+      string,
+      {
+        stub: StubOptions
+        /** Where the Init is when stop() comes; none: no Init at all. */
+        during?: 'download' | 'kubeadm'
+        graceMs: number
+        /** kubeadm finishes this long after stop() was called. */
+        kubeadmAfterStopMs?: number
+        want?: { code: (code: status) => boolean; failure?: RegExp }
+        wantLocked: boolean
+        wantOutcome: Bootstrapper['outcome']
+      }
+    > = {
+      'stop() while idle, called twice: one stop, the port closes, outcome stopped': {
+        stub: {},
+        graceMs: 1_000,
+        wantLocked: false,
+        wantOutcome: 'stopped',
+      },
+      'stop() during a download: the download is aborted, Init fails before the lock': {
+        stub: { downloadHangs: true },
+        during: 'download',
+        graceMs: 5_000,
+        want: { code: (c) => c === status.FAILED_PRECONDITION, failure: /GET aborted/ },
+        wantLocked: false,
+        wantOutcome: 'stopped',
+      },
+      'stop() during kubeadm: the Init past the lock answers within the grace, then the server stops': {
+        stub: { kubeadmHeld: true },
+        during: 'kubeadm',
+        graceMs: 5_000,
+        kubeadmAfterStopMs: 100,
+        want: { code: (c) => c === status.OK },
+        wantLocked: true,
+        wantOutcome: 'initialized',
+      },
+      'stop() during kubeadm past the grace: the server is force-stopped, the node is spent': {
+        stub: { kubeadmHeld: true },
+        during: 'kubeadm',
+        graceMs: 100,
+        want: { code: (c) => c !== status.OK },
+        wantLocked: true,
+        wantOutcome: 'failed',
+      },
     }
-  > = {
-    'stop() while idle, called twice: one stop, the port closes, outcome stopped': {
-      stub: {},
-      graceMs: 1_000,
-      wantLocked: false,
-      wantOutcome: 'stopped',
-    },
-    'stop() during a download: the download is aborted, Init fails before the lock': {
-      stub: { downloadHangs: true },
-      during: 'download',
-      graceMs: 5_000,
-      want: { code: (c) => c === status.FAILED_PRECONDITION, failure: /GET aborted/ },
-      wantLocked: false,
-      wantOutcome: 'stopped',
-    },
-    'stop() during kubeadm: the Init past the lock answers within the grace, then the server stops': {
-      stub: { kubeadmHeld: true },
-      during: 'kubeadm',
-      graceMs: 5_000,
-      kubeadmAfterStopMs: 100,
-      want: { code: (c) => c === status.OK },
-      wantLocked: true,
-      wantOutcome: 'initialized',
-    },
-    'stop() during kubeadm past the grace: the server is force-stopped, the node is spent': {
-      stub: { kubeadmHeld: true },
-      during: 'kubeadm',
-      graceMs: 100,
-      want: { code: (c) => c !== status.OK },
-      wantLocked: true,
-      wantOutcome: 'failed',
-    },
-  }
-  for (const [name, tc] of Object.entries(cases)) {
-    it(name, async () => {
-      const n = (node = await startStubNode(dir, tc.stub))
-      let reply: Promise<InitReply> | undefined
-      if (tc.during) {
-        reply = callInit(n.client, request)
-        if (tc.during === 'kubeadm') await n.kubeadmReached
-        else while (!n.events.includes('stage')) await new Promise((r) => setTimeout(r, 10))
-      }
-      const first = n.daemon.stop(tc.graceMs)
-      expect(n.daemon.stop(tc.graceMs), 'a second stop() is the same stop').to.equal(first)
-      if (tc.kubeadmAfterStopMs !== undefined)
-        setTimeout(() => n.kubeadmRelease.resolve(), tc.kubeadmAfterStopMs)
-      await first
-      expect(await settlesWithin(n.daemon.done, 100)).to.equal(true)
-      if (tc.want) {
-        const answer = await reply
-        expect(tc.want.code(answer?.code ?? -1), `code ${answer?.code}: ${answer?.details}`).to.equal(true)
-        if (tc.want.failure) expect(answer?.failure).to.match(tc.want.failure)
-      }
-      expect(n.lock.isLocked).to.equal(tc.wantLocked)
-      expect(n.daemon.outcome).to.equal(tc.wantOutcome)
-      const after = await callInit(n.client, request)
-      expect(after.code, 'nothing serves Init after stop()').to.equal(status.UNAVAILABLE)
-    })
+    for (const [name, tc] of Object.entries(cases)) {
+      it(name, async () => {
+        const n = (node = await startStubNode(dir, tc.stub))
+        let reply: Promise<InitReply> | undefined
+        if (tc.during) {
+          reply = callInit(n.client, request)
+          if (tc.during === 'kubeadm') await n.kubeadmReached
+          else while (!n.events.includes('stage')) await new Promise((r) => setTimeout(r, 10))
+        }
+        const first = n.daemon.stop(tc.graceMs)
+        expect(n.daemon.stop(tc.graceMs), 'a second stop() is the same stop').to.equal(first)
+        if (tc.kubeadmAfterStopMs !== undefined)
+          setTimeout(() => n.kubeadmRelease.resolve(), tc.kubeadmAfterStopMs)
+        await first
+        expect(await settlesWithin(n.daemon.done, 100)).to.equal(true)
+        if (tc.want) {
+          const answer = await reply
+          expect(tc.want.code(answer?.code ?? -1), `code ${answer?.code}: ${answer?.details}`).to.equal(true)
+          if (tc.want.failure) expect(answer?.failure).to.match(tc.want.failure)
+        }
+        expect(n.lock.isLocked).to.equal(tc.wantLocked)
+        expect(n.daemon.outcome).to.equal(tc.wantOutcome)
+        const after = await callInit(n.client, request)
+        expect(after.code, 'nothing serves Init after stop()').to.equal(status.UNAVAILABLE)
+      })
+    }
+  })
+
+  async function settlesWithin(work: Promise<unknown>, ms: number): Promise<boolean> {
+    let timer: NodeJS.Timeout | undefined
+    const timeout = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)))
+    try {
+      return await Promise.race([work.then(() => true), timeout])
+    } finally {
+      clearTimeout(timer)
+    }
   }
 })
-
-async function settlesWithin(work: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined
-  const timeout = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)))
-  try {
-    return await Promise.race([work.then(() => true), timeout])
-  } finally {
-    clearTimeout(timer)
-  }
-}
