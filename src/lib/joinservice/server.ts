@@ -22,6 +22,7 @@ import { chainMessage } from '../errors/index.js'
 import { KeyServiceUnreachableError } from '../kms/index.js'
 import { splitHostPort } from '../nodeconfig/index.js'
 import type { Logger } from '../system/index.js'
+import { parseCsr } from '../x509/index.js'
 import { Admission, type AdmissionLimits } from './admission.js'
 import { createAuditLog, type AuditLog, type AuditRecord } from './audit.js'
 import type { TokenIssuer } from './bootstrap-token.js'
@@ -61,7 +62,8 @@ export interface JoinServiceOptions {
   keyService: DataKeyGetter
   tokens: TokenIssuer
   kubeletSigner: KubeletSigner
-  parseCsr: CsrParser
+  /** Reads and verifies the node's PKCS#10 request; x509's parseCsr unless a test passes a fake. */
+  parseCsr?: CsrParser
   ca: Pick<ClusterCa, 'caCertHash' | 'controlPlaneFiles'>
   components: () => Promise<Component[]>
   cluster: { measurementSalt: Buffer; apiServerEndpoint: string }
@@ -109,7 +111,7 @@ export class JoinService {
       measurementSalt: opts.cluster.measurementSalt,
       apiServerEndpoint: opts.cluster.apiServerEndpoint,
     }
-    this.checkDeps = { parseCsr: opts.parseCsr, expectedNodeName: opts.expectedNodeName }
+    this.checkDeps = { parseCsr: opts.parseCsr ?? parseCsr, expectedNodeName: opts.expectedNodeName }
     this.server = new grpc.Server({
       'grpc.max_receive_message_length': opts.limits?.maxRequestBytes ?? MAX_JOIN_REQUEST_BYTES,
     })
