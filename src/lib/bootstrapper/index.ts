@@ -1,4 +1,4 @@
-/** The node side of init: daemon, Init RPC, node lock, state disk, installer, kubeadm. */
+/** The node side of init and join: daemon, Init RPC, JoinClient, node lock, state disk, installer, kubeadm. */
 export { Bootstrapper, NodeBootstrappedError } from './daemon.js'
 export type { BootstrapperConfig, BootstrapperParts, BootstrapperSettings, JoinClient } from './daemon.js'
 export { NodeLock, NodeLockedError, CLUSTER_ID_PCR } from './node-lock.js'
@@ -27,3 +27,13 @@ export { LogCollector, chunk, LOG_CHUNK_BYTES, ATTEMPT_LOG_LIMIT_BYTES } from '.
 export { redactCredentials } from './logs.js'
 export { initializeNode, InitSecretError, ComponentsUnavailableError } from './init-node.js'
 export { InitHandler } from './init-server.js'
+export { NodeJoinClient, DEFAULT_JOIN_RETRY, kubernetesNodeName } from './join-client.js'
+export type { JoinClientDeps, JoinRetrySettings } from './join-client.js'
+export { staticJoinEndpoints } from './join-endpoints.js'
+export { attestedJoinTicketRequester, JOIN_TICKET_TIMEOUT_MS } from './join-ticket-request.js'
+export type { JoinTicketRequester } from './join-ticket-request.js'
+export { JoinFailedError } from './join-node.js'
+export { runKubeadmJoin, KUBEADM_JOIN_ATTEMPTS, KUBEADM_JOIN_TIMEOUT_MS } from './kubeadm-join.js'
+export type { KubeadmJoinDeps } from './kubeadm-join.js'
+export { renderKubeadmJoinConfig } from './kubeadm-join-config.js'
+export type { KubeadmJoinInput } from './kubeadm-join-config.js'

@@ -43,8 +43,6 @@ import {
 } from './ticket.js'
 import { handshakeValidator, type ValidatorSource } from './validator-source.js'
 
-/** Constellation's JoinServiceNodePort; the node config's joinService.listen overrides it. */
-export const DEFAULT_JOIN_SERVICE_LISTEN = '0.0.0.0:30090'
 const STOP_GRACE_MS = 10_000
 /** A join request is a CSR, a disk UUID and a few names: a few KiB. */
 const MAX_JOIN_REQUEST_BYTES = 64 * 1024
