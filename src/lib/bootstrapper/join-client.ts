@@ -97,8 +97,13 @@ export class NodeJoinClient implements JoinClient {
         ...settings,
         retryable: (err) => !(err instanceof JoinFailedError),
         signal,
+        // each join service's answer is logged already; anything else is said here
         onRetry: (err, attempt, delayMs) =>
-          this.log.info('No join ticket yet; asking again', { attempt, delayMs, error: chainMessage(err) }),
+          this.log.info('No join ticket yet; asking again', {
+            attempt,
+            delayMs,
+            ...(err instanceof NoTicketError ? {} : { error: chainMessage(err) }),
+          }),
       })
       if (!joined) this.log.info('Init took the node lock; the join client stops')
     } catch (err) {
