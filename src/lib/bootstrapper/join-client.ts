@@ -10,7 +10,6 @@ import { withoutRpcInternals } from '../grpc/index.js'
 import type { NodeMember } from '../nodeconfig/index.js'
 import type { NodePaths } from '../paths.js'
 import { retry, type Logger } from '../system/index.js'
-import { createCsr, generateEcdsaP256KeyPair } from '../x509/index.js'
 import type { JoinClient } from './daemon.js'
 import type { StateDisk } from './init-node.js'
 import type { Component, StagedComponents } from './installer.js'
@@ -160,6 +159,8 @@ export class NodeJoinClient implements JoinClient {
 
   /** A fresh key and CSR per request, as Constellation: a refused request leaves nothing to reuse. */
   private async requestTicket(endpoint: string, diskUuid: string) {
+    // loaded here, as the daemon loads the x509 encoder: not on the path of its start
+    const { createCsr, generateEcdsaP256KeyPair } = await import('../x509/index.js')
     const { publicKey, privateKey } = await generateEcdsaP256KeyPair()
     const certificateRequest = createCsr({
       key: privateKey,

@@ -26,10 +26,11 @@ export function attestedJoinTicketRequester(
   timeoutMs = JOIN_TICKET_TIMEOUT_MS,
 ): JoinTicketRequester {
   return async (endpoint, request, signal) => {
-    signal.throwIfAborted()
     // a fresh challenge and certificate per call: the server consumes the nonce
-    const credentials = await createAttestedClientChannelCredentials(endpoint, issuer, timeoutMs)
-    signal.throwIfAborted()
+    const credentials = await untilAborted(
+      createAttestedClientChannelCredentials(endpoint, issuer, timeoutMs),
+      signal,
+    )
     const client = new APIClient(endpoint, credentials, {
       'grpc.ssl_target_name_override': SERVER_NAME_OVERRIDE,
       'grpc.enable_retries': 0,
@@ -54,4 +55,15 @@ export function attestedJoinTicketRequester(
       client.close()
     }
   }
+}
+
+/** The work's result, or the signal's reason as soon as it aborts (the work is left to time out). */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  signal.throwIfAborted()
+  let onAbort = () => {}
+  const aborted = new Promise<never>((_resolve, reject) => {
+    onAbort = () => reject(signal.reason)
+    signal.addEventListener('abort', onAbort, { once: true })
+  })
+  return Promise.race([work, aborted]).finally(() => signal.removeEventListener('abort', onAbort))
 }
