@@ -1165,7 +1165,7 @@ return errors === 0;
 }
 
 export const validateNodeConfig: StandaloneValidate = validate12;
-const schema13 = {"$schema":"http://json-schema.org/draft-07/schema#","title":"constellation node config","type":"object","additionalProperties":false,"required":["attestationVariant","tpm"],"properties":{"attestationVariant":{"enum":["qemu-vtpm"]},"tpm":{"type":"object","additionalProperties":false,"minProperties":1,"maxProperties":1,"properties":{"device":{"type":"string","pattern":"^/","description":"TPM device, e.g. /dev/tpmrm0"},"swtpm":{"type":"string","description":"swtpm's TCP server port, HOST:PORT"}}},"root":{"type":"string","pattern":"^/","description":"prefix of every node path (default /)"},"initServer":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"HOST:PORT"}}},"verifyService":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"HOST:PORT"}}},"initSecretHash":{"type":"string","pattern":"^\\$2[aby]\\$\\d{2}\\$[./A-Za-z0-9]{53}$","description":"bcrypt hash of the init secret"},"kubeadm":{"type":"string","pattern":"^/","description":"kubeadm binary (default <root>/run/state/bin/kubeadm)"},"stateDisk":{"type":"object","additionalProperties":false,"required":["device","initialKeyFile"],"properties":{"device":{"type":"string","pattern":"^/","description":"LUKS2 state disk (block device or image file)"},"initialKeyFile":{"type":"string","pattern":"^/","description":"file holding the initial passphrase"},"pbkdf":{"type":"object","additionalProperties":false,"required":["type","iterations"],"description":"cost of the new keyslot (tests: pbkdf2 with few iterations); default: cryptsetup's argon2id","properties":{"type":{"enum":["pbkdf2","argon2id"]},"iterations":{"type":"integer","minimum":1000}}}}},"metadata":{"type":"object","additionalProperties":false,"required":["provider","self"],"properties":{"provider":{"enum":["static"]},"self":{"type":"object","additionalProperties":false,"required":["name","role","vpcIP"],"properties":{"name":{"type":"string","minLength":1},"role":{"enum":["control-plane","worker"]},"vpcIP":{"type":"string","description":"IP address in the cluster network"}}},"peers":{"type":"array","items":{"type":"object","additionalProperties":false,"required":["name","role","vpcIP"],"properties":{"name":{"type":"string","minLength":1},"role":{"enum":["control-plane","worker"]},"vpcIP":{"type":"string","description":"IP address in the cluster network"}}}},"loadBalancerEndpoint":{"type":"string","description":"HOST:PORT"}}}}};
+const schema13 = {"$schema":"http://json-schema.org/draft-07/schema#","title":"constellation node config","type":"object","additionalProperties":false,"required":["attestationVariant","tpm"],"properties":{"attestationVariant":{"enum":["qemu-vtpm"]},"tpm":{"type":"object","additionalProperties":false,"minProperties":1,"maxProperties":1,"properties":{"device":{"type":"string","pattern":"^/","description":"TPM device, e.g. /dev/tpmrm0"},"swtpm":{"type":"string","description":"swtpm's TCP server port, HOST:PORT"}}},"root":{"type":"string","pattern":"^/","description":"prefix of every node path (default /)"},"initServer":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"HOST:PORT"}}},"verifyService":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"HOST:PORT"}}},"joinService":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"the join service's HOST:PORT (default 0.0.0.0:30090); joining nodes dial its port on the control planes"}}},"initSecretHash":{"type":"string","pattern":"^\\$2[aby]\\$\\d{2}\\$[./A-Za-z0-9]{53}$","description":"bcrypt hash of the init secret"},"kubeadm":{"type":"string","pattern":"^/","description":"kubeadm binary (default <root>/run/state/bin/kubeadm)"},"stateDisk":{"type":"object","additionalProperties":false,"required":["device","initialKeyFile"],"properties":{"device":{"type":"string","pattern":"^/","description":"LUKS2 state disk (block device or image file)"},"initialKeyFile":{"type":"string","pattern":"^/","description":"file holding the initial passphrase"},"pbkdf":{"type":"object","additionalProperties":false,"required":["type","iterations"],"description":"cost of the new keyslot (tests: pbkdf2 with few iterations); default: cryptsetup's argon2id","properties":{"type":{"enum":["pbkdf2","argon2id"]},"iterations":{"type":"integer","minimum":1000}}}}},"metadata":{"type":"object","additionalProperties":false,"required":["provider","self"],"properties":{"provider":{"enum":["static"]},"self":{"type":"object","additionalProperties":false,"required":["name","role","vpcIP"],"properties":{"name":{"type":"string","minLength":1},"role":{"enum":["control-plane","worker"]},"vpcIP":{"type":"string","description":"IP address in the cluster network"}}},"peers":{"type":"array","items":{"type":"object","additionalProperties":false,"required":["name","role","vpcIP"],"properties":{"name":{"type":"string","minLength":1},"role":{"enum":["control-plane","worker"]},"vpcIP":{"type":"string","description":"IP address in the cluster network"}}}},"loadBalancerEndpoint":{"type":"string","description":"HOST:PORT"}}}}};
 const func6 = Object.prototype.hasOwnProperty;
 const pattern11 = new RegExp("^\\$2[aby]\\$\\d{2}\\$[./A-Za-z0-9]{53}$", "u");
 
@@ -1404,11 +1404,12 @@ vErrors.push(err18);
 errors++;
 }
 }
-if(data.initSecretHash !== undefined){
-let data9 = data.initSecretHash;
-if(typeof data9 === "string"){
-if(!pattern11.test(data9)){
-const err19 = {instancePath:instancePath+"/initSecretHash",schemaPath:"#/properties/initSecretHash/pattern",keyword:"pattern",params:{pattern: "^\\$2[aby]\\$\\d{2}\\$[./A-Za-z0-9]{53}$"},message:"must match pattern \""+"^\\$2[aby]\\$\\d{2}\\$[./A-Za-z0-9]{53}$"+"\""};
+if(data.joinService !== undefined){
+let data9 = data.joinService;
+if(data9 && typeof data9 == "object" && !Array.isArray(data9)){
+for(const key4 in data9){
+if(!(key4 === "listen")){
+const err19 = {instancePath:instancePath+"/joinService",schemaPath:"#/properties/joinService/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -1418,8 +1419,9 @@ vErrors.push(err19);
 errors++;
 }
 }
-else {
-const err20 = {instancePath:instancePath+"/initSecretHash",schemaPath:"#/properties/initSecretHash/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data9.listen !== undefined){
+if(typeof data9.listen !== "string"){
+const err20 = {instancePath:instancePath+"/joinService/listen",schemaPath:"#/properties/joinService/properties/listen/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -1429,11 +1431,9 @@ vErrors.push(err20);
 errors++;
 }
 }
-if(data.kubeadm !== undefined){
-let data10 = data.kubeadm;
-if(typeof data10 === "string"){
-if(!pattern5.test(data10)){
-const err21 = {instancePath:instancePath+"/kubeadm",schemaPath:"#/properties/kubeadm/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\""};
+}
+else {
+const err21 = {instancePath:instancePath+"/joinService",schemaPath:"#/properties/joinService/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -1443,8 +1443,11 @@ vErrors.push(err21);
 errors++;
 }
 }
-else {
-const err22 = {instancePath:instancePath+"/kubeadm",schemaPath:"#/properties/kubeadm/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.initSecretHash !== undefined){
+let data11 = data.initSecretHash;
+if(typeof data11 === "string"){
+if(!pattern11.test(data11)){
+const err22 = {instancePath:instancePath+"/initSecretHash",schemaPath:"#/properties/initSecretHash/pattern",keyword:"pattern",params:{pattern: "^\\$2[aby]\\$\\d{2}\\$[./A-Za-z0-9]{53}$"},message:"must match pattern \""+"^\\$2[aby]\\$\\d{2}\\$[./A-Za-z0-9]{53}$"+"\""};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -1454,11 +1457,8 @@ vErrors.push(err22);
 errors++;
 }
 }
-if(data.stateDisk !== undefined){
-let data11 = data.stateDisk;
-if(data11 && typeof data11 == "object" && !Array.isArray(data11)){
-if(data11.device === undefined){
-const err23 = {instancePath:instancePath+"/stateDisk",schemaPath:"#/properties/stateDisk/required",keyword:"required",params:{missingProperty: "device"},message:"must have required property '"+"device"+"'"};
+else {
+const err23 = {instancePath:instancePath+"/initSecretHash",schemaPath:"#/properties/initSecretHash/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -1467,8 +1467,12 @@ vErrors.push(err23);
 }
 errors++;
 }
-if(data11.initialKeyFile === undefined){
-const err24 = {instancePath:instancePath+"/stateDisk",schemaPath:"#/properties/stateDisk/required",keyword:"required",params:{missingProperty: "initialKeyFile"},message:"must have required property '"+"initialKeyFile"+"'"};
+}
+if(data.kubeadm !== undefined){
+let data12 = data.kubeadm;
+if(typeof data12 === "string"){
+if(!pattern5.test(data12)){
+const err24 = {instancePath:instancePath+"/kubeadm",schemaPath:"#/properties/kubeadm/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\""};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -1477,9 +1481,9 @@ vErrors.push(err24);
 }
 errors++;
 }
-for(const key4 in data11){
-if(!(((key4 === "device") || (key4 === "initialKeyFile")) || (key4 === "pbkdf"))){
-const err25 = {instancePath:instancePath+"/stateDisk",schemaPath:"#/properties/stateDisk/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"};
+}
+else {
+const err25 = {instancePath:instancePath+"/kubeadm",schemaPath:"#/properties/kubeadm/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -1489,11 +1493,11 @@ vErrors.push(err25);
 errors++;
 }
 }
-if(data11.device !== undefined){
-let data12 = data11.device;
-if(typeof data12 === "string"){
-if(!pattern5.test(data12)){
-const err26 = {instancePath:instancePath+"/stateDisk/device",schemaPath:"#/properties/stateDisk/properties/device/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\""};
+if(data.stateDisk !== undefined){
+let data13 = data.stateDisk;
+if(data13 && typeof data13 == "object" && !Array.isArray(data13)){
+if(data13.device === undefined){
+const err26 = {instancePath:instancePath+"/stateDisk",schemaPath:"#/properties/stateDisk/required",keyword:"required",params:{missingProperty: "device"},message:"must have required property '"+"device"+"'"};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -1502,9 +1506,8 @@ vErrors.push(err26);
 }
 errors++;
 }
-}
-else {
-const err27 = {instancePath:instancePath+"/stateDisk/device",schemaPath:"#/properties/stateDisk/properties/device/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data13.initialKeyFile === undefined){
+const err27 = {instancePath:instancePath+"/stateDisk",schemaPath:"#/properties/stateDisk/required",keyword:"required",params:{missingProperty: "initialKeyFile"},message:"must have required property '"+"initialKeyFile"+"'"};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -1513,12 +1516,9 @@ vErrors.push(err27);
 }
 errors++;
 }
-}
-if(data11.initialKeyFile !== undefined){
-let data13 = data11.initialKeyFile;
-if(typeof data13 === "string"){
-if(!pattern5.test(data13)){
-const err28 = {instancePath:instancePath+"/stateDisk/initialKeyFile",schemaPath:"#/properties/stateDisk/properties/initialKeyFile/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\""};
+for(const key5 in data13){
+if(!(((key5 === "device") || (key5 === "initialKeyFile")) || (key5 === "pbkdf"))){
+const err28 = {instancePath:instancePath+"/stateDisk",schemaPath:"#/properties/stateDisk/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -1528,8 +1528,11 @@ vErrors.push(err28);
 errors++;
 }
 }
-else {
-const err29 = {instancePath:instancePath+"/stateDisk/initialKeyFile",schemaPath:"#/properties/stateDisk/properties/initialKeyFile/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data13.device !== undefined){
+let data14 = data13.device;
+if(typeof data14 === "string"){
+if(!pattern5.test(data14)){
+const err29 = {instancePath:instancePath+"/stateDisk/device",schemaPath:"#/properties/stateDisk/properties/device/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\""};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -1539,11 +1542,8 @@ vErrors.push(err29);
 errors++;
 }
 }
-if(data11.pbkdf !== undefined){
-let data14 = data11.pbkdf;
-if(data14 && typeof data14 == "object" && !Array.isArray(data14)){
-if(data14.type === undefined){
-const err30 = {instancePath:instancePath+"/stateDisk/pbkdf",schemaPath:"#/properties/stateDisk/properties/pbkdf/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'"};
+else {
+const err30 = {instancePath:instancePath+"/stateDisk/device",schemaPath:"#/properties/stateDisk/properties/device/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -1552,8 +1552,12 @@ vErrors.push(err30);
 }
 errors++;
 }
-if(data14.iterations === undefined){
-const err31 = {instancePath:instancePath+"/stateDisk/pbkdf",schemaPath:"#/properties/stateDisk/properties/pbkdf/required",keyword:"required",params:{missingProperty: "iterations"},message:"must have required property '"+"iterations"+"'"};
+}
+if(data13.initialKeyFile !== undefined){
+let data15 = data13.initialKeyFile;
+if(typeof data15 === "string"){
+if(!pattern5.test(data15)){
+const err31 = {instancePath:instancePath+"/stateDisk/initialKeyFile",schemaPath:"#/properties/stateDisk/properties/initialKeyFile/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\""};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -1562,9 +1566,9 @@ vErrors.push(err31);
 }
 errors++;
 }
-for(const key5 in data14){
-if(!((key5 === "type") || (key5 === "iterations"))){
-const err32 = {instancePath:instancePath+"/stateDisk/pbkdf",schemaPath:"#/properties/stateDisk/properties/pbkdf/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties"};
+}
+else {
+const err32 = {instancePath:instancePath+"/stateDisk/initialKeyFile",schemaPath:"#/properties/stateDisk/properties/initialKeyFile/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -1574,10 +1578,11 @@ vErrors.push(err32);
 errors++;
 }
 }
-if(data14.type !== undefined){
-let data15 = data14.type;
-if(!((data15 === "pbkdf2") || (data15 === "argon2id"))){
-const err33 = {instancePath:instancePath+"/stateDisk/pbkdf/type",schemaPath:"#/properties/stateDisk/properties/pbkdf/properties/type/enum",keyword:"enum",params:{allowedValues: schema13.properties.stateDisk.properties.pbkdf.properties.type.enum},message:"must be equal to one of the allowed values"};
+if(data13.pbkdf !== undefined){
+let data16 = data13.pbkdf;
+if(data16 && typeof data16 == "object" && !Array.isArray(data16)){
+if(data16.type === undefined){
+const err33 = {instancePath:instancePath+"/stateDisk/pbkdf",schemaPath:"#/properties/stateDisk/properties/pbkdf/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'"};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -1586,11 +1591,8 @@ vErrors.push(err33);
 }
 errors++;
 }
-}
-if(data14.iterations !== undefined){
-let data16 = data14.iterations;
-if(!((typeof data16 == "number") && (!(data16 % 1) && !isNaN(data16)))){
-const err34 = {instancePath:instancePath+"/stateDisk/pbkdf/iterations",schemaPath:"#/properties/stateDisk/properties/pbkdf/properties/iterations/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data16.iterations === undefined){
+const err34 = {instancePath:instancePath+"/stateDisk/pbkdf",schemaPath:"#/properties/stateDisk/properties/pbkdf/required",keyword:"required",params:{missingProperty: "iterations"},message:"must have required property '"+"iterations"+"'"};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -1599,9 +1601,9 @@ vErrors.push(err34);
 }
 errors++;
 }
-if(typeof data16 == "number"){
-if(data16 < 1000 || isNaN(data16)){
-const err35 = {instancePath:instancePath+"/stateDisk/pbkdf/iterations",schemaPath:"#/properties/stateDisk/properties/pbkdf/properties/iterations/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
+for(const key6 in data16){
+if(!((key6 === "type") || (key6 === "iterations"))){
+const err35 = {instancePath:instancePath+"/stateDisk/pbkdf",schemaPath:"#/properties/stateDisk/properties/pbkdf/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key6},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -1611,10 +1613,10 @@ vErrors.push(err35);
 errors++;
 }
 }
-}
-}
-else {
-const err36 = {instancePath:instancePath+"/stateDisk/pbkdf",schemaPath:"#/properties/stateDisk/properties/pbkdf/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data16.type !== undefined){
+let data17 = data16.type;
+if(!((data17 === "pbkdf2") || (data17 === "argon2id"))){
+const err36 = {instancePath:instancePath+"/stateDisk/pbkdf/type",schemaPath:"#/properties/stateDisk/properties/pbkdf/properties/type/enum",keyword:"enum",params:{allowedValues: schema13.properties.stateDisk.properties.pbkdf.properties.type.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -1624,9 +1626,10 @@ vErrors.push(err36);
 errors++;
 }
 }
-}
-else {
-const err37 = {instancePath:instancePath+"/stateDisk",schemaPath:"#/properties/stateDisk/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data16.iterations !== undefined){
+let data18 = data16.iterations;
+if(!((typeof data18 == "number") && (!(data18 % 1) && !isNaN(data18)))){
+const err37 = {instancePath:instancePath+"/stateDisk/pbkdf/iterations",schemaPath:"#/properties/stateDisk/properties/pbkdf/properties/iterations/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -1635,12 +1638,9 @@ vErrors.push(err37);
 }
 errors++;
 }
-}
-if(data.metadata !== undefined){
-let data17 = data.metadata;
-if(data17 && typeof data17 == "object" && !Array.isArray(data17)){
-if(data17.provider === undefined){
-const err38 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "provider"},message:"must have required property '"+"provider"+"'"};
+if(typeof data18 == "number"){
+if(data18 < 1000 || isNaN(data18)){
+const err38 = {instancePath:instancePath+"/stateDisk/pbkdf/iterations",schemaPath:"#/properties/stateDisk/properties/pbkdf/properties/iterations/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -1649,8 +1649,11 @@ vErrors.push(err38);
 }
 errors++;
 }
-if(data17.self === undefined){
-const err39 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "self"},message:"must have required property '"+"self"+"'"};
+}
+}
+}
+else {
+const err39 = {instancePath:instancePath+"/stateDisk/pbkdf",schemaPath:"#/properties/stateDisk/properties/pbkdf/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -1659,9 +1662,10 @@ vErrors.push(err39);
 }
 errors++;
 }
-for(const key6 in data17){
-if(!((((key6 === "provider") || (key6 === "self")) || (key6 === "peers")) || (key6 === "loadBalancerEndpoint"))){
-const err40 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key6},message:"must NOT have additional properties"};
+}
+}
+else {
+const err40 = {instancePath:instancePath+"/stateDisk",schemaPath:"#/properties/stateDisk/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -1671,9 +1675,11 @@ vErrors.push(err40);
 errors++;
 }
 }
-if(data17.provider !== undefined){
-if(!(data17.provider === "static")){
-const err41 = {instancePath:instancePath+"/metadata/provider",schemaPath:"#/properties/metadata/properties/provider/enum",keyword:"enum",params:{allowedValues: schema13.properties.metadata.properties.provider.enum},message:"must be equal to one of the allowed values"};
+if(data.metadata !== undefined){
+let data19 = data.metadata;
+if(data19 && typeof data19 == "object" && !Array.isArray(data19)){
+if(data19.provider === undefined){
+const err41 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "provider"},message:"must have required property '"+"provider"+"'"};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -1682,12 +1688,8 @@ vErrors.push(err41);
 }
 errors++;
 }
-}
-if(data17.self !== undefined){
-let data19 = data17.self;
-if(data19 && typeof data19 == "object" && !Array.isArray(data19)){
-if(data19.name === undefined){
-const err42 = {instancePath:instancePath+"/metadata/self",schemaPath:"#/properties/metadata/properties/self/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+if(data19.self === undefined){
+const err42 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "self"},message:"must have required property '"+"self"+"'"};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -1696,8 +1698,9 @@ vErrors.push(err42);
 }
 errors++;
 }
-if(data19.role === undefined){
-const err43 = {instancePath:instancePath+"/metadata/self",schemaPath:"#/properties/metadata/properties/self/required",keyword:"required",params:{missingProperty: "role"},message:"must have required property '"+"role"+"'"};
+for(const key7 in data19){
+if(!((((key7 === "provider") || (key7 === "self")) || (key7 === "peers")) || (key7 === "loadBalancerEndpoint"))){
+const err43 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key7},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -1706,8 +1709,10 @@ vErrors.push(err43);
 }
 errors++;
 }
-if(data19.vpcIP === undefined){
-const err44 = {instancePath:instancePath+"/metadata/self",schemaPath:"#/properties/metadata/properties/self/required",keyword:"required",params:{missingProperty: "vpcIP"},message:"must have required property '"+"vpcIP"+"'"};
+}
+if(data19.provider !== undefined){
+if(!(data19.provider === "static")){
+const err44 = {instancePath:instancePath+"/metadata/provider",schemaPath:"#/properties/metadata/properties/provider/enum",keyword:"enum",params:{allowedValues: schema13.properties.metadata.properties.provider.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err44];
 }
@@ -1716,9 +1721,12 @@ vErrors.push(err44);
 }
 errors++;
 }
-for(const key7 in data19){
-if(!(((key7 === "name") || (key7 === "role")) || (key7 === "vpcIP"))){
-const err45 = {instancePath:instancePath+"/metadata/self",schemaPath:"#/properties/metadata/properties/self/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key7},message:"must NOT have additional properties"};
+}
+if(data19.self !== undefined){
+let data21 = data19.self;
+if(data21 && typeof data21 == "object" && !Array.isArray(data21)){
+if(data21.name === undefined){
+const err45 = {instancePath:instancePath+"/metadata/self",schemaPath:"#/properties/metadata/properties/self/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
 if(vErrors === null){
 vErrors = [err45];
 }
@@ -1727,12 +1735,8 @@ vErrors.push(err45);
 }
 errors++;
 }
-}
-if(data19.name !== undefined){
-let data20 = data19.name;
-if(typeof data20 === "string"){
-if(func2(data20) < 1){
-const err46 = {instancePath:instancePath+"/metadata/self/name",schemaPath:"#/properties/metadata/properties/self/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data21.role === undefined){
+const err46 = {instancePath:instancePath+"/metadata/self",schemaPath:"#/properties/metadata/properties/self/required",keyword:"required",params:{missingProperty: "role"},message:"must have required property '"+"role"+"'"};
 if(vErrors === null){
 vErrors = [err46];
 }
@@ -1741,9 +1745,8 @@ vErrors.push(err46);
 }
 errors++;
 }
-}
-else {
-const err47 = {instancePath:instancePath+"/metadata/self/name",schemaPath:"#/properties/metadata/properties/self/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data21.vpcIP === undefined){
+const err47 = {instancePath:instancePath+"/metadata/self",schemaPath:"#/properties/metadata/properties/self/required",keyword:"required",params:{missingProperty: "vpcIP"},message:"must have required property '"+"vpcIP"+"'"};
 if(vErrors === null){
 vErrors = [err47];
 }
@@ -1752,11 +1755,9 @@ vErrors.push(err47);
 }
 errors++;
 }
-}
-if(data19.role !== undefined){
-let data21 = data19.role;
-if(!((data21 === "control-plane") || (data21 === "worker"))){
-const err48 = {instancePath:instancePath+"/metadata/self/role",schemaPath:"#/properties/metadata/properties/self/properties/role/enum",keyword:"enum",params:{allowedValues: schema13.properties.metadata.properties.self.properties.role.enum},message:"must be equal to one of the allowed values"};
+for(const key8 in data21){
+if(!(((key8 === "name") || (key8 === "role")) || (key8 === "vpcIP"))){
+const err48 = {instancePath:instancePath+"/metadata/self",schemaPath:"#/properties/metadata/properties/self/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key8},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -1766,9 +1767,11 @@ vErrors.push(err48);
 errors++;
 }
 }
-if(data19.vpcIP !== undefined){
-if(typeof data19.vpcIP !== "string"){
-const err49 = {instancePath:instancePath+"/metadata/self/vpcIP",schemaPath:"#/properties/metadata/properties/self/properties/vpcIP/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data21.name !== undefined){
+let data22 = data21.name;
+if(typeof data22 === "string"){
+if(func2(data22) < 1){
+const err49 = {instancePath:instancePath+"/metadata/self/name",schemaPath:"#/properties/metadata/properties/self/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err49];
 }
@@ -1778,9 +1781,8 @@ vErrors.push(err49);
 errors++;
 }
 }
-}
 else {
-const err50 = {instancePath:instancePath+"/metadata/self",schemaPath:"#/properties/metadata/properties/self/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err50 = {instancePath:instancePath+"/metadata/self/name",schemaPath:"#/properties/metadata/properties/self/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err50];
 }
@@ -1790,15 +1792,10 @@ vErrors.push(err50);
 errors++;
 }
 }
-if(data17.peers !== undefined){
-let data23 = data17.peers;
-if(Array.isArray(data23)){
-const len0 = data23.length;
-for(let i0=0; i0<len0; i0++){
-let data24 = data23[i0];
-if(data24 && typeof data24 == "object" && !Array.isArray(data24)){
-if(data24.name === undefined){
-const err51 = {instancePath:instancePath+"/metadata/peers/" + i0,schemaPath:"#/properties/metadata/properties/peers/items/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+if(data21.role !== undefined){
+let data23 = data21.role;
+if(!((data23 === "control-plane") || (data23 === "worker"))){
+const err51 = {instancePath:instancePath+"/metadata/self/role",schemaPath:"#/properties/metadata/properties/self/properties/role/enum",keyword:"enum",params:{allowedValues: schema13.properties.metadata.properties.self.properties.role.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err51];
 }
@@ -1807,8 +1804,10 @@ vErrors.push(err51);
 }
 errors++;
 }
-if(data24.role === undefined){
-const err52 = {instancePath:instancePath+"/metadata/peers/" + i0,schemaPath:"#/properties/metadata/properties/peers/items/required",keyword:"required",params:{missingProperty: "role"},message:"must have required property '"+"role"+"'"};
+}
+if(data21.vpcIP !== undefined){
+if(typeof data21.vpcIP !== "string"){
+const err52 = {instancePath:instancePath+"/metadata/self/vpcIP",schemaPath:"#/properties/metadata/properties/self/properties/vpcIP/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err52];
 }
@@ -1817,8 +1816,10 @@ vErrors.push(err52);
 }
 errors++;
 }
-if(data24.vpcIP === undefined){
-const err53 = {instancePath:instancePath+"/metadata/peers/" + i0,schemaPath:"#/properties/metadata/properties/peers/items/required",keyword:"required",params:{missingProperty: "vpcIP"},message:"must have required property '"+"vpcIP"+"'"};
+}
+}
+else {
+const err53 = {instancePath:instancePath+"/metadata/self",schemaPath:"#/properties/metadata/properties/self/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err53];
 }
@@ -1827,9 +1828,16 @@ vErrors.push(err53);
 }
 errors++;
 }
-for(const key8 in data24){
-if(!(((key8 === "name") || (key8 === "role")) || (key8 === "vpcIP"))){
-const err54 = {instancePath:instancePath+"/metadata/peers/" + i0,schemaPath:"#/properties/metadata/properties/peers/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key8},message:"must NOT have additional properties"};
+}
+if(data19.peers !== undefined){
+let data25 = data19.peers;
+if(Array.isArray(data25)){
+const len0 = data25.length;
+for(let i0=0; i0<len0; i0++){
+let data26 = data25[i0];
+if(data26 && typeof data26 == "object" && !Array.isArray(data26)){
+if(data26.name === undefined){
+const err54 = {instancePath:instancePath+"/metadata/peers/" + i0,schemaPath:"#/properties/metadata/properties/peers/items/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
 if(vErrors === null){
 vErrors = [err54];
 }
@@ -1838,12 +1846,8 @@ vErrors.push(err54);
 }
 errors++;
 }
-}
-if(data24.name !== undefined){
-let data25 = data24.name;
-if(typeof data25 === "string"){
-if(func2(data25) < 1){
-const err55 = {instancePath:instancePath+"/metadata/peers/" + i0+"/name",schemaPath:"#/properties/metadata/properties/peers/items/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data26.role === undefined){
+const err55 = {instancePath:instancePath+"/metadata/peers/" + i0,schemaPath:"#/properties/metadata/properties/peers/items/required",keyword:"required",params:{missingProperty: "role"},message:"must have required property '"+"role"+"'"};
 if(vErrors === null){
 vErrors = [err55];
 }
@@ -1852,9 +1856,8 @@ vErrors.push(err55);
 }
 errors++;
 }
-}
-else {
-const err56 = {instancePath:instancePath+"/metadata/peers/" + i0+"/name",schemaPath:"#/properties/metadata/properties/peers/items/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data26.vpcIP === undefined){
+const err56 = {instancePath:instancePath+"/metadata/peers/" + i0,schemaPath:"#/properties/metadata/properties/peers/items/required",keyword:"required",params:{missingProperty: "vpcIP"},message:"must have required property '"+"vpcIP"+"'"};
 if(vErrors === null){
 vErrors = [err56];
 }
@@ -1863,11 +1866,9 @@ vErrors.push(err56);
 }
 errors++;
 }
-}
-if(data24.role !== undefined){
-let data26 = data24.role;
-if(!((data26 === "control-plane") || (data26 === "worker"))){
-const err57 = {instancePath:instancePath+"/metadata/peers/" + i0+"/role",schemaPath:"#/properties/metadata/properties/peers/items/properties/role/enum",keyword:"enum",params:{allowedValues: schema13.properties.metadata.properties.peers.items.properties.role.enum},message:"must be equal to one of the allowed values"};
+for(const key9 in data26){
+if(!(((key9 === "name") || (key9 === "role")) || (key9 === "vpcIP"))){
+const err57 = {instancePath:instancePath+"/metadata/peers/" + i0,schemaPath:"#/properties/metadata/properties/peers/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key9},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err57];
 }
@@ -1877,9 +1878,11 @@ vErrors.push(err57);
 errors++;
 }
 }
-if(data24.vpcIP !== undefined){
-if(typeof data24.vpcIP !== "string"){
-const err58 = {instancePath:instancePath+"/metadata/peers/" + i0+"/vpcIP",schemaPath:"#/properties/metadata/properties/peers/items/properties/vpcIP/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data26.name !== undefined){
+let data27 = data26.name;
+if(typeof data27 === "string"){
+if(func2(data27) < 1){
+const err58 = {instancePath:instancePath+"/metadata/peers/" + i0+"/name",schemaPath:"#/properties/metadata/properties/peers/items/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err58];
 }
@@ -1889,9 +1892,8 @@ vErrors.push(err58);
 errors++;
 }
 }
-}
 else {
-const err59 = {instancePath:instancePath+"/metadata/peers/" + i0,schemaPath:"#/properties/metadata/properties/peers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err59 = {instancePath:instancePath+"/metadata/peers/" + i0+"/name",schemaPath:"#/properties/metadata/properties/peers/items/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err59];
 }
@@ -1901,9 +1903,10 @@ vErrors.push(err59);
 errors++;
 }
 }
-}
-else {
-const err60 = {instancePath:instancePath+"/metadata/peers",schemaPath:"#/properties/metadata/properties/peers/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data26.role !== undefined){
+let data28 = data26.role;
+if(!((data28 === "control-plane") || (data28 === "worker"))){
+const err60 = {instancePath:instancePath+"/metadata/peers/" + i0+"/role",schemaPath:"#/properties/metadata/properties/peers/items/properties/role/enum",keyword:"enum",params:{allowedValues: schema13.properties.metadata.properties.peers.items.properties.role.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err60];
 }
@@ -1913,9 +1916,9 @@ vErrors.push(err60);
 errors++;
 }
 }
-if(data17.loadBalancerEndpoint !== undefined){
-if(typeof data17.loadBalancerEndpoint !== "string"){
-const err61 = {instancePath:instancePath+"/metadata/loadBalancerEndpoint",schemaPath:"#/properties/metadata/properties/loadBalancerEndpoint/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data26.vpcIP !== undefined){
+if(typeof data26.vpcIP !== "string"){
+const err61 = {instancePath:instancePath+"/metadata/peers/" + i0+"/vpcIP",schemaPath:"#/properties/metadata/properties/peers/items/properties/vpcIP/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err61];
 }
@@ -1927,7 +1930,7 @@ errors++;
 }
 }
 else {
-const err62 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err62 = {instancePath:instancePath+"/metadata/peers/" + i0,schemaPath:"#/properties/metadata/properties/peers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err62];
 }
@@ -1939,12 +1942,48 @@ errors++;
 }
 }
 else {
-const err63 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err63 = {instancePath:instancePath+"/metadata/peers",schemaPath:"#/properties/metadata/properties/peers/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err63];
 }
 else {
 vErrors.push(err63);
+}
+errors++;
+}
+}
+if(data19.loadBalancerEndpoint !== undefined){
+if(typeof data19.loadBalancerEndpoint !== "string"){
+const err64 = {instancePath:instancePath+"/metadata/loadBalancerEndpoint",schemaPath:"#/properties/metadata/properties/loadBalancerEndpoint/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err64];
+}
+else {
+vErrors.push(err64);
+}
+errors++;
+}
+}
+}
+else {
+const err65 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err65];
+}
+else {
+vErrors.push(err65);
+}
+errors++;
+}
+}
+}
+else {
+const err66 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err66];
+}
+else {
+vErrors.push(err66);
 }
 errors++;
 }

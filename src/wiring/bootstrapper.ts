@@ -1,31 +1,40 @@
 /**
  * `bootstrap run` with its production parts: the TPM the node config names, cryptsetup and kubeadm
- * through the process runner, node:http(s) downloads, JSON logs to stderr, and aTLS with the node's
- * issuer. Shared by the oclif command (src/commands/bootstrap/run.ts) and src/bootstrap-run.ts.
+ * through the process runner, node:http(s) downloads, JSON logs to stderr, aTLS with the node's
+ * issuer for Init and for the JoinClient. Shared by the oclif command (src/commands/bootstrap/run.ts)
+ * and src/bootstrap-run.ts.
  */
 import type { ServerCredentials } from '@grpc/grpc-js'
 import { createAttestedServerCredentials } from '../lib/atls/index.js'
 import {
+  attestedJoinTicketRequester,
   Bootstrapper,
   CLUSTER_ID_PCR,
   CryptsetupDisk,
   httpGet,
   LogCollector,
+  NodeJoinClient,
   NodeLock,
   runKubeadmInit,
+  runKubeadmJoin,
   stageComponents,
+  staticJoinEndpoints,
   type BootstrapperConfig,
   type HttpGet,
   type InstallerDeps,
   type JoinClient,
+  type JoinClientDeps,
+  type JoinRetrySettings,
+  type JoinTicketRequester,
 } from '../lib/bootstrapper/index.js'
 import { CliError } from '../lib/errors/index.js'
 import { routeGrpcLogs } from '../lib/grpc/index.js'
-import { loadBootstrapperNodeConfig } from '../lib/nodeconfig/index.js'
+import { DEFAULT_JOIN_SERVICE_LISTEN, loadBootstrapperNodeConfig } from '../lib/nodeconfig/index.js'
 import { nodePaths } from '../lib/paths.js'
 import {
   createLogger,
   createRunner,
+  parseHostPort,
   serveUntilStopped,
   type Logger,
   type Runner,
@@ -45,26 +54,36 @@ export interface BootstrapperIo {
   log: Logger
   /** aTLS with the node's issuer (nodeIssuer) in production. */
   credentials: ServerCredentials
+  /** The JoinClient's way to the join services (aTLS with the node's issuer); no JoinClient without it. */
+  join?: { requestTicket: JoinTicketRequester; retry?: JoinRetrySettings }
+  /** Replaces the JoinClient built from `join` (tests of the daemon's lock race). */
   joinClient?: JoinClient
 }
 
 /** Builds the daemon's lock, disk, installer and kubeadm from the config and the node's outside world. */
 export function buildBootstrapper(config: BootstrapperConfig, io: BootstrapperIo): Bootstrapper {
   const paths = nodePaths(config.root)
+  const disk = new CryptsetupDisk(
+    config.stateDisk.device,
+    io.runner,
+    paths.runtimeDir,
+    config.stateDisk.pbkdf,
+  )
+  const installer: JoinClientDeps['stageComponents'] = (components, signal) =>
+    stageComponents(components, {
+      ...io.downloads,
+      root: config.root,
+      stagingDir: paths.componentStagingDir,
+      get: io.httpGet,
+      log: io.log.child('installer'),
+      signal,
+    })
   return new Bootstrapper(config, {
     paths,
     readClusterIdPcr: async () => (await readPcrs(io.openTpm, [CLUSTER_ID_PCR])).get(CLUSTER_ID_PCR),
     lock: new NodeLock({ extendPcr: (index, digest) => extendPcr(io.openTpm, index, digest) }),
-    disk: new CryptsetupDisk(config.stateDisk.device, io.runner, paths.runtimeDir, config.stateDisk.pbkdf),
-    installer: (components, signal) =>
-      stageComponents(components, {
-        ...io.downloads,
-        root: config.root,
-        stagingDir: paths.componentStagingDir,
-        get: io.httpGet,
-        log: io.log.child('installer'),
-        signal,
-      }),
+    disk,
+    installer,
     kubeadm: (input) =>
       runKubeadmInit(input, {
         runner: io.runner,
@@ -76,7 +95,42 @@ export function buildBootstrapper(config: BootstrapperConfig, io: BootstrapperIo
     logs: io.logs,
     log: io.log,
     credentials: io.credentials,
-    joinClient: io.joinClient,
+    joinClient: io.joinClient ?? (io.join && buildJoinClient(config, io, io.join, { disk, installer })),
+  })
+}
+
+/** The JoinClient on the same disk, installer and kubeadm as Init: whichever takes the lock uses them. */
+function buildJoinClient(
+  config: BootstrapperConfig,
+  io: BootstrapperIo,
+  join: NonNullable<BootstrapperIo['join']>,
+  shared: { disk: CryptsetupDisk; installer: JoinClientDeps['stageComponents'] },
+): JoinClient {
+  const paths = nodePaths(config.root)
+  const { port } = parseHostPort(config.joinService?.listen ?? DEFAULT_JOIN_SERVICE_LISTEN, {
+    requirePort: true,
+    allowPortZero: true,
+  })
+  return new NodeJoinClient({
+    self: config.metadata.self,
+    endpoints: staticJoinEndpoints(config.metadata, port),
+    loadBalancerEndpoint: config.metadata.loadBalancerEndpoint,
+    requestTicket: join.requestTicket,
+    disk: shared.disk,
+    initialKeyFile: config.stateDisk.initialKeyFile,
+    paths,
+    stageComponents: shared.installer,
+    kubeadmJoin: (input, signal) =>
+      runKubeadmJoin(input, {
+        runner: io.runner,
+        kubeadm: config.kubeadm,
+        paths,
+        recordOutput: (text) => io.logs.append(text),
+        log: io.log.child('kubeadm'),
+        signal,
+      }),
+    log: io.log,
+    retry: join.retry,
   })
 }
 
@@ -87,13 +141,15 @@ export function createNodeBootstrapper(
   log: Logger,
 ): Bootstrapper {
   const openTpm = openTpmFromConfig(config.tpm)
+  const issuer = nodeIssuer(config, openTpm)
   return buildBootstrapper(config, {
     openTpm,
     runner: createRunner(),
     httpGet,
     logs,
     log,
-    credentials: createAttestedServerCredentials({ issuer: nodeIssuer(config, openTpm) }),
+    credentials: createAttestedServerCredentials({ issuer }),
+    join: { requestTicket: attestedJoinTicketRequester(issuer) },
   })
 }
 
@@ -109,5 +165,9 @@ export async function runBootstrapService(configPath: string): Promise<void> {
   if (daemon.outcome === 'failed')
     throw new CliError('init failed after the node lock was taken; this node cannot be used', {
       hint: 'recreate the node',
+    })
+  if (daemon.outcome === 'join-failed')
+    throw new CliError('joining the cluster failed after the node lock was taken; this node cannot be used', {
+      hint: 'the log above says why; recreate the node',
     })
 }

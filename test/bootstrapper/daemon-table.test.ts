@@ -5,14 +5,14 @@
  */
 import { credentials, ServerCredentials, status } from '@grpc/grpc-js'
 import { APIClient, InitRequest } from '../../src/gen/init.js'
-import { Bootstrapper, LogCollector, NodeLock } from '../../src/lib/bootstrapper/index.js'
+import { Bootstrapper, LogCollector, NodeLock, type JoinClient } from '../../src/lib/bootstrapper/index.js'
 import { clusterKmsUri, hashInitSecret } from '../../src/lib/kms/index.js'
 import { nodePaths } from '../../src/lib/paths.js'
 import { expect } from '../support/chai.js'
 import { makeTempDir } from '../support/temp.js'
 import { callInit, type InitReply } from '../support/init-client.js'
-import { type BootstrapperSettings, type BootstrapperParts } from '../../src/lib/bootstrapper/daemon.js'
 import { silentLogger } from '../../src/lib/system/logger.js'
+import { type BootstrapperParts, type BootstrapperSettings } from '../../src/lib/bootstrapper/daemon.js'
 
 const secret = Buffer.from('init-secret-0123456789abcdef0123')
 const initSecretHash = await hashInitSecret(secret, 4)
@@ -50,6 +50,7 @@ interface StubOptions {
   downloadHangs?: boolean
   /** kubeadm waits until the test releases it. */
   kubeadmHeld?: boolean
+  joinClient?: JoinClient
 }
 
 /** A Bootstrapper on stub parts; `events` records what reached the node's parts, in order. */
@@ -94,6 +95,7 @@ async function startStubNode(dir: string, opts: StubOptions) {
     logs: new LogCollector(),
     log: silentLogger,
     credentials: ServerCredentials.createInsecure(),
+    joinClient: opts.joinClient,
   }
   const daemon = new Bootstrapper(settings, parts)
   const address = await daemon.start()
@@ -102,6 +104,38 @@ async function startStubNode(dir: string, opts: StubOptions) {
 }
 
 type StubNode = Awaited<ReturnType<typeof startStubNode>>
+
+async function settlesWithin(work: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined
+  const timeout = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)))
+  try {
+    return await Promise.race([work.then(() => true), timeout])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+/** A join that takes the lock when the test says, then joins or fails when the test says. */
+class FakeJoinClient implements JoinClient {
+  readonly takeLock = deferred()
+  readonly finish = deferred<'joined' | 'failed'>()
+  readonly locked = deferred()
+  stopCalls = 0
+  async start(lock: NodeLock, onLocked: () => void): Promise<void> {
+    const stopped = new Promise<'stopped'>((resolve) => (this.onStop = () => resolve('stopped')))
+    if ((await Promise.race([this.takeLock.promise, stopped])) === 'stopped') return
+    if (!(await lock.tryLockOnce(Buffer.from('cluster ID from a ticket')))) return
+    onLocked()
+    this.locked.resolve()
+    if ((await this.finish.promise) === 'failed') throw new Error('kubeadm join exited 1')
+  }
+  private onStop = () => {}
+  stop(): Promise<void> {
+    this.stopCalls++
+    this.onStop()
+    return Promise.resolve()
+  }
+}
 
 describe('Bootstrapper on stub parts', function () {
   this.timeout(10_000)
@@ -249,13 +283,46 @@ describe('Bootstrapper on stub parts', function () {
     }
   })
 
-  async function settlesWithin(work: Promise<unknown>, ms: number): Promise<boolean> {
-    let timer: NodeJS.Timeout | undefined
-    const timeout = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)))
-    try {
-      return await Promise.race([work.then(() => true), timeout])
-    } finally {
-      clearTimeout(timer)
+  describe('a join beside Init', () => {
+    const cases: Record<string, { join: 'joined' | 'failed'; wantOutcome: Bootstrapper['outcome'] }> = {
+      'the join takes the lock: Init stops serving at once, the daemon is done once joined': {
+        join: 'joined',
+        wantOutcome: 'joined',
+      },
+      'the join fails after the lock: the daemon is done, the node spent': {
+        join: 'failed',
+        wantOutcome: 'join-failed',
+      },
     }
-  }
+    for (const [name, tc] of Object.entries(cases))
+      it(name, async () => {
+        const join = new FakeJoinClient()
+        const n = (node = await startStubNode(dir, { joinClient: join }))
+        join.takeLock.resolve()
+        await join.locked.promise
+        // the init server goes away while the join still runs
+        let refused: InitReply | undefined
+        for (let i = 0; i < 50 && refused?.code !== status.UNAVAILABLE; i++) {
+          refused = await callInit(n.client, request)
+          if (refused.code !== status.UNAVAILABLE) await new Promise((r) => setTimeout(r, 20))
+        }
+        expect(refused?.code, refused?.details).to.equal(status.UNAVAILABLE)
+        expect(await settlesWithin(n.daemon.done, 50), 'done before the join finished').to.equal(false)
+        join.finish.resolve(tc.join)
+        expect(await settlesWithin(n.daemon.done, 2_000)).to.equal(true)
+        expect(n.daemon.outcome).to.equal(tc.wantOutcome)
+        expect(n.events).to.deep.equal(['lock'])
+      })
+
+    it('Init takes the lock first: the join client is stopped and never locks', async () => {
+      const join = new FakeJoinClient()
+      const n = (node = await startStubNode(dir, { joinClient: join }))
+      const answer = await callInit(n.client, request)
+      expect(answer.code).to.equal(status.OK)
+      expect(join.stopCalls).to.be.greaterThan(0)
+      join.takeLock.resolve()
+      await n.daemon.done
+      expect(n.daemon.outcome).to.equal('initialized')
+    })
+  })
 })

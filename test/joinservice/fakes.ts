@@ -1,7 +1,7 @@
 /**
- * Doubles for the join service's dependencies, named for their role. The CSR parser is a fake
- * because parsing DER PKCS#10 belongs to the x509 module, which has none yet: its "DER" is JSON.
- * Keys, the CA, signing and HKDF are real.
+ * Doubles for the join service's dependencies, named for their role. The CSR parser is a fake so
+ * that a test states the parsed fields directly: its "DER" is JSON. x509's parseCsr, the production
+ * parser, has its own tests (test/x509/csr.test.ts). Keys, the CA, signing and HKDF are real.
  */
 import { X509Certificate } from 'node:crypto'
 import type { Component } from '../../src/gen/components.js'

@@ -34,6 +34,7 @@ describe('node config', () => {
     const cfg = parseNodeConfig(full, 'node.yaml')
     expect(cfg.kubeadm).to.equal('/tmp/node/run/state/bin/kubeadm')
     expect(cfg.verifyService.listen).to.equal('0.0.0.0:30081')
+    expect(cfg.joinService?.listen).to.equal('0.0.0.0:30090')
     expect(cfg.metadata?.peers).to.deep.equal([])
   })
 
@@ -49,6 +50,10 @@ describe('node config', () => {
     'a bad listen address': {
       text: full.replace('127.0.0.1:9000', 'localhost'),
       want: ['6: initServer.listen: "localhost" is not HOST:PORT'],
+    },
+    'a bad join service address': {
+      text: full + 'joinService:\n  listen: 30090\n',
+      want: ['16: joinService.listen: must be string'],
     },
     'a malformed bcrypt hash': {
       text: full.replace(/initSecretHash: .*/, 'initSecretHash: plaintext'),

@@ -4,5 +4,9 @@ export { createAttestedChannelCredentials } from './channel-credentials.js'
 export { isAttestationFailure, REFUSAL_PREFIX } from './failure.js'
 export { prepareCertificateEncoder } from './certificate.js'
 export { ChallengeRegistry } from './challenge.js'
-export { listenForAttestedClients, addChallengeService } from './client-attested.js'
+export {
+  listenForAttestedClients,
+  addChallengeService,
+  createAttestedClientChannelCredentials,
+} from './client-attested.js'
 export type { AttestedClientListener } from './client-attested.js'

@@ -38,11 +38,18 @@ export interface BootstrapperParts {
 
 /** Runs beside the InitServer; whoever takes the node lock first proceeds, the other stops. */
 export interface JoinClient {
-  /** Resolves once it joined (after taking the lock) or was stopped. */
-  start(lock: NodeLock): Promise<void>
-  /** Idempotent; called when Init took the lock. */
+  /**
+   * Resolves once it joined (after taking the lock), was stopped, or found the lock taken by Init;
+   * rejects when the join failed after it took the lock (the node is unusable). Calls `onLocked`
+   * right after it took the lock, so that the InitServer stops.
+   */
+  start(lock: NodeLock, onLocked: () => void): Promise<void>
+  /** Idempotent; called when Init took the lock, and when the daemon stops. */
   stop(): Promise<void>
 }
+
+/** How long an Init past the node lock may take to answer once the daemon stops. */
+const STOP_GRACE_MS = 10_000
 
 /** Config keys bootstrap run cannot do without. */
 export type BootstrapperConfig = NodeConfig &
@@ -67,7 +74,11 @@ export class NodeBootstrappedError extends CliError {
 export class Bootstrapper {
   private server?: Server
   private stopping?: Promise<void>
+  private serverStopping?: Promise<void>
+  /** An Init took the node lock. */
   private nodeLocked = false
+  /** The join took the node lock and then failed. */
+  private joinFailed = false
   private readonly handler: InitHandler
   /** Aborted by stop(): downloads in flight end, and no Init takes the lock afterwards. */
   private readonly stopSignal = new AbortController()
@@ -127,10 +138,20 @@ export class Bootstrapper {
       server.forceShutdown() // stopped while starting
       return address
     }
-    // A join that took the lock ends this node's init service.
+    // A join that took the lock ends this node's init service at once, and the daemon once it is done.
     void this.parts.joinClient
-      ?.start(this.parts.lock)
-      .then(() => (this.parts.lock.isLocked && !this.nodeLocked ? this.stop() : undefined))
+      ?.start(this.parts.lock, () => {
+        this.parts.log.info('A join took the node lock; the init server stops')
+        void this.stopInitServer(STOP_GRACE_MS)
+      })
+      .then(
+        () => (this.parts.lock.isLocked && !this.nodeLocked ? this.stop() : undefined),
+        (err: unknown) => {
+          this.joinFailed = this.parts.lock.isLocked && !this.nodeLocked
+          this.parts.log.error('The join client failed', { error: chainMessage(err) })
+          return this.stop()
+        },
+      )
     this.parts.log.info('Init server listening', { address })
     // The first handshake needs the certificate encoder; prepare it now rather than while an operator waits.
     void prepareCertificateEncoder().catch(() => {}) // a failure surfaces in that handshake
@@ -145,10 +166,14 @@ export class Bootstrapper {
     return address
   }
 
-  /** 'initialized' after init_success; 'failed' when an Init took the lock and then failed (the node is unusable). */
-  get outcome(): 'initialized' | 'failed' | 'joined' | 'stopped' {
+  /**
+   * 'initialized' after init_success; 'failed' when an Init took the lock and then failed, 'join-failed'
+   * when a join did (either way the node is unusable).
+   */
+  get outcome(): 'initialized' | 'failed' | 'joined' | 'join-failed' | 'stopped' {
     if (this.handler.succeeded) return 'initialized'
     if (this.nodeLocked) return 'failed'
+    if (this.joinFailed) return 'join-failed'
     return this.parts.lock.isLocked ? 'joined' : 'stopped'
   }
 
@@ -156,18 +181,26 @@ export class Bootstrapper {
    * Stops: downloads in flight are aborted (their Init fails before the lock); an Init past the lock
    * gets graceMs to answer, then the server is force-stopped. Idempotent; always resolves.
    */
-  stop(graceMs = 10_000): Promise<void> {
+  stop(graceMs = STOP_GRACE_MS): Promise<void> {
     this.stopping ??= (async () => {
-      this.stopSignal.abort(new Error('the node bootstrapper is stopping'))
-      const server = this.server
-      if (server) {
-        if (!(await settledWithin(this.handler.settled(), graceMs))) server.forceShutdown()
-        await this.parts.joinClient?.stop()
-        await new Promise<void>((resolve) => server.tryShutdown(() => resolve()))
-      }
+      const server = this.stopInitServer(graceMs)
+      if (this.server) await this.parts.joinClient?.stop()
+      await server
       this.finished()
     })()
     return this.stopping
+  }
+
+  /** Ends Init: downloads in flight abort, an Init past the lock gets graceMs to answer. Idempotent. */
+  private stopInitServer(graceMs: number): Promise<void> {
+    this.serverStopping ??= (async () => {
+      this.stopSignal.abort(new Error('the node bootstrapper is stopping'))
+      const server = this.server
+      if (!server) return
+      if (!(await settledWithin(this.handler.settled(), graceMs))) server.forceShutdown()
+      await new Promise<void>((resolve) => server.tryShutdown(() => resolve()))
+    })()
+    return this.serverStopping
   }
 }
 

@@ -1,4 +1,4 @@
-/** The node side of init: daemon, Init RPC, node lock, state disk, installer, kubeadm. */
+/** The node side of init and join: daemon, Init RPC, JoinClient, node lock, state disk, installer, kubeadm. */
 export { Bootstrapper } from './daemon.js'
 export type { BootstrapperConfig, JoinClient } from './daemon.js'
 export { NodeLock, CLUSTER_ID_PCR } from './node-lock.js'
@@ -9,3 +9,9 @@ export { httpGet } from './http-get.js'
 export type { HttpGet } from './http-get.js'
 export { runKubeadmInit } from './kubeadm.js'
 export { LogCollector } from './logs.js'
+export { NodeJoinClient } from './join-client.js'
+export type { JoinClientDeps, JoinRetrySettings } from './join-client.js'
+export { staticJoinEndpoints } from './join-endpoints.js'
+export { attestedJoinTicketRequester } from './join-ticket-request.js'
+export type { JoinTicketRequester } from './join-ticket-request.js'
+export { runKubeadmJoin } from './kubeadm-join.js'

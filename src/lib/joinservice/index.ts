@@ -3,7 +3,7 @@
  * CA pin, kubelet certificate, control-plane PKI), the join-config it enforces, and what a thin
  * entry wires into it. Building blocks stay internal; tests import their files directly.
  */
-export { createJoinService, JoinService, DEFAULT_JOIN_SERVICE_LISTEN } from './server.js'
+export { createJoinService, JoinService } from './server.js'
 export type { JoinServiceOptions, JoinServiceLimits } from './server.js'
 export { MeasurementsStore, JOIN_CONFIG_POLL_INTERVAL_MS } from './measurements-store.js'
 export type { MeasurementsSource, MeasurementsStoreOptions } from './measurements-store.js'

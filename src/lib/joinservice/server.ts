@@ -21,6 +21,7 @@ import {
 import { chainMessage } from '../errors/index.js'
 import { KeyServiceUnreachableError } from '../kms/index.js'
 import { formatHostPort, parseHostPort, type Logger } from '../system/index.js'
+import { parseCsr } from '../x509/index.js'
 import { Admission, type AdmissionLimits } from './admission.js'
 import { createAuditLog, type AuditLog, type AuditRecord } from './audit.js'
 import type { TokenIssuer } from './bootstrap-token.js'
@@ -41,8 +42,6 @@ import {
 } from './ticket.js'
 import { handshakeValidator, type ValidatorSource } from './validator-source.js'
 
-/** Constellation's JoinServiceNodePort; the node config's joinService.listen overrides it. */
-export const DEFAULT_JOIN_SERVICE_LISTEN = '0.0.0.0:30090'
 const STOP_GRACE_MS = 10_000
 /** A join request is a CSR, a disk UUID and a few names: a few KiB. */
 const MAX_JOIN_REQUEST_BYTES = 64 * 1024
@@ -60,7 +59,8 @@ export interface JoinServiceOptions {
   keyService: DataKeyGetter
   tokens: TokenIssuer
   kubeletSigner: KubeletSigner
-  parseCsr: CsrParser
+  /** Reads and verifies the node's PKCS#10 request; x509's parseCsr unless a test passes a fake. */
+  parseCsr?: CsrParser
   ca: Pick<ClusterCa, 'caCertHash' | 'controlPlaneFiles'>
   components: () => Promise<Component[]>
   cluster: { measurementSalt: Buffer; apiServerEndpoint: string }
@@ -108,7 +108,7 @@ export class JoinService {
       measurementSalt: opts.cluster.measurementSalt,
       apiServerEndpoint: opts.cluster.apiServerEndpoint,
     }
-    this.checkDeps = { parseCsr: opts.parseCsr, expectedNodeName: opts.expectedNodeName }
+    this.checkDeps = { parseCsr: opts.parseCsr ?? parseCsr, expectedNodeName: opts.expectedNodeName }
     this.server = new grpc.Server({
       'grpc.max_receive_message_length': opts.limits?.maxRequestBytes ?? MAX_JOIN_REQUEST_BYTES,
     })

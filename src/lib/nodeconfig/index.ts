@@ -25,6 +25,8 @@ export interface NodeConfig {
   root: string
   initServer: { listen: string }
   verifyService: { listen: string }
+  /** Where control planes serve joins; a joining node dials this port on its control-plane peers. */
+  joinService?: { listen: string }
   initSecretHash?: string
   kubeadm: string
   stateDisk?: {
@@ -38,6 +40,8 @@ export interface NodeConfig {
 
 export const DEFAULT_INIT_SERVER_LISTEN = '0.0.0.0:9000'
 export const DEFAULT_VERIFY_SERVICE_LISTEN = '0.0.0.0:30081'
+/** Constellation's JoinServiceNodePort. */
+export const DEFAULT_JOIN_SERVICE_LISTEN = '0.0.0.0:30090'
 
 type OptionalKey = 'initSecretHash' | 'stateDisk' | 'metadata'
 
@@ -97,6 +101,7 @@ function semanticProblems(raw: Record<string, unknown>): Problem[] {
   checkHostPort(tpm?.swtpm, ['tpm', 'swtpm'])
   checkHostPort((raw.initServer as { listen?: unknown } | undefined)?.listen, ['initServer', 'listen'])
   checkHostPort((raw.verifyService as { listen?: unknown } | undefined)?.listen, ['verifyService', 'listen'])
+  checkHostPort((raw.joinService as { listen?: unknown } | undefined)?.listen, ['joinService', 'listen'])
   const metadata = raw.metadata as
     | { self?: { vpcIP?: unknown }; peers?: Array<{ vpcIP?: unknown }>; loadBalancerEndpoint?: unknown }
     | undefined
@@ -119,6 +124,7 @@ function withDefaults(raw: Partial<NodeConfig> & Pick<NodeConfig, 'attestationVa
     root,
     initServer: { listen: raw.initServer?.listen ?? DEFAULT_INIT_SERVER_LISTEN },
     verifyService: { listen: raw.verifyService?.listen ?? DEFAULT_VERIFY_SERVICE_LISTEN },
+    joinService: { listen: raw.joinService?.listen ?? DEFAULT_JOIN_SERVICE_LISTEN },
     initSecretHash: raw.initSecretHash,
     kubeadm: raw.kubeadm ?? nodePaths(root).kubeadm,
     stateDisk: raw.stateDisk,

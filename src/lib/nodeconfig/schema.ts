@@ -34,6 +34,17 @@ export const nodeConfigSchema = {
     root: { type: 'string', pattern: '^/', description: 'prefix of every node path (default /)' },
     initServer: { type: 'object', additionalProperties: false, properties: { listen: hostPort } },
     verifyService: { type: 'object', additionalProperties: false, properties: { listen: hostPort } },
+    joinService: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        listen: {
+          ...hostPort,
+          description:
+            "the join service's HOST:PORT (default 0.0.0.0:30090); joining nodes dial its port on the control planes",
+        },
+      },
+    },
     initSecretHash: {
       type: 'string',
       pattern: '^\\$2[aby]\\$\\d{2}\\$[./A-Za-z0-9]{53}$',

@@ -1,9 +1,16 @@
-/** The one retry helper: exponential backoff, a predicate that decides what is transient, abortable. */
+/** The one retry helper: exponential backoff with optional jitter, a predicate that decides what is transient, abortable. */
 export interface RetryOptions {
-  /** Total attempts including the first. */
+  /** Total attempts including the first; Infinity retries until success, a refusal or the signal. */
   attempts: number
   initialDelayMs: number
   maxDelayMs?: number
+  /**
+   * Spreads each delay uniformly over ±jitter of itself (0.2: 80–120 %), so that many clients that
+   * failed together do not retry together. Default 0.
+   */
+  jitter?: number
+  /** [0, 1), for the jitter; Math.random unless a test fixes it. */
+  random?: () => number
   /** Returns true when the error is worth another attempt. */
   retryable: (err: unknown) => boolean
   signal?: AbortSignal
@@ -19,11 +26,16 @@ export async function retry<T>(fn: (attempt: number) => Promise<T>, opts: RetryO
       return await fn(attempt)
     } catch (err) {
       if (attempt >= opts.attempts || !opts.retryable(err) || opts.signal?.aborted) throw err
-      opts.onRetry?.(err, attempt, delay)
-      await sleep(delay, opts.signal)
+      const wait = withJitter(delay, opts.jitter ?? 0, opts.random ?? Math.random)
+      opts.onRetry?.(err, attempt, wait)
+      await sleep(wait, opts.signal)
       delay = Math.min(delay * 2, opts.maxDelayMs ?? Number.POSITIVE_INFINITY)
     }
   }
+}
+
+function withJitter(delayMs: number, jitter: number, random: () => number): number {
+  return jitter === 0 ? delayMs : Math.round(delayMs * (1 + jitter * (2 * random() - 1)))
 }
 
 export function sleepMs(ms: number, signal?: AbortSignal): Promise<void> {

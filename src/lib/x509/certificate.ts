@@ -50,15 +50,7 @@ export function signCertificate(fields: CertificateFields, signingKey: KeyObject
       SubjectPublicKeyInfo,
     ),
     // "extensions" is SEQUENCE SIZE (1..MAX): absent rather than empty
-    extensions:
-      fields.extensions.length > 0
-        ? new Extensions(
-            fields.extensions.map(
-              (e) =>
-                new Extension({ extnID: e.oid, critical: e.critical, extnValue: new OctetString(e.value) }),
-            ),
-          )
-        : undefined,
+    extensions: fields.extensions.length > 0 ? new Extensions(fields.extensions.map(toExtension)) : undefined,
   })
   const tbsDer = Buffer.from(AsnConvert.serialize(tbs))
   const cert = new Certificate({
@@ -86,7 +78,11 @@ export function randomSerialNumber(): Buffer {
 
 export const toPem = (der: Buffer): string => new X509Certificate(der).toString()
 
-function signatureAlgorithm(key: KeyObject): AlgorithmIdentifier {
+export const toExtension = (e: CertificateExtension): Extension =>
+  new Extension({ extnID: e.oid, critical: e.critical, extnValue: new OctetString(e.value) })
+
+/** The SHA-256 signature algorithm for the key (certificates and requests alike). */
+export function signatureAlgorithm(key: KeyObject): AlgorithmIdentifier {
   if (key.asymmetricKeyType === 'ec' && key.asymmetricKeyDetails?.namedCurve === 'prime256v1')
     return new AlgorithmIdentifier({ algorithm: ECDSA_WITH_SHA256 })
   if (key.asymmetricKeyType === 'rsa')
@@ -97,6 +93,6 @@ function signatureAlgorithm(key: KeyObject): AlgorithmIdentifier {
   )
 }
 
-function toArrayBuffer(bytes: Uint8Array): ArrayBuffer {
+export function toArrayBuffer(bytes: Uint8Array): ArrayBuffer {
   return bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer
 }

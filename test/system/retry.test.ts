@@ -1,0 +1,56 @@
+import { expect } from '../support/chai.js'
+import { retry } from '../../src/lib/system/index.js'
+import { type RetryOptions } from '../../src/lib/system/retry.js'
+
+/** Runs `retry` over a function that fails `failures` times; returns the delays it slept. */
+async function sleptDelays(failures: number, opts: Partial<RetryOptions>): Promise<number[]> {
+  const slept: number[] = []
+  let calls = 0
+  await retry(
+    async () => {
+      if (calls++ < failures) throw new Error('transient')
+    },
+    {
+      attempts: 10,
+      initialDelayMs: 100,
+      retryable: () => true,
+      sleep: async (ms) => void slept.push(ms),
+      ...opts,
+    },
+  )
+  return slept
+}
+
+describe('retry: backoff and jitter', () => {
+  const cases: Record<string, { opts: Partial<RetryOptions>; want: number[] }> = {
+    'no jitter: doubling delays, capped': { opts: { maxDelayMs: 300 }, want: [100, 200, 300, 300] },
+    'jitter at the low end of the range': {
+      opts: { jitter: 0.2, random: () => 0 },
+      want: [80, 160, 320, 640],
+    },
+    'jitter at the high end of the range': {
+      opts: { jitter: 0.2, random: () => 0.999999 },
+      want: [120, 240, 480, 960],
+    },
+    'jitter in the middle is the plain delay': {
+      opts: { jitter: 0.5, random: () => 0.5 },
+      want: [100, 200, 400, 800],
+    },
+  }
+  for (const [name, tc] of Object.entries(cases))
+    it(name, async () => expect(await sleptDelays(4, tc.opts)).to.deep.equal(tc.want))
+
+  it('Infinity attempts retry until success; onRetry sees the jittered delay', async () => {
+    const seen: number[] = []
+    const slept = await sleptDelays(20, {
+      attempts: Number.POSITIVE_INFINITY,
+      maxDelayMs: 100,
+      jitter: 0.1,
+      random: () => 0,
+      onRetry: (_err, _attempt, ms) => seen.push(ms),
+    })
+    expect(slept).to.have.length(20)
+    expect(seen).to.deep.equal(slept)
+    expect(new Set(slept)).to.deep.equal(new Set([90]))
+  })
+})
