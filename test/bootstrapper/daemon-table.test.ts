@@ -12,6 +12,7 @@ import { expect } from '../support/chai.js'
 import { makeTempDir } from '../support/temp.js'
 import { callInit, type InitReply } from '../support/init-client.js'
 import { silentLogger } from '../../src/lib/system/logger.js'
+import { settledWithin } from '../../src/lib/system/index.js'
 import { type BootstrapperParts, type BootstrapperSettings } from '../../src/lib/bootstrapper/daemon.js'
 
 const secret = Buffer.from('init-secret-0123456789abcdef0123')
@@ -105,16 +106,6 @@ async function startStubNode(dir: string, opts: StubOptions) {
 
 type StubNode = Awaited<ReturnType<typeof startStubNode>>
 
-async function settlesWithin(work: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined
-  const timeout = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)))
-  try {
-    return await Promise.race([work.then(() => true), timeout])
-  } finally {
-    clearTimeout(timer)
-  }
-}
-
 /** A join that takes the lock when the test says, then joins or fails when the test says. */
 class FakeJoinClient implements JoinClient {
   readonly takeLock = deferred()
@@ -203,7 +194,7 @@ describe('Bootstrapper on stub parts', function () {
         expect(reply.kubeconfig?.toString()).to.equal(tc.want.kubeconfig)
         expect(node.events).to.deep.equal(tc.wantEvents)
         expect(node.daemon.outcome).to.equal(tc.wantOutcome)
-        expect(await settlesWithin(node.daemon.done, tc.wantDone ? 2_000 : 200)).to.equal(tc.wantDone)
+        expect(await settledWithin(node.daemon.done, tc.wantDone ? 2_000 : 200)).to.equal(tc.wantDone)
       })
     }
   })
@@ -269,7 +260,7 @@ describe('Bootstrapper on stub parts', function () {
         if (tc.kubeadmAfterStopMs !== undefined)
           setTimeout(() => n.kubeadmRelease.resolve(), tc.kubeadmAfterStopMs)
         await first
-        expect(await settlesWithin(n.daemon.done, 100)).to.equal(true)
+        expect(await settledWithin(n.daemon.done, 100)).to.equal(true)
         if (tc.want) {
           const answer = await reply
           expect(tc.want.code(answer?.code ?? -1), `code ${answer?.code}: ${answer?.details}`).to.equal(true)
@@ -307,9 +298,9 @@ describe('Bootstrapper on stub parts', function () {
           if (refused.code !== status.UNAVAILABLE) await new Promise((r) => setTimeout(r, 20))
         }
         expect(refused?.code, refused?.details).to.equal(status.UNAVAILABLE)
-        expect(await settlesWithin(n.daemon.done, 50), 'done before the join finished').to.equal(false)
+        expect(await settledWithin(n.daemon.done, 50), 'done before the join finished').to.equal(false)
         join.finish.resolve(tc.join)
-        expect(await settlesWithin(n.daemon.done, 2_000)).to.equal(true)
+        expect(await settledWithin(n.daemon.done, 2_000)).to.equal(true)
         expect(n.daemon.outcome).to.equal(tc.wantOutcome)
         expect(n.events).to.deep.equal(['lock'])
       })

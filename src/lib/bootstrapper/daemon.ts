@@ -6,7 +6,7 @@ import { chainMessage, CliError } from '../errors/index.js'
 import { listenOn } from '../grpc/index.js'
 import type { NodeConfig } from '../nodeconfig/index.js'
 import type { NodePaths } from '../paths.js'
-import type { Logger } from '../system/index.js'
+import { settledWithin, type Logger } from '../system/index.js'
 import type { StateDisk } from './init-node.js'
 import { InitHandler } from './init-server.js'
 import type { Component, StagedComponents } from './installer.js'
@@ -201,16 +201,5 @@ export class Bootstrapper {
       await new Promise<void>((resolve) => server.tryShutdown(() => resolve()))
     })()
     return this.serverStopping
-  }
-}
-
-/** True when `work` settled within `ms`; the timer never keeps the process alive. */
-async function settledWithin(work: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined
-  const timeout = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)))
-  try {
-    return await Promise.race([work.then(() => true), timeout])
-  } finally {
-    clearTimeout(timer)
   }
 }

@@ -8,7 +8,7 @@ export {
 } from './files.js'
 export { createLogger } from './logger.js'
 export type { Logger } from './logger.js'
-export { retry, sleepMs } from './retry.js'
+export { retry, settledWithin, sleepMs } from './retry.js'
 export { createRunner, CommandFailedError } from './runner.js'
 export type { Runner, CommandOutput, CommandFailure } from './runner.js'
 export { parseDuration, formatDuration, MAX_DURATION_MS } from './duration.js'

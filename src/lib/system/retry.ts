@@ -52,3 +52,14 @@ export function sleepMs(ms: number, signal?: AbortSignal): Promise<void> {
     signal?.addEventListener('abort', onAbort, { once: true })
   })
 }
+
+/** True when `work` settled within `ms`; the timer never keeps the process alive. */
+export async function settledWithin(work: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined
+  const timeout = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)))
+  try {
+    return await Promise.race([work.then(() => true), timeout])
+  } finally {
+    clearTimeout(timer)
+  }
+}
