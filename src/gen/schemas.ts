@@ -1165,9 +1165,9 @@ return errors === 0;
 }
 
 export const validateNodeConfig: StandaloneValidate = validate12;
-const schema13 = {"$schema":"http://json-schema.org/draft-07/schema#","title":"constellation node config","type":"object","additionalProperties":false,"required":["attestationVariant","tpm"],"properties":{"attestationVariant":{"enum":["qemu-vtpm"]},"tpm":{"type":"object","additionalProperties":false,"minProperties":1,"maxProperties":1,"properties":{"device":{"type":"string","pattern":"^/","description":"TPM device, e.g. /dev/tpmrm0"},"swtpm":{"type":"string","description":"swtpm's TCP server port, HOST:PORT"}}},"root":{"type":"string","pattern":"^/","description":"prefix of every node path (default /)"},"initServer":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"HOST:PORT"}}},"verifyService":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"HOST:PORT"}}},"joinService":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"the join service's HOST:PORT (default 0.0.0.0:30090); joining nodes dial its port on the control planes"}}},"initSecretHash":{"type":"string","pattern":"^\\$2[aby]\\$\\d{2}\\$[./A-Za-z0-9]{53}$","description":"bcrypt hash of the init secret"},"kubeadm":{"type":"string","pattern":"^/","description":"kubeadm binary (default <root>/run/state/bin/kubeadm)"},"stateDisk":{"type":"object","additionalProperties":false,"required":["device","initialKeyFile"],"properties":{"device":{"type":"string","pattern":"^/","description":"LUKS2 state disk (block device or image file)"},"initialKeyFile":{"type":"string","pattern":"^/","description":"file holding the initial passphrase"},"pbkdf":{"type":"object","additionalProperties":false,"required":["type","iterations"],"description":"cost of the new keyslot (tests: pbkdf2 with few iterations); default: cryptsetup's argon2id","properties":{"type":{"enum":["pbkdf2","argon2id"]},"iterations":{"type":"integer","minimum":1000}}}}},"metadata":{"type":"object","additionalProperties":false,"required":["provider","self"],"properties":{"provider":{"enum":["static"]},"self":{"type":"object","additionalProperties":false,"required":["name","role","vpcIP"],"properties":{"name":{"type":"string","minLength":1},"role":{"enum":["control-plane","worker"]},"vpcIP":{"type":"string","description":"IP address in the cluster network"}}},"peers":{"type":"array","items":{"type":"object","additionalProperties":false,"required":["name","role","vpcIP"],"properties":{"name":{"type":"string","minLength":1},"role":{"enum":["control-plane","worker"]},"vpcIP":{"type":"string","description":"IP address in the cluster network"}}}},"loadBalancerEndpoint":{"type":"string","description":"HOST:PORT"}}}}};
+const schema13 = {"$schema":"http://json-schema.org/draft-07/schema#","title":"constellation node config","type":"object","additionalProperties":false,"required":["attestationVariant","tpm"],"properties":{"attestationVariant":{"enum":["qemu-vtpm"]},"tpm":{"type":"object","additionalProperties":false,"minProperties":1,"maxProperties":1,"properties":{"device":{"type":"string","pattern":"^/","description":"TPM device, e.g. /dev/tpmrm0"},"swtpm":{"type":"string","description":"swtpm's TCP server port, HOST:PORT"}}},"root":{"type":"string","pattern":"^/","description":"prefix of every node path (default /)"},"initServer":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"HOST:PORT"}}},"verifyService":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"HOST:PORT"}}},"joinService":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"the join service's HOST:PORT (default 0.0.0.0:30090); joining nodes dial its port on the control planes"}}},"keyService":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"the key service's HOST:PORT (default 127.0.0.1:9000); it authenticates no caller, so keep it on loopback"}}},"kubeconfig":{"type":"string","pattern":"^/","description":"kubeconfig the join service reaches the Kubernetes API with (default <root>/etc/kubernetes/admin.conf, which kubeadm writes on control planes)"},"initSecretHash":{"type":"string","pattern":"^\\$2[aby]\\$\\d{2}\\$[./A-Za-z0-9]{53}$","description":"bcrypt hash of the init secret"},"kubeadm":{"type":"string","pattern":"^/","description":"kubeadm binary (default <root>/run/state/bin/kubeadm)"},"stateDisk":{"type":"object","additionalProperties":false,"required":["device","initialKeyFile"],"properties":{"device":{"type":"string","pattern":"^/","description":"LUKS2 state disk (block device or image file)"},"initialKeyFile":{"type":"string","pattern":"^/","description":"file holding the initial passphrase"},"pbkdf":{"type":"object","additionalProperties":false,"required":["type","iterations"],"description":"cost of the new keyslot (tests: pbkdf2 with few iterations); default: cryptsetup's argon2id","properties":{"type":{"enum":["pbkdf2","argon2id"]},"iterations":{"type":"integer","minimum":1000}}}}},"metadata":{"type":"object","additionalProperties":false,"required":["provider","self"],"properties":{"provider":{"enum":["static"]},"self":{"type":"object","additionalProperties":false,"required":["name","role","vpcIP"],"properties":{"name":{"type":"string","minLength":1},"role":{"enum":["control-plane","worker"]},"vpcIP":{"type":"string","description":"IP address in the cluster network"}}},"peers":{"type":"array","items":{"type":"object","additionalProperties":false,"required":["name","role","vpcIP"],"properties":{"name":{"type":"string","minLength":1},"role":{"enum":["control-plane","worker"]},"vpcIP":{"type":"string","description":"IP address in the cluster network"}}}},"loadBalancerEndpoint":{"type":"string","description":"HOST:PORT"}}}}};
 const func6 = Object.prototype.hasOwnProperty;
-const pattern11 = new RegExp("^\\$2[aby]\\$\\d{2}\\$[./A-Za-z0-9]{53}$", "u");
+const pattern12 = new RegExp("^\\$2[aby]\\$\\d{2}\\$[./A-Za-z0-9]{53}$", "u");
 
 function validate12(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -1443,11 +1443,12 @@ vErrors.push(err21);
 errors++;
 }
 }
-if(data.initSecretHash !== undefined){
-let data11 = data.initSecretHash;
-if(typeof data11 === "string"){
-if(!pattern11.test(data11)){
-const err22 = {instancePath:instancePath+"/initSecretHash",schemaPath:"#/properties/initSecretHash/pattern",keyword:"pattern",params:{pattern: "^\\$2[aby]\\$\\d{2}\\$[./A-Za-z0-9]{53}$"},message:"must match pattern \""+"^\\$2[aby]\\$\\d{2}\\$[./A-Za-z0-9]{53}$"+"\""};
+if(data.keyService !== undefined){
+let data11 = data.keyService;
+if(data11 && typeof data11 == "object" && !Array.isArray(data11)){
+for(const key5 in data11){
+if(!(key5 === "listen")){
+const err22 = {instancePath:instancePath+"/keyService",schemaPath:"#/properties/keyService/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -1457,8 +1458,9 @@ vErrors.push(err22);
 errors++;
 }
 }
-else {
-const err23 = {instancePath:instancePath+"/initSecretHash",schemaPath:"#/properties/initSecretHash/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data11.listen !== undefined){
+if(typeof data11.listen !== "string"){
+const err23 = {instancePath:instancePath+"/keyService/listen",schemaPath:"#/properties/keyService/properties/listen/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -1468,11 +1470,9 @@ vErrors.push(err23);
 errors++;
 }
 }
-if(data.kubeadm !== undefined){
-let data12 = data.kubeadm;
-if(typeof data12 === "string"){
-if(!pattern5.test(data12)){
-const err24 = {instancePath:instancePath+"/kubeadm",schemaPath:"#/properties/kubeadm/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\""};
+}
+else {
+const err24 = {instancePath:instancePath+"/keyService",schemaPath:"#/properties/keyService/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -1482,8 +1482,11 @@ vErrors.push(err24);
 errors++;
 }
 }
-else {
-const err25 = {instancePath:instancePath+"/kubeadm",schemaPath:"#/properties/kubeadm/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.kubeconfig !== undefined){
+let data13 = data.kubeconfig;
+if(typeof data13 === "string"){
+if(!pattern5.test(data13)){
+const err25 = {instancePath:instancePath+"/kubeconfig",schemaPath:"#/properties/kubeconfig/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\""};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -1493,11 +1496,8 @@ vErrors.push(err25);
 errors++;
 }
 }
-if(data.stateDisk !== undefined){
-let data13 = data.stateDisk;
-if(data13 && typeof data13 == "object" && !Array.isArray(data13)){
-if(data13.device === undefined){
-const err26 = {instancePath:instancePath+"/stateDisk",schemaPath:"#/properties/stateDisk/required",keyword:"required",params:{missingProperty: "device"},message:"must have required property '"+"device"+"'"};
+else {
+const err26 = {instancePath:instancePath+"/kubeconfig",schemaPath:"#/properties/kubeconfig/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -1506,8 +1506,12 @@ vErrors.push(err26);
 }
 errors++;
 }
-if(data13.initialKeyFile === undefined){
-const err27 = {instancePath:instancePath+"/stateDisk",schemaPath:"#/properties/stateDisk/required",keyword:"required",params:{missingProperty: "initialKeyFile"},message:"must have required property '"+"initialKeyFile"+"'"};
+}
+if(data.initSecretHash !== undefined){
+let data14 = data.initSecretHash;
+if(typeof data14 === "string"){
+if(!pattern12.test(data14)){
+const err27 = {instancePath:instancePath+"/initSecretHash",schemaPath:"#/properties/initSecretHash/pattern",keyword:"pattern",params:{pattern: "^\\$2[aby]\\$\\d{2}\\$[./A-Za-z0-9]{53}$"},message:"must match pattern \""+"^\\$2[aby]\\$\\d{2}\\$[./A-Za-z0-9]{53}$"+"\""};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -1516,9 +1520,9 @@ vErrors.push(err27);
 }
 errors++;
 }
-for(const key5 in data13){
-if(!(((key5 === "device") || (key5 === "initialKeyFile")) || (key5 === "pbkdf"))){
-const err28 = {instancePath:instancePath+"/stateDisk",schemaPath:"#/properties/stateDisk/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties"};
+}
+else {
+const err28 = {instancePath:instancePath+"/initSecretHash",schemaPath:"#/properties/initSecretHash/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -1528,11 +1532,11 @@ vErrors.push(err28);
 errors++;
 }
 }
-if(data13.device !== undefined){
-let data14 = data13.device;
-if(typeof data14 === "string"){
-if(!pattern5.test(data14)){
-const err29 = {instancePath:instancePath+"/stateDisk/device",schemaPath:"#/properties/stateDisk/properties/device/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\""};
+if(data.kubeadm !== undefined){
+let data15 = data.kubeadm;
+if(typeof data15 === "string"){
+if(!pattern5.test(data15)){
+const err29 = {instancePath:instancePath+"/kubeadm",schemaPath:"#/properties/kubeadm/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\""};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -1543,7 +1547,7 @@ errors++;
 }
 }
 else {
-const err30 = {instancePath:instancePath+"/stateDisk/device",schemaPath:"#/properties/stateDisk/properties/device/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err30 = {instancePath:instancePath+"/kubeadm",schemaPath:"#/properties/kubeadm/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -1553,11 +1557,11 @@ vErrors.push(err30);
 errors++;
 }
 }
-if(data13.initialKeyFile !== undefined){
-let data15 = data13.initialKeyFile;
-if(typeof data15 === "string"){
-if(!pattern5.test(data15)){
-const err31 = {instancePath:instancePath+"/stateDisk/initialKeyFile",schemaPath:"#/properties/stateDisk/properties/initialKeyFile/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\""};
+if(data.stateDisk !== undefined){
+let data16 = data.stateDisk;
+if(data16 && typeof data16 == "object" && !Array.isArray(data16)){
+if(data16.device === undefined){
+const err31 = {instancePath:instancePath+"/stateDisk",schemaPath:"#/properties/stateDisk/required",keyword:"required",params:{missingProperty: "device"},message:"must have required property '"+"device"+"'"};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -1566,9 +1570,8 @@ vErrors.push(err31);
 }
 errors++;
 }
-}
-else {
-const err32 = {instancePath:instancePath+"/stateDisk/initialKeyFile",schemaPath:"#/properties/stateDisk/properties/initialKeyFile/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data16.initialKeyFile === undefined){
+const err32 = {instancePath:instancePath+"/stateDisk",schemaPath:"#/properties/stateDisk/required",keyword:"required",params:{missingProperty: "initialKeyFile"},message:"must have required property '"+"initialKeyFile"+"'"};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -1577,12 +1580,9 @@ vErrors.push(err32);
 }
 errors++;
 }
-}
-if(data13.pbkdf !== undefined){
-let data16 = data13.pbkdf;
-if(data16 && typeof data16 == "object" && !Array.isArray(data16)){
-if(data16.type === undefined){
-const err33 = {instancePath:instancePath+"/stateDisk/pbkdf",schemaPath:"#/properties/stateDisk/properties/pbkdf/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'"};
+for(const key6 in data16){
+if(!(((key6 === "device") || (key6 === "initialKeyFile")) || (key6 === "pbkdf"))){
+const err33 = {instancePath:instancePath+"/stateDisk",schemaPath:"#/properties/stateDisk/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key6},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -1591,8 +1591,12 @@ vErrors.push(err33);
 }
 errors++;
 }
-if(data16.iterations === undefined){
-const err34 = {instancePath:instancePath+"/stateDisk/pbkdf",schemaPath:"#/properties/stateDisk/properties/pbkdf/required",keyword:"required",params:{missingProperty: "iterations"},message:"must have required property '"+"iterations"+"'"};
+}
+if(data16.device !== undefined){
+let data17 = data16.device;
+if(typeof data17 === "string"){
+if(!pattern5.test(data17)){
+const err34 = {instancePath:instancePath+"/stateDisk/device",schemaPath:"#/properties/stateDisk/properties/device/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\""};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -1601,9 +1605,9 @@ vErrors.push(err34);
 }
 errors++;
 }
-for(const key6 in data16){
-if(!((key6 === "type") || (key6 === "iterations"))){
-const err35 = {instancePath:instancePath+"/stateDisk/pbkdf",schemaPath:"#/properties/stateDisk/properties/pbkdf/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key6},message:"must NOT have additional properties"};
+}
+else {
+const err35 = {instancePath:instancePath+"/stateDisk/device",schemaPath:"#/properties/stateDisk/properties/device/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -1613,10 +1617,11 @@ vErrors.push(err35);
 errors++;
 }
 }
-if(data16.type !== undefined){
-let data17 = data16.type;
-if(!((data17 === "pbkdf2") || (data17 === "argon2id"))){
-const err36 = {instancePath:instancePath+"/stateDisk/pbkdf/type",schemaPath:"#/properties/stateDisk/properties/pbkdf/properties/type/enum",keyword:"enum",params:{allowedValues: schema13.properties.stateDisk.properties.pbkdf.properties.type.enum},message:"must be equal to one of the allowed values"};
+if(data16.initialKeyFile !== undefined){
+let data18 = data16.initialKeyFile;
+if(typeof data18 === "string"){
+if(!pattern5.test(data18)){
+const err36 = {instancePath:instancePath+"/stateDisk/initialKeyFile",schemaPath:"#/properties/stateDisk/properties/initialKeyFile/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\""};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -1626,10 +1631,8 @@ vErrors.push(err36);
 errors++;
 }
 }
-if(data16.iterations !== undefined){
-let data18 = data16.iterations;
-if(!((typeof data18 == "number") && (!(data18 % 1) && !isNaN(data18)))){
-const err37 = {instancePath:instancePath+"/stateDisk/pbkdf/iterations",schemaPath:"#/properties/stateDisk/properties/pbkdf/properties/iterations/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+else {
+const err37 = {instancePath:instancePath+"/stateDisk/initialKeyFile",schemaPath:"#/properties/stateDisk/properties/initialKeyFile/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -1638,9 +1641,12 @@ vErrors.push(err37);
 }
 errors++;
 }
-if(typeof data18 == "number"){
-if(data18 < 1000 || isNaN(data18)){
-const err38 = {instancePath:instancePath+"/stateDisk/pbkdf/iterations",schemaPath:"#/properties/stateDisk/properties/pbkdf/properties/iterations/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
+}
+if(data16.pbkdf !== undefined){
+let data19 = data16.pbkdf;
+if(data19 && typeof data19 == "object" && !Array.isArray(data19)){
+if(data19.type === undefined){
+const err38 = {instancePath:instancePath+"/stateDisk/pbkdf",schemaPath:"#/properties/stateDisk/properties/pbkdf/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'"};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -1649,11 +1655,8 @@ vErrors.push(err38);
 }
 errors++;
 }
-}
-}
-}
-else {
-const err39 = {instancePath:instancePath+"/stateDisk/pbkdf",schemaPath:"#/properties/stateDisk/properties/pbkdf/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data19.iterations === undefined){
+const err39 = {instancePath:instancePath+"/stateDisk/pbkdf",schemaPath:"#/properties/stateDisk/properties/pbkdf/required",keyword:"required",params:{missingProperty: "iterations"},message:"must have required property '"+"iterations"+"'"};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -1662,10 +1665,9 @@ vErrors.push(err39);
 }
 errors++;
 }
-}
-}
-else {
-const err40 = {instancePath:instancePath+"/stateDisk",schemaPath:"#/properties/stateDisk/type",keyword:"type",params:{type: "object"},message:"must be object"};
+for(const key7 in data19){
+if(!((key7 === "type") || (key7 === "iterations"))){
+const err40 = {instancePath:instancePath+"/stateDisk/pbkdf",schemaPath:"#/properties/stateDisk/properties/pbkdf/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key7},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -1675,11 +1677,10 @@ vErrors.push(err40);
 errors++;
 }
 }
-if(data.metadata !== undefined){
-let data19 = data.metadata;
-if(data19 && typeof data19 == "object" && !Array.isArray(data19)){
-if(data19.provider === undefined){
-const err41 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "provider"},message:"must have required property '"+"provider"+"'"};
+if(data19.type !== undefined){
+let data20 = data19.type;
+if(!((data20 === "pbkdf2") || (data20 === "argon2id"))){
+const err41 = {instancePath:instancePath+"/stateDisk/pbkdf/type",schemaPath:"#/properties/stateDisk/properties/pbkdf/properties/type/enum",keyword:"enum",params:{allowedValues: schema13.properties.stateDisk.properties.pbkdf.properties.type.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -1688,8 +1689,11 @@ vErrors.push(err41);
 }
 errors++;
 }
-if(data19.self === undefined){
-const err42 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "self"},message:"must have required property '"+"self"+"'"};
+}
+if(data19.iterations !== undefined){
+let data21 = data19.iterations;
+if(!((typeof data21 == "number") && (!(data21 % 1) && !isNaN(data21)))){
+const err42 = {instancePath:instancePath+"/stateDisk/pbkdf/iterations",schemaPath:"#/properties/stateDisk/properties/pbkdf/properties/iterations/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -1698,9 +1702,9 @@ vErrors.push(err42);
 }
 errors++;
 }
-for(const key7 in data19){
-if(!((((key7 === "provider") || (key7 === "self")) || (key7 === "peers")) || (key7 === "loadBalancerEndpoint"))){
-const err43 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key7},message:"must NOT have additional properties"};
+if(typeof data21 == "number"){
+if(data21 < 1000 || isNaN(data21)){
+const err43 = {instancePath:instancePath+"/stateDisk/pbkdf/iterations",schemaPath:"#/properties/stateDisk/properties/pbkdf/properties/iterations/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -1710,9 +1714,10 @@ vErrors.push(err43);
 errors++;
 }
 }
-if(data19.provider !== undefined){
-if(!(data19.provider === "static")){
-const err44 = {instancePath:instancePath+"/metadata/provider",schemaPath:"#/properties/metadata/properties/provider/enum",keyword:"enum",params:{allowedValues: schema13.properties.metadata.properties.provider.enum},message:"must be equal to one of the allowed values"};
+}
+}
+else {
+const err44 = {instancePath:instancePath+"/stateDisk/pbkdf",schemaPath:"#/properties/stateDisk/properties/pbkdf/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err44];
 }
@@ -1722,11 +1727,9 @@ vErrors.push(err44);
 errors++;
 }
 }
-if(data19.self !== undefined){
-let data21 = data19.self;
-if(data21 && typeof data21 == "object" && !Array.isArray(data21)){
-if(data21.name === undefined){
-const err45 = {instancePath:instancePath+"/metadata/self",schemaPath:"#/properties/metadata/properties/self/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+}
+else {
+const err45 = {instancePath:instancePath+"/stateDisk",schemaPath:"#/properties/stateDisk/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err45];
 }
@@ -1735,8 +1738,12 @@ vErrors.push(err45);
 }
 errors++;
 }
-if(data21.role === undefined){
-const err46 = {instancePath:instancePath+"/metadata/self",schemaPath:"#/properties/metadata/properties/self/required",keyword:"required",params:{missingProperty: "role"},message:"must have required property '"+"role"+"'"};
+}
+if(data.metadata !== undefined){
+let data22 = data.metadata;
+if(data22 && typeof data22 == "object" && !Array.isArray(data22)){
+if(data22.provider === undefined){
+const err46 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "provider"},message:"must have required property '"+"provider"+"'"};
 if(vErrors === null){
 vErrors = [err46];
 }
@@ -1745,8 +1752,8 @@ vErrors.push(err46);
 }
 errors++;
 }
-if(data21.vpcIP === undefined){
-const err47 = {instancePath:instancePath+"/metadata/self",schemaPath:"#/properties/metadata/properties/self/required",keyword:"required",params:{missingProperty: "vpcIP"},message:"must have required property '"+"vpcIP"+"'"};
+if(data22.self === undefined){
+const err47 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "self"},message:"must have required property '"+"self"+"'"};
 if(vErrors === null){
 vErrors = [err47];
 }
@@ -1755,9 +1762,9 @@ vErrors.push(err47);
 }
 errors++;
 }
-for(const key8 in data21){
-if(!(((key8 === "name") || (key8 === "role")) || (key8 === "vpcIP"))){
-const err48 = {instancePath:instancePath+"/metadata/self",schemaPath:"#/properties/metadata/properties/self/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key8},message:"must NOT have additional properties"};
+for(const key8 in data22){
+if(!((((key8 === "provider") || (key8 === "self")) || (key8 === "peers")) || (key8 === "loadBalancerEndpoint"))){
+const err48 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key8},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -1767,11 +1774,9 @@ vErrors.push(err48);
 errors++;
 }
 }
-if(data21.name !== undefined){
-let data22 = data21.name;
-if(typeof data22 === "string"){
-if(func2(data22) < 1){
-const err49 = {instancePath:instancePath+"/metadata/self/name",schemaPath:"#/properties/metadata/properties/self/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data22.provider !== undefined){
+if(!(data22.provider === "static")){
+const err49 = {instancePath:instancePath+"/metadata/provider",schemaPath:"#/properties/metadata/properties/provider/enum",keyword:"enum",params:{allowedValues: schema13.properties.metadata.properties.provider.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err49];
 }
@@ -1781,8 +1786,11 @@ vErrors.push(err49);
 errors++;
 }
 }
-else {
-const err50 = {instancePath:instancePath+"/metadata/self/name",schemaPath:"#/properties/metadata/properties/self/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data22.self !== undefined){
+let data24 = data22.self;
+if(data24 && typeof data24 == "object" && !Array.isArray(data24)){
+if(data24.name === undefined){
+const err50 = {instancePath:instancePath+"/metadata/self",schemaPath:"#/properties/metadata/properties/self/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
 if(vErrors === null){
 vErrors = [err50];
 }
@@ -1791,11 +1799,8 @@ vErrors.push(err50);
 }
 errors++;
 }
-}
-if(data21.role !== undefined){
-let data23 = data21.role;
-if(!((data23 === "control-plane") || (data23 === "worker"))){
-const err51 = {instancePath:instancePath+"/metadata/self/role",schemaPath:"#/properties/metadata/properties/self/properties/role/enum",keyword:"enum",params:{allowedValues: schema13.properties.metadata.properties.self.properties.role.enum},message:"must be equal to one of the allowed values"};
+if(data24.role === undefined){
+const err51 = {instancePath:instancePath+"/metadata/self",schemaPath:"#/properties/metadata/properties/self/required",keyword:"required",params:{missingProperty: "role"},message:"must have required property '"+"role"+"'"};
 if(vErrors === null){
 vErrors = [err51];
 }
@@ -1804,10 +1809,8 @@ vErrors.push(err51);
 }
 errors++;
 }
-}
-if(data21.vpcIP !== undefined){
-if(typeof data21.vpcIP !== "string"){
-const err52 = {instancePath:instancePath+"/metadata/self/vpcIP",schemaPath:"#/properties/metadata/properties/self/properties/vpcIP/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data24.vpcIP === undefined){
+const err52 = {instancePath:instancePath+"/metadata/self",schemaPath:"#/properties/metadata/properties/self/required",keyword:"required",params:{missingProperty: "vpcIP"},message:"must have required property '"+"vpcIP"+"'"};
 if(vErrors === null){
 vErrors = [err52];
 }
@@ -1816,10 +1819,9 @@ vErrors.push(err52);
 }
 errors++;
 }
-}
-}
-else {
-const err53 = {instancePath:instancePath+"/metadata/self",schemaPath:"#/properties/metadata/properties/self/type",keyword:"type",params:{type: "object"},message:"must be object"};
+for(const key9 in data24){
+if(!(((key9 === "name") || (key9 === "role")) || (key9 === "vpcIP"))){
+const err53 = {instancePath:instancePath+"/metadata/self",schemaPath:"#/properties/metadata/properties/self/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key9},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err53];
 }
@@ -1829,15 +1831,11 @@ vErrors.push(err53);
 errors++;
 }
 }
-if(data19.peers !== undefined){
-let data25 = data19.peers;
-if(Array.isArray(data25)){
-const len0 = data25.length;
-for(let i0=0; i0<len0; i0++){
-let data26 = data25[i0];
-if(data26 && typeof data26 == "object" && !Array.isArray(data26)){
-if(data26.name === undefined){
-const err54 = {instancePath:instancePath+"/metadata/peers/" + i0,schemaPath:"#/properties/metadata/properties/peers/items/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+if(data24.name !== undefined){
+let data25 = data24.name;
+if(typeof data25 === "string"){
+if(func2(data25) < 1){
+const err54 = {instancePath:instancePath+"/metadata/self/name",schemaPath:"#/properties/metadata/properties/self/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err54];
 }
@@ -1846,8 +1844,9 @@ vErrors.push(err54);
 }
 errors++;
 }
-if(data26.role === undefined){
-const err55 = {instancePath:instancePath+"/metadata/peers/" + i0,schemaPath:"#/properties/metadata/properties/peers/items/required",keyword:"required",params:{missingProperty: "role"},message:"must have required property '"+"role"+"'"};
+}
+else {
+const err55 = {instancePath:instancePath+"/metadata/self/name",schemaPath:"#/properties/metadata/properties/self/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err55];
 }
@@ -1856,8 +1855,11 @@ vErrors.push(err55);
 }
 errors++;
 }
-if(data26.vpcIP === undefined){
-const err56 = {instancePath:instancePath+"/metadata/peers/" + i0,schemaPath:"#/properties/metadata/properties/peers/items/required",keyword:"required",params:{missingProperty: "vpcIP"},message:"must have required property '"+"vpcIP"+"'"};
+}
+if(data24.role !== undefined){
+let data26 = data24.role;
+if(!((data26 === "control-plane") || (data26 === "worker"))){
+const err56 = {instancePath:instancePath+"/metadata/self/role",schemaPath:"#/properties/metadata/properties/self/properties/role/enum",keyword:"enum",params:{allowedValues: schema13.properties.metadata.properties.self.properties.role.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err56];
 }
@@ -1866,9 +1868,10 @@ vErrors.push(err56);
 }
 errors++;
 }
-for(const key9 in data26){
-if(!(((key9 === "name") || (key9 === "role")) || (key9 === "vpcIP"))){
-const err57 = {instancePath:instancePath+"/metadata/peers/" + i0,schemaPath:"#/properties/metadata/properties/peers/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key9},message:"must NOT have additional properties"};
+}
+if(data24.vpcIP !== undefined){
+if(typeof data24.vpcIP !== "string"){
+const err57 = {instancePath:instancePath+"/metadata/self/vpcIP",schemaPath:"#/properties/metadata/properties/self/properties/vpcIP/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err57];
 }
@@ -1878,11 +1881,9 @@ vErrors.push(err57);
 errors++;
 }
 }
-if(data26.name !== undefined){
-let data27 = data26.name;
-if(typeof data27 === "string"){
-if(func2(data27) < 1){
-const err58 = {instancePath:instancePath+"/metadata/peers/" + i0+"/name",schemaPath:"#/properties/metadata/properties/peers/items/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+else {
+const err58 = {instancePath:instancePath+"/metadata/self",schemaPath:"#/properties/metadata/properties/self/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err58];
 }
@@ -1892,8 +1893,15 @@ vErrors.push(err58);
 errors++;
 }
 }
-else {
-const err59 = {instancePath:instancePath+"/metadata/peers/" + i0+"/name",schemaPath:"#/properties/metadata/properties/peers/items/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data22.peers !== undefined){
+let data28 = data22.peers;
+if(Array.isArray(data28)){
+const len0 = data28.length;
+for(let i0=0; i0<len0; i0++){
+let data29 = data28[i0];
+if(data29 && typeof data29 == "object" && !Array.isArray(data29)){
+if(data29.name === undefined){
+const err59 = {instancePath:instancePath+"/metadata/peers/" + i0,schemaPath:"#/properties/metadata/properties/peers/items/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
 if(vErrors === null){
 vErrors = [err59];
 }
@@ -1902,11 +1910,8 @@ vErrors.push(err59);
 }
 errors++;
 }
-}
-if(data26.role !== undefined){
-let data28 = data26.role;
-if(!((data28 === "control-plane") || (data28 === "worker"))){
-const err60 = {instancePath:instancePath+"/metadata/peers/" + i0+"/role",schemaPath:"#/properties/metadata/properties/peers/items/properties/role/enum",keyword:"enum",params:{allowedValues: schema13.properties.metadata.properties.peers.items.properties.role.enum},message:"must be equal to one of the allowed values"};
+if(data29.role === undefined){
+const err60 = {instancePath:instancePath+"/metadata/peers/" + i0,schemaPath:"#/properties/metadata/properties/peers/items/required",keyword:"required",params:{missingProperty: "role"},message:"must have required property '"+"role"+"'"};
 if(vErrors === null){
 vErrors = [err60];
 }
@@ -1915,10 +1920,8 @@ vErrors.push(err60);
 }
 errors++;
 }
-}
-if(data26.vpcIP !== undefined){
-if(typeof data26.vpcIP !== "string"){
-const err61 = {instancePath:instancePath+"/metadata/peers/" + i0+"/vpcIP",schemaPath:"#/properties/metadata/properties/peers/items/properties/vpcIP/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data29.vpcIP === undefined){
+const err61 = {instancePath:instancePath+"/metadata/peers/" + i0,schemaPath:"#/properties/metadata/properties/peers/items/required",keyword:"required",params:{missingProperty: "vpcIP"},message:"must have required property '"+"vpcIP"+"'"};
 if(vErrors === null){
 vErrors = [err61];
 }
@@ -1927,10 +1930,9 @@ vErrors.push(err61);
 }
 errors++;
 }
-}
-}
-else {
-const err62 = {instancePath:instancePath+"/metadata/peers/" + i0,schemaPath:"#/properties/metadata/properties/peers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+for(const key10 in data29){
+if(!(((key10 === "name") || (key10 === "role")) || (key10 === "vpcIP"))){
+const err62 = {instancePath:instancePath+"/metadata/peers/" + i0,schemaPath:"#/properties/metadata/properties/peers/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key10},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err62];
 }
@@ -1940,9 +1942,11 @@ vErrors.push(err62);
 errors++;
 }
 }
-}
-else {
-const err63 = {instancePath:instancePath+"/metadata/peers",schemaPath:"#/properties/metadata/properties/peers/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data29.name !== undefined){
+let data30 = data29.name;
+if(typeof data30 === "string"){
+if(func2(data30) < 1){
+const err63 = {instancePath:instancePath+"/metadata/peers/" + i0+"/name",schemaPath:"#/properties/metadata/properties/peers/items/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err63];
 }
@@ -1952,9 +1956,8 @@ vErrors.push(err63);
 errors++;
 }
 }
-if(data19.loadBalancerEndpoint !== undefined){
-if(typeof data19.loadBalancerEndpoint !== "string"){
-const err64 = {instancePath:instancePath+"/metadata/loadBalancerEndpoint",schemaPath:"#/properties/metadata/properties/loadBalancerEndpoint/type",keyword:"type",params:{type: "string"},message:"must be string"};
+else {
+const err64 = {instancePath:instancePath+"/metadata/peers/" + i0+"/name",schemaPath:"#/properties/metadata/properties/peers/items/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err64];
 }
@@ -1964,9 +1967,10 @@ vErrors.push(err64);
 errors++;
 }
 }
-}
-else {
-const err65 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data29.role !== undefined){
+let data31 = data29.role;
+if(!((data31 === "control-plane") || (data31 === "worker"))){
+const err65 = {instancePath:instancePath+"/metadata/peers/" + i0+"/role",schemaPath:"#/properties/metadata/properties/peers/items/properties/role/enum",keyword:"enum",params:{allowedValues: schema13.properties.metadata.properties.peers.items.properties.role.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err65];
 }
@@ -1976,14 +1980,74 @@ vErrors.push(err65);
 errors++;
 }
 }
-}
-else {
-const err66 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data29.vpcIP !== undefined){
+if(typeof data29.vpcIP !== "string"){
+const err66 = {instancePath:instancePath+"/metadata/peers/" + i0+"/vpcIP",schemaPath:"#/properties/metadata/properties/peers/items/properties/vpcIP/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err66];
 }
 else {
 vErrors.push(err66);
+}
+errors++;
+}
+}
+}
+else {
+const err67 = {instancePath:instancePath+"/metadata/peers/" + i0,schemaPath:"#/properties/metadata/properties/peers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err67];
+}
+else {
+vErrors.push(err67);
+}
+errors++;
+}
+}
+}
+else {
+const err68 = {instancePath:instancePath+"/metadata/peers",schemaPath:"#/properties/metadata/properties/peers/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err68];
+}
+else {
+vErrors.push(err68);
+}
+errors++;
+}
+}
+if(data22.loadBalancerEndpoint !== undefined){
+if(typeof data22.loadBalancerEndpoint !== "string"){
+const err69 = {instancePath:instancePath+"/metadata/loadBalancerEndpoint",schemaPath:"#/properties/metadata/properties/loadBalancerEndpoint/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err69];
+}
+else {
+vErrors.push(err69);
+}
+errors++;
+}
+}
+}
+else {
+const err70 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err70];
+}
+else {
+vErrors.push(err70);
+}
+errors++;
+}
+}
+}
+else {
+const err71 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err71];
+}
+else {
+vErrors.push(err71);
 }
 errors++;
 }
@@ -3058,7 +3122,7 @@ return errors === 0;
 
 export const validateKubeadmConfigSpec: StandaloneValidate = validate17;
 const schema18 = {"type":"object","additionalProperties":false,"properties":{"clusterConfiguration":{"type":"object"},"initConfiguration":{"type":"object"},"joinConfiguration":{"type":"object"},"files":{"type":"array","maxItems":200,"items":{"type":"object","additionalProperties":false,"required":["path"],"properties":{"path":{"type":"string","minLength":1,"maxLength":512},"owner":{"type":"string","minLength":1,"maxLength":256},"permissions":{"type":"string","minLength":1,"maxLength":16,"pattern":"^0?[0-7]{3,4}$"},"encoding":{"enum":["base64","gzip","gzip+base64"]},"append":{"type":"boolean"},"content":{"type":"string","minLength":1,"maxLength":10240},"contentFrom":{"type":"object","additionalProperties":false,"required":["secret"],"properties":{"secret":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string","maxLength":253},"key":{"type":"string","maxLength":256}}}}}}}},"diskSetup":{"type":"object","additionalProperties":false,"properties":{"partitions":{"type":"array","maxItems":100,"items":{"type":"object","additionalProperties":false,"required":["device","layout"],"properties":{"device":{"type":"string","minLength":1,"maxLength":256},"layout":{"type":"boolean"},"overwrite":{"type":"boolean"},"tableType":{"enum":["mbr","gpt"]}}}},"filesystems":{"type":"array","maxItems":100,"items":{"type":"object","additionalProperties":false,"required":["device","filesystem"],"properties":{"device":{"type":"string","minLength":1,"maxLength":256},"filesystem":{"type":"string","minLength":1,"maxLength":128},"label":{"type":"string","minLength":1,"maxLength":512},"partition":{"type":"string","minLength":1,"maxLength":128},"overwrite":{"type":"boolean"},"replaceFS":{"type":"string","minLength":1,"maxLength":128},"extraOpts":{"type":"array","maxItems":100,"items":{"type":"string","minLength":1,"maxLength":256}}}}}}},"mounts":{"type":"array","maxItems":100,"items":{"type":"array","maxItems":6,"items":{"type":"string","minLength":1,"maxLength":512},"minItems":1}},"bootCommands":{"type":"array","maxItems":1000,"items":{"type":"string","minLength":1,"maxLength":10240}},"preKubeadmCommands":{"type":"array","maxItems":1000,"items":{"type":"string","minLength":1,"maxLength":10240}},"postKubeadmCommands":{"type":"array","maxItems":1000,"items":{"type":"string","minLength":1,"maxLength":10240}},"users":{"type":"array","maxItems":100,"items":{"type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","minLength":1,"maxLength":256},"gecos":{"type":"string","minLength":1,"maxLength":256},"groups":{"type":"string","minLength":1,"maxLength":256},"homeDir":{"type":"string","minLength":1,"maxLength":256},"inactive":{"type":"boolean"},"shell":{"type":"string","minLength":1,"maxLength":256},"passwd":{"type":"string","minLength":1,"maxLength":256},"passwdFrom":{"type":"object","additionalProperties":false,"required":["secret"],"properties":{"secret":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string","maxLength":253},"key":{"type":"string","maxLength":256}}}}},"primaryGroup":{"type":"string","minLength":1,"maxLength":256},"lockPassword":{"type":"boolean"},"sudo":{"type":"string","minLength":1,"maxLength":256},"sshAuthorizedKeys":{"type":"array","maxItems":100,"items":{"type":"string","minLength":1,"maxLength":2048}}}}},"ntp":{"type":"object","additionalProperties":false,"properties":{"servers":{"type":"array","maxItems":100,"items":{"type":"string","minLength":1,"maxLength":512}},"enabled":{"type":"boolean"}}},"format":{"enum":["cloud-config","ignition"]},"verbosity":{"type":"integer","minimum":0},"useExperimentalRetryJoin":{"type":"boolean"},"ignition":{"type":"object","additionalProperties":false,"properties":{"containerLinuxConfig":{"type":"object","additionalProperties":false,"properties":{"additionalConfig":{"type":"string","minLength":1,"maxLength":32768},"strict":{"type":"boolean"}}}}}}};
-const pattern15 = new RegExp("^0?[0-7]{3,4}$", "u");
+const pattern16 = new RegExp("^0?[0-7]{3,4}$", "u");
 
 function validate17(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -3247,7 +3311,7 @@ vErrors.push(err14);
 }
 errors++;
 }
-if(!pattern15.test(data7)){
+if(!pattern16.test(data7)){
 const err15 = {instancePath:instancePath+"/files/" + i0+"/permissions",schemaPath:"#/properties/files/items/properties/permissions/pattern",keyword:"pattern",params:{pattern: "^0?[0-7]{3,4}$"},message:"must match pattern \""+"^0?[0-7]{3,4}$"+"\""};
 if(vErrors === null){
 vErrors = [err15];

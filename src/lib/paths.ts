@@ -47,8 +47,12 @@ export function nodePaths(root = '/') {
     /** The master secret and its salt as the node persists them for the key service (raw bytes, 0600). */
     masterSecretFile: at('var/config/mastersecret'),
     masterSaltFile: at('var/config/salt'),
-    /** The measurements the join service enforces (joinservice/join-config.ts has the format). */
+    measurementSecretFile: at('var/config/measurementSecret'),
+    measurementSaltFile: at('var/config/measurementSalt'),
+    /** The measurements the join service enforces (attestation/join-config.ts has the format). */
     joinConfigFile: at('var/config/join-config.json'),
+    /** The Kubernetes components the cluster runs (JSON), which the join service hands to joining nodes. */
+    componentsFile: at('var/config/components.json'),
     nodeStateFile: at('run/state/constellation/node-state.json'),
     manifestsDir: at('etc/kubernetes/manifests'),
     auditPolicy: at('etc/kubernetes/audit-policy.yaml'),
@@ -67,6 +71,18 @@ export function nodePaths(root = '/') {
   } as const
 }
 export type NodePaths = ReturnType<typeof nodePaths>
+
+/**
+ * The `control_plane_files` of a join ticket that are not kubeadm PKI: what a joining control plane
+ * needs to run its own key and join services, by name in the ticket and where the node keeps it.
+ * kubeadm never writes a `constellation/` folder under its PKI directory, so the names cannot clash.
+ */
+export const CONTROL_PLANE_SERVICE_FILES = {
+  'constellation/mastersecret': 'masterSecretFile',
+  'constellation/salt': 'masterSaltFile',
+  'constellation/join-config.json': 'joinConfigFile',
+} as const satisfies Record<string, keyof NodePaths>
+export type ControlPlaneServiceFileName = keyof typeof CONTROL_PLANE_SERVICE_FILES
 
 /** Where a node's daemons read their config; fixed, since the config names the root the rest hang off. */
 export const NODE_CONFIG_PATH = '/etc/constellation/node-config.yaml'

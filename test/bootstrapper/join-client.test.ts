@@ -18,7 +18,7 @@ import { createLogger } from '../../src/lib/system/index.js'
 import { generateEcdsaP256KeyPair, parseCsr, toPem } from '../../src/lib/x509/index.js'
 import { expect } from '../support/chai.js'
 import { makeTempDir } from '../support/temp.js'
-import { COMPONENTS, makeClusterCa, MASTER, MEASUREMENT_SALT } from '../joinservice/fakes.js'
+import { COMPONENTS, makeClusterCa, MASTER, MEASUREMENT_SALT, SERVICE_FILES } from '../joinservice/fakes.js'
 import { JoinFailedError } from '../../src/lib/bootstrapper/join-node.js'
 import { type KubeadmJoinInput } from '../../src/lib/bootstrapper/kubeadm-join-config.js'
 import { createCsr } from '../../src/lib/x509/csr.js'
@@ -72,6 +72,7 @@ function stubJoinService(
       controlPlaneFiles: req.isControlPlane
         ? [
             ...ca.controlPlaneFiles,
+            ...SERVICE_FILES,
             ...(behaviour === 'bad-pki-name' ? [{ name: '../../etc/shadow', data: Buffer.from('x') }] : []),
           ]
         : [],

@@ -13,13 +13,13 @@ import {
   createValidator,
   clusterIdPcrValue,
   type Measurements,
+  encodeJoinConfig,
 } from '../../src/lib/attestation/index.js'
 import { attestedJoinTicketRequester, CryptsetupDisk } from '../../src/lib/bootstrapper/index.js'
 import {
   createJoinService,
   createKubeletSigner,
   createTokenIssuer,
-  encodeJoinConfig,
   MeasurementsStore,
   validatorSourceFrom,
   type ClusterCa,
@@ -40,7 +40,7 @@ import { expect } from '../support/chai.js'
 import { FakeKubeApiDir } from '../support/fake-kube-api-dir.js'
 import { freePort } from '../support/ports.js'
 import { startLocalNode, type LocalNode } from '../support/local-node.js'
-import { makeClusterCa, MASTER, MEASUREMENT_SALT } from '../joinservice/fakes.js'
+import { makeClusterCa, MASTER, MEASUREMENT_SALT, serviceFiles } from '../joinservice/fakes.js'
 import { initRequest, pcr15, startNode, type RunningNode } from '../support/init-client.js'
 
 const kms = new ClusterKms(MASTER.key, MASTER.salt)
@@ -107,6 +107,7 @@ async function startJoinService(
     tokens: createTokenIssuer(api.registrar, () => new Date()),
     kubeletSigner: createKubeletSigner({ ...ca, clock: () => new Date() }),
     ca,
+    controlPlaneServiceFiles: serviceFiles,
     components: () => Promise.resolve(components),
     cluster: { measurementSalt: MEASUREMENT_SALT, apiServerEndpoint: API_SERVER },
     clock: () => new Date(),

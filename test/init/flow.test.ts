@@ -3,7 +3,7 @@ import { access, readFile, readlink, rm, stat, symlink, writeFile, cp } from 'no
 import path from 'node:path'
 import { parse } from 'yaml'
 import { expect } from '../support/chai.js'
-import { clusterIdPcrValue } from '../../src/lib/attestation/index.js'
+import { clusterIdPcrValue, parseJoinConfig } from '../../src/lib/attestation/index.js'
 import { validatorForConfig } from '../../src/lib/config/index.js'
 import { createAttestedChannelCredentials } from '../../src/lib/atls/index.js'
 import { CryptsetupDisk, type JoinClient } from '../../src/lib/bootstrapper/index.js'
@@ -14,6 +14,7 @@ import { ClusterKms, parseMasterSecret } from '../../src/lib/kms/index.js'
 import { nodePaths, workspacePaths } from '../../src/lib/paths.js'
 import { createRunner, runStepsSilently } from '../../src/lib/system/index.js'
 import { extendPcr } from '../../src/lib/tpm/index.js'
+import { readComponentsFile } from '../../src/lib/versions/index.js'
 import { stringifyYaml } from '../../src/lib/yaml/index.js'
 import { freePort } from '../support/ports.js'
 import { setClusterEndpoint, startLocalNode, type LocalNode } from '../support/local-node.js'
@@ -91,12 +92,23 @@ describe('init flow (swtpm, cryptsetup, aTLS, kubeadm contract fake)', function 
     const np = nodePaths(node.root)
     for (const file of [
       np.nodeStateFile,
-      ...['mastersecret', 'salt', 'measurementSecret', 'measurementSalt'].map((f) =>
-        path.join(np.serviceConfigDir, f),
-      ),
+      np.masterSecretFile,
+      np.masterSaltFile,
+      np.measurementSecretFile,
+      np.measurementSaltFile,
+      np.joinConfigFile,
+      np.componentsFile,
     ])
       expect((await stat(file)).mode & 0o777, file).to.equal(0o600)
-    expect(await readFile(path.join(np.serviceConfigDir, 'mastersecret'))).to.deep.equal(secret.key)
+    expect(await readFile(np.masterSecretFile)).to.deep.equal(secret.key)
+    // What the key and join services start from: the operator's measurements (PCR 15 enforced as
+    // zero) and the components the node installed.
+    const config = await loadConfig(ws.config)
+    const joinConfig = parseJoinConfig(await readFile(np.joinConfigFile, 'utf8'))
+    for (const [pcr, m] of Object.entries(config.attestation.qemuVTPM?.measurements ?? {}))
+      expect(joinConfig.get(Number(pcr))?.expected.toString('hex'), `PCR ${pcr}`).to.equal(m.expected)
+    expect(joinConfig.get(15)).to.deep.equal({ expected: Buffer.alloc(32), warnOnly: false })
+    expect(await readComponentsFile(np.componentsFile)).to.deep.equal(config.kubernetesComponents)
 
     // Secrets never reach argv or the log.
     const initSecret = parse(await readFile(ws.state, 'utf8')).infrastructure.initSecret as string

@@ -22,6 +22,13 @@ import type { DataKeyGetter } from '../../src/lib/joinservice/ticket.js'
 
 export const MASTER = { key: Buffer.alloc(32, 0x11), salt: Buffer.alloc(32, 0x22) }
 export const MEASUREMENT_SALT = Buffer.alloc(32, 0x33)
+/** What a join service sends a control plane beside the PKI (paths.ts CONTROL_PLANE_SERVICE_FILES). */
+export const SERVICE_FILES = [
+  { name: 'constellation/mastersecret', data: MASTER.key },
+  { name: 'constellation/salt', data: MASTER.salt },
+  { name: 'constellation/join-config.json', data: Buffer.from('{"measurements":{}}\n') },
+]
+export const serviceFiles = () => Promise.resolve(SERVICE_FILES)
 export const COMPONENTS: Component[] = [
   {
     url: 'https://example.invalid/kubelet',

@@ -19,6 +19,7 @@ import {
   type Issuer,
   type Measurements,
   type Validator,
+  encodeJoinConfig,
 } from '../../src/lib/attestation/index.js'
 import { isAttestationFailure } from '../../src/lib/atls/index.js'
 import { ClusterKms, KeyServiceUnreachableError } from '../../src/lib/kms/index.js'
@@ -26,7 +27,6 @@ import { createLogger, writeFileAtomic } from '../../src/lib/system/index.js'
 import {
   createJoinService,
   createKubeletSigner,
-  encodeJoinConfig,
   MeasurementsStore,
   validatorSourceFrom,
   type ClusterCa,
@@ -45,6 +45,7 @@ import {
   MEASUREMENT_SALT,
   nodeCsr,
   realDataKeys,
+  serviceFiles,
 } from './fakes.js'
 import { createAttestedClientChannelCredentials } from '../../src/lib/atls/client-attested.js'
 
@@ -130,6 +131,7 @@ describe('join service over aTLS', function () {
       kubeletSigner: createKubeletSigner({ ...ca, clock: () => new Date() }),
       parseCsr: fakeCsrParser,
       ca,
+      controlPlaneServiceFiles: serviceFiles,
       components: async () => COMPONENTS,
       cluster: { measurementSalt: MEASUREMENT_SALT, apiServerEndpoint: '10.0.0.1:6443' },
       clock: () => new Date(),

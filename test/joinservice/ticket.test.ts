@@ -24,6 +24,8 @@ import {
   MEASUREMENT_SALT,
   nodeCsr,
   realDataKeys,
+  serviceFiles,
+  SERVICE_FILES,
   stubDataKeysDown,
 } from './fakes.js'
 
@@ -44,6 +46,7 @@ describe('join tickets', () => {
       tokens: opts.tokens ?? new FakeTokenIssuer(),
       kubeletSigner: createKubeletSigner({ ...ca, clock: () => new Date() }),
       ca,
+      controlPlaneServiceFiles: serviceFiles,
       components: async () => COMPONENTS,
       measurementSalt: MEASUREMENT_SALT,
       apiServerEndpoint: '10.0.0.1:6443',
@@ -77,6 +80,7 @@ describe('join tickets', () => {
         'front-proxy-ca.key',
         'etcd/ca.crt',
         'etcd/ca.key',
+        ...SERVICE_FILES.map((f) => f.name),
       ],
     },
   }

@@ -115,6 +115,8 @@ export async function startLocalNode(): Promise<LocalNode> {
         root,
         initServer: { listen },
         verifyService: { listen: '127.0.0.1:1' },
+        keyService: { listen: '127.0.0.1:1' },
+        kubeconfig: path.join(root, 'etc/kubernetes/admin.conf'),
         initSecretHash,
         kubeadm: path.join(root, 'run/state/bin/kubeadm'),
         stateDisk: { device: disk.image, initialKeyFile: disk.initialKeyFile, pbkdf: TEST_PBKDF },

@@ -31,6 +31,8 @@ function nodeConfig(tpm: SwtpmHandle, root: string): BootstrapperConfig {
     root,
     initServer: { listen: '127.0.0.1:0' },
     verifyService: { listen: '127.0.0.1:0' },
+    keyService: { listen: '127.0.0.1:0' },
+    kubeconfig: path.join(root, 'etc/kubernetes/admin.conf'),
     initSecretHash: '$2b$04$unused',
     kubeadm: path.join(root, 'run/state/bin/kubeadm'),
     // no disk: the bootstrapper only warns until an Init needs it

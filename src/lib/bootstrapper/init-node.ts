@@ -1,6 +1,12 @@
 /** What the node does for one Init request, from init-secret check to the admin kubeconfig. */
 import type { InitRequest } from '../../gen/init.js'
-import { MEASUREMENT_SALT_BYTES } from '../attestation/index.js'
+import {
+  CLUSTER_ID_PCR,
+  encodeJoinConfig,
+  MEASUREMENT_SALT_BYTES,
+  parseJoinConfig,
+  type Measurements,
+} from '../attestation/index.js'
 import { chainMessage } from '../errors/index.js'
 import { checkInitSecret, ClusterKms, deriveClusterId, parseClusterKmsUri } from '../kms/index.js'
 import type { NodeMember } from '../nodeconfig/index.js'
@@ -10,7 +16,7 @@ import { isPatchRelease, parseKubernetesVersion } from '../versions/index.js'
 import type { Component, StagedComponents } from './installer.js'
 import { kubeadmPaths, type KubeadmInitInput } from './kubeadm-config.js'
 import { NodeLockedError, type NodeLock } from './node-lock.js'
-import { writeNodeState, writeServiceSecrets } from './node-state.js'
+import { writeClusterFiles, writeNodeState, writeServiceSecrets } from './node-state.js'
 
 export const DEFAULT_CLUSTER_NAME = 'constellation'
 export const DEFAULT_SERVICE_CIDR = '10.96.0.0/12'
@@ -77,6 +83,7 @@ export async function initializeNode(req: InitRequest, deps: InitNodeDeps): Prom
   if (!(await checkInitSecret(req.initSecret, deps.initSecretHash))) throw new InitSecretError()
   deps.onSecretProven?.()
   const { kms, measurementSecret, clusterId } = deriveClusterSecrets(req)
+  const joinConfig = joinConfigOf(req, log)
   // Everything that can fail for reasons outside kubeadm happens before the lock: the disk is read
   // while the components are fetched and verified.
   const [disk, components] = await Promise.allSettled([
@@ -99,7 +106,11 @@ export async function initializeNode(req: InitRequest, deps: InitNodeDeps): Prom
     log.info('Node lock taken; PCR 15 now carries the cluster ID', { clusterId: clusterId.toString('hex') })
     // Re-keying (a slow key derivation in cryptsetup) and copying the components need nothing from each other.
     const prepared = await Promise.allSettled([
-      prepareStateDisk(req, kms.diskKey(diskUuid), diskUuid, measurementSecret, deps),
+      prepareStateDisk(req, kms.diskKey(diskUuid), diskUuid, measurementSecret, deps).then(() =>
+        writeClusterFiles(deps.paths, { joinConfig, components: req.kubernetesComponents }).catch(
+          wrapWith('writing the join-config and components'),
+        ),
+      ),
       staged.install().catch(wrapWith('installing Kubernetes components')),
     ])
     for (const step of prepared) if (step.status === 'rejected') throw step.reason
@@ -159,6 +170,33 @@ function deriveClusterSecrets(req: InitRequest) {
   const kms = new ClusterKms(master.key, master.salt)
   const measurementSecret = kms.measurementSecret()
   return { kms, measurementSecret, clusterId: deriveClusterId(measurementSecret, req.measurementSalt) }
+}
+
+/**
+ * The join-config from the measurements the operator sent (field 100), checked before the lock.
+ * PCR 15 is enforced as zero for joining nodes whatever the operator's set says (the operator may
+ * only warn about it when attesting this node). None sent (a client that predates field 100): the
+ * node initializes, and nobody can join until the operator sends measurements.
+ */
+function joinConfigOf(req: InitRequest, log: Logger): string | undefined {
+  const entries = Object.entries(req.measurements)
+  if (entries.length === 0) {
+    log.warn('The Init request carried no measurements; no node can join until the operator sends them', {
+      hint: 'constellation join-config update',
+    })
+    return undefined
+  }
+  const measurements: Measurements = new Map(
+    entries.map(([pcr, m]) => [Number(pcr), { expected: Buffer.from(m.expected), warnOnly: m.warnOnly }]),
+  )
+  measurements.set(CLUSTER_ID_PCR, { expected: Buffer.alloc(32), warnOnly: false })
+  const text = encodeJoinConfig(measurements)
+  try {
+    parseJoinConfig(text)
+  } catch (cause) {
+    throw new BadInitRequestError('measurements (field 100) cannot be enforced on joining nodes', { cause })
+  }
+  return text
 }
 
 function kubeadmInput(req: InitRequest, deps: InitNodeDeps): KubeadmInitInput {

@@ -5,14 +5,14 @@
  * the node unusable, so everything that can be checked was checked before.
  */
 import { deriveClusterId } from '../kms/index.js'
-import type { NodePaths } from '../paths.js'
+import { CONTROL_PLANE_SERVICE_FILES, type NodePaths } from '../paths.js'
 import { writeFileAtomic, type Logger } from '../system/index.js'
 import type { StateDisk } from './init-node.js'
 import type { StagedComponents } from './installer.js'
 import type { KubeadmJoinInput } from './kubeadm-join-config.js'
 import type { JoinTicket } from './join-ticket.js'
 import type { NodeLock } from './node-lock.js'
-import { writeNodeState } from './node-state.js'
+import { writeClusterFiles, writeMeasurementSecrets, writeNodeState } from './node-state.js'
 import { writePkiFiles } from './pki-files.js'
 
 export interface JoinNodeDeps {
@@ -81,10 +81,12 @@ export async function joinNode(plan: JoinPlan, deps: JoinNodeDeps): Promise<bool
     await writeFileAtomic(deps.paths.kubeletClientCert, ticket.kubeletCertPem)
     await writeFileAtomic(deps.paths.kubeletClientKey, plan.kubeletKeyPem)
   })
-  if (controlPlane)
+  if (controlPlane) {
     await step('writing the control-plane PKI', () =>
       writePkiFiles(deps.paths.kubernetesPki, ticket.controlPlaneFiles),
     )
+    await step("writing the control plane's service files", () => writeServiceFiles(ticket, deps.paths))
+  }
   await step('running kubeadm join', () =>
     deps.kubeadmJoin({
       nodeName: plan.nodeName,
@@ -101,4 +103,12 @@ export async function joinNode(plan: JoinPlan, deps: JoinNodeDeps): Promise<bool
     pkiFiles: controlPlane ? ticket.controlPlaneFiles.map((f) => f.name) : undefined,
   })
   return true
+}
+
+/** What this control plane's key and join services read: every control plane can serve joins. */
+async function writeServiceFiles(ticket: JoinTicket, paths: NodePaths): Promise<void> {
+  for (const { name, data } of ticket.serviceFiles)
+    await writeFileAtomic(paths[CONTROL_PLANE_SERVICE_FILES[name]], data)
+  await writeMeasurementSecrets(paths, ticket)
+  await writeClusterFiles(paths, { components: ticket.components })
 }

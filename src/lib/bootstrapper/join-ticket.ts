@@ -6,6 +6,7 @@
 import { X509Certificate, type KeyObject } from 'node:crypto'
 import type { IssueJoinTicketResponse } from '../../gen/join.js'
 import { MEASUREMENT_SALT_BYTES } from '../attestation/index.js'
+import { CONTROL_PLANE_SERVICE_FILES, type ControlPlaneServiceFileName } from '../paths.js'
 import { parseHostPort } from '../system/index.js'
 import type { Component } from './installer.js'
 import { pkiFileNameProblem, type PkiFile } from './pki-files.js'
@@ -26,6 +27,8 @@ export interface JoinTicket {
   caCertHash: string
   /** Only for a control plane; a worker's ticket never carries CA keys onto its disk. */
   controlPlaneFiles: PkiFile[]
+  /** Only for a control plane: what its own key and join services need (the master secret among them). */
+  serviceFiles: Array<{ name: ControlPlaneServiceFileName; data: Buffer }>
   components: Component[]
 }
 
@@ -63,6 +66,7 @@ export function checkJoinTicket(res: IssueJoinTicketResponse, want: TicketExpect
     )
   }
   checkKubeletCert(res.kubeletCert, want.kubeletKey)
+  const files = want.controlPlane ? checkControlPlaneFiles(res.controlPlaneFiles) : { pki: [], service: [] }
   return {
     diskKey: res.stateDiskKey,
     measurementSalt: res.measurementSalt,
@@ -71,7 +75,8 @@ export function checkJoinTicket(res: IssueJoinTicketResponse, want: TicketExpect
     apiServerEndpoint: res.apiServerEndpoint,
     token: res.token,
     caCertHash: res.discoveryTokenCaCertHash,
-    controlPlaneFiles: want.controlPlane ? checkControlPlaneFiles(res.controlPlaneFiles) : [],
+    controlPlaneFiles: files.pki,
+    serviceFiles: files.service,
     components: res.kubernetesComponents,
   }
 }
@@ -88,13 +93,36 @@ function checkKubeletCert(pem: Buffer, key: KeyObject): void {
   if (!cert.publicKey.equals(key)) throw new BadTicketError('kubelet_cert: certifies another key than ours')
 }
 
-function checkControlPlaneFiles(files: IssueJoinTicketResponse['controlPlaneFiles']): PkiFile[] {
-  if (files.length === 0)
-    throw new BadTicketError('control_plane_files: none; a control plane needs the cluster CA')
-  for (const f of files) {
-    const problem = pkiFileNameProblem(f.name)
-    if (problem)
-      throw new BadTicketError(`control_plane_files: ${JSON.stringify(f.name.slice(0, 80))}: ${problem}`)
+const SERVICE_FOLDER = 'constellation/'
+/** Without these a control plane could not serve joins: every control plane runs a key service. */
+const REQUIRED_SERVICE_FILES: readonly ControlPlaneServiceFileName[] = [
+  'constellation/mastersecret',
+  'constellation/salt',
+]
+
+const isServiceFileName = (name: string): name is ControlPlaneServiceFileName =>
+  Object.hasOwn(CONTROL_PLANE_SERVICE_FILES, name)
+
+/** Splits the files into kubeadm PKI and the service files of the naming contract (paths.ts). */
+function checkControlPlaneFiles(files: IssueJoinTicketResponse['controlPlaneFiles']): {
+  pki: PkiFile[]
+  service: JoinTicket['serviceFiles']
+} {
+  const pki: PkiFile[] = []
+  const service: JoinTicket['serviceFiles'] = []
+  for (const { name, data } of files) {
+    const shown = JSON.stringify(name.slice(0, 80))
+    const problem = pkiFileNameProblem(name)
+    if (problem) throw new BadTicketError(`control_plane_files: ${shown}: ${problem}`)
+    if (isServiceFileName(name)) service.push({ name, data })
+    else if (name.startsWith(SERVICE_FOLDER))
+      throw new BadTicketError(`control_plane_files: ${shown}: not a service file this node knows`)
+    else pki.push({ name, data })
   }
-  return files.map((f) => ({ name: f.name, data: f.data }))
+  if (pki.length === 0)
+    throw new BadTicketError('control_plane_files: no PKI; a control plane needs the cluster CA')
+  for (const name of REQUIRED_SERVICE_FILES)
+    if (!service.some((f) => f.name === name))
+      throw new BadTicketError(`control_plane_files: no ${name}; a control plane runs its own key service`)
+  return { pki, service }
 }

@@ -1,7 +1,7 @@
 /** What a bootstrapped node keeps: its role and measurement salt, and the secrets its control-plane services read. */
-import path from 'node:path'
 import type { NodePaths } from '../paths.js'
 import { writeFileAtomic } from '../system/index.js'
+import { encodeComponents, type KubernetesComponent } from '../versions/index.js'
 
 export type NodeStateRole = 'ControlPlane' | 'Worker'
 
@@ -24,12 +24,27 @@ export interface ServiceSecrets {
 
 /** The files under /var/config the key service and join service load; raw bytes, 0600. */
 export async function writeServiceSecrets(paths: NodePaths, secrets: ServiceSecrets): Promise<void> {
-  const files: Record<string, Buffer> = {
-    mastersecret: secrets.masterSecret,
-    salt: secrets.salt,
-    measurementSecret: secrets.measurementSecret,
-    measurementSalt: secrets.measurementSalt,
-  }
-  for (const [name, data] of Object.entries(files))
-    await writeFileAtomic(path.join(paths.serviceConfigDir, name), data)
+  await writeFileAtomic(paths.masterSecretFile, secrets.masterSecret)
+  await writeFileAtomic(paths.masterSaltFile, secrets.salt)
+  await writeMeasurementSecrets(paths, secrets)
+}
+
+export async function writeMeasurementSecrets(
+  paths: NodePaths,
+  secrets: Pick<ServiceSecrets, 'measurementSecret' | 'measurementSalt'>,
+): Promise<void> {
+  await writeFileAtomic(paths.measurementSecretFile, secrets.measurementSecret)
+  await writeFileAtomic(paths.measurementSaltFile, secrets.measurementSalt)
+}
+
+/** What a control plane's join service hands out besides keys: the join-config and the components. */
+export interface ClusterFiles {
+  /** The encoded join-config; absent when the operator sent no measurements (then nobody can join until they do). */
+  joinConfig?: string
+  components: readonly KubernetesComponent[]
+}
+
+export async function writeClusterFiles(paths: NodePaths, files: ClusterFiles): Promise<void> {
+  if (files.joinConfig !== undefined) await writeFileAtomic(paths.joinConfigFile, files.joinConfig)
+  await writeFileAtomic(paths.componentsFile, encodeComponents(files.components))
 }

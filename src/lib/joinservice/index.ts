@@ -9,7 +9,6 @@ export { MeasurementsStore, JOIN_CONFIG_POLL_INTERVAL_MS } from './measurements-
 export type { MeasurementsSource, MeasurementsStoreOptions } from './measurements-store.js'
 export { validatorSourceFrom } from './validator-source.js'
 export type { ValidatorSource } from './validator-source.js'
-export { encodeJoinConfig, parseJoinConfig, JoinConfigError } from './join-config.js'
 export {
   BOOTSTRAP_TOKEN_PATTERN,
   BOOTSTRAP_TOKEN_TTL_MS,

@@ -4,10 +4,9 @@
  */
 import { watch, type FSWatcher } from 'node:fs'
 import path from 'node:path'
-import type { Measurements } from '../attestation/index.js'
+import { JoinConfigError, parseJoinConfig, type Measurements } from '../attestation/index.js'
 import { CliError, messageOf } from '../errors/index.js'
 import { readRegularFile, type Logger } from '../system/index.js'
-import { JoinConfigError, parseJoinConfig } from './join-config.js'
 
 /** A re-read even without a watch event: covers filesystems without inotify and missed events. */
 export const JOIN_CONFIG_POLL_INTERVAL_MS = 5_000

@@ -62,6 +62,8 @@ export interface JoinServiceOptions {
   /** Reads and verifies the node's PKCS#10 request; x509's parseCsr unless a test passes a fake. */
   parseCsr?: CsrParser
   ca: Pick<ClusterCa, 'caCertHash' | 'controlPlaneFiles'>
+  /** What a joining control plane needs beside the PKI to run its own key and join services. */
+  controlPlaneServiceFiles: TicketDeps['controlPlaneServiceFiles']
   components: () => Promise<Component[]>
   cluster: { measurementSalt: Buffer; apiServerEndpoint: string }
   /** The node name the cluster knows for an address (static metadata), to pin the CSR's CN. */
@@ -104,6 +106,7 @@ export class JoinService {
       tokens: opts.tokens,
       kubeletSigner: opts.kubeletSigner,
       ca: opts.ca,
+      controlPlaneServiceFiles: opts.controlPlaneServiceFiles,
       components: opts.components,
       measurementSalt: opts.cluster.measurementSalt,
       apiServerEndpoint: opts.cluster.apiServerEndpoint,

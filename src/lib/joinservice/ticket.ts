@@ -14,7 +14,7 @@ import { MEASUREMENT_SECRET_KEY_ID } from '../kms/index.js'
 import type { NodeRole } from '../nodeconfig/index.js'
 import { toPem } from '../x509/index.js'
 import type { TokenIssuer } from './bootstrap-token.js'
-import type { ClusterCa } from './cluster-ca.js'
+import type { ClusterCa, ControlPlaneFile } from './cluster-ca.js'
 import { claimedNodeName, csrProblems, type CsrFields, type CsrParser } from './csr-policy.js'
 import type { KubeletSigner } from './kubelet-signer.js'
 
@@ -31,6 +31,8 @@ export interface TicketDeps {
   tokens: TokenIssuer
   kubeletSigner: KubeletSigner
   ca: Pick<ClusterCa, 'caCertHash' | 'controlPlaneFiles'>
+  /** Sent to control planes beside the PKI: what they need to run their own key and join services. */
+  controlPlaneServiceFiles: () => Promise<readonly ControlPlaneFile[]>
   /** The components the cluster runs now (they change with upgrades). */
   components: () => Promise<Component[]>
   measurementSalt: Buffer
@@ -136,12 +138,16 @@ export async function issueJoinTicket(
   req: CheckedJoinRequest,
   deps: TicketDeps,
 ): Promise<IssueJoinTicketResponse> {
-  const [secret, key, token, components, kubeletCert] = await Promise.all([
+  const controlPlane = req.role === 'control-plane'
+  const [secret, key, token, components, kubeletCert, serviceFiles] = await Promise.all([
     measurementSecret(deps),
     diskKey(deps, req.diskUuid),
     step('issuing a bootstrap token', () => deps.tokens.issue()),
     step('reading the Kubernetes components', () => deps.components()),
     step('signing the kubelet certificate', () => deps.kubeletSigner.sign(req.csr)),
+    controlPlane
+      ? step("reading the control plane's service files", () => deps.controlPlaneServiceFiles())
+      : [],
   ])
   return {
     stateDiskKey: key,
@@ -151,10 +157,9 @@ export async function issueJoinTicket(
     apiServerEndpoint: deps.apiServerEndpoint,
     token,
     discoveryTokenCaCertHash: deps.ca.caCertHash,
-    controlPlaneFiles:
-      req.role === 'control-plane'
-        ? deps.ca.controlPlaneFiles.map((f) => ({ name: f.name, data: f.data }))
-        : [],
+    controlPlaneFiles: controlPlane
+      ? [...deps.ca.controlPlaneFiles, ...serviceFiles].map((f) => ({ name: f.name, data: f.data }))
+      : [],
     kubernetesVersion: '',
     kubernetesComponents: components,
     // Emergency SSH is not part of this tool: no CA, no host certificate.

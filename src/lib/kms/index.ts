@@ -28,7 +28,7 @@ export {
   INIT_SECRET_BCRYPT_COST,
   MIN_INIT_SECRET_BYTES,
 } from './init-secret.js'
-export { createKeyService, DEFAULT_KEY_SERVICE_LISTEN } from './keyservice-server.js'
+export { createKeyService } from './keyservice-server.js'
 export type { KeyService, KeyServiceOptions } from './keyservice-server.js'
 export {
   getDataKey,

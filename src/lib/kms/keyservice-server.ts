@@ -11,9 +11,6 @@ import { parseHostPort, type Logger } from '../system/index.js'
 import { ClusterKms } from './hkdf.js'
 import type { MasterSecret } from './master-secret.js'
 
-/** Constellation's KeyServicePort. */
-export const KEY_SERVICE_PORT = 9000
-export const DEFAULT_KEY_SERVICE_LISTEN = `127.0.0.1:${KEY_SERVICE_PORT}`
 /** Longest data key served; HKDF-SHA256 could give 8160 bytes, no cluster key needs more than 32. */
 export const MAX_DATA_KEY_BYTES = 4096
 /** A request is an ID and a length; anything near this is not a key request, and would bloat the log. */

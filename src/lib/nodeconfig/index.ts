@@ -27,6 +27,10 @@ export interface NodeConfig {
   verifyService: { listen: string }
   /** Where control planes serve joins; a joining node dials this port on its control-plane peers. */
   joinService?: { listen: string }
+  /** The control plane's key service (kms.API); its join service dials it. */
+  keyService: { listen: string }
+  /** How the join service reaches the Kubernetes API (tokens, join-config, the control-plane lease). */
+  kubeconfig: string
   initSecretHash?: string
   kubeadm: string
   stateDisk?: {
@@ -42,6 +46,8 @@ export const DEFAULT_INIT_SERVER_LISTEN = '0.0.0.0:9000'
 export const DEFAULT_VERIFY_SERVICE_LISTEN = '0.0.0.0:30081'
 /** Constellation's JoinServiceNodePort. */
 export const DEFAULT_JOIN_SERVICE_LISTEN = '0.0.0.0:30090'
+/** Constellation's KeyServicePort, on loopback: the key service authenticates no caller. */
+export const DEFAULT_KEY_SERVICE_LISTEN = '127.0.0.1:9000'
 
 type OptionalKey = 'initSecretHash' | 'stateDisk' | 'metadata'
 
@@ -102,6 +108,7 @@ function semanticProblems(raw: Record<string, unknown>): Problem[] {
   checkHostPort((raw.initServer as { listen?: unknown } | undefined)?.listen, ['initServer', 'listen'])
   checkHostPort((raw.verifyService as { listen?: unknown } | undefined)?.listen, ['verifyService', 'listen'])
   checkHostPort((raw.joinService as { listen?: unknown } | undefined)?.listen, ['joinService', 'listen'])
+  checkHostPort((raw.keyService as { listen?: unknown } | undefined)?.listen, ['keyService', 'listen'])
   const metadata = raw.metadata as
     | { self?: { vpcIP?: unknown }; peers?: Array<{ vpcIP?: unknown }>; loadBalancerEndpoint?: unknown }
     | undefined
@@ -125,6 +132,8 @@ function withDefaults(raw: Partial<NodeConfig> & Pick<NodeConfig, 'attestationVa
     initServer: { listen: raw.initServer?.listen ?? DEFAULT_INIT_SERVER_LISTEN },
     verifyService: { listen: raw.verifyService?.listen ?? DEFAULT_VERIFY_SERVICE_LISTEN },
     joinService: { listen: raw.joinService?.listen ?? DEFAULT_JOIN_SERVICE_LISTEN },
+    keyService: { listen: raw.keyService?.listen ?? DEFAULT_KEY_SERVICE_LISTEN },
+    kubeconfig: raw.kubeconfig ?? nodePaths(root).adminConf,
     initSecretHash: raw.initSecretHash,
     kubeadm: raw.kubeadm ?? nodePaths(root).kubeadm,
     stateDisk: raw.stateDisk,

@@ -45,6 +45,23 @@ export const nodeConfigSchema = {
         },
       },
     },
+    keyService: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        listen: {
+          ...hostPort,
+          description:
+            "the key service's HOST:PORT (default 127.0.0.1:9000); it authenticates no caller, so keep it on loopback",
+        },
+      },
+    },
+    kubeconfig: {
+      type: 'string',
+      pattern: '^/',
+      description:
+        'kubeconfig the join service reaches the Kubernetes API with (default <root>/etc/kubernetes/admin.conf, which kubeadm writes on control planes)',
+    },
     initSecretHash: {
       type: 'string',
       pattern: '^\\$2[aby]\\$\\d{2}\\$[./A-Za-z0-9]{53}$',

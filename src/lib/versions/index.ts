@@ -15,6 +15,7 @@ export {
   kubernetesMinor,
   kubeadmApiVersion,
 } from './kubernetes-version.js'
+export { encodeComponents, parseComponents, readComponentsFile } from './components-file.js'
 
 /** One file to install on a node; the shape of components.proto's Component. */
 export interface KubernetesComponent {

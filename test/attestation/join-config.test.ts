@@ -1,5 +1,5 @@
 import { expect } from '../support/chai.js'
-import { encodeJoinConfig, parseJoinConfig } from '../../src/lib/joinservice/join-config.js'
+import { encodeJoinConfig, parseJoinConfig } from '../../src/lib/attestation/index.js'
 
 const hex = (byte: number) => Buffer.alloc(32, byte).toString('hex')
 const ZERO = hex(0)

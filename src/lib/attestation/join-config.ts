@@ -7,7 +7,7 @@
  * PCR 15 is always enforced as zero whatever the file says, or the file is refused: a node that
  * bootstrapped once (PCR 15 extended with a cluster ID) must never get a join ticket again.
  */
-import { CLUSTER_ID_PCR, type Measurements } from '../attestation/index.js'
+import { CLUSTER_ID_PCR, type Measurements } from './measurements.js'
 
 const PCR_INDEX = /^(?:[0-9]|1[0-9]|2[0-3])$/
 const EXPECTED_HEX = /^[0-9a-fA-F]{64}$/
