@@ -18,6 +18,7 @@ import {
   runKubeadmInit,
   runKubeadmJoin,
   stageComponents,
+  startControlPlaneServices,
   staticJoinEndpoints,
   type BootstrapperConfig,
   type HttpGet,
@@ -162,6 +163,10 @@ export async function runBootstrapService(configPath: string): Promise<void> {
   routeGrpcLogs(log)
   const daemon = createNodeBootstrapper(config, logs, log)
   await serveUntilStopped(daemon)
+  const controlPlane =
+    daemon.outcome === 'initialized' ||
+    (daemon.outcome === 'joined' && config.metadata.self.role === 'control-plane')
+  if (controlPlane) await startControlPlaneServices(createRunner(), log)
   if (daemon.outcome === 'failed')
     throw new CliError('init failed after the node lock was taken; this node cannot be used', {
       hint: 'recreate the node',

@@ -22,7 +22,13 @@ export {
   MEASUREMENT_SALT_BYTES,
 } from './measurements.js'
 export { AttestationError } from './errors.js'
-export { encodeJoinConfig, parseJoinConfig, JoinConfigError } from './join-config.js'
+export {
+  encodeJoinConfig,
+  parseJoinConfig,
+  measurementsForJoins,
+  JoinConfigError,
+  JOIN_CONFIG_MAP,
+} from './join-config.js'
 export { ATTESTATION_VARIANTS } from './variant.js'
 export type { AttestationVariant } from './variant.js'
 

@@ -9,6 +9,13 @@
  */
 import { CLUSTER_ID_PCR, type Measurements } from './measurements.js'
 
+/** Where the cluster keeps it: every join service mirrors this ConfigMap into its local file. */
+export const JOIN_CONFIG_MAP = {
+  namespace: 'kube-system',
+  name: 'join-config',
+  key: 'join-config.json',
+} as const
+
 const PCR_INDEX = /^(?:[0-9]|1[0-9]|2[0-3])$/
 const EXPECTED_HEX = /^[0-9a-fA-F]{64}$/
 const ENTRY_KEYS = new Set(['expected', 'warnOnly'])
@@ -68,6 +75,11 @@ function enforceClusterIdPcr(m: Measurements): void {
     throw new JoinConfigError(
       `measurements.${CLUSTER_ID_PCR}: must be enforced as 32 zero bytes, so that a node bootstrapped once can never join again`,
     )
+}
+
+/** The operator's measurements as joining nodes must meet them: PCR 15 enforced as zero, whatever the set said. */
+export function measurementsForJoins(m: Measurements): Measurements {
+  return new Map([...m, [CLUSTER_ID_PCR, { expected: Buffer.alloc(32), warnOnly: false }]])
 }
 
 /** The file as a node writes it; parseJoinConfig reads it back to the same set. */

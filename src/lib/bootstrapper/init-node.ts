@@ -1,15 +1,15 @@
 /** What the node does for one Init request, from init-secret check to the admin kubeconfig. */
 import type { InitRequest } from '../../gen/init.js'
 import {
-  CLUSTER_ID_PCR,
   encodeJoinConfig,
   MEASUREMENT_SALT_BYTES,
+  measurementsForJoins,
   parseJoinConfig,
   type Measurements,
 } from '../attestation/index.js'
 import { chainMessage } from '../errors/index.js'
 import { checkInitSecret, ClusterKms, deriveClusterId, parseClusterKmsUri } from '../kms/index.js'
-import type { NodeMember } from '../nodeconfig/index.js'
+import { kubernetesNodeName, type NodeMember } from '../nodeconfig/index.js'
 import type { NodePaths } from '../paths.js'
 import { parseHostPort, type Logger } from '../system/index.js'
 import { isPatchRelease, parseKubernetesVersion } from '../versions/index.js'
@@ -189,8 +189,7 @@ function joinConfigOf(req: InitRequest, log: Logger): string | undefined {
   const measurements: Measurements = new Map(
     entries.map(([pcr, m]) => [Number(pcr), { expected: Buffer.from(m.expected), warnOnly: m.warnOnly }]),
   )
-  measurements.set(CLUSTER_ID_PCR, { expected: Buffer.alloc(32), warnOnly: false })
-  const text = encodeJoinConfig(measurements)
+  const text = encodeJoinConfig(measurementsForJoins(measurements))
   try {
     parseJoinConfig(text)
   } catch (cause) {
@@ -204,7 +203,7 @@ function kubeadmInput(req: InitRequest, deps: InitNodeDeps): KubeadmInitInput {
   return {
     kubernetesVersion: req.kubernetesVersion,
     clusterName: req.clusterName || DEFAULT_CLUSTER_NAME,
-    nodeName: deps.self.name.toLowerCase().replaceAll('_', '-'),
+    nodeName: kubernetesNodeName(deps.self.name),
     nodeIP: deps.self.vpcIP,
     controlPlaneEndpoint: lbHost || deps.self.vpcIP,
     certSANs: req.apiserverCertSans,

@@ -7,7 +7,7 @@
 import { isAttestationFailure } from '../atls/index.js'
 import { chainMessage } from '../errors/index.js'
 import { withoutRpcInternals } from '../grpc/index.js'
-import type { NodeMember } from '../nodeconfig/index.js'
+import { kubernetesNodeName, type NodeMember } from '../nodeconfig/index.js'
 import type { NodePaths } from '../paths.js'
 import { retry, type Logger } from '../system/index.js'
 import type { JoinClient } from './daemon.js'
@@ -56,9 +56,6 @@ class NoTicketError extends Error {
     this.name = 'NoTicketError'
   }
 }
-
-/** Kubernetes node names are lower case, without underscores (as Constellation derives them). */
-export const kubernetesNodeName = (name: string): string => name.toLowerCase().replaceAll('_', '-')
 
 export class NodeJoinClient implements JoinClient {
   private readonly stopSignal = new AbortController()

@@ -7,6 +7,8 @@ export { createJoinService, JoinService } from './server.js'
 export type { JoinServiceOptions, JoinServiceLimits } from './server.js'
 export { MeasurementsStore, JOIN_CONFIG_POLL_INTERVAL_MS } from './measurements-store.js'
 export type { MeasurementsSource, MeasurementsStoreOptions } from './measurements-store.js'
+export { JoinConfigSync, JOIN_CONFIG_SYNC_INTERVAL_MS } from './join-config-sync.js'
+export type { JoinConfigMap } from './join-config-sync.js'
 export { validatorSourceFrom } from './validator-source.js'
 export type { ValidatorSource } from './validator-source.js'
 export {

@@ -10,7 +10,7 @@ import { readRegularFile, type Logger } from '../system/index.js'
 
 /** A re-read even without a watch event: covers filesystems without inotify and missed events. */
 export const JOIN_CONFIG_POLL_INTERVAL_MS = 5_000
-const JOIN_CONFIG_MAX_BYTES = 64 * 1024
+export const JOIN_CONFIG_MAX_BYTES = 64 * 1024
 
 export interface MeasurementsStoreOptions {
   /** The join-config file (nodePaths(root).joinConfigFile in production). */

@@ -32,6 +32,7 @@ export { createKeyService } from './keyservice-server.js'
 export type { KeyService, KeyServiceOptions } from './keyservice-server.js'
 export {
   getDataKey,
+  KeyServiceClient,
   KeyServiceUnreachableError,
   KeyServiceRefusedError,
   KEY_SERVICE_TIMEOUT_MS,

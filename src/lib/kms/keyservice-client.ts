@@ -39,43 +39,73 @@ export class KeyServiceRefusedError extends CliError {
   }
 }
 
-/** `kms.API/GetDataKey` over plain gRPC; one channel per call, closed afterwards. */
+/** `kms.API/GetDataKey` once, on a channel of its own, closed afterwards. */
 export async function getDataKey(
   address: string,
   dataKeyId: string,
   length: number,
-  { signal, timeoutMs = KEY_SERVICE_TIMEOUT_MS }: GetDataKeyOptions = {},
+  opts: GetDataKeyOptions = {},
 ): Promise<Buffer> {
-  signal?.throwIfAborted()
-  // No transparent retries: a caller that retries decides when, and grpc-js' backoff would hide it.
-  const client = new APIClient(address, credentials.createInsecure(), { 'grpc.enable_retries': 0 })
-  let response: GetDataKeyResponse
+  const client = new KeyServiceClient(address)
   try {
-    response = await new Promise<GetDataKeyResponse>((resolve, reject) => {
-      const call = client.getDataKey(
-        { dataKeyId, length },
-        new Metadata(),
-        { deadline: Date.now() + timeoutMs },
-        (err, res) => {
-          signal?.removeEventListener('abort', cancel)
-          if (err) reject(err)
-          else resolve(res)
-        },
-      )
-      const cancel = () => call.cancel()
-      signal?.addEventListener('abort', cancel, { once: true })
-    })
-  } catch (err) {
-    signal?.throwIfAborted()
-    throw describeFailure(address, timeoutMs, err)
+    return await client.getDataKey(dataKeyId, length, opts)
   } finally {
     client.close()
   }
-  if (response.dataKey.length !== length)
-    throw new CliError(
-      `key service at ${address} sent ${response.dataKey.length} bytes for data key ${JSON.stringify(dataKeyId)}, want ${length}`,
-    )
-  return response.dataKey
+}
+
+/**
+ * One channel for many calls (a join service asks twice per ticket). A key service that was down is
+ * dialled again within about a second of coming back, not after grpc-js' default two-minute backoff.
+ */
+export class KeyServiceClient {
+  private readonly client: APIClient
+
+  constructor(readonly address: string) {
+    // No transparent retries: a caller that retries decides when, and grpc-js' backoff would hide it.
+    this.client = new APIClient(address, credentials.createInsecure(), {
+      'grpc.enable_retries': 0,
+      'grpc.initial_reconnect_backoff_ms': 200,
+      'grpc.max_reconnect_backoff_ms': 1_000,
+    })
+  }
+
+  async getDataKey(
+    dataKeyId: string,
+    length: number,
+    { signal, timeoutMs = KEY_SERVICE_TIMEOUT_MS }: GetDataKeyOptions = {},
+  ): Promise<Buffer> {
+    signal?.throwIfAborted()
+    let response: GetDataKeyResponse
+    try {
+      response = await new Promise<GetDataKeyResponse>((resolve, reject) => {
+        const call = this.client.getDataKey(
+          { dataKeyId, length },
+          new Metadata(),
+          { deadline: Date.now() + timeoutMs },
+          (err, res) => {
+            signal?.removeEventListener('abort', cancel)
+            if (err) reject(err)
+            else resolve(res)
+          },
+        )
+        const cancel = () => call.cancel()
+        signal?.addEventListener('abort', cancel, { once: true })
+      })
+    } catch (err) {
+      signal?.throwIfAborted()
+      throw describeFailure(this.address, timeoutMs, err)
+    }
+    if (response.dataKey.length !== length)
+      throw new CliError(
+        `key service at ${this.address} sent ${response.dataKey.length} bytes for data key ${JSON.stringify(dataKeyId)}, want ${length}`,
+      )
+    return response.dataKey
+  }
+
+  close(): void {
+    this.client.close()
+  }
 }
 
 /** The gRPC error's own words are already in the message, so it is not kept as the cause. */

@@ -42,6 +42,9 @@ export interface NodeConfig {
   metadata?: { provider: 'static'; self: NodeMember; peers: NodeMember[]; loadBalancerEndpoint?: string }
 }
 
+/** Kubernetes node names are lower case, without underscores (as Constellation derives them). */
+export const kubernetesNodeName = (name: string): string => name.toLowerCase().replaceAll('_', '-')
+
 export const DEFAULT_INIT_SERVER_LISTEN = '0.0.0.0:9000'
 export const DEFAULT_VERIFY_SERVICE_LISTEN = '0.0.0.0:30081'
 /** Constellation's JoinServiceNodePort. */

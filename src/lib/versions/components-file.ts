@@ -20,7 +20,7 @@ export function parseComponents(text: string, file: string): KubernetesComponent
   try {
     doc = JSON.parse(text)
   } catch (err) {
-    throw new Error(`${file}: not JSON: ${err instanceof Error ? err.message : String(err)}`)
+    throw new Error(`${file}: not JSON: ${err instanceof Error ? err.message : String(err)}`, { cause: err })
   }
   if (!Array.isArray(doc)) throw new Error(`${file}: want a JSON array of components`)
   return doc.map((entry: unknown, i) => {
