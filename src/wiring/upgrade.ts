@@ -3,11 +3,11 @@
  * runner, the cluster reader from the kubeconfig, prompts and progress on the process's terminal.
  */
 import { confirm } from '@inquirer/prompts'
+import { readKubeconfig } from '../lib/kube/index.js'
 import { createRunner } from '../lib/system/index.js'
 import { canPrompt, onInterrupt, processTerminal, promptOrAbort, stepProgress } from '../lib/ui/index.js'
 import {
   createClusterReader,
-  readKubeconfig,
   type ExecuteDeps,
   type HelmDeps,
   type PreparedUpgrade,

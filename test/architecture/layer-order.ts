@@ -3,7 +3,7 @@ export const LAYERS: readonly (readonly string[])[] = [
   ['errors'],
   ['system'],
   ['yaml', 'ui'],
-  ['tpm', 'versions', 'x509', 'grpc'],
+  ['tpm', 'versions', 'x509', 'grpc', 'kube'],
   ['kms', 'attestation'],
   ['atls'],
   ['config'],

@@ -19,7 +19,6 @@ import { attestedJoinTicketRequester, CryptsetupDisk } from '../../src/lib/boots
 import {
   createJoinService,
   createKubeletSigner,
-  createTokenIssuer,
   MeasurementsStore,
   validatorSourceFrom,
   type ClusterCa,
@@ -36,6 +35,7 @@ import type { NodeMember } from '../../src/lib/nodeconfig/index.js'
 import { nodePaths } from '../../src/lib/paths.js'
 import { createLogger, createRunner, writeFileAtomic, type Logger } from '../../src/lib/system/index.js'
 import { readPcrs } from '../../src/lib/tpm/index.js'
+import { createTokenIssuer } from '../../src/lib/kube/index.js'
 import { expect } from '../support/chai.js'
 import { FakeKubeApiDir } from '../support/fake-kube-api-dir.js'
 import { freePort } from '../support/ports.js'

@@ -17,7 +17,7 @@ import {
 } from '../../src/lib/x509/index.js'
 import { caCertHash, type ClusterCa } from '../../src/lib/joinservice/cluster-ca.js'
 import type { CsrFields, CsrParser } from '../../src/lib/joinservice/csr-policy.js'
-import type { TokenIssuer } from '../../src/lib/joinservice/bootstrap-token.js'
+import type { TokenIssuer } from '../../src/lib/kube/index.js'
 import type { DataKeyGetter } from '../../src/lib/joinservice/ticket.js'
 
 export const MASTER = { key: Buffer.alloc(32, 0x11), salt: Buffer.alloc(32, 0x22) }

@@ -2,12 +2,20 @@
  * FakeApiServer — a TEST DOUBLE for the Kubernetes API (no kube-apiserver can run on these
  * machines). It speaks, over HTTPS with a test CA, the shapes @kubernetes/client-node uses: core (/api/v1) and group
  * (/apis/<group>/<version>) resources, namespaced or cluster-scoped; list with limit/continue
- * paging and labelSelector equality; get, create (409 on exists), replace, merge-patch, delete;
- * Status objects on errors. It records every request and can be told to fail requests.
+ * paging and labelSelector equality; get, create (409 on exists), replace (409 on a stale
+ * resourceVersion), merge-patch, delete; Status objects on errors. Like the real server it
+ * authenticates every request (the bearer token of its kubeconfig, else 401) and stores a Secret's
+ * write-only stringData as base64 data. It records every request and can be told to fail requests.
+ *
+ * With `dir` its objects live as JSON files there (`namespaces/<ns>/<resource>/<name>.json`,
+ * cluster-scoped `<resource>/<name>.json`, a group's resource as `<resource>.<group>`): the storage
+ * the kubeadm contract fake reads and writes, as kubeadm would through this API.
  */
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import type http from 'node:http'
 import https from 'node:https'
 import type { AddressInfo } from 'node:net'
+import path from 'node:path'
 import { localhostCert } from './tls-cert.js'
 
 export interface KubeObject {
@@ -46,13 +54,25 @@ export interface FailRule {
   times?: number
 }
 
+/** The bearer token of this server's kubeconfig: the cluster admin's credentials. */
+const ADMIN_TOKEN = 'fake-token'
+
+export interface FakeApiServerOptions {
+  /** Keep the objects as files here (see above) instead of in memory. */
+  dir?: string
+}
+
 export class FakeApiServer {
   readonly requests: RecordedRequest[] = []
-  private readonly objects = new Map<string, KubeObject>()
+  private readonly objects: ObjectStore
   private readonly failRules: FailRule[] = []
   private revision = 1
   private server?: https.Server
   url = ''
+
+  constructor(opts: FakeApiServerOptions = {}) {
+    this.objects = opts.dir ? new DirStore(opts.dir) : new Map<string, KubeObject>()
+  }
 
   async start(): Promise<this> {
     const { certPem, keyPem } = localhostCert()
@@ -76,7 +96,7 @@ export class FakeApiServer {
       'apiVersion: v1',
       'kind: Config',
       `clusters: [{name: fake, cluster: {server: "${this.url}", certificate-authority-data: ${Buffer.from(localhostCert().certPem).toString('base64')}}}]`,
-      'users: [{name: fake, user: {token: fake-token}}]',
+      `users: [{name: fake, user: {token: ${ADMIN_TOKEN}}}]`,
       'contexts: [{name: fake, context: {cluster: fake, user: fake}}]',
       'current-context: fake',
       '',
@@ -127,6 +147,8 @@ export class FakeApiServer {
     }
     const method = req.method ?? 'GET'
     this.requests.push({ method, path: url.pathname, query: url.searchParams, body })
+    if (req.headers.authorization !== `Bearer ${ADMIN_TOKEN}`)
+      return send(res, 401, status(401, 'Unauthorized', 'Unauthorized'))
 
     const rule = this.failRules.find(
       (r) => (r.method ?? method) === method && url.pathname.includes(r.pathIncludes) && (r.times ?? 1) > 0,
@@ -139,7 +161,7 @@ export class FakeApiServer {
     if (!p) return send(res, 404, status(404, 'NotFound', `no route for ${url.pathname}`))
 
     if (method === 'GET' && !p.name) return this.respondList(res, p, url.searchParams)
-    if (method === 'POST' && !p.name) return this.respondCreate(res, p, body as KubeObject)
+    if (method === 'POST' && !p.name) return this.respondCreate(res, p, asStored(p, body as KubeObject))
     const key = keyOf(p)
     const existing = this.objects.get(key)
     if (!existing && method !== 'PUT')
@@ -152,7 +174,18 @@ export class FakeApiServer {
         return send(res, 200, status(200, 'Success', 'deleted'))
       case 'PUT':
       case 'PATCH': {
-        const incoming = (method === 'PATCH' ? mergePatch(existing, body) : body) as KubeObject
+        const incoming = asStored(p, (method === 'PATCH' ? mergePatch(existing, body) : body) as KubeObject)
+        const wanted = incoming.metadata?.resourceVersion
+        if (method === 'PUT' && existing && wanted && wanted !== existing.metadata.resourceVersion)
+          return send(
+            res,
+            409,
+            status(
+              409,
+              'Conflict',
+              `the object has been modified; please apply your changes to the latest version`,
+            ),
+          )
         const next = {
           ...incoming,
           metadata: {
@@ -285,4 +318,91 @@ function readBody(req: http.IncomingMessage): Promise<string> {
     req.on('end', () => resolve(data))
     req.on('error', reject)
   })
+}
+
+/** Where objects live: a Map, or a DirStore with the same four operations. */
+interface ObjectStore {
+  get(key: string): KubeObject | undefined
+  set(key: string, obj: KubeObject): unknown
+  has(key: string): boolean
+  delete(key: string): unknown
+  entries(): Iterable<[string, KubeObject]>
+}
+
+/** As the API server stores a Secret: stringData is write-only, merged into base64 data. */
+function asStored(p: ParsedPath, obj: KubeObject): KubeObject {
+  if (p.resource !== 'secrets' || typeof obj?.stringData !== 'object' || obj.stringData === null) return obj
+  const { stringData, ...rest } = obj
+  const data = { ...(rest.data as Record<string, string> | undefined) }
+  for (const [k, v] of Object.entries(stringData as Record<string, string>))
+    data[k] = Buffer.from(v).toString('base64')
+  return { ...rest, data }
+}
+
+/** Objects as files, so that another process (the kubeadm fake) sees and adds to them. */
+class DirStore implements ObjectStore {
+  constructor(private readonly dir: string) {}
+
+  get(key: string): KubeObject | undefined {
+    try {
+      const obj = JSON.parse(readFileSync(this.file(key), 'utf8')) as KubeObject
+      // objects another process wrote carry no resourceVersion yet
+      return { ...obj, metadata: { ...obj.metadata, resourceVersion: obj.metadata.resourceVersion ?? '1' } }
+    } catch {
+      return undefined
+    }
+  }
+
+  has(key: string): boolean {
+    return this.get(key) !== undefined
+  }
+
+  set(key: string, obj: KubeObject): void {
+    const file = this.file(key)
+    mkdirSync(path.dirname(file), { recursive: true })
+    writeFileSync(file, JSON.stringify(obj) + '\n', { mode: key.includes('|secrets|') ? 0o600 : 0o644 })
+  }
+
+  delete(key: string): void {
+    rmSync(this.file(key), { force: true })
+  }
+
+  *entries(): Iterable<[string, KubeObject]> {
+    for (const file of walk(this.dir)) {
+      const rel = path.relative(this.dir, file).split(path.sep)
+      const namespace = rel[0] === 'namespaces' ? rel[1] : undefined
+      const [folder, name] = namespace === undefined ? rel : rel.slice(2)
+      if (!folder || !name?.endsWith('.json')) continue
+      const dot = folder.indexOf('.')
+      const resource = dot < 0 ? folder : folder.slice(0, dot)
+      const obj = this.get(`x|${folder}|${namespace ?? ''}|${name.slice(0, -5)}`)
+      if (!obj) continue
+      const apiVersion = dot < 0 ? 'v1' : (obj.apiVersion ?? `${folder.slice(dot + 1)}/v1`)
+      yield [keyOf({ apiVersion, resource, namespace, name: name.slice(0, -5) }), obj]
+    }
+  }
+
+  /** key = apiVersion|resource|namespace|name; a group's resource folder is `<resource>.<group>`. */
+  private file(key: string): string {
+    const [apiVersion = '', resource = '', namespace = '', name = ''] = key.split('|')
+    const group = apiVersion.includes('/') ? apiVersion.split('/')[0] : undefined
+    const folder = apiVersion === 'x' || !group ? resource : `${resource}.${group}`
+    return namespace
+      ? path.join(this.dir, 'namespaces', namespace, folder, `${name}.json`)
+      : path.join(this.dir, folder, `${name}.json`)
+  }
+}
+
+function* walk(dir: string): Iterable<string> {
+  let entries
+  try {
+    entries = readdirSync(dir, { withFileTypes: true })
+  } catch {
+    return
+  }
+  for (const e of entries) {
+    const full = path.join(dir, e.name)
+    if (e.isDirectory()) yield* walk(full)
+    else yield full
+  }
 }

@@ -7,11 +7,7 @@
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { isErrnoException } from '../../src/lib/errors/index.js'
-import {
-  TokenIdTakenError,
-  type BootstrapTokenSecret,
-  type TokenRegistrar,
-} from '../../src/lib/joinservice/index.js'
+import { TokenIdTakenError, type SecretObject, type TokenRegistrar } from '../../src/lib/kube/index.js'
 import { stringifyYaml } from '../../src/lib/yaml/index.js'
 
 export class FakeKubeApiDir {
@@ -19,11 +15,11 @@ export class FakeKubeApiDir {
 
   /** Creates a token's Secret; a taken name is the API's 409. */
   readonly registrar: TokenRegistrar = {
-    register: async (secret: BootstrapTokenSecret) => {
+    register: async (secret: SecretObject) => {
       const file = path.join(this.dir, 'namespaces/kube-system/secrets', `${secret.metadata.name}.json`)
       await mkdir(path.dirname(file), { recursive: true })
       try {
-        await writeFile(file, JSON.stringify(secret), { flag: 'wx', mode: 0o600 })
+        await writeFile(file, JSON.stringify(storedSecret(secret)), { flag: 'wx', mode: 0o600 })
       } catch (err) {
         if (isErrnoException(err, 'EEXIST'))
           throw new TokenIdTakenError(secret.metadata.name.replace(/^bootstrap-token-/, ''))
@@ -82,8 +78,20 @@ export class FakeKubeApiDir {
   /** A token's Secret changed in place (expired, another secret), as a test needs it. */
   async editToken(id: string, data: Record<string, string>): Promise<void> {
     const file = path.join(this.dir, 'namespaces/kube-system/secrets', `bootstrap-token-${id}.json`)
-    const secret = JSON.parse(await readFile(file, 'utf8')) as BootstrapTokenSecret
+    const secret = JSON.parse(await readFile(file, 'utf8')) as StoredSecret
     for (const [k, v] of Object.entries(data)) secret.data[k] = Buffer.from(v).toString('base64')
     await writeFile(file, JSON.stringify(secret))
+  }
+}
+
+type StoredSecret = Omit<SecretObject, 'stringData'> & { data: Record<string, string> }
+
+/** As the API server stores a Secret: stringData is write-only, merged into base64 `data`. */
+function storedSecret({ stringData, ...rest }: SecretObject): StoredSecret {
+  return {
+    ...rest,
+    data: Object.fromEntries(
+      Object.entries(stringData).map(([k, v]) => [k, Buffer.from(v).toString('base64')]),
+    ),
   }
 }

@@ -21,7 +21,8 @@ import { parseBootstrapObjects } from './parse.js'
 import type { StagedFile } from './staged-writes.js'
 import { outputTargets } from './targets.js'
 import type { BootstrapTemplates } from './templates.js'
-import { tokenSecret, type RandomBytes, type TokenSecret } from './tokens.js'
+import type { RandomBytes, SecretObject } from '../kube/index.js'
+import { tokenSecret } from './tokens.js'
 import type { BootstrapPlan, OutputFormat } from './types.js'
 
 export interface GenerateOptions {
@@ -52,7 +53,7 @@ export interface GenerateDeps {
   templates: BootstrapTemplates
   /** Only called when something is uploaded. */
   objectStore: () => ObjectStore
-  registerToken: (kubeconfig: string, secret: TokenSecret) => Promise<void>
+  registerToken: (kubeconfig: string, secret: SecretObject) => Promise<void>
   /** Attested formats: the bcrypt hash of the workspace's init secret, for every node config. */
   initSecretHash: (workspace: string) => Promise<string>
 }
@@ -144,7 +145,7 @@ function render(format: OutputFormat, plan: BootstrapPlan, templates: BootstrapT
 
 /** The token Secret goes to the cluster (--kubeconfig, later) or into a file beside the output. */
 function tokenSecretOutput(
-  secret: TokenSecret,
+  secret: SecretObject,
   kubeconfig: string | undefined,
   outDir: string,
 ): { summary: NonNullable<GenerateResult['tokenSecret']>; file?: StagedFile } {

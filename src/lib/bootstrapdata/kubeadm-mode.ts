@@ -13,8 +13,8 @@ import type { ModeSetup } from './machine-job.js'
 import type { Assignment } from './orchestrate.js'
 import { kubeadmPlan } from './plan.js'
 import type { StagedFile } from './staged-writes.js'
-import { generateBootstrapToken, tokenString } from './tokens.js'
-import type { BootstrapObjects, BootstrapPlan, BootstrapToken, CertificateAuthorities } from './types.js'
+import { generateBootstrapToken, tokenString, type BootstrapToken } from '../kube/index.js'
+import type { BootstrapObjects, BootstrapPlan, CertificateAuthorities } from './types.js'
 
 export async function kubeadmMode(
   opts: { caDir: string; outDir: string; tokenTtlMs: number },

@@ -4,7 +4,8 @@
  */
 import type { Assignment } from './orchestrate.js'
 import type { StagedFile } from './staged-writes.js'
-import type { BootstrapPlan, BootstrapToken, OutputFormat } from './types.js'
+import type { BootstrapToken } from '../kube/index.js'
+import type { BootstrapPlan, OutputFormat } from './types.js'
 
 export interface MachineJob extends Assignment {
   format: OutputFormat

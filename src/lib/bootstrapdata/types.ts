@@ -174,9 +174,3 @@ export interface KeyPair {
   certPem: string
   keyPem: string
 }
-
-export interface BootstrapToken {
-  id: string
-  secret: string
-  expires: Date
-}

@@ -11,14 +11,6 @@ export { JoinConfigSync, JOIN_CONFIG_SYNC_INTERVAL_MS } from './join-config-sync
 export type { JoinConfigMap } from './join-config-sync.js'
 export { validatorSourceFrom } from './validator-source.js'
 export type { ValidatorSource } from './validator-source.js'
-export {
-  BOOTSTRAP_TOKEN_PATTERN,
-  BOOTSTRAP_TOKEN_TTL_MS,
-  bootstrapTokenSecret,
-  createTokenIssuer,
-  TokenIdTakenError,
-} from './bootstrap-token.js'
-export type { BootstrapTokenSecret, TokenIssuer, TokenRegistrar } from './bootstrap-token.js'
 export { caCertHash, loadClusterCa, CONTROL_PLANE_PKI_FILES } from './cluster-ca.js'
 export type { ClusterCa, ControlPlaneFile } from './cluster-ca.js'
 export { createKubeletSigner } from './kubelet-signer.js'

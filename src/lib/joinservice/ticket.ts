@@ -13,7 +13,7 @@ import type {
 import { MEASUREMENT_SECRET_KEY_ID } from '../kms/index.js'
 import type { NodeRole } from '../nodeconfig/index.js'
 import { toPem } from '../x509/index.js'
-import type { TokenIssuer } from './bootstrap-token.js'
+import type { TokenIssuer } from '../kube/index.js'
 import type { ClusterCa, ControlPlaneFile } from './cluster-ca.js'
 import { claimedNodeName, csrProblems, type CsrFields, type CsrParser } from './csr-policy.js'
 import type { KubeletSigner } from './kubelet-signer.js'

@@ -1,7 +1,7 @@
 /** Helm release upgrades: pinned releases, plan and rules, backups, execution with rollback. */
 export { prepareUpgrade } from './prepare.js'
 export type { HelmDeps, PreparedUpgrade } from './prepare.js'
-export { createClusterReader, readKubeconfig } from './kube-reader.js'
+export { createClusterReader } from './kube-reader.js'
 export { executeUpgrade, DEFAULT_HELM_TIMEOUT } from './execute.js'
 export type { ExecuteDeps, UpgradeReport } from './execute.js'
 export { renderPlan, renderReport, planToJson } from './report.js'

@@ -2,15 +2,14 @@
  * Paged reads of cluster-wide resource lists through @kubernetes/client-node, with retries and a
  * timeout on every request: an API server that accepts and never answers must not hang the backup.
  */
-import {
-  CustomObjectsApi,
-  KubeConfig,
-  Observable,
-  type ConfigurationOptions,
-  type RequestContext,
-  type ResponseContext,
-} from '@kubernetes/client-node'
+import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node'
 import { CliError, ExitCode } from '../errors/index.js'
+import {
+  API_REQUEST_TIMEOUT_MS,
+  isNoAnswer as noHttpAnswer,
+  requestTimeout,
+  statusOf,
+} from '../kube/index.js'
 import { retry } from '../system/index.js'
 
 export interface ListPage {
@@ -29,28 +28,12 @@ export interface ClusterReader {
   ): Promise<ListPage | undefined>
 }
 
-/** How long one list request (connect, TLS, response and body) may take. */
-export const API_REQUEST_TIMEOUT_MS = 30_000
-
 export interface ReaderOptions {
   requestTimeoutMs?: number
   /** Total attempts for one page; transient failures (5xx, 429, connection errors) are retried. */
   attempts?: number
   initialDelayMs?: number
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>
-}
-
-export function readKubeconfig(kubeconfigPath: string): KubeConfig {
-  const kc = new KubeConfig()
-  try {
-    kc.loadFromFile(kubeconfigPath)
-  } catch (err) {
-    throw new CliError(`reading kubeconfig ${kubeconfigPath}`, {
-      hint: 'pass --kubeconfig PATH, or run in the workspace that holds constellation-admin.conf',
-      cause: err,
-    })
-  }
-  return kc
 }
 
 export function createClusterReader(kc: KubeConfig, opts: ReaderOptions = {}): ClusterReader {
@@ -64,7 +47,7 @@ export function createClusterReader(kc: KubeConfig, opts: ReaderOptions = {}): C
           try {
             const raw: unknown = await api.listClusterCustomObject(
               { group, version, plural, limit, _continue: continueToken },
-              withTimeout(timeoutMs),
+              requestTimeout(timeoutMs),
             )
             return toPage(raw, what)
           } catch (err) {
@@ -94,34 +77,11 @@ class RequestTimeoutError extends Error {
   override name = 'RequestTimeoutError'
 }
 
-/** Aborts each request (connect, TLS, response and body) that takes longer than `ms`. */
-function withTimeout(ms: number): ConfigurationOptions {
-  return {
-    middleware: [
-      {
-        pre: (ctx: RequestContext) => {
-          ctx.setSignal(AbortSignal.timeout(ms))
-          return new Observable(Promise.resolve(ctx))
-        },
-        post: (ctx: ResponseContext) => new Observable(Promise.resolve(ctx)),
-      },
-    ],
-    middlewareMergeStrategy: 'append',
-  }
-}
-
 function toPage(raw: unknown, what: string): ListPage {
   const list = raw as { items?: unknown; metadata?: { continue?: unknown } } | null
   if (!list || !Array.isArray(list.items)) throw new Error(`${what}: the response has no items list`)
   const token = list.metadata?.continue
   return { items: list.items, continueToken: typeof token === 'string' && token ? token : undefined }
-}
-
-/** The HTTP status of a client-node ApiException, if the error is one. */
-function statusOf(err: unknown): number | undefined {
-  if (typeof err === 'object' && err !== null && 'code' in err && typeof err.code === 'number')
-    return err.code
-  return undefined
 }
 
 function isTransient(err: unknown): boolean {
@@ -130,9 +90,4 @@ function isTransient(err: unknown): boolean {
   return isNoAnswer(err)
 }
 
-/** The request never got an HTTP answer: refused, reset, or timed out. */
-function isNoAnswer(err: unknown): boolean {
-  if (err instanceof RequestTimeoutError) return true
-  const code = typeof err === 'object' && err !== null && 'code' in err ? err.code : undefined
-  return typeof code === 'string' && ['ECONNRESET', 'ECONNREFUSED', 'ETIMEDOUT', 'EPIPE'].includes(code)
-}
+const isNoAnswer = (err: unknown): boolean => err instanceof RequestTimeoutError || noHttpAnswer(err)
