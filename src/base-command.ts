@@ -1,13 +1,31 @@
 /** The base of every command: `--json`, workspace flag, and the one place errors are rendered. */
+import { confirm } from '@inquirer/prompts'
 import { Command, Flags } from '@oclif/core'
-import { exitCodeOf, ExitCode, renderError } from './lib/errors/index.js'
+import { exitCodeOf, ExitCode, renderError, UsageError } from './lib/errors/index.js'
 import { exitAfterGrace } from './lib/system/index.js'
+import { canPrompt, processTerminal, promptOrAbort } from './lib/ui/index.js'
 
 export abstract class BaseCommand extends Command {
   static override enableJsonFlag = true
 
   static workspaceFlag = {
     workspace: Flags.directory({ char: 'C', description: 'workspace directory', default: '.' }),
+  }
+
+  /**
+   * Asks before a change on a terminal; anywhere else (or with --json) only --yes may change
+   * anything, and the refusal says so. `refusing` completes "refusing to … without confirmation".
+   */
+  protected async confirmChange(question: string, refusing: string): Promise<boolean> {
+    if (this.jsonEnabled() || !canPrompt(processTerminal()))
+      throw new UsageError(
+        `refusing to ${refusing} without confirmation: ` +
+          (this.jsonEnabled() ? '--json leaves no room for a prompt' : 'this is not an interactive terminal'),
+        'review the values above, then rerun with --yes; nothing was changed',
+      )
+    return promptOrAbort((this.id ?? 'constellation').replaceAll(':', ' '), () =>
+      confirm({ message: question, default: false }),
+    )
   }
 
   protected override async catch(err: Error & { oclif?: { exit?: number } }): Promise<void> {

@@ -33,17 +33,21 @@ export async function holdPort(): Promise<{ port: number; release: () => Promise
 /** Resolves once something accepts on the port; `gaveUp` ends the wait early (e.g. the server exited). */
 export async function waitForPort(
   port: number,
-  { gaveUp = () => false, timeoutMs = 30_000 }: { gaveUp?: () => boolean; timeoutMs?: number } = {},
+  {
+    gaveUp = () => false,
+    timeoutMs = 30_000,
+    host = HOST,
+  }: { gaveUp?: () => boolean; timeoutMs?: number; host?: string } = {},
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs
   while (Date.now() < deadline) {
     if (gaveUp()) throw new Error(`gave up waiting for port ${port}`)
     const ok = await new Promise<boolean>((resolve) => {
-      const s = connect({ host: HOST, port }, () => (s.destroy(), resolve(true)))
+      const s = connect({ host, port }, () => (s.destroy(), resolve(true)))
       s.once('error', () => resolve(false))
     })
     if (ok) return
     await new Promise((r) => setTimeout(r, 50))
   }
-  throw new Error(`nothing accepted on port ${port} within ${timeoutMs} ms`)
+  throw new Error(`nothing accepted on ${host}:${port} within ${timeoutMs} ms`)
 }

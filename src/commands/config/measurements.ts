@@ -1,4 +1,3 @@
-import { confirm } from '@inquirer/prompts'
 import { Flags } from '@oclif/core'
 import { attestTimeoutFlag } from '../../attest-flags.js'
 import { BaseCommand } from '../../base-command.js'
@@ -12,9 +11,7 @@ import {
   writeConfigMeasurements,
   type MeasurementUpdate,
 } from '../../lib/config/index.js'
-import { UsageError } from '../../lib/errors/index.js'
 import { workspacePaths } from '../../lib/paths.js'
-import { canPrompt, processTerminal, promptOrAbort } from '../../lib/ui/index.js'
 import { parseAttestTimeout, readNodePcrs, verifyServiceTarget } from '../../lib/verify/index.js'
 
 export interface MeasurementsResult {
@@ -71,7 +68,8 @@ export default class ConfigMeasurements extends BaseCommand {
       return report
     }
     const text = applyMeasurementsUpdate(config.text, config.file, pcrs)
-    const go = flags.yes || (await this.confirmWrite(config.file))
+    const go =
+      flags.yes || (await this.confirmChange(`Write these values into ${config.file}?`, 'change the config'))
     if (!go) {
       this.log('Nothing was changed.')
       return report
@@ -79,18 +77,5 @@ export default class ConfigMeasurements extends BaseCommand {
     await writeConfigMeasurements(config, text)
     this.log(`Wrote the measurements into ${config.file}.`)
     return { ...report, written: true }
-  }
-
-  /** Asks on a terminal; anywhere else (or with --json) only --yes may write. */
-  private async confirmWrite(file: string): Promise<boolean> {
-    if (this.jsonEnabled() || !canPrompt(processTerminal()))
-      throw new UsageError(
-        'refusing to change the config without confirmation: ' +
-          (this.jsonEnabled() ? '--json leaves no room for a prompt' : 'this is not an interactive terminal'),
-        'review the values above, then rerun with --yes; nothing was changed',
-      )
-    return promptOrAbort('config measurements', () =>
-      confirm({ message: `Write these values into ${file}?`, default: false }),
-    )
   }
 }

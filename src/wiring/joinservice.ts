@@ -1,0 +1,131 @@
+/**
+ * `joinservice` with its production parts: the measurements of the cluster's join-config (followed
+ * through the Kubernetes API), the local key service, bootstrap tokens and the control-plane lease
+ * in the Kubernetes API, the cluster CA kubeadm wrote on this control plane, JSON logs.
+ */
+import { createValidator, encodeJoinConfig, JOIN_CONFIG_MAP } from '../lib/attestation/index.js'
+import { routeGrpcLogs } from '../lib/grpc/index.js'
+import {
+  createJoinService,
+  createKubeletSigner,
+  JoinConfigSync,
+  loadClusterCa,
+  MeasurementsStore,
+  validatorSourceFrom,
+  type JoinConfigMap,
+} from '../lib/joinservice/index.js'
+import { KeyServiceClient, readNodeMasterSecret } from '../lib/kms/index.js'
+import { apiTokenRegistrar, createTokenIssuer, openKubeApi, type KubeApi } from '../lib/kube/index.js'
+import { kubernetesNodeName, loadNodeConfig, type NodeConfig } from '../lib/nodeconfig/index.js'
+import { nodePaths, type ControlPlaneServiceFileName } from '../lib/paths.js'
+import {
+  createLogger,
+  formatHostPort,
+  parseHostPort,
+  readRegularFile,
+  serveUntilStopped,
+  type Logger,
+} from '../lib/system/index.js'
+import { readComponentsFile } from '../lib/versions/index.js'
+
+/** kubeadm's default API server port, where controlPlaneEndpoint names none. */
+const API_SERVER_PORT = 6443
+
+/** The join service and what runs beside it; stop() ends all of it. */
+export interface NodeJoinService {
+  start(): Promise<string>
+  stop(): Promise<void>
+  readonly done: Promise<void>
+}
+
+export async function createNodeJoinService(config: NodeConfig, log: Logger): Promise<NodeJoinService> {
+  const paths = nodePaths(config.root)
+  const clock = () => new Date()
+  const api = openKubeApi(config.kubeconfig)
+  const sync = new JoinConfigSync({ configMap: joinConfigMap(api), file: paths.joinConfigFile, logger: log })
+  // The cluster's current set before the first handshake; the local copy when the API is away.
+  await sync.syncOnce()
+  const store = await MeasurementsStore.open({ file: paths.joinConfigFile, logger: log })
+  const [ca, masterSecret, measurementSalt] = await Promise.all([
+    loadClusterCa(paths.kubernetesPki),
+    readNodeMasterSecret(paths),
+    readRegularFile(paths.measurementSaltFile, { maxBytes: 1024, what: 'measurement salt' }),
+  ])
+  const keys = new KeyServiceClient(dialAddress(config.keyService.listen))
+  const serviceFiles: Record<ControlPlaneServiceFileName, () => Buffer> = {
+    'constellation/mastersecret': () => masterSecret.key,
+    'constellation/salt': () => masterSecret.salt,
+    'constellation/join-config.json': () => Buffer.from(encodeJoinConfig(store.current())),
+  }
+  const service = createJoinService({
+    listen: config.joinService?.listen ?? '',
+    validatorSource: validatorSourceFrom(store, (m) => createValidator(config.attestationVariant, m)),
+    keyService: (id, length) => keys.getDataKey(id, length),
+    tokens: createTokenIssuer(apiTokenRegistrar(api), clock),
+    kubeletSigner: createKubeletSigner({ ...ca, clock }),
+    ca,
+    controlPlaneServiceFiles: () =>
+      Promise.resolve(Object.entries(serviceFiles).map(([name, data]) => ({ name, data: data() }))),
+    components: () => readComponentsFile(paths.componentsFile),
+    cluster: { measurementSalt, apiServerEndpoint: apiServerEndpoint(config) },
+    expectedNodeName: nodeNamesByAddress(config),
+    clock,
+    logger: log,
+  })
+  return {
+    done: service.done,
+    async start() {
+      const address = await service.start()
+      await sync.start()
+      return address
+    },
+    async stop() {
+      await sync.stop()
+      await service.stop()
+      store.close()
+      keys.close()
+    },
+  }
+}
+
+/** `joinservice` itself: load the node config, serve until stopped. */
+export async function runJoinService(configPath: string): Promise<void> {
+  const config = await loadNodeConfig(configPath, { require: ['metadata'] })
+  const log = createLogger({ format: 'json' })
+  routeGrpcLogs(log)
+  await serveUntilStopped(await createNodeJoinService(config, log))
+}
+
+function joinConfigMap(api: KubeApi): JoinConfigMap {
+  const { namespace, name, key } = JOIN_CONFIG_MAP
+  return {
+    read: async () => (await api.getConfigMap(namespace, name))?.data[key],
+    create: (text) => api.applyConfigMap(namespace, name, { [key]: text }),
+  }
+}
+
+/** A wildcard listen address is dialled on loopback: the key service runs on this node. */
+function dialAddress(listen: string): string {
+  const { host, port } = parseHostPort(listen, { requirePort: true })
+  const local = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host
+  return formatHostPort(local, port)
+}
+
+/** Where kubeadm init pointed the cluster: the load balancer, else this control plane itself. */
+function apiServerEndpoint(config: NodeConfig): string {
+  const { loadBalancerEndpoint, self } = config.metadata ?? {}
+  const host = loadBalancerEndpoint ? parseHostPort(loadBalancerEndpoint).host : (self?.vpcIP ?? '')
+  return formatHostPort(host, API_SERVER_PORT)
+}
+
+/**
+ * The static metadata's peer names pin each address's CSR to the node the operator listed there. An
+ * address listed for several members, this node included (nodes on one host), pins nothing.
+ */
+function nodeNamesByAddress(config: NodeConfig): (address: string) => string | undefined {
+  const { self, peers = [] } = config.metadata ?? {}
+  const names = new Map<string, string | undefined>()
+  for (const m of peers) names.set(m.vpcIP, names.has(m.vpcIP) ? undefined : kubernetesNodeName(m.name))
+  if (self && names.has(self.vpcIP)) names.set(self.vpcIP, undefined)
+  return (address) => names.get(address)
+}

@@ -1,0 +1,143 @@
+/**
+ * A cluster grows, end to end and as processes: `bootstrap run` + `constellation init` on the first
+ * control plane, which then runs the key and join services from the project's systemd units; a
+ * worker and a second control plane join it; a worker joins through the second control plane; the
+ * operator changes the measurements the cluster enforces with `constellation join-config update`.
+ * Kubernetes is the contract fakes of DESIGN §4 (kubeadm, the API): see test/support/test-cluster.ts.
+ *
+ * Slow (about a minute): six swtpm-backed nodes, each re-keying a LUKS2 image under cryptsetup; the
+ * steps depend on each other, so they are one test rather than six that would each rebuild the cluster.
+ */
+import { X509Certificate } from 'node:crypto'
+import { readFile, stat, writeFile } from 'node:fs/promises'
+import { parseJoinConfig } from '../../src/lib/attestation/index.js'
+import { nodePaths, workspacePaths } from '../../src/lib/paths.js'
+import { expect } from '../support/chai.js'
+import { runCli } from '../support/cli.js'
+import { startTestCluster, type ClusterNode, type TestCluster } from '../support/test-cluster.js'
+
+interface AuditLine {
+  component?: string
+  msg: string
+  node?: string
+  role?: string
+  verdict?: string
+  reason?: string
+}
+
+const auditLines = async (cp: ClusterNode): Promise<AuditLine[]> =>
+  (await cp.systemd.journal('constellation-joinservice.service'))
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as AuditLine)
+    .filter((l) => l.msg === 'Join request')
+
+async function eventually<T>(
+  what: string,
+  probe: () => Promise<T | undefined>,
+  timeoutMs = 60_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const value = await probe()
+    if (value !== undefined) return value
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((r) => setTimeout(r, 100))
+  }
+}
+
+describe('a cluster grows: init, worker and control-plane joins, measurements updated (CLI processes)', function () {
+  this.timeout(300_000)
+  let cluster: TestCluster
+  before(async () => (cluster = await startTestCluster()))
+  after(() => cluster?.stop())
+
+  it('joins a worker and a control plane, which then serves joins itself; join-config update refuses then admits', async () => {
+    // 1. The first control plane: init over aTLS, then its key and join services start.
+    const cp0 = await cluster.addNode({ name: 'cp_0', role: 'control-plane', peers: [] })
+    const daemon0 = await cp0.start()
+    const init = await runCli(['init', '-C', cp0.local.workspace, '--json'])
+    await daemon0.expectInitSucceeded(init)
+    expect((await daemon0.exited).code).to.equal(0)
+    await cp0.servicesUp()
+    const joinServicePid = await cp0.systemd.pid('constellation-joinservice.service')
+    expect(joinServicePid).to.be.a('number')
+    const ws = workspacePaths(cp0.local.workspace)
+    // The join service published the measurements the operator sent at init as the cluster's join-config.
+    await eventually('the join-config ConfigMap', async () =>
+      cluster.api.get('v1', 'configmaps', 'join-config', 'kube-system'),
+    )
+
+    // 2. A worker joins through cp_0.
+    const worker = await cluster.addNode({ name: 'worker_0', role: 'worker', peers: [cp0.member] })
+    const joined = await (await worker.start()).exited
+    expect(joined.code, joined.stderr).to.equal(0)
+    const wp = nodePaths(worker.local.root)
+    const kubelet = new X509Certificate(await readFile(wp.kubeletClientCert))
+    expect(kubelet.subject).to.include('CN=system:node:worker-0')
+    expect((await stat(wp.kubeletClientKey)).mode & 0o777).to.equal(0o600)
+    expect(await worker.systemd.pid('constellation-joinservice.service')).to.equal(undefined)
+
+    // 3. A second control plane joins through cp_0 and starts its own services (on 127.0.0.2).
+    const cp1 = await cluster.addNode({
+      name: 'cp_1',
+      role: 'control-plane',
+      peers: [cp0.member],
+      serviceHost: '127.0.0.2',
+    })
+    const cpJoined = await (await cp1.start()).exited
+    expect(cpJoined.code, cpJoined.stderr).to.equal(0)
+    await cp1.servicesUp()
+    const cp1Paths = nodePaths(cp1.local.root)
+    for (const file of [cp1Paths.masterSecretFile, cp1Paths.masterSaltFile, cp1Paths.joinConfigFile])
+      expect((await stat(file)).mode & 0o777, file).to.equal(0o600)
+    expect(await readFile(cp1Paths.masterSecretFile)).to.deep.equal(
+      await readFile(nodePaths(cp0.local.root).masterSecretFile),
+    )
+
+    // 4. A worker that knows only cp_1 joins through it: every control plane serves joins.
+    const worker1 = await cluster.addNode({ name: 'worker_1', role: 'worker', peers: [cp1.member] })
+    const joined1 = await (await worker1.start()).exited
+    expect(joined1.code, joined1.stderr).to.equal(0)
+    expect((await auditLines(cp1)).map((l) => [l.node, l.verdict])).to.deep.include(['worker-1', 'ok'])
+
+    const nodes = cluster.api
+      .list('v1', 'nodes')
+      .map((n) => n.metadata.name)
+      .sort()
+    expect(nodes).to.deep.equal(['cp-0', 'cp-1', 'worker-0', 'worker-1'])
+
+    // 5. The operator enforces a PCR value no node has: a new worker is refused, with the reason
+    // logged and no secret sent; restoring the measurements admits it without any restart.
+    const config = await readFile(ws.config, 'utf8')
+    const pcr4 = /(\n\s+"?4"?:\s*\n\s+expected:\s*)"?([0-9a-f]{64})"?/.exec(config)
+    if (!pcr4) throw new Error(`no PCR 4 in ${ws.config}`)
+    await writeFile(ws.config, config.replace(pcr4[0], `${pcr4[1]}"${'ab'.repeat(32)}"`))
+    const operator = ['-C', cp0.local.workspace, '--kubeconfig', cluster.adminKubeconfig, '--yes']
+    const update = await runCli(['join-config', 'update', ...operator])
+    expect(update.code, update.stderr).to.equal(0)
+    expect(update.stdout).to.include('PCR 4')
+    await eventually('cp_1 enforcing the new set', async () => {
+      const text = await readFile(cp1Paths.joinConfigFile, 'utf8')
+      return parseJoinConfig(text).get(4)?.expected.toString('hex') === 'ab'.repeat(32) ? true : undefined
+    })
+    const late = await cluster.addNode({ name: 'worker_2', role: 'worker', peers: [cp0.member] })
+    const lateDaemon = await late.start()
+    const refusal = await eventually('a refused join in cp_0 audit', async () =>
+      (await auditLines(cp0)).find(
+        (l) => l.verdict === 'refused' && /PCR 4|measurement/i.test(l.reason ?? ''),
+      ),
+    )
+    expect(refusal.reason).to.not.match(/[0-9a-f]{64}.*[0-9a-f]{64}/) // names the PCR, sends no secret
+    await writeFile(ws.config, config)
+    const restore = await runCli(['join-config', 'update', ...operator])
+    expect(restore.code, restore.stderr).to.equal(0)
+    const lateJoined = await lateDaemon.exited
+    expect(lateJoined.code, lateJoined.stderr).to.equal(0)
+    // the same join service process throughout: no restart picked up the change
+    expect(await cp0.systemd.pid('constellation-joinservice.service')).to.equal(joinServicePid)
+    const after = await cp0.systemd.journal('constellation-joinservice.service')
+    expect(after).to.include('Join service listening')
+    expect(after.match(/Join service listening/g)).to.have.length(1)
+  })
+})
