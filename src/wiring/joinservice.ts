@@ -9,6 +9,7 @@ import {
   createJoinService,
   createKubeletSigner,
   JoinConfigSync,
+  leaseControlPlaneTurns,
   loadClusterCa,
   MeasurementsStore,
   validatorSourceFrom,
@@ -69,6 +70,7 @@ export async function createNodeJoinService(config: NodeConfig, log: Logger): Pr
     components: () => readComponentsFile(paths.componentsFile),
     cluster: { measurementSalt, apiServerEndpoint: apiServerEndpoint(config) },
     expectedNodeName: nodeNamesByAddress(config),
+    controlPlaneTurns: leaseControlPlaneTurns({ api, clock, logger: log.child('joinservice') }),
     clock,
     logger: log,
   })

@@ -4,7 +4,7 @@
  * port, and a joining node daemon (its own swtpm, a LUKS2 image under cryptsetup, components from
  * a local server, the kubeadm contract fake against FakeKubeApiDir).
  */
-import { X509Certificate } from 'node:crypto'
+import { randomUUID, X509Certificate } from 'node:crypto'
 import { readFile, stat } from 'node:fs/promises'
 import { connect } from 'node:net'
 import path from 'node:path'
@@ -34,11 +34,13 @@ import {
 import type { NodeMember } from '../../src/lib/nodeconfig/index.js'
 import { nodePaths } from '../../src/lib/paths.js'
 import { createLogger, createRunner, writeFileAtomic, type Logger } from '../../src/lib/system/index.js'
-import { readPcrs } from '../../src/lib/tpm/index.js'
+import { extendPcr, readPcrs, type OpenTpm } from '../../src/lib/tpm/index.js'
+import { createCsr, generateEcdsaP256KeyPair } from '../../src/lib/x509/index.js'
 import { createTokenIssuer } from '../../src/lib/kube/index.js'
 import { expect } from '../support/chai.js'
 import { FakeKubeApiDir } from '../support/fake-kube-api-dir.js'
 import { freePort } from '../support/ports.js'
+import { startSwtpm, type SwtpmHandle } from '../support/swtpm.js'
 import { startLocalNode, type LocalNode } from '../support/local-node.js'
 import { makeClusterCa, MASTER, MEASUREMENT_SALT, serviceFiles } from '../joinservice/fakes.js'
 import { initRequest, pcr15, startNode, type RunningNode } from '../support/init-client.js'
@@ -303,6 +305,95 @@ describe('join on loopback: join service, key service and a joining node', funct
     expect((await pcr15(node)).equals(Buffer.alloc(32))).to.equal(true)
     await js.keyService.start()
     await expectJoined(running, self, js.api)
+  })
+})
+
+/** A join request as a node builds it: a fresh key and CSR for `name` at `ip`. */
+async function joinRequest(name: string, ip: string, diskUuid: string = randomUUID()) {
+  const { privateKey } = await generateEcdsaP256KeyPair()
+  const certificateRequest = createCsr({
+    key: privateKey,
+    subject: [
+      ['CN', `system:node:${name}`],
+      ['O', 'system:nodes'],
+    ],
+    ipSans: [ip],
+    dnsSans: [name],
+  })
+  return {
+    diskUuid,
+    certificateRequest,
+    isControlPlane: false,
+    hostPublicKey: Buffer.alloc(0),
+    hostCertificatePrincipals: [],
+  }
+}
+
+describe('join service refusals and load, with real attestation (swtpm per node)', function () {
+  this.timeout(120_000)
+  let node: LocalNode
+  let ca: ClusterCa
+  let js: JoinServiceUnderTest
+  const swtpms: SwtpmHandle[] = []
+  before(async () => {
+    ca = await makeClusterCa()
+    node = await startLocalNode()
+    js = await startJoinService(node, ca, { measurements: await measurementsOf(node), keyServiceUp: true })
+  })
+  after(async () => {
+    await js?.stop()
+    await Promise.all(swtpms.map((t) => t.stop()))
+    await node?.stop()
+  })
+  const endpoint = () => `127.0.0.1:${js.port}`
+  const ask = (open: OpenTpm, request: Awaited<ReturnType<typeof joinRequest>>) =>
+    attestedJoinTicketRequester(createIssuer('qemu-vtpm', open), 10_000)(
+      endpoint(),
+      request,
+      new AbortController().signal,
+    )
+  const audits = () =>
+    js.lines
+      .map((l) => JSON.parse(l) as { msg: string; verdict?: string; reason?: string; node?: string })
+      .filter((l) => l.msg === 'Join request')
+
+  it('a node whose PCR 15 is not zero (bootstrapped before) gets nothing: no key asked, no token', async () => {
+    const tpm = await startSwtpm()
+    swtpms.push(tpm)
+    await extendPcr(tpm.open, 15, Buffer.alloc(32, 0x15))
+    const asked = js.keysAsked.length
+    const err = (await ask(tpm.open, await joinRequest('worker-9', '127.0.0.1')).catch(
+      (e: unknown) => e,
+    )) as Error
+    expect(err).to.be.instanceOf(Error)
+    expect(js.keysAsked).to.have.length(asked)
+    expect(await js.api.tokenIds()).to.deep.equal([])
+    expect(JSON.stringify(audits().at(-1))).to.match(/refused/)
+    expect(audits().at(-1)?.reason).to.match(/PCR 15|measurement/)
+  })
+
+  it("a CSR for another node's address: refused, naming the IP SAN, before any key is asked", async () => {
+    const asked = js.keysAsked.length
+    const err = (await ask(node.swtpm.open, await joinRequest('worker-8', '10.0.0.9')).catch(
+      (e: unknown) => e,
+    )) as { details?: string }
+    expect(err.details).to.match(/IP SAN/)
+    expect(js.keysAsked).to.have.length(asked)
+    expect(audits().at(-1)).to.include({ verdict: 'refused', node: 'worker-8' })
+  })
+
+  it('50 workers at once, each with its own TPM: all get tickets, with distinct tokens and disk keys', async () => {
+    const tpms = await Promise.all(Array.from({ length: 50 }, () => startSwtpm()))
+    swtpms.push(...tpms)
+    const uuids = tpms.map(() => randomUUID())
+    const tickets = await Promise.all(
+      tpms.map(async (tpm, i) => ask(tpm.open, await joinRequest(`worker-${i}`, '127.0.0.1', uuids[i]))),
+    )
+    expect(new Set(tickets.map((t) => t.token)).size).to.equal(50)
+    expect(new Set(tickets.map((t) => t.stateDiskKey.toString('hex'))).size).to.equal(50)
+    tickets.forEach((t, i) => expect(t.stateDiskKey).to.deep.equal(kms.diskKey(uuids[i] ?? '')))
+    expect((await js.api.tokenIds()).length).to.be.at.least(50)
+    expect(audits().filter((l) => l.verdict === 'ok')).to.have.length.at.least(50)
   })
 })
 

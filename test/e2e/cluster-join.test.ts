@@ -2,14 +2,16 @@
  * A cluster grows, end to end and as processes: `bootstrap run` + `constellation init` on the first
  * control plane, which then runs the key and join services from the project's systemd units; a
  * worker and a second control plane join it; a worker joins through the second control plane; the
- * operator changes the measurements the cluster enforces with `constellation join-config update`.
+ * operator changes the measurements the cluster enforces with `constellation join-config update`;
+ * two more control planes join at once through different join services, one after the other.
  * Kubernetes is the contract fakes of DESIGN §4 (kubeadm, the API): see test/support/test-cluster.ts.
  *
- * Slow (about a minute): six swtpm-backed nodes, each re-keying a LUKS2 image under cryptsetup; the
- * steps depend on each other, so they are one test rather than six that would each rebuild the cluster.
+ * Slow (10–20 s): seven swtpm-backed nodes, each re-keying a LUKS2 image under cryptsetup; the steps
+ * depend on each other, so they are one test rather than several that would each rebuild the cluster.
  */
 import { X509Certificate } from 'node:crypto'
 import { readFile, stat, writeFile } from 'node:fs/promises'
+import path from 'node:path'
 import { parseJoinConfig } from '../../src/lib/attestation/index.js'
 import { nodePaths, workspacePaths } from '../../src/lib/paths.js'
 import { expect } from '../support/chai.js'
@@ -17,6 +19,7 @@ import { runCli } from '../support/cli.js'
 import { startTestCluster, type ClusterNode, type TestCluster } from '../support/test-cluster.js'
 
 interface AuditLine {
+  time: string
   component?: string
   msg: string
   node?: string
@@ -52,7 +55,7 @@ describe('a cluster grows: init, worker and control-plane joins, measurements up
   before(async () => (cluster = await startTestCluster()))
   after(() => cluster?.stop())
 
-  it('joins a worker and a control plane, which then serves joins itself; join-config update refuses then admits', async () => {
+  it('joins workers and control planes (serving joins themselves, one control plane at a time); join-config update refuses then admits', async () => {
     // 1. The first control plane: init over aTLS, then its key and join services start.
     const cp0 = await cluster.addNode({ name: 'cp_0', role: 'control-plane', peers: [] })
     const daemon0 = await cp0.start()
@@ -134,6 +137,31 @@ describe('a cluster grows: init, worker and control-plane joins, measurements up
     expect(restore.code, restore.stderr).to.equal(0)
     const lateJoined = await lateDaemon.exited
     expect(lateJoined.code, lateJoined.stderr).to.equal(0)
+    // 6. Two control planes join at once, each through another join service: the cluster's Lease
+    // lets one in, the other waits until the first one's Node registered; both join.
+    const racers = await Promise.all([
+      cluster.addNode({ name: 'cp_2', role: 'control-plane', peers: [cp0.member], serviceHost: '127.0.0.3' }),
+      cluster.addNode({ name: 'cp_3', role: 'control-plane', peers: [cp1.member], serviceHost: '127.0.0.4' }),
+    ])
+    const raced = await Promise.all(racers.map(async (n) => (await n.start()).exited))
+    for (const r of raced) expect(r.code, r.stderr).to.equal(0)
+    const ticketAt = async (cp: ClusterNode, node: string) =>
+      Date.parse((await auditLines(cp)).find((l) => l.node === node && l.verdict === 'ok')?.time ?? '')
+    const registeredAt = async (node: string) =>
+      (await stat(path.join(cluster.apiDir, 'nodes', `${node}.json`))).mtimeMs
+    const turns = [
+      { node: 'cp-2', ticket: await ticketAt(cp0, 'cp-2') },
+      { node: 'cp-3', ticket: await ticketAt(cp1, 'cp-3') },
+    ].sort((a, b) => a.ticket - b.ticket)
+    const [first, second] = turns as [(typeof turns)[0], (typeof turns)[0]]
+    expect(second.ticket, 'the second ticket came after the first node joined').to.be.at.least(
+      Math.floor(await registeredAt(first.node)),
+    )
+    const journals =
+      (await cp0.systemd.journal('constellation-joinservice.service')) +
+      (await cp1.systemd.journal('constellation-joinservice.service'))
+    expect(journals).to.include('Control-plane join queued behind another')
+
     // the same join service process throughout: no restart picked up the change
     expect(await cp0.systemd.pid('constellation-joinservice.service')).to.equal(joinServicePid)
     const after = await cp0.systemd.journal('constellation-joinservice.service')

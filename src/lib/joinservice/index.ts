@@ -9,6 +9,8 @@ export { MeasurementsStore, JOIN_CONFIG_POLL_INTERVAL_MS } from './measurements-
 export type { MeasurementsSource, MeasurementsStoreOptions } from './measurements-store.js'
 export { JoinConfigSync, JOIN_CONFIG_SYNC_INTERVAL_MS } from './join-config-sync.js'
 export type { JoinConfigMap } from './join-config-sync.js'
+export { leaseControlPlaneTurns, CONTROL_PLANE_LEASE } from './control-plane-turns.js'
+export type { ControlPlaneTurns } from './control-plane-turns.js'
 export { validatorSourceFrom } from './validator-source.js'
 export type { ValidatorSource } from './validator-source.js'
 export { caCertHash, loadClusterCa, CONTROL_PLANE_PKI_FILES } from './cluster-ca.js'

@@ -26,6 +26,7 @@ import { Admission, type AdmissionLimits } from './admission.js'
 import { createAuditLog, type AuditLog, type AuditRecord } from './audit.js'
 import type { TokenIssuer } from '../kube/index.js'
 import type { ClusterCa } from './cluster-ca.js'
+import type { ControlPlaneTurns } from './control-plane-turns.js'
 import type { CsrParser } from './csr-policy.js'
 import { peerHost } from './ip-address.js'
 import type { KubeletSigner } from './kubelet-signer.js'
@@ -66,6 +67,8 @@ export interface JoinServiceOptions {
   controlPlaneServiceFiles: TicketDeps['controlPlaneServiceFiles']
   components: () => Promise<Component[]>
   cluster: { measurementSalt: Buffer; apiServerEndpoint: string }
+  /** Cluster-wide turns for control-plane joins (a Lease in production); this service's queue alone without. */
+  controlPlaneTurns?: ControlPlaneTurns
   /** The node name the cluster knows for an address (static metadata), to pin the CSR's CN. */
   expectedNodeName?: (address: string) => string | undefined
   clock: () => Date
@@ -178,8 +181,20 @@ export class JoinService {
       const node = err instanceof JoinRefusedError ? err.node : ''
       return this.serve(call, reply, { ...record, node }, () => Promise.reject(err))
     }
+    const signal = hangUp(call)
+    const turns = this.opts.controlPlaneTurns
     this.serve(call, reply, { ...record, node: checked.node }, () =>
-      this.admission.run(checked.role, () => issueJoinTicket(checked, this.ticketDeps), hangUp(call)),
+      this.admission.run(
+        checked.role,
+        async () => {
+          if (checked.role === 'control-plane' && turns)
+            await turns.take(checked.node, signal).catch((err: unknown) => {
+              throw signal.aborted ? err : new TicketStepError('taking the control-plane join turn', err)
+            })
+          return issueJoinTicket(checked, this.ticketDeps)
+        },
+        signal,
+      ),
     )
   }
 
