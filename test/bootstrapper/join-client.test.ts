@@ -30,7 +30,14 @@ const FAST_RETRY = { initialDelayMs: 5, maxDelayMs: 20, jitter: 0.2 }
 
 /** What one join service does with a request. */
 type Behaviour =
-  'ticket' | 'refuse-attestation' | 'unavailable' | 'cert-for-another-key' | 'bad-pki-name' | 'short-disk-key'
+  | 'ticket'
+  | 'refuse-attestation'
+  | 'unavailable'
+  | 'cert-for-another-key'
+  | 'bad-pki-name'
+  | 'short-disk-key'
+  | 'no-master-secret'
+  | 'unknown-service-file'
 
 let ca: ClusterCa
 before(async () => (ca = await makeClusterCa()))
@@ -72,7 +79,12 @@ function stubJoinService(
       controlPlaneFiles: req.isControlPlane
         ? [
             ...ca.controlPlaneFiles,
-            ...SERVICE_FILES,
+            ...SERVICE_FILES.filter(
+              (f) => behaviour !== 'no-master-secret' || f.name !== 'constellation/mastersecret',
+            ),
+            ...(behaviour === 'unknown-service-file'
+              ? [{ name: 'constellation/authorized_keys', data: Buffer.from('x') }]
+              : []),
             ...(behaviour === 'bad-pki-name' ? [{ name: '../../etc/shadow', data: Buffer.from('x') }] : []),
           ]
         : [],
@@ -268,6 +280,21 @@ describe('NodeJoinClient on stub parts', function () {
     }
     expect(node.joined[0]?.controlPlane).to.equal(true)
     expect(JSON.parse(await readFile(nodePaths(dir).nodeStateFile, 'utf8')).Role).to.equal('ControlPlane')
+    // what its own key and join services need, where they read it, 0600; never under the PKI
+    const paths = nodePaths(dir)
+    const wanted: Array<[string, Buffer]> = [
+      [paths.masterSecretFile, MASTER.key],
+      [paths.masterSaltFile, MASTER.salt],
+      [paths.joinConfigFile, SERVICE_FILES[2]?.data ?? Buffer.alloc(0)],
+      [paths.measurementSecretFile, kms.measurementSecret()],
+      [paths.measurementSaltFile, MEASUREMENT_SALT],
+    ]
+    for (const [file, data] of wanted) {
+      expect(await readFile(file), file).to.deep.equal(data)
+      expect(await mode(file), file).to.equal(0o600)
+    }
+    expect(JSON.parse(await readFile(paths.componentsFile, 'utf8'))).to.deep.equal(COMPONENTS)
+    await expect(readFile(path.join(pki, 'constellation/mastersecret'))).to.be.rejected
   })
 
   const refusedTickets: Record<string, { behaviour: Behaviour; role?: 'control-plane'; want: RegExp }> = {
@@ -275,6 +302,16 @@ describe('NodeJoinClient on stub parts', function () {
       behaviour: 'bad-pki-name',
       role: 'control-plane',
       want: /control_plane_files: "\.\.\/\.\.\/etc\/shadow": contains "\.\."/,
+    },
+    'no master secret for a control plane': {
+      behaviour: 'no-master-secret',
+      role: 'control-plane',
+      want: /control_plane_files: no constellation\/mastersecret; a control plane runs its own key service/,
+    },
+    'a service file this node does not know': {
+      behaviour: 'unknown-service-file',
+      role: 'control-plane',
+      want: /control_plane_files: "constellation\/authorized_keys": not a service file this node knows/,
     },
     'a disk key of the wrong length': {
       behaviour: 'short-disk-key',

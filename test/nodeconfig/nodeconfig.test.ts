@@ -35,6 +35,9 @@ describe('node config', () => {
     expect(cfg.kubeadm).to.equal('/tmp/node/run/state/bin/kubeadm')
     expect(cfg.verifyService.listen).to.equal('0.0.0.0:30081')
     expect(cfg.joinService?.listen).to.equal('0.0.0.0:30090')
+    // the key service authenticates no caller: loopback unless told otherwise
+    expect(cfg.keyService.listen).to.equal('127.0.0.1:9000')
+    expect(cfg.kubeconfig).to.equal('/tmp/node/etc/kubernetes/admin.conf')
     expect(cfg.metadata?.peers).to.deep.equal([])
   })
 
@@ -54,6 +57,14 @@ describe('node config', () => {
     'a bad join service address': {
       text: full + 'joinService:\n  listen: 30090\n',
       want: ['16: joinService.listen: must be string'],
+    },
+    'a bad key service address': {
+      text: full + 'keyService:\n  listen: "[::1]"\n',
+      want: ['16: keyService.listen: "[::1]" is not HOST:PORT'],
+    },
+    'a relative kubeconfig path': {
+      text: full + 'kubeconfig: admin.conf\n',
+      want: ['15: kubeconfig: must match pattern "^/"'],
     },
     'a malformed bcrypt hash': {
       text: full.replace(/initSecretHash: .*/, 'initSecretHash: plaintext'),

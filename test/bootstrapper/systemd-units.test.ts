@@ -1,0 +1,77 @@
+/**
+ * The node's systemd units (templates/systemd) as systemd reads them: `systemd-analyze verify` (the
+ * real parser, from Debian's systemd) must accept every line, and each ExecStart must be a command
+ * line the CLI accepts. The end-to-end cluster test runs them through FakeSystemctl.
+ */
+import { execFile } from 'node:child_process'
+import { readdir, readFile, writeFile } from 'node:fs/promises'
+import path from 'node:path'
+import { promisify } from 'node:util'
+import { CONTROL_PLANE_UNITS } from '../../src/lib/bootstrapper/index.js'
+import { expect } from '../support/chai.js'
+import { REPO_ROOT, runCli } from '../support/cli.js'
+import { makeTempDir } from '../support/temp.js'
+
+const UNIT_DIR = path.join(REPO_ROOT, 'templates/systemd')
+const run = promisify(execFile)
+
+const keysOf = (text: string) =>
+  Object.fromEntries(
+    text
+      .split('\n')
+      .filter((l) => /^[A-Za-z]+=/.test(l))
+      .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
+  )
+
+describe('systemd units', () => {
+  let units: string[]
+  before(async () => (units = (await readdir(UNIT_DIR)).filter((f) => f.endsWith('.service')).sort()))
+
+  it('ships the bootstrapper, key service and join service units', () => {
+    expect(units).to.deep.equal([
+      'constellation-bootstrapper.service',
+      'constellation-joinservice.service',
+      'constellation-keyservice.service',
+    ])
+    expect([...CONTROL_PLANE_UNITS].sort()).to.deep.equal(
+      units.filter((u) => u !== 'constellation-bootstrapper.service'),
+    )
+  })
+
+  it('systemd-analyze verify accepts every line (ExecStart pointed at an executable that exists)', async () => {
+    const { dir, cleanup } = await makeTempDir()
+    try {
+      const files = await Promise.all(
+        units.map(async (unit) => {
+          const text = await readFile(path.join(UNIT_DIR, unit), 'utf8')
+          const file = path.join(dir, unit)
+          await writeFile(file, text.replaceAll('/usr/bin/constellation', process.execPath))
+          return file
+        }),
+      )
+      const { stderr } = await run('systemd-analyze', ['verify', '--man=no', ...files])
+      expect(stderr).to.equal('')
+    } finally {
+      await cleanup()
+    }
+  })
+
+  it('the services restart on failure; the bootstrapper runs once per boot', async () => {
+    for (const unit of units) {
+      const keys = keysOf(await readFile(path.join(UNIT_DIR, unit), 'utf8'))
+      expect(keys.Restart, unit).to.equal(unit === 'constellation-bootstrapper.service' ? 'no' : 'on-failure')
+      expect(keys.UMask, unit).to.equal('0077')
+    }
+  })
+
+  it('each ExecStart is a command line the CLI accepts', async () => {
+    for (const unit of units) {
+      const [, ...args] = (keysOf(await readFile(path.join(UNIT_DIR, unit), 'utf8')).ExecStart ?? '').split(
+        ' ',
+      )
+      const help = await runCli([...args.filter((a) => !a.startsWith('/') && a !== '--config'), '--help'])
+      expect(help.code, `${unit}: ${help.stderr}`).to.equal(0)
+      expect(help.stdout, unit).to.include('--config')
+    }
+  })
+})
