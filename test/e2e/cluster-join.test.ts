@@ -120,10 +120,11 @@ describe('a cluster grows: init, worker and control-plane joins, measurements up
     const update = await runCli(['join-config', 'update', ...operator])
     expect(update.code, update.stderr).to.equal(0)
     expect(update.stdout).to.include('PCR 4')
-    await eventually('cp_1 enforcing the new set', async () => {
-      const text = await readFile(cp1Paths.joinConfigFile, 'utf8')
-      return parseJoinConfig(text).get(4)?.expected.toString('hex') === 'ab'.repeat(32) ? true : undefined
-    })
+    for (const cp of [cp0, cp1])
+      await eventually(`${cp.spec.name} enforcing the new set`, async () => {
+        const text = await readFile(nodePaths(cp.local.root).joinConfigFile, 'utf8')
+        return parseJoinConfig(text).get(4)?.expected.toString('hex') === 'ab'.repeat(32) ? true : undefined
+      })
     const late = await cluster.addNode({ name: 'worker_2', role: 'worker', peers: [cp0.member] })
     const lateDaemon = await late.start()
     const refusal = await eventually('a refused join in cp_0 audit', async () =>

@@ -13,12 +13,17 @@ import { runCli, type CliResult } from './cli.js'
 import { KUBEADM_FAKE } from './kubeadm-fake.js'
 import { createLuksImage, TEST_PBKDF } from './luks-image.js'
 import { freePort, waitForPort } from './ports.js'
+import { installFakeSystemd, type FakeSystemd } from './fake-systemd.js'
 import { startSwtpm, type SwtpmHandle } from './swtpm.js'
 import { makeTempDir } from './temp.js'
 
 export interface LocalNode {
   dir: string
   root: string
+  /** Where startDaemonProcess writes the node config (the systemd units name it). */
+  configFile: string
+  /** The node's systemd (FakeSystemctl over the real units): a control plane's services start here. */
+  systemd: FakeSystemd
   workspace: string
   swtpm: SwtpmHandle
   disk: { image: string; initialKeyFile: string; initialKey: Buffer }
@@ -69,6 +74,9 @@ async function holdKubeadm(dir: string): Promise<KubeadmHold> {
 export async function startLocalNode(): Promise<LocalNode> {
   const { dir, cleanup } = await makeTempDir()
   const root = path.join(dir, 'root')
+  const configFile = path.join(dir, 'node-config.yaml')
+  const [keyPort, joinPort] = [await freePort(), await freePort()]
+  const systemd = await installFakeSystemd({ dir: path.join(dir, 'systemd'), nodeConfig: configFile, root })
   const workspace = path.join(dir, 'ws')
   const swtpm = await startSwtpm()
   const launcher = kubeadmLauncher(dir)
@@ -103,6 +111,8 @@ export async function startLocalNode(): Promise<LocalNode> {
     return {
       dir,
       root,
+      configFile,
+      systemd,
       workspace,
       swtpm,
       disk,
@@ -115,7 +125,8 @@ export async function startLocalNode(): Promise<LocalNode> {
         root,
         initServer: { listen },
         verifyService: { listen: '127.0.0.1:1' },
-        keyService: { listen: '127.0.0.1:1' },
+        keyService: { listen: `127.0.0.1:${keyPort}` },
+        joinService: { listen: `127.0.0.1:${joinPort}` },
         kubeconfig: path.join(root, 'etc/kubernetes/admin.conf'),
         initSecretHash,
         kubeadm: path.join(root, 'run/state/bin/kubeadm'),
@@ -127,6 +138,7 @@ export async function startLocalNode(): Promise<LocalNode> {
         },
       }),
       stop: async () => {
+        await systemd.stop() // the services an init started, before the TPM they use goes
         await new Promise<void>((r) => server.close(() => r()))
         await swtpm.stop()
         await cleanup()
@@ -162,14 +174,14 @@ export async function startDaemonProcess(
   env: NodeJS.ProcessEnv = {},
 ): Promise<DaemonProcess> {
   const port = await freePort()
-  const config = path.join(node.dir, 'node-config.yaml')
+  const config = node.configFile
   await writeFile(config, stringifyYaml(node.nodeConfig(`127.0.0.1:${port}`)))
   const stop = new AbortController()
   let done = false
   const exited = runCli(['bootstrap', 'run', '--config', config], {
     timeoutMs: 120_000,
     signal: stop.signal,
-    env,
+    env: { ...node.systemd.env, ...env },
   }).finally(() => (done = true))
   const stopAndReport = async (what: string, cause?: unknown): Promise<never> => {
     stop.abort()

@@ -11,7 +11,7 @@
 import path from 'node:path'
 import type { NodeMember, NodeRole } from '../../src/lib/nodeconfig/index.js'
 import { FakeApiServer } from './fake-apiserver.js'
-import { installFakeSystemd, type FakeSystemd } from './fake-systemd.js'
+import type { FakeSystemd } from './fake-systemd.js'
 import { startDaemonProcess, startLocalNode, type DaemonProcess, type LocalNode } from './local-node.js'
 import { freePort, waitForPort } from './ports.js'
 import { makeTempDir } from './temp.js'
@@ -68,13 +68,7 @@ export async function startTestCluster(): Promise<TestCluster> {
     const local = await startLocalNode()
     const keyPort = await freePort()
     const serviceHost = spec.serviceHost ?? '127.0.0.1'
-    const configFile = path.join(local.dir, 'node-config.yaml') // where startDaemonProcess writes it
-    const systemd = await installFakeSystemd({
-      dir: path.join(local.dir, 'systemd'),
-      nodeConfig: configFile,
-      root: local.root,
-      serviceEnv: kubeadmEnv,
-    })
+    const systemd = local.systemd
     const node: ClusterNode = {
       spec,
       local: {
@@ -97,7 +91,7 @@ export async function startTestCluster(): Promise<TestCluster> {
       keyPort,
       member: { name: spec.name, role: spec.role, vpcIP: serviceHost },
       async start() {
-        const daemon = await startDaemonProcess(node.local, systemd.env)
+        const daemon = await startDaemonProcess(node.local, kubeadmEnv)
         daemons.push(daemon)
         return daemon
       },
@@ -123,7 +117,6 @@ export async function startTestCluster(): Promise<TestCluster> {
     addNode,
     async stop() {
       await Promise.allSettled(daemons.map((d) => d.stop()))
-      await Promise.allSettled(nodes.map((n) => n.systemd.stop()))
       await Promise.allSettled(nodes.map((n) => n.local.stop()))
       await api.stop()
       await cleanup()

@@ -9,7 +9,9 @@ import {
   quote,
   readPcrs,
   TPM_ALG,
+  openSwtpm,
   openTpmDevice,
+  pcrRead,
   verifyTpmSignature,
   withAttestationKey,
   withTpm,
@@ -30,6 +32,22 @@ describe('tpm client against swtpm', function () {
   let tpm: SwtpmHandle
   beforeEach(async () => (tpm = await startSwtpm()))
   afterEach(() => tpm.stop())
+
+  it('sessions through one swtpm opener take turns: the next opens once the last one closed', async () => {
+    const open = openSwtpm('127.0.0.1', tpm.port)
+    const first = await open()
+    let secondOpened = false
+    const second = open().then((t) => ((secondOpened = true), t))
+    await new Promise((r) => setTimeout(r, 100))
+    expect(secondOpened, 'waits while the first session is open').to.equal(false)
+    await first.close()
+    const t = await second
+    expect((await pcrRead(t, [15])).get(15)).to.deep.equal(ZERO)
+    await t.close()
+    // many at once all complete, in turn
+    const reads = await Promise.all(Array.from({ length: 20 }, () => readPcrs(open, [15])))
+    expect(reads.every((r) => r.get(15)?.equals(ZERO))).to.equal(true)
+  })
 
   it('starts (already started is fine) and returns random bytes', async () => {
     const bytes = await withTpm(tpm.open, async (t) => {

@@ -29,10 +29,13 @@ export const DEFAULT_HANDSHAKE_TIMEOUT_MS = 30_000
 type SecureConnector = experimental.SecureConnector
 type SecureConnectResult = experimental.SecureConnectResult
 
-class AttestedChannelCredentials extends ChannelCredentials {
+/** How a connection's TLS is set up and, before grpc-js may use it, checked. */
+type Handshake = (socket: Socket) => Promise<SecureConnectResult>
+
+class HandshakeChannelCredentials extends ChannelCredentials {
   /** Handshakes in flight, destroyed when grpc-js drops the connector (channel closed). */
   private readonly pending = new Set<Socket>()
-  constructor(private readonly opts: AttestedChannelOptions) {
+  constructor(private readonly handshake: Handshake) {
     super()
   }
   _isSecure(): boolean {
@@ -50,7 +53,7 @@ class AttestedChannelCredentials extends ChannelCredentials {
     return {
       connect: (socket) => {
         this.pending.add(socket)
-        return attestedConnect(socket, this.opts).finally(() => this.pending.delete(socket))
+        return this.handshake(socket).finally(() => this.pending.delete(socket))
       },
       waitForReady: () => Promise.resolve(),
       getCallCredentials: () => creds,
@@ -65,17 +68,43 @@ class AttestedChannelCredentials extends ChannelCredentials {
 /** Each handshake uses a fresh nonce: a config reused across connections would allow replays. */
 function attestedConnect(socket: Socket, opts: AttestedChannelOptions): Promise<SecureConnectResult> {
   const nonce = opts.nonce?.() ?? randomBytes(NONCE_BYTES)
-  const timeoutMs = opts.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS
-  const peer = `${socket.remoteAddress}:${socket.remotePort}`
   void preloadX509().catch(() => {}) // verifyAttestedCertificate reports a load failure
+  return tlsHandshake(socket, {
+    servername: encodeNonce(nonce),
+    clientCertificate: opts.clientCertificate,
+    timeoutMs: opts.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS,
+    check: async (tls) => {
+      const der = tls.getPeerCertificate(true).raw
+      if (!der) throw refusal(new Error('server sent no certificate'))
+      let result: ValidationResult
+      try {
+        result = await verifyAttestedCertificate(der, opts.validators, nonce)
+      } catch (err) {
+        throw refusal(err)
+      }
+      opts.onVerified?.(result)
+    },
+  })
+}
+
+interface HandshakeOptions {
+  servername: string
+  clientCertificate?: { certPem: string; keyPem: string }
+  timeoutMs: number
+  /** Runs after the TLS handshake; grpc-js gets the connection only once it resolves. */
+  check?: (tls: TLSSocket) => Promise<void>
+}
+
+function tlsHandshake(socket: Socket, opts: HandshakeOptions): Promise<SecureConnectResult> {
+  const peer = `${socket.remoteAddress}:${socket.remotePort}`
   return new Promise((resolve, reject) => {
     const tls: TLSSocket = tlsConnect({
       socket,
-      servername: encodeNonce(nonce),
+      servername: opts.servername,
       ALPNProtocols: ['h2'],
       minVersion: 'TLSv1.2',
-      // the peer is self-signed by design; trust comes from the attestation checked below, so no
-      // CA is trusted (and Node skips building its root store: ~40 ms without NODE_EXTRA_CA_CERTS)
+      // the peer is self-signed by design; trust comes from attestation, so no CA is trusted (and
+      // Node builds no root store: ~40 ms per connection, far more with a large extra CA bundle)
       rejectUnauthorized: false,
       ca: [],
       ...(opts.clientCertificate
@@ -90,28 +119,42 @@ function attestedConnect(socket: Socket, opts: AttestedChannelOptions): Promise<
     }
     // A peer that accepts and never answers would otherwise hold the socket (and the CLI) forever.
     const timer = setTimeout(
-      () => fail(new Error(`no TLS handshake from ${peer} within ${timeoutMs} ms`)),
-      timeoutMs,
+      () => fail(new Error(`no TLS handshake from ${peer} within ${opts.timeoutMs} ms`)),
+      opts.timeoutMs,
     )
     tls.once('error', fail)
     tls.once('secureConnect', () => {
-      const der = tls.getPeerCertificate(true).raw
-      if (!der) return fail(refusal(new Error('server sent no certificate')))
-      verifyAttestedCertificate(der, opts.validators, nonce).then(
-        (result) => {
-          if (tls.destroyed) return // timed out meanwhile: already rejected
-          clearTimeout(timer)
-          tls.off('error', fail)
-          opts.onVerified?.(result)
-          resolve({ socket: tls, secure: true })
-        },
-        (err: unknown) => fail(refusal(err)),
-      )
+      ;(opts.check?.(tls) ?? Promise.resolve()).then(() => {
+        if (tls.destroyed) return // timed out meanwhile: already rejected
+        clearTimeout(timer)
+        tls.off('error', fail)
+        resolve({ socket: tls, secure: true })
+      }, fail)
     })
   })
 }
 
 /** Client side: verifies the server's attestation inside the handshake; no application data before it passes. */
 export function createAttestedChannelCredentials(opts: AttestedChannelOptions): ChannelCredentials {
-  return new AttestedChannelCredentials(opts)
+  return new HandshakeChannelCredentials((socket) => attestedConnect(socket, opts))
 }
+
+/**
+ * Client side of the join direction, where the server is not attested (as in Constellation): TLS
+ * with no CA trusted and a fixed server name (not the IP address), optionally presenting a client
+ * certificate. grpc-js' own SSL credentials would load the default CA bundle into every connection.
+ */
+export function createUnattestedServerCredentials(
+  opts: { clientCertificate?: { certPem: string; keyPem: string }; handshakeTimeoutMs?: number } = {},
+): ChannelCredentials {
+  return new HandshakeChannelCredentials((socket) =>
+    tlsHandshake(socket, {
+      servername: UNATTESTED_SERVER_NAME,
+      clientCertificate: opts.clientCertificate,
+      timeoutMs: opts.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS,
+    }),
+  )
+}
+
+/** The name a join-direction client sends as SNI instead of the join service's address. */
+export const UNATTESTED_SERVER_NAME = 'constellation'

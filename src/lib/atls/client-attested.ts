@@ -11,6 +11,7 @@ import type { Issuer, ValidationResult, Validator } from '../attestation/index.j
 import { AttestationError } from '../attestation/index.js'
 import type { Logger } from '../system/index.js'
 import { createAttestedCertificate, verifyAttestedCertificate } from './certificate.js'
+import { createUnattestedServerCredentials } from './channel-credentials.js'
 import { type ChallengeRegistry, ChallengeService, CHALLENGE_PATH } from './challenge.js'
 import { REFUSAL_PREFIX } from './failure.js'
 import { decodeNonce, encodeNonce, NONCE_BYTES } from './nonce.js'
@@ -83,6 +84,7 @@ export async function listenForAttestedClients(
       cert: own.certPem,
       requestCert: true,
       rejectUnauthorized: false,
+      ca: [], // no CA is trusted, so Node builds no root store for client certificates
       ALPNProtocols: ['h2'],
       minVersion: 'TLSv1.2',
     },
@@ -156,11 +158,8 @@ export async function createAttestedClientChannelCredentials(
   issuer: Issuer,
   deadlineMs = 10_000,
 ): Promise<grpc.ChannelCredentials> {
-  const plain = grpc.credentials.createSsl(null, null, null, { rejectUnauthorized: false })
-  // the server is not attested here; a fixed name avoids sending the IP address as SNI
-  const client = new (grpc.makeGenericClientConstructor(ChallengeService, 'challenge'))(target, plain, {
-    'grpc.ssl_target_name_override': 'constellation',
-  })
+  const plain = createUnattestedServerCredentials({ handshakeTimeoutMs: deadlineMs })
+  const client = new (grpc.makeGenericClientConstructor(ChallengeService, 'challenge'))(target, plain)
   const nonce = await new Promise<Buffer>((resolve, reject) =>
     client.makeUnaryRequest(
       CHALLENGE_PATH,
@@ -175,7 +174,5 @@ export async function createAttestedClientChannelCredentials(
   if (nonce.length !== NONCE_BYTES)
     throw new AttestationError(`server challenge has ${nonce.length} bytes, want ${NONCE_BYTES}`)
   const cert = await createAttestedCertificate(issuer, nonce, new Date(), encodeNonce(nonce))
-  return grpc.credentials.createSsl(null, Buffer.from(cert.keyPem), Buffer.from(cert.certPem), {
-    rejectUnauthorized: false,
-  })
+  return createUnattestedServerCredentials({ clientCertificate: cert, handshakeTimeoutMs: deadlineMs })
 }

@@ -7,7 +7,10 @@
 import { KubeApiError, type KubeApi, type Lease } from '../kube/index.js'
 import { sleepMs, type Logger } from '../system/index.js'
 
-export const CONTROL_PLANE_LEASE = { namespace: 'kube-system', name: 'constellation-control-plane-join' } as const
+export const CONTROL_PLANE_LEASE = {
+  namespace: 'kube-system',
+  name: 'constellation-control-plane-join',
+} as const
 /** The JoinClient gives kubeadm join 5 minutes; a turn unused for longer has been given up. */
 export const CONTROL_PLANE_TURN_SECONDS = 5 * 60
 const POLL_INTERVAL_MS = 1_000

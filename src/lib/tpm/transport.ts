@@ -36,18 +36,32 @@ export function openTpmDevice(path: string): OpenTpm {
   }
 }
 
-/** swtpm's server port takes raw TPM 2.0 command buffers with no extra framing. */
+/**
+ * swtpm's server port takes raw TPM 2.0 command buffers with no extra framing. It serves one
+ * connection at a time and holds the rest in its accept backlog, where concurrent sessions stalled
+ * for seconds (20 quotes at once: 1 s; 100: 27 s). So sessions through one OpenTpm take turns here,
+ * as /dev/tpmrm0's resource manager makes them take turns in the kernel.
+ */
 export function openSwtpm(host: string, port: number): OpenTpm {
+  let previous = Promise.resolve()
   return async () => {
-    const socket = await new Promise<Socket>((resolve, reject) => {
-      const s = connect({ host, port }, () => {
-        s.off('error', reject)
-        resolve(s)
+    let release!: () => void
+    const turn = previous
+    previous = new Promise<void>((resolve) => (release = resolve))
+    await turn
+    let socket: Socket
+    try {
+      socket = await new Promise<Socket>((resolve, reject) => {
+        const s = connect({ host, port }, () => {
+          s.off('error', reject)
+          resolve(s)
+        })
+        s.once('error', reject)
       })
-      s.once('error', reject)
-    }).catch((cause: unknown) => {
+    } catch (cause) {
+      release()
       throw new TpmUnavailableError(`connecting to swtpm at ${host}:${port}`, cause)
-    })
+    }
     return {
       send: (command) => exchange(socket, command),
       close: () =>
@@ -56,7 +70,7 @@ export function openSwtpm(host: string, port: number): OpenTpm {
           socket.once('close', () => resolve())
           socket.end()
           socket.destroySoon()
-        }),
+        }).finally(release),
     }
   }
 }

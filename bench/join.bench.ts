@@ -1,0 +1,124 @@
+/**
+ * Attested joins per second at one join service: 100 and then 500 joiners at once (bench/join-nodes.ts,
+ * a child process), each with its own key, CSR and disk UUID, attesting from swtpm over the
+ * join-direction aTLS; the service asks a real key service over gRPC. The one double is the token
+ * registrar (BENCH DOUBLE: the Kubernetes API, which cannot run here), kept in memory. The nodes
+ * share the machine's two cores with the service, so the rate is a floor for the service alone.
+ */
+import { spawn } from 'node:child_process'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { createValidator, type Measurements } from '../src/lib/attestation/index.js'
+import {
+  createJoinService,
+  createKubeletSigner,
+  validatorSourceFrom,
+  type JoinService,
+} from '../src/lib/joinservice/index.js'
+import { createKeyService, KeyServiceClient } from '../src/lib/kms/index.js'
+import { createTokenIssuer, type SecretObject, type TokenRegistrar } from '../src/lib/kube/index.js'
+import { silentLogger } from '../src/lib/system/logger.js'
+import { readPcrs } from '../src/lib/tpm/index.js'
+import { COMPONENTS, makeClusterCa, MASTER, MEASUREMENT_SALT } from '../test/joinservice/fakes.js'
+import { startSwtpm, type SwtpmHandle } from '../test/support/swtpm.js'
+import { summarize } from './stats.js'
+
+const HERE = path.dirname(fileURLToPath(import.meta.url))
+const SWTPMS = 4
+const ROUNDS = [100, 500]
+const ENFORCED_PCRS = [4, 8, 9, 11, 12, 13, 15]
+
+/** BENCH DOUBLE: the Kubernetes API's Secrets, in memory. */
+class InMemoryTokenRegistrar implements TokenRegistrar {
+  readonly names = new Set<string>()
+  register(secret: SecretObject): Promise<void> {
+    this.names.add(secret.metadata.name)
+    return Promise.resolve()
+  }
+}
+
+/** One round in a child process (bench/join-nodes.ts): the nodes' work stays off the service's thread. */
+async function round(endpoint: string, joiners: number) {
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', path.join(HERE, 'join-nodes.ts'), endpoint, String(joiners), String(SWTPMS)],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  )
+  let out = ''
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()))
+  const cpuBefore = process.cpuUsage() // this process runs only the join and key services
+  const code = await new Promise<number | null>((resolve) => child.on('close', resolve))
+  const cpu = process.cpuUsage(cpuBefore)
+  if (code !== 0) throw new Error(`bench/join-nodes.ts exited ${code}`)
+  const r = JSON.parse(out) as {
+    seconds: number
+    latenciesMs: number[]
+    failures: string[]
+    distinctTokens: number
+    distinctDiskKeys: number
+  }
+  const { medianMs, p90Ms, p99Ms } = summarize(r.latenciesMs)
+  // the services' CPU over the whole child run, its warm-up joins included: an upper bound per join
+  const serviceCpuMsPerJoin = (cpu.user + cpu.system) / 1000 / (joiners + SWTPMS)
+  return {
+    joiners,
+    joinsPerSecond: Math.round((r.latenciesMs.length / r.seconds) * 10) / 10,
+    p50Ms: medianMs,
+    p90Ms,
+    p99Ms,
+    failures: r.failures.length,
+    firstFailure: r.failures[0],
+    distinctTokens: r.distinctTokens,
+    distinctDiskKeys: r.distinctDiskKeys,
+    serviceCpuMsPerJoin: Math.round(serviceCpuMsPerJoin * 100) / 100,
+    serviceJoinsPerCpuSecond: Math.round(1000 / serviceCpuMsPerJoin),
+  }
+}
+
+export default async function join() {
+  const tpms: SwtpmHandle[] = []
+  let service: JoinService | undefined
+  const keyService = createKeyService({ listen: '127.0.0.1:0', masterSecret: MASTER, logger: silentLogger })
+  const keys = new KeyServiceClient(await keyService.start())
+  try {
+    // the nodes' swtpms start fresh, so any fresh swtpm shows the PCR values they will report
+    tpms.push(await startSwtpm())
+    const pcrs = await readPcrs(tpms[0]?.open ?? (() => Promise.reject(new Error('no swtpm'))), ENFORCED_PCRS)
+    const measurements: Measurements = new Map(
+      [...pcrs].map(([i, v]) => [i, { expected: v, warnOnly: false }]),
+    )
+    const ca = await makeClusterCa()
+    const registrar = new InMemoryTokenRegistrar()
+    service = createJoinService({
+      listen: '127.0.0.1:0',
+      validatorSource: validatorSourceFrom({ current: () => measurements }, (m) =>
+        createValidator('qemu-vtpm', m),
+      ),
+      keyService: (id, length) => keys.getDataKey(id, length),
+      tokens: createTokenIssuer(registrar, () => new Date()),
+      kubeletSigner: createKubeletSigner({ ...ca, clock: () => new Date() }),
+      ca,
+      controlPlaneServiceFiles: () => Promise.resolve([]),
+      components: () => Promise.resolve(COMPONENTS),
+      cluster: { measurementSalt: MEASUREMENT_SALT, apiServerEndpoint: '127.0.0.1:6443' },
+      clock: () => new Date(),
+      logger: silentLogger,
+    })
+    const endpoint = await service.start()
+    const results = []
+    for (const joiners of ROUNDS) results.push(await round(endpoint, joiners))
+    return {
+      rounds: results,
+      swtpms: SWTPMS,
+      targetJoinsPerSecond: 100,
+      note: 'joiners in a child process on the same 2 cores; each join = challenge RPC + client quote + aTLS + CSR check and signing + 2 key-service RPCs + token',
+    }
+  } finally {
+    await service?.stop(1_000)
+    keys.close()
+    await keyService.stop(1_000)
+    await Promise.all(tpms.map((t) => t.stop()))
+  }
+}
