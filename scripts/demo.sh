@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# The local cluster demo: a node bootstrapper on this machine (swtpm as its TPM, a LUKS2 image
-# file as its state disk, everything under a temp root) initialized by `constellation init` over
-# attested TLS. No real kubeadm can run here, so the node installs the kubeadm CONTRACT FAKE
-# (test/fixtures/kubeadm-fake/kubeadm): it writes a real PKI and admin.conf, starts no control plane.
+# The local cluster demo: node bootstrappers on this machine (each with swtpm as its TPM, a LUKS2
+# image file as its state disk, everything under a temp root). `constellation init` initializes the
+# first control plane over attested TLS; its key and join services start; a worker and a second
+# control plane then join with attested join tickets, and the second control plane serves joins too.
+# No Kubernetes can run here, so the nodes use CONTRACT FAKES: the kubeadm fake
+# (test/fixtures/kubeadm-fake: real PKI and kubeconfigs, no control plane), the Kubernetes API fake
+# (test/support/fake-apiserver.ts, where bootstrap tokens and Nodes live) and a systemctl fake
+# (test/fixtures/systemctl-fake) that runs the real units from templates/systemd.
 # Everything is removed on exit. Needs ./scripts/setup.sh once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,6 +16,8 @@ npm run --silent build >/dev/null
 work=$(mktemp -d /tmp/constell-demo-XXXXXX)
 pids=()
 cleanup() {
+  # the services systemctl (the fake) started, then everything this script started
+  for f in "$work"/systemd-*/state/*.pid; do [ -e "$f" ] && kill "$(cat "$f")" 2>/dev/null || true; done
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   wait 2>/dev/null || true
   rm -rf "$work"
@@ -21,25 +27,66 @@ trap cleanup EXIT
 step() { printf '\n== %s\n' "$*" >&2; }
 cli() { echo "+ constellation $*" >&2; node "$repo/bin/run.js" "$@"; }
 free_port() { node -e "const s=require('net').createServer().listen(0,'127.0.0.1',()=>{console.log(s.address().port);s.close()})"; }
+wait_for() { for _ in $(seq 300); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done; echo "timed out waiting for '$2' in $1" >&2; exit 1; }
 
-step "Starting swtpm (the node's TPM)"
-# tpm2-tools' swtpm TCTI expects the control port right after the server port.
-tpm_port=$(free_port); ctrl_port=$((tpm_port + 1))
-mkdir -p "$work/tpm"
-swtpm socket --tpm2 --server "type=tcp,port=$tpm_port,bindaddr=127.0.0.1" \
-  --ctrl "type=tcp,port=$ctrl_port,bindaddr=127.0.0.1" --tpmstate "dir=$work/tpm" \
-  --flags not-need-init,startup-clear &
+# swtpm for node $1; its server port goes to $work/tpm-port-$1 (the control port is the next one,
+# as tpm2-tools' swtpm TCTI expects)
+start_tpm() {
+  local port; port=$(free_port)
+  mkdir -p "$work/tpm-$1"
+  swtpm socket --tpm2 --server "type=tcp,port=$port,bindaddr=127.0.0.1" \
+    --ctrl "type=tcp,port=$((port + 1)),bindaddr=127.0.0.1" --tpmstate "dir=$work/tpm-$1" \
+    --flags not-need-init,startup-clear >/dev/null 2>&1 &
+  pids+=($!)
+  echo "$port" >"$work/tpm-port-$1"
+}
+
+# node $1's state disk: a LUKS2 image with a random initial passphrase
+make_disk() {
+  truncate -s 32M "$work/disk-$1.img"
+  head -c 32 /dev/urandom >"$work/initial-$1.key"; chmod 600 "$work/initial-$1.key"
+  cryptsetup luksFormat --batch-mode --type luks2 --pbkdf pbkdf2 --pbkdf-force-iterations 1000 \
+    --key-file "$work/initial-$1.key" "$work/disk-$1.img"
+}
+
+# node $1's systemd: the real units from templates/systemd, for its config and root, behind the fake
+install_units() {
+  mkdir -p "$work/systemd-$1/units" "$work/systemd-$1/state"
+  for unit in "$repo"/templates/systemd/*.service; do
+    sed -e "s#/usr/bin/constellation#$(command -v node) $repo/bin/run.js#" \
+      -e "s#/etc/constellation/node-config.yaml#$work/node-$1.yaml#" \
+      -e "s#/var/config/#$work/root-$1/var/config/#" "$unit" >"$work/systemd-$1/units/$(basename "$unit")"
+  done
+}
+
+# starts `constellation bootstrap run` for node $1 with its systemd; logs to $work/node-$1.log
+bootstrap_run() {
+  install_units "$1"
+  PATH="$repo/test/fixtures/systemctl-fake:$PATH" SYSTEMCTL_FAKE_UNIT_DIR="$work/systemd-$1/units" \
+    SYSTEMCTL_FAKE_STATE_DIR="$work/systemd-$1/state" \
+    node "$repo/bin/run.js" bootstrap run --config "$work/node-$1.yaml" 2>"$work/node-$1.log" &
+  pids+=($!)
+  last_pid=$!
+}
+
+step "The Kubernetes API (CONTRACT FAKE: Secrets, ConfigMaps, Nodes, Leases as files in $work/api)"
+node --import tsx "$repo/test/support/fake-apiserver-main.ts" "$work/api" "$work/api-admin.conf" >"$work/api.log" 2>&1 &
 pids+=($!)
+wait_for "$work/api.log" listening
+cat "$work/api.log"
+# what the kubeadm fake reads and writes as kubeadm would through the API
+export KUBEADM_FAKE_API_DIR="$work/api" KUBEADM_FAKE_ADMIN_KUBECONFIG="$work/api-admin.conf"
+
+step "Starting swtpm (the first control plane's TPM)"
+start_tpm cp-0
+tpm_port=$(cat "$work/tpm-port-cp-0")
 export TPM2TOOLS_TCTI="swtpm:host=127.0.0.1,port=$tpm_port"
 for _ in $(seq 50); do tpm2_pcrread sha256:15 >/dev/null 2>&1 && break; sleep 0.1; done
 tpm2_pcrread sha256:15
 
 step "Creating the state disk: a LUKS2 image file with a random initial passphrase"
-truncate -s 32M "$work/state-disk.img"
-head -c 32 /dev/urandom >"$work/initial.key"; chmod 600 "$work/initial.key"
-cryptsetup luksFormat --batch-mode --type luks2 --pbkdf pbkdf2 --pbkdf-force-iterations 1000 \
-  --key-file "$work/initial.key" "$work/state-disk.img"
-echo "LUKS UUID: $(cryptsetup luksUUID "$work/state-disk.img")"
+make_disk cp-0
+echo "LUKS UUID: $(cryptsetup luksUUID "$work/disk-cp-0.img")"
 
 step "Operator workspace: constellation config generate"
 init_port=$(free_port)
@@ -58,32 +105,43 @@ YAML
 # It warns about the all-zero measurements: right for real machines, and what swtpm reports here.
 cli config validate -C "$work/ws"
 
-step "Node config and constellation bootstrap run (JSON logs in $work/bootstrapper.log)"
+step "Node config and constellation bootstrap run (JSON logs in $work/node-cp-0.log)"
 # The node knows the init secret only as a bcrypt hash (in a cloud this is an instance tag).
 init_hash=$(cli config init-secret-hash -C "$work/ws")
-cat >"$work/node-config.yaml" <<YAML
+# Every node dials its control-plane peers at its own joinService port. All nodes share this host,
+# so the second control plane's services listen on 127.0.0.2 (still loopback) with the same port.
+join_port=$(free_port)
+node_config() { # name role init-port key-listen join-listen peers-yaml
+  local disk=${1/demo-/}
+  cat >"$work/node-$disk.yaml" <<YAML
 attestationVariant: qemu-vtpm
-tpm: { swtpm: "127.0.0.1:$tpm_port" }
-root: $work/root
-initServer: { listen: "127.0.0.1:$init_port" }
+tpm: { swtpm: "127.0.0.1:$(cat "$work/tpm-port-$disk")" }
+root: $work/root-$disk
+initServer: { listen: "127.0.0.1:$3" }
+keyService: { listen: "$4" }
+joinService: { listen: "$5" }
 initSecretHash: "$init_hash"
 stateDisk:
-  device: $work/state-disk.img
-  initialKeyFile: $work/initial.key
+  device: $work/disk-$disk.img
+  initialKeyFile: $work/initial-$disk.key
   pbkdf: { type: pbkdf2, iterations: 1000 }
 metadata:
   provider: static
-  self: { name: demo-cp-0, role: control-plane, vpcIP: 127.0.0.1 }
+  self: { name: $1, role: $2, vpcIP: 127.0.0.1 }
+  peers: $6
 YAML
-cat "$work/node-config.yaml" | sed 's/^/  /'
-node "$repo/bin/run.js" bootstrap run --config "$work/node-config.yaml" 2>"$work/bootstrapper.log" &
-bootstrapper=$!
-pids+=($bootstrapper)
-for _ in $(seq 100); do grep -q 'Init server listening' "$work/bootstrapper.log" 2>/dev/null && break; sleep 0.1; done
+}
+node_config demo-cp-0 control-plane "$init_port" "127.0.0.1:$(free_port)" "127.0.0.1:$join_port" "[]"
+sed 's/^/  /' "$work/node-cp-0.yaml"
+bootstrap_run cp-0
+bootstrapper=$last_pid
+wait_for "$work/node-cp-0.log" 'Init server listening'
 
 step "constellation init (aTLS: the node's TPM quote is checked against the config's measurements)"
 cli init -C "$work/ws"
-wait "$bootstrapper" && echo "bootstrapper finished (exit 0)"
+wait "$bootstrapper" && echo "bootstrapper finished (exit 0) and started the key and join services:"
+wait_for "$work/systemd-cp-0/state/constellation-joinservice.service.log" 'Join service listening'
+grep -h 'listening' "$work"/systemd-cp-0/state/*.log | sed 's/^/  /'
 
 step "The admin kubeconfig (kubeadm fake's CA; keys elided)"
 sed -E 's/(-data: ).{20,}/\1<elided>/' "$work/ws/constellation-admin.conf"
@@ -110,16 +168,53 @@ for _ in $(seq 100); do grep -q 'Verification service listening' "$work/verifyse
 cli verify -C "$work/ws" --node-endpoint "127.0.0.1:$verify_port" --cluster-id "$cluster_id"
 
 step "The state disk now opens only with HKDF(master secret, salt, \"key-<uuid>\")"
-if cryptsetup open --test-passphrase --key-file "$work/initial.key" "$work/state-disk.img" 2>/dev/null; then
+if cryptsetup open --test-passphrase --key-file "$work/initial-cp-0.key" "$work/disk-cp-0.img" 2>/dev/null; then
   echo "initial passphrase still works (unexpected)"; exit 1
 fi
 echo "initial passphrase: refused"
 node -e "
 const c=require('crypto');const fs=require('fs')
 const m=JSON.parse(fs.readFileSync('$work/ws/constellation-mastersecret.json','utf8'))
-const uuid='$(cryptsetup luksUUID "$work/state-disk.img")'.toLowerCase()
+const uuid='$(cryptsetup luksUUID "$work/disk-cp-0.img")'.toLowerCase()
 const key=c.hkdfSync('sha256',Buffer.from(m.key,'base64'),Buffer.from(m.salt,'base64'),'key-'+uuid,32)
 fs.writeFileSync('$work/derived.key',Buffer.from(key),{mode:0o600})"
-cryptsetup open --test-passphrase --key-file "$work/derived.key" "$work/state-disk.img" && echo "derived disk key: accepted"
+cryptsetup open --test-passphrase --key-file "$work/derived.key" "$work/disk-cp-0.img" && echo "derived disk key: accepted"
+
+step "A worker joins: it attests to cp-0's join service and gets a join ticket (JSON logs in $work/node-worker-0.log)"
+start_tpm worker-0
+make_disk worker-0 >/dev/null
+node_config demo-worker-0 worker "$(free_port)" "127.0.0.1:$(free_port)" "127.0.0.1:$join_port" \
+  "[{ name: demo-cp-0, role: control-plane, vpcIP: 127.0.0.1 }]"
+bootstrap_run worker-0
+wait "$last_pid" && echo "worker bootstrapper finished (exit 0)"
+grep -h '"Join request"' "$work/systemd-cp-0/state/constellation-joinservice.service.log" | sed 's/^/  audit: /'
+echo "kubelet certificate: $(openssl x509 -noout -subject -in "$work/root-worker-0/run/state/kubelet/pki/kubelet-client-crt.pem")"
+
+step "A second control plane joins through cp-0, gets the CA and master secret, and starts its own services"
+start_tpm cp-1
+make_disk cp-1 >/dev/null
+node_config demo-cp-1 control-plane "$(free_port)" "127.0.0.1:$(free_port)" "127.0.0.2:$join_port" \
+  "[{ name: demo-cp-0, role: control-plane, vpcIP: 127.0.0.1 }]"
+bootstrap_run cp-1
+wait "$last_pid" && echo "control-plane bootstrapper finished (exit 0)"
+wait_for "$work/systemd-cp-1/state/constellation-joinservice.service.log" 'Join service listening'
+cmp -s "$work/root-cp-0/var/config/mastersecret" "$work/root-cp-1/var/config/mastersecret" &&
+  echo "cp-1 holds the cluster's master secret (0600): it can serve joins itself"
+
+step "A worker that knows only cp-1 joins through it"
+start_tpm worker-1
+make_disk worker-1 >/dev/null
+node_config demo-worker-1 worker "$(free_port)" "127.0.0.1:$(free_port)" "127.0.0.1:$join_port" \
+  "[{ name: demo-cp-1, role: control-plane, vpcIP: 127.0.0.2 }]"
+bootstrap_run worker-1
+wait "$last_pid" && echo "worker bootstrapper finished (exit 0)"
+echo "Nodes in the API: $(cd "$work/api/nodes" && ls | sed 's/\.json$//' | tr '\n' ' ')"
+for unit in keyservice joinservice; do
+  pid=$(cat "$work/systemd-cp-0/state/constellation-$unit.service.pid")
+  echo "cp-0 $unit: pid $pid, resident memory $(awk '/VmRSS/ {printf "%.1f MB", $2/1024}' "/proc/$pid/status")"
+done
+
+step "constellation join-config update: the measurements the join services enforce, from the config"
+cli join-config update -C "$work/ws" --kubeconfig "$work/api-admin.conf" --yes
 echo
-echo "Done. This demo used the kubeadm CONTRACT FAKE: no Kubernetes control plane is running."
+echo "Done. This demo used CONTRACT FAKES for kubeadm, the Kubernetes API and systemctl: no Kubernetes control plane is running."

@@ -16,7 +16,7 @@ import {
   type JoinConfigMap,
 } from '../lib/joinservice/index.js'
 import { KeyServiceClient, readNodeMasterSecret } from '../lib/kms/index.js'
-import { apiTokenRegistrar, createTokenIssuer, openKubeApi, type KubeApi } from '../lib/kube/index.js'
+import { apiTokenRegistrar, createTokenIssuer, openNodeKubeApi, type KubeApi } from '../lib/kube/index.js'
 import { kubernetesNodeName, loadNodeConfig, type NodeConfig } from '../lib/nodeconfig/index.js'
 import { nodePaths, type ControlPlaneServiceFileName } from '../lib/paths.js'
 import {
@@ -42,7 +42,7 @@ export interface NodeJoinService {
 export async function createNodeJoinService(config: NodeConfig, log: Logger): Promise<NodeJoinService> {
   const paths = nodePaths(config.root)
   const clock = () => new Date()
-  const api = openKubeApi(config.kubeconfig)
+  const api = await openNodeKubeApi(config.kubeconfig)
   const sync = new JoinConfigSync({ configMap: joinConfigMap(api), file: paths.joinConfigFile, logger: log })
   // The cluster's current set before the first handshake; the local copy when the API is away.
   await sync.syncOnce()

@@ -3,7 +3,7 @@
  * runner, the cluster reader from the kubeconfig, prompts and progress on the process's terminal.
  */
 import { confirm } from '@inquirer/prompts'
-import { readKubeconfig } from '../lib/kube/index.js'
+import { loadClientNode } from '../lib/kube/index.js'
 import { createRunner } from '../lib/system/index.js'
 import { canPrompt, onInterrupt, processTerminal, promptOrAbort, stepProgress } from '../lib/ui/index.js'
 import {
@@ -21,7 +21,7 @@ export function helmDeps(): HelmDeps {
 export function executeDeps(prepared: PreparedUpgrade, opts: { json: boolean }): ExecuteDeps {
   const terminal = processTerminal()
   return {
-    openReader: () => createClusterReader(readKubeconfig(prepared.kubeconfig)),
+    openReader: async () => createClusterReader((await loadClientNode()).readKubeconfig(prepared.kubeconfig)),
     confirm: canPrompt(terminal)
       ? (message) => promptOrAbort('upgrade', () => confirm({ message, default: false }))
       : undefined,

@@ -19,7 +19,7 @@ describe('control-plane join turns (a Lease in the Kubernetes API)', () => {
     ;({ dir, cleanup } = await makeTempDir())
     server = await new FakeApiServer({ dir: path.join(dir, 'api') }).start()
     await writeFile(path.join(dir, 'admin.conf'), server.kubeconfig())
-    api = openKubeApi(path.join(dir, 'admin.conf'))
+    api = await openKubeApi(path.join(dir, 'admin.conf'))
     now = Date.parse('2026-06-01T00:00:00Z')
     queued = []
   })
@@ -30,7 +30,7 @@ describe('control-plane join turns (a Lease in the Kubernetes API)', () => {
   /** One join service's view; each has its own client, as on two control planes. */
   const service = () =>
     leaseControlPlaneTurns({
-      api: openKubeApi(path.join(dir, 'admin.conf')),
+      api,
       clock: () => new Date(now),
       logger: createLogger({
         format: 'json',

@@ -38,7 +38,7 @@ export default class JoinConfigUpdate extends BaseCommand {
     const { flags } = await this.parse(JoinConfigUpdate)
     const ws = workspacePaths(flags.workspace)
     const next = await joinMeasurementsFromConfig(ws.config)
-    const api = openKubeApi(flags.kubeconfig ?? ws.adminConf)
+    const api = await openKubeApi(flags.kubeconfig ?? ws.adminConf)
     const { namespace, name, key } = JOIN_CONFIG_MAP
     const current = clusterJoinMeasurements((await api.getConfigMap(namespace, name))?.data[key])
     const changes = planJoinConfigUpdate(current, next)

@@ -20,5 +20,5 @@ export async function registerTokenSecret(
   secret: SecretObject,
   opts: KubeApiOptions = {},
 ): Promise<void> {
-  await openKubeApi(kubeconfigFile, opts).createSecret(secret)
+  await (await openKubeApi(kubeconfigFile, opts)).createSecret(secret)
 }

@@ -4,7 +4,8 @@
  * kubeadm's BootstrapTokenToSecret). Bootstrap data and the join service both issue them.
  */
 import { randomBytes } from 'node:crypto'
-import { KubeApiError, type KubeApi, type SecretObject } from './api.js'
+import type { KubeApi, SecretObject } from './api.js'
+import { KubeApiError } from './client.js'
 
 export type RandomBytes = (size: number) => Uint8Array
 export const BOOTSTRAP_TOKEN_PATTERN = /^([a-z0-9]{6})\.([a-z0-9]{16})$/

@@ -1,48 +1,12 @@
 /**
- * The pieces every Kubernetes API caller shares: reading a kubeconfig, a bound on every request (an
- * API server that accepts and never answers must not hang a command or a daemon), and the HTTP
- * status of a client-node error.
+ * What every Kubernetes API caller shares, without loading a client library: the bound on every
+ * request (an API server that accepts and never answers must not hang a command or a daemon) and
+ * how an error says what happened.
  */
-import {
-  KubeConfig,
-  Observable,
-  type ConfigurationOptions,
-  type RequestContext,
-  type ResponseContext,
-} from '@kubernetes/client-node'
 import { CliError } from '../errors/index.js'
 
 /** How long one API request (connect, TLS, response and body) may take. */
 export const API_REQUEST_TIMEOUT_MS = 30_000
-
-export function readKubeconfig(kubeconfigPath: string): KubeConfig {
-  const kc = new KubeConfig()
-  try {
-    kc.loadFromFile(kubeconfigPath)
-  } catch (err) {
-    throw new CliError(`reading kubeconfig ${kubeconfigPath}`, {
-      hint: 'pass --kubeconfig PATH, or run in the workspace that holds constellation-admin.conf',
-      cause: err,
-    })
-  }
-  return kc
-}
-
-/** Aborts each request that takes longer than `ms`. */
-export function requestTimeout(ms: number): ConfigurationOptions {
-  return {
-    middleware: [
-      {
-        pre: (ctx: RequestContext) => {
-          ctx.setSignal(AbortSignal.timeout(ms))
-          return new Observable(Promise.resolve(ctx))
-        },
-        post: (ctx: ResponseContext) => new Observable(Promise.resolve(ctx)),
-      },
-    ],
-    middlewareMergeStrategy: 'append',
-  }
-}
 
 /** The HTTP status of a client-node ApiException, if the error is one. */
 export function statusOf(err: unknown): number | undefined {
@@ -60,4 +24,20 @@ export function isNoAnswer(err: unknown): boolean {
   if (timedOut(err)) return true
   const code = typeof err === 'object' && err !== null && 'code' in err ? err.code : undefined
   return typeof code === 'string' && ['ECONNRESET', 'ECONNREFUSED', 'ETIMEDOUT', 'EPIPE'].includes(code)
+}
+
+/** A request answered with an HTTP error: the status says what to do. */
+export class KubeApiError extends CliError {
+  constructor(
+    readonly what: string,
+    readonly status: number,
+  ) {
+    super(`${what}: HTTP ${status}`, {
+      hint:
+        status === 401 || status === 403
+          ? 'check that the kubeconfig holds credentials that may do this (the cluster admin)'
+          : undefined,
+    })
+    this.name = 'KubeApiError'
+  }
 }

@@ -1,7 +1,9 @@
 /** The Kubernetes API as the tool uses it: a bounded client, bootstrap tokens, ConfigMaps, Leases. */
-export { openKubeApi, KubeApiError } from './api.js'
+export { openKubeApi } from './api.js'
+export { loadClientNode } from './client-node.js'
+export { openNodeKubeApi } from './node-api.js'
 export type { KubeApi, KubeApiOptions, SecretObject, ConfigMapData, Lease, LeaseSpec } from './api.js'
-export { API_REQUEST_TIMEOUT_MS, readKubeconfig, requestTimeout, statusOf, isNoAnswer } from './client.js'
+export { API_REQUEST_TIMEOUT_MS, KubeApiError, statusOf, isNoAnswer } from './client.js'
 export {
   apiTokenRegistrar,
   bootstrapTokenSecret,

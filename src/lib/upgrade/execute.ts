@@ -30,7 +30,7 @@ export interface ExecuteOptions {
 
 export interface ExecuteDeps {
   /** Opened only when a backup is made: dry runs and no-op plans never touch the API. */
-  openReader: () => ClusterReader
+  openReader: () => ClusterReader | Promise<ClusterReader>
   /** Asks the operator; undefined when nobody can answer (no TTY). */
   confirm?: (question: string) => Promise<boolean>
   /** Shows the steps (the command's listr2 rendering, or nothing for --json). */
@@ -124,7 +124,7 @@ async function confirmedUpgrade(
     {
       title: 'Back up CRDs and custom resources',
       run: async () => {
-        report.backup = await backupCustomResources(deps.openReader(), dir)
+        report.backup = await backupCustomResources(await deps.openReader(), dir)
       },
     },
     {

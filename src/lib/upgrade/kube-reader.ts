@@ -7,7 +7,7 @@ import { CliError, ExitCode } from '../errors/index.js'
 import {
   API_REQUEST_TIMEOUT_MS,
   isNoAnswer as noHttpAnswer,
-  requestTimeout,
+  loadClientNode,
   statusOf,
 } from '../kube/index.js'
 import { retry } from '../system/index.js'
@@ -45,6 +45,7 @@ export function createClusterReader(kc: KubeConfig, opts: ReaderOptions = {}): C
       return retry(
         async () => {
           try {
+            const { requestTimeout } = await loadClientNode()
             const raw: unknown = await api.listClusterCustomObject(
               { group, version, plural, limit, _continue: continueToken },
               requestTimeout(timeoutMs),

@@ -1,0 +1,176 @@
+/**
+ * The @kubernetes/client-node side of the kube domain: reading an operator's kubeconfig, bounding
+ * each request, and KubeApi over the library. The library is imported on first use only (it costs
+ * about 80 MB resident, which a node's services avoid), and only the library: our own modules stay
+ * in the static graph, so their classes are the same wherever they are used.
+ */
+import type * as ClientNode from '@kubernetes/client-node'
+import type {
+  ConfigurationOptions,
+  KubeConfig,
+  RequestContext,
+  ResponseContext,
+  V1Lease,
+} from '@kubernetes/client-node'
+import { CliError, ExitCode, messageOf } from '../errors/index.js'
+import type { KubeApi, KubeApiOptions, LeaseSpec } from './api.js'
+import { API_REQUEST_TIMEOUT_MS, KubeApiError, statusOf, timedOut } from './client.js'
+
+type Library = typeof ClientNode
+let library: Promise<Library> | undefined
+
+/** The library's helpers, bound to it once it is loaded. */
+export async function loadClientNode() {
+  const k8s = await (library ??= import('@kubernetes/client-node'))
+  return {
+    readKubeconfig: (kubeconfigPath: string) => readKubeconfig(k8s, kubeconfigPath),
+    requestTimeout: (ms: number) => requestTimeout(k8s, ms),
+    openKubeApi: (kubeconfigPath: string, opts?: KubeApiOptions) =>
+      openClientNodeKubeApi(k8s, kubeconfigPath, opts),
+  }
+}
+
+/**
+ * The library's own parse error quotes the lines around the problem, which can hold a token or a
+ * key: only the file and the error's kind are kept.
+ */
+function readKubeconfig(k8s: Library, kubeconfigPath: string): KubeConfig {
+  const kc = new k8s.KubeConfig()
+  try {
+    kc.loadFromFile(kubeconfigPath)
+  } catch (err) {
+    const code = typeof err === 'object' && err !== null && 'code' in err ? String(err.code) : undefined
+    const kind = code ?? (err instanceof Error ? err.name : 'unreadable')
+    throw new CliError(
+      `reading kubeconfig ${kubeconfigPath}: ${kind === 'YAMLException' ? 'not valid YAML' : kind}`,
+      {
+        hint: 'pass --kubeconfig PATH, or run in the workspace that holds constellation-admin.conf',
+      },
+    )
+  }
+  return kc
+}
+
+/** Aborts each request that takes longer than `ms`. */
+function requestTimeout(k8s: Library, ms: number): ConfigurationOptions {
+  const { Observable } = k8s
+  return {
+    middleware: [
+      {
+        pre: (ctx: RequestContext) => {
+          ctx.setSignal(AbortSignal.timeout(ms))
+          return new Observable(Promise.resolve(ctx))
+        },
+        post: (ctx: ResponseContext) => new Observable(Promise.resolve(ctx)),
+      },
+    ],
+    middlewareMergeStrategy: 'append',
+  }
+}
+
+function openClientNodeKubeApi(k8s: Library, kubeconfigPath: string, opts: KubeApiOptions = {}): KubeApi {
+  const kc = readKubeconfig(k8s, kubeconfigPath)
+  const core = kc.makeApiClient(k8s.CoreV1Api)
+  const coordination = kc.makeApiClient(k8s.CoordinationV1Api)
+  const timeoutMs = opts.requestTimeoutMs ?? API_REQUEST_TIMEOUT_MS
+  const server = kc.getCurrentCluster()?.server ?? kubeconfigPath
+  const options = () => requestTimeout(k8s, timeoutMs)
+  const call = async <T>(
+    what: string,
+    run: () => Promise<T>,
+    absentOn404 = false,
+  ): Promise<T | undefined> => {
+    try {
+      return await run()
+    } catch (err) {
+      const status = statusOf(err)
+      if (status === 404 && absentOn404) return undefined
+      if (status !== undefined) throw new KubeApiError(`${what} at ${server}`, status)
+      const why = timedOut(err) ? `no answer within ${timeoutMs} ms` : messageOf(err).split('\n')[0]
+      throw new CliError(`${what} at ${server}: ${why}`, {
+        exitCode: ExitCode.Unreachable,
+        hint: 'check that the kubeconfig points at the cluster and that it is reachable from here',
+      })
+    }
+  }
+  const leaseBody = (
+    namespace: string,
+    name: string,
+    spec: LeaseSpec,
+    resourceVersion?: string,
+  ): V1Lease => ({
+    apiVersion: 'coordination.k8s.io/v1',
+    kind: 'Lease',
+    metadata: { name, namespace, resourceVersion },
+    spec: {
+      holderIdentity: spec.holder,
+      leaseDurationSeconds: spec.durationSeconds,
+      renewTime: spec.renewed,
+    },
+  })
+  return {
+    async createSecret(secret) {
+      await call(`creating Secret ${secret.metadata.namespace}/${secret.metadata.name}`, () =>
+        core.createNamespacedSecret({ namespace: secret.metadata.namespace, body: secret }, options()),
+      )
+    },
+    async getConfigMap(namespace, name) {
+      const cm = await call(
+        `reading ConfigMap ${namespace}/${name}`,
+        () => core.readNamespacedConfigMap({ namespace, name }, options()),
+        true,
+      )
+      return cm && { data: cm.data ?? {}, resourceVersion: cm.metadata?.resourceVersion ?? '' }
+    },
+    async applyConfigMap(namespace, name, data) {
+      const what = `writing ConfigMap ${namespace}/${name}`
+      const body = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace }, data }
+      const existing = await this.getConfigMap(namespace, name)
+      if (existing === undefined)
+        await call(what, () => core.createNamespacedConfigMap({ namespace, body }, options()))
+      else
+        await call(what, () =>
+          core.replaceNamespacedConfigMap(
+            {
+              namespace,
+              name,
+              body: { ...body, metadata: { ...body.metadata, resourceVersion: existing.resourceVersion } },
+            },
+            options(),
+          ),
+        )
+    },
+    async hasNode(name) {
+      const node = await call(`reading Node ${name}`, () => core.readNode({ name }, options()), true)
+      return node !== undefined
+    },
+    async getLease(namespace, name) {
+      const lease = await call(
+        `reading Lease ${namespace}/${name}`,
+        () => coordination.readNamespacedLease({ namespace, name }, options()),
+        true,
+      )
+      if (!lease) return undefined
+      const renewed = lease.spec?.renewTime ?? lease.spec?.acquireTime
+      return {
+        holder: lease.spec?.holderIdentity,
+        renewed: renewed === undefined ? undefined : new Date(renewed),
+        durationSeconds: lease.spec?.leaseDurationSeconds,
+        resourceVersion: lease.metadata?.resourceVersion ?? '',
+      }
+    },
+    async createLease(namespace, name, spec) {
+      await call(`creating Lease ${namespace}/${name}`, () =>
+        coordination.createNamespacedLease({ namespace, body: leaseBody(namespace, name, spec) }, options()),
+      )
+    },
+    async replaceLease(namespace, name, spec, resourceVersion) {
+      await call(`replacing Lease ${namespace}/${name}`, () =>
+        coordination.replaceNamespacedLease(
+          { namespace, name, body: leaseBody(namespace, name, spec, resourceVersion) },
+          options(),
+        ),
+      )
+    },
+  }
+}
