@@ -17,7 +17,11 @@ import { NODE_CONFIG_PATH } from '../../src/lib/paths.js'
 import { stringifyYaml } from '../../src/lib/yaml/index.js'
 import { FIXTURES, tempWorkspace, testDeps, testOptions } from './helpers.js'
 
-type NodeConfigDoc = Record<string, unknown> & { stateDisk?: Record<string, unknown> }
+type Member = { vpcIP: string } & Record<string, unknown>
+type NodeConfigDoc = Record<string, unknown> & {
+  stateDisk?: Record<string, unknown>
+  metadata?: Record<string, unknown> & { peers?: Member[]; loadBalancerEndpoint?: string }
+}
 
 /** The node config a document installs, as the node would read it. */
 function installedNodeConfig(document: string): string {
@@ -64,13 +68,22 @@ async function expectServes(machine: string, generated: NodeConfigDoc): Promise<
   try {
     const disk = await createLuksImage(tmp.dir)
     const port = await freePort()
-    // Only where the node's devices, port and root are; everything else as generated.
+    // Only where the node's devices, port and root are, and its peers on loopback (its JoinClient
+    // dials them at once; tests send nothing off this machine); everything else as generated.
+    const metadata = generated.metadata && {
+      ...generated.metadata,
+      peers: generated.metadata.peers?.map((p) => ({ ...p, vpcIP: '127.0.0.1' })),
+      ...(generated.metadata.loadBalancerEndpoint
+        ? { loadBalancerEndpoint: `127.0.0.1:${await freePort()}` }
+        : {}),
+    }
     const local = {
       ...generated,
       tpm: { swtpm: swtpm.endpoint },
       root: path.join(tmp.dir, 'root'),
       initServer: { listen: `127.0.0.1:${port}` },
       stateDisk: { ...generated.stateDisk, device: disk.image, initialKeyFile: disk.initialKeyFile },
+      metadata,
     }
     expect(Object.keys(local), machine).to.deep.equal(Object.keys(generated))
     const file = path.join(tmp.dir, 'node-config.yaml')

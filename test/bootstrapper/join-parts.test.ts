@@ -1,9 +1,11 @@
 /** The JoinClient's pure parts: where it asks, which CA file names it writes. */
 import { readdir } from 'node:fs/promises'
 import { expect } from '../support/chai.js'
-import { staticJoinEndpoints } from '../../src/lib/bootstrapper/index.js'
+import { createServer, type AddressInfo } from 'node:net'
+import { attestedJoinTicketRequester, staticJoinEndpoints } from '../../src/lib/bootstrapper/index.js'
 import { pkiFileNameProblem, writePkiFiles } from '../../src/lib/bootstrapper/pki-files.js'
 import type { NodeMember } from '../../src/lib/nodeconfig/index.js'
+import { createFakeAttestation } from '../support/fake-attestation.js'
 import { makeTempDir } from '../support/temp.js'
 
 const cp = (vpcIP: string, name = `cp-${vpcIP}`): NodeMember => ({ name, role: 'control-plane', vpcIP })
@@ -70,6 +72,37 @@ describe('control-plane file names from the ticket', () => {
       expect(await readdir(dir)).to.deep.equal([])
     } finally {
       await cleanup()
+    }
+  })
+})
+
+describe('asking a join service once the join client is stopping', () => {
+  it('sends nothing and leaves no rejection behind that could end the daemon', async () => {
+    const unhandled: unknown[] = []
+    const onUnhandled = (reason: unknown) => void unhandled.push(reason)
+    process.on('unhandledRejection', onUnhandled)
+    let connected = false
+    const probe = createServer(() => (connected = true))
+    await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r))
+    try {
+      const stopping = new AbortController()
+      stopping.abort(new Error('the join client is stopping'))
+      const port = (probe.address() as AddressInfo).port
+      const ask = attestedJoinTicketRequester(createFakeAttestation().issuer(), 500)
+      const request = {
+        diskUuid: '',
+        certificateRequest: Buffer.alloc(0),
+        isControlPlane: false,
+        hostPublicKey: Buffer.alloc(0),
+        hostCertificatePrincipals: [],
+      }
+      await expect(ask(`127.0.0.1:${port}`, request, stopping.signal)).to.be.rejectedWith('stopping')
+      await new Promise((r) => setTimeout(r, 700)) // past the request's own deadline
+      expect(connected, 'no connection once stopping').to.equal(false)
+      expect(unhandled).to.deep.equal([])
+    } finally {
+      process.off('unhandledRejection', onUnhandled)
+      await new Promise((r) => probe.close(r))
     }
   })
 })

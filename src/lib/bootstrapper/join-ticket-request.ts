@@ -27,6 +27,7 @@ export function attestedJoinTicketRequester(
 ): JoinTicketRequester {
   return async (endpoint, request, signal) => {
     // a fresh challenge and certificate per call: the server consumes the nonce
+    signal.throwIfAborted()
     const credentials = await untilAborted(
       createAttestedClientChannelCredentials(endpoint, issuer, timeoutMs),
       signal,
@@ -59,6 +60,9 @@ export function attestedJoinTicketRequester(
 
 /** The work's result, or the signal's reason as soon as it aborts (the work is left to time out). */
 function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  // work that outlives the abort still settles: its failure then concerns nobody, and must not
+  // surface as an unhandled rejection that ends the daemon
+  work.catch(() => {})
   signal.throwIfAborted()
   let onAbort = () => {}
   const aborted = new Promise<never>((_resolve, reject) => {
