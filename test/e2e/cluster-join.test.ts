@@ -139,29 +139,36 @@ describe('a cluster grows: init, worker and control-plane joins, measurements up
     const lateJoined = await lateDaemon.exited
     expect(lateJoined.code, lateJoined.stderr).to.equal(0)
     // 6. Two control planes join at once, each through another join service: the cluster's Lease
-    // lets one in, the other waits until the first one's Node registered; both join.
-    const racers = await Promise.all([
+    // lets one in, the other waits until the first one's Node registered; both join. kubeadm join
+    // is held (every node runs cp_0's kubeadm component) so that the two surely overlap.
+    const [cp2, cp3] = await Promise.all([
       cluster.addNode({ name: 'cp_2', role: 'control-plane', peers: [cp0.member], serviceHost: '127.0.0.3' }),
       cluster.addNode({ name: 'cp_3', role: 'control-plane', peers: [cp1.member], serviceHost: '127.0.0.4' }),
     ])
-    const raced = await Promise.all(racers.map(async (n) => (await n.start()).exited))
-    for (const r of raced) expect(r.code, r.stderr).to.equal(0)
-    const ticketAt = async (cp: ClusterNode, node: string) =>
-      Date.parse((await auditLines(cp)).find((l) => l.node === node && l.verdict === 'ok')?.time ?? '')
-    const registeredAt = async (node: string) =>
-      (await stat(path.join(cluster.apiDir, 'nodes', `${node}.json`))).mtimeMs
-    const turns = [
-      { node: 'cp-2', ticket: await ticketAt(cp0, 'cp-2') },
-      { node: 'cp-3', ticket: await ticketAt(cp1, 'cp-3') },
-    ].sort((a, b) => a.ticket - b.ticket)
-    const [first, second] = turns as [(typeof turns)[0], (typeof turns)[0]]
-    expect(second.ticket, 'the second ticket came after the first node joined').to.be.at.least(
-      Math.floor(await registeredAt(first.node)),
+    const hold = await cp0.local.holdKubeadm()
+    const first = await cp2.start()
+    await hold.reached() // cp-2 has its ticket and the turn; its kubeadm join waits
+    const second = await cp3.start()
+    const queued = await eventually('cp-3 queued behind cp-2 at cp_1', async () => {
+      const line = (await cp1.systemd.journal('constellation-joinservice.service'))
+        .split('\n')
+        .find((l) => l.includes('Control-plane join queued behind another'))
+      return line && (JSON.parse(line) as { node: string; joining: string })
+    })
+    expect(queued).to.include({ node: 'cp-3', joining: 'cp-2' })
+    expect(
+      (await auditLines(cp1)).some((l) => l.node === 'cp-3'),
+      'no ticket for cp-3 yet',
+    ).to.equal(false)
+    await hold.release()
+    for (const r of await Promise.all([first.exited, second.exited])) expect(r.code, r.stderr).to.equal(0)
+    const cp3Ticket = Date.parse(
+      (await auditLines(cp1)).find((l) => l.node === 'cp-3' && l.verdict === 'ok')?.time ?? '',
     )
-    const journals =
-      (await cp0.systemd.journal('constellation-joinservice.service')) +
-      (await cp1.systemd.journal('constellation-joinservice.service'))
-    expect(journals).to.include('Control-plane join queued behind another')
+    const cp2Registered = (await stat(path.join(cluster.apiDir, 'nodes', 'cp-2.json'))).mtimeMs
+    expect(cp3Ticket, "cp-3's ticket came after cp-2's Node registered").to.be.at.least(
+      Math.floor(cp2Registered),
+    )
 
     // the same join service process throughout: no restart picked up the change
     expect(await cp0.systemd.pid('constellation-joinservice.service')).to.equal(joinServicePid)
