@@ -42,16 +42,22 @@ export interface ClusterCa {
 
 /** Reads the PKI kubeadm wrote on this control plane (`pkiDir` = nodePaths(root).kubernetesPki). */
 export async function loadClusterCa(pkiDir: string): Promise<ClusterCa> {
-  const controlPlaneFiles = await Promise.all(
-    CONTROL_PLANE_PKI_FILES.map(async (name) => ({
-      name,
-      data: await readRegularFile(path.join(pkiDir, name), {
+  const read = await Promise.allSettled(
+    CONTROL_PLANE_PKI_FILES.map((name) =>
+      readRegularFile(path.join(pkiDir, name), {
         maxBytes: MAX_PKI_FILE_BYTES,
         what: 'cluster PKI file',
         missingHint: 'the join service runs on a control plane after kubeadm created its PKI',
       }),
-    })),
+    ),
   )
+  // the first problem in the list's order, whichever read finished first
+  const failed = read.find((r) => r.status === 'rejected')
+  if (failed) throw failed.reason
+  const controlPlaneFiles = CONTROL_PLANE_PKI_FILES.map((name, i) => ({
+    name,
+    data: (read[i] as PromiseFulfilledResult<Buffer>).value,
+  }))
   const file = (name: string) => controlPlaneFiles.find((f) => f.name === name)?.data.toString('utf8') ?? ''
   const caCertPem = file('ca.crt')
   let hash: string
