@@ -37,11 +37,12 @@ async function oneRun(env: NodeJS.ProcessEnv) {
   const node = await startLocalNode()
   try {
     const port = await freePort()
-    const nodeConfig = path.join(node.dir, 'node-config.yaml')
+    const nodeConfig = node.configFile
     await writeFile(nodeConfig, stringifyYaml(node.nodeConfig(`127.0.0.1:${port}`)))
+    // the node's systemd (FakeSystemctl): after init, bootstrap run starts the key and join services
     const daemon = spawn(process.execPath, [CLI, 'bootstrap', 'run', '--config', nodeConfig], {
       stdio: ['ignore', 'ignore', 'pipe'],
-      env,
+      env: { ...env, ...node.systemd.env },
     })
     let log = ''
     daemon.stderr.on('data', (d: Buffer) => (log += d.toString()))
