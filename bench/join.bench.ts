@@ -5,6 +5,7 @@
  * registrar (BENCH DOUBLE: the Kubernetes API, which cannot run here), kept in memory. The nodes
  * share the machine's two cores with the service, so the rate is a floor for the service alone.
  */
+import { InMemoryStateDisks } from '../test/support/state-disks.js'
 import { spawn } from 'node:child_process'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -102,6 +103,7 @@ export default async function join() {
       ca,
       controlPlaneServiceFiles: () => Promise.resolve([]),
       components: () => Promise.resolve(COMPONENTS),
+      stateDisks: new InMemoryStateDisks(),
       cluster: { measurementSalt: MEASUREMENT_SALT, apiServerEndpoint: '127.0.0.1:6443' },
       clock: () => new Date(),
       logger: silentLogger,

@@ -1165,7 +1165,7 @@ return errors === 0;
 }
 
 export const validateNodeConfig: StandaloneValidate = validate12;
-const schema13 = {"$schema":"http://json-schema.org/draft-07/schema#","title":"constellation node config","type":"object","additionalProperties":false,"required":["attestationVariant","tpm"],"properties":{"attestationVariant":{"enum":["qemu-vtpm"]},"tpm":{"type":"object","additionalProperties":false,"minProperties":1,"maxProperties":1,"properties":{"device":{"type":"string","pattern":"^/","description":"TPM device, e.g. /dev/tpmrm0"},"swtpm":{"type":"string","description":"swtpm's TCP server port, HOST:PORT"}}},"root":{"type":"string","pattern":"^/","description":"prefix of every node path (default /)"},"initServer":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"HOST:PORT"}}},"verifyService":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"HOST:PORT"}}},"joinService":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"the join service's HOST:PORT (default 0.0.0.0:30090); joining nodes dial its port on the control planes"}}},"keyService":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"the key service's HOST:PORT (default 127.0.0.1:9000); it authenticates no caller, so keep it on loopback"}}},"kubeconfig":{"type":"string","pattern":"^/","description":"kubeconfig the join service reaches the Kubernetes API with (default <root>/etc/kubernetes/admin.conf, which kubeadm writes on control planes)"},"initSecretHash":{"type":"string","pattern":"^\\$2[aby]\\$\\d{2}\\$[./A-Za-z0-9]{53}$","description":"bcrypt hash of the init secret"},"kubeadm":{"type":"string","pattern":"^/","description":"kubeadm binary (default <root>/run/state/bin/kubeadm)"},"stateDisk":{"type":"object","additionalProperties":false,"required":["device","initialKeyFile"],"properties":{"device":{"type":"string","pattern":"^/","description":"LUKS2 state disk (block device or image file)"},"initialKeyFile":{"type":"string","pattern":"^/","description":"file holding the initial passphrase"},"pbkdf":{"type":"object","additionalProperties":false,"required":["type","iterations"],"description":"cost of the new keyslot (tests: pbkdf2 with few iterations); default: cryptsetup's argon2id","properties":{"type":{"enum":["pbkdf2","argon2id"]},"iterations":{"type":"integer","minimum":1000}}}}},"metadata":{"type":"object","additionalProperties":false,"required":["provider","self"],"properties":{"provider":{"enum":["static"]},"self":{"type":"object","additionalProperties":false,"required":["name","role","vpcIP"],"properties":{"name":{"type":"string","minLength":1},"role":{"enum":["control-plane","worker"]},"vpcIP":{"type":"string","description":"IP address in the cluster network"}}},"peers":{"type":"array","items":{"type":"object","additionalProperties":false,"required":["name","role","vpcIP"],"properties":{"name":{"type":"string","minLength":1},"role":{"enum":["control-plane","worker"]},"vpcIP":{"type":"string","description":"IP address in the cluster network"}}}},"loadBalancerEndpoint":{"type":"string","description":"HOST:PORT"}}}}};
+const schema13 = {"$schema":"http://json-schema.org/draft-07/schema#","title":"constellation node config","type":"object","additionalProperties":false,"required":["attestationVariant","tpm"],"properties":{"attestationVariant":{"enum":["qemu-vtpm"]},"tpm":{"type":"object","additionalProperties":false,"minProperties":1,"maxProperties":1,"properties":{"device":{"type":"string","pattern":"^/","description":"TPM device, e.g. /dev/tpmrm0"},"swtpm":{"type":"string","description":"swtpm's TCP server port, HOST:PORT"}}},"root":{"type":"string","pattern":"^/","description":"prefix of every node path (default /)"},"initServer":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"HOST:PORT"}}},"verifyService":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"HOST:PORT"}}},"joinService":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"the join service's HOST:PORT (default 0.0.0.0:30090); joining nodes dial its port on the control planes"}}},"keyService":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"the key service's HOST:PORT (default 127.0.0.1:9000); it authenticates no caller, so keep it on loopback"}}},"recoveryServer":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"where a rebooted node that waits for its disk key serves `constellation recover` (default 0.0.0.0:9999)"}}},"kubeconfig":{"type":"string","pattern":"^/","description":"kubeconfig the join service reaches the Kubernetes API with (default <root>/etc/kubernetes/admin.conf, which kubeadm writes on control planes)"},"initSecretHash":{"type":"string","pattern":"^\\$2[aby]\\$\\d{2}\\$[./A-Za-z0-9]{53}$","description":"bcrypt hash of the init secret"},"kubeadm":{"type":"string","pattern":"^/","description":"kubeadm binary (default <root>/run/state/bin/kubeadm)"},"stateDisk":{"type":"object","additionalProperties":false,"required":["device"],"properties":{"device":{"type":"string","pattern":"^/","description":"LUKS2 state disk (block device or image file); `state-disk setup` formats it with a random key on first boot"},"pbkdf":{"type":"object","additionalProperties":false,"required":["type","iterations"],"description":"cost of the new keyslot (tests: pbkdf2 with few iterations); default: cryptsetup's argon2id","properties":{"type":{"enum":["pbkdf2","argon2id"]},"iterations":{"type":"integer","minimum":1000}}}}},"metadata":{"type":"object","additionalProperties":false,"required":["provider","self"],"properties":{"provider":{"enum":["static"]},"self":{"type":"object","additionalProperties":false,"required":["name","role","vpcIP"],"properties":{"name":{"type":"string","minLength":1},"role":{"enum":["control-plane","worker"]},"vpcIP":{"type":"string","description":"IP address in the cluster network"}}},"peers":{"type":"array","items":{"type":"object","additionalProperties":false,"required":["name","role","vpcIP"],"properties":{"name":{"type":"string","minLength":1},"role":{"enum":["control-plane","worker"]},"vpcIP":{"type":"string","description":"IP address in the cluster network"}}}},"loadBalancerEndpoint":{"type":"string","description":"HOST:PORT"}}}}};
 const func6 = Object.prototype.hasOwnProperty;
 const pattern12 = new RegExp("^\\$2[aby]\\$\\d{2}\\$[./A-Za-z0-9]{53}$", "u");
 
@@ -1482,11 +1482,12 @@ vErrors.push(err24);
 errors++;
 }
 }
-if(data.kubeconfig !== undefined){
-let data13 = data.kubeconfig;
-if(typeof data13 === "string"){
-if(!pattern5.test(data13)){
-const err25 = {instancePath:instancePath+"/kubeconfig",schemaPath:"#/properties/kubeconfig/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\""};
+if(data.recoveryServer !== undefined){
+let data13 = data.recoveryServer;
+if(data13 && typeof data13 == "object" && !Array.isArray(data13)){
+for(const key6 in data13){
+if(!(key6 === "listen")){
+const err25 = {instancePath:instancePath+"/recoveryServer",schemaPath:"#/properties/recoveryServer/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key6},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -1496,8 +1497,9 @@ vErrors.push(err25);
 errors++;
 }
 }
-else {
-const err26 = {instancePath:instancePath+"/kubeconfig",schemaPath:"#/properties/kubeconfig/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data13.listen !== undefined){
+if(typeof data13.listen !== "string"){
+const err26 = {instancePath:instancePath+"/recoveryServer/listen",schemaPath:"#/properties/recoveryServer/properties/listen/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -1507,11 +1509,9 @@ vErrors.push(err26);
 errors++;
 }
 }
-if(data.initSecretHash !== undefined){
-let data14 = data.initSecretHash;
-if(typeof data14 === "string"){
-if(!pattern12.test(data14)){
-const err27 = {instancePath:instancePath+"/initSecretHash",schemaPath:"#/properties/initSecretHash/pattern",keyword:"pattern",params:{pattern: "^\\$2[aby]\\$\\d{2}\\$[./A-Za-z0-9]{53}$"},message:"must match pattern \""+"^\\$2[aby]\\$\\d{2}\\$[./A-Za-z0-9]{53}$"+"\""};
+}
+else {
+const err27 = {instancePath:instancePath+"/recoveryServer",schemaPath:"#/properties/recoveryServer/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -1521,8 +1521,11 @@ vErrors.push(err27);
 errors++;
 }
 }
-else {
-const err28 = {instancePath:instancePath+"/initSecretHash",schemaPath:"#/properties/initSecretHash/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.kubeconfig !== undefined){
+let data15 = data.kubeconfig;
+if(typeof data15 === "string"){
+if(!pattern5.test(data15)){
+const err28 = {instancePath:instancePath+"/kubeconfig",schemaPath:"#/properties/kubeconfig/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\""};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -1532,11 +1535,8 @@ vErrors.push(err28);
 errors++;
 }
 }
-if(data.kubeadm !== undefined){
-let data15 = data.kubeadm;
-if(typeof data15 === "string"){
-if(!pattern5.test(data15)){
-const err29 = {instancePath:instancePath+"/kubeadm",schemaPath:"#/properties/kubeadm/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\""};
+else {
+const err29 = {instancePath:instancePath+"/kubeconfig",schemaPath:"#/properties/kubeconfig/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -1546,8 +1546,11 @@ vErrors.push(err29);
 errors++;
 }
 }
-else {
-const err30 = {instancePath:instancePath+"/kubeadm",schemaPath:"#/properties/kubeadm/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.initSecretHash !== undefined){
+let data16 = data.initSecretHash;
+if(typeof data16 === "string"){
+if(!pattern12.test(data16)){
+const err30 = {instancePath:instancePath+"/initSecretHash",schemaPath:"#/properties/initSecretHash/pattern",keyword:"pattern",params:{pattern: "^\\$2[aby]\\$\\d{2}\\$[./A-Za-z0-9]{53}$"},message:"must match pattern \""+"^\\$2[aby]\\$\\d{2}\\$[./A-Za-z0-9]{53}$"+"\""};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -1557,11 +1560,8 @@ vErrors.push(err30);
 errors++;
 }
 }
-if(data.stateDisk !== undefined){
-let data16 = data.stateDisk;
-if(data16 && typeof data16 == "object" && !Array.isArray(data16)){
-if(data16.device === undefined){
-const err31 = {instancePath:instancePath+"/stateDisk",schemaPath:"#/properties/stateDisk/required",keyword:"required",params:{missingProperty: "device"},message:"must have required property '"+"device"+"'"};
+else {
+const err31 = {instancePath:instancePath+"/initSecretHash",schemaPath:"#/properties/initSecretHash/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -1570,8 +1570,12 @@ vErrors.push(err31);
 }
 errors++;
 }
-if(data16.initialKeyFile === undefined){
-const err32 = {instancePath:instancePath+"/stateDisk",schemaPath:"#/properties/stateDisk/required",keyword:"required",params:{missingProperty: "initialKeyFile"},message:"must have required property '"+"initialKeyFile"+"'"};
+}
+if(data.kubeadm !== undefined){
+let data17 = data.kubeadm;
+if(typeof data17 === "string"){
+if(!pattern5.test(data17)){
+const err32 = {instancePath:instancePath+"/kubeadm",schemaPath:"#/properties/kubeadm/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\""};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -1580,9 +1584,9 @@ vErrors.push(err32);
 }
 errors++;
 }
-for(const key6 in data16){
-if(!(((key6 === "device") || (key6 === "initialKeyFile")) || (key6 === "pbkdf"))){
-const err33 = {instancePath:instancePath+"/stateDisk",schemaPath:"#/properties/stateDisk/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key6},message:"must NOT have additional properties"};
+}
+else {
+const err33 = {instancePath:instancePath+"/kubeadm",schemaPath:"#/properties/kubeadm/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -1592,11 +1596,11 @@ vErrors.push(err33);
 errors++;
 }
 }
-if(data16.device !== undefined){
-let data17 = data16.device;
-if(typeof data17 === "string"){
-if(!pattern5.test(data17)){
-const err34 = {instancePath:instancePath+"/stateDisk/device",schemaPath:"#/properties/stateDisk/properties/device/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\""};
+if(data.stateDisk !== undefined){
+let data18 = data.stateDisk;
+if(data18 && typeof data18 == "object" && !Array.isArray(data18)){
+if(data18.device === undefined){
+const err34 = {instancePath:instancePath+"/stateDisk",schemaPath:"#/properties/stateDisk/required",keyword:"required",params:{missingProperty: "device"},message:"must have required property '"+"device"+"'"};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -1605,9 +1609,9 @@ vErrors.push(err34);
 }
 errors++;
 }
-}
-else {
-const err35 = {instancePath:instancePath+"/stateDisk/device",schemaPath:"#/properties/stateDisk/properties/device/type",keyword:"type",params:{type: "string"},message:"must be string"};
+for(const key7 in data18){
+if(!((key7 === "device") || (key7 === "pbkdf"))){
+const err35 = {instancePath:instancePath+"/stateDisk",schemaPath:"#/properties/stateDisk/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key7},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -1617,11 +1621,11 @@ vErrors.push(err35);
 errors++;
 }
 }
-if(data16.initialKeyFile !== undefined){
-let data18 = data16.initialKeyFile;
-if(typeof data18 === "string"){
-if(!pattern5.test(data18)){
-const err36 = {instancePath:instancePath+"/stateDisk/initialKeyFile",schemaPath:"#/properties/stateDisk/properties/initialKeyFile/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\""};
+if(data18.device !== undefined){
+let data19 = data18.device;
+if(typeof data19 === "string"){
+if(!pattern5.test(data19)){
+const err36 = {instancePath:instancePath+"/stateDisk/device",schemaPath:"#/properties/stateDisk/properties/device/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\""};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -1632,7 +1636,7 @@ errors++;
 }
 }
 else {
-const err37 = {instancePath:instancePath+"/stateDisk/initialKeyFile",schemaPath:"#/properties/stateDisk/properties/initialKeyFile/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err37 = {instancePath:instancePath+"/stateDisk/device",schemaPath:"#/properties/stateDisk/properties/device/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -1642,10 +1646,10 @@ vErrors.push(err37);
 errors++;
 }
 }
-if(data16.pbkdf !== undefined){
-let data19 = data16.pbkdf;
-if(data19 && typeof data19 == "object" && !Array.isArray(data19)){
-if(data19.type === undefined){
+if(data18.pbkdf !== undefined){
+let data20 = data18.pbkdf;
+if(data20 && typeof data20 == "object" && !Array.isArray(data20)){
+if(data20.type === undefined){
 const err38 = {instancePath:instancePath+"/stateDisk/pbkdf",schemaPath:"#/properties/stateDisk/properties/pbkdf/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'"};
 if(vErrors === null){
 vErrors = [err38];
@@ -1655,7 +1659,7 @@ vErrors.push(err38);
 }
 errors++;
 }
-if(data19.iterations === undefined){
+if(data20.iterations === undefined){
 const err39 = {instancePath:instancePath+"/stateDisk/pbkdf",schemaPath:"#/properties/stateDisk/properties/pbkdf/required",keyword:"required",params:{missingProperty: "iterations"},message:"must have required property '"+"iterations"+"'"};
 if(vErrors === null){
 vErrors = [err39];
@@ -1665,9 +1669,9 @@ vErrors.push(err39);
 }
 errors++;
 }
-for(const key7 in data19){
-if(!((key7 === "type") || (key7 === "iterations"))){
-const err40 = {instancePath:instancePath+"/stateDisk/pbkdf",schemaPath:"#/properties/stateDisk/properties/pbkdf/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key7},message:"must NOT have additional properties"};
+for(const key8 in data20){
+if(!((key8 === "type") || (key8 === "iterations"))){
+const err40 = {instancePath:instancePath+"/stateDisk/pbkdf",schemaPath:"#/properties/stateDisk/properties/pbkdf/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key8},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -1677,9 +1681,9 @@ vErrors.push(err40);
 errors++;
 }
 }
-if(data19.type !== undefined){
-let data20 = data19.type;
-if(!((data20 === "pbkdf2") || (data20 === "argon2id"))){
+if(data20.type !== undefined){
+let data21 = data20.type;
+if(!((data21 === "pbkdf2") || (data21 === "argon2id"))){
 const err41 = {instancePath:instancePath+"/stateDisk/pbkdf/type",schemaPath:"#/properties/stateDisk/properties/pbkdf/properties/type/enum",keyword:"enum",params:{allowedValues: schema13.properties.stateDisk.properties.pbkdf.properties.type.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err41];
@@ -1690,9 +1694,9 @@ vErrors.push(err41);
 errors++;
 }
 }
-if(data19.iterations !== undefined){
-let data21 = data19.iterations;
-if(!((typeof data21 == "number") && (!(data21 % 1) && !isNaN(data21)))){
+if(data20.iterations !== undefined){
+let data22 = data20.iterations;
+if(!((typeof data22 == "number") && (!(data22 % 1) && !isNaN(data22)))){
 const err42 = {instancePath:instancePath+"/stateDisk/pbkdf/iterations",schemaPath:"#/properties/stateDisk/properties/pbkdf/properties/iterations/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err42];
@@ -1702,8 +1706,8 @@ vErrors.push(err42);
 }
 errors++;
 }
-if(typeof data21 == "number"){
-if(data21 < 1000 || isNaN(data21)){
+if(typeof data22 == "number"){
+if(data22 < 1000 || isNaN(data22)){
 const err43 = {instancePath:instancePath+"/stateDisk/pbkdf/iterations",schemaPath:"#/properties/stateDisk/properties/pbkdf/properties/iterations/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
 if(vErrors === null){
 vErrors = [err43];
@@ -1740,9 +1744,9 @@ errors++;
 }
 }
 if(data.metadata !== undefined){
-let data22 = data.metadata;
-if(data22 && typeof data22 == "object" && !Array.isArray(data22)){
-if(data22.provider === undefined){
+let data23 = data.metadata;
+if(data23 && typeof data23 == "object" && !Array.isArray(data23)){
+if(data23.provider === undefined){
 const err46 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "provider"},message:"must have required property '"+"provider"+"'"};
 if(vErrors === null){
 vErrors = [err46];
@@ -1752,7 +1756,7 @@ vErrors.push(err46);
 }
 errors++;
 }
-if(data22.self === undefined){
+if(data23.self === undefined){
 const err47 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "self"},message:"must have required property '"+"self"+"'"};
 if(vErrors === null){
 vErrors = [err47];
@@ -1762,9 +1766,9 @@ vErrors.push(err47);
 }
 errors++;
 }
-for(const key8 in data22){
-if(!((((key8 === "provider") || (key8 === "self")) || (key8 === "peers")) || (key8 === "loadBalancerEndpoint"))){
-const err48 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key8},message:"must NOT have additional properties"};
+for(const key9 in data23){
+if(!((((key9 === "provider") || (key9 === "self")) || (key9 === "peers")) || (key9 === "loadBalancerEndpoint"))){
+const err48 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key9},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -1774,8 +1778,8 @@ vErrors.push(err48);
 errors++;
 }
 }
-if(data22.provider !== undefined){
-if(!(data22.provider === "static")){
+if(data23.provider !== undefined){
+if(!(data23.provider === "static")){
 const err49 = {instancePath:instancePath+"/metadata/provider",schemaPath:"#/properties/metadata/properties/provider/enum",keyword:"enum",params:{allowedValues: schema13.properties.metadata.properties.provider.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err49];
@@ -1786,10 +1790,10 @@ vErrors.push(err49);
 errors++;
 }
 }
-if(data22.self !== undefined){
-let data24 = data22.self;
-if(data24 && typeof data24 == "object" && !Array.isArray(data24)){
-if(data24.name === undefined){
+if(data23.self !== undefined){
+let data25 = data23.self;
+if(data25 && typeof data25 == "object" && !Array.isArray(data25)){
+if(data25.name === undefined){
 const err50 = {instancePath:instancePath+"/metadata/self",schemaPath:"#/properties/metadata/properties/self/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
 if(vErrors === null){
 vErrors = [err50];
@@ -1799,7 +1803,7 @@ vErrors.push(err50);
 }
 errors++;
 }
-if(data24.role === undefined){
+if(data25.role === undefined){
 const err51 = {instancePath:instancePath+"/metadata/self",schemaPath:"#/properties/metadata/properties/self/required",keyword:"required",params:{missingProperty: "role"},message:"must have required property '"+"role"+"'"};
 if(vErrors === null){
 vErrors = [err51];
@@ -1809,7 +1813,7 @@ vErrors.push(err51);
 }
 errors++;
 }
-if(data24.vpcIP === undefined){
+if(data25.vpcIP === undefined){
 const err52 = {instancePath:instancePath+"/metadata/self",schemaPath:"#/properties/metadata/properties/self/required",keyword:"required",params:{missingProperty: "vpcIP"},message:"must have required property '"+"vpcIP"+"'"};
 if(vErrors === null){
 vErrors = [err52];
@@ -1819,9 +1823,9 @@ vErrors.push(err52);
 }
 errors++;
 }
-for(const key9 in data24){
-if(!(((key9 === "name") || (key9 === "role")) || (key9 === "vpcIP"))){
-const err53 = {instancePath:instancePath+"/metadata/self",schemaPath:"#/properties/metadata/properties/self/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key9},message:"must NOT have additional properties"};
+for(const key10 in data25){
+if(!(((key10 === "name") || (key10 === "role")) || (key10 === "vpcIP"))){
+const err53 = {instancePath:instancePath+"/metadata/self",schemaPath:"#/properties/metadata/properties/self/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key10},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err53];
 }
@@ -1831,10 +1835,10 @@ vErrors.push(err53);
 errors++;
 }
 }
-if(data24.name !== undefined){
-let data25 = data24.name;
-if(typeof data25 === "string"){
-if(func2(data25) < 1){
+if(data25.name !== undefined){
+let data26 = data25.name;
+if(typeof data26 === "string"){
+if(func2(data26) < 1){
 const err54 = {instancePath:instancePath+"/metadata/self/name",schemaPath:"#/properties/metadata/properties/self/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err54];
@@ -1856,9 +1860,9 @@ vErrors.push(err55);
 errors++;
 }
 }
-if(data24.role !== undefined){
-let data26 = data24.role;
-if(!((data26 === "control-plane") || (data26 === "worker"))){
+if(data25.role !== undefined){
+let data27 = data25.role;
+if(!((data27 === "control-plane") || (data27 === "worker"))){
 const err56 = {instancePath:instancePath+"/metadata/self/role",schemaPath:"#/properties/metadata/properties/self/properties/role/enum",keyword:"enum",params:{allowedValues: schema13.properties.metadata.properties.self.properties.role.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err56];
@@ -1869,8 +1873,8 @@ vErrors.push(err56);
 errors++;
 }
 }
-if(data24.vpcIP !== undefined){
-if(typeof data24.vpcIP !== "string"){
+if(data25.vpcIP !== undefined){
+if(typeof data25.vpcIP !== "string"){
 const err57 = {instancePath:instancePath+"/metadata/self/vpcIP",schemaPath:"#/properties/metadata/properties/self/properties/vpcIP/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err57];
@@ -1893,14 +1897,14 @@ vErrors.push(err58);
 errors++;
 }
 }
-if(data22.peers !== undefined){
-let data28 = data22.peers;
-if(Array.isArray(data28)){
-const len0 = data28.length;
+if(data23.peers !== undefined){
+let data29 = data23.peers;
+if(Array.isArray(data29)){
+const len0 = data29.length;
 for(let i0=0; i0<len0; i0++){
-let data29 = data28[i0];
-if(data29 && typeof data29 == "object" && !Array.isArray(data29)){
-if(data29.name === undefined){
+let data30 = data29[i0];
+if(data30 && typeof data30 == "object" && !Array.isArray(data30)){
+if(data30.name === undefined){
 const err59 = {instancePath:instancePath+"/metadata/peers/" + i0,schemaPath:"#/properties/metadata/properties/peers/items/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
 if(vErrors === null){
 vErrors = [err59];
@@ -1910,7 +1914,7 @@ vErrors.push(err59);
 }
 errors++;
 }
-if(data29.role === undefined){
+if(data30.role === undefined){
 const err60 = {instancePath:instancePath+"/metadata/peers/" + i0,schemaPath:"#/properties/metadata/properties/peers/items/required",keyword:"required",params:{missingProperty: "role"},message:"must have required property '"+"role"+"'"};
 if(vErrors === null){
 vErrors = [err60];
@@ -1920,7 +1924,7 @@ vErrors.push(err60);
 }
 errors++;
 }
-if(data29.vpcIP === undefined){
+if(data30.vpcIP === undefined){
 const err61 = {instancePath:instancePath+"/metadata/peers/" + i0,schemaPath:"#/properties/metadata/properties/peers/items/required",keyword:"required",params:{missingProperty: "vpcIP"},message:"must have required property '"+"vpcIP"+"'"};
 if(vErrors === null){
 vErrors = [err61];
@@ -1930,9 +1934,9 @@ vErrors.push(err61);
 }
 errors++;
 }
-for(const key10 in data29){
-if(!(((key10 === "name") || (key10 === "role")) || (key10 === "vpcIP"))){
-const err62 = {instancePath:instancePath+"/metadata/peers/" + i0,schemaPath:"#/properties/metadata/properties/peers/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key10},message:"must NOT have additional properties"};
+for(const key11 in data30){
+if(!(((key11 === "name") || (key11 === "role")) || (key11 === "vpcIP"))){
+const err62 = {instancePath:instancePath+"/metadata/peers/" + i0,schemaPath:"#/properties/metadata/properties/peers/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key11},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err62];
 }
@@ -1942,10 +1946,10 @@ vErrors.push(err62);
 errors++;
 }
 }
-if(data29.name !== undefined){
-let data30 = data29.name;
-if(typeof data30 === "string"){
-if(func2(data30) < 1){
+if(data30.name !== undefined){
+let data31 = data30.name;
+if(typeof data31 === "string"){
+if(func2(data31) < 1){
 const err63 = {instancePath:instancePath+"/metadata/peers/" + i0+"/name",schemaPath:"#/properties/metadata/properties/peers/items/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err63];
@@ -1967,9 +1971,9 @@ vErrors.push(err64);
 errors++;
 }
 }
-if(data29.role !== undefined){
-let data31 = data29.role;
-if(!((data31 === "control-plane") || (data31 === "worker"))){
+if(data30.role !== undefined){
+let data32 = data30.role;
+if(!((data32 === "control-plane") || (data32 === "worker"))){
 const err65 = {instancePath:instancePath+"/metadata/peers/" + i0+"/role",schemaPath:"#/properties/metadata/properties/peers/items/properties/role/enum",keyword:"enum",params:{allowedValues: schema13.properties.metadata.properties.peers.items.properties.role.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err65];
@@ -1980,8 +1984,8 @@ vErrors.push(err65);
 errors++;
 }
 }
-if(data29.vpcIP !== undefined){
-if(typeof data29.vpcIP !== "string"){
+if(data30.vpcIP !== undefined){
+if(typeof data30.vpcIP !== "string"){
 const err66 = {instancePath:instancePath+"/metadata/peers/" + i0+"/vpcIP",schemaPath:"#/properties/metadata/properties/peers/items/properties/vpcIP/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err66];
@@ -2016,8 +2020,8 @@ vErrors.push(err68);
 errors++;
 }
 }
-if(data22.loadBalancerEndpoint !== undefined){
-if(typeof data22.loadBalancerEndpoint !== "string"){
+if(data23.loadBalancerEndpoint !== undefined){
+if(typeof data23.loadBalancerEndpoint !== "string"){
 const err69 = {instancePath:instancePath+"/metadata/loadBalancerEndpoint",schemaPath:"#/properties/metadata/properties/loadBalancerEndpoint/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err69];
@@ -3122,7 +3126,7 @@ return errors === 0;
 
 export const validateKubeadmConfigSpec: StandaloneValidate = validate17;
 const schema18 = {"type":"object","additionalProperties":false,"properties":{"clusterConfiguration":{"type":"object"},"initConfiguration":{"type":"object"},"joinConfiguration":{"type":"object"},"files":{"type":"array","maxItems":200,"items":{"type":"object","additionalProperties":false,"required":["path"],"properties":{"path":{"type":"string","minLength":1,"maxLength":512},"owner":{"type":"string","minLength":1,"maxLength":256},"permissions":{"type":"string","minLength":1,"maxLength":16,"pattern":"^0?[0-7]{3,4}$"},"encoding":{"enum":["base64","gzip","gzip+base64"]},"append":{"type":"boolean"},"content":{"type":"string","minLength":1,"maxLength":10240},"contentFrom":{"type":"object","additionalProperties":false,"required":["secret"],"properties":{"secret":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string","maxLength":253},"key":{"type":"string","maxLength":256}}}}}}}},"diskSetup":{"type":"object","additionalProperties":false,"properties":{"partitions":{"type":"array","maxItems":100,"items":{"type":"object","additionalProperties":false,"required":["device","layout"],"properties":{"device":{"type":"string","minLength":1,"maxLength":256},"layout":{"type":"boolean"},"overwrite":{"type":"boolean"},"tableType":{"enum":["mbr","gpt"]}}}},"filesystems":{"type":"array","maxItems":100,"items":{"type":"object","additionalProperties":false,"required":["device","filesystem"],"properties":{"device":{"type":"string","minLength":1,"maxLength":256},"filesystem":{"type":"string","minLength":1,"maxLength":128},"label":{"type":"string","minLength":1,"maxLength":512},"partition":{"type":"string","minLength":1,"maxLength":128},"overwrite":{"type":"boolean"},"replaceFS":{"type":"string","minLength":1,"maxLength":128},"extraOpts":{"type":"array","maxItems":100,"items":{"type":"string","minLength":1,"maxLength":256}}}}}}},"mounts":{"type":"array","maxItems":100,"items":{"type":"array","maxItems":6,"items":{"type":"string","minLength":1,"maxLength":512},"minItems":1}},"bootCommands":{"type":"array","maxItems":1000,"items":{"type":"string","minLength":1,"maxLength":10240}},"preKubeadmCommands":{"type":"array","maxItems":1000,"items":{"type":"string","minLength":1,"maxLength":10240}},"postKubeadmCommands":{"type":"array","maxItems":1000,"items":{"type":"string","minLength":1,"maxLength":10240}},"users":{"type":"array","maxItems":100,"items":{"type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","minLength":1,"maxLength":256},"gecos":{"type":"string","minLength":1,"maxLength":256},"groups":{"type":"string","minLength":1,"maxLength":256},"homeDir":{"type":"string","minLength":1,"maxLength":256},"inactive":{"type":"boolean"},"shell":{"type":"string","minLength":1,"maxLength":256},"passwd":{"type":"string","minLength":1,"maxLength":256},"passwdFrom":{"type":"object","additionalProperties":false,"required":["secret"],"properties":{"secret":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string","maxLength":253},"key":{"type":"string","maxLength":256}}}}},"primaryGroup":{"type":"string","minLength":1,"maxLength":256},"lockPassword":{"type":"boolean"},"sudo":{"type":"string","minLength":1,"maxLength":256},"sshAuthorizedKeys":{"type":"array","maxItems":100,"items":{"type":"string","minLength":1,"maxLength":2048}}}}},"ntp":{"type":"object","additionalProperties":false,"properties":{"servers":{"type":"array","maxItems":100,"items":{"type":"string","minLength":1,"maxLength":512}},"enabled":{"type":"boolean"}}},"format":{"enum":["cloud-config","ignition"]},"verbosity":{"type":"integer","minimum":0},"useExperimentalRetryJoin":{"type":"boolean"},"ignition":{"type":"object","additionalProperties":false,"properties":{"containerLinuxConfig":{"type":"object","additionalProperties":false,"properties":{"additionalConfig":{"type":"string","minLength":1,"maxLength":32768},"strict":{"type":"boolean"}}}}}}};
-const pattern16 = new RegExp("^0?[0-7]{3,4}$", "u");
+const pattern15 = new RegExp("^0?[0-7]{3,4}$", "u");
 
 function validate17(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -3311,7 +3315,7 @@ vErrors.push(err14);
 }
 errors++;
 }
-if(!pattern16.test(data7)){
+if(!pattern15.test(data7)){
 const err15 = {instancePath:instancePath+"/files/" + i0+"/permissions",schemaPath:"#/properties/files/items/properties/permissions/pattern",keyword:"pattern",params:{pattern: "^0?[0-7]{3,4}$"},message:"must match pattern \""+"^0?[0-7]{3,4}$"+"\""};
 if(vErrors === null){
 vErrors = [err15];

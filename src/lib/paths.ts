@@ -28,6 +28,17 @@ export function workspacePaths(dir: string) {
 }
 export type WorkspacePaths = ReturnType<typeof workspacePaths>
 
+/** Node directories (relative to the root) kept on the state disk; see nodePaths().stateDiskDirs. */
+export const STATE_DISK_DIRS = [
+  'etc/kubernetes',
+  'var/config',
+  'var/lib/kubelet',
+  'var/lib/etcd',
+  'var/log/kubernetes',
+  'opt/cni/bin',
+  'opt/kubernetes',
+] as const
+
 /** Paths on a node. Tests pass a temp dir as root; production uses `/`. */
 export function nodePaths(root = '/') {
   const at = (...p: string[]) => path.join(root, ...p)
@@ -53,7 +64,18 @@ export function nodePaths(root = '/') {
     joinConfigFile: at('var/config/join-config.json'),
     /** The Kubernetes components the cluster runs (JSON), which the join service hands to joining nodes. */
     componentsFile: at('var/config/components.json'),
-    nodeStateFile: at('run/state/constellation/node-state.json'),
+    /** Role, measurement salt and disk UUID (Constellation's node_state.json, on the state disk). */
+    nodeStateFile: at('run/state/constellation/node_state.json'),
+    /** Written once state-disk setup is done in this boot (memory-backed, gone at the next). */
+    stateDiskReadyFile: at('run/constellation/state-disk-ready'),
+    /** The random key a fresh state disk is formatted with; memory-backed, gone at the next boot. */
+    stateDiskInitialKeyFile: at('run/cryptsetup-keys.d/state.key'),
+    /**
+     * What lives on the state disk besides stateDir itself: bound from stateDir/persistent/<dir>
+     * at boot, so that the cluster's keys, PKI and data survive a reboot encrypted, and a reformat
+     * starts them empty.
+     */
+    stateDiskDirs: STATE_DISK_DIRS,
     manifestsDir: at('etc/kubernetes/manifests'),
     auditPolicy: at('etc/kubernetes/audit-policy.yaml'),
     auditLogDir: at('var/log/kubernetes/audit'),
@@ -103,7 +125,6 @@ export const USER_DATA_PATHS = {
   /** Attested mode: the node config's defaults for the machine image's TPM and LUKS2 state disk. */
   tpmDevice: '/dev/tpmrm0',
   stateDisk: '/dev/sdb',
-  stateDiskInitialKeyFile: '/run/cryptsetup-keys.d/state.key',
 } as const
 
 /**

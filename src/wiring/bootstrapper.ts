@@ -10,15 +10,16 @@ import {
   attestedJoinTicketRequester,
   Bootstrapper,
   CLUSTER_ID_PCR,
-  CryptsetupDisk,
   httpGet,
   LogCollector,
   NodeJoinClient,
   NodeLock,
+  rebootedNodeState,
   runKubeadmInit,
   runKubeadmJoin,
   stageComponents,
   startControlPlaneServices,
+  startRebootedNode,
   staticJoinEndpoints,
   type BootstrapperConfig,
   type HttpGet,
@@ -28,10 +29,11 @@ import {
   type JoinRetrySettings,
   type JoinTicketRequester,
 } from '../lib/bootstrapper/index.js'
-import { CliError } from '../lib/errors/index.js'
+import { chainMessage, CliError } from '../lib/errors/index.js'
 import { routeGrpcLogs } from '../lib/grpc/index.js'
 import { DEFAULT_JOIN_SERVICE_LISTEN, loadBootstrapperNodeConfig } from '../lib/nodeconfig/index.js'
 import { nodePaths } from '../lib/paths.js'
+import { CryptsetupDisk } from '../lib/statedisk/index.js'
 import {
   createLogger,
   createRunner,
@@ -118,7 +120,6 @@ function buildJoinClient(
     loadBalancerEndpoint: config.metadata.loadBalancerEndpoint,
     requestTicket: join.requestTicket,
     disk: shared.disk,
-    initialKeyFile: config.stateDisk.initialKeyFile,
     paths,
     stageComponents: shared.installer,
     kubeadmJoin: (input, signal) =>
@@ -161,18 +162,41 @@ export async function runBootstrapService(configPath: string): Promise<void> {
   const logs = new LogCollector((line) => process.stderr.write(line + '\n'))
   const log = createLogger({ format: 'json', write: logs.write, component: 'bootstrapper' })
   routeGrpcLogs(log)
+  const openTpm = openTpmFromConfig(config.tpm)
+  const runner = createRunner()
+  const rebooted = await rebootedNodeState(
+    async () => (await readPcrs(openTpm, [CLUSTER_ID_PCR])).get(CLUSTER_ID_PCR),
+    nodePaths(config.root),
+  )
+  if (rebooted) return startRebootedNode(runner, rebooted, log)
   const daemon = createNodeBootstrapper(config, logs, log)
   await serveUntilStopped(daemon)
   const controlPlane =
     daemon.outcome === 'initialized' ||
     (daemon.outcome === 'joined' && config.metadata.self.role === 'control-plane')
-  if (controlPlane) await startControlPlaneServices(createRunner(), log)
-  if (daemon.outcome === 'failed')
-    throw new CliError('init failed after the node lock was taken; this node cannot be used', {
-      hint: 'recreate the node',
+  if (controlPlane) await startControlPlaneServices(runner, log)
+  if (daemon.outcome === 'failed' || daemon.outcome === 'join-failed') {
+    await markForReset(config, runner, log)
+    const what = daemon.outcome === 'failed' ? 'init' : 'joining the cluster'
+    throw new CliError(
+      `${what} failed after the node lock was taken; this node cannot be used in this boot`,
+      {
+        hint: 'the log above says why; the state disk is marked for reset: the next boot formats it and the node starts fresh',
+      },
+    )
+  }
+}
+
+/** Past the point of no return the node cannot be used again as it is: the next boot starts it fresh. */
+async function markForReset(config: BootstrapperConfig, runner: Runner, log: Logger): Promise<void> {
+  const disk = new CryptsetupDisk(config.stateDisk.device, runner, nodePaths(config.root).runtimeDir)
+  try {
+    await disk.writeMark('reset')
+    log.warn('State disk marked for reset: the next boot formats it', { device: disk.device })
+  } catch (err) {
+    log.error('Marking the state disk for reset failed; the next boot asks for its key instead', {
+      device: disk.device,
+      error: chainMessage(err),
     })
-  if (daemon.outcome === 'join-failed')
-    throw new CliError('joining the cluster failed after the node lock was taken; this node cannot be used', {
-      hint: 'the log above says why; recreate the node',
-    })
+  }
 }

@@ -4,8 +4,10 @@
  * in the Kubernetes API, the cluster CA kubeadm wrote on this control plane, JSON logs.
  */
 import { createValidator, encodeJoinConfig, JOIN_CONFIG_MAP } from '../lib/attestation/index.js'
+import { chainMessage } from '../lib/errors/index.js'
 import { routeGrpcLogs } from '../lib/grpc/index.js'
 import {
+  apiStateDiskRegistry,
   createJoinService,
   createKubeletSigner,
   JoinConfigSync,
@@ -14,16 +16,23 @@ import {
   MeasurementsStore,
   validatorSourceFrom,
   type JoinConfigMap,
+  type StateDiskRegistry,
 } from '../lib/joinservice/index.js'
 import { KeyServiceClient, readNodeMasterSecret } from '../lib/kms/index.js'
 import { apiTokenRegistrar, createTokenIssuer, openNodeKubeApi, type KubeApi } from '../lib/kube/index.js'
-import { kubernetesNodeName, loadNodeConfig, type NodeConfig } from '../lib/nodeconfig/index.js'
-import { nodePaths, type ControlPlaneServiceFileName } from '../lib/paths.js'
+import {
+  kubernetesNodeName,
+  loadNodeConfig,
+  readNodeState,
+  type NodeConfig,
+} from '../lib/nodeconfig/index.js'
+import { nodePaths, type ControlPlaneServiceFileName, type NodePaths } from '../lib/paths.js'
 import {
   createLogger,
   formatHostPort,
   parseHostPort,
   readRegularFile,
+  retry,
   serveUntilStopped,
   type Logger,
 } from '../lib/system/index.js'
@@ -53,6 +62,8 @@ export async function createNodeJoinService(config: NodeConfig, log: Logger): Pr
     readRegularFile(paths.measurementSaltFile, { maxBytes: 1024, what: 'measurement salt' }),
   ])
   const keys = new KeyServiceClient(dialAddress(config.keyService.listen))
+  const stateDisks = apiStateDiskRegistry(api)
+  const stopped = new AbortController()
   const serviceFiles: Record<ControlPlaneServiceFileName, () => Buffer> = {
     'constellation/mastersecret': () => masterSecret.key,
     'constellation/salt': () => masterSecret.salt,
@@ -68,6 +79,7 @@ export async function createNodeJoinService(config: NodeConfig, log: Logger): Pr
     controlPlaneServiceFiles: () =>
       Promise.resolve(Object.entries(serviceFiles).map(([name, data]) => ({ name, data: data() }))),
     components: () => readComponentsFile(paths.componentsFile),
+    stateDisks,
     cluster: { measurementSalt, apiServerEndpoint: apiServerEndpoint(config) },
     expectedNodeName: nodeNamesByAddress(config),
     controlPlaneTurns: leaseControlPlaneTurns({ api, clock, logger: log.child('joinservice') }),
@@ -79,14 +91,53 @@ export async function createNodeJoinService(config: NodeConfig, log: Logger): Pr
     async start() {
       const address = await service.start()
       await sync.start()
+      void registerOwnDisk(config, paths, stateDisks, log, stopped.signal)
       return address
     },
     async stop() {
+      stopped.abort(new Error('the join service is stopping'))
       await sync.stop()
       await service.stop()
       store.close()
       keys.close()
     },
+  }
+}
+
+/**
+ * This control plane's own disk, so that it can rejoin after a reboot. The init node's disk got no
+ * ticket, so this is its only record; for a control plane that joined it repeats its ticket's. The
+ * API may not answer yet right after kubeadm: ask until it does.
+ */
+async function registerOwnDisk(
+  config: NodeConfig,
+  paths: NodePaths,
+  stateDisks: StateDiskRegistry,
+  log: Logger,
+  signal: AbortSignal,
+): Promise<void> {
+  try {
+    const state = await readNodeState(paths)
+    if (!state.diskUuid || !config.metadata) return
+    const node = kubernetesNodeName(config.metadata.self.name)
+    await retry(() => stateDisks.register(state.diskUuid!, { node, role: state.role }), {
+      attempts: Number.POSITIVE_INFINITY,
+      initialDelayMs: 1_000,
+      maxDelayMs: 30_000,
+      retryable: () => true,
+      signal,
+      onRetry: (err, attempt) =>
+        log.warn("Registering this node's state disk failed; trying again", {
+          attempt,
+          error: chainMessage(err),
+        }),
+    })
+    log.info("Registered this node's state disk", { diskUUID: state.diskUuid, node })
+  } catch (err) {
+    if (!signal.aborted)
+      log.warn("This node's state disk is not registered: it cannot rejoin without `constellation recover`", {
+        error: chainMessage(err),
+      })
   }
 }
 

@@ -5,10 +5,10 @@ export const LAYERS: readonly (readonly string[])[] = [
   ['yaml', 'ui'],
   ['tpm', 'versions', 'x509', 'grpc', 'kube'],
   ['kms', 'attestation'],
-  ['atls'],
+  ['atls', 'statedisk'],
   ['config'],
   ['nodeconfig'],
-  ['bootstrapper', 'init', 'verify', 'upgrade', 'bootstrapdata', 'joinservice'],
+  ['bootstrapper', 'init', 'verify', 'upgrade', 'bootstrapdata', 'joinservice', 'recover'],
 ]
 
 export function layerOf(domain: string): number {

@@ -66,7 +66,8 @@ async function expectServes(machine: string, generated: NodeConfigDoc): Promise<
   const tmp = await makeTempDir()
   const swtpm = await startSwtpm()
   try {
-    const disk = await createLuksImage(tmp.dir)
+    // as state-disk setup leaves a fresh disk: its boot key under the node's root
+    const disk = await createLuksImage(tmp.dir, { root: path.join(tmp.dir, 'root') })
     const port = await freePort()
     // Only where the node's devices, port and root are, and its peers on loopback (its JoinClient
     // dials them at once; tests send nothing off this machine); everything else as generated.
@@ -82,7 +83,7 @@ async function expectServes(machine: string, generated: NodeConfigDoc): Promise<
       tpm: { swtpm: swtpm.endpoint },
       root: path.join(tmp.dir, 'root'),
       initServer: { listen: `127.0.0.1:${port}` },
-      stateDisk: { ...generated.stateDisk, device: disk.image, initialKeyFile: disk.initialKeyFile },
+      stateDisk: { ...generated.stateDisk, device: disk.image },
       metadata,
     }
     expect(Object.keys(local), machine).to.deep.equal(Object.keys(generated))

@@ -125,7 +125,7 @@ describe('attested bootstrap data (no secret in user data)', () => {
       const run = generateBootstrapData(
         testOptions(ws.dir, {
           format: 'attested-ignition',
-          stateDisk: { device: 'sdb', initialKeyFile: '/run/key' },
+          stateDisk: { device: 'sdb' },
         }),
         await testDeps(input),
       )

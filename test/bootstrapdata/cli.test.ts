@@ -142,10 +142,7 @@ describe('constellation bootstrap-data generate (CLI)', function () {
       expect(await checkInitSecret(Buffer.from(secret ?? '', 'hex'), nodeConfig.initSecretHash)).to.equal(
         true,
       )
-      expect(nodeConfig.stateDisk).to.deep.equal({
-        device: '/dev/sdb',
-        initialKeyFile: '/run/cryptsetup-keys.d/state.key',
-      })
+      expect(nodeConfig.stateDisk).to.deep.equal({ device: '/dev/sdb' })
     }
   })
 

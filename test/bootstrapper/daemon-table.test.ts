@@ -28,7 +28,7 @@ const request = InitRequest.fromPartial({
 const settings: BootstrapperSettings = {
   initServer: { listen: '127.0.0.1:0' },
   initSecretHash,
-  stateDisk: { device: '/dev/stub-state-disk', initialKeyFile: '/nonexistent/initial.key' },
+  stateDisk: { device: '/dev/stub-state-disk' },
   metadata: {
     provider: 'static',
     self: { name: 'cp_0', role: 'control-plane', vpcIP: '127.0.0.1' },
@@ -75,6 +75,7 @@ async function startStubNode(dir: string, opts: StubOptions) {
         events.push('changeKey')
         return opts.changeKeyFails ? Promise.reject(new Error('cryptsetup exited 2')) : Promise.resolve()
       },
+      writeMark: (mark) => Promise.resolve(void events.push(`mark ${mark}`)),
     },
     installer: (_components, signal) => {
       events.push('stage')
@@ -158,7 +159,7 @@ describe('Bootstrapper on stub parts', function () {
       'init ok: lock, disk key and components, kubeadm; answers the kubeconfig and stops serving': {
         stub: {},
         want: { code: status.OK, kubeconfig: 'admin kubeconfig' },
-        wantEvents: ['stage', 'lock', 'changeKey', 'install', 'kubeadm'],
+        wantEvents: ['stage', 'lock', 'changeKey', 'install', 'mark initialized', 'kubeadm'],
         wantOutcome: 'initialized',
         wantDone: true,
       },

@@ -51,8 +51,8 @@ describe('initializeNode refuses bad requests before touching anything', () => {
             return Promise.resolve('00000000-0000-0000-0000-000000000000')
           },
           changeKey: () => Promise.resolve(void spyCalls.push('changeKey')),
+          writeMark: () => Promise.resolve(void spyCalls.push('writeMark')),
         },
-        initialKeyFile: '/nonexistent',
         paths: nodePaths('/nonexistent-root'),
         self: { name: 'n', role: 'control-plane' as const, vpcIP: '10.0.0.1' },
         stageComponents: () => {
@@ -80,7 +80,7 @@ describe('initializeNode: components are fetched and verified before the node lo
     { failing?: 'stage' | 'uuid' | 'changeKey'; want?: RegExp; wantEvents: string[]; locked: boolean }
   > = {
     'both succeed: the disk is read while components are staged, then lock, re-key + install, kubeadm': {
-      wantEvents: ['uuid', 'stage', 'lock', 'changeKey', 'install', 'discard', 'kubeadm'],
+      wantEvents: ['uuid', 'stage', 'lock', 'changeKey', 'install', 'mark', 'discard', 'kubeadm'],
       locked: true,
     },
     'the download fails: refused before the lock, nothing re-keyed or installed': {
@@ -121,8 +121,8 @@ describe('initializeNode: components are fetched and verified before the node lo
                 () => '0A1B2C3D-0000-0000-0000-000000000000',
               ),
             changeKey: step('changeKey', tc.failing === 'changeKey' ? 'cryptsetup exited 2' : undefined),
+            writeMark: step('mark'),
           },
-          initialKeyFile: '/nonexistent',
           paths: nodePaths(dir),
           self: { name: 'n', role: 'control-plane' as const, vpcIP: '10.0.0.1' },
           stageComponents: () =>

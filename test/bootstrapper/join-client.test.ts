@@ -130,8 +130,8 @@ async function setUp(dir: string, tc: Setup) {
     disk: {
       uuid: () => Promise.resolve(void events.push('uuid')).then(() => DISK_UUID),
       changeKey: (_old, key) => Promise.resolve(void events.push(`changeKey ${key.length}`)),
+      writeMark: (mark) => Promise.resolve(void events.push(`mark ${mark}`)),
     },
-    initialKeyFile: '/nonexistent/initial.key',
     paths: nodePaths(dir),
     stageComponents: () => {
       events.push('stage')
@@ -172,9 +172,9 @@ describe('NodeJoinClient on stub parts', function () {
         'stage',
         'lock',
         'onLocked',
-        'uuid',
         'changeKey 32',
         'install',
+        'mark initialized',
         'kubeadm join',
         'discard',
       ],
@@ -193,9 +193,9 @@ describe('NodeJoinClient on stub parts', function () {
         'stage',
         'lock',
         'onLocked',
-        'uuid',
         'changeKey 32',
         'install',
+        'mark initialized',
         'kubeadm join',
         'discard',
       ],
@@ -209,9 +209,9 @@ describe('NodeJoinClient on stub parts', function () {
         'stage',
         'lock',
         'onLocked',
-        'uuid',
         'changeKey 32',
         'install',
+        'mark initialized',
         'kubeadm join',
         'discard',
       ],
@@ -253,6 +253,7 @@ describe('NodeJoinClient on stub parts', function () {
     expect(JSON.parse(await readFile(paths.nodeStateFile, 'utf8'))).to.deep.equal({
       Role: 'Worker',
       MeasurementSalt: MEASUREMENT_SALT.toString('base64'),
+      DiskUUID: DISK_UUID.toLowerCase(),
     })
     expect(await mode(paths.kubeletClientCert)).to.equal(0o600)
     expect(await mode(paths.kubeletClientKey)).to.equal(0o600)

@@ -15,7 +15,8 @@ import {
   type Measurements,
   encodeJoinConfig,
 } from '../../src/lib/attestation/index.js'
-import { attestedJoinTicketRequester, CryptsetupDisk } from '../../src/lib/bootstrapper/index.js'
+import { attestedJoinTicketRequester } from '../../src/lib/bootstrapper/index.js'
+import { CryptsetupDisk } from '../../src/lib/statedisk/index.js'
 import {
   createJoinService,
   createKubeletSigner,
@@ -40,6 +41,7 @@ import { createTokenIssuer } from '../../src/lib/kube/index.js'
 import { expect } from '../support/chai.js'
 import { FakeKubeApiDir } from '../support/fake-kube-api-dir.js'
 import { freePort } from '../support/ports.js'
+import { InMemoryStateDisks } from '../support/state-disks.js'
 import { startSwtpm, type SwtpmHandle } from '../support/swtpm.js'
 import { startLocalNode, type LocalNode } from '../support/local-node.js'
 import { makeClusterCa, MASTER, MEASUREMENT_SALT, serviceFiles } from '../joinservice/fakes.js'
@@ -99,6 +101,7 @@ async function startJoinService(
   if (opts.keyServiceUp) await keyService.start()
   const keysAsked: string[] = []
   const components = (await initRequest(node)).kubernetesComponents
+  const stateDisks = new InMemoryStateDisks()
   const service = createJoinService({
     listen: '127.0.0.1:0',
     validatorSource: validatorSourceFrom(store, (m) => createValidator('qemu-vtpm', m)),
@@ -111,6 +114,7 @@ async function startJoinService(
     ca,
     controlPlaneServiceFiles: serviceFiles,
     components: () => Promise.resolve(components),
+    stateDisks,
     cluster: { measurementSalt: MEASUREMENT_SALT, apiServerEndpoint: API_SERVER },
     clock: () => new Date(),
     logger,
@@ -228,6 +232,7 @@ describe('join on loopback: join service, key service and a joining node', funct
     expect(state).to.deep.equal({
       Role: self.role === 'control-plane' ? 'ControlPlane' : 'Worker',
       MeasurementSalt: MEASUREMENT_SALT.toString('base64'),
+      DiskUUID: uuid,
     })
     const cert = new X509Certificate(await readFile(paths.kubeletClientCert))
     expect(cert.subject).to.equal(`CN=system:node:${self.name}\nO=system:nodes`)

@@ -27,15 +27,32 @@ describe('systemd units', () => {
   let units: string[]
   before(async () => (units = (await readdir(UNIT_DIR)).filter((f) => f.endsWith('.service')).sort()))
 
-  it('ships the bootstrapper, key service and join service units', () => {
+  it('ships the state-disk, bootstrapper, key service and join service units', () => {
     expect(units).to.deep.equal([
       'constellation-bootstrapper.service',
       'constellation-joinservice.service',
       'constellation-keyservice.service',
+      'constellation-state-disk.service',
     ])
     expect([...CONTROL_PLANE_UNITS].sort()).to.deep.equal(
-      units.filter((u) => u !== 'constellation-bootstrapper.service'),
+      units.filter((u) => !/bootstrapper|state-disk/.test(u)),
     )
+  })
+
+  it('boot order: the state disk first (it waits for the key of a rebooted node), then the bootstrapper and the services', async () => {
+    const unit = async (name: string) => keysOf(await readFile(path.join(UNIT_DIR, name), 'utf8'))
+    const disk = await unit('constellation-state-disk.service')
+    expect(disk.Type).to.equal('oneshot')
+    expect(disk.RemainAfterExit).to.equal('yes')
+    expect(disk.TimeoutStartSec).to.equal('infinity')
+    expect(disk.Before).to.include('constellation-bootstrapper.service')
+    const bootstrapper = await unit('constellation-bootstrapper.service')
+    expect(bootstrapper.Requires).to.equal('constellation-state-disk.service')
+    expect(bootstrapper.After).to.include('constellation-state-disk.service')
+    expect(bootstrapper.FailureAction).to.equal('none')
+    // their files live on the state disk
+    for (const name of CONTROL_PLANE_UNITS)
+      expect((await unit(name)).After, name).to.include('constellation-state-disk.service')
   })
 
   it('systemd-analyze verify accepts every line (ExecStart pointed at an executable that exists)', async () => {
@@ -56,10 +73,12 @@ describe('systemd units', () => {
     }
   })
 
-  it('the services restart on failure; the bootstrapper runs once per boot', async () => {
+  it('the services restart on failure; state-disk setup and the bootstrapper run once per boot', async () => {
     for (const unit of units) {
       const keys = keysOf(await readFile(path.join(UNIT_DIR, unit), 'utf8'))
-      expect(keys.Restart, unit).to.equal(unit === 'constellation-bootstrapper.service' ? 'no' : 'on-failure')
+      const once = /bootstrapper|state-disk/.test(unit)
+      if (once) expect(keys.Restart ?? 'no', unit).to.equal('no')
+      else expect(keys.Restart, unit).to.equal('on-failure')
       expect(keys.UMask, unit).to.equal('0077')
     }
   })

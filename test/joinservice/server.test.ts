@@ -4,6 +4,7 @@
  */
 import * as grpc from '@grpc/grpc-js'
 import path from 'node:path'
+import { InMemoryStateDisks } from '../support/state-disks.js'
 import { expect } from '../support/chai.js'
 import { makeTempDir } from '../support/temp.js'
 import { createFakeAttestation, type FakeAttestation } from '../support/fake-attestation.js'
@@ -98,6 +99,7 @@ describe('join service over aTLS', function () {
   let tokens: FakeTokenIssuer
   let keysAsked: string[]
   let keyService: DataKeyGetter
+  let stateDisks: InMemoryStateDisks
 
   before(async () => (ca = await makeClusterCa()))
   beforeEach(async () => {
@@ -107,6 +109,7 @@ describe('join service over aTLS', function () {
     tokens = new FakeTokenIssuer()
     keysAsked = []
     keyService = realDataKeys()
+    stateDisks = new InMemoryStateDisks()
     await writeFileAtomic(path.join(dir, 'join-config.json'), encodeJoinConfig(fake.measurements))
   })
   afterEach(async () => {
@@ -133,6 +136,7 @@ describe('join service over aTLS', function () {
       ca,
       controlPlaneServiceFiles: serviceFiles,
       components: async () => COMPONENTS,
+      stateDisks,
       cluster: { measurementSalt: MEASUREMENT_SALT, apiServerEndpoint: '10.0.0.1:6443' },
       clock: () => new Date(),
       logger,
@@ -325,8 +329,9 @@ describe('join service over aTLS', function () {
     expect(audits()[0]).to.include({ verdict: 'error' })
   })
 
-  it('issues a rejoin ticket: the disk key and measurement secret only', async () => {
+  it('issues a rejoin ticket for a disk of the cluster: the disk key and measurement secret only, audited with its node', async () => {
     await start()
+    await stateDisks.register(UUID, { node: 'worker-7', role: 'worker' })
     const ticket = await call<IssueRejoinTicketResponse>(fake.issuer(), (c, done) =>
       c.issueRejoinTicket({ diskUuid: UUID }, new grpc.Metadata(), options(), done),
     )
@@ -334,7 +339,23 @@ describe('join service over aTLS', function () {
       stateDiskKey: kms.diskKey(UUID),
       measurementSecret: kms.measurementSecret(),
     })
-    expect(audits()[0]).to.include({ rpc: 'IssueRejoinTicket', verdict: 'ok' })
+    expect(audits()[0]).to.include({
+      rpc: 'IssueRejoinTicket',
+      verdict: 'ok',
+      node: 'worker-7',
+      role: 'worker',
+    })
+  })
+
+  it('refuses a rejoin for a disk it does not know, and audits the refusal', async () => {
+    await start()
+    const err = await call<IssueRejoinTicketResponse>(fake.issuer(), (c, done) =>
+      c.issueRejoinTicket({ diskUuid: UUID }, new grpc.Metadata(), options(), done),
+    ).catch((e: grpc.ServiceError) => e)
+    expect((err as grpc.ServiceError).code).to.equal(grpc.status.PERMISSION_DENIED)
+    expect((err as grpc.ServiceError).details).to.match(/^disk_uuid: .* is not a state disk of this cluster/)
+    expect(keysAsked).to.deep.equal([])
+    expect(audits()[0]).to.include({ rpc: 'IssueRejoinTicket', verdict: 'refused', role: 'unknown' })
   })
 
   it('never writes a secret to its log or audit lines', async () => {

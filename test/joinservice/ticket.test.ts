@@ -13,6 +13,7 @@ import {
 } from '../../src/lib/joinservice/ticket.js'
 import type { ClusterCa } from '../../src/lib/joinservice/cluster-ca.js'
 import type { CsrFields } from '../../src/lib/joinservice/csr-policy.js'
+import { InMemoryStateDisks } from '../support/state-disks.js'
 import {
   certOf,
   COMPONENTS,
@@ -40,6 +41,7 @@ describe('join tickets', () => {
   /** A spy around the data keys: which IDs were asked for. */
   function deps(opts: { dataKey?: DataKeyGetter; tokens?: FakeTokenIssuer } = {}) {
     const asked: string[] = []
+    const stateDisks = new InMemoryStateDisks()
     const dataKey = opts.dataKey ?? realDataKeys()
     const d: TicketDeps = {
       dataKey: (id, length) => (asked.push(`${id}/${length}`), dataKey(id, length)),
@@ -49,9 +51,10 @@ describe('join tickets', () => {
       controlPlaneServiceFiles: serviceFiles,
       components: async () => COMPONENTS,
       measurementSalt: MEASUREMENT_SALT,
+      stateDisks,
       apiServerEndpoint: '10.0.0.1:6443',
     }
-    return { d, asked }
+    return { d, asked, stateDisks }
   }
   const request = async (
     over: Partial<IssueJoinTicketRequest> = {},
@@ -216,14 +219,28 @@ describe('join tickets', () => {
     })
 
   describe('rejoin', () => {
-    it('issues the disk key and measurement secret only', async () => {
-      const { d, asked } = deps()
-      const ticket = await issueRejoinTicket({ diskUuid: UUID }, d)
+    it('issues the disk key and measurement secret only, for a disk a join ticket registered', async () => {
+      const { d, asked, stateDisks } = deps()
+      await issueJoinTicket(check(await request()), d)
+      expect(stateDisks.disks.get(UUID)).to.deep.equal({ node: 'worker-1', role: 'worker' })
+      asked.length = 0
+      const known: unknown[] = []
+      const ticket = await issueRejoinTicket({ diskUuid: UUID }, d, (record) => known.push(record))
       expect(ticket).to.deep.equal({
         stateDiskKey: kms.diskKey(UUID),
         measurementSecret: kms.measurementSecret(),
       })
       expect(asked.sort()).to.deep.equal([`${UUID}/32`, 'measurementSecret/32'])
+      expect(known).to.deep.equal([{ node: 'worker-1', role: 'worker' }])
+    })
+
+    it('refuses a disk the cluster never issued a ticket for, asking for no key', async () => {
+      const { d, asked } = deps()
+      await expect(issueRejoinTicket({ diskUuid: UUID }, d)).to.be.rejectedWith(
+        JoinRefusedError,
+        /^disk_uuid: [0-9a-f-]{36} is not a state disk of this cluster/,
+      )
+      expect(asked).to.deep.equal([])
     })
 
     it('refuses a disk UUID that is not one, asking for no key', async () => {

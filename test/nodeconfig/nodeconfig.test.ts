@@ -11,7 +11,7 @@ initServer:
 initSecretHash: $2a$10$abcdefghijklmnopqrstuu5ySmH6TgnwhSUCqSnQRvSWdkm1rHHQe
 stateDisk:
   device: /tmp/node/state.img
-  initialKeyFile: /tmp/node/initial.key
+  pbkdf: { type: pbkdf2, iterations: 1000 }
 metadata:
   provider: static
   self: { name: cp-0, role: control-plane, vpcIP: 10.0.0.2 }
@@ -37,6 +37,7 @@ describe('node config', () => {
     expect(cfg.joinService?.listen).to.equal('0.0.0.0:30090')
     // the key service authenticates no caller: loopback unless told otherwise
     expect(cfg.keyService.listen).to.equal('127.0.0.1:9000')
+    expect(cfg.recoveryServer.listen).to.equal('0.0.0.0:9999')
     expect(cfg.kubeconfig).to.equal('/tmp/node/etc/kubernetes/admin.conf')
     expect(cfg.metadata?.peers).to.deep.equal([])
   })
@@ -57,6 +58,17 @@ describe('node config', () => {
     'a bad join service address': {
       text: full + 'joinService:\n  listen: 30090\n',
       want: ['16: joinService.listen: must be string'],
+    },
+    "a key the node derives itself (the initial key is state-disk setup's, not the operator's)": {
+      text: full.replace(
+        '  device: /tmp/node/state.img',
+        '  device: /tmp/node/state.img\n  initialKeyFile: /k',
+      ),
+      want: ['10: stateDisk.initialKeyFile: unknown key'],
+    },
+    'a bad recovery server address': {
+      text: full + 'recoveryServer:\n  listen: "*:9999"\n',
+      want: ['16: recoveryServer.listen: "*:9999" is not HOST:PORT'],
     },
     'a bad key service address': {
       text: full + 'keyService:\n  listen: "[::1]"\n',

@@ -9,6 +9,7 @@ import * as components from '../../src/gen/components.js'
 import * as init from '../../src/gen/init.js'
 import * as join from '../../src/gen/join.js'
 import * as kms from '../../src/gen/keyservice.js'
+import * as recover from '../../src/gen/recover.js'
 
 /** Field numbers exactly as Constellation's protos (shared/reference/constellation.md §2). */
 const WIRE: Record<string, Record<string, number>> = {
@@ -56,6 +57,8 @@ const WIRE: Record<string, Record<string, number>> = {
   'join.IssueRejoinTicketResponse': { state_disk_key: 1, measurement_secret: 2 },
   'kms.GetDataKeyRequest': { data_key_id: 1, length: 2 },
   'kms.GetDataKeyResponse': { data_key: 1 },
+  'recoverproto.RecoverMessage': { kms_uri: 3, storage_uri: 4 },
+  'recoverproto.RecoverResponse': {},
 }
 
 const b = (s: string) => Buffer.from(s)
@@ -150,6 +153,11 @@ const samples: Array<{
   },
   { name: 'kms.GetDataKeyRequest', fns: kms.GetDataKeyRequest, value: { dataKeyId: 'key-abc', length: 32 } },
   { name: 'kms.GetDataKeyResponse', fns: kms.GetDataKeyResponse, value: { dataKey: Buffer.alloc(32, 5) } },
+  {
+    name: 'recoverproto.RecoverMessage',
+    fns: recover.RecoverMessage,
+    value: { kmsUri: 'kms://cluster-kms?key=AAAA&salt=BBBB', storageUri: 'storage://no-store' },
+  },
 ]
 
 describe('protocol definitions', () => {
@@ -180,6 +188,7 @@ describe('protocol definitions', () => {
     expect(join.APIService.issueJoinTicket.path).to.equal('/join.API/IssueJoinTicket')
     expect(join.APIService.issueRejoinTicket.path).to.equal('/join.API/IssueRejoinTicket')
     expect(kms.APIService.getDataKey.path).to.equal('/kms.API/GetDataKey')
+    expect(recover.APIService.recover.path).to.equal('/recoverproto.API/Recover')
   })
 
   for (const [i, sample] of samples.entries()) {

@@ -11,6 +11,8 @@ import { CLI_ARGS, REPO_ROOT } from './cli.js'
 
 const FAKE_SYSTEMCTL_DIR = path.join(REPO_ROOT, 'test/fixtures/systemctl-fake')
 const UNIT_TEMPLATES = path.join(REPO_ROOT, 'templates/systemd')
+/** The machine image's kubelet unit, as a stand-in (see the file). */
+const KUBELET_UNIT = path.join(REPO_ROOT, 'test/fixtures/kubelet-unit/kubelet.service')
 const STOP_GRACE_MS = 15_000
 
 export interface FakeSystemd {
@@ -20,7 +22,7 @@ export interface FakeSystemd {
   journal(unit: string): Promise<string>
   /** The pid of a started unit, undefined if it was never started. */
   pid(unit: string): Promise<number | undefined>
-  /** SIGTERM to every started unit, SIGKILL after a grace; resolves once all are gone. */
+  /** SIGTERM to every started unit, SIGKILL after a grace; resolves once all are gone (as at a shutdown). */
   stop(): Promise<void>
 }
 
@@ -52,6 +54,7 @@ export async function installFakeSystemd(opts: FakeSystemdOptions): Promise<Fake
       .replaceAll('/var/config/', path.join(opts.root, 'var/config') + '/')
     await writeFile(path.join(unitDir, unit), text)
   }
+  await writeFile(path.join(unitDir, 'kubelet.service'), await readFile(KUBELET_UNIT))
   const pid = async (unit: string) => {
     const text = await readFile(path.join(stateDir, `${unit}.pid`), 'utf8').catch(() => undefined)
     return text === undefined ? undefined : Number(text)
@@ -68,7 +71,8 @@ export async function installFakeSystemd(opts: FakeSystemdOptions): Promise<Fake
     async stop() {
       const units = (await readdir(stateDir)).filter((f) => f.endsWith('.pid')).map((f) => f.slice(0, -4))
       await Promise.all(units.map(async (unit) => stopProcess((await pid(unit)) ?? 0)))
-      await rm(stateDir, { recursive: true, force: true })
+      // the journals stay (a test reads them across a reboot); the node's temp dir goes with the test
+      await Promise.all(units.map((unit) => rm(path.join(stateDir, `${unit}.pid`), { force: true })))
     },
   }
 }

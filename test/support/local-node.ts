@@ -75,7 +75,7 @@ export async function startLocalNode(): Promise<LocalNode> {
   const { dir, cleanup } = await makeTempDir()
   const root = path.join(dir, 'root')
   const configFile = path.join(dir, 'node-config.yaml')
-  const [keyPort, joinPort] = [await freePort(), await freePort()]
+  const [keyPort, joinPort, recoveryPort] = [await freePort(), await freePort(), await freePort()]
   const systemd = await installFakeSystemd({ dir: path.join(dir, 'systemd'), nodeConfig: configFile, root })
   const workspace = path.join(dir, 'ws')
   const swtpm = await startSwtpm()
@@ -86,7 +86,7 @@ export async function startLocalNode(): Promise<LocalNode> {
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
   const componentsUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
   try {
-    const disk = await createLuksImage(dir)
+    const disk = await createLuksImage(dir, { root })
     await generateWorkspace({
       workspace,
       provider: 'qemu',
@@ -126,11 +126,12 @@ export async function startLocalNode(): Promise<LocalNode> {
         initServer: { listen },
         verifyService: { listen: '127.0.0.1:1' },
         keyService: { listen: `127.0.0.1:${keyPort}` },
+        recoveryServer: { listen: `127.0.0.1:${recoveryPort}` },
         joinService: { listen: `127.0.0.1:${joinPort}` },
         kubeconfig: path.join(root, 'etc/kubernetes/admin.conf'),
         initSecretHash,
         kubeadm: path.join(root, 'run/state/bin/kubeadm'),
-        stateDisk: { device: disk.image, initialKeyFile: disk.initialKeyFile, pbkdf: TEST_PBKDF },
+        stateDisk: { device: disk.image, pbkdf: TEST_PBKDF },
         metadata: {
           provider: 'static',
           self: { name: 'cp_0', role: 'control-plane', vpcIP: '127.0.0.1' },

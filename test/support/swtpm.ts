@@ -14,6 +14,11 @@ export interface SwtpmHandle {
   endpoint: string
   open: OpenTpm
   stop(): Promise<void>
+  /**
+   * A reboot of the machine the TPM sits in: a new swtpm process over the same state (NV kept, PCRs
+   * reset), on new ports; host, port, endpoint and open name the new one afterwards.
+   */
+  restart(): Promise<void>
 }
 
 const HOST = '127.0.0.1'
@@ -33,6 +38,35 @@ export async function startSwtpm(opts: SwtpmOptions = {}): Promise<SwtpmHandle> 
       await cleanup()
       throw err
     })
+  let running: { child: ChildProcess; port: number }
+  try {
+    running = await spawnSwtpm(stateDir)
+  } catch (err) {
+    await cleanup()
+    throw err
+  }
+  const handle: SwtpmHandle = {
+    host: HOST,
+    port: running.port,
+    endpoint: `${HOST}:${running.port}`,
+    open: openSwtpm(HOST, running.port),
+    stop: once(async () => {
+      await kill(running.child)
+      await cleanup()
+    }),
+    async restart() {
+      await kill(running.child)
+      running = await spawnSwtpm(stateDir)
+      handle.port = running.port
+      handle.endpoint = `${HOST}:${running.port}`
+      handle.open = openSwtpm(HOST, running.port)
+    },
+  }
+  return handle
+}
+
+/** swtpm on free ports over `stateDir`; a port taken between freePort() and bind is retried with new ones. */
+async function spawnSwtpm(stateDir: string): Promise<{ child: ChildProcess; port: number }> {
   let lastError: unknown
   for (let attempt = 0; attempt < START_ATTEMPTS; attempt++) {
     // the tss2 swtpm TCTI (tpm2-tools) expects the control port right after the server port
@@ -58,22 +92,12 @@ export async function startSwtpm(opts: SwtpmOptions = {}): Promise<SwtpmHandle> 
     child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()))
     try {
       await waitUntilAccepting(child, port, () => stderr)
-      return {
-        host: HOST,
-        port,
-        endpoint: `${HOST}:${port}`,
-        open: openSwtpm(HOST, port),
-        stop: once(async () => {
-          await kill(child)
-          await cleanup()
-        }),
-      }
+      return { child, port }
     } catch (err: unknown) {
       lastError = err
-      await kill(child) // a port taken between freePort() and bind: retry with new ports
+      await kill(child)
     }
   }
-  await cleanup()
   throw new Error(`starting swtpm failed ${START_ATTEMPTS} times`, { cause: lastError })
 }
 

@@ -8,14 +8,25 @@
  * services listen on another loopback address (127.0.0.2, …) with the same join port, as control
  * planes on separate hosts would: a joining node dials its control-plane peers at its own join port.
  */
+import { rm } from 'node:fs/promises'
 import path from 'node:path'
+import { createAttestedServerCredentials } from '../../src/lib/atls/index.js'
+import { attestedRejoinTicketRequester, type SetupOutcome } from '../../src/lib/bootstrapper/index.js'
 import type { NodeMember, NodeRole } from '../../src/lib/nodeconfig/index.js'
+import { nodePaths } from '../../src/lib/paths.js'
+import { RecoveryServer } from '../../src/lib/statedisk/index.js'
+import { createLogger, createRunner } from '../../src/lib/system/index.js'
+import { nodeIssuer } from '../../src/wiring/node.js'
+import { buildStateDiskSetup } from '../../src/wiring/state-disk.js'
+import { runCli, type CliResult } from './cli.js'
 import { FakeApiServer } from './fake-apiserver.js'
 import type { FakeSystemd } from './fake-systemd.js'
 import { startDaemonProcess, startLocalNode, type DaemonProcess, type LocalNode } from './local-node.js'
 import { freePort, waitForPort } from './ports.js'
+import { RecordingMounter } from './recording-mounter.js'
 import { makeTempDir } from './temp.js'
 import { writeFile } from 'node:fs/promises'
+import { stringifyYaml } from '../../src/lib/yaml/index.js'
 
 export interface ClusterNodeSpec {
   name: string
@@ -33,10 +44,32 @@ export interface ClusterNode {
   keyPort: number
   /** The member other nodes list as their peer, at this node's service address. */
   member: NodeMember
-  /** Starts `bootstrap run` (it exits once initialized or joined). */
-  start(): Promise<DaemonProcess>
+  /** Starts `bootstrap run` (it exits once initialized or joined); `env` reaches it and kubeadm. */
+  start(env?: NodeJS.ProcessEnv): Promise<DaemonProcess>
   /** Resolves once this control plane's join service accepts connections. */
   servicesUp(): Promise<void>
+  /**
+   * A reboot: the node's services stop, its swtpm restarts over the same state (PCRs reset), its
+   * memory-backed /run (the boot's key, scratch files) is emptied; the disk image and what the
+   * state disk holds stay.
+   */
+  reboot(): Promise<void>
+  /** `state-disk setup` in this process (the mount boundary is a RecordingMounter): see BootingDisk. */
+  setupDisk(): Promise<BootingDisk>
+  /** `bootstrap run` as a process on a node that needs no Init server port (a rebooted one): its result. */
+  bootRun(): Promise<CliResult>
+}
+
+export interface BootingDisk {
+  /** Resolves with the outcome once setup is done (it waits while the node has no key). */
+  done: Promise<SetupOutcome>
+  mounter: RecordingMounter
+  /** The JSON lines setup logged so far. */
+  lines: string[]
+  /** HOST:PORT where the node serves `constellation recover` while it waits. */
+  recoveryEndpoint: string
+  /** SIGTERM's effect: the wait ends, setup rejects. */
+  stop(): Promise<void>
 }
 
 export interface TestCluster {
@@ -90,8 +123,8 @@ export async function startTestCluster(): Promise<TestCluster> {
       systemd,
       keyPort,
       member: { name: spec.name, role: spec.role, vpcIP: serviceHost },
-      async start() {
-        const daemon = await startDaemonProcess(node.local, kubeadmEnv)
+      async start(env = {}) {
+        const daemon = await startDaemonProcess(node.local, { ...kubeadmEnv, ...env })
         daemons.push(daemon)
         return daemon
       },
@@ -104,9 +137,68 @@ export async function startTestCluster(): Promise<TestCluster> {
           )
           throw new Error(`${spec.name}'s services are not up\n${journals.join('\n')}`, { cause: err })
         }),
+      async reboot() {
+        await systemd.stop()
+        await local.swtpm.restart()
+        const paths = nodePaths(local.root)
+        await rm(paths.runtimeDir, { recursive: true, force: true })
+        await rm(path.dirname(paths.stateDiskInitialKeyFile), { recursive: true, force: true })
+      },
+      setupDisk: () => setupDisk(node),
+      async bootRun() {
+        await writeFile(
+          local.configFile,
+          stringifyYaml(node.local.nodeConfig(`127.0.0.1:${await freePort()}`)),
+        )
+        return runCli(['bootstrap', 'run', '--config', local.configFile], {
+          timeoutMs: 60_000,
+          env: { ...systemd.env, ...kubeadmEnv },
+        })
+      },
     }
     nodes.push(node)
     return node
+  }
+
+  /** The node's own config and TPM, as the state-disk unit would read them after this boot's swtpm start. */
+  async function setupDisk(node: ClusterNode): Promise<BootingDisk> {
+    const config = node.local.nodeConfig('127.0.0.1:0')
+    const paths = nodePaths(config.root)
+    const mounter = new RecordingMounter(paths)
+    const lines: string[] = []
+    const log = createLogger({ format: 'json', write: (l) => lines.push(l), component: 'state-disk' })
+    const issuer = nodeIssuer(config, node.local.swtpm.open)
+    const stop = new AbortController()
+    const done = buildStateDiskSetup(
+      config,
+      {
+        openTpm: node.local.swtpm.open,
+        runner: createRunner(),
+        mounter,
+        requestRejoinTicket: attestedRejoinTicketRequester(issuer),
+        recoveryEndpoint: (recover) =>
+          new RecoveryServer({
+            listen: config.recoveryServer.listen,
+            credentials: createAttestedServerCredentials({ issuer }),
+            recover,
+            log,
+          }),
+        log,
+        retry: { initialDelayMs: 200, maxDelayMs: 1_000, jitter: 0 },
+      },
+      stop.signal,
+    )
+    done.catch(() => {}) // a test that stops it awaits the rejection itself
+    return {
+      done,
+      mounter,
+      lines,
+      recoveryEndpoint: config.recoveryServer.listen,
+      async stop() {
+        stop.abort(new Error('state-disk setup was stopped'))
+        await done.catch(() => {})
+      },
+    }
   }
 
   return {

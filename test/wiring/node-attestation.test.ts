@@ -32,11 +32,12 @@ function nodeConfig(tpm: SwtpmHandle, root: string): BootstrapperConfig {
     initServer: { listen: '127.0.0.1:0' },
     verifyService: { listen: '127.0.0.1:0' },
     keyService: { listen: '127.0.0.1:0' },
+    recoveryServer: { listen: '127.0.0.1:0' },
     kubeconfig: path.join(root, 'etc/kubernetes/admin.conf'),
     initSecretHash: '$2b$04$unused',
     kubeadm: path.join(root, 'run/state/bin/kubeadm'),
     // no disk: the bootstrapper only warns until an Init needs it
-    stateDisk: { device: path.join(root, 'no-state-disk'), initialKeyFile: path.join(root, 'no-key') },
+    stateDisk: { device: path.join(root, 'no-state-disk') },
     metadata: {
       provider: 'static',
       self: { name: 'cp_0', role: 'control-plane', vpcIP: '127.0.0.1' },

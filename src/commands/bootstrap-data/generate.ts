@@ -69,10 +69,6 @@ export default class BootstrapDataGenerate extends BaseCommand {
       description: "attested formats: the machines' LUKS2 state disk",
       default: DEFAULT_STATE_DISK.device,
     }),
-    'state-disk-key-file': Flags.string({
-      description: "attested formats: the file holding the state disk's initial passphrase on the machine",
-      default: DEFAULT_STATE_DISK.initialKeyFile,
-    }),
   }
 
   async run(): Promise<GenerateResult> {
@@ -94,7 +90,7 @@ export default class BootstrapDataGenerate extends BaseCommand {
         kubeconfig: flags.kubeconfig,
         tokenTtlMs: parseDuration(flags['token-ttl'], '--token-ttl'),
         attestationVariant: flags['attestation-variant'],
-        stateDisk: { device: flags['state-disk'], initialKeyFile: flags['state-disk-key-file'] },
+        stateDisk: { device: flags['state-disk'] },
       },
       await bootstrapDataDeps({ s3Endpoint: flags['s3-endpoint'] }),
     )

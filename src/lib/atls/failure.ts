@@ -1,5 +1,7 @@
 /** Recognising refused attestations, also after grpc-js turned them into a failed call's details. */
 import { AttestationError } from '../attestation/index.js'
+import { messageOf } from '../errors/index.js'
+import { withoutRpcInternals } from '../grpc/index.js'
 
 /** Every refusal raised inside an aTLS handshake starts with this, so it survives grpc-js' error text. */
 export const REFUSAL_PREFIX = 'attestation refused: '
@@ -21,4 +23,14 @@ export function isAttestationFailure(err: unknown): boolean {
     cur = cur instanceof Error ? cur.cause : undefined
   }
   return false
+}
+
+/** The validator's own words (`attestation refused: …`), without what grpc-js wrapped around them. */
+export function attestationRefusalOf(err: unknown): string {
+  for (let cur: unknown = err, depth = 0; cur instanceof Error && depth < 10; cur = cur.cause, depth++) {
+    for (const text of [(cur as { details?: unknown }).details, cur.message])
+      if (typeof text === 'string' && text.includes(REFUSAL_PREFIX))
+        return text.slice(text.indexOf(REFUSAL_PREFIX))
+  }
+  return withoutRpcInternals(messageOf(err))
 }

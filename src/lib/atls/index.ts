@@ -1,7 +1,7 @@
 /** Attested TLS: certificates carrying attestation documents, nonce transport, grpc-js credentials. */
 export { createAttestedServerCredentials } from './server-credentials.js'
 export { createAttestedChannelCredentials } from './channel-credentials.js'
-export { isAttestationFailure, REFUSAL_PREFIX } from './failure.js'
+export { attestationRefusalOf, isAttestationFailure, REFUSAL_PREFIX } from './failure.js'
 export { prepareCertificateEncoder } from './certificate.js'
 export { ChallengeRegistry } from './challenge.js'
 export {

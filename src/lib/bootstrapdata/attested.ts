@@ -1,7 +1,8 @@
 /**
  * Attested mode: instead of kubeadm with a token and CA keys, the user data installs a node config
  * and enables `constellation bootstrap run`, which gets its secrets only after attestation (the
- * InitServer for the first node, the JoinService for the rest). So the user data holds nothing
+ * InitServer for the first node, the JoinService for the rest), after `state-disk setup` prepared
+ * the machine's state disk. So the user data holds nothing
  * secret: no token, no private key, no CA key. The init secret's bcrypt hash is in it (every node
  * runs the InitServer and checks the secret against it): the secret is ~190 random bits, so the
  * hash gives nothing away.
@@ -18,17 +19,14 @@ import { isControlPlane } from './parse.js'
 import { commonPlan, userFiles } from './plan.js'
 import type { BootstrapPlan, Cluster, KubeadmConfigSpec, Machine, Origin } from './types.js'
 
-export const BOOTSTRAPPER_UNIT = 'constellation-bootstrapper.service'
+/** In boot order: the state disk is set up (formatted, or reopened after a reboot) before the bootstrapper runs. */
+export const NODE_UNITS = ['constellation-state-disk.service', 'constellation-bootstrapper.service']
 
-/** The machine's LUKS2 state disk and the file the image keeps its initial passphrase in. */
+/** The machine's state disk; `state-disk setup` formats it with a random key at its first boot. */
 export interface StateDiskOptions {
   device: string
-  initialKeyFile: string
 }
-export const DEFAULT_STATE_DISK: StateDiskOptions = {
-  device: USER_DATA_PATHS.stateDisk,
-  initialKeyFile: USER_DATA_PATHS.stateDiskInitialKeyFile,
-}
+export const DEFAULT_STATE_DISK: StateDiskOptions = { device: USER_DATA_PATHS.stateDisk }
 
 export interface AttestedPlanInput {
   spec: KubeadmConfigSpec
@@ -49,7 +47,7 @@ export function attestedPlan(input: AttestedPlanInput): BootstrapPlan {
     root: '/',
     initServer: { listen: DEFAULT_INIT_SERVER_LISTEN },
     initSecretHash: input.initSecretHash,
-    stateDisk: { device: input.stateDisk.device, initialKeyFile: input.stateDisk.initialKeyFile },
+    stateDisk: { device: input.stateDisk.device },
     metadata: {
       provider: 'static',
       self: member(input.machine),
@@ -65,7 +63,7 @@ export function attestedPlan(input: AttestedPlanInput): BootstrapPlan {
       ...userFiles(input.spec, input.secrets),
       { path: NODE_CONFIG_PATH, content, owner: 'root:root', permissions: '0644' },
     ],
-    enableUnits: [BOOTSTRAPPER_UNIT],
+    enableUnits: [...NODE_UNITS],
   }
 }
 
@@ -79,7 +77,7 @@ function checkLoads(content: string, machine: Machine & { origin: Origin }): voi
       `the node config for Machine "${machine.metadata.name}" would not load in bootstrap run:\n${problems.join('\n')}`,
       {
         exitCode: 2,
-        hint: 'fix the value named (a flag: --attestation-variant, --state-disk, --state-disk-key-file; or the Machine/Cluster field it came from)',
+        hint: 'fix the value named (a flag: --attestation-variant, --state-disk; or the Machine/Cluster field it came from)',
       },
     )
   }

@@ -11,7 +11,7 @@ export const CONTROL_PLANE_UNITS = [
   'constellation-joinservice.service',
 ] as const
 /** systemctl returns once the units were started (Type=simple); anything longer is a stuck manager. */
-const SYSTEMCTL_TIMEOUT_MS = 60_000
+export const SYSTEMCTL_TIMEOUT_MS = 60_000
 
 export async function startControlPlaneServices(runner: Runner, log: Logger): Promise<void> {
   try {

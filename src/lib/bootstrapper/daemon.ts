@@ -100,7 +100,6 @@ export class Bootstrapper {
           void parts.joinClient?.stop()
         },
         disk: parts.disk,
-        initialKeyFile: config.stateDisk.initialKeyFile,
         paths: parts.paths,
         self: config.metadata.self,
         loadBalancerEndpoint: config.metadata.loadBalancerEndpoint,

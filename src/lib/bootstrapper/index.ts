@@ -1,8 +1,10 @@
-/** The node side of init and join: daemon, Init RPC, JoinClient, node lock, state disk, installer, kubeadm. */
+/**
+ * The node side of a cluster's life: state-disk setup at boot, the daemon with its Init RPC and
+ * JoinClient, the node lock, installer and kubeadm, and the rebooted node's start.
+ */
 export { Bootstrapper } from './daemon.js'
 export type { BootstrapperConfig, JoinClient } from './daemon.js'
-export { NodeLock, CLUSTER_ID_PCR } from './node-lock.js'
-export { CryptsetupDisk } from './disk.js'
+export { NodeLock, CLUSTER_ID_PCR, extendClusterIdPcr } from './node-lock.js'
 export { stageComponents } from './installer.js'
 export type { InstallerDeps } from './installer.js'
 export { httpGet } from './http-get.js'
@@ -12,7 +14,12 @@ export { LogCollector } from './logs.js'
 export { NodeJoinClient } from './join-client.js'
 export type { JoinClientDeps, JoinRetrySettings } from './join-client.js'
 export { staticJoinEndpoints } from './join-endpoints.js'
-export { attestedJoinTicketRequester } from './join-ticket-request.js'
-export type { JoinTicketRequester } from './join-ticket-request.js'
+export { attestedJoinTicketRequester, attestedRejoinTicketRequester } from './join-ticket-request.js'
+export type { JoinTicketRequester, RejoinTicketRequester } from './join-ticket-request.js'
 export { runKubeadmJoin } from './kubeadm-join.js'
 export { startControlPlaneServices, CONTROL_PLANE_UNITS } from './control-plane-services.js'
+export { rebootedNodeState, startRebootedNode, KUBELET_UNIT } from './rebooted-node.js'
+export { setupStateDisk } from './state-disk-setup.js'
+export type { SetupDisk, SetupOutcome, StateDiskSetupDeps } from './state-disk-setup.js'
+export { acquireDiskKey } from './disk-key.js'
+export type { DiskKeyDeps, DiskKeys, RecoveryEndpoint } from './disk-key.js'

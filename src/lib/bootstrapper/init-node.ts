@@ -9,14 +9,15 @@ import {
 } from '../attestation/index.js'
 import { chainMessage } from '../errors/index.js'
 import { checkInitSecret, ClusterKms, deriveClusterId, parseClusterKmsUri } from '../kms/index.js'
-import { kubernetesNodeName, type NodeMember } from '../nodeconfig/index.js'
+import { kubernetesNodeName, writeNodeState, type NodeMember } from '../nodeconfig/index.js'
 import type { NodePaths } from '../paths.js'
 import { parseHostPort, type Logger } from '../system/index.js'
 import { isPatchRelease, parseKubernetesVersion } from '../versions/index.js'
 import type { Component, StagedComponents } from './installer.js'
 import { kubeadmPaths, type KubeadmInitInput } from './kubeadm-config.js'
 import { NodeLockedError, type NodeLock } from './node-lock.js'
-import { writeClusterFiles, writeNodeState, writeServiceSecrets } from './node-state.js'
+import type { StateDiskMark } from '../statedisk/index.js'
+import { writeClusterFiles, writeServiceSecrets } from './node-state.js'
 
 export const DEFAULT_CLUSTER_NAME = 'constellation'
 export const DEFAULT_SERVICE_CIDR = '10.96.0.0/12'
@@ -60,7 +61,6 @@ export interface InitNodeDeps {
   /** Called right after the lock was taken: stop the JoinClient; the server stops after this call. */
   onLocked: () => void
   disk: StateDisk
-  initialKeyFile: string
   paths: NodePaths
   self: NodeMember
   /** HOST:PORT of the control-plane load balancer; the node's own IP when absent. */
@@ -138,10 +138,14 @@ async function prepareStateDisk(
   measurementSecret: Buffer,
   deps: InitNodeDeps,
 ): Promise<void> {
-  await deps.disk.changeKey(deps.initialKeyFile, diskKey).catch(wrapWith('setting the state disk key'))
+  await rekeyStateDisk(deps.disk, deps.paths, diskKey).catch(wrapWith('setting the state disk key'))
   deps.log.info('State disk key set', { diskUUID: diskUuid.toLowerCase() })
 
-  await writeNodeState(deps.paths, 'ControlPlane', req.measurementSalt).catch(wrapWith('writing node state'))
+  await writeNodeState(deps.paths, {
+    role: 'control-plane',
+    measurementSalt: req.measurementSalt,
+    diskUuid: diskUuid.toLowerCase(),
+  }).catch(wrapWith('writing node state'))
   const master = parseClusterKmsUri(req.kmsUri)
   await writeServiceSecrets(deps.paths, {
     masterSecret: master.key,
@@ -219,10 +223,20 @@ const wrapWith =
     throw new Error(what, { cause })
   }
 
-/** The state disk operations init needs. */
+/** The state disk operations init and join need (statedisk's CryptsetupDisk). */
 export interface StateDisk {
   /** The LUKS UUID as cryptsetup reports it. */
   uuid(): Promise<string>
   /** Replaces the passphrase held in `oldKeyFile` by `newKey`. */
   changeKey(oldKeyFile: string, newKey: Buffer): Promise<void>
+  writeMark(mark: StateDiskMark): Promise<void>
+}
+
+/**
+ * Replaces the boot's random key (state-disk setup left it in paths.stateDiskInitialKeyFile) by the
+ * cluster's disk key, then marks the disk initialized: from now on a reboot asks for that key.
+ */
+export async function rekeyStateDisk(disk: StateDisk, paths: NodePaths, diskKey: Buffer): Promise<void> {
+  await disk.changeKey(paths.stateDiskInitialKeyFile, diskKey)
+  await disk.writeMark('initialized')
 }

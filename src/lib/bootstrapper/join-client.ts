@@ -40,7 +40,6 @@ export interface JoinClientDeps {
   loadBalancerEndpoint?: string
   requestTicket: JoinTicketRequester
   disk: StateDisk
-  initialKeyFile: string
   paths: NodePaths
   /** Checks, downloads and verifies the ticket's components before the lock (stageComponents). */
   stageComponents: (components: readonly Component[], signal: AbortSignal) => Promise<StagedComponents>
@@ -133,6 +132,7 @@ export class NodeJoinClient implements JoinClient {
         controlPlane: this.controlPlane,
         nodeName: this.nodeName,
         nodeIP: this.deps.self.vpcIP,
+        diskUuid,
         loadBalancerEndpoint: this.deps.loadBalancerEndpoint,
         kubeletKeyPem: got.kubeletKeyPem,
         staged,
@@ -142,7 +142,6 @@ export class NodeJoinClient implements JoinClient {
           lock,
           onLocked,
           disk: this.deps.disk,
-          initialKeyFile: this.deps.initialKeyFile,
           paths: this.deps.paths,
           kubeadmJoin: (input) => this.deps.kubeadmJoin(input, signal),
           log: this.log,

@@ -6,13 +6,14 @@
  */
 import { deriveClusterId } from '../kms/index.js'
 import { CONTROL_PLANE_SERVICE_FILES, type NodePaths } from '../paths.js'
+import { writeNodeState } from '../nodeconfig/index.js'
 import { writeFileAtomic, type Logger } from '../system/index.js'
-import type { StateDisk } from './init-node.js'
+import { rekeyStateDisk, type StateDisk } from './init-node.js'
 import type { StagedComponents } from './installer.js'
 import type { KubeadmJoinInput } from './kubeadm-join-config.js'
 import type { JoinTicket } from './join-ticket.js'
 import type { NodeLock } from './node-lock.js'
-import { writeClusterFiles, writeMeasurementSecrets, writeNodeState } from './node-state.js'
+import { writeClusterFiles, writeMeasurementSecrets } from './node-state.js'
 import { writePkiFiles } from './pki-files.js'
 
 export interface JoinNodeDeps {
@@ -20,7 +21,6 @@ export interface JoinNodeDeps {
   /** Called right after this join took the lock: the InitServer stops. */
   onLocked: () => void
   disk: StateDisk
-  initialKeyFile: string
   paths: NodePaths
   kubeadmJoin: (input: KubeadmJoinInput) => Promise<void>
   log: Logger
@@ -31,6 +31,8 @@ export interface JoinPlan {
   controlPlane: boolean
   nodeName: string
   nodeIP: string
+  /** The UUID the ticket's disk key was derived for. */
+  diskUuid: string
   /** The load balancer's HOST:PORT overrides the API endpoint the join service named. */
   loadBalancerEndpoint?: string
   /** The key the ticket's kubelet certificate certifies (PEM). */
@@ -65,17 +67,21 @@ export async function joinNode(plan: JoinPlan, deps: JoinNodeDeps): Promise<bool
   deps.log.info('Node lock taken; PCR 15 now carries the cluster ID', {
     clusterId: clusterId.toString('hex'),
   })
-  const diskUuid = await deps.disk.uuid().catch(() => 'unknown')
+  const diskUuid = plan.diskUuid.toLowerCase()
   await step('setting the state disk key and installing the Kubernetes components', async () => {
     const done = await Promise.allSettled([
-      deps.disk.changeKey(deps.initialKeyFile, ticket.diskKey),
+      rekeyStateDisk(deps.disk, deps.paths, ticket.diskKey),
       plan.staged.install(),
     ])
     for (const result of done) if (result.status === 'rejected') throw result.reason
   })
-  deps.log.info('State disk key set', { diskUUID: diskUuid.toLowerCase() })
+  deps.log.info('State disk key set', { diskUUID: diskUuid })
   await step('writing node state', () =>
-    writeNodeState(deps.paths, controlPlane ? 'ControlPlane' : 'Worker', ticket.measurementSalt),
+    writeNodeState(deps.paths, {
+      role: controlPlane ? 'control-plane' : 'worker',
+      measurementSalt: ticket.measurementSalt,
+      diskUuid,
+    }),
   )
   await step('writing the kubelet certificate', async () => {
     await writeFileAtomic(deps.paths.kubeletClientCert, ticket.kubeletCertPem)

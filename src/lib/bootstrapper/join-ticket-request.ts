@@ -1,11 +1,17 @@
 /**
- * One IssueJoinTicket call over the join-direction aTLS: fetch the join service's single-use
+ * One IssueJoinTicket (or IssueRejoinTicket) call over the join-direction aTLS: fetch the join service's single-use
  * challenge, present a certificate whose attestation binds it, ask once, close. The join service is
  * not attested in this direction (as in Constellation): the ticket's secrets are only worth anything
  * to a node whose own attestation the service accepted.
  */
 import * as grpc from '@grpc/grpc-js'
-import { APIClient, type IssueJoinTicketRequest, type IssueJoinTicketResponse } from '../../gen/join.js'
+import {
+  APIClient,
+  type IssueJoinTicketRequest,
+  type IssueJoinTicketResponse,
+  type IssueRejoinTicketRequest,
+  type IssueRejoinTicketResponse,
+} from '../../gen/join.js'
 import type { Issuer } from '../attestation/index.js'
 import { createAttestedClientChannelCredentials } from '../atls/index.js'
 
@@ -25,36 +31,64 @@ export function attestedJoinTicketRequester(
   issuer: Issuer,
   timeoutMs = JOIN_TICKET_TIMEOUT_MS,
 ): JoinTicketRequester {
-  return async (endpoint, request, signal) => {
-    // a fresh challenge and certificate per call: the server consumes the nonce
-    signal.throwIfAborted()
-    const credentials = await untilAborted(
-      createAttestedClientChannelCredentials(endpoint, issuer, timeoutMs),
-      signal,
+  return (endpoint, request, signal) =>
+    attestedCall(issuer, timeoutMs, endpoint, signal, (client, options, done) =>
+      client.issueJoinTicket(request, new grpc.Metadata(), options, done),
     )
-    const client = new APIClient(endpoint, credentials, {
-      'grpc.ssl_target_name_override': SERVER_NAME_OVERRIDE,
-      'grpc.enable_retries': 0,
-    })
-    try {
-      return await new Promise<IssueJoinTicketResponse>((resolve, reject) => {
-        const cancel = () => call.cancel()
-        const call = client.issueJoinTicket(
-          request,
-          new grpc.Metadata(),
-          { deadline: Date.now() + timeoutMs },
-          (err, response) => {
-            signal.removeEventListener('abort', cancel)
-            if (signal.aborted) reject(signal.reason)
-            else if (err) reject(err)
-            else resolve(response)
-          },
-        )
-        signal.addEventListener('abort', cancel, { once: true })
+}
+
+/** Asks the join service at HOST:PORT for a rebooted node's disk key and measurement secret. */
+export type RejoinTicketRequester = (
+  endpoint: string,
+  request: IssueRejoinTicketRequest,
+  signal: AbortSignal,
+) => Promise<IssueRejoinTicketResponse>
+
+/** IssueRejoinTicket over the same join-direction aTLS: the node attests itself as on its first boot. */
+export function attestedRejoinTicketRequester(
+  issuer: Issuer,
+  timeoutMs = JOIN_TICKET_TIMEOUT_MS,
+): RejoinTicketRequester {
+  return (endpoint, request, signal) =>
+    attestedCall(issuer, timeoutMs, endpoint, signal, (client, options, done) =>
+      client.issueRejoinTicket(request, new grpc.Metadata(), options, done),
+    )
+}
+
+/** One unary call on a fresh attested channel: a fresh challenge and certificate per call, as the server consumes the nonce. */
+async function attestedCall<Res>(
+  issuer: Issuer,
+  timeoutMs: number,
+  endpoint: string,
+  signal: AbortSignal,
+  invoke: (
+    client: APIClient,
+    options: grpc.CallOptions,
+    done: (err: grpc.ServiceError | null, response: Res) => void,
+  ) => grpc.ClientUnaryCall,
+): Promise<Res> {
+  signal.throwIfAborted()
+  const credentials = await untilAborted(
+    createAttestedClientChannelCredentials(endpoint, issuer, timeoutMs),
+    signal,
+  )
+  const client = new APIClient(endpoint, credentials, {
+    'grpc.ssl_target_name_override': SERVER_NAME_OVERRIDE,
+    'grpc.enable_retries': 0,
+  })
+  try {
+    return await new Promise<Res>((resolve, reject) => {
+      const cancel = () => call.cancel()
+      const call = invoke(client, { deadline: Date.now() + timeoutMs }, (err, response) => {
+        signal.removeEventListener('abort', cancel)
+        if (signal.aborted) reject(signal.reason)
+        else if (err) reject(err)
+        else resolve(response)
       })
-    } finally {
-      client.close()
-    }
+      signal.addEventListener('abort', cancel, { once: true })
+    })
+  } finally {
+    client.close()
   }
 }
 

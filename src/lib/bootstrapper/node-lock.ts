@@ -11,6 +11,11 @@ export interface PcrExtender {
   extendPcr(index: number, digest: Buffer): Promise<void>
 }
 
+/** PCR 15 = SHA256(0^32 ‖ SHA256(clusterId)) on a node fresh from boot: at init or join, and again after each reboot. */
+export async function extendClusterIdPcr(tpm: PcrExtender, clusterId: Buffer): Promise<void> {
+  await tpm.extendPcr(CLUSTER_ID_PCR, createHash('sha256').update(clusterId).digest())
+}
+
 export class NodeLockedError extends Error {
   constructor() {
     super('node is already being activated')
@@ -31,7 +36,7 @@ export class NodeLock {
   async tryLockOnce(clusterId: Buffer): Promise<boolean> {
     if (this.locked) return false
     this.locked = true
-    await this.tpm.extendPcr(CLUSTER_ID_PCR, createHash('sha256').update(clusterId).digest())
+    await extendClusterIdPcr(this.tpm, clusterId)
     return true
   }
 

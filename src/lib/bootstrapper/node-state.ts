@@ -1,19 +1,7 @@
-/** What a bootstrapped node keeps: its role and measurement salt, and the secrets its control-plane services read. */
+/** What a bootstrapped control plane keeps for its services: the secrets they read, the join-config, the components. */
 import type { NodePaths } from '../paths.js'
 import { writeFileAtomic } from '../system/index.js'
 import { encodeComponents, type KubernetesComponent } from '../versions/index.js'
-
-export type NodeStateRole = 'ControlPlane' | 'Worker'
-
-/** node-state.json as Constellation writes it (Role as its name, salt in standard base64). */
-export async function writeNodeState(
-  paths: NodePaths,
-  role: NodeStateRole,
-  measurementSalt: Buffer,
-): Promise<void> {
-  const body = JSON.stringify({ Role: role, MeasurementSalt: measurementSalt.toString('base64') })
-  await writeFileAtomic(paths.nodeStateFile, body + '\n')
-}
 
 export interface ServiceSecrets {
   masterSecret: Buffer

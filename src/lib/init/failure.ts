@@ -4,7 +4,7 @@
  */
 import path from 'node:path'
 import { status } from '@grpc/grpc-js'
-import { isAttestationFailure, REFUSAL_PREFIX } from '../atls/index.js'
+import { attestationRefusalOf, isAttestationFailure } from '../atls/index.js'
 import { CliError, ExitCode, messageOf } from '../errors/index.js'
 import { withoutRpcInternals } from '../grpc/index.js'
 import { appendClusterLog } from './save.js'
@@ -19,7 +19,7 @@ export function unreachable(
   const cause = opts.debug ? err : undefined
   if (isAttestationFailure(err))
     return new CliError(
-      `the node at ${address} failed attestation; nothing was sent to it${opts.debug ? '' : `: ${refusalOf(err)}`}`,
+      `the node at ${address} failed attestation; nothing was sent to it${opts.debug ? '' : `: ${attestationRefusalOf(err)}`}`,
       {
         exitCode: ExitCode.AttestationFailed,
         hint: 'check the measurements in constellation-conf.yaml against the node image',
@@ -38,16 +38,6 @@ export function unreachable(
     })
   }
   return new Error(`init call to ${address}`, { cause: err })
-}
-
-/** The validator's own words (`attestation refused: …`), without what grpc-js wrapped around them. */
-function refusalOf(err: unknown): string {
-  for (let cur: unknown = err, depth = 0; cur instanceof Error && depth < 10; cur = cur.cause, depth++) {
-    for (const text of [(cur as { details?: unknown }).details, cur.message])
-      if (typeof text === 'string' && text.includes(REFUSAL_PREFIX))
-        return text.slice(text.indexOf(REFUSAL_PREFIX))
-  }
-  return withoutRpcInternals(messageOf(err))
 }
 
 export async function initFailed(

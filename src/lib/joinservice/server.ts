@@ -66,6 +66,8 @@ export interface JoinServiceOptions {
   /** What a joining control plane needs beside the PKI to run its own key and join services. */
   controlPlaneServiceFiles: TicketDeps['controlPlaneServiceFiles']
   components: () => Promise<Component[]>
+  /** The cluster's state disks (ConfigMaps in production): join tickets add theirs, rejoins must be among them. */
+  stateDisks: TicketDeps['stateDisks']
   cluster: { measurementSalt: Buffer; apiServerEndpoint: string }
   /** Cluster-wide turns for control-plane joins (a Lease in production); this service's queue alone without. */
   controlPlaneTurns?: ControlPlaneTurns
@@ -112,6 +114,7 @@ export class JoinService {
       controlPlaneServiceFiles: opts.controlPlaneServiceFiles,
       components: opts.components,
       measurementSalt: opts.cluster.measurementSalt,
+      stateDisks: opts.stateDisks,
       apiServerEndpoint: opts.cluster.apiServerEndpoint,
     }
     this.checkDeps = { parseCsr: opts.parseCsr ?? parseCsr, expectedNodeName: opts.expectedNodeName }
@@ -210,7 +213,12 @@ export class JoinService {
       peer: call.getPeer(),
       diskUuid: call.request.diskUuid.slice(0, 64),
     }
-    this.serve(call, reply, record, () => issueRejoinTicket(call.request, this.ticketDeps))
+    this.serve(call, reply, record, () =>
+      issueRejoinTicket(call.request, this.ticketDeps, (known) => {
+        record.node = known.node
+        record.role = known.role
+      }),
+    )
   }
 
   /** Runs one request: refused while stopping, tracked for a graceful stop, audited once, answered once. */

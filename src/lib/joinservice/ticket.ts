@@ -17,6 +17,7 @@ import type { TokenIssuer } from '../kube/index.js'
 import type { ClusterCa, ControlPlaneFile } from './cluster-ca.js'
 import { claimedNodeName, csrProblems, type CsrFields, type CsrParser } from './csr-policy.js'
 import type { KubeletSigner } from './kubelet-signer.js'
+import type { StateDiskRecord, StateDiskRegistry } from './state-disks.js'
 
 export const STATE_DISK_KEY_BYTES = 32
 export const MEASUREMENT_SECRET_BYTES = 32
@@ -36,6 +37,8 @@ export interface TicketDeps {
   /** The components the cluster runs now (they change with upgrades). */
   components: () => Promise<Component[]>
   measurementSalt: Buffer
+  /** Records each ticket's disk, so that only the cluster's disks can rejoin. */
+  stateDisks: StateDiskRegistry
   /** HOST:PORT of the API server a node joins through. */
   apiServerEndpoint: string
 }
@@ -139,9 +142,13 @@ export async function issueJoinTicket(
   deps: TicketDeps,
 ): Promise<IssueJoinTicketResponse> {
   const controlPlane = req.role === 'control-plane'
-  const [secret, key, token, components, kubeletCert, serviceFiles] = await Promise.all([
+  const [secret, key, , token, components, kubeletCert, serviceFiles] = await Promise.all([
     measurementSecret(deps),
     diskKey(deps, req.diskUuid),
+    // the disk is known before its node gets the key: a node that joined can always rejoin
+    step('registering the state disk', () =>
+      deps.stateDisks.register(req.diskUuid, { node: req.node, role: req.role }),
+    ),
     step('issuing a bootstrap token', () => deps.tokens.issue()),
     step('reading the Kubernetes components', () => deps.components()),
     step('signing the kubelet certificate', () => deps.kubeletSigner.sign(req.csr)),
@@ -168,12 +175,23 @@ export async function issueJoinTicket(
   }
 }
 
-/** After a reboot: the disk key and measurement secret only. */
+/**
+ * After a reboot: the disk key and measurement secret only, and only for a disk the cluster issued a
+ * ticket for. `onKnown` learns whose disk it is (for the audit line) before the keys are fetched.
+ */
 export async function issueRejoinTicket(
   req: IssueRejoinTicketRequest,
-  deps: Pick<TicketDeps, 'dataKey'>,
+  deps: Pick<TicketDeps, 'dataKey' | 'stateDisks'>,
+  onKnown?: (record: StateDiskRecord) => void,
 ): Promise<IssueRejoinTicketResponse> {
   const uuid = checkDiskUuid(req.diskUuid)
+  const known = await step('looking up the state disk', () => deps.stateDisks.lookup(uuid))
+  if (!known)
+    throw new JoinRefusedError(
+      'permission-denied',
+      `disk_uuid: ${uuid} is not a state disk of this cluster (no node joined with it)`,
+    )
+  onKnown?.(known)
   const [stateDiskKey, secret] = await Promise.all([diskKey(deps, uuid), measurementSecret(deps)])
   return { stateDiskKey, measurementSecret: secret }
 }

@@ -12,6 +12,8 @@ import { nodeConfigSchema } from './schema.js'
 const MAX_NODE_CONFIG_BYTES = 1024 * 1024
 
 export { nodeConfigSchema }
+export { readNodeState, writeNodeState } from './node-state.js'
+export type { NodeState, NodeStateRole } from './node-state.js'
 
 export type NodeRole = 'control-plane' | 'worker'
 export interface NodeMember {
@@ -33,9 +35,10 @@ export interface NodeConfig {
   kubeconfig: string
   initSecretHash?: string
   kubeadm: string
+  /** Where a rebooted node that waits for its disk key serves `constellation recover`. */
+  recoveryServer: { listen: string }
   stateDisk?: {
     device: string
-    initialKeyFile: string
     /** Keyslot cost for the derived key; tests lower it (cryptsetup's default otherwise). */
     pbkdf?: { type: 'pbkdf2' | 'argon2id'; iterations: number }
   }
@@ -51,6 +54,8 @@ export const DEFAULT_VERIFY_SERVICE_LISTEN = '0.0.0.0:30081'
 export const DEFAULT_JOIN_SERVICE_LISTEN = '0.0.0.0:30090'
 /** Constellation's KeyServicePort, on loopback: the key service authenticates no caller. */
 export const DEFAULT_KEY_SERVICE_LISTEN = '127.0.0.1:9000'
+/** Constellation's RecoveryPort. */
+export const DEFAULT_RECOVERY_SERVER_LISTEN = '0.0.0.0:9999'
 
 type OptionalKey = 'initSecretHash' | 'stateDisk' | 'metadata'
 
@@ -112,6 +117,10 @@ function semanticProblems(raw: Record<string, unknown>): Problem[] {
   checkHostPort((raw.verifyService as { listen?: unknown } | undefined)?.listen, ['verifyService', 'listen'])
   checkHostPort((raw.joinService as { listen?: unknown } | undefined)?.listen, ['joinService', 'listen'])
   checkHostPort((raw.keyService as { listen?: unknown } | undefined)?.listen, ['keyService', 'listen'])
+  checkHostPort((raw.recoveryServer as { listen?: unknown } | undefined)?.listen, [
+    'recoveryServer',
+    'listen',
+  ])
   const metadata = raw.metadata as
     | { self?: { vpcIP?: unknown }; peers?: Array<{ vpcIP?: unknown }>; loadBalancerEndpoint?: unknown }
     | undefined
@@ -136,6 +145,7 @@ function withDefaults(raw: Partial<NodeConfig> & Pick<NodeConfig, 'attestationVa
     verifyService: { listen: raw.verifyService?.listen ?? DEFAULT_VERIFY_SERVICE_LISTEN },
     joinService: { listen: raw.joinService?.listen ?? DEFAULT_JOIN_SERVICE_LISTEN },
     keyService: { listen: raw.keyService?.listen ?? DEFAULT_KEY_SERVICE_LISTEN },
+    recoveryServer: { listen: raw.recoveryServer?.listen ?? DEFAULT_RECOVERY_SERVER_LISTEN },
     kubeconfig: raw.kubeconfig ?? nodePaths(root).adminConf,
     initSecretHash: raw.initSecretHash,
     kubeadm: raw.kubeadm ?? nodePaths(root).kubeadm,

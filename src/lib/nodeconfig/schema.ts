@@ -56,6 +56,17 @@ export const nodeConfigSchema = {
         },
       },
     },
+    recoveryServer: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        listen: {
+          ...hostPort,
+          description:
+            'where a rebooted node that waits for its disk key serves `constellation recover` (default 0.0.0.0:9999)',
+        },
+      },
+    },
     kubeconfig: {
       type: 'string',
       pattern: '^/',
@@ -75,14 +86,14 @@ export const nodeConfigSchema = {
     stateDisk: {
       type: 'object',
       additionalProperties: false,
-      required: ['device', 'initialKeyFile'],
+      required: ['device'],
       properties: {
         device: {
           type: 'string',
           pattern: '^/',
-          description: 'LUKS2 state disk (block device or image file)',
+          description:
+            'LUKS2 state disk (block device or image file); `state-disk setup` formats it with a random key on first boot',
         },
-        initialKeyFile: { type: 'string', pattern: '^/', description: 'file holding the initial passphrase' },
         pbkdf: {
           type: 'object',
           additionalProperties: false,

@@ -1,0 +1,112 @@
+/**
+ * `state-disk setup` with its production parts: cryptsetup and blkid through the process runner,
+ * device-mapper and mount(8) for the file system, the node's TPM and issuer for PCR 15, the rejoin
+ * request and the recovery endpoint (both aTLS). Tests pass their own outside world to
+ * buildStateDiskSetup; the mount is the boundary they replace.
+ */
+import { createAttestedServerCredentials } from '../lib/atls/index.js'
+import {
+  attestedRejoinTicketRequester,
+  CLUSTER_ID_PCR,
+  setupStateDisk,
+  staticJoinEndpoints,
+  type JoinRetrySettings,
+  type RecoveryEndpoint,
+  type RejoinTicketRequester,
+  type SetupOutcome,
+} from '../lib/bootstrapper/index.js'
+import { routeGrpcLogs } from '../lib/grpc/index.js'
+import { DEFAULT_JOIN_SERVICE_LISTEN, loadNodeConfig, type NodeConfig } from '../lib/nodeconfig/index.js'
+import { nodePaths } from '../lib/paths.js'
+import {
+  CryptsetupDisk,
+  deviceMapperMounter,
+  RecoveryServer,
+  type StateDiskMounter,
+} from '../lib/statedisk/index.js'
+import { createLogger, createRunner, parseHostPort, type Logger, type Runner } from '../lib/system/index.js'
+import { extendPcr, readPcrs, type OpenTpm } from '../lib/tpm/index.js'
+import { nodeIssuer, openTpmFromConfig } from './node.js'
+
+export type StateDiskNodeConfig = NodeConfig & Required<Pick<NodeConfig, 'stateDisk' | 'metadata'>>
+
+export interface StateDiskIo {
+  openTpm: OpenTpm
+  runner: Runner
+  mounter: StateDiskMounter
+  requestRejoinTicket: RejoinTicketRequester
+  /** The recovery endpoint around the node's check of an offered master secret. */
+  recoveryEndpoint: (recover: (master: { key: Buffer; salt: Buffer }) => Promise<void>) => RecoveryEndpoint
+  log: Logger
+  retry?: JoinRetrySettings
+}
+
+export function buildStateDiskSetup(
+  config: StateDiskNodeConfig,
+  io: StateDiskIo,
+  signal: AbortSignal,
+): Promise<SetupOutcome> {
+  const paths = nodePaths(config.root)
+  const { port } = parseHostPort(config.joinService?.listen ?? DEFAULT_JOIN_SERVICE_LISTEN, {
+    requirePort: true,
+    allowPortZero: true,
+  })
+  return setupStateDisk({
+    disk: new CryptsetupDisk(config.stateDisk.device, io.runner, paths.runtimeDir, config.stateDisk.pbkdf),
+    mounter: io.mounter,
+    paths,
+    readClusterIdPcr: async () => (await readPcrs(io.openTpm, [CLUSTER_ID_PCR])).get(CLUSTER_ID_PCR),
+    tpm: { extendPcr: (index, digest) => extendPcr(io.openTpm, index, digest) },
+    diskKey: {
+      endpoints: staticJoinEndpoints(config.metadata, port),
+      requestRejoinTicket: io.requestRejoinTicket,
+      recoveryEndpoint: io.recoveryEndpoint,
+      retry: io.retry,
+    },
+    log: io.log,
+    signal,
+  })
+}
+
+/** The production run: JSON logs to stderr (the journal); SIGINT/SIGTERM end a wait for the key. */
+export async function runStateDiskSetup(configPath: string): Promise<SetupOutcome> {
+  const config = (await loadNodeConfig(configPath, {
+    require: ['stateDisk', 'metadata'],
+  })) as StateDiskNodeConfig
+  const log = createLogger({
+    format: 'json',
+    write: (line) => process.stderr.write(line + '\n'),
+    component: 'state-disk',
+  })
+  routeGrpcLogs(log)
+  const openTpm = openTpmFromConfig(config.tpm)
+  const issuer = nodeIssuer(config, openTpm)
+  const runner = createRunner()
+  const stop = new AbortController()
+  const onSignal = () => stop.abort(new Error('state-disk setup was stopped'))
+  process.once('SIGINT', onSignal)
+  process.once('SIGTERM', onSignal)
+  try {
+    return await buildStateDiskSetup(
+      config,
+      {
+        openTpm,
+        runner,
+        mounter: deviceMapperMounter(runner, nodePaths(config.root)),
+        requestRejoinTicket: attestedRejoinTicketRequester(issuer),
+        recoveryEndpoint: (recover) =>
+          new RecoveryServer({
+            listen: config.recoveryServer.listen,
+            credentials: createAttestedServerCredentials({ issuer }),
+            recover,
+            log,
+          }),
+        log,
+      },
+      stop.signal,
+    )
+  } finally {
+    process.off('SIGINT', onSignal)
+    process.off('SIGTERM', onSignal)
+  }
+}
