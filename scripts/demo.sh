@@ -41,12 +41,19 @@ start_tpm() {
   echo "$port" >"$work/tpm-port-$1"
 }
 
-# node $1's state disk: a LUKS2 image with a random initial passphrase
+# node $1's state disk as `constellation state-disk setup` leaves a new one: LUKS2 with a random
+# key in the node's /run, marked "new". (Setup itself also maps and mounts the disk, which needs
+# device-mapper; this machine has none, so the demo does the header part by hand.)
 make_disk() {
+  local key="$work/root-$1/run/cryptsetup-keys.d/state.key"
+  mkdir -p "$(dirname "$key")"
   truncate -s 32M "$work/disk-$1.img"
-  head -c 32 /dev/urandom >"$work/initial-$1.key"; chmod 600 "$work/initial-$1.key"
+  head -c 32 /dev/urandom >"$key"; chmod 600 "$key"
   cryptsetup luksFormat --batch-mode --type luks2 --pbkdf pbkdf2 --pbkdf-force-iterations 1000 \
-    --key-file "$work/initial-$1.key" "$work/disk-$1.img"
+    --key-file "$key" "$work/disk-$1.img"
+  echo '{"type":"constellation-state-disk","keyslots":[],"state":"new"}' |
+    cryptsetup token import --json-file - "$work/disk-$1.img"
+  cp "$key" "$work/initial-$1.key" # kept only to show below that init replaced it
 }
 
 # node $1's systemd: the real units from templates/systemd, for its config and root, behind the fake
@@ -84,9 +91,10 @@ export TPM2TOOLS_TCTI="swtpm:host=127.0.0.1,port=$tpm_port"
 for _ in $(seq 50); do tpm2_pcrread sha256:15 >/dev/null 2>&1 && break; sleep 0.1; done
 tpm2_pcrread sha256:15
 
-step "Creating the state disk: a LUKS2 image file with a random initial passphrase"
+step "Creating the state disk: a LUKS2 image file with a random first key, marked new"
 make_disk cp-0
 echo "LUKS UUID: $(cryptsetup luksUUID "$work/disk-cp-0.img")"
+echo "mark: $(cryptsetup token export --token-id 0 "$work/disk-cp-0.img")"
 
 step "Operator workspace: constellation config generate"
 init_port=$(free_port)
@@ -123,7 +131,6 @@ joinService: { listen: "$5" }
 initSecretHash: "$init_hash"
 stateDisk:
   device: $work/disk-$disk.img
-  initialKeyFile: $work/initial-$disk.key
   pbkdf: { type: pbkdf2, iterations: 1000 }
 metadata:
   provider: static
@@ -179,6 +186,7 @@ const uuid='$(cryptsetup luksUUID "$work/disk-cp-0.img")'.toLowerCase()
 const key=c.hkdfSync('sha256',Buffer.from(m.key,'base64'),Buffer.from(m.salt,'base64'),'key-'+uuid,32)
 fs.writeFileSync('$work/derived.key',Buffer.from(key),{mode:0o600})"
 cryptsetup open --test-passphrase --key-file "$work/derived.key" "$work/disk-cp-0.img" && echo "derived disk key: accepted"
+echo "mark: $(cryptsetup token export --token-id 0 "$work/disk-cp-0.img") (a reboot asks a join service or \`recover\` for this key)"
 
 step "A worker joins: it attests to cp-0's join service and gets a join ticket (JSON logs in $work/node-worker-0.log)"
 start_tpm worker-0
