@@ -20,7 +20,7 @@ import { RecoveryRefusedError, RecoveryServer } from '../../src/lib/statedisk/in
 import { createLogger } from '../../src/lib/system/index.js'
 import { expect } from '../support/chai.js'
 import { runCli } from '../support/cli.js'
-import { startLocalNode, type LocalNode } from '../support/local-node.js'
+import { setClusterEndpoint, startLocalNode, type LocalNode } from '../support/local-node.js'
 import { freePort } from '../support/ports.js'
 
 const MASTER = { key: randomBytes(32), salt: randomBytes(32) }
@@ -126,6 +126,16 @@ describe('constellation recover (CLI process) and the node recovery endpoint (aT
     expect(gone.code).to.equal(3)
     expect(gone.stderr).to.include(`could not reach the node at ${endpoint} within 2s`)
     expect(Date.now() - started).to.be.below(20_000)
+  })
+
+  it('the default endpoint is the host of the state clusterEndpoint at port 9999 (its port is the InitServer one); a bad --endpoint is a usage error', async () => {
+    await setClusterEndpoint(node.workspace, '127.0.0.1:9000')
+    const byState = await runCli(['recover', '-C', node.workspace, '--timeout', '1s'])
+    expect(byState.code).to.not.equal(0)
+    expect(byState.stderr).to.include('the node at 127.0.0.1:9999')
+    const bad = await runCli(['recover', '-C', node.workspace, '--endpoint', 'bad host:x'])
+    expect(bad.code).to.equal(2)
+    expect(bad.stderr).to.include('--endpoint "bad host:x" is not HOST, HOST:PORT or [IPv6]:PORT')
   })
 
   it('a request it cannot use names the field and sends back nothing secret (called over aTLS directly)', async () => {

@@ -12,7 +12,7 @@ import { CliError, ExitCode } from '../errors/index.js'
 import { withoutRpcInternals } from '../grpc/index.js'
 import { clusterKmsUri, NO_STORE_URI, readMasterSecret } from '../kms/index.js'
 import { workspacePaths } from '../paths.js'
-import { formatHostPort, parseHostPort, retry, sleepMs, type Logger } from '../system/index.js'
+import { formatHostPort, readEndpoint, retry, sleepMs, type Logger } from '../system/index.js'
 
 /** Constellation's RecoveryPort. */
 export const RECOVERY_PORT = 9999
@@ -44,9 +44,18 @@ export interface RecoverResult {
 export async function recoverNode(opts: RecoverOptions, deps: RecoverDeps): Promise<RecoverResult> {
   const paths = workspacePaths(opts.workspace)
   const config = await loadConfig(paths.config)
-  const endpoint = recoveryEndpoint(
-    opts.endpoint ?? (await loadState(paths.state)).infrastructure.clusterEndpoint,
-  )
+  const endpoint =
+    opts.endpoint !== undefined
+      ? recoveryEndpoint(opts.endpoint, '--endpoint')
+      : // the state's port is the InitServer's: only its host names the node
+        formatHostPort(
+          readEndpoint(
+            (await loadState(paths.state)).infrastructure.clusterEndpoint,
+            `${paths.state}: infrastructure.clusterEndpoint`,
+            RECOVERY_PORT,
+          ).host,
+          RECOVERY_PORT,
+        )
   const secret = await readMasterSecret(paths.masterSecret)
   if (!secret)
     throw new CliError(`${paths.masterSecret} does not exist`, {
@@ -75,9 +84,9 @@ export async function recoverNode(opts: RecoverOptions, deps: RecoverDeps): Prom
   return { endpoint, recovered: true }
 }
 
-/** `host` or `host:port` → HOST:PORT, port 9999 unless named. */
-export function recoveryEndpoint(hostPort: string): string {
-  const { host, port } = parseHostPort(hostPort)
+/** `host` or `host:port` (from `source`) → HOST:PORT, port 9999 unless named. */
+export function recoveryEndpoint(text: string, source: string): string {
+  const { host, port } = readEndpoint(text, source, RECOVERY_PORT)
   return formatHostPort(host, port ?? RECOVERY_PORT)
 }
 

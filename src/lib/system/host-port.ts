@@ -1,5 +1,6 @@
 /** HOST:PORT text: the one parser and the one formatter, so every address is read and written alike. */
 import { isIP } from 'node:net'
+import { UsageError } from '../errors/index.js'
 
 export interface HostPort {
   /** An IPv4 address, an IPv6 address (without brackets) or a DNS name. */
@@ -70,4 +71,19 @@ function readHostPort(text: string, opts: ParseHostPortOptions): HostPort | { pr
   if (!DECIMAL_PORT.test(portText) || port < lowest || port > MAX_PORT)
     return { problem: `the port must be a decimal number from ${lowest} to ${MAX_PORT}` }
   return { host, port }
+}
+
+/**
+ * Where an operator command dials, from a flag or a config key (`source` names it in the error):
+ * HOST, HOST:PORT, [IPv6], [IPv6]:PORT or a bare IPv6 address; a usage error otherwise.
+ */
+export function readEndpoint(text: string, source: string, examplePort: number): HostPort {
+  try {
+    return parseHostPort(text, { allowBareIpv6: true })
+  } catch {
+    throw new UsageError(
+      `${source} ${JSON.stringify(text)} is not HOST, HOST:PORT or [IPv6]:PORT`,
+      `for example 10.0.0.5, 10.0.0.5:${examplePort} or [fd00::5]:${examplePort}`,
+    )
+  }
 }

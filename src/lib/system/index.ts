@@ -17,5 +17,5 @@ export { SIGNAL_EXIT_CODES, processSignalIo, serveUntilStopped } from './signals
 export type { InterruptSignal, SignalIo } from './signals.js'
 export { runStepsSilently } from './progress.js'
 export type { Step, Progress } from './progress.js'
-export { parseHostPort, isHostPort, formatHostPort } from './host-port.js'
+export { parseHostPort, isHostPort, formatHostPort, readEndpoint } from './host-port.js'
 export type { HostPort } from './host-port.js'
