@@ -1,11 +1,16 @@
 /**
  * FakeApiServer — a TEST DOUBLE for the Kubernetes API (no kube-apiserver can run on these
- * machines). It speaks, over HTTPS with a test CA, the shapes @kubernetes/client-node uses: core (/api/v1) and group
- * (/apis/<group>/<version>) resources, namespaced or cluster-scoped; list with limit/continue
- * paging and labelSelector equality; get, create (409 on exists), replace (409 on a stale
- * resourceVersion), merge-patch, delete; Status objects on errors. Like the real server it
- * authenticates every request (the bearer token of its kubeconfig, else 401) and stores a Secret's
- * write-only stringData as base64 data. It records every request and can be told to fail requests.
+ * machines). Over HTTPS with a test CA it serves core (/api/v1) and group (/apis/<group>/<version>)
+ * resources, namespaced or cluster-scoped: list with limit/continue paging and labelSelector
+ * equality; get, create (409 on exists), replace (409 on a stale resourceVersion), merge, strategic
+ * merge (as a merge), JSON and server-side-apply patches (apply creates), delete; Status objects on
+ * errors. For the real helm 3/4 and kubectl (test/upgrade/helm-api.test.ts holds it to them) it also
+ * serves discovery (/version, /api, /apis, resource lists; a stored CRD registers its resources and
+ * is Established at once), OpenAPI v3 documents that leave validation to the server, and decodes the
+ * protobuf bodies of client-go's typed clients for Secrets, ConfigMaps and Namespaces. Like the real
+ * server it authenticates every request (the bearer token of its kubeconfig, else 401) and stores a
+ * Secret's write-only stringData as base64 data. It records every request and can be told to fail
+ * requests. Not yet: watch streams (a watch gets the list), readiness of workloads.
  *
  * With `dir` its objects live as JSON files there (`namespaces/<ns>/<resource>/<name>.json`,
  * cluster-scoped `<resource>/<name>.json`, a group's resource as `<resource>.<group>`): the storage
@@ -16,6 +21,18 @@ import type http from 'node:http'
 import https from 'node:https'
 import type { AddressInfo } from 'node:net'
 import path from 'node:path'
+import { parseYaml } from '../../src/lib/yaml/index.js'
+import {
+  apiGroupList,
+  apiResourceList,
+  apiVersions,
+  BUILT_IN_TYPES,
+  crdTypes,
+  openApiV3Document,
+  openApiV3Root,
+  type ResourceType,
+} from './fake-apiserver-catalog.js'
+import { decodeProtobufObject, UnsupportedProtobufError } from './fake-apiserver-protobuf.js'
 import { localhostCert } from './tls-cert.js'
 
 export interface KubeObject {
@@ -138,11 +155,22 @@ export class FakeApiServer {
 
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://fake')
-    const raw = await readBody(req)
+    const rawBytes = await readBody(req)
+    const raw = rawBytes.toString()
+    const contentType = req.headers['content-type'] ?? ''
     let body: unknown
     try {
-      body = raw ? (JSON.parse(raw) as unknown) : undefined
-    } catch {
+      body =
+        rawBytes.length === 0
+          ? undefined
+          : contentType.startsWith('application/vnd.kubernetes.protobuf')
+            ? decodeProtobufObject(rawBytes)
+            : contentType.startsWith('application/apply-patch+yaml')
+              ? parseYaml(raw, 'apply patch').value
+              : (JSON.parse(raw) as unknown)
+    } catch (err) {
+      if (err instanceof UnsupportedProtobufError)
+        return send(res, 415, status(415, 'UnsupportedMediaType', err.message))
       return send(res, 400, status(400, 'BadRequest', 'request body is not JSON'))
     }
     const method = req.method ?? 'GET'
@@ -157,6 +185,10 @@ export class FakeApiServer {
       rule.times = (rule.times ?? 1) - 1
       return send(res, rule.status, status(rule.status, 'InternalError', 'injected failure'))
     }
+    if (method === 'GET') {
+      const discovery = this.discovery(url.pathname, req.headers.host ?? '')
+      if (discovery) return send(res, 200, discovery)
+    }
     const p = parsePath(url.pathname)
     if (!p) return send(res, 404, status(404, 'NotFound', `no route for ${url.pathname}`))
 
@@ -164,7 +196,9 @@ export class FakeApiServer {
     if (method === 'POST' && !p.name) return this.respondCreate(res, p, asStored(p, body as KubeObject))
     const key = keyOf(p)
     const existing = this.objects.get(key)
-    if (!existing && method !== 'PUT')
+    // server-side apply creates what is missing (helm 4 applies every object this way)
+    const apply = method === 'PATCH' && contentType.startsWith('application/apply-patch')
+    if (!existing && method !== 'PUT' && !apply)
       return send(res, 404, status(404, 'NotFound', `${p.resource} "${p.name}" not found`))
     switch (method) {
       case 'GET':
@@ -174,7 +208,13 @@ export class FakeApiServer {
         return send(res, 200, status(200, 'Success', 'deleted'))
       case 'PUT':
       case 'PATCH': {
-        const incoming = asStored(p, (method === 'PATCH' ? mergePatch(existing, body) : body) as KubeObject)
+        const patched =
+          method !== 'PATCH'
+            ? body
+            : contentType.startsWith('application/json-patch')
+              ? jsonPatch(existing, body)
+              : mergePatch(existing, body) // merge, strategic merge (maps) and apply alike
+        const incoming = asStored(p, patched as KubeObject)
         const wanted = incoming.metadata?.resourceVersion
         if (method === 'PUT' && existing && wanted && wanted !== existing.metadata.resourceVersion)
           return send(
@@ -201,6 +241,28 @@ export class FakeApiServer {
       default:
         return send(res, 405, status(405, 'MethodNotAllowed', `${method} not supported`))
     }
+  }
+
+  /** Built-in resources plus those the stored CRDs register, as the discovery documents list them. */
+  resourceTypes(): ResourceType[] {
+    const crds = this.select({ apiVersion: 'apiextensions.k8s.io/v1', resource: 'customresourcedefinitions' })
+    return [...BUILT_IN_TYPES, ...crds.flatMap((crd) => crdTypes(crd as Parameters<typeof crdTypes>[0]))]
+  }
+
+  /** /version, /api, /apis and each group version's resource list; undefined for any other path. */
+  private discovery(pathname: string, host: string): unknown {
+    const parts = pathname.split('/').filter(Boolean)
+    if (pathname === '/version')
+      return { major: '1', minor: '31', gitVersion: 'v1.31.13', platform: 'linux/amd64', goVersion: 'go1.22' }
+    if (parts.length === 1 && parts[0] === 'api') return apiVersions(host)
+    if (parts.length === 1 && parts[0] === 'apis') return apiGroupList(this.resourceTypes())
+    if (parts.length === 2 && parts[0] === 'api') return apiResourceList(this.resourceTypes(), parts[1] ?? '')
+    if (parts.length === 3 && parts[0] === 'apis')
+      return apiResourceList(this.resourceTypes(), `${parts[1]}/${parts[2]}`)
+    if (pathname === '/openapi/v3') return openApiV3Root(this.resourceTypes())
+    if (parts[0] === 'openapi' && parts[1] === 'v3')
+      return openApiV3Document(this.resourceTypes(), parts.slice(2).join('/'))
+    return undefined
   }
 
   private respondList(res: http.ServerResponse, p: ParsedPath, q: URLSearchParams) {
@@ -294,6 +356,23 @@ function mergePatch(target: unknown, patch: unknown): unknown {
   return out
 }
 
+/** RFC 6902 add/replace/remove on a copy (what helm and kubectl send as json-patch). */
+function jsonPatch(target: unknown, ops: unknown): unknown {
+  const doc = structuredClone(target) as Record<string, unknown>
+  for (const op of (Array.isArray(ops) ? ops : []) as Array<{ op: string; path: string; value?: unknown }>) {
+    const keys = op.path
+      .split('/')
+      .slice(1)
+      .map((k) => k.replaceAll('~1', '/').replaceAll('~0', '~'))
+    const last = keys.pop() ?? ''
+    let parent: Record<string, unknown> = doc
+    for (const k of keys) parent = (parent[k] ??= {}) as Record<string, unknown>
+    if (op.op === 'remove') delete parent[last]
+    else if (op.op === 'add' || op.op === 'replace') parent[last] = op.value
+  }
+  return doc
+}
+
 function status(code: number, reason: string, message: string) {
   return {
     kind: 'Status',
@@ -311,11 +390,11 @@ function send(res: http.ServerResponse, code: number, body: unknown) {
   res.end(JSON.stringify(body))
 }
 
-function readBody(req: http.IncomingMessage): Promise<string> {
+function readBody(req: http.IncomingMessage): Promise<Buffer> {
   return new Promise((resolve, reject) => {
-    let data = ''
-    req.on('data', (c: Buffer) => (data += c.toString()))
-    req.on('end', () => resolve(data))
+    const chunks: Buffer[] = []
+    req.on('data', (c: Buffer) => chunks.push(c))
+    req.on('end', () => resolve(Buffer.concat(chunks)))
     req.on('error', reject)
   })
 }
@@ -329,8 +408,30 @@ interface ObjectStore {
   entries(): Iterable<[string, KubeObject]>
 }
 
-/** As the API server stores a Secret: stringData is write-only, merged into base64 data. */
+/** A CRD as the apiextensions controller leaves it once its names are accepted: established at once. */
+function establishedCrd(obj: KubeObject): KubeObject {
+  const spec = obj.spec as { names?: unknown } | undefined
+  const now = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z')
+  const condition = (type: string) => ({
+    type,
+    status: 'True',
+    reason: type,
+    message: '',
+    lastTransitionTime: now,
+  })
+  return {
+    ...obj,
+    status: {
+      acceptedNames: spec?.names ?? {},
+      conditions: [condition('NamesAccepted'), condition('Established')],
+      storedVersions: [],
+    },
+  }
+}
+
+/** As the API server stores objects: a Secret's stringData is write-only, merged into base64 data. */
 function asStored(p: ParsedPath, obj: KubeObject): KubeObject {
+  if (p.resource === 'customresourcedefinitions' && obj?.metadata) return establishedCrd(obj)
   if (p.resource !== 'secrets' || typeof obj?.stringData !== 'object' || obj.stringData === null) return obj
   const { stringData, ...rest } = obj
   const data = { ...(rest.data as Record<string, string> | undefined) }

