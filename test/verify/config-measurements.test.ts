@@ -52,7 +52,8 @@ describe('constellation config measurements against constellation verifyservice 
     service = await startVerifyServiceOn(tpm, ws.dir, async () => `127.0.0.1:${await freePort()}`)
   })
   afterEach(async () => {
-    const code = await service.stop()
+    // after a failed start there is no service (or the last test's, stopped): the swtpm must go anyway
+    const code = await service?.stop()
     await tpm.stop()
     await ws.cleanup()
     expect(code, 'verifyservice stops cleanly on SIGTERM').to.equal(0)
