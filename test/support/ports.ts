@@ -51,3 +51,33 @@ export async function waitForPort(
   }
   throw new Error(`nothing accepted on ${host}:${port} within ${timeoutMs} ms`)
 }
+
+/**
+ * Whether this process itself still listens on the TCP port. Asking the port (a connect) would also
+ * see a listener that a test run beside this one bound after ours closed: /proc tells whose it is.
+ */
+export async function listeningHere(port: number): Promise<boolean> {
+  const { readFile, readdir, readlink } = await import('node:fs/promises')
+  const ours = new Set<string>()
+  for (const fd of await readdir('/proc/self/fd')) {
+    const target = await readlink(`/proc/self/fd/${fd}`).catch(() => '')
+    const inode = /^socket:\[(\d+)\]$/.exec(target)?.[1]
+    if (inode) ours.add(inode)
+  }
+  const LISTEN = '0A'
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    const lines = (await readFile(table, 'utf8').catch(() => '')).split('\n').slice(1)
+    for (const line of lines) {
+      const f = line.trim().split(/\s+/)
+      const [, local, , state, , , , , , inode] = f
+      if (
+        state === LISTEN &&
+        local &&
+        parseInt(local.split(':')[1] ?? '', 16) === port &&
+        ours.has(inode ?? '')
+      )
+        return true
+    }
+  }
+  return false
+}
