@@ -144,6 +144,16 @@ bootstrap_run cp-0
 bootstrapper=$last_pid
 wait_for "$work/node-cp-0.log" 'Init server listening'
 
+# a joining node $1 (role $2, its join service's host $3 if it becomes a control plane, peers $4):
+# its TPM, a new state disk, its config, and `bootstrap run` until it has joined
+join_node() {
+  start_tpm "$1"
+  make_disk "$1" >/dev/null
+  node_config "demo-$1" "$2" "$(free_port)" "127.0.0.1:$(free_port)" "$3:$join_port" "$4"
+  bootstrap_run "$1"
+  wait "$last_pid" && echo "$2 bootstrapper finished (exit 0)"
+}
+
 step "constellation init (aTLS: the node's TPM quote is checked against the config's measurements)"
 cli init -C "$work/ws"
 wait "$bootstrapper" && echo "bootstrapper finished (exit 0) and started the key and join services:"
@@ -189,33 +199,18 @@ cryptsetup open --test-passphrase --key-file "$work/derived.key" "$work/disk-cp-
 echo "mark: $(cryptsetup token export --token-id 0 "$work/disk-cp-0.img") (a reboot asks a join service or \`recover\` for this key)"
 
 step "A worker joins: it attests to cp-0's join service and gets a join ticket (JSON logs in $work/node-worker-0.log)"
-start_tpm worker-0
-make_disk worker-0 >/dev/null
-node_config demo-worker-0 worker "$(free_port)" "127.0.0.1:$(free_port)" "127.0.0.1:$join_port" \
-  "[{ name: demo-cp-0, role: control-plane, vpcIP: 127.0.0.1 }]"
-bootstrap_run worker-0
-wait "$last_pid" && echo "worker bootstrapper finished (exit 0)"
+join_node worker-0 worker 127.0.0.1 "[{ name: demo-cp-0, role: control-plane, vpcIP: 127.0.0.1 }]"
 grep -h '"Join request"' "$work/systemd-cp-0/state/constellation-joinservice.service.log" | sed 's/^/  audit: /'
 echo "kubelet certificate: $(openssl x509 -noout -subject -in "$work/root-worker-0/run/state/kubelet/pki/kubelet-client-crt.pem")"
 
 step "A second control plane joins through cp-0, gets the CA and master secret, and starts its own services"
-start_tpm cp-1
-make_disk cp-1 >/dev/null
-node_config demo-cp-1 control-plane "$(free_port)" "127.0.0.1:$(free_port)" "127.0.0.2:$join_port" \
-  "[{ name: demo-cp-0, role: control-plane, vpcIP: 127.0.0.1 }]"
-bootstrap_run cp-1
-wait "$last_pid" && echo "control-plane bootstrapper finished (exit 0)"
+join_node cp-1 control-plane 127.0.0.2 "[{ name: demo-cp-0, role: control-plane, vpcIP: 127.0.0.1 }]"
 wait_for "$work/systemd-cp-1/state/constellation-joinservice.service.log" 'Join service listening'
 cmp -s "$work/root-cp-0/var/config/mastersecret" "$work/root-cp-1/var/config/mastersecret" &&
   echo "cp-1 holds the cluster's master secret (0600): it can serve joins itself"
 
 step "A worker that knows only cp-1 joins through it"
-start_tpm worker-1
-make_disk worker-1 >/dev/null
-node_config demo-worker-1 worker "$(free_port)" "127.0.0.1:$(free_port)" "127.0.0.1:$join_port" \
-  "[{ name: demo-cp-1, role: control-plane, vpcIP: 127.0.0.2 }]"
-bootstrap_run worker-1
-wait "$last_pid" && echo "worker bootstrapper finished (exit 0)"
+join_node worker-1 worker 127.0.0.1 "[{ name: demo-cp-1, role: control-plane, vpcIP: 127.0.0.2 }]"
 echo "Nodes in the API: $(cd "$work/api/nodes" && ls | sed 's/\.json$//' | tr '\n' ' ')"
 for unit in keyservice joinservice; do
   pid=$(cat "$work/systemd-cp-0/state/constellation-$unit.service.pid")

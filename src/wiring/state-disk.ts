@@ -5,6 +5,7 @@
  * buildStateDiskSetup; the mount is the boundary they replace.
  */
 import { createAttestedServerCredentials } from '../lib/atls/index.js'
+import type { Issuer } from '../lib/attestation/index.js'
 import {
   attestedRejoinTicketRequester,
   CLUSTER_ID_PCR,
@@ -68,6 +69,21 @@ export function buildStateDiskSetup(
   })
 }
 
+/** The node's recovery endpoint on recoveryServer.listen, attested with the node's issuer. */
+export function nodeRecoveryEndpoint(
+  config: Pick<NodeConfig, 'recoveryServer'>,
+  issuer: Issuer,
+  log: Logger,
+): StateDiskIo['recoveryEndpoint'] {
+  return (recover) =>
+    new RecoveryServer({
+      listen: config.recoveryServer.listen,
+      credentials: createAttestedServerCredentials({ issuer }),
+      recover,
+      log,
+    })
+}
+
 /** The production run: JSON logs to stderr (the journal); SIGINT/SIGTERM end a wait for the key. */
 export async function runStateDiskSetup(configPath: string): Promise<SetupOutcome> {
   const config = (await loadNodeConfig(configPath, {
@@ -94,13 +110,7 @@ export async function runStateDiskSetup(configPath: string): Promise<SetupOutcom
         runner,
         mounter: deviceMapperMounter(runner, nodePaths(config.root)),
         requestRejoinTicket: attestedRejoinTicketRequester(issuer),
-        recoveryEndpoint: (recover) =>
-          new RecoveryServer({
-            listen: config.recoveryServer.listen,
-            credentials: createAttestedServerCredentials({ issuer }),
-            recover,
-            log,
-          }),
+        recoveryEndpoint: nodeRecoveryEndpoint(config, issuer, log),
         log,
       },
       stop.signal,

@@ -12,42 +12,12 @@
 import { X509Certificate } from 'node:crypto'
 import { readFile, stat, writeFile } from 'node:fs/promises'
 import path from 'node:path'
-import { parseJoinConfig } from '../../src/lib/attestation/index.js'
 import { nodePaths, workspacePaths } from '../../src/lib/paths.js'
 import { expect } from '../support/chai.js'
 import { runCli } from '../support/cli.js'
-import { startTestCluster, type ClusterNode, type TestCluster } from '../support/test-cluster.js'
-
-interface AuditLine {
-  time: string
-  component?: string
-  msg: string
-  node?: string
-  role?: string
-  verdict?: string
-  reason?: string
-}
-
-const auditLines = async (cp: ClusterNode): Promise<AuditLine[]> =>
-  (await cp.systemd.journal('constellation-joinservice.service'))
-    .split('\n')
-    .filter((l) => l.startsWith('{'))
-    .map((l) => JSON.parse(l) as AuditLine)
-    .filter((l) => l.msg === 'Join request')
-
-async function eventually<T>(
-  what: string,
-  probe: () => Promise<T | undefined>,
-  timeoutMs = 60_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const value = await probe()
-    if (value !== undefined) return value
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 100))
-  }
-}
+import { eventually } from '../support/eventually.js'
+import { expectPcr4 } from '../support/local-node.js'
+import { enforcingPcr4, joinAuditLines, startTestCluster, type TestCluster } from '../support/test-cluster.js'
 
 describe('a cluster grows: init, worker and control-plane joins, measurements updated (CLI processes)', function () {
   this.timeout(300_000)
@@ -102,7 +72,7 @@ describe('a cluster grows: init, worker and control-plane joins, measurements up
     const worker1 = await cluster.addNode({ name: 'worker_1', role: 'worker', peers: [cp1.member] })
     const joined1 = await (await worker1.start()).exited
     expect(joined1.code, joined1.stderr).to.equal(0)
-    expect((await auditLines(cp1)).map((l) => [l.node, l.verdict])).to.deep.include(['worker-1', 'ok'])
+    expect((await joinAuditLines(cp1)).map((l) => [l.node, l.verdict])).to.deep.include(['worker-1', 'ok'])
 
     const nodes = cluster.api
       .list('v1', 'nodes')
@@ -112,23 +82,16 @@ describe('a cluster grows: init, worker and control-plane joins, measurements up
 
     // 5. The operator enforces a PCR value no node has: a new worker is refused, with the reason
     // logged and no secret sent; restoring the measurements admits it without any restart.
-    const config = await readFile(ws.config, 'utf8')
-    const pcr4 = /(\n\s+"?4"?:\s*\n\s+expected:\s*)"?([0-9a-f]{64})"?/.exec(config)
-    if (!pcr4) throw new Error(`no PCR 4 in ${ws.config}`)
-    await writeFile(ws.config, config.replace(pcr4[0], `${pcr4[1]}"${'ab'.repeat(32)}"`))
+    const config = await expectPcr4(cp0.local.workspace, 'ab'.repeat(32))
     const operator = ['-C', cp0.local.workspace, '--kubeconfig', cluster.adminKubeconfig, '--yes']
     const update = await runCli(['join-config', 'update', ...operator])
     expect(update.code, update.stderr).to.equal(0)
     expect(update.stdout).to.include('PCR 4')
-    for (const cp of [cp0, cp1])
-      await eventually(`${cp.spec.name} enforcing the new set`, async () => {
-        const text = await readFile(nodePaths(cp.local.root).joinConfigFile, 'utf8')
-        return parseJoinConfig(text).get(4)?.expected.toString('hex') === 'ab'.repeat(32) ? true : undefined
-      })
+    await enforcingPcr4([cp0, cp1], 'ab'.repeat(32))
     const late = await cluster.addNode({ name: 'worker_2', role: 'worker', peers: [cp0.member] })
     const lateDaemon = await late.start()
     const refusal = await eventually('a refused join in cp_0 audit', async () =>
-      (await auditLines(cp0)).find(
+      (await joinAuditLines(cp0)).find(
         (l) => l.verdict === 'refused' && /PCR 4|measurement/i.test(l.reason ?? ''),
       ),
     )
@@ -157,13 +120,13 @@ describe('a cluster grows: init, worker and control-plane joins, measurements up
     })
     expect(queued).to.include({ node: 'cp-3', joining: 'cp-2' })
     expect(
-      (await auditLines(cp1)).some((l) => l.node === 'cp-3'),
+      (await joinAuditLines(cp1)).some((l) => l.node === 'cp-3'),
       'no ticket for cp-3 yet',
     ).to.equal(false)
     await hold.release()
     for (const r of await Promise.all([first.exited, second.exited])) expect(r.code, r.stderr).to.equal(0)
     const cp3Ticket = Date.parse(
-      (await auditLines(cp1)).find((l) => l.node === 'cp-3' && l.verdict === 'ok')?.time ?? '',
+      (await joinAuditLines(cp1)).find((l) => l.node === 'cp-3' && l.verdict === 'ok')?.time ?? '',
     )
     const cp2Registered = (await stat(path.join(cluster.apiDir, 'nodes', 'cp-2.json'))).mtimeMs
     expect(cp3Ticket, "cp-3's ticket came after cp-2's Node registered").to.be.at.least(

@@ -7,40 +7,27 @@
  * Slow (about 10–20 s each): every case first builds the cluster it reboots (init, then joins, each
  * re-keying a LUKS2 image); the steps of a case depend on each other, so they are one test.
  */
-import { readFile, writeFile } from 'node:fs/promises'
+import { writeFile } from 'node:fs/promises'
 import path from 'node:path'
-import { parseJoinConfig } from '../../src/lib/attestation/index.js'
 import { CLUSTER_ID_PCR } from '../../src/lib/bootstrapper/index.js'
-import { nodePaths, workspacePaths } from '../../src/lib/paths.js'
+import { workspacePaths } from '../../src/lib/paths.js'
 import { CryptsetupDisk } from '../../src/lib/statedisk/index.js'
 import { createRunner } from '../../src/lib/system/index.js'
 import { readPcrs } from '../../src/lib/tpm/index.js'
 import { expect } from '../support/chai.js'
 import { runCli } from '../support/cli.js'
-import { startTestCluster, type ClusterNode, type TestCluster } from '../support/test-cluster.js'
+import { eventually } from '../support/eventually.js'
+import { expectPcr4 } from '../support/local-node.js'
+import {
+  enforcingPcr4,
+  joinAuditLines,
+  startTestCluster,
+  type ClusterNode,
+  type TestCluster,
+} from '../support/test-cluster.js'
 
 const pcr15 = async (node: ClusterNode) =>
   (await readPcrs(node.local.swtpm.open, [CLUSTER_ID_PCR])).get(CLUSTER_ID_PCR)
-
-const journalLines = async (node: ClusterNode, unit: string) =>
-  (await node.systemd.journal(unit))
-    .split('\n')
-    .filter((l) => l.startsWith('{'))
-    .map((l) => JSON.parse(l) as Record<string, string>)
-
-async function eventually<T>(
-  what: string,
-  probe: () => Promise<T | undefined>,
-  timeoutMs = 60_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const value = await probe()
-    if (value !== undefined) return value
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 100))
-  }
-}
 
 async function initFirstControlPlane(cluster: TestCluster): Promise<ClusterNode> {
   const cp0 = await cluster.addNode({ name: 'cp_0', role: 'control-plane', peers: [] })
@@ -98,25 +85,16 @@ describe('nodes across reboots: rejoin, recover, reset (CLI processes)', functio
     expect(await disk0.done).to.equal('rejoined')
     expect(disk0.mounter.mounts).to.deep.equal([{ device: cp0.local.disk.image, fresh: false }])
     expect((await pcr15(cp0))?.equals(clusterPcr!), "PCR 15 is the cluster's again").to.equal(true)
-    const rejoin = (await journalLines(cp1, 'constellation-joinservice.service')).find(
-      (l) => l.msg === 'Join request' && l.rpc === 'IssueRejoinTicket',
-    )
+    const rejoin = (await joinAuditLines(cp1)).find((l) => l.rpc === 'IssueRejoinTicket')
     expect(rejoin).to.include({ node: 'cp-0', role: 'control-plane', verdict: 'ok' })
     await expectBootedAsBefore(cp0)
 
     // 2. The operator enforces a PCR value no node has; the worker reboots and is refused its key.
     const ws = workspacePaths(cp0.local.workspace)
-    const config = await readFile(ws.config, 'utf8')
-    const pcr4 = /(\n\s+"?4"?:\s*\n\s+expected:\s*)"?([0-9a-f]{64})"?/.exec(config)
-    if (!pcr4) throw new Error(`no PCR 4 in ${ws.config}`)
-    await writeFile(ws.config, config.replace(pcr4[0], `${pcr4[1]}"${'ab'.repeat(32)}"`))
+    const config = await expectPcr4(cp0.local.workspace, 'ab'.repeat(32))
     const operator = ['-C', cp0.local.workspace, '--kubeconfig', cluster.adminKubeconfig, '--yes']
     expect((await runCli(['join-config', 'update', ...operator])).code).to.equal(0)
-    for (const cp of [cp0, cp1])
-      await eventually(`${cp.spec.name} enforcing the new set`, async () => {
-        const text = await readFile(nodePaths(cp.local.root).joinConfigFile, 'utf8')
-        return parseJoinConfig(text).get(4)?.expected.toString('hex') === 'ab'.repeat(32) ? true : undefined
-      })
+    await enforcingPcr4([cp0, cp1], 'ab'.repeat(32))
     await worker.reboot()
     const disk = await worker.setupDisk()
     await eventually('a refused rejoin in the log', async () =>

@@ -20,7 +20,7 @@ import { RecoveryRefusedError, RecoveryServer } from '../../src/lib/statedisk/in
 import { createLogger } from '../../src/lib/system/index.js'
 import { expect } from '../support/chai.js'
 import { runCli } from '../support/cli.js'
-import { setClusterEndpoint, startLocalNode, type LocalNode } from '../support/local-node.js'
+import { expectPcr4, setClusterEndpoint, startLocalNode, type LocalNode } from '../support/local-node.js'
 import { freePort } from '../support/ports.js'
 
 const MASTER = { key: randomBytes(32), salt: randomBytes(32) }
@@ -105,11 +105,7 @@ describe('constellation recover (CLI process) and the node recovery endpoint (aT
 
   it('measurements the node does not meet: exit 4, and the node never sees a request', async () => {
     await serve()
-    const file = workspacePaths(node.workspace).config
-    const config = await readFile(file, 'utf8')
-    const pcr4 = /(\n\s+"?4"?:\s*\n\s+expected:\s*)"?([0-9a-f]{64})"?/.exec(config)
-    if (!pcr4) throw new Error(`no PCR 4 in ${file}`)
-    await writeFile(file, config.replace(pcr4[0], `${pcr4[1]}"${'ab'.repeat(32)}"`))
+    await expectPcr4(node.workspace, 'ab'.repeat(32))
     const refused = await recover()
     expect(refused.code, refused.stderr).to.equal(4)
     expect(refused.stderr).to.match(

@@ -204,3 +204,16 @@ export async function startDaemonProcess(
     },
   }
 }
+
+/**
+ * Makes the workspace config expect `hex` as PCR 4, a value no test TPM has; resolves with the
+ * config's text before, for putting it back.
+ */
+export async function expectPcr4(workspace: string, hex: string): Promise<string> {
+  const file = workspacePaths(workspace).config
+  const config = await readFile(file, 'utf8')
+  const pcr4 = /(\n\s+"?4"?:\s*\n\s+expected:\s*)"?([0-9a-f]{64})"?/.exec(config)
+  if (!pcr4) throw new Error(`no PCR 4 in ${file}`)
+  await writeFile(file, config.replace(pcr4[0], `${pcr4[1]}"${hex}"`))
+  return config
+}

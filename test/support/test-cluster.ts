@@ -8,17 +8,17 @@
  * services listen on another loopback address (127.0.0.2, …) with the same join port, as control
  * planes on separate hosts would: a joining node dials its control-plane peers at its own join port.
  */
-import { rm } from 'node:fs/promises'
+import { readFile, rm } from 'node:fs/promises'
 import path from 'node:path'
-import { createAttestedServerCredentials } from '../../src/lib/atls/index.js'
+import { parseJoinConfig } from '../../src/lib/attestation/index.js'
 import { attestedRejoinTicketRequester, type SetupOutcome } from '../../src/lib/bootstrapper/index.js'
 import type { NodeMember, NodeRole } from '../../src/lib/nodeconfig/index.js'
 import { nodePaths } from '../../src/lib/paths.js'
-import { RecoveryServer } from '../../src/lib/statedisk/index.js'
 import { createLogger, createRunner } from '../../src/lib/system/index.js'
 import { nodeIssuer } from '../../src/wiring/node.js'
-import { buildStateDiskSetup } from '../../src/wiring/state-disk.js'
+import { buildStateDiskSetup, nodeRecoveryEndpoint } from '../../src/wiring/state-disk.js'
 import { runCli, type CliResult } from './cli.js'
+import { eventually } from './eventually.js'
 import { FakeApiServer } from './fake-apiserver.js'
 import type { FakeSystemd } from './fake-systemd.js'
 import { startDaemonProcess, startLocalNode, type DaemonProcess, type LocalNode } from './local-node.js'
@@ -27,6 +27,35 @@ import { RecordingMounter } from './recording-mounter.js'
 import { makeTempDir } from './temp.js'
 import { writeFile } from 'node:fs/promises'
 import { stringifyYaml } from '../../src/lib/yaml/index.js'
+
+/** One audit line of a join service (its journal holds other lines too). */
+export interface AuditLine {
+  time: string
+  msg: string
+  rpc?: string
+  node?: string
+  role?: string
+  verdict?: string
+  reason?: string
+}
+
+/** The audit lines in a control plane's join-service journal, oldest first. */
+export async function joinAuditLines(cp: ClusterNode): Promise<AuditLine[]> {
+  return (await cp.systemd.journal('constellation-joinservice.service'))
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as AuditLine)
+    .filter((l) => l.msg === 'Join request')
+}
+
+/** Resolves once every one of these control planes' join services enforces `hex` as PCR 4. */
+export async function enforcingPcr4(cps: readonly ClusterNode[], hex: string): Promise<void> {
+  for (const cp of cps)
+    await eventually(`${cp.spec.name} enforcing the new set`, async () => {
+      const text = await readFile(nodePaths(cp.local.root).joinConfigFile, 'utf8')
+      return parseJoinConfig(text).get(4)?.expected.toString('hex') === hex ? true : undefined
+    })
+}
 
 export interface ClusterNodeSpec {
   name: string
@@ -176,13 +205,7 @@ export async function startTestCluster(): Promise<TestCluster> {
         runner: createRunner(),
         mounter,
         requestRejoinTicket: attestedRejoinTicketRequester(issuer),
-        recoveryEndpoint: (recover) =>
-          new RecoveryServer({
-            listen: config.recoveryServer.listen,
-            credentials: createAttestedServerCredentials({ issuer }),
-            recover,
-            log,
-          }),
+        recoveryEndpoint: nodeRecoveryEndpoint(config, issuer, log),
         log,
         retry: { initialDelayMs: 200, maxDelayMs: 1_000, jitter: 0 },
       },

@@ -4,14 +4,12 @@
  * `constellation recover` (the master secret, through the node's recovery endpoint). A key counts
  * only once cryptsetup confirmed that it opens this disk.
  */
-import { isAttestationFailure } from '../atls/index.js'
 import { chainMessage } from '../errors/index.js'
-import { withoutRpcInternals } from '../grpc/index.js'
 import { ClusterKms } from '../kms/index.js'
 import { RecoveryRefusedError } from '../statedisk/index.js'
 import { retry, type Logger } from '../system/index.js'
 import { DEFAULT_JOIN_RETRY, type JoinRetrySettings } from './join-client.js'
-import type { RejoinTicketRequester } from './join-ticket-request.js'
+import { logJoinServiceRefusal, type RejoinTicketRequester } from './join-ticket-request.js'
 
 export interface DiskKeys {
   diskKey: Buffer
@@ -143,12 +141,6 @@ async function askOne(
     return 'its disk key does not open this disk'
   } catch (err) {
     signal.throwIfAborted()
-    const details =
-      typeof err === 'object' && err !== null ? (err as { details?: unknown }).details : undefined
-    const reason = withoutRpcInternals(typeof details === 'string' && details ? details : chainMessage(err))
-    if (isAttestationFailure(err))
-      deps.log.warn("The join service refused this node's attestation", { endpoint, reason })
-    else deps.log.warn('No disk key from this join service', { endpoint, reason })
-    return reason
+    return logJoinServiceRefusal(deps.log, endpoint, err, 'No disk key from this join service')
   }
 }

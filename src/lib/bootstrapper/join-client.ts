@@ -4,9 +4,7 @@
  * Init took the node lock first. A refused attestation is logged with its reason and asked again:
  * the operator may update the measurements meanwhile.
  */
-import { isAttestationFailure } from '../atls/index.js'
 import { chainMessage } from '../errors/index.js'
-import { withoutRpcInternals } from '../grpc/index.js'
 import { kubernetesNodeName, type NodeMember } from '../nodeconfig/index.js'
 import type { NodePaths } from '../paths.js'
 import { retry, type Logger } from '../system/index.js'
@@ -16,7 +14,7 @@ import type { Component, StagedComponents } from './installer.js'
 import type { KubeadmJoinInput } from './kubeadm-join-config.js'
 import { JoinFailedError, joinNode, type JoinPlan } from './join-node.js'
 import { checkJoinTicket } from './join-ticket.js'
-import type { JoinTicketRequester } from './join-ticket-request.js'
+import { logJoinServiceRefusal, type JoinTicketRequester } from './join-ticket-request.js'
 import type { NodeLock } from './node-lock.js'
 
 export interface JoinRetrySettings {
@@ -121,7 +119,13 @@ export class NodeJoinClient implements JoinClient {
       if (lock.isLocked) return false
       const got = await this.requestTicket(endpoint, diskUuid).catch((err: unknown) => {
         signal.throwIfAborted()
-        reasons.push(this.logRefusal(endpoint, err))
+        const reason = logJoinServiceRefusal(
+          this.log,
+          endpoint,
+          err,
+          'No usable join ticket from this join service',
+        )
+        reasons.push(`${endpoint}: ${reason}`)
         return undefined
       })
       if (!got) continue
@@ -190,16 +194,5 @@ export class NodeJoinClient implements JoinClient {
 
   private get nodeName(): string {
     return kubernetesNodeName(this.deps.self.name)
-  }
-
-  /** Logs why one join service gave no ticket; returns the reason for the round's summary. */
-  private logRefusal(endpoint: string, err: unknown): string {
-    const details =
-      typeof err === 'object' && err !== null ? (err as { details?: unknown }).details : undefined
-    const reason = withoutRpcInternals(typeof details === 'string' && details ? details : chainMessage(err))
-    if (isAttestationFailure(err))
-      this.log.warn("The join service refused this node's attestation", { endpoint, reason })
-    else this.log.warn('No usable join ticket from this join service', { endpoint, reason })
-    return `${endpoint}: ${reason}`
   }
 }

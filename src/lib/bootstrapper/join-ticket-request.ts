@@ -13,7 +13,10 @@ import {
   type IssueRejoinTicketResponse,
 } from '../../gen/join.js'
 import type { Issuer } from '../attestation/index.js'
-import { createAttestedClientChannelCredentials } from '../atls/index.js'
+import { createAttestedClientChannelCredentials, isAttestationFailure } from '../atls/index.js'
+import { chainMessage } from '../errors/index.js'
+import { withoutRpcInternals } from '../grpc/index.js'
+import type { Logger } from '../system/index.js'
 
 /** Constellation's JoinClient gives each call 30 s. */
 export const JOIN_TICKET_TIMEOUT_MS = 30_000
@@ -104,4 +107,23 @@ function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
     signal.addEventListener('abort', onAbort, { once: true })
   })
   return Promise.race([work, aborted]).finally(() => signal.removeEventListener('abort', onAbort))
+}
+
+/**
+ * Logs why one join service gave this node nothing, in the service's own words without gRPC's
+ * wrapping: a refused attestation as such (the operator may update the measurements), anything
+ * else under `otherwise`. Returns the reason, for the round's summary.
+ */
+export function logJoinServiceRefusal(
+  log: Logger,
+  endpoint: string,
+  err: unknown,
+  otherwise: string,
+): string {
+  const details = typeof err === 'object' && err !== null ? (err as { details?: unknown }).details : undefined
+  const reason = withoutRpcInternals(typeof details === 'string' && details ? details : chainMessage(err))
+  if (isAttestationFailure(err))
+    log.warn("The join service refused this node's attestation", { endpoint, reason })
+  else log.warn(otherwise, { endpoint, reason })
+  return reason
 }

@@ -113,14 +113,8 @@ function semanticProblems(raw: Record<string, unknown>): Problem[] {
   }
   const tpm = raw.tpm as { swtpm?: unknown } | undefined
   checkHostPort(tpm?.swtpm, ['tpm', 'swtpm'])
-  checkHostPort((raw.initServer as { listen?: unknown } | undefined)?.listen, ['initServer', 'listen'])
-  checkHostPort((raw.verifyService as { listen?: unknown } | undefined)?.listen, ['verifyService', 'listen'])
-  checkHostPort((raw.joinService as { listen?: unknown } | undefined)?.listen, ['joinService', 'listen'])
-  checkHostPort((raw.keyService as { listen?: unknown } | undefined)?.listen, ['keyService', 'listen'])
-  checkHostPort((raw.recoveryServer as { listen?: unknown } | undefined)?.listen, [
-    'recoveryServer',
-    'listen',
-  ])
+  for (const service of ['initServer', 'verifyService', 'joinService', 'keyService', 'recoveryServer'])
+    checkHostPort((raw[service] as { listen?: unknown } | undefined)?.listen, [service, 'listen'])
   const metadata = raw.metadata as
     | { self?: { vpcIP?: unknown }; peers?: Array<{ vpcIP?: unknown }>; loadBalancerEndpoint?: unknown }
     | undefined

@@ -2,6 +2,14 @@
 import { ATTESTATION_VARIANTS } from '../attestation/index.js'
 
 const hostPort = { type: 'string', description: 'HOST:PORT' }
+/** A service's section: only its listen address. */
+const listenAt = (description?: string) =>
+  ({
+    type: 'object',
+    additionalProperties: false,
+    properties: { listen: description ? { ...hostPort, description } : hostPort },
+  }) as const
+
 const member = {
   type: 'object',
   additionalProperties: false,
@@ -32,41 +40,17 @@ export const nodeConfigSchema = {
       },
     },
     root: { type: 'string', pattern: '^/', description: 'prefix of every node path (default /)' },
-    initServer: { type: 'object', additionalProperties: false, properties: { listen: hostPort } },
-    verifyService: { type: 'object', additionalProperties: false, properties: { listen: hostPort } },
-    joinService: {
-      type: 'object',
-      additionalProperties: false,
-      properties: {
-        listen: {
-          ...hostPort,
-          description:
-            "the join service's HOST:PORT (default 0.0.0.0:30090); joining nodes dial its port on the control planes",
-        },
-      },
-    },
-    keyService: {
-      type: 'object',
-      additionalProperties: false,
-      properties: {
-        listen: {
-          ...hostPort,
-          description:
-            "the key service's HOST:PORT (default 127.0.0.1:9000); it authenticates no caller, so keep it on loopback",
-        },
-      },
-    },
-    recoveryServer: {
-      type: 'object',
-      additionalProperties: false,
-      properties: {
-        listen: {
-          ...hostPort,
-          description:
-            'where a rebooted node that waits for its disk key serves `constellation recover` (default 0.0.0.0:9999)',
-        },
-      },
-    },
+    initServer: listenAt(),
+    verifyService: listenAt(),
+    joinService: listenAt(
+      "the join service's HOST:PORT (default 0.0.0.0:30090); joining nodes dial its port on the control planes",
+    ),
+    keyService: listenAt(
+      "the key service's HOST:PORT (default 127.0.0.1:9000); it authenticates no caller, so keep it on loopback",
+    ),
+    recoveryServer: listenAt(
+      'where a rebooted node that waits for its disk key serves `constellation recover` (default 0.0.0.0:9999)',
+    ),
     kubeconfig: {
       type: 'string',
       pattern: '^/',
