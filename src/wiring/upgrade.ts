@@ -14,14 +14,18 @@ import {
 } from '../lib/upgrade/index.js'
 
 export function helmDeps(): HelmDeps {
-  return { runner: createRunner(), env: process.env }
+  return {
+    runner: createRunner(),
+    env: process.env,
+    openReader: async (kubeconfig) => createClusterReader((await loadClientNode()).readKubeconfig(kubeconfig)),
+  }
 }
 
 /** With `json`, stdout carries only the report, so progress is not drawn. */
 export function executeDeps(prepared: PreparedUpgrade, opts: { json: boolean }): ExecuteDeps {
   const terminal = processTerminal()
   return {
-    openReader: async () => createClusterReader((await loadClientNode()).readKubeconfig(prepared.kubeconfig)),
+    openReader: () => prepared.reader,
     confirm: canPrompt(terminal)
       ? (message) => promptOrAbort('upgrade', () => confirm({ message, default: false }))
       : undefined,

@@ -17,6 +17,16 @@ import { makeUpgradeWorkspace, RELEASE_NAMESPACES } from '../support/upgrade-wor
 
 const RELEASES = ['cilium', 'coredns', 'cert-manager']
 
+interface PlanJson {
+  releases: Array<{
+    name: string
+    namespace: string
+    installed: string | null
+    target: string
+    valueChanges: { added: string[]; changed: string[] } | null
+  }>
+}
+
 describe('constellation upgrade execute --helm (CLI) on the real helm 3 and 4', function () {
   this.timeout(180_000)
   let api: FakeApiServer
@@ -30,8 +40,14 @@ describe('constellation upgrade execute --helm (CLI) on the real helm 3 and 4', 
     await tmp.cleanup()
   })
 
-  /** A workspace targeting 1.1.0, its releases installed at 1.0.0 by `helm`, and PATH with that helm first. */
-  async function cluster(major: 3 | 4) {
+  /**
+   * A workspace targeting 1.1.0, its releases installed at 1.0.0 by `helm` (in `namespaces`, with
+   * `values` set on them), and PATH with that helm first.
+   */
+  async function cluster(
+    major: 3 | 4,
+    opts: { namespaces?: Record<string, string>; values?: Record<string, string>; only?: string[] } = {},
+  ) {
     const ws = await makeUpgradeWorkspace(
       path.join(tmp.dir, 'ws'),
       Object.fromEntries(RELEASES.map((r) => [r, '1.1.0'])),
@@ -51,27 +67,30 @@ describe('constellation upgrade execute --helm (CLI) on the real helm 3 and 4', 
     const kubeconfig = path.join(tmp.dir, 'kubeconfig')
     await writeFile(kubeconfig, api.kubeconfig(), { mode: 0o600 })
     const helm = await Helm.detect({ runner: createRunner(), binary: 'helm', env, kubeconfig })
-    const values = path.join(tmp.dir, 'values.yaml')
-    await writeFile(values, '{}\n')
-    for (const name of RELEASES)
+    for (const name of opts.only ?? RELEASES) {
+      const values = path.join(tmp.dir, `${name}-values.yaml`)
+      await writeFile(values, opts.values?.[name] ?? '{}\n')
       await helm.upgrade(
         {
           name,
           chart: path.join(FIXTURE_CHARTS, name, '1.0.0'),
           version: '1.0.0',
-          namespace: RELEASE_NAMESPACES[name] ?? 'default',
+          namespace: opts.namespaces?.[name] ?? RELEASE_NAMESPACES[name] ?? 'default',
         },
         values,
         '60s',
       )
+    }
     const installed = async () =>
       Object.fromEntries((await helm.listReleases()).map((r) => [r.name, `${r.version} ${r.status}`]))
-    return { ws, env, installed }
+    return { ws, env, helm, kubeconfig, installed }
   }
 
   for (const major of HELM_MAJORS) {
-    it(`helm ${major}: backs up, then upgrades every release`, async () => {
-      const { ws, env, installed } = await cluster(major)
+    it(`helm ${major}: backs up, then upgrades every release; values set on a release survive`, async () => {
+      const { ws, env, helm, installed } = await cluster(major, {
+        values: { coredns: 'replicaCount: 2\nservice:\n  clusterIP: 10.96.0.99\n' },
+      })
       const r = await runCli(
         ['upgrade', 'execute', '--helm', '--yes', '--json', '-C', ws, '--helm-timeout', '2m'],
         { env },
@@ -89,6 +108,60 @@ describe('constellation upgrade execute --helm (CLI) on the real helm 3 and 4', 
       expect(await readdir(path.join(report.backupDir, 'backups', 'crds'))).to.include(
         'certificates.fixture.constellation.invalid.yaml',
       )
+      // the operator's replicaCount is kept; the cluster DNS address is the cluster's again
+      expect(await helm.userValues('coredns', 'kube-system')).to.deep.equal({
+        replicaCount: 2,
+        service: { clusterIP: '10.96.0.10' },
+      })
+    })
+
+    it(`helm ${major}: needs no workspace config: the cluster says its version, network and release namespaces`, async () => {
+      const { env, kubeconfig } = await cluster(major, {
+        only: ['cilium', 'coredns'],
+        namespaces: { cilium: 'networking' },
+        values: { cilium: 'hubble:\n  enabled: true\n', coredns: 'service:\n  clusterIP: 10.96.0.10\n' },
+      })
+      // what kubeadm init stores: the service network the cluster DNS address comes from
+      api.put('v1', 'configmaps', {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: 'kubeadm-config', namespace: 'kube-system' },
+        data: {
+          ClusterConfiguration:
+            'apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\ncontrolPlaneEndpoint: 10.0.0.9:6443\nnetworking:\n  serviceSubnet: 10.100.0.0/16\n',
+        },
+      })
+      const empty = path.join(tmp.dir, 'no-workspace')
+      await mkdir(empty)
+      for (const command of [['check'], ['execute', '--helm', '--dry-run']]) {
+        const r = await runCli(
+          ['upgrade', ...command, '--force', '--json', '-C', empty, '--kubeconfig', kubeconfig],
+          { env },
+        )
+        expect(r.code, r.stderr).to.equal(0)
+        const json = JSON.parse(r.stdout) as PlanJson | { plan: PlanJson }
+        const plan = 'plan' in json ? json.plan : json
+        // the API server says v1.31.13: the pinned v1.31 release set is the target
+        expect(plan.releases.map((x) => [x.name, x.namespace, x.installed, x.target])).to.deep.equal([
+          ['cilium', 'networking', '1.0.0', '1.17.4'],
+          ['coredns', 'kube-system', '1.0.0', '1.37.3'],
+          ['cert-manager', 'cert-manager', null, 'v1.17.2'],
+        ])
+        const changes = Object.fromEntries(plan.releases.map((x) => [x.name, x.valueChanges]))
+        expect(changes).to.deep.equal({
+          cilium: {
+            added: ['kubeProxyReplacement', 'encryption', 'k8sServiceHost', 'k8sServicePort'],
+            changed: [],
+          },
+          coredns: { added: [], changed: ['service.clusterIP'] },
+          'cert-manager': { added: ['crds'], changed: [] },
+        })
+      }
+      const text = await runCli(['upgrade', 'check', '--force', '-C', empty, '--kubeconfig', kubeconfig], {
+        env,
+      })
+      expect(text.stdout).to.match(/coredns: changes service\.clusterIP/)
+      expect(text.stdout).to.not.match(/10\.100\.0\.10/)
     })
 
     it(`helm ${major}: a release the cluster refuses to change is rolled back by helm, and the report says so`, async () => {

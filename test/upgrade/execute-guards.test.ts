@@ -26,7 +26,8 @@ describe('upgrade execute (lib): guards before any change, helm detection', func
     const state = await readFakeHelmState(h.helm.stateDir)
     expect(state.events).to.deep.equal([])
     expect(state.calls.map((c) => c[0])).to.not.include.members(['upgrade', 'rollback'])
-    expect(h.api.requests).to.deep.equal([])
+    // the plan reads what the cluster runs; a dry run writes nothing
+    expect(h.api.requests.filter((r) => r.method !== 'GET')).to.deep.equal([])
   })
 
   it('without a TTY and without --yes it refuses before changing anything', async () => {
@@ -109,7 +110,10 @@ describe('upgrade execute (lib): guards before any change, helm detection', func
     const ws = await h.setup({ installed: {}, targets: all('1.1.0') })
     const env = { ...h.helm.env, PATH: path.join(h.dir, 'empty') }
     await expect(
-      prepareUpgrade({ workspace: ws, force: false }, { runner: createRunner(), env }),
+      prepareUpgrade(
+        { workspace: ws, force: false },
+        { runner: createRunner(), env, openReader: () => createClusterReader(h.kubeConfig()) },
+      ),
     ).to.be.rejectedWith(/helm was not found on PATH/)
   })
 

@@ -88,7 +88,12 @@ export class UpgradeHarness {
   async upgrade(ws: string, o: UpgradeOptions = {}): Promise<UpgradeReport> {
     const prepared = await prepareUpgrade(
       { workspace: ws, force: o.force ?? false },
-      { runner: createRunner(), env: { ...this.helm.env, ...o.env }, helmBounds: o.helmBounds },
+      {
+        runner: createRunner(),
+        env: { ...this.helm.env, ...o.env },
+        helmBounds: o.helmBounds,
+        openReader: () => createClusterReader(this.kubeConfig()),
+      },
     )
     return executeUpgrade(
       prepared,

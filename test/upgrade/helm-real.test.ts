@@ -35,7 +35,10 @@ function samples(chartDir: string, valuesFile: string, closedRepo: string): Samp
       [remote, valuesFile],
     ],
     showChart: [[chartDir]],
-    getValues: [['coredns', 'kube-system']],
+    getValues: [
+      ['coredns', 'kube-system', 'yaml'],
+      ['coredns', 'kube-system', 'json'],
+    ],
     getManifest: [['coredns', 'kube-system']],
   }
 }

@@ -1,4 +1,5 @@
-import { renderPlan } from '../../src/lib/upgrade/index.js'
+import { planToJson, renderPlan } from '../../src/lib/upgrade/index.js'
+import { mergeValues, valueChanges } from '../../src/lib/upgrade/values.js'
 import { expect } from '../support/chai.js'
 import { planUpgrade } from '../../src/lib/upgrade/plan.js'
 import { type InstalledRelease } from '../../src/lib/upgrade/helm.js'
@@ -57,11 +58,41 @@ describe('upgrade plan', () => {
     expect(plan.releases[0]?.verdict.action).to.equal('upgrade')
   })
 
-  it('refuses a release installed in another namespace than planned, naming both', () => {
-    expect(() =>
-      planUpgrade([target('a', '1.1.0', 'kube-system')], [installed('a', '1.0.0', 'deployed', 'other')], {
+  it('follows a release to the namespace it is installed in', () => {
+    const plan = planUpgrade(
+      [target('a', '1.1.0', 'kube-system')],
+      [installed('a', '1.0.0', 'deployed', 'ops')],
+      {
         force: false,
-      }),
-    ).to.throw(/release a is installed in namespace other, but the plan expects kube-system/)
+      },
+    )
+    expect(plan.releases.map((r) => [r.target.namespace, r.installed, r.verdict.action])).to.deep.equal([
+      ['ops', '1.0.0', 'upgrade'],
+    ])
+    expect(renderPlan(plan)).to.match(/a\s+ops\s+1\.0\.0\s+1\.1\.0\s+upgrade/)
+  })
+
+  it('refuses a release installed twice, naming both namespaces', () => {
+    expect(() =>
+      planUpgrade(
+        [target('a', '1.1.0')],
+        [installed('a', '1.0.0', 'deployed', 'ops'), installed('a', '1.0.0', 'deployed', 'kube-system')],
+        { force: false },
+      ),
+    ).to.throw(/release a is installed twice, in namespaces ops and kube-system/)
+  })
+
+  it('shows which values the upgrade adds or changes, never the values themselves', () => {
+    const plan = planUpgrade([target('a', '1.1.0')], [installed('a', '1.0.0')], { force: false })
+    const before = { replicas: 3, service: { clusterIP: '10.96.0.10', port: 53 }, token: 's3cret' }
+    const after = mergeValues(before, { service: { clusterIP: '10.96.0.53' }, hubble: { enabled: true } })
+    expect(after).to.deep.include({ replicas: 3, token: 's3cret' })
+    const changes = valueChanges(before, after)
+    expect(changes).to.deep.equal({ added: ['hubble'], changed: ['service.clusterIP'] })
+    plan.releases[0]!.valueChanges = changes
+    const text = renderPlan(plan)
+    expect(text).to.match(/a: changes service\.clusterIP; sets hubble/)
+    expect(text).to.not.match(/10\.96\.0\.53|s3cret/)
+    expect(planToJson(plan).releases[0]?.valueChanges).to.deep.equal(changes)
   })
 })

@@ -13,7 +13,8 @@ export default class UpgradeCheck extends BaseCommand {
   static override flags = {
     ...BaseCommand.workspaceFlag,
     kubeconfig: Flags.file({
-      description: 'kubeconfig of the cluster (default: the workspace admin kubeconfig)',
+      description:
+        'kubeconfig of the cluster (default: the workspace admin kubeconfig); with it, no workspace is needed',
     }),
     force: Flags.boolean({ description: 'plan as `upgrade execute --force` would: skip the version rules' }),
   }

@@ -20,12 +20,14 @@ export default class UpgradeExecute extends BaseCommand {
     '<%= config.bin %> upgrade execute --helm',
     '<%= config.bin %> upgrade execute --helm --yes --helm-timeout 15m',
     '<%= config.bin %> upgrade execute --helm --dry-run --json',
+    '<%= config.bin %> upgrade execute --helm --kubeconfig ~/.kube/config',
   ]
   static override flags = {
     ...BaseCommand.workspaceFlag,
     helm: Flags.boolean({ description: 'upgrade the Helm releases (the only phase so far)' }),
     kubeconfig: Flags.file({
-      description: 'kubeconfig of the cluster (default: the workspace admin kubeconfig)',
+      description:
+        'kubeconfig of the cluster (default: the workspace admin kubeconfig); with it, no workspace is needed',
     }),
     yes: Flags.boolean({ char: 'y', description: 'do not ask for confirmation' }),
     force: Flags.boolean({ description: 'skip the version rules (downgrades, same version, minor jumps)' }),

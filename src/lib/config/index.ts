@@ -1,4 +1,4 @@
-export { loadConfig, loadState, loadStateIfPresent } from './load.js'
+export { loadConfig, loadConfigIfPresent, loadState, loadStateIfPresent } from './load.js'
 export { generateWorkspace } from './generate.js'
 export type { GenerateResult } from './generate.js'
 export { configSchema, stateSchema } from './schema.js'

@@ -37,6 +37,11 @@ export async function loadState(file: string): Promise<ClusterState> {
   return parseState(await readConfigFile(file, 'state'), file)
 }
 
+/** The workspace's config when it has one (upgrade can do without). */
+export async function loadConfigIfPresent(file: string): Promise<ClusterConfig | undefined> {
+  return (await exists(file)) ? loadConfig(file) : undefined
+}
+
 /** The workspace's state when it has one (verify and upgrade can do without). */
 export async function loadStateIfPresent(file: string): Promise<ClusterState | undefined> {
   return (await exists(file)) ? loadState(file) : undefined

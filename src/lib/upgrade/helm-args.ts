@@ -75,14 +75,15 @@ export function helmArgs(major: HelmMajor, kubeconfig?: string) {
       '--include-crds',
     ],
     showChart: (chartPath: string) => ['show', 'chart', chartPath],
-    getValues: (name: string, namespace: string) => [
+    /** The values set on the release (helm's "user-supplied values", ours included). */
+    getValues: (name: string, namespace: string, output: 'yaml' | 'json') => [
       'get',
       'values',
       name,
       '--namespace',
       namespace,
       '--output',
-      'yaml',
+      output,
       ...kube,
     ],
     getManifest: (name: string, namespace: string) => [

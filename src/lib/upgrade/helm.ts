@@ -11,6 +11,7 @@ import { helmFailureMessage, inHelmWords } from './helm-failure.js'
 import { printable } from './printable.js'
 import { compareSemver, parseSemver } from './rules.js'
 import { helmTimeoutMs } from './timeout.js'
+import { isValues, type Values } from './values.js'
 
 /** Helm 3.8 is the oldest with OCI registries on by default; 4 is the newest major we know. */
 const MIN_HELM_3 = '3.8.0'
@@ -151,7 +152,24 @@ export class Helm {
 
   /** What is deployed now: the release's user values and manifest, for the backup. */
   async installedValues(name: string, namespace: string): Promise<string> {
-    return this.exec(this.args.getValues(name, namespace), this.bounds.queryMs)
+    return this.exec(this.args.getValues(name, namespace, 'yaml'), this.bounds.queryMs)
+  }
+
+  /** The values set on the release, as data: an upgrade keeps them (values.ts). */
+  async userValues(name: string, namespace: string): Promise<Values> {
+    const out = await this.exec(this.args.getValues(name, namespace, 'json'), this.bounds.queryMs)
+    let parsed: unknown
+    try {
+      parsed = JSON.parse(out.trim() || 'null')
+    } catch {
+      throw new Error(
+        `helm get values ${name} printed no JSON: ${printable(JSON.stringify(out.slice(0, 200)))}`,
+      )
+    }
+    // a release installed without values has `null`
+    if (parsed === null) return {}
+    if (!isValues(parsed)) throw new Error(`helm get values ${name} printed something other than a map`)
+    return parsed
   }
 
   async installedManifest(name: string, namespace: string): Promise<string> {

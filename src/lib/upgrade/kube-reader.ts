@@ -1,8 +1,16 @@
 /**
- * Paged reads of cluster-wide resource lists through @kubernetes/client-node, with retries and a
- * timeout on every request: an API server that accepts and never answers must not hang the backup.
+ * The upgrade's reads of the cluster through @kubernetes/client-node: its Kubernetes version, a
+ * ConfigMap (kubeadm's cluster configuration), and paged cluster-wide lists for the backup. Every
+ * request has a timeout and transient failures are retried: an API server that accepts and never
+ * answers must not hang the plan or the backup.
  */
-import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node'
+import {
+  CoreV1Api,
+  CustomObjectsApi,
+  VersionApi,
+  type ConfigurationOptions,
+  type KubeConfig,
+} from '@kubernetes/client-node'
 import { CliError, ExitCode } from '../errors/index.js'
 import {
   API_REQUEST_TIMEOUT_MS,
@@ -17,8 +25,12 @@ export interface ListPage {
   continueToken?: string
 }
 
-/** What the backup needs from the API: one page of a cluster-wide list, 404 as undefined. */
+/** What the plan and the backup read from the API; a 404 is undefined. */
 export interface ClusterReader {
+  /** The API server's gitVersion, e.g. v1.31.13. */
+  serverVersion(): Promise<string>
+  configMapData(namespace: string, name: string): Promise<Record<string, string> | undefined>
+  /** One page of a cluster-wide list. */
   listPage(
     group: string,
     version: string,
@@ -37,39 +49,60 @@ export interface ReaderOptions {
 }
 
 export function createClusterReader(kc: KubeConfig, opts: ReaderOptions = {}): ClusterReader {
-  const api = kc.makeApiClient(CustomObjectsApi)
+  const custom = kc.makeApiClient(CustomObjectsApi)
+  const core = kc.makeApiClient(CoreV1Api)
+  const version = kc.makeApiClient(VersionApi)
   const timeoutMs = opts.requestTimeoutMs ?? API_REQUEST_TIMEOUT_MS
+
+  /** One request under the timeout, retried while transient; 404 is undefined. */
+  async function read<T>(
+    what: string,
+    request: (bound: ConfigurationOptions) => Promise<T>,
+  ): Promise<T | undefined> {
+    return retry(
+      async () => {
+        try {
+          const { requestTimeout } = await loadClientNode()
+          return await request(requestTimeout(timeoutMs))
+        } catch (err) {
+          if (statusOf(err) === 404) return undefined
+          if (err instanceof Error && err.name === 'AbortError')
+            throw new RequestTimeoutError(`the API server did not answer within ${timeoutMs / 1000} s`)
+          throw err
+        }
+      },
+      {
+        attempts: opts.attempts ?? 4,
+        initialDelayMs: opts.initialDelayMs ?? 500,
+        maxDelayMs: 5_000,
+        retryable: isTransient,
+        sleep: opts.sleep,
+      },
+    ).catch((err: unknown) => {
+      // No answer at all is "unreachable" (exit 3); an answer we did not like is a failure.
+      if (isNoAnswer(err)) throw new CliError(what, { exitCode: ExitCode.Unreachable, cause: err })
+      throw new Error(what, { cause: err })
+    })
+  }
+
   return {
+    async serverVersion() {
+      const info = await read('reading the Kubernetes version', (bound) => version.getCode(bound))
+      if (!info?.gitVersion) throw new Error('reading the Kubernetes version: the API server sent none')
+      return info.gitVersion
+    },
+    async configMapData(namespace, name) {
+      const cm = await read(`reading ConfigMap ${namespace}/${name}`, (bound) =>
+        core.readNamespacedConfigMap({ namespace, name }, bound),
+      )
+      return cm ? (cm.data ?? {}) : undefined
+    },
     async listPage(group, version, plural, limit, continueToken) {
       const what = `listing ${plural}.${group}/${version}`
-      return retry(
-        async () => {
-          try {
-            const { requestTimeout } = await loadClientNode()
-            const raw: unknown = await api.listClusterCustomObject(
-              { group, version, plural, limit, _continue: continueToken },
-              requestTimeout(timeoutMs),
-            )
-            return toPage(raw, what)
-          } catch (err) {
-            if (statusOf(err) === 404) return undefined
-            if (err instanceof Error && err.name === 'AbortError')
-              throw new RequestTimeoutError(`the API server did not answer within ${timeoutMs / 1000} s`)
-            throw err
-          }
-        },
-        {
-          attempts: opts.attempts ?? 4,
-          initialDelayMs: opts.initialDelayMs ?? 500,
-          maxDelayMs: 5_000,
-          retryable: isTransient,
-          sleep: opts.sleep,
-        },
-      ).catch((err: unknown) => {
-        // No answer at all is "unreachable" (exit 3); an answer we did not like is a failure.
-        if (isNoAnswer(err)) throw new CliError(what, { exitCode: ExitCode.Unreachable, cause: err })
-        throw new Error(what, { cause: err })
-      })
+      const raw = await read(what, (bound) =>
+        custom.listClusterCustomObject({ group, version, plural, limit, _continue: continueToken }, bound),
+      )
+      return raw === undefined ? undefined : toPage(raw, what)
     },
   }
 }

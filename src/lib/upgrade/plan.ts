@@ -3,12 +3,16 @@ import { CliError } from '../errors/index.js'
 import type { InstalledRelease } from './helm.js'
 import type { ReleaseTarget } from './releases.js'
 import { judgeUpgrade, type Verdict } from './rules.js'
+import type { ValueChanges } from './values.js'
 
 export interface PlannedRelease {
+  /** Its namespace is where the release is installed, whatever the pins or the config say. */
   target: ReleaseTarget
   /** Chart version deployed now; undefined when the release does not exist. */
   installed?: string
   verdict: Verdict
+  /** What the upgrade does to the values set on the release (prepare.ts fills it in). */
+  valueChanges?: ValueChanges
 }
 
 export interface UpgradePlan {
@@ -24,17 +28,17 @@ export function planUpgrade(
   installed: readonly InstalledRelease[],
   opts: { force: boolean },
 ): UpgradePlan {
-  const releases = targets.map((target): PlannedRelease => {
-    const found = installed.filter((r) => r.name === target.name)
-    const same = found.filter((r) => r.namespace === target.namespace)
-    if (found.length > 0 && same.length === 0) {
-      const where = found.map((r) => r.namespace).join(', ')
-      throw new CliError(
-        `release ${target.name} is installed in namespace ${where}, but the plan expects ${target.namespace}`,
-        { hint: `set upgrade.charts[].namespace for ${target.name} to the namespace it runs in` },
-      )
+  const releases = targets.map((pinned): PlannedRelease => {
+    // A release is found by name wherever it was installed; two of one name are two clusters' worth.
+    const found = installed.filter((r) => r.name === pinned.name)
+    if (found.length > 1) {
+      const where = found.map((r) => r.namespace).join(' and ')
+      throw new CliError(`release ${pinned.name} is installed twice, in namespaces ${where}`, {
+        hint: `uninstall the one the cluster does not use (\`helm uninstall ${pinned.name} -n <namespace>\`), then plan again`,
+      })
     }
-    const current = same[0]
+    const current = found[0]
+    const target = current ? { ...pinned, namespace: current.namespace } : pinned
     if (current && BUSY_STATES.includes(current.status)) {
       return {
         target,

@@ -1,13 +1,21 @@
-/** From a workspace to a plan: config and state, pinned releases, helm, what the cluster runs now. */
+/**
+ * From a kubeconfig to a plan. The cluster says what it runs (Kubernetes version, installed
+ * releases and their values); the pinned release set for that version is the target. A workspace
+ * config, when there is one, may override charts; the state, when there is one, names the API
+ * endpoint. No config is needed.
+ */
 import { access } from 'node:fs/promises'
-import { loadConfig, loadStateIfPresent } from '../config/index.js'
-import { CliError, ExitCode, isErrnoException } from '../errors/index.js'
+import { loadConfigIfPresent, loadStateIfPresent } from '../config/index.js'
+import { CliError, ExitCode, exitCodeOf, isErrnoException } from '../errors/index.js'
 import { workspacePaths } from '../paths.js'
 import { CommandFailedError, type Runner } from '../system/index.js'
-import { Helm, type HelmBounds } from './helm.js'
+import { describeCluster } from './cluster-facts.js'
+import { Helm, type HelmBounds, type InstalledRelease } from './helm.js'
 import { helmSaidUnreachable } from './helm-failure.js'
+import type { ClusterReader } from './kube-reader.js'
 import { planUpgrade, type UpgradePlan } from './plan.js'
-import { clusterFacts, resolveReleases, type ReleaseTarget } from './releases.js'
+import { resolveReleases, type ReleaseTarget } from './releases.js'
+import { mergeValues, valueChanges } from './values.js'
 
 export interface PrepareOptions {
   workspace: string
@@ -23,20 +31,23 @@ export interface HelmDeps {
   helmBinary?: string
   /** How long each helm process may run (tests shorten them). */
   helmBounds?: Partial<HelmBounds>
+  /** The cluster's API, read through the same kubeconfig helm uses. */
+  openReader: (kubeconfig: string) => ClusterReader | Promise<ClusterReader>
 }
 
 export interface PreparedUpgrade {
   plan: UpgradePlan
   helm: Helm
   kubeconfig: string
+  reader: ClusterReader
+  /** The version the API server reported; it chose the pinned releases. */
+  kubernetesVersion: string
 }
 
 export async function prepareUpgrade(opts: PrepareOptions, deps: HelmDeps): Promise<PreparedUpgrade> {
   const paths = workspacePaths(opts.workspace)
-  const config = await loadConfig(paths.config)
-  // without a state, values that need it (the API endpoint) are left to the chart
+  const config = await loadConfigIfPresent(paths.config)
   const state = await loadStateIfPresent(paths.state)
-  const targets = await resolveReleases(config, clusterFacts(config, state), paths.dir)
   const kubeconfig = opts.kubeconfig ?? paths.adminConf
   await access(kubeconfig).catch((err: unknown) => {
     throw new CliError(
@@ -51,8 +62,25 @@ export async function prepareUpgrade(opts: PrepareOptions, deps: HelmDeps): Prom
     kubeconfig,
     bounds: deps.helmBounds,
   })
+  const installed = await listInstalled(helm, kubeconfig)
+  const reader = await deps.openReader(kubeconfig)
+  const cluster = await describeCluster(reader, { config, state }).catch((err: unknown) => {
+    const unreachable = exitCodeOf(err) === ExitCode.Unreachable
+    throw new CliError('reading what the cluster runs', {
+      exitCode: unreachable ? ExitCode.Unreachable : ExitCode.Failure,
+      hint: unreachable ? `check that the cluster in ${kubeconfig} is reachable from here` : undefined,
+      cause: err,
+    })
+  })
+  const targets = await resolveReleases(cluster.kubernetesVersion, config, cluster.facts, paths.dir)
   await checkLocalCharts(helm, targets)
-  const installed = await helm.listReleases().catch((err: unknown) => {
+  const plan = planUpgrade(targets, installed, { force: opts.force })
+  await keepUserValues(helm, plan)
+  return { plan, helm, kubeconfig, reader, kubernetesVersion: cluster.kubernetesVersion }
+}
+
+async function listInstalled(helm: Helm, kubeconfig: string): Promise<InstalledRelease[]> {
+  return helm.listReleases().catch((err: unknown) => {
     // Blame the cluster only when helm did, or when the read got no answer in time.
     const unreachable = helmSaidUnreachable(err) || (err instanceof CommandFailedError && err.timedOut)
     throw new CliError('reading the installed Helm releases', {
@@ -63,7 +91,25 @@ export async function prepareUpgrade(opts: PrepareOptions, deps: HelmDeps): Prom
       cause: err,
     })
   })
-  return { plan: planUpgrade(targets, installed, { force: opts.force }), helm, kubeconfig }
+}
+
+/**
+ * Values set on an installed release (by the operator, or by an earlier install) survive: the
+ * target's values go on top of them, and the plan records which keys that adds or changes.
+ */
+async function keepUserValues(helm: Helm, plan: UpgradePlan): Promise<void> {
+  for (const r of plan.releases) {
+    if (r.verdict.action === 'skip') continue
+    const before =
+      r.installed === undefined
+        ? {}
+        : await helm.userValues(r.target.name, r.target.namespace).catch((err: unknown) => {
+            throw new CliError(`reading the values of release ${r.target.name}`, { cause: err })
+          })
+    const merged = mergeValues(before, r.target.values)
+    r.valueChanges = valueChanges(before, merged)
+    r.target = { ...r.target, values: merged }
+  }
 }
 
 /** Helm ignores --version for chart paths, so a local chart must really hold the pinned version. */

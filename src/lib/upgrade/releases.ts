@@ -3,14 +3,14 @@
  * workspace config (`upgrade.charts`) overrides (mirrors, local charts) or extends them.
  */
 import path from 'node:path'
-import type { ChartConfig, ClusterConfig, ClusterState } from '../config/index.js'
+import type { ChartConfig, ClusterConfig } from '../config/index.js'
 import { CliError, exitCodeOf, hintOf, messageOf } from '../errors/index.js'
-import { parseHostPort } from '../system/index.js'
 import { kubernetesMinor } from '../versions/index.js'
 import { parseYaml, readYamlFile } from '../yaml/index.js'
 import { parseSemver } from './rules.js'
+import { isValues, mergeValues, type Values } from './values.js'
 
-export type Values = Record<string, unknown>
+export { mergeValues, type Values }
 
 /** One release to bring to a pinned chart version. */
 export interface ReleaseTarget {
@@ -27,10 +27,10 @@ export interface ReleaseTarget {
   allowMinorJump: boolean
 }
 
-/** What the cluster needs from the workspace to compute chart values. */
+/** What chart values need to know of the cluster; what nobody knows is left to the installed values. */
 export interface ClusterFacts {
-  serviceCIDR: string
-  /** Host of the API server as seen from inside the cluster (state `inClusterEndpoint`). */
+  serviceCIDR?: string
+  /** Host of the API server as seen from inside the cluster. */
   apiServerHost?: string
 }
 
@@ -53,9 +53,8 @@ const ciliumValues = (facts: ClusterFacts): Values => ({
   encryption: { enabled: true, type: 'wireguard', strictMode: { enabled: true } },
   ...(facts.apiServerHost ? { k8sServiceHost: facts.apiServerHost, k8sServicePort: 6443 } : {}),
 })
-const corednsValues = (facts: ClusterFacts): Values => ({
-  service: { clusterIP: clusterDnsAddress(facts.serviceCIDR) },
-})
+const corednsValues = (facts: ClusterFacts): Values =>
+  facts.serviceCIDR ? { service: { clusterIP: clusterDnsAddress(facts.serviceCIDR) } } : {}
 const certManagerValues = (): Values => ({ crds: { enabled: true } })
 
 function pins(cilium: string, coredns: string, certManager: string): PinnedRelease[] {
@@ -101,22 +100,23 @@ export const PINNED_RELEASES: Readonly<Record<string, readonly PinnedRelease[]>>
 }
 
 /**
- * The releases for a cluster: the pinned set for its Kubernetes version, each replaced by the
- * config entry of the same name, then the config's other entries appended in their order.
+ * The releases for a cluster: the pinned set for the Kubernetes version it runs, each replaced by
+ * the config entry of the same name, then the config's other entries appended in their order.
  */
 export async function resolveReleases(
-  config: Pick<ClusterConfig, 'kubernetesVersion' | 'upgrade'>,
+  kubernetesVersion: string,
+  config: Pick<ClusterConfig, 'upgrade'> | undefined,
   facts: ClusterFacts,
   workspaceDir: string,
 ): Promise<ReleaseTarget[]> {
-  const minor = kubernetesMinor(config.kubernetesVersion)
+  const minor = kubernetesMinor(kubernetesVersion)
   const pinned = minor ? PINNED_RELEASES[minor] : undefined
   if (!pinned) {
     throw new CliError(
-      `no pinned Helm releases for Kubernetes ${config.kubernetesVersion}; known: ${Object.keys(PINNED_RELEASES).join(', ')}`,
+      `no pinned Helm releases for Kubernetes ${kubernetesVersion}; known: ${Object.keys(PINNED_RELEASES).join(', ')}`,
     )
   }
-  const overrides = config.upgrade?.charts ?? []
+  const overrides = config?.upgrade?.charts ?? []
   checkOverrides(overrides)
   const byName = new Map(overrides.map((o) => [o.name, o]))
   const targets: ReleaseTarget[] = []
@@ -187,18 +187,6 @@ async function readValuesFile(file: string, where: string): Promise<Values> {
   return value
 }
 
-/** Recursive map merge; later maps win, lists are replaced (Helm's own rule for -f files). */
-export function mergeValues(base: Values, over: Values): Values {
-  const out: Values = { ...base }
-  for (const [k, v] of Object.entries(over)) {
-    const prev = out[k]
-    out[k] = isValues(prev) && isValues(v) ? mergeValues(prev, v) : v
-  }
-  return out
-}
-
-const isValues = (v: unknown): v is Values => typeof v === 'object' && v !== null && !Array.isArray(v)
-
 /** kubeadm gives the cluster DNS service the 10th address of the service network. */
 export function clusterDnsAddress(serviceCIDR: string): string {
   const [ip = '', bitsText = '32'] = serviceCIDR.split('/')
@@ -214,11 +202,4 @@ export function clusterDnsAddress(serviceCIDR: string): string {
   const network = (octets.reduce((acc, o) => acc * 256 + o, 0) & mask) >>> 0
   const n = network + 10
   return [24, 16, 8, 0].map((shift) => (n >>> shift) & 255).join('.')
-}
-
-/** The facts chart values need, from the config and (when it exists) the state. */
-export function clusterFacts(config: Pick<ClusterConfig, 'serviceCIDR'>, state?: ClusterState): ClusterFacts {
-  const endpoint = state?.infrastructure.inClusterEndpoint || state?.infrastructure.clusterEndpoint
-  const host = endpoint ? parseHostPort(endpoint).host : undefined
-  return { serviceCIDR: config.serviceCIDR, apiServerHost: host || undefined }
 }

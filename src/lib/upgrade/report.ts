@@ -11,7 +11,18 @@ export function renderPlan(plan: UpgradePlan): string {
     r.target.version,
     `${r.verdict.action}: ${r.verdict.reason}`,
   ])
-  return renderTable(['RELEASE', 'NAMESPACE', 'INSTALLED', 'TARGET', 'VERDICT'], rows)
+  const table = renderTable(['RELEASE', 'NAMESPACE', 'INSTALLED', 'TARGET', 'VERDICT'], rows)
+  const changes = plan.releases.flatMap((r) => {
+    const c = r.valueChanges
+    if (!c || c.added.length + c.changed.length === 0) return []
+    const parts = [
+      ...(c.changed.length ? [`changes ${c.changed.join(', ')}`] : []),
+      ...(c.added.length ? [`sets ${c.added.join(', ')}`] : []),
+    ]
+    return [`  ${r.target.name}: ${parts.join('; ')}`]
+  })
+  if (changes.length === 0) return table
+  return [table, 'Values (every other value set on a release is kept):', ...changes].join('\n')
 }
 
 /** The plan as plain data for `--json`. */
@@ -27,6 +38,7 @@ export function planToJson(plan: UpgradePlan) {
       target: r.target.version,
       verdict: r.verdict.action,
       reason: r.verdict.reason,
+      valueChanges: r.valueChanges ?? null,
     })),
   }
 }

@@ -1,0 +1,69 @@
+/**
+ * What the cluster says about itself, so that an upgrade needs no workspace config: the Kubernetes
+ * version from the API server, and the service network and API endpoint from the ClusterConfiguration
+ * kubeadm stores in kube-system/kubeadm-config. The workspace (config, state) fills what the
+ * cluster does not say; a fact nobody knows is left out, and the installed values keep it.
+ */
+import type { ClusterConfig, ClusterState } from '../config/index.js'
+import { CliError, messageOf } from '../errors/index.js'
+import { parseHostPort } from '../system/index.js'
+import { parseYaml } from '../yaml/index.js'
+import type { ClusterReader } from './kube-reader.js'
+import type { ClusterFacts } from './releases.js'
+
+export const KUBEADM_CONFIG = {
+  namespace: 'kube-system',
+  name: 'kubeadm-config',
+  key: 'ClusterConfiguration',
+}
+
+export interface ClusterDescription {
+  /** The API server's version, e.g. v1.31.13: it picks the pinned release set. */
+  kubernetesVersion: string
+  facts: ClusterFacts
+}
+
+export async function describeCluster(
+  reader: Pick<ClusterReader, 'serverVersion' | 'configMapData'>,
+  workspace: { config?: Pick<ClusterConfig, 'serviceCIDR'>; state?: ClusterState },
+): Promise<ClusterDescription> {
+  const kubernetesVersion = await reader.serverVersion()
+  const { namespace, name, key } = KUBEADM_CONFIG
+  const data = await reader.configMapData(namespace, name)
+  const kubeadm = data?.[key] ? readClusterConfiguration(data[key]) : {}
+  const endpoint =
+    workspace.state?.infrastructure.inClusterEndpoint ||
+    workspace.state?.infrastructure.clusterEndpoint ||
+    kubeadm.controlPlaneEndpoint
+  const apiServerHost = endpoint ? parseHostPort(endpoint).host || undefined : undefined
+  const serviceCIDR = kubeadm.serviceSubnet ?? workspace.config?.serviceCIDR
+  return { kubernetesVersion, facts: { serviceCIDR, apiServerHost } }
+}
+
+interface KubeadmFacts {
+  serviceSubnet?: string
+  controlPlaneEndpoint?: string
+}
+
+/** The two fields of kubeadm's ClusterConfiguration the chart values need. */
+function readClusterConfiguration(text: string): KubeadmFacts {
+  const where = `ConfigMap ${KUBEADM_CONFIG.namespace}/${KUBEADM_CONFIG.name}, key ${KUBEADM_CONFIG.key}`
+  let value: unknown
+  try {
+    value = parseYaml(text, where).value
+  } catch (err) {
+    throw new CliError(`reading the cluster's configuration: ${messageOf(err)}`)
+  }
+  const doc = (typeof value === 'object' && value !== null ? value : {}) as {
+    controlPlaneEndpoint?: unknown
+    networking?: { serviceSubnet?: unknown }
+  }
+  // dual-stack clusters list two subnets; cluster DNS lives in the first (kubeadm's rule)
+  const subnet = doc.networking?.serviceSubnet
+  const serviceSubnet = typeof subnet === 'string' && subnet ? subnet.split(',')[0]?.trim() : undefined
+  const endpoint = doc.controlPlaneEndpoint
+  return {
+    serviceSubnet,
+    controlPlaneEndpoint: typeof endpoint === 'string' && endpoint ? endpoint : undefined,
+  }
+}
