@@ -1,26 +1,45 @@
 /**
  * FakeApiServer — a TEST DOUBLE for the Kubernetes API (no kube-apiserver can run on these
  * machines). Over HTTPS with a test CA it serves core (/api/v1) and group (/apis/<group>/<version>)
- * resources, namespaced or cluster-scoped: list with limit/continue paging and labelSelector
- * equality; get, create (409 on exists), replace (409 on a stale resourceVersion), merge, strategic
- * merge (as a merge), JSON and server-side-apply patches (apply creates), delete; Status objects on
- * errors. For the real helm 3/4 and kubectl (test/upgrade/helm-api.test.ts holds it to them) it also
- * serves discovery (/version, /api, /apis, resource lists; a stored CRD registers its resources and
- * is Established at once), OpenAPI v3 documents that leave validation to the server, and decodes the
- * protobuf bodies of client-go's typed clients for Secrets, ConfigMaps and Namespaces. Like the real
- * server it authenticates every request (the bearer token of its kubeconfig, else 401) and stores a
- * Secret's write-only stringData as base64 data. It records every request and can be told to fail
- * requests. Not yet: watch streams (a watch gets the list), readiness of workloads.
+ * resources, namespaced or cluster-scoped: list with limit/continue paging, label selectors
+ * (`=`, `!=`, `in`, `notin`, `key`, `!key`) and field selectors (metadata.name/namespace and the
+ * field labels the real server knows); get, create (409 on exists), replace (409 on a stale
+ * resourceVersion), merge, strategic merge (as a merge), JSON and server-side-apply patches (apply
+ * creates), the status subresource, delete (owned objects follow, as the garbage collector does);
+ * Status objects on errors. Objects are kept as the real server keeps them: uid, creationTimestamp,
+ * generation (bumped when spec changes), a Service's clusterIP, workload defaults.
+ *
+ * Watches (`watch=true`) are real streams (fake-apiserver-watch.ts): the current state as ADDED
+ * events, or every change after a resourceVersion still held in a bounded history (older: 410
+ * Expired), then each change as it happens, honouring namespace, selectors, timeoutSeconds,
+ * bookmarks and the watch-list protocol (sendInitialEvents).
+ *
+ * Workloads become ready (fake-apiserver-controllers.ts): a few ms after a write a "controller"
+ * sets the status of Deployments (with an owned ReplicaSet per pod template), ReplicaSets,
+ * DaemonSets, StatefulSets and Jobs, and binds PVCs, each as a MODIFIED event: what helm 3/4
+ * `--wait`, `kubectl rollout status` and `kubectl wait` look at. No pods run.
+ *
+ * For the real helm 3/4 and kubectl (test/upgrade/helm-api.test.ts and
+ * fake-apiserver-workloads.test.ts hold it to them) it also serves discovery (/version, /api,
+ * /apis, resource lists; a stored CRD registers its resources and is Established at once), OpenAPI
+ * v3 documents that leave validation to the server, and decodes the protobuf bodies of client-go's
+ * typed clients for Secrets, ConfigMaps and Namespaces. Like the real server it authenticates every
+ * request (the bearer token of its kubeconfig, else 401) and stores a Secret's write-only
+ * stringData as base64 data. It records every request.
+ *
+ * Faults on request: `failOn` (a request fails with a status), `keepUnready` / `makeReady` (a
+ * workload never gets ready until released), `goAway` / `comeBack` (connection refused, or a
+ * server that accepts and never answers, then back on the same URL).
  *
  * With `dir` its objects live as JSON files there (`namespaces/<ns>/<resource>/<name>.json`,
  * cluster-scoped `<resource>/<name>.json`, a group's resource as `<resource>.<group>`): the storage
- * the kubeadm contract fake reads and writes, as kubeadm would through this API.
+ * the kubeadm contract fake reads and writes, as kubeadm would through this API (such writes by
+ * another process raise no watch events).
  */
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { randomUUID } from 'node:crypto'
 import type http from 'node:http'
 import https from 'node:https'
 import type { AddressInfo } from 'node:net'
-import path from 'node:path'
 import { parseYaml } from '../../src/lib/yaml/index.js'
 import {
   apiGroupList,
@@ -28,12 +47,30 @@ import {
   apiVersions,
   BUILT_IN_TYPES,
   crdTypes,
+  groupVersionOf,
   openApiV3Document,
   openApiV3Root,
   type ResourceType,
 } from './fake-apiserver-catalog.js'
+import { WorkloadControllers, type WorkloadRef } from './fake-apiserver-controllers.js'
+import { protobufDeleteOptions, type DeleteOptions } from './fake-apiserver-deleteoptions.js'
 import { decodeProtobufObject, UnsupportedProtobufError } from './fake-apiserver-protobuf.js'
+import {
+  asStored,
+  jsonPatch,
+  mergePatch,
+  parsePath,
+  readBody,
+  send,
+  status,
+  type ParsedPath,
+} from './fake-apiserver-rest.js'
+import { fieldMatcher, labelMatcher, SelectorError, type Matcher } from './fake-apiserver-selectors.js'
+import { DirStore, keyOf, type ObjectStore } from './fake-apiserver-store.js'
+import { WatchHub } from './fake-apiserver-watch.js'
 import { localhostCert } from './tls-cert.js'
+
+export type { WorkloadRef } from './fake-apiserver-controllers.js'
 
 export interface KubeObject {
   apiVersion?: string
@@ -42,7 +79,10 @@ export interface KubeObject {
     name: string
     namespace?: string
     resourceVersion?: string
+    uid?: string
+    generation?: number
     labels?: Record<string, string>
+    annotations?: Record<string, string>
     [k: string]: unknown
   }
   [k: string]: unknown
@@ -55,14 +95,6 @@ export interface RecordedRequest {
   body?: unknown
 }
 
-interface ParsedPath {
-  apiVersion: string
-  namespace?: string
-  resource: string
-  name?: string
-  subresource?: string
-}
-
 export interface FailRule {
   method?: string
   pathIncludes: string
@@ -72,39 +104,106 @@ export interface FailRule {
 }
 
 /** The bearer token of this server's kubeconfig: the cluster admin's credentials. */
-const ADMIN_TOKEN = 'fake-token'
+export const ADMIN_TOKEN = 'fake-token'
 
 export interface FakeApiServerOptions {
   /** Keep the objects as files here (see above) instead of in memory. */
   dir?: string
+  /** How many changes the watch history holds (default 1000); a watch from before them gets 410. */
+  watchHistory?: number
 }
 
 export class FakeApiServer {
   readonly requests: RecordedRequest[] = []
   private readonly objects: ObjectStore
   private readonly failRules: FailRule[] = []
-  private revision = 1
+  private readonly hub: WatchHub
+  private readonly controllers: WorkloadControllers
+  /** The newest resourceVersion handed out (the real server's etcd revision). */
+  private rv = 1
   private server?: https.Server
+  private port = 0
+  private mode: 'up' | 'refuse' | 'hang' = 'up'
   url = ''
 
   constructor(opts: FakeApiServerOptions = {}) {
     this.objects = opts.dir ? new DirStore(opts.dir) : new Map<string, KubeObject>()
+    this.hub = new WatchHub(opts.watchHistory ?? 1000)
+    this.controllers = new WorkloadControllers({
+      find: (apiVersion, resource, namespace, name) =>
+        this.objects.get(keyOf({ apiVersion, resource, namespace, name })),
+      listIn: (apiVersion, resource, namespace) => this.select({ apiVersion, resource, namespace }),
+      store: (apiVersion, resource, obj) => {
+        const p = { apiVersion, resource, namespace: obj.metadata.namespace, name: obj.metadata.name }
+        return this.commit(p, obj, this.objects.get(keyOf(p)))
+      },
+    })
   }
 
   async start(): Promise<this> {
     const { certPem, keyPem } = localhostCert()
     this.server = https.createServer({ cert: certPem, key: keyPem }, (req, res) => void this.handle(req, res))
-    await new Promise<void>((resolve) => this.server?.listen(0, '127.0.0.1', resolve))
-    const { port } = this.server.address() as AddressInfo
-    this.url = `https://127.0.0.1:${port}`
+    await this.listen()
+    this.url = `https://127.0.0.1:${this.port}`
     return this
   }
 
+  /** Ends open watches, pending controller work and every connection, in any goAway mode. */
   async stop(): Promise<void> {
-    if (!this.server) return
-    this.server.closeAllConnections()
-    await new Promise<void>((resolve) => this.server?.close(() => resolve()))
+    this.controllers.stop()
+    this.hub.closeAll()
+    const server = this.server
+    if (!server) return
     this.server = undefined
+    server.closeAllConnections()
+    // a server already closed by goAway('refuse') calls back at once (with ERR_SERVER_NOT_RUNNING)
+    await new Promise<void>((resolve) => server.close(() => resolve()))
+  }
+
+  /**
+   * Makes the server unreachable on its URL until `comeBack()`. 'refuse': the listener and every
+   * connection close, so clients get "connection refused". 'hang': connections are accepted but no
+   * request is ever answered (a wedged control plane; clients need their own timeout). Open watches
+   * end and kept-alive connections close in both modes, so clients must reconnect.
+   */
+  async goAway(mode: 'refuse' | 'hang'): Promise<void> {
+    const server = this.server
+    if (!server) throw new Error('FakeApiServer.goAway: the server is not started')
+    this.mode = mode
+    this.hub.closeAll()
+    server.closeAllConnections()
+    if (mode === 'refuse' && server.listening)
+      await new Promise<void>((resolve) => server.close(() => resolve()))
+  }
+
+  /** Undoes `goAway`: listens again on the same port; requests left hanging are dropped (clients retry). */
+  async comeBack(): Promise<void> {
+    const server = this.server
+    if (!server) throw new Error('FakeApiServer.comeBack: the server is not started')
+    const was = this.mode
+    this.mode = 'up'
+    if (was === 'hang') server.closeAllConnections()
+    if (!server.listening) await this.listen()
+  }
+
+  /**
+   * Keeps a workload (Deployment, ReplicaSet, DaemonSet, StatefulSet or Job, by `kind` or plural
+   * `resource`, in `namespace` or any) from ever becoming ready: its status shows replicas but none
+   * ready or available, a Deployment stays Progressing without Available, a Job stays active. Applies
+   * to one that exists already too. Helm's `--wait` then runs into its timeout.
+   */
+  keepUnready(ref: WorkloadRef): void {
+    this.controllers.keepUnready(ref)
+  }
+
+  /** Releases a workload held by `keepUnready` (same ref): its controller makes it ready now. */
+  makeReady(ref: WorkloadRef): void {
+    this.controllers.makeReady(ref)
+  }
+
+  /** How many watch streams are open now. */
+  get openWatches(): number {
+    return this.hub.open
   }
 
   /** A kubeconfig (YAML) pointing at this server. */
@@ -120,10 +219,15 @@ export class FakeApiServer {
     ].join('\n')
   }
 
-  /** Seeds an object at `/api/v1` (core) or `/apis/<group>/<version>`, under `resource` (plural). */
+  /**
+   * Seeds an object at `/api/v1` (core) or `/apis/<group>/<version>`, under `resource` (plural), as
+   * if a client had written it: watchers see it and its controller (if any) acts on it. The status
+   * of a workload or PVC is its controller's, as on the real server: a seeded one is replaced.
+   */
   put(apiVersion: string, resource: string, obj: KubeObject): void {
-    const key = keyOf({ apiVersion, resource, namespace: obj.metadata.namespace, name: obj.metadata.name })
-    this.objects.set(key, { ...obj, metadata: { ...obj.metadata, resourceVersion: String(this.revision++) } })
+    const p = { apiVersion, resource, namespace: obj.metadata.namespace, name: obj.metadata.name }
+    const existing = this.objects.get(keyOf(p))
+    this.commit(p, this.controllers.admit(resource, obj, existing), existing)
   }
 
   get(apiVersion: string, resource: string, name: string, namespace?: string): KubeObject | undefined {
@@ -138,14 +242,32 @@ export class FakeApiServer {
     this.failRules.push({ times: 1, ...rule })
   }
 
-  private select(p: ParsedPath, labelSelector?: string): KubeObject[] {
+  /** Built-in resources plus those the stored CRDs register, as the discovery documents list them. */
+  resourceTypes(): ResourceType[] {
+    const crds = this.select({ apiVersion: 'apiextensions.k8s.io/v1', resource: 'customresourcedefinitions' })
+    return [...BUILT_IN_TYPES, ...crds.flatMap((crd) => crdTypes(crd as Parameters<typeof crdTypes>[0]))]
+  }
+
+  private listen(): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const server = this.server
+      if (!server) return reject(new Error('no server'))
+      server.once('error', reject)
+      server.listen(this.port, '127.0.0.1', () => {
+        server.off('error', reject)
+        this.port = (server.address() as AddressInfo).port
+        resolve()
+      })
+    })
+  }
+
+  private select(p: ParsedPath, matches: Matcher = () => true): KubeObject[] {
     const prefix = `${p.apiVersion}|${p.resource}|`
-    const wantLabels = parseLabelSelector(labelSelector)
     return [...this.objects.entries()]
       .filter(([key]) => key.startsWith(prefix))
       .map(([, obj]) => obj)
       .filter((obj) => p.namespace === undefined || obj.metadata.namespace === p.namespace)
-      .filter((obj) => Object.entries(wantLabels).every(([k, v]) => obj.metadata.labels?.[k] === v))
+      .filter(matches)
       .sort((a, b) =>
         keyOf({ ...p, name: a.metadata.name, namespace: a.metadata.namespace }).localeCompare(
           keyOf({ ...p, name: b.metadata.name, namespace: b.metadata.namespace }),
@@ -153,14 +275,82 @@ export class FakeApiServer {
       )
   }
 
+  private kindOf(p: ParsedPath): string | undefined {
+    return this.resourceTypes().find((t) => groupVersionOf(t) === p.apiVersion && t.resource === p.resource)
+      ?.kind
+  }
+
+  /**
+   * Stores `obj` at `p` as the real server does after admission: uid and creationTimestamp kept
+   * from `existing` (else new), generation bumped when spec changes, a new resourceVersion; then the
+   * watch event and the controller's turn.
+   */
+  private commit(p: ParsedPath, obj: KubeObject, existing: KubeObject | undefined): KubeObject {
+    const name = p.name ?? obj.metadata.name
+    const before = existing?.metadata
+    const specChanged = JSON.stringify(obj.spec) !== JSON.stringify(existing?.spec)
+    const generation =
+      obj.spec === undefined ? undefined : before ? (before.generation ?? 1) + (specChanged ? 1 : 0) : 1
+    const stored: KubeObject = {
+      ...obj,
+      apiVersion: p.apiVersion,
+      kind: obj.kind ?? this.kindOf(p),
+      metadata: {
+        ...obj.metadata,
+        name,
+        namespace: p.namespace,
+        uid: before?.uid ?? obj.metadata.uid ?? randomUUID(),
+        creationTimestamp:
+          before?.creationTimestamp ??
+          obj.metadata.creationTimestamp ??
+          new Date().toISOString().replace(/\.\d{3}Z$/, 'Z'),
+        ...(generation === undefined ? {} : { generation }),
+        resourceVersion: String(++this.rv),
+      },
+    }
+    this.objects.set(keyOf({ ...p, name }), stored)
+    this.hub.record({
+      rv: this.rv,
+      type: existing ? 'MODIFIED' : 'ADDED',
+      collection: `${p.apiVersion}|${p.resource}`,
+      object: stored,
+      previous: existing,
+    })
+    this.controllers.written(p.apiVersion, p.resource, stored)
+    return stored
+  }
+
+  /** Deletes, with a DELETED event; objects it controls or owns follow unless orphaned (the GC's job). */
+  private remove(p: ParsedPath, existing: KubeObject, orphan: boolean): void {
+    this.objects.delete(keyOf(p))
+    this.hub.record({
+      rv: ++this.rv,
+      type: 'DELETED',
+      collection: `${p.apiVersion}|${p.resource}`,
+      object: { ...existing, metadata: { ...existing.metadata, resourceVersion: String(this.rv) } },
+    })
+    const uid = existing.metadata.uid
+    if (orphan || !uid) return
+    for (const [key, obj] of [...this.objects.entries()]) {
+      const refs = (obj.metadata.ownerReferences ?? []) as Array<{ uid?: string }>
+      if (!refs.some((r) => r.uid === uid) || !this.objects.has(key)) continue
+      const [apiVersion = '', resource = '', namespace, name] = key.split('|')
+      this.remove({ apiVersion, resource, namespace: namespace || undefined, name }, obj, false)
+    }
+  }
+
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    // a wedged server: the request stays unanswered until the client gives up or comeBack/stop
+    if (this.mode === 'hang') return
     const url = new URL(req.url ?? '/', 'http://fake')
     const rawBytes = await readBody(req)
     const raw = rawBytes.toString()
     const contentType = req.headers['content-type'] ?? ''
-    let body: unknown
+    // typed clients send DeleteOptions as protobuf, which the object decoder does not know
+    const deleteOptions = req.method === 'DELETE' ? protobufDeleteOptions(rawBytes) : undefined
+    let body: unknown = deleteOptions
     try {
-      body =
+      body ??=
         rawBytes.length === 0
           ? undefined
           : contentType.startsWith('application/vnd.kubernetes.protobuf')
@@ -191,21 +381,32 @@ export class FakeApiServer {
     }
     const p = parsePath(url.pathname)
     if (!p) return send(res, 404, status(404, 'NotFound', `no route for ${url.pathname}`))
+    if (p.subresource && p.subresource !== 'status')
+      return send(res, 404, status(404, 'NotFound', `the fake serves no ${p.subresource} subresource`))
 
-    if (method === 'GET' && !p.name) return this.respondList(res, p, url.searchParams)
+    try {
+      if (method === 'GET' && !p.name) return this.respondList(res, p, url.searchParams)
+    } catch (err) {
+      if (err instanceof SelectorError) return send(res, 400, status(400, 'BadRequest', err.message))
+      throw err
+    }
     if (method === 'POST' && !p.name) return this.respondCreate(res, p, asStored(p, body as KubeObject))
     const key = keyOf(p)
     const existing = this.objects.get(key)
     // server-side apply creates what is missing (helm 4 applies every object this way)
     const apply = method === 'PATCH' && contentType.startsWith('application/apply-patch')
-    if (!existing && method !== 'PUT' && !apply)
+    if (!existing && (method !== 'PUT' || p.subresource) && !apply)
       return send(res, 404, status(404, 'NotFound', `${p.resource} "${p.name}" not found`))
     switch (method) {
       case 'GET':
         return send(res, 200, existing)
-      case 'DELETE':
-        this.objects.delete(key)
+      case 'DELETE': {
+        const opts = (body ?? {}) as DeleteOptions
+        const policy = url.searchParams.get('propagationPolicy') ?? opts.propagationPolicy
+        const dryRun = url.searchParams.has('dryRun') || (opts.dryRun ?? []).length > 0
+        if (existing && !dryRun) this.remove(p, existing, policy === 'Orphan')
         return send(res, 200, status(200, 'Success', 'deleted'))
+      }
       case 'PUT':
       case 'PATCH': {
         const patched =
@@ -226,27 +427,17 @@ export class FakeApiServer {
               `the object has been modified; please apply your changes to the latest version`,
             ),
           )
-        const next = {
-          ...incoming,
-          metadata: {
-            ...incoming.metadata,
-            name: p.name ?? '',
-            namespace: p.namespace,
-            resourceVersion: String(this.revision++),
-          },
-        }
-        this.objects.set(key, next)
-        return send(res, existing ? 200 : 201, next)
+        const admitted = this.controllers.admit(p.resource, incoming, existing, p.subresource)
+        const stored = this.commit(
+          p,
+          { ...admitted, metadata: { ...admitted.metadata, name: p.name ?? '' } },
+          existing,
+        )
+        return send(res, existing ? 200 : 201, stored)
       }
       default:
         return send(res, 405, status(405, 'MethodNotAllowed', `${method} not supported`))
     }
-  }
-
-  /** Built-in resources plus those the stored CRDs register, as the discovery documents list them. */
-  resourceTypes(): ResourceType[] {
-    const crds = this.select({ apiVersion: 'apiextensions.k8s.io/v1', resource: 'customresourcedefinitions' })
-    return [...BUILT_IN_TYPES, ...crds.flatMap((crd) => crdTypes(crd as Parameters<typeof crdTypes>[0]))]
   }
 
   /** /version, /api, /apis and each group version's resource list; undefined for any other path. */
@@ -266,7 +457,11 @@ export class FakeApiServer {
   }
 
   private respondList(res: http.ServerResponse, p: ParsedPath, q: URLSearchParams) {
-    const all = this.select(p, q.get('labelSelector') ?? undefined)
+    const labels = labelMatcher(q.get('labelSelector'))
+    const fields = fieldMatcher(q.get('fieldSelector'), p.resource)
+    const matches = (o: KubeObject) => labels(o) && fields(o)
+    if (q.get('watch') === 'true' || q.get('watch') === '1') return this.respondWatch(res, p, q, matches)
+    const all = this.select(p, matches)
     const offset = q.get('continue')
       ? Number(Buffer.from(q.get('continue') ?? '', 'base64url').toString())
       : 0
@@ -278,232 +473,65 @@ export class FakeApiServer {
       limit > 0 && offset + limit < all.length
         ? Buffer.from(String(offset + limit)).toString('base64url')
         : undefined
-    const kind = page[0]?.kind ? `${page[0].kind}List` : 'List'
+    const kind = `${page[0]?.kind ?? this.kindOf(p) ?? ''}List`
     send(res, 200, {
       apiVersion: p.apiVersion,
       kind,
       metadata: {
-        resourceVersion: String(this.revision),
+        resourceVersion: String(this.rv),
         ...(next ? { continue: next, remainingItemCount: all.length - offset - page.length } : {}),
       },
       items: page,
     })
   }
 
+  private respondWatch(res: http.ServerResponse, p: ParsedPath, q: URLSearchParams, matches: Matcher) {
+    const rv = q.get('resourceVersion')
+    const from = rv ? Number(rv) : 0
+    if (!Number.isInteger(from) || from < 0)
+      return send(res, 400, status(400, 'BadRequest', `invalid resourceVersion "${rv}"`))
+    const initial = q.get('sendInitialEvents')
+    this.hub.serve(res, {
+      collection: `${p.apiVersion}|${p.resource}`,
+      namespace: p.namespace,
+      matches,
+      resourceVersion: from,
+      sendInitialEvents: initial === null ? undefined : initial === 'true',
+      allowWatchBookmarks: q.get('allowWatchBookmarks') === 'true',
+      timeoutSeconds: Number(q.get('timeoutSeconds') ?? 0) || undefined,
+      current: () => this.select(p, matches),
+      currentRv: () => this.rv,
+      kind: this.kindOf(p) ?? '',
+      apiVersion: p.apiVersion,
+    })
+  }
+
   private respondCreate(res: http.ServerResponse, p: ParsedPath, obj: KubeObject) {
     if (!obj?.metadata?.name) return send(res, 422, status(422, 'Invalid', 'metadata.name is required'))
-    const key = keyOf({ ...p, name: obj.metadata.name })
-    if (this.objects.has(key))
+    const target = { ...p, name: obj.metadata.name }
+    if (this.objects.has(keyOf(target)))
       return send(
         res,
         409,
         status(409, 'AlreadyExists', `${p.resource} "${obj.metadata.name}" already exists`),
       )
-    const stored = {
-      ...obj,
-      metadata: { ...obj.metadata, namespace: p.namespace, resourceVersion: String(this.revision++) },
-    }
-    this.objects.set(key, stored)
-    send(res, 201, stored)
+    // identity is the server's to give: what a client sends for these is dropped
+    const {
+      uid: _uid,
+      resourceVersion: _rv,
+      generation: _gen,
+      creationTimestamp: _ts,
+      ...metadata
+    } = obj.metadata
+    const admitted = this.controllers.admit(
+      p.resource,
+      { ...obj, metadata: { ...metadata, name: obj.metadata.name } },
+      undefined,
+    )
+    send(res, 201, this.commit(target, admitted, undefined))
   }
 }
 
 export async function startFakeApiServer(): Promise<FakeApiServer> {
   return new FakeApiServer().start()
-}
-
-function parsePath(pathname: string): ParsedPath | undefined {
-  const parts = pathname.split('/').filter(Boolean)
-  let apiVersion: string
-  let rest: string[]
-  if (parts[0] === 'api' && parts[1]) {
-    apiVersion = parts[1]
-    rest = parts.slice(2)
-  } else if (parts[0] === 'apis' && parts[1] && parts[2]) {
-    apiVersion = `${parts[1]}/${parts[2]}`
-    rest = parts.slice(3)
-  } else return undefined
-  let namespace: string | undefined
-  if (rest[0] === 'namespaces' && rest.length >= 3) {
-    namespace = rest[1]
-    rest = rest.slice(2)
-  }
-  const [resource, name, subresource] = rest
-  if (!resource) return undefined
-  return { apiVersion, namespace, resource, name, subresource }
-}
-
-const keyOf = (p: { apiVersion: string; resource: string; namespace?: string; name?: string }) =>
-  `${p.apiVersion}|${p.resource}|${p.namespace ?? ''}|${p.name ?? ''}`
-
-function parseLabelSelector(sel?: string): Record<string, string> {
-  if (!sel) return {}
-  return Object.fromEntries(
-    sel.split(',').map((kv) => kv.split('=').map((s) => s.trim()) as [string, string]),
-  )
-}
-
-function mergePatch(target: unknown, patch: unknown): unknown {
-  if (typeof patch !== 'object' || patch === null || Array.isArray(patch)) return patch
-  const out: Record<string, unknown> =
-    typeof target === 'object' && target !== null && !Array.isArray(target)
-      ? { ...(target as Record<string, unknown>) }
-      : {}
-  for (const [k, v] of Object.entries(patch)) {
-    if (v === null) delete out[k]
-    else out[k] = mergePatch(out[k], v)
-  }
-  return out
-}
-
-/** RFC 6902 add/replace/remove on a copy (what helm and kubectl send as json-patch). */
-function jsonPatch(target: unknown, ops: unknown): unknown {
-  const doc = structuredClone(target) as Record<string, unknown>
-  for (const op of (Array.isArray(ops) ? ops : []) as Array<{ op: string; path: string; value?: unknown }>) {
-    const keys = op.path
-      .split('/')
-      .slice(1)
-      .map((k) => k.replaceAll('~1', '/').replaceAll('~0', '~'))
-    const last = keys.pop() ?? ''
-    let parent: Record<string, unknown> = doc
-    for (const k of keys) parent = (parent[k] ??= {}) as Record<string, unknown>
-    if (op.op === 'remove') delete parent[last]
-    else if (op.op === 'add' || op.op === 'replace') parent[last] = op.value
-  }
-  return doc
-}
-
-function status(code: number, reason: string, message: string) {
-  return {
-    kind: 'Status',
-    apiVersion: 'v1',
-    metadata: {},
-    status: code < 400 ? 'Success' : 'Failure',
-    reason,
-    message,
-    code,
-  }
-}
-
-function send(res: http.ServerResponse, code: number, body: unknown) {
-  res.writeHead(code, { 'content-type': 'application/json' })
-  res.end(JSON.stringify(body))
-}
-
-function readBody(req: http.IncomingMessage): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = []
-    req.on('data', (c: Buffer) => chunks.push(c))
-    req.on('end', () => resolve(Buffer.concat(chunks)))
-    req.on('error', reject)
-  })
-}
-
-/** Where objects live: a Map, or a DirStore with the same four operations. */
-interface ObjectStore {
-  get(key: string): KubeObject | undefined
-  set(key: string, obj: KubeObject): unknown
-  has(key: string): boolean
-  delete(key: string): unknown
-  entries(): Iterable<[string, KubeObject]>
-}
-
-/** A CRD as the apiextensions controller leaves it once its names are accepted: established at once. */
-function establishedCrd(obj: KubeObject): KubeObject {
-  const spec = obj.spec as { names?: unknown } | undefined
-  const now = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z')
-  const condition = (type: string) => ({
-    type,
-    status: 'True',
-    reason: type,
-    message: '',
-    lastTransitionTime: now,
-  })
-  return {
-    ...obj,
-    status: {
-      acceptedNames: spec?.names ?? {},
-      conditions: [condition('NamesAccepted'), condition('Established')],
-      storedVersions: [],
-    },
-  }
-}
-
-/** As the API server stores objects: a Secret's stringData is write-only, merged into base64 data. */
-function asStored(p: ParsedPath, obj: KubeObject): KubeObject {
-  if (p.resource === 'customresourcedefinitions' && obj?.metadata) return establishedCrd(obj)
-  if (p.resource !== 'secrets' || typeof obj?.stringData !== 'object' || obj.stringData === null) return obj
-  const { stringData, ...rest } = obj
-  const data = { ...(rest.data as Record<string, string> | undefined) }
-  for (const [k, v] of Object.entries(stringData as Record<string, string>))
-    data[k] = Buffer.from(v).toString('base64')
-  return { ...rest, data }
-}
-
-/** Objects as files, so that another process (the kubeadm fake) sees and adds to them. */
-class DirStore implements ObjectStore {
-  constructor(private readonly dir: string) {}
-
-  get(key: string): KubeObject | undefined {
-    try {
-      const obj = JSON.parse(readFileSync(this.file(key), 'utf8')) as KubeObject
-      // objects another process wrote carry no resourceVersion yet
-      return { ...obj, metadata: { ...obj.metadata, resourceVersion: obj.metadata.resourceVersion ?? '1' } }
-    } catch {
-      return undefined
-    }
-  }
-
-  has(key: string): boolean {
-    return this.get(key) !== undefined
-  }
-
-  set(key: string, obj: KubeObject): void {
-    const file = this.file(key)
-    mkdirSync(path.dirname(file), { recursive: true })
-    writeFileSync(file, JSON.stringify(obj) + '\n', { mode: key.includes('|secrets|') ? 0o600 : 0o644 })
-  }
-
-  delete(key: string): void {
-    rmSync(this.file(key), { force: true })
-  }
-
-  *entries(): Iterable<[string, KubeObject]> {
-    for (const file of walk(this.dir)) {
-      const rel = path.relative(this.dir, file).split(path.sep)
-      const namespace = rel[0] === 'namespaces' ? rel[1] : undefined
-      const [folder, name] = namespace === undefined ? rel : rel.slice(2)
-      if (!folder || !name?.endsWith('.json')) continue
-      const dot = folder.indexOf('.')
-      const resource = dot < 0 ? folder : folder.slice(0, dot)
-      const obj = this.get(`x|${folder}|${namespace ?? ''}|${name.slice(0, -5)}`)
-      if (!obj) continue
-      const apiVersion = dot < 0 ? 'v1' : (obj.apiVersion ?? `${folder.slice(dot + 1)}/v1`)
-      yield [keyOf({ apiVersion, resource, namespace, name: name.slice(0, -5) }), obj]
-    }
-  }
-
-  /** key = apiVersion|resource|namespace|name; a group's resource folder is `<resource>.<group>`. */
-  private file(key: string): string {
-    const [apiVersion = '', resource = '', namespace = '', name = ''] = key.split('|')
-    const group = apiVersion.includes('/') ? apiVersion.split('/')[0] : undefined
-    const folder = apiVersion === 'x' || !group ? resource : `${resource}.${group}`
-    return namespace
-      ? path.join(this.dir, 'namespaces', namespace, folder, `${name}.json`)
-      : path.join(this.dir, folder, `${name}.json`)
-  }
-}
-
-function* walk(dir: string): Iterable<string> {
-  let entries
-  try {
-    entries = readdirSync(dir, { withFileTypes: true })
-  } catch {
-    return
-  }
-  for (const e of entries) {
-    const full = path.join(dir, e.name)
-    if (e.isDirectory()) yield* walk(full)
-    else yield full
-  }
 }
