@@ -441,10 +441,19 @@ function keepTransitionTimes(status: Record<string, unknown>, before: unknown): 
 /** Like the deployment controller's hash: stable per template, from the safe alphabet of rand.SafeEncodeString. */
 export function podTemplateHash(template: unknown): string {
   const alphabet = 'bcdfghjklmnpqrstvwxz2456789'
+  // by content, not key order: a patch (a rollback) can bring back a template in another order,
+  // and helm 3 then looks for the ReplicaSet whose template equals it
   const digest = createHash('sha256')
-    .update(JSON.stringify(template ?? {}))
+    .update(canonicalJson(template ?? {}))
     .digest()
   return [...digest.subarray(0, 10)].map((b) => alphabet[b % alphabet.length]).join('')
+}
+
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`
+  if (typeof value !== 'object' || value === null) return JSON.stringify(value)
+  const entries = Object.entries(value as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : 1))
+  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`
 }
 
 /** Whether a held workload is the one `b` releases (a ref without namespace releases it in all). */

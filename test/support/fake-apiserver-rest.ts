@@ -122,3 +122,68 @@ export function asStored(p: ParsedPath, obj: KubeObject): KubeObject {
     data[k] = Buffer.from(v).toString('base64')
   return { ...rest, data }
 }
+
+type Json = Record<string, unknown>
+const isMap = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v)
+const named = (v: unknown): v is Json[] =>
+  Array.isArray(v) && v.every((x) => isMap(x) && typeof x.name === 'string')
+
+/**
+ * Strategic merge patch as far as helm 3's three-way patches need it: lists of named objects
+ * (containers, env, volumes, ports) merge by name, and the directives ($patch, $setElementOrder,
+ * $retainKeys, $deleteFromPrimitiveList) are obeyed, never stored. A merge patch would store them
+ * and replace whole lists, so that a rolled-back pod template would never equal the old one again.
+ */
+export function strategicMergePatch(target: unknown, patch: unknown): unknown {
+  if (!isMap(patch)) return patch
+  if (patch.$patch === 'replace') return withoutDirectives(patch)
+  const out: Json = isMap(target) ? { ...target } : {}
+  const orders: Array<[string, unknown]> = []
+  for (const [k, v] of Object.entries(patch)) {
+    if (k === '$patch') continue
+    if (k.startsWith('$setElementOrder/')) orders.push([k.slice('$setElementOrder/'.length), v])
+    else if (k.startsWith('$deleteFromPrimitiveList/')) {
+      const key = k.slice('$deleteFromPrimitiveList/'.length)
+      const drop = Array.isArray(v) ? v : []
+      if (Array.isArray(out[key])) out[key] = (out[key] as unknown[]).filter((x) => !drop.includes(x))
+    } else if (k === '$retainKeys') continue
+    else if (v === null) delete out[k]
+    else if (named(v) && named(out[k] ?? [])) out[k] = mergeByName((out[k] ?? []) as Json[], v)
+    else if (isMap(v) && v.$patch === 'delete') delete out[k]
+    else out[k] = strategicMergePatch(out[k], v)
+  }
+  if (Array.isArray(patch.$retainKeys))
+    for (const k of Object.keys(out)) if (!patch.$retainKeys.includes(k)) delete out[k]
+  for (const [key, order] of orders) {
+    const list = out[key]
+    if (!named(list) || !Array.isArray(order)) continue
+    const rank = (x: Json) => {
+      const i = order.findIndex((o) => isMap(o) && o.name === x.name)
+      return i < 0 ? order.length : i
+    }
+    out[key] = [...list].sort((a, b) => rank(a) - rank(b))
+  }
+  return out
+}
+
+function mergeByName(base: Json[], patch: Json[]): Json[] {
+  const out = [...base]
+  for (const item of patch) {
+    const i = out.findIndex((x) => x.name === item.name)
+    if (item.$patch === 'delete') {
+      if (i >= 0) out.splice(i, 1)
+    } else if (i >= 0) out[i] = strategicMergePatch(out[i], item) as Json
+    else out.push(withoutDirectives(item) as Json)
+  }
+  return out
+}
+
+function withoutDirectives(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(withoutDirectives)
+  if (!isMap(v)) return v
+  return Object.fromEntries(
+    Object.entries(v)
+      .filter(([k]) => !k.startsWith('$'))
+      .map(([k, x]) => [k, withoutDirectives(x)]),
+  )
+}

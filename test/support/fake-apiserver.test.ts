@@ -1,6 +1,7 @@
 import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node'
 import { expect } from './chai.js'
 import { startFakeApiServer, type FakeApiServer } from './fake-apiserver.js'
+import { strategicMergePatch } from './fake-apiserver-rest.js'
 
 // The fake is a test double; this checks it speaks what the real client sends and expects.
 describe('FakeApiServer (test double) with @kubernetes/client-node', () => {
@@ -60,5 +61,39 @@ describe('FakeApiServer (test double) with @kubernetes/client-node', () => {
     const core = kc.makeApiClient(CoreV1Api)
     await expect(core.listNamespacedSecret({ namespace: 'x' })).to.be.rejectedWith(/500/)
     expect((await core.listNamespacedSecret({ namespace: 'x' })).items).to.deep.equal([])
+  })
+})
+
+describe('FakeApiServer (test double): strategic merge patch as helm 3 sends it', () => {
+  it('merges containers by name, obeys the directives and never stores them', () => {
+    const template = {
+      metadata: { labels: { app: 'dns' } },
+      spec: {
+        containers: [
+          { name: 'dns', image: 'dns:1.1.0', ports: [{ name: 'dns', containerPort: 53 }] },
+          { name: 'sidecar', image: 'side:1' },
+        ],
+      },
+    }
+    // what helm 3's three-way patch of a rollback looks like: one field changed, the order kept
+    const patch = {
+      spec: {
+        '$setElementOrder/containers': [{ name: 'dns' }, { name: 'sidecar' }],
+        containers: [{ name: 'dns', image: 'dns:1.0.0' }],
+      },
+    }
+    expect(strategicMergePatch(template, patch)).to.deep.equal({
+      metadata: { labels: { app: 'dns' } },
+      spec: {
+        containers: [
+          { name: 'dns', image: 'dns:1.0.0', ports: [{ name: 'dns', containerPort: 53 }] },
+          { name: 'sidecar', image: 'side:1' },
+        ],
+      },
+    })
+    const deleted = strategicMergePatch(template, {
+      spec: { containers: [{ name: 'sidecar', $patch: 'delete' }] },
+    }) as typeof template
+    expect(deleted.spec.containers.map((c) => c.name)).to.deep.equal(['dns'])
   })
 })

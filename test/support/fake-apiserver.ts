@@ -4,8 +4,8 @@
  * resources, namespaced or cluster-scoped: list with limit/continue paging, label selectors
  * (`=`, `!=`, `in`, `notin`, `key`, `!key`) and field selectors (metadata.name/namespace and the
  * field labels the real server knows); get, create (409 on exists), replace (409 on a stale
- * resourceVersion), merge, strategic merge (as a merge), JSON and server-side-apply patches (apply
- * creates), the status subresource, delete (owned objects follow, as the garbage collector does);
+ * resourceVersion), merge, strategic merge (lists of named objects by name, directives obeyed),
+ * JSON and server-side-apply patches (apply creates), the status subresource, delete (owned objects follow, as the garbage collector does);
  * Status objects on errors. Objects are kept as the real server keeps them: uid, creationTimestamp,
  * generation (bumped when spec changes), a Service's clusterIP, workload defaults.
  *
@@ -59,6 +59,7 @@ import {
   asStored,
   jsonPatch,
   mergePatch,
+  strategicMergePatch,
   parsePath,
   readBody,
   send,
@@ -414,7 +415,9 @@ export class FakeApiServer {
             ? body
             : contentType.startsWith('application/json-patch')
               ? jsonPatch(existing, body)
-              : mergePatch(existing, body) // merge, strategic merge (maps) and apply alike
+              : contentType.startsWith('application/strategic-merge-patch')
+                ? strategicMergePatch(existing, body)
+                : mergePatch(existing, body) // merge patch, and server-side apply alike
         const incoming = asStored(p, patched as KubeObject)
         const wanted = incoming.metadata?.resourceVersion
         if (method === 'PUT' && existing && wanted && wanted !== existing.metadata.resourceVersion)
