@@ -19,7 +19,7 @@ export default async function backup() {
     seedCustomResources(api, CUSTOM_RESOURCES)
     const kc = new KubeConfig()
     kc.loadFromString(api.kubeconfig())
-    const reader = createClusterReader(kc)
+    const reader = await createClusterReader(kc)
     for (let i = 0; i < RUNS; i++) {
       const dir = await mkdtemp(path.join(os.tmpdir(), 'constell-bench-backup-'))
       try {

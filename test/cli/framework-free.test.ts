@@ -150,7 +150,7 @@ describe('framework-free entries (bin/run.js)', function () {
             // one workspace path for both runs, so that the outputs can be compared as they are
             const workspace = path.join(node.dir, 'ws-copy')
             await cp(node.workspace, workspace, { recursive: true })
-            const res = await run(['init', '-C', workspace, ...(json ? ['--json'] : [])])
+            const res = await run(['init', '--skip-helm', '-C', workspace, ...(json ? ['--json'] : [])])
             await daemon.expectInitSucceeded(res)
             expect((await daemon.exited).code).to.equal(0)
             runs.push({ ...res, dir: node.dir })

@@ -17,6 +17,8 @@ import { expect } from '../support/chai.js'
 import { runCli } from '../support/cli.js'
 import { eventually } from '../support/eventually.js'
 import { expectPcr4 } from '../support/local-node.js'
+import { realHelmEnv } from '../support/helm.js'
+import { overrideChartsWithFixtures } from '../support/upgrade-workspace.js'
 import { enforcingPcr4, joinAuditLines, startTestCluster, type TestCluster } from '../support/test-cluster.js'
 
 describe('a cluster grows: init, worker and control-plane joins, measurements updated (CLI processes)', function () {
@@ -29,8 +31,20 @@ describe('a cluster grows: init, worker and control-plane joins, measurements up
     // 1. The first control plane: init over aTLS, then its key and join services start.
     const cp0 = await cluster.addNode({ name: 'cp_0', role: 'control-plane', peers: [] })
     const daemon0 = await cp0.start()
-    const init = await runCli(['init', '-C', cp0.local.workspace, '--json'])
+    // init brings the cluster up with the real helm 4: CNI, DNS and cert-manager (fixture charts)
+    await overrideChartsWithFixtures(cp0.local.workspace, {
+      cilium: '1.0.0',
+      coredns: '1.0.0',
+      'cert-manager': '1.0.0',
+    })
+    const helmEnv = await realHelmEnv(cp0.local.dir, 4)
+    const init = await runCli(['init', '-C', cp0.local.workspace, '--json'], { env: helmEnv })
     await daemon0.expectInitSucceeded(init)
+    const released = JSON.parse(init.stdout) as { releases: Array<{ name: string }> }
+    expect(released.releases.map((r) => r.name)).to.deep.equal(['cilium', 'coredns', 'cert-manager'])
+    expect(cluster.api.get('v1', 'secrets', 'sh.helm.release.v1.coredns.v1', 'kube-system')).to.not.equal(
+      undefined,
+    )
     expect((await daemon0.exited).code).to.equal(0)
     await cp0.servicesUp()
     const joinServicePid = await cp0.systemd.pid('constellation-joinservice.service')

@@ -32,7 +32,7 @@ const pcr15 = async (node: ClusterNode) =>
 async function initFirstControlPlane(cluster: TestCluster): Promise<ClusterNode> {
   const cp0 = await cluster.addNode({ name: 'cp_0', role: 'control-plane', peers: [] })
   const daemon = await cp0.start()
-  await daemon.expectInitSucceeded(await runCli(['init', '-C', cp0.local.workspace, '--json']))
+  await daemon.expectInitSucceeded(await runCli(['init', '--skip-helm', '-C', cp0.local.workspace, '--json']))
   expect((await daemon.exited).code).to.equal(0)
   await cp0.servicesUp()
   return cp0
@@ -166,7 +166,7 @@ describe('nodes across reboots: rejoin, recover, reset (CLI processes)', functio
     const disk = () => new CryptsetupDisk(image, createRunner(), path.join(cp0.local.dir, 'scratch'))
     const uuid = await disk().uuid()
     const failing = await cp0.start({ KUBEADM_FAKE_FAIL: 'init' })
-    const init = await runCli(['init', '-C', cp0.local.workspace])
+    const init = await runCli(['init', '--skip-helm', '-C', cp0.local.workspace])
     expect(init.code).to.equal(1)
     const daemon = await failing.exited
     expect(daemon.code).to.equal(1)
@@ -178,7 +178,9 @@ describe('nodes across reboots: rejoin, recover, reset (CLI processes)', functio
     expect(await setup.done).to.equal('formatted')
     expect(await disk().uuid()).not.to.equal(uuid)
     const daemon2 = await cp0.start()
-    await daemon2.expectInitSucceeded(await runCli(['init', '-C', cp0.local.workspace, '--json']))
+    await daemon2.expectInitSucceeded(
+      await runCli(['init', '--skip-helm', '-C', cp0.local.workspace, '--json']),
+    )
     expect((await daemon2.exited).code).to.equal(0)
     expect(await disk().probe()).to.deep.equal({ kind: 'luks2', mark: 'initialized' })
   })

@@ -41,7 +41,7 @@ describe('constellation init: interrupts, leftovers and files in the way (CLI pr
       const silent = await startSilentPeer()
       try {
         await setClusterEndpoint(node.workspace, `127.0.0.1:${silent.port}`)
-        const run = spawnCli(['init', '-C', node.workspace, '--timeout', '2m'])
+        const run = spawnCli(['init', '--skip-helm', '-C', node.workspace, '--timeout', '2m'])
         await waitUntil(
           () => run.stdout().includes('Verifying the attestation') || run.child.exitCode !== null,
         )
@@ -54,7 +54,7 @@ describe('constellation init: interrupts, leftovers and files in the way (CLI pr
         const secret = await readFile(ws.masterSecret, 'utf8')
 
         const daemon = await startDaemonProcess(node)
-        const again = await runCli(['init', '-C', node.workspace, '--json'])
+        const again = await runCli(['init', '--skip-helm', '-C', node.workspace, '--json'])
         await daemon.expectInitSucceeded(again)
         expect(JSON.parse(again.stdout)).to.include({ masterSecretSource: 'reused' })
         expect(await readFile(ws.masterSecret, 'utf8')).to.equal(secret)
@@ -68,7 +68,7 @@ describe('constellation init: interrupts, leftovers and files in the way (CLI pr
       const hold = await node.holdKubeadm()
       const daemon = await startDaemonProcess(node)
       try {
-        const run = spawnCli(['init', '-C', node.workspace])
+        const run = spawnCli(['init', '--skip-helm', '-C', node.workspace])
         await Promise.race([hold.reached(), run.result])
         run.child.kill(signal)
         const res = await run.result
@@ -91,14 +91,18 @@ describe('constellation init: interrupts, leftovers and files in the way (CLI pr
       await setClusterEndpoint(node.workspace, `127.0.0.1:${silent.port}`)
       const ws = workspacePaths(node.workspace)
       // listr2 holds back stderr while it draws; the line must reach the terminal anyway
-      const r = await runCliOnTerminal(['init', '-C', node.workspace, '--timeout', '2m'], process.env, {
-        when: () =>
-          stat(ws.masterSecret).then(
-            () => true,
-            () => false,
-          ), // now dialing the silent peer
-        keys: '\u0003',
-      })
+      const r = await runCliOnTerminal(
+        ['init', '--skip-helm', '-C', node.workspace, '--timeout', '2m'],
+        process.env,
+        {
+          when: () =>
+            stat(ws.masterSecret).then(
+              () => true,
+              () => false,
+            ), // now dialing the silent peer
+          keys: '\u0003',
+        },
+      )
       expect(r.code, r.output).to.equal(130)
       expect(r.output).to.include('nothing was sent').and.include(`${ws.masterSecret} can be reused`)
     } finally {
@@ -112,7 +116,7 @@ describe('constellation init: interrupts, leftovers and files in the way (CLI pr
       await setClusterEndpoint(node.workspace, `127.0.0.1:${silent.port}`)
       const results = []
       for (const oclif of [false, true]) {
-        const run = spawnCli(['init', '-C', node.workspace], { oclif })
+        const run = spawnCli(['init', '--skip-helm', '-C', node.workspace], { oclif })
         await waitUntil(
           () => run.stdout().includes('Verifying the attestation') || run.child.exitCode !== null,
         )
@@ -133,7 +137,7 @@ describe('constellation init: interrupts, leftovers and files in the way (CLI pr
     try {
       const ws = workspacePaths(node.workspace)
       await symlink(path.join(node.dir, 'nowhere'), ws.adminConf)
-      const res = await runCli(['init', '-C', node.workspace])
+      const res = await runCli(['init', '--skip-helm', '-C', node.workspace])
       expect(res.code, res.stderr).to.equal(1)
       expect(res.stderr).to.include(`${ws.adminConf} already exists`)
       expect(await readlink(ws.adminConf)).to.equal(path.join(node.dir, 'nowhere'))
@@ -165,7 +169,7 @@ describe('constellation init: interrupts, leftovers and files in the way (CLI pr
       const ws = workspacePaths(node.workspace)
       await write(ws.masterSecret)
       const before = await readFile(ws.masterSecret, 'utf8')
-      const res = await runCli(['init', '-C', node.workspace, '--timeout', '5s'])
+      const res = await runCli(['init', '--skip-helm', '-C', node.workspace, '--timeout', '5s'])
       expect(res.code, res.stderr).to.equal(1)
       expect(res.stderr).to.include(ws.masterSecret).and.include(says).and.not.include('This is a bug')
       expect(await readFile(ws.masterSecret, 'utf8')).to.equal(before)
@@ -191,7 +195,7 @@ describe('constellation init: interrupts, leftovers and files in the way (CLI pr
     await chmod(target, 0o640)
     const userKubeconfig = path.join(home, '.kube', 'config')
     await symlink(target, userKubeconfig)
-    const res = await runCli(['init', '-C', node.workspace, '--merge-kubeconfig'], {
+    const res = await runCli(['init', '--skip-helm', '-C', node.workspace, '--merge-kubeconfig'], {
       env: { HOME: home, KUBECONFIG: '' },
     })
     await daemon.expectInitSucceeded(res)
@@ -219,7 +223,7 @@ describe('constellation init: interrupts, leftovers and files in the way (CLI pr
     await mkdir(path.join(home, '.kube'), { recursive: true })
     const userKubeconfig = path.join(home, '.kube', 'config')
     await writeFile(userKubeconfig, '- just\n- a list\n')
-    const res = await runCli(['init', '-C', node.workspace, '--merge-kubeconfig'], {
+    const res = await runCli(['init', '--skip-helm', '-C', node.workspace, '--merge-kubeconfig'], {
       env: { HOME: home, KUBECONFIG: '' },
     })
     await daemon.expectInitSucceeded(res)
@@ -231,22 +235,24 @@ describe('constellation init: interrupts, leftovers and files in the way (CLI pr
     expect((await daemon.exited).code).to.equal(0)
   })
 
-  it('says what to run next: the cluster has no CNI, DNS or kube-proxy yet', async () => {
+  it('--skip-helm says what to run next: the cluster has no CNI, DNS or kube-proxy yet', async () => {
     const daemon = await startDaemonProcess(node)
-    const res = await runCli(['init', '-C', node.workspace, '--json'])
+    const res = await runCli(['init', '--skip-helm', '-C', node.workspace, '--json'])
     await daemon.expectInitSucceeded(res)
     const out = JSON.parse(res.stdout) as { nextSteps: string[]; masterSecretSource: string }
     expect(out.masterSecretSource).to.equal('generated')
     const steps = out.nextSteps.join('\n')
-    expect(steps).to.include('no network plugin (CNI)').and.include('later version')
-    expect(steps).to.include('helm install cilium').and.include('coredns').and.include('10.96.0.10')
+    expect(steps).to.include('no network plugin (CNI)').and.include('(--skip-helm)')
+    expect(steps).to.include(`constellation upgrade execute --helm --yes -C ${node.workspace}`)
     expect((await daemon.exited).code).to.equal(0)
   })
 
   it('a failed init: attestation ✔ and initialization ✖ are separate steps; no gRPC internals unless CONSTELL_DEBUG=1', async () => {
     for (const debug of ['', '1']) {
       const daemon = await startDaemonProcess(node, { KUBEADM_FAKE_FAIL: 'init' })
-      const res = await runCli(['init', '-C', node.workspace], { env: { CONSTELL_DEBUG: debug } })
+      const res = await runCli(['init', '--skip-helm', '-C', node.workspace], {
+        env: { CONSTELL_DEBUG: debug },
+      })
       expect(res.code, res.stderr).to.equal(1)
       const output = res.stdout + res.stderr
       expect(output).to.match(/✔ Verifying the attestation of the node at 127\.0\.0\.1:\d+/)

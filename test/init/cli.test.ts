@@ -34,7 +34,7 @@ describe('constellation init / bootstrap run (CLI processes)', function () {
         clusters: [{ name: 'mine', cluster: { server: 'https://mine:6443' } }],
       }),
     )
-    const res = await runCli(['init', '-C', node.workspace, '--json', '--merge-kubeconfig'], {
+    const res = await runCli(['init', '--skip-helm', '-C', node.workspace, '--json', '--merge-kubeconfig'], {
       env: { HOME: home, KUBECONFIG: '' },
     })
     await daemon.expectInitSucceeded(res)
@@ -130,7 +130,7 @@ describe('constellation init / bootstrap run (CLI processes)', function () {
     const ws = workspacePaths(node.workspace)
     await writeFile(ws.adminConf, 'precious\n', { mode: 0o600 })
     const stateBefore = await readFile(ws.state, 'utf8')
-    const res = await runCli(['init', '-C', node.workspace, '--timeout', '5s'])
+    const res = await runCli(['init', '--skip-helm', '-C', node.workspace, '--timeout', '5s'])
     expect(res.code).to.equal(1)
     expect(res.stderr).to.include(`${ws.adminConf} already exists`)
     expect(await readFile(ws.adminConf, 'utf8')).to.equal('precious\n')
@@ -140,7 +140,7 @@ describe('constellation init / bootstrap run (CLI processes)', function () {
 
   it('reports an unreachable node with exit code 3 after the timeout; the master secret stays', async () => {
     await setClusterEndpoint(node.workspace, `127.0.0.1:${await freePort()}`)
-    const res = await runCli(['init', '-C', node.workspace, '--timeout', '2s'])
+    const res = await runCli(['init', '--skip-helm', '-C', node.workspace, '--timeout', '2s'])
     expect(res.code).to.equal(3)
     expect(res.stderr).to.match(
       /could not reach the node at 127\.0\.0\.1:\d+: no answer within 2s \(last error: connect ECONNREFUSED 127\.0\.0\.1:\d+\)\n/,

@@ -29,7 +29,8 @@ const commandsThatChange = (argv: string[][]) =>
 
 function init(workspace: string, timeoutMs = 30_000) {
   return initCluster(
-    { workspace, conformance: false, mergeKubeconfig: false, timeoutMs },
+    // the releases after kubeadm are test/init/bring-up.test.ts's
+    { workspace, conformance: false, mergeKubeconfig: false, timeoutMs, skipHelm: true },
     {
       progress: runStepsSilently,
       env: {},

@@ -10,7 +10,6 @@ import { parse } from 'yaml'
 import { stringifyYaml } from '../../src/lib/yaml/index.js'
 import { appendClusterLog, saveInitResult } from '../../src/lib/init/save.js'
 import { buildInitRequest, initEndpoint } from '../../src/lib/init/request.js'
-import { clusterDnsIp } from '../../src/lib/init/next-steps.js'
 import { mergeKubeconfig, nameEntriesAfterCluster, pointAtEndpoint } from '../../src/lib/init/kubeconfig.js'
 import { defaultConfig, defaultState } from '../../src/lib/config/generate.js'
 
@@ -97,11 +96,6 @@ describe('operator init units', () => {
       '/k',
     )
     expect((parse(both) as { clusters: unknown[] }).clusters).to.have.length(2)
-  })
-
-  it('the cluster DNS address is the 10th of the service CIDR', () => {
-    expect(clusterDnsIp('10.96.0.0/12')).to.equal('10.96.0.10')
-    expect(clusterDnsIp('192.168.255.250/29')).to.equal('192.169.0.4')
   })
 
   it('the node logs: 0600 whatever mode the file had, never through a symlink', async () => {

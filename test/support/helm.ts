@@ -86,6 +86,24 @@ async function isExecutable(file: string): Promise<boolean> {
   )
 }
 
+/**
+ * An environment whose PATH finds the real helm of that major first (as `helm`), with helm's
+ * HOME, cache and config under `dir` so that runs never share or leave state.
+ */
+export async function realHelmEnv(dir: string, major: HelmMajor): Promise<NodeJS.ProcessEnv> {
+  const bin = path.join(dir, `helm${major}-bin`)
+  const home = path.join(dir, `helm${major}-home`)
+  await mkdir(bin, { recursive: true })
+  await mkdir(home, { recursive: true })
+  await symlink(await realHelm(major), path.join(bin, 'helm'))
+  return {
+    PATH: `${bin}:${process.env.PATH ?? ''}`,
+    HOME: home,
+    XDG_CACHE_HOME: home,
+    XDG_CONFIG_HOME: home,
+  }
+}
+
 export interface FakeHelmEnv {
   /** Folder whose `helm` is the contract fake; put it first on PATH. */
   binDir: string

@@ -26,16 +26,21 @@ export async function makeUpgradeWorkspace(
     name: 'upgrade-test',
     endpoint: '10.0.0.5',
   })
-  const charts = Object.entries(targets).map(
-    ([name, version]) =>
-      `    - name: ${name}\n      chart: ${path.join(FIXTURE_CHARTS, name, version)}\n      version: ${version}\n      namespace: ${RELEASE_NAMESPACES[name] ?? 'default'}\n`,
-  )
-  await appendFile(workspacePaths(dir).config, `upgrade:\n  charts:\n${charts.join('')}`)
+  await overrideChartsWithFixtures(dir, targets)
   // Helm and the API client read the admin kubeconfig; without an API server it only has to exist.
   await writeFile(workspacePaths(dir).adminConf, api ? api.kubeconfig() : 'apiVersion: v1\nkind: Config\n', {
     mode: 0o600,
   })
   return dir
+}
+
+/** Appends `upgrade.charts` to the workspace's config: each release from the fixture chart at that version. */
+export async function overrideChartsWithFixtures(workspace: string, targets: Record<string, string>) {
+  const charts = Object.entries(targets).map(
+    ([name, version]) =>
+      `    - name: ${name}\n      chart: ${path.join(FIXTURE_CHARTS, name, version)}\n      version: ${version}\n      namespace: ${RELEASE_NAMESPACES[name] ?? 'default'}\n`,
+  )
+  await appendFile(workspacePaths(workspace).config, `upgrade:\n  charts:\n${charts.join('')}`)
 }
 
 /** Seeds CRDs and custom resources the way the fixture cert-manager chart would have them. */

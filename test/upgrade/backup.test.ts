@@ -23,7 +23,7 @@ describe('pre-upgrade backup of CRDs and custom resources (FakeApiServer)', func
     const kc = new KubeConfig()
     kc.loadFromString(api.kubeconfig())
     retried = []
-    reader = createClusterReader(kc, { sleep: async (ms) => void retried.push(ms) })
+    reader = await createClusterReader(kc, { sleep: async (ms) => void retried.push(ms) })
   })
   afterEach(async () => {
     await api.stop()

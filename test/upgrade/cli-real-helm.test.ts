@@ -4,14 +4,14 @@
  * once failed while the suite, on the helm contract fake, stayed green. The releases are installed
  * first with the same real helm; a failure is the API refusing a write, as a real cluster can.
  */
-import { mkdir, readdir, symlink, writeFile } from 'node:fs/promises'
+import { mkdir, readdir, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { createRunner } from '../../src/lib/system/index.js'
 import { Helm } from '../../src/lib/upgrade/helm.js'
 import { expect } from '../support/chai.js'
 import { runCli } from '../support/cli.js'
 import { FakeApiServer } from '../support/fake-apiserver.js'
-import { FIXTURE_CHARTS, HELM_MAJORS, realHelm } from '../support/helm.js'
+import { FIXTURE_CHARTS, HELM_MAJORS, realHelmEnv } from '../support/helm.js'
 import { makeTempDir } from '../support/temp.js'
 import { makeUpgradeWorkspace, RELEASE_NAMESPACES } from '../support/upgrade-workspace.js'
 
@@ -53,17 +53,7 @@ describe('constellation upgrade execute --helm (CLI) on the real helm 3 and 4', 
       Object.fromEntries(RELEASES.map((r) => [r, '1.1.0'])),
       api,
     )
-    const bin = path.join(tmp.dir, 'bin')
-    const home = path.join(tmp.dir, 'home')
-    await mkdir(bin)
-    await mkdir(home)
-    await symlink(await realHelm(major), path.join(bin, 'helm'))
-    const env = {
-      PATH: `${bin}:${process.env.PATH ?? ''}`,
-      HOME: home,
-      XDG_CACHE_HOME: home,
-      XDG_CONFIG_HOME: home,
-    }
+    const env = await realHelmEnv(tmp.dir, major)
     const kubeconfig = path.join(tmp.dir, 'kubeconfig')
     await writeFile(kubeconfig, api.kubeconfig(), { mode: 0o600 })
     const helm = await Helm.detect({ runner: createRunner(), binary: 'helm', env, kubeconfig })

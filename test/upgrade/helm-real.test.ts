@@ -28,6 +28,7 @@ function samples(chartDir: string, valuesFile: string, closedRepo: string): Samp
     upgrade: [
       [local, valuesFile, '10m'],
       [remote, valuesFile, '1h30m'],
+      [local, valuesFile, '10m', { wait: false }],
     ],
     rollback: [['coredns', 'kube-system', '90s']],
     template: [

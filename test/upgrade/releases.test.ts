@@ -8,12 +8,15 @@ import {
   clusterDnsAddress,
   mergeValues,
   PINNED_RELEASES,
+  loadChartOverrides,
   resolveReleases,
   type ClusterFacts,
 } from '../../src/lib/upgrade/releases.js'
 
 const facts: ClusterFacts = { serviceCIDR: '10.96.0.0/12', apiServerHost: '10.0.0.5' }
 const config = (charts?: ChartConfig[]) => ({ upgrade: { charts } })
+const resolve = async (charts: ChartConfig[] | undefined, dir: string) =>
+  resolveReleases('v1.31.13', await loadChartOverrides(config(charts), dir), facts)
 
 describe('pinned Helm releases and config overrides', () => {
   let tmp: { dir: string; cleanup: () => Promise<void> }
@@ -34,7 +37,7 @@ describe('pinned Helm releases and config overrides', () => {
   })
 
   it('gives the defaults the values the cluster needs', async () => {
-    const got = await resolveReleases('v1.31.13', config(), facts, tmp.dir)
+    const got = await resolve(undefined, tmp.dir)
     expect(got.map((r) => [r.name, r.repository, r.namespace])).to.deep.equal([
       ['cilium', 'https://helm.cilium.io/', 'kube-system'],
       ['coredns', 'https://coredns.github.io/helm', 'kube-system'],
@@ -46,9 +49,8 @@ describe('pinned Helm releases and config overrides', () => {
 
   it('overrides a default by name (mirror, local chart) and appends new releases in order', async () => {
     await writeFile(path.join(tmp.dir, 'dns.yaml'), 'service:\n  clusterIP: 10.96.0.53\nreplicaCount: 3\n')
-    const got = await resolveReleases(
-      'v1.31.13',
-      config([
+    const got = await resolve(
+      [
         { name: 'extra', chart: 'charts/extra', version: '0.1.0', namespace: 'tools' },
         {
           name: 'coredns',
@@ -58,8 +60,7 @@ describe('pinned Helm releases and config overrides', () => {
           namespace: 'kube-system',
           valuesFile: 'dns.yaml',
         },
-      ]),
-      facts,
+      ],
       tmp.dir,
     )
     expect(got.map((r) => r.name)).to.deep.equal(['cilium', 'coredns', 'cert-manager', 'extra'])
@@ -92,16 +93,14 @@ describe('pinned Helm releases and config overrides', () => {
   }
   for (const [name, tc] of Object.entries(bad)) {
     it(`refuses ${name}, naming the key`, async () => {
-      await expect(resolveReleases('v1.31.13', config(tc.charts), facts, tmp.dir)).to.be.rejectedWith(tc.err)
+      await expect(resolve(tc.charts, tmp.dir)).to.be.rejectedWith(tc.err)
     })
   }
 
   it('refuses a values file that is not a mapping', async () => {
     await writeFile(path.join(tmp.dir, 'v.yaml'), '- a\n- b\n')
     const charts = [{ name: 'x', chart: 'a', version: '1.0.0', namespace: 'n', valuesFile: 'v.yaml' }]
-    await expect(resolveReleases('v1.31.13', config(charts), facts, tmp.dir)).to.be.rejectedWith(
-      /must hold a YAML mapping/,
-    )
+    await expect(resolve(charts, tmp.dir)).to.be.rejectedWith(/must hold a YAML mapping/)
   })
 
   it('merges values recursively, later wins, lists replaced', () => {

@@ -4,10 +4,11 @@ import { readFileSync } from 'node:fs'
 import type { ChannelCredentials } from '@grpc/grpc-js'
 import { MEASUREMENT_SALT_BYTES } from '../attestation/index.js'
 import { loadConfig, loadState, type ClusterConfig, type ClusterState } from '../config/index.js'
-import { chainMessage, messageOf } from '../errors/index.js'
+import { chainMessage, CliError, ExitCode, messageOf } from '../errors/index.js'
 import { encodeMasterSecret, writeMasterSecret } from '../kms/index.js'
 import { workspacePaths, type WorkspacePaths } from '../paths.js'
 import type { Logger, Progress } from '../system/index.js'
+import { prepareBringUp, type BringUp, type HelmDeps } from '../upgrade/index.js'
 import { initFailed, unreachable } from './failure.js'
 import {
   mergeIntoUserKubeconfig,
@@ -30,6 +31,12 @@ export interface InitOptions {
   timeout?: string
   /** Keep gRPC/TLS internals in messages (CONSTELL_DEBUG=1). */
   debug?: boolean
+  /** Initialize Kubernetes only; the releases are left to `upgrade execute --helm`. */
+  skipHelm?: boolean
+  /** Install the releases without waiting for them to become ready. */
+  skipHelmWait?: boolean
+  /** Go duration each release may take to become ready (default 10m). */
+  helmTimeout?: string
 }
 
 export interface InitDeps {
@@ -50,6 +57,8 @@ export interface InitDeps {
   /** The last place the admin kubeconfig can go when no file takes it. */
   printLastResort: (kubeconfig: string) => void
   now?: () => Date
+  /** helm, for the releases after kubeadm (not needed with skipHelm). */
+  helm?: Omit<HelmDeps, 'openReader'>
 }
 
 export interface InitResult {
@@ -62,11 +71,13 @@ export interface InitResult {
   mergedInto?: string
   /** Things that did not go as asked although the cluster is initialized (e.g. the merge). */
   warnings: string[]
+  /** The Helm releases installed after kubeadm (none with --skip-helm). */
+  releases: Array<{ name: string; version: string; namespace: string }>
   nextSteps: string[]
 }
 
 /** Where init is, for the line a Ctrl-C prints. */
-type Phase = 'preparing' | 'sent' | 'answered'
+type Phase = 'preparing' | 'sent' | 'answered' | 'releases'
 
 export async function initCluster(opts: InitOptions, deps: InitDeps): Promise<InitResult> {
   const paths = workspacePaths(opts.workspace)
@@ -83,10 +94,13 @@ export async function initCluster(opts: InitOptions, deps: InitDeps): Promise<In
   let written = source === 'reused'
   // Ctrl-C can land after the file is complete but before the await that records it: ask the file.
   const secretOnDisk = () => written || (writing && fileHolds(paths.masterSecret, encodeMasterSecret(secret)))
+  let bringUp: BringUp | undefined
   const stopWatching =
-    deps.onInterrupt?.(() => [
-      interruptedLine(phase, secretOnDisk(), paths.masterSecret, endpoint.address),
-    ]) ?? (() => {})
+    deps.onInterrupt?.(() =>
+      phase === 'releases'
+        ? [releasesInterrupted(bringUp?.installed() ?? [], opts.workspace)]
+        : [interruptedLine(phase, secretOnDisk(), paths.masterSecret, endpoint.address)],
+    ) ?? (() => {})
   try {
     let call: Promise<InitOutcome> | undefined
     let answer: Extract<InitOutcome, { ok: true }> | undefined
@@ -140,10 +154,68 @@ export async function initCluster(opts: InitOptions, deps: InitDeps): Promise<In
       },
     ])
     if (!answer) throw new Error('init finished without an outcome')
-    return await finish(answer, { opts, deps, paths, state, measurementSalt, endpoint, config, source })
+    const result = await finish(answer, {
+      opts,
+      deps,
+      paths,
+      state,
+      measurementSalt,
+      endpoint,
+      config,
+      source,
+    })
+    if (opts.skipHelm) return result
+    phase = 'releases'
+    try {
+      bringUp = await prepareBringUp(
+        {
+          workspaceDir: paths.dir,
+          config,
+          state,
+          kubeconfig: result.kubeconfig,
+          conformance: opts.conformance,
+          helmTimeout: opts.helmTimeout ?? DEFAULT_INIT_HELM_TIMEOUT,
+          wait: !opts.skipHelmWait,
+        },
+        deps.helm ?? missingHelmDeps(),
+      )
+      await deps.progress(bringUp.steps)
+    } catch (err) {
+      throw releasesFailed(err, result, bringUp?.installed() ?? [], opts.workspace)
+    } finally {
+      await bringUp?.cleanup()
+    }
+    const releases = bringUp.releases.map(({ name, version, namespace }) => ({ name, version, namespace }))
+    return { ...result, releases }
   } finally {
     stopWatching()
   }
+}
+
+/** Constellation's helm timeout for the bring-up. */
+export const DEFAULT_INIT_HELM_TIMEOUT = '10m'
+
+const finishCommand = (workspace: string) => `constellation upgrade execute --helm --yes -C ${workspace}`
+
+/** The cluster is initialized; what is missing is releases, and one command installs them. */
+function releasesFailed(err: unknown, result: InitResult, installed: string[], workspace: string): CliError {
+  const so = installed.length ? ` (installed: ${installed.join(', ')})` : ''
+  return new CliError(`the cluster is initialized, but installing its Helm releases failed${so}`, {
+    // the cluster is there: whatever went wrong with the releases is a failure, not a bug
+    exitCode: err instanceof CliError ? err.exitCode : ExitCode.Failure,
+    hint: `the kubeconfig is ${result.kubeconfig}; once the cause is fixed, finish with \`${finishCommand(workspace)}\``,
+    cause: err,
+    data: { ...result, releases: installed },
+  })
+}
+
+function releasesInterrupted(installed: string[], workspace: string): string {
+  const so = installed.length ? `${installed.join(', ')} installed so far` : 'none installed yet'
+  return `init interrupted while installing the Helm releases (${so}): the cluster is initialized; finish with \`${finishCommand(workspace)}\``
+}
+
+function missingHelmDeps(): never {
+  throw new Error('init was wired without helm; pass --skip-helm or wire deps.helm')
 }
 
 /** After the node answered: save everything it sent, then the optional merge (a warning if it fails). */
@@ -203,12 +275,10 @@ async function finish(
     state: c.paths.state,
     mergedInto,
     warnings,
-    nextSteps: nextSteps({
-      endpointHost: c.endpoint.host,
-      serviceCIDR: c.config.serviceCIDR,
-      conformance: c.opts.conformance,
-      kubeconfig: saved.kubeconfig,
-    }),
+    releases: [],
+    nextSteps: c.opts.skipHelm
+      ? nextSteps({ workspace: c.opts.workspace, conformance: c.opts.conformance })
+      : [],
   }
 }
 
@@ -220,7 +290,12 @@ function fileHolds(file: string, content: string): boolean {
   }
 }
 
-function interruptedLine(phase: Phase, secretOnDisk: boolean, masterSecret: string, address: string): string {
+function interruptedLine(
+  phase: Exclude<Phase, 'releases'>,
+  secretOnDisk: boolean,
+  masterSecret: string,
+  address: string,
+): string {
   switch (phase) {
     case 'preparing':
       return secretOnDisk

@@ -8,6 +8,9 @@ export function initSummary(result: InitResult): string[] {
     `  Cluster identifier        ${result.clusterID}`,
     `  Kubernetes configuration  ${result.kubeconfig}`,
     `  Master secret             ${result.masterSecret} (${result.masterSecretSource === 'reused' ? 'reused from an earlier attempt; ' : ''}keep it safe: it recovers the cluster)`,
+    ...(result.releases.length
+      ? [`  Helm releases             ${result.releases.map((r) => `${r.name} ${r.version}`).join(', ')}`]
+      : []),
     result.mergedInto
       ? `Merged into ${result.mergedInto}; its current context is the new cluster.`
       : `To use the cluster: export KUBECONFIG="${result.kubeconfig}"`,

@@ -1,7 +1,7 @@
 /**
  * What the cluster says about itself, so that an upgrade needs no workspace config: the Kubernetes
- * version from the API server, and the service network and API endpoint from the ClusterConfiguration
- * kubeadm stores in kube-system/kubeadm-config. The workspace (config, state) fills what the
+ * version from the API server, the service network and API endpoint from the ClusterConfiguration
+ * kubeadm stores in kube-system/kubeadm-config, and whether kube-proxy runs (kubeadm's addon). The workspace (config, state) fills what the
  * cluster does not say; a fact nobody knows is left out, and the installed values keep it.
  */
 import type { ClusterConfig, ClusterState } from '../config/index.js'
@@ -25,19 +25,37 @@ export interface ClusterDescription {
 
 export async function describeCluster(
   reader: Pick<ClusterReader, 'serverVersion' | 'configMapData'>,
-  workspace: { config?: Pick<ClusterConfig, 'serviceCIDR'>; state?: ClusterState },
+  workspace: WorkspaceFacts,
 ): Promise<ClusterDescription> {
   const kubernetesVersion = await reader.serverVersion()
   const { namespace, name, key } = KUBEADM_CONFIG
   const data = await reader.configMapData(namespace, name)
-  const kubeadm = data?.[key] ? readClusterConfiguration(data[key]) : {}
+  if (!data?.[key]) return { kubernetesVersion, facts: factsFromWorkspace(workspace) }
+  const kubeadm = readClusterConfiguration(data[key])
+  // kubeadm's kube-proxy addon leaves its ConfigMap; without it Cilium must replace kube-proxy
+  const kubeProxy = await reader.configMapData(KUBE_PROXY.namespace, KUBE_PROXY.name)
+  return {
+    kubernetesVersion,
+    facts: { ...factsFromWorkspace(workspace, kubeadm), kubeProxyReplacement: kubeProxy === undefined },
+  }
+}
+
+const KUBE_PROXY = { namespace: 'kube-system', name: 'kube-proxy' }
+
+export interface WorkspaceFacts {
+  config?: Pick<ClusterConfig, 'serviceCIDR'>
+  state?: ClusterState
+}
+
+/** The facts from the workspace (config, state), over what kubeadm stored in the cluster. */
+export function factsFromWorkspace(workspace: WorkspaceFacts, kubeadm: KubeadmFacts = {}): ClusterFacts {
   const endpoint =
     workspace.state?.infrastructure.inClusterEndpoint ||
     workspace.state?.infrastructure.clusterEndpoint ||
     kubeadm.controlPlaneEndpoint
   const apiServerHost = endpoint ? parseHostPort(endpoint).host || undefined : undefined
   const serviceCIDR = kubeadm.serviceSubnet ?? workspace.config?.serviceCIDR
-  return { kubernetesVersion, facts: { serviceCIDR, apiServerHost } }
+  return { serviceCIDR, apiServerHost }
 }
 
 interface KubeadmFacts {

@@ -33,8 +33,17 @@ export function helmArgs(major: HelmMajor, kubeconfig?: string) {
       'json',
       ...kube,
     ],
-    /** `upgrade --install`, rolled back by helm on failure; values only ever come from the file. */
-    upgrade: (t: ChartSource, valuesFile: string, timeout: string) => [
+    /**
+     * `upgrade --install`, rolled back by helm on failure; values only ever come from the file.
+     * Without `wait` (init --skip-helm-wait) helm returns once the objects are written, and has
+     * nothing to roll back on: both flags imply waiting.
+     */
+    upgrade: (
+      t: ChartSource,
+      valuesFile: string,
+      timeout: string,
+      opts: { wait: boolean } = { wait: true },
+    ) => [
       'upgrade',
       '--install',
       t.name,
@@ -46,8 +55,7 @@ export function helmArgs(major: HelmMajor, kubeconfig?: string) {
       '--reset-values',
       '--values',
       valuesFile,
-      rollbackOnFailure,
-      wait,
+      ...(opts.wait ? [rollbackOnFailure, wait] : []),
       '--timeout',
       timeout,
       ...kube,

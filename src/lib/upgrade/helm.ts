@@ -125,11 +125,16 @@ export class Helm {
     return typeof info?.status === 'string' ? printable(info.status) : 'unknown'
   }
 
-  /** `upgrade --install` with rollback on failure; `timeout` is a Go duration like 10m. */
-  async upgrade(t: ChartSource, valuesFile: string, timeout: string): Promise<void> {
+  /** `upgrade --install` with rollback on failure (unless `wait` is false); `timeout` is a Go duration like 10m. */
+  async upgrade(
+    t: ChartSource,
+    valuesFile: string,
+    timeout: string,
+    opts: { wait: boolean } = { wait: true },
+  ): Promise<void> {
     // A failed upgrade's own rollback waits up to `timeout` again: killing helm then would leave
     // the release pending-rollback, so the bound allows both waits.
-    await this.exec(this.args.upgrade(t, valuesFile, timeout), this.boundFor(timeout, 2))
+    await this.exec(this.args.upgrade(t, valuesFile, timeout, opts), this.boundFor(timeout, 2))
   }
 
   /** An explicit rollback with its own timeout, for when Helm's built-in one ran out of time. */

@@ -4,13 +4,7 @@
  * request has a timeout and transient failures are retried: an API server that accepts and never
  * answers must not hang the plan or the backup.
  */
-import {
-  CoreV1Api,
-  CustomObjectsApi,
-  VersionApi,
-  type ConfigurationOptions,
-  type KubeConfig,
-} from '@kubernetes/client-node'
+import type { ConfigurationOptions, KubeConfig } from '@kubernetes/client-node'
 import { CliError, ExitCode } from '../errors/index.js'
 import {
   API_REQUEST_TIMEOUT_MS,
@@ -48,7 +42,9 @@ export interface ReaderOptions {
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>
 }
 
-export function createClusterReader(kc: KubeConfig, opts: ReaderOptions = {}): ClusterReader {
+/** Async: the library is imported on first use, so that init (which imports this domain) stays quick. */
+export async function createClusterReader(kc: KubeConfig, opts: ReaderOptions = {}): Promise<ClusterReader> {
+  const { CoreV1Api, CustomObjectsApi, VersionApi } = await import('@kubernetes/client-node')
   const custom = kc.makeApiClient(CustomObjectsApi)
   const core = kc.makeApiClient(CoreV1Api)
   const version = kc.makeApiClient(VersionApi)

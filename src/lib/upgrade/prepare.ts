@@ -14,7 +14,7 @@ import { Helm, type HelmBounds, type InstalledRelease } from './helm.js'
 import { helmSaidUnreachable } from './helm-failure.js'
 import type { ClusterReader } from './kube-reader.js'
 import { planUpgrade, type UpgradePlan } from './plan.js'
-import { resolveReleases, type ReleaseTarget } from './releases.js'
+import { loadChartOverrides, resolveReleases, type ReleaseTarget } from './releases.js'
 import { mergeValues, valueChanges } from './values.js'
 
 export interface PrepareOptions {
@@ -48,6 +48,7 @@ export async function prepareUpgrade(opts: PrepareOptions, deps: HelmDeps): Prom
   const paths = workspacePaths(opts.workspace)
   const config = await loadConfigIfPresent(paths.config)
   const state = await loadStateIfPresent(paths.state)
+  const overrides = await loadChartOverrides(config, paths.dir)
   const kubeconfig = opts.kubeconfig ?? paths.adminConf
   await access(kubeconfig).catch((err: unknown) => {
     throw new CliError(
@@ -72,7 +73,7 @@ export async function prepareUpgrade(opts: PrepareOptions, deps: HelmDeps): Prom
       cause: err,
     })
   })
-  const targets = await resolveReleases(cluster.kubernetesVersion, config, cluster.facts, paths.dir)
+  const targets = resolveReleases(cluster.kubernetesVersion, overrides, cluster.facts)
   await checkLocalCharts(helm, targets)
   const plan = planUpgrade(targets, installed, { force: opts.force })
   await keepUserValues(helm, plan)
@@ -113,7 +114,7 @@ async function keepUserValues(helm: Helm, plan: UpgradePlan): Promise<void> {
 }
 
 /** Helm ignores --version for chart paths, so a local chart must really hold the pinned version. */
-async function checkLocalCharts(helm: Helm, targets: readonly ReleaseTarget[]): Promise<void> {
+export async function checkLocalCharts(helm: Helm, targets: readonly ReleaseTarget[]): Promise<void> {
   for (const t of targets.filter((x) => !x.repository)) {
     const actual = await helm.localChartVersion(t.chart).catch((err: unknown) => {
       throw new CliError(`release ${t.name}: chart ${t.chart} cannot be read`, {

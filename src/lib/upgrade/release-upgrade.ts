@@ -15,6 +15,8 @@ export interface RetryPolicy {
   attempts: number
   intervalMs: number
   sleep: (ms: number, signal?: AbortSignal) => Promise<void>
+  /** false: helm neither waits for readiness nor rolls back (init --skip-helm-wait). */
+  wait: boolean
 }
 
 export const HELM_RETRY_ATTEMPTS = 4
@@ -61,7 +63,7 @@ export async function upgradeRelease(
       async () => {
         attempts++
         try {
-          await helm.upgrade(target, valuesFile, policy.timeout)
+          await helm.upgrade(target, valuesFile, policy.timeout, { wait: policy.wait ?? true })
         } catch (err) {
           const status = await helm.status(target.name, target.namespace).catch((statusErr: unknown) => {
             throw new AttemptFailure('status-unknown', undefined, err, statusErr)
@@ -98,7 +100,8 @@ async function failed(
   timeout: string,
 ): Promise<ReleaseResult> {
   const { name, namespace } = release.target
-  const error = chainMessage(err)
+  // an AttemptFailure's message already holds its cause's chain
+  const error = err instanceof AttemptFailure ? err.message : chainMessage(err)
   if (!(err instanceof AttemptFailure)) {
     return {
       outcome: 'rollback-failed',

@@ -32,6 +32,8 @@ export interface ClusterFacts {
   serviceCIDR?: string
   /** Host of the API server as seen from inside the cluster. */
   apiServerHost?: string
+  /** Whether Cilium replaces kube-proxy; only init knows (an upgrade keeps the installed value). */
+  kubeProxyReplacement?: boolean
 }
 
 interface PinnedRelease {
@@ -49,7 +51,7 @@ const COREDNS_REPO = 'https://coredns.github.io/helm'
 const CERT_MANAGER_REPO = 'https://charts.jetstack.io'
 
 const ciliumValues = (facts: ClusterFacts): Values => ({
-  kubeProxyReplacement: true,
+  ...(facts.kubeProxyReplacement === undefined ? {} : { kubeProxyReplacement: facts.kubeProxyReplacement }),
   encryption: { enabled: true, type: 'wireguard', strictMode: { enabled: true } },
   ...(facts.apiServerHost ? { k8sServiceHost: facts.apiServerHost, k8sServicePort: 6443 } : {}),
 })
@@ -99,16 +101,53 @@ export const PINNED_RELEASES: Readonly<Record<string, readonly PinnedRelease[]>>
   'v1.32': pins('1.18.1', '1.38.1', 'v1.18.2'),
 }
 
+/** A config entry of `upgrade.charts`, checked, with its chart path resolved and values file read. */
+export interface ChartOverride {
+  name: string
+  chart: string
+  repository?: string
+  version: string
+  namespace: string
+  values: Values
+}
+
+/**
+ * The config's chart overrides, read before the cluster is asked anything: a bad entry or values
+ * file is the operator's input, reported as such whatever the cluster runs.
+ */
+export async function loadChartOverrides(
+  config: Pick<ClusterConfig, 'upgrade'> | undefined,
+  workspaceDir: string,
+): Promise<ChartOverride[]> {
+  const entries = config?.upgrade?.charts ?? []
+  checkOverrides(entries)
+  const out: ChartOverride[] = []
+  for (const [i, o] of entries.entries()) {
+    out.push({
+      name: o.name,
+      // Without a repository the chart is a path; relative paths are relative to the workspace.
+      chart: o.repository ? o.chart : path.resolve(workspaceDir, o.chart),
+      repository: o.repository,
+      version: o.version,
+      namespace: o.namespace,
+      values: o.valuesFile
+        ? await readValuesFile(path.resolve(workspaceDir, o.valuesFile), `upgrade.charts[${i}].valuesFile`)
+        : {},
+    })
+  }
+  return out
+}
+
 /**
  * The releases for a cluster: the pinned set for the Kubernetes version it runs, each replaced by
- * the config entry of the same name, then the config's other entries appended in their order.
+ * the override of the same name (its values file merged over the cluster's values), then the
+ * other overrides appended in their order.
  */
-export async function resolveReleases(
+export function resolveReleases(
   kubernetesVersion: string,
-  config: Pick<ClusterConfig, 'upgrade'> | undefined,
+  overrides: readonly ChartOverride[],
   facts: ClusterFacts,
-  workspaceDir: string,
-): Promise<ReleaseTarget[]> {
+): ReleaseTarget[] {
   const minor = kubernetesMinor(kubernetesVersion)
   const pinned = minor ? PINNED_RELEASES[minor] : undefined
   if (!pinned) {
@@ -116,30 +155,17 @@ export async function resolveReleases(
       `no pinned Helm releases for Kubernetes ${kubernetesVersion}; known: ${Object.keys(PINNED_RELEASES).join(', ')}`,
     )
   }
-  const overrides = config?.upgrade?.charts ?? []
-  checkOverrides(overrides)
   const byName = new Map(overrides.map((o) => [o.name, o]))
-  const targets: ReleaseTarget[] = []
-  for (const pin of pinned) {
-    const o = byName.get(pin.name)
+  const targets: ReleaseTarget[] = pinned.map((pin) => {
     const base: ReleaseTarget = { ...pin, values: pin.values(facts) }
-    targets.push(o ? await applyOverride(base, o, overrides.indexOf(o), workspaceDir) : base)
-  }
-  for (const [i, o] of overrides.entries()) {
-    if (pinned.some((p) => p.name === o.name)) continue
-    const base: ReleaseTarget = { ...pick(o), values: {}, allowMinorJump: false }
-    targets.push(await applyOverride(base, o, i, workspaceDir))
+    const o = byName.get(pin.name)
+    return o ? { ...base, ...o, values: mergeValues(base.values, o.values) } : base
+  })
+  for (const o of overrides) {
+    if (!pinned.some((p) => p.name === o.name)) targets.push({ ...o, allowMinorJump: false })
   }
   return targets
 }
-
-const pick = ({ name, chart, repository, version, namespace }: ChartConfig) => ({
-  name,
-  chart,
-  repository,
-  version,
-  namespace,
-})
 
 function checkOverrides(overrides: readonly ChartConfig[]): void {
   const seen = new Set<string>()
@@ -153,27 +179,6 @@ function checkOverrides(overrides: readonly ChartConfig[]): void {
         `upgrade.charts[${i}].version: ${JSON.stringify(o.version)} is not an exact chart version like 1.2.3`,
       )
     }
-  }
-}
-
-async function applyOverride(
-  base: ReleaseTarget,
-  o: ChartConfig,
-  index: number,
-  workspaceDir: string,
-): Promise<ReleaseTarget> {
-  // Without a repository the chart is a path; relative paths are relative to the workspace.
-  const chart = o.repository ? o.chart : path.resolve(workspaceDir, o.chart)
-  const fileValues = o.valuesFile
-    ? await readValuesFile(path.resolve(workspaceDir, o.valuesFile), `upgrade.charts[${index}].valuesFile`)
-    : {}
-  return {
-    ...base,
-    chart,
-    repository: o.repository,
-    version: o.version,
-    namespace: o.namespace,
-    values: mergeValues(base.values, fileValues),
   }
 }
 

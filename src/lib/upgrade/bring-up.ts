@@ -1,0 +1,85 @@
+/**
+ * The bring-up after kubeadm init, as Constellation's apply does it: the pinned releases (CNI
+ * first: nothing else schedules without it) installed one by one with the same helm code as an
+ * upgrade, each a visible step. Values go to helm as 0600 files in a private temp folder that is
+ * removed afterwards; they never reach argv.
+ */
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import os from 'node:os'
+import path from 'node:path'
+import type { ClusterConfig, ClusterState } from '../config/index.js'
+import type { Step } from '../system/index.js'
+import { stringifyYaml } from '../yaml/index.js'
+import { factsFromWorkspace } from './cluster-facts.js'
+import { Helm } from './helm.js'
+import type { HelmDeps } from './prepare.js'
+import { checkLocalCharts } from './prepare.js'
+import { upgradeRelease } from './release-upgrade.js'
+import { loadChartOverrides, resolveReleases, type ReleaseTarget } from './releases.js'
+
+export interface BringUpOptions {
+  workspaceDir: string
+  config: ClusterConfig
+  state: ClusterState
+  /** The admin kubeconfig init just saved. */
+  kubeconfig: string
+  /** kube-proxy runs (init --conformance): Cilium must not replace it. */
+  conformance: boolean
+  /** Go duration each release may take to become ready. */
+  helmTimeout: string
+  /** false (--skip-helm-wait): helm returns once the objects are written. */
+  wait: boolean
+}
+
+export interface BringUp {
+  releases: readonly ReleaseTarget[]
+  /** One step per release, in apply order; a failed one throws and stops the rest. */
+  steps: Step[]
+  /** Which releases are installed so far (for the report and an interrupt). */
+  installed: () => string[]
+  /** Removes the values folder. */
+  cleanup: () => Promise<void>
+}
+
+export async function prepareBringUp(
+  opts: BringUpOptions,
+  deps: Omit<HelmDeps, 'openReader'>,
+): Promise<BringUp> {
+  const facts = { ...factsFromWorkspace(opts), kubeProxyReplacement: !opts.conformance }
+  const overrides = await loadChartOverrides(opts.config, opts.workspaceDir)
+  const releases = resolveReleases(opts.config.kubernetesVersion, overrides, facts)
+  const helm = await Helm.detect({
+    runner: deps.runner,
+    binary: deps.helmBinary ?? 'helm',
+    env: deps.env,
+    kubeconfig: opts.kubeconfig,
+    bounds: deps.helmBounds,
+  })
+  await checkLocalCharts(helm, releases)
+  const valuesDir = await mkdtemp(path.join(os.tmpdir(), 'constell-values-'))
+  const done: string[] = []
+  const steps = releases.map((target): Step => ({
+    title: `Installing ${target.name} ${target.version} in ${target.namespace}${opts.wait ? '' : ' (not waiting for it)'}`,
+    run: async () => {
+      const valuesFile = path.join(valuesDir, `${target.name}.yaml`)
+      await writeFile(valuesFile, stringifyYaml(target.values), { mode: 0o600, flag: 'wx' })
+      const release = {
+        target,
+        installed: undefined,
+        verdict: { action: 'install', reason: 'init' },
+      } as const
+      const result = await upgradeRelease(helm, release, valuesFile, {
+        timeout: opts.helmTimeout,
+        wait: opts.wait,
+      })
+      if (result.error) throw new Error(`${target.name}: ${result.error} (${result.reason})`)
+      done.push(target.name)
+    },
+  }))
+  return {
+    releases,
+    steps,
+    installed: () => [...done],
+    cleanup: () => rm(valuesDir, { recursive: true, force: true }),
+  }
+}
