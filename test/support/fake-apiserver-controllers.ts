@@ -31,6 +31,12 @@ export interface WorkloadRef {
   resource?: string
   namespace?: string
   name: string
+  /**
+   * Held only while the workload's metadata.generation is below this: e.g. 4 holds an installed
+   * Deployment through an upgrade (2) and helm's own rollback (3), and lets an explicit rollback
+   * (4) become ready.
+   */
+  untilGeneration?: number
 }
 
 /** Resources whose status belongs to a controller: main-resource writes cannot change it. */
@@ -144,7 +150,8 @@ export class WorkloadControllers {
       (r) =>
         (r.resource === resource || r.kind === obj.kind) &&
         r.name === obj.metadata.name &&
-        (r.namespace === undefined || r.namespace === obj.metadata.namespace),
+        (r.namespace === undefined || r.namespace === obj.metadata.namespace) &&
+        (r.untilGeneration === undefined || Number(obj.metadata.generation ?? 1) < r.untilGeneration),
     )
   }
 

@@ -102,6 +102,9 @@ export interface FailRule {
   status: number
   /** How many matching requests fail; default 1. */
   times?: number
+  /** The Status's reason and message (default InternalError, "injected failure"). */
+  reason?: string
+  message?: string
 }
 
 /** The bearer token of this server's kubeconfig: the cluster admin's credentials. */
@@ -374,7 +377,11 @@ export class FakeApiServer {
     )
     if (rule) {
       rule.times = (rule.times ?? 1) - 1
-      return send(res, rule.status, status(rule.status, 'InternalError', 'injected failure'))
+      return send(
+        res,
+        rule.status,
+        status(rule.status, rule.reason ?? 'InternalError', rule.message ?? 'injected failure'),
+      )
     }
     if (method === 'GET') {
       const discovery = this.discovery(url.pathname, req.headers.host ?? '')

@@ -45,7 +45,7 @@ describe('upgrade: bounded waits for helm and the API server', function () {
   }
   for (const [name, tc] of Object.entries(hangs)) {
     it(`a hung ${name} is killed at its bound with a clear error`, async () => {
-      const ws = await h.setup({ installed: all('1.0.0'), targets: all('1.1.0') })
+      const ws = await h.setup({ helm: 'fake', installed: all('1.0.0'), targets: all('1.1.0') })
       const err: unknown = await h
         .upgrade(ws, { env: { FAKE_HELM_HANG: tc.command }, helmBounds: HANG_BOUNDS })
         .then(
@@ -55,12 +55,12 @@ describe('upgrade: bounded waits for helm and the API server', function () {
       expect(err).to.be.instanceOf(Error)
       expect(chainMessage(err)).to.match(tc.err)
       expect(exitCodeOf(err)).to.equal(tc.exitCode)
-      expect(await hungHelmIsGone(h.helm.stateDir, tc.command)).to.be.true
+      expect(await hungHelmIsGone(h.fakeHelm.stateDir, tc.command)).to.be.true
     })
   }
 
   it('a hung helm upgrade is killed at twice --helm-timeout (its own rollback) plus the margin', async () => {
-    const ws = await h.setup({ installed: all('1.0.0'), targets: all('1.1.0') })
+    const ws = await h.setup({ helm: 'fake', installed: all('1.0.0'), targets: all('1.1.0') })
     const report = await h.upgrade(ws, {
       env: { FAKE_HELM_HANG: 'upgrade' },
       helmBounds: UPGRADE_BOUNDS,
@@ -72,8 +72,8 @@ describe('upgrade: bounded waits for helm and the API server', function () {
     expect(report.releases[0]?.reason).to.equal(
       'helm was stopped at its time bound; the release is deployed at 1.0.0',
     )
-    expect(await hungHelmIsGone(h.helm.stateDir, 'upgrade')).to.be.true
-    const upgrades = (await readFakeHelmState(h.helm.stateDir)).calls.filter((c) => c[0] === 'upgrade')
+    expect(await hungHelmIsGone(h.fakeHelm.stateDir, 'upgrade')).to.be.true
+    const upgrades = (await readFakeHelmState(h.fakeHelm.stateDir)).calls.filter((c) => c[0] === 'upgrade')
     expect(upgrades).to.have.length(1) // a killed helm is not retried
   })
 
@@ -83,7 +83,7 @@ describe('upgrade: bounded waits for helm and the API server', function () {
     afterEach(() => silent.stop())
 
     it('each request times out; the backup stops with exit 3 and nothing is changed', async () => {
-      const ws = await h.setup({ installed: all('1.0.0'), targets: all('1.1.0') })
+      const ws = await h.setup({ helm: 'fake', installed: all('1.0.0'), targets: all('1.1.0') })
       const kc = new KubeConfig()
       kc.loadFromString(silent.kubeconfig())
       const openReader = () =>
@@ -97,7 +97,7 @@ describe('upgrade: bounded waits for helm and the API server', function () {
       )
       expect(exitCodeOf(err)).to.equal(3)
       expect(silent.accepted()).to.equal(2)
-      expect((await readFakeHelmState(h.helm.stateDir)).events).to.deep.equal([])
+      expect((await readFakeHelmState(h.fakeHelm.stateDir)).events).to.deep.equal([])
     })
   })
 })

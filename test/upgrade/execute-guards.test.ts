@@ -7,7 +7,7 @@ import { expect } from '../support/chai.js'
 import { readFakeHelmState } from '../support/helm.js'
 import { all, exists, outcomes, UpgradeHarness } from './harness.js'
 
-describe('upgrade execute (lib): guards before any change, helm detection', function () {
+describe('upgrade execute (lib): guards before any change, helm detection (real helm 3, API fake)', function () {
   this.timeout(60_000)
   const h = new UpgradeHarness()
   beforeEach(() => h.start())
@@ -15,6 +15,7 @@ describe('upgrade execute (lib): guards before any change, helm detection', func
 
   it('dry run changes nothing and writes no backup', async () => {
     const ws = await h.setup({ installed: all('1.0.0'), targets: all('1.1.0') })
+    const before = h.api.requests.length
     const report = await h.upgrade(ws, { dryRun: true, yes: false })
     expect(outcomes(report)).to.deep.equal({
       cilium: 'would-upgrade',
@@ -23,11 +24,9 @@ describe('upgrade execute (lib): guards before any change, helm detection', func
     })
     expect(report.backupDir).to.be.undefined
     expect(await exists(workspacePaths(ws).upgradeDir)).to.be.false
-    const state = await readFakeHelmState(h.helm.stateDir)
-    expect(state.events).to.deep.equal([])
-    expect(state.calls.map((c) => c[0])).to.not.include.members(['upgrade', 'rollback'])
-    // the plan reads what the cluster runs; a dry run writes nothing
-    expect(h.api.requests.filter((r) => r.method !== 'GET')).to.deep.equal([])
+    expect(await h.deployed()).to.deep.equal(all('1.0.0'))
+    // the plan reads what the cluster runs (helm too); a dry run writes nothing
+    expect(h.api.requests.slice(before).filter((r) => r.method !== 'GET')).to.deep.equal([])
   })
 
   it('without a TTY and without --yes it refuses before changing anything', async () => {
@@ -36,7 +35,7 @@ describe('upgrade execute (lib): guards before any change, helm detection', func
       /without confirmation: this is not an interactive terminal/,
     )
     expect(await exists(workspacePaths(ws).upgradeDir)).to.be.false
-    expect((await readFakeHelmState(h.helm.stateDir)).events).to.deep.equal([])
+    expect(await h.deployed()).to.deep.equal(all('1.0.0'))
   })
 
   it('asks on a TTY; "no" changes nothing', async () => {
@@ -78,7 +77,7 @@ describe('upgrade execute (lib): guards before any change, helm detection', func
     await expect(h.upgrade(ws)).to.be.rejectedWith(
       /backing up before the upgrade failed; nothing was changed/,
     )
-    expect((await readFakeHelmState(h.helm.stateDir)).events).to.deep.equal([])
+    expect(await h.deployed()).to.deep.equal(all('1.0.0'))
   })
 
   const flagCases: Record<string, { version: string; want: string[]; not: string }> = {
@@ -95,9 +94,15 @@ describe('upgrade execute (lib): guards before any change, helm detection', func
   }
   for (const [name, tc] of Object.entries(flagCases)) {
     it(`chooses the rollback flags by the detected version (${name})`, async () => {
-      const ws = await h.setup({ installed: all('1.0.0'), targets: all('1.1.0'), helmVersion: tc.version })
+      // the argv as the contract fake records it (helm-real.test.ts runs each through the real helm)
+      const ws = await h.setup({
+        helm: 'fake',
+        installed: all('1.0.0'),
+        targets: all('1.1.0'),
+        helmVersion: tc.version,
+      })
       await h.upgrade(ws)
-      const upgrades = (await readFakeHelmState(h.helm.stateDir)).calls.filter((c) => c[0] === 'upgrade')
+      const upgrades = (await readFakeHelmState(h.fakeHelm.stateDir)).calls.filter((c) => c[0] === 'upgrade')
       expect(upgrades).to.have.length(3)
       for (const call of upgrades) {
         expect(call).to.include.members([...tc.want, '--install', '--timeout', '2m'])
@@ -108,7 +113,7 @@ describe('upgrade execute (lib): guards before any change, helm detection', func
 
   it('a missing helm is a clear error', async () => {
     const ws = await h.setup({ installed: {}, targets: all('1.1.0') })
-    const env = { ...h.helm.env, PATH: path.join(h.dir, 'empty') }
+    const env = { ...h.env, PATH: path.join(h.dir, 'empty') }
     await expect(
       prepareUpgrade(
         { workspace: ws, force: false },
@@ -118,7 +123,7 @@ describe('upgrade execute (lib): guards before any change, helm detection', func
   })
 
   it('an unsupported helm is a clear error', async () => {
-    const ws = await h.setup({ installed: {}, targets: all('1.1.0'), helmVersion: 'v2.17.0' })
+    const ws = await h.setup({ helm: 'fake', installed: {}, targets: all('1.1.0'), helmVersion: 'v2.17.0' })
     await expect(h.upgrade(ws)).to.be.rejectedWith(/helm v2.17.0 is not supported/)
   })
 
@@ -146,14 +151,20 @@ describe('upgrade execute (lib): guards before any change, helm detection', func
     expect(await exists(workspacePaths(ws).upgradeDir)).to.be.false
   })
 
+  // the policy's count and spacing; execute.test.ts retries a transient failure with the real helm
   it('retries a transient failure 3 times, 30 s apart (§9.2), then reports the rollback', async () => {
-    const ws = await h.setup({ installed: all('1.0.0'), targets: all('1.1.0'), fail: 'cilium:transient' })
+    const ws = await h.setup({
+      helm: 'fake',
+      installed: all('1.0.0'),
+      targets: all('1.1.0'),
+      fail: 'cilium:transient',
+    })
     const sleeps: number[] = []
     const report = await h.upgrade(ws, { deps: { retry: { sleep: async (ms) => void sleeps.push(ms) } } })
     expect(sleeps).to.deep.equal([30_000, 30_000, 30_000])
     expect(report.releases[0]).to.include({ name: 'cilium', outcome: 'rolled-back', attempts: 4 })
     expect(report.failure?.error).to.match(/timed out waiting for the condition/)
-    const { events } = await readFakeHelmState(h.helm.stateDir)
+    const { events } = await readFakeHelmState(h.fakeHelm.stateDir)
     expect(events.filter((e) => e.event === 'failed')).to.have.length(4)
     expect(events.filter((e) => e.release !== 'cilium')).to.deep.equal([])
   })

@@ -1,12 +1,29 @@
 import { readdir, readFile, stat } from 'node:fs/promises'
 import path from 'node:path'
 import { expect } from '../support/chai.js'
-import { readFakeHelmState } from '../support/helm.js'
+import type { FakeApiServer } from '../support/fake-apiserver.js'
+import { HELM_MAJORS } from '../support/helm.js'
 import { all, exists, outcomes, UpgradeHarness } from './harness.js'
 import { type ReleaseOutcome } from '../../src/lib/upgrade/execute.js'
 
-describe('upgrade execute (lib): outcomes with the helm contract fake and FakeApiServer', function () {
-  this.timeout(60_000)
+const COREDNS = { kind: 'Deployment', namespace: 'kube-system', name: 'coredns' }
+
+/**
+ * Makes helm's own rollback of coredns run out of time: its Deployment stays unready through the
+ * upgrade and helm's rollback, and becomes ready once helm has recorded that rollback as failed,
+ * as a slow cluster's would; only an explicit rollback with its own timeout then succeeds.
+ */
+function slowRollback(api: FakeApiServer): () => void {
+  api.keepUnready(COREDNS)
+  const timer = setInterval(() => {
+    const rollback = api.get('v1', 'secrets', 'sh.helm.release.v1.coredns.v3', 'kube-system')
+    if (rollback?.metadata.labels?.status === 'failed') api.makeReady(COREDNS)
+  }, 50)
+  return () => clearInterval(timer)
+}
+
+describe('upgrade execute (lib): outcomes with the real helm 3 and 4 against the API fake', function () {
+  this.timeout(120_000)
   const h = new UpgradeHarness()
   beforeEach(() => h.start())
   afterEach(() => h.stop())
@@ -17,7 +34,10 @@ describe('upgrade execute (lib): outcomes with the helm contract fake and FakeAp
       installed: Record<string, string>
       targets: Record<string, string>
       force?: boolean
-      fail?: string
+      /** What goes wrong in the cluster; returns what undoes it. */
+      fault?: (api: FakeApiServer) => void | (() => void)
+      helmTimeout?: string
+      retried?: boolean
       want: Record<string, ReleaseOutcome>
       deployed: Record<string, string>
       reason?: [string, RegExp]
@@ -67,7 +87,8 @@ describe('upgrade execute (lib): outcomes with the helm contract fake and FakeAp
     'failure in the second of three: first upgraded, second rolled back, third untouched': {
       installed: all('1.0.0'),
       targets: all('1.1.0'),
-      fail: 'coredns',
+      fault: (api) =>
+        api.failOn({ method: 'PATCH', pathIncludes: 'configmaps/coredns-settings', status: 500 }),
       want: { cilium: 'upgraded', coredns: 'rolled-back', 'cert-manager': 'not-touched' },
       deployed: { ...all('1.0.0'), cilium: '1.1.0' },
       reason: ['cert-manager', /not reached: coredns failed/],
@@ -76,16 +97,25 @@ describe('upgrade execute (lib): outcomes with the helm contract fake and FakeAp
     "Helm's rollback ran out of time: an explicit rollback with its own timeout": {
       installed: all('1.0.0'),
       targets: all('1.1.0'),
-      fail: 'coredns:rollback-timeout',
+      fault: slowRollback,
+      helmTimeout: '3s',
       want: { cilium: 'upgraded', coredns: 'rolled-back', 'cert-manager': 'not-touched' },
       deployed: { ...all('1.0.0'), cilium: '1.1.0' },
-      reason: ['coredns', /left the release pending-rollback; rolled back to 1\.0\.0/],
+      reason: ['coredns', /left the release failed; rolled back to 1\.0\.0 with its own timeout/],
       failedAt: 'coredns',
     },
     'a transient failure is retried after Helm rolled it back': {
       installed: all('1.0.0'),
       targets: all('1.1.0'),
-      fail: 'coredns:transient-once',
+      fault: (api) =>
+        api.failOn({
+          method: 'PATCH',
+          pathIncludes: 'configmaps/coredns-settings',
+          status: 503,
+          reason: 'ServiceUnavailable',
+          message: 'the server is currently unable to handle the request',
+        }),
+      retried: true,
       want: { cilium: 'upgraded', coredns: 'upgraded', 'cert-manager': 'upgraded' },
       deployed: all('1.1.0'),
       reason: ['coredns', /after 2 attempts/],
@@ -93,37 +123,43 @@ describe('upgrade execute (lib): outcomes with the helm contract fake and FakeAp
     'a failed install is removed by Helm and reported rolled back': {
       installed: { coredns: '1.0.0', 'cert-manager': '1.0.0' },
       targets: all('1.1.0'),
-      fail: 'cilium',
+      // helm 3 creates with POST to the collection, helm 4 applies (PATCH) by name
+      fault: (api) => {
+        api.failOn({ method: 'POST', pathIncludes: 'namespaces/kube-system/configmaps', status: 500 })
+        api.failOn({ method: 'PATCH', pathIncludes: 'configmaps/cilium-settings', status: 500 })
+      },
       want: { cilium: 'rolled-back', coredns: 'not-touched', 'cert-manager': 'not-touched' },
       deployed: { coredns: '1.0.0', 'cert-manager': '1.0.0' },
       failedAt: 'cilium',
     },
   }
 
-  for (const [name, tc] of Object.entries(cases)) {
-    it(name, async () => {
-      const ws = await h.setup(tc)
-      const report = await h.upgrade(ws, { force: tc.force })
-      expect(outcomes(report)).to.deep.equal(tc.want)
-      const state = await readFakeHelmState(h.helm.stateDir)
-      const deployed = Object.fromEntries(Object.values(state.releases).map((r) => [r.name, r.version]))
-      expect(deployed).to.deep.equal(tc.deployed)
-      for (const r of Object.values(state.releases)) expect(r.status).to.equal('deployed')
-      if (tc.reason) {
-        const [release, pattern] = tc.reason
-        expect(report.releases.find((r) => r.name === release)?.reason).to.match(pattern)
-      }
-      expect(report.failure?.release).to.equal(tc.failedAt)
-      // §9.2: retries wait the retry interval between attempts, and only transient failures retry.
-      expect(h.sleeps).to.deep.equal(tc.fail?.endsWith(':transient-once') ? [7] : [])
-      // Backups are made before any change, whatever happens afterwards.
-      expect(report.backupDir).to.match(/constellation-upgrade\/upgrade-20260102030405-[0-9a-f]{8}$/)
-      const dir = report.backupDir ?? ''
-      expect(report.backup).to.deep.equal({ crds: 2, customResources: 13 })
-      const changed = report.releases.filter((r) => r.outcome !== 'skipped').map((r) => r.name)
-      expect((await readdir(path.join(dir, 'helm-charts'))).sort()).to.deep.equal([...changed].sort())
-    })
-  }
+  for (const major of HELM_MAJORS)
+    for (const [name, tc] of Object.entries(cases)) {
+      it(`helm ${major}: ${name}`, async () => {
+        const ws = await h.setup({ ...tc, helm: major })
+        const undo = tc.fault?.(h.api)
+        const report = await h
+          .upgrade(ws, { force: tc.force, helmTimeout: tc.helmTimeout })
+          .finally(() => undo?.())
+        expect(outcomes(report)).to.deep.equal(tc.want)
+        // every release deployed, at the version the case expects
+        expect(await h.deployed()).to.deep.equal(tc.deployed)
+        if (tc.reason) {
+          const [release, pattern] = tc.reason
+          expect(report.releases.find((r) => r.name === release)?.reason).to.match(pattern)
+        }
+        expect(report.failure?.release).to.equal(tc.failedAt)
+        // §9.2: retries wait the retry interval between attempts, and only transient failures retry.
+        expect(h.sleeps).to.deep.equal(tc.retried ? [7] : [])
+        // Backups are made before any change, whatever happens afterwards.
+        expect(report.backupDir).to.match(/constellation-upgrade\/upgrade-20260102030405-[0-9a-f]{8}$/)
+        const dir = report.backupDir ?? ''
+        expect(report.backup).to.deep.equal({ crds: 2, customResources: 13 })
+        const changed = report.releases.filter((r) => r.outcome !== 'skipped').map((r) => r.name)
+        expect((await readdir(path.join(dir, 'helm-charts'))).sort()).to.deep.equal([...changed].sort())
+      })
+    }
 
   it('writes the backup layout of §9.3 and hands helm the computed values', async () => {
     const ws = await h.setup({ installed: all('1.0.0'), targets: all('1.1.0') })
@@ -154,17 +190,18 @@ describe('upgrade execute (lib): outcomes with the helm contract fake and FakeAp
     // Values may hold secrets: they go to helm as a 0600 file in a 0700 folder, never in argv.
     expect((await stat(path.join(dir, 'helm-charts/coredns/overrides.yaml'))).mode & 0o777).to.equal(0o600)
     expect((await stat(dir)).mode & 0o777).to.equal(0o700)
-    const upgradeCalls = (await readFakeHelmState(h.helm.stateDir)).calls.filter((c) => c[0] === 'upgrade')
-    for (const call of upgradeCalls) expect(call.join(' ')).to.not.match(/--set|10\.96\.0\.10/)
+    // values reach helm only as the 0600 file: the release's values are the computed ones
+    const helm = await h.realHelm()
+    expect(await helm.userValues('coredns', 'kube-system')).to.deep.equal({
+      service: { clusterIP: '10.96.0.10' },
+    })
+    expect(await helm.userValues('cilium', 'kube-system')).to.include({
+      k8sServiceHost: '10.0.0.5',
+      k8sServicePort: 6443,
+    })
     const rendered = await readFile(path.join(dir, 'helm-charts/cert-manager/rendered.yaml'), 'utf8')
     expect(rendered)
       .to.match(/kind: CustomResourceDefinition/)
       .and.match(/app.kubernetes.io\/version: "1.1.0"/)
-    const { releases } = await readFakeHelmState(h.helm.stateDir)
-    expect(releases['kube-system/coredns']?.values).to.deep.equal({ service: { clusterIP: '10.96.0.10' } })
-    expect(releases['kube-system/cilium']?.values).to.include({
-      k8sServiceHost: '10.0.0.5',
-      k8sServicePort: 6443,
-    })
   })
 })

@@ -1,5 +1,10 @@
-/** Shared setup of the lib-level upgrade tests: FakeApiServer, the helm contract fake, a workspace. */
-import { access } from 'node:fs/promises'
+/**
+ * Shared setup of the lib-level upgrade tests: the FakeApiServer TEST DOUBLE as the cluster, a
+ * workspace whose releases are the fixture charts, and helm: the real helm 3 or 4 (installed
+ * releases are installed by it, into the API fake), or the helm contract fake for what no API
+ * can make a real helm do (hang, crash, print garbage, be too old).
+ */
+import { access, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { KubeConfig } from '@kubernetes/client-node'
 import { createRunner } from '../../src/lib/system/index.js'
@@ -10,15 +15,23 @@ import {
   type ExecuteDeps,
   type UpgradeReport,
 } from '../../src/lib/upgrade/index.js'
+import { Helm, type HelmBounds, type InstalledRelease } from '../../src/lib/upgrade/helm.js'
 import { makeTempDir } from '../support/temp.js'
 import { startFakeApiServer, type FakeApiServer } from '../support/fake-apiserver.js'
-import { fakeHelmEnv, seedReleases, type FakeHelmEnv } from '../support/helm.js'
+import {
+  fakeHelmEnv,
+  FIXTURE_CHARTS,
+  readFakeHelmState,
+  realHelmEnv,
+  seedReleases,
+  type FakeHelmEnv,
+  type HelmMajor,
+} from '../support/helm.js'
 import {
   makeUpgradeWorkspace,
   RELEASE_NAMESPACES,
   seedCustomResources,
 } from '../support/upgrade-workspace.js'
-import { type HelmBounds } from '../../src/lib/upgrade/helm.js'
 
 export const exists = (p: string) =>
   access(p).then(
@@ -32,6 +45,9 @@ export const all = (v: string) => ({ cilium: v, coredns: v, 'cert-manager': v })
 export interface SetupOptions {
   installed: Record<string, string>
   targets: Record<string, string>
+  /** The real helm of that major (default), or the contract fake. */
+  helm?: HelmMajor | 'fake'
+  /** Fake only: FAKE_HELM_FAIL, and the version it claims. */
   fail?: string
   helmVersion?: string
 }
@@ -41,7 +57,7 @@ export interface UpgradeOptions {
   dryRun?: boolean
   yes?: boolean
   deps?: Partial<ExecuteDeps>
-  /** Added to the fake helm's environment (FAKE_HELM_HANG, FAKE_HELM_GARBAGE, …). */
+  /** Added to helm's environment (the fake's FAKE_HELM_HANG, FAKE_HELM_GARBAGE, …). */
   env?: NodeJS.ProcessEnv
   helmBounds?: Partial<HelmBounds>
   helmTimeout?: string
@@ -50,16 +66,18 @@ export interface UpgradeOptions {
 /** Start in beforeEach, stop in afterEach; `setup` then `upgrade` in a test. */
 export class UpgradeHarness {
   api!: FakeApiServer
-  helm!: FakeHelmEnv
+  /** Set when setup chose the contract fake. */
+  helm?: FakeHelmEnv
+  env: NodeJS.ProcessEnv = {}
   /** Delays the retry helper slept (intervalMs is 7 in these tests). */
   sleeps: number[] = []
   private tmp!: { dir: string; cleanup: () => Promise<void> }
 
   async start(): Promise<void> {
     this.api = await startFakeApiServer()
-    seedCustomResources(this.api, 12)
     this.tmp = await makeTempDir()
     this.sleeps = []
+    this.helm = undefined
   }
 
   async stop(): Promise<void> {
@@ -71,18 +89,61 @@ export class UpgradeHarness {
     return this.tmp.dir
   }
 
+  get fakeHelm(): FakeHelmEnv {
+    if (!this.helm) throw new Error('this test set up the real helm, not the contract fake')
+    return this.helm
+  }
+
+  get kubeconfigFile(): string {
+    return path.join(this.tmp.dir, 'kubeconfig')
+  }
+
   async setup(opts: SetupOptions): Promise<string> {
     const ws = await makeUpgradeWorkspace(path.join(this.tmp.dir, 'ws'), opts.targets, this.api)
-    this.helm = await fakeHelmEnv(this.tmp.dir, { fail: opts.fail, version: opts.helmVersion })
-    await seedReleases(
-      this.helm.stateDir,
-      Object.entries(opts.installed).map(([name, version]) => ({
-        name,
-        version,
-        namespace: RELEASE_NAMESPACES[name] ?? 'default',
-      })),
-    )
+    const installed = Object.entries(opts.installed).map(([name, version]) => ({
+      name,
+      version,
+      namespace: RELEASE_NAMESPACES[name] ?? 'default',
+    }))
+    const major = opts.helm ?? 3
+    if (major === 'fake') {
+      this.helm = await fakeHelmEnv(this.tmp.dir, { fail: opts.fail, version: opts.helmVersion })
+      this.env = this.helm.env
+      await seedReleases(this.helm.stateDir, installed)
+    } else {
+      this.env = { ...process.env, ...(await realHelmEnv(this.tmp.dir, major)) }
+      await writeFile(this.kubeconfigFile, this.api.kubeconfig(), { mode: 0o600 })
+      const values = path.join(this.tmp.dir, 'installed-values.yaml')
+      await writeFile(values, '{}\n')
+      const helm = await this.realHelm()
+      for (const r of installed)
+        await helm.upgrade({ ...r, chart: path.join(FIXTURE_CHARTS, r.name, r.version) }, values, '60s')
+    }
+    // after the installs: the fixture cert-manager's CRD is helm's to create first
+    seedCustomResources(this.api, 12)
     return ws
+  }
+
+  /** The releases as the cluster has them: name → version (with the status if not deployed). */
+  async deployed(): Promise<Record<string, string>> {
+    const releases: InstalledRelease[] = this.helm
+      ? Object.values((await readFakeHelmState(this.helm.stateDir)).releases).map((r) => ({
+          ...r,
+          namespace: '',
+        }))
+      : await (await this.realHelm()).listReleases()
+    return Object.fromEntries(
+      releases.map((r) => [r.name, r.status === 'deployed' ? r.version : `${r.version} ${r.status}`]),
+    )
+  }
+
+  realHelm(): Promise<Helm> {
+    return Helm.detect({
+      runner: createRunner(),
+      binary: 'helm',
+      env: this.env,
+      kubeconfig: this.kubeconfigFile,
+    })
   }
 
   async upgrade(ws: string, o: UpgradeOptions = {}): Promise<UpgradeReport> {
@@ -90,7 +151,7 @@ export class UpgradeHarness {
       { workspace: ws, force: o.force ?? false },
       {
         runner: createRunner(),
-        env: { ...this.helm.env, ...o.env },
+        env: { ...this.env, ...o.env },
         helmBounds: o.helmBounds,
         openReader: () => createClusterReader(this.kubeConfig()),
       },

@@ -29,7 +29,12 @@ describe('upgrade: helm output on its way to the terminal', function () {
   afterEach(() => h.stop())
 
   it('control characters in helm errors are shown escaped in the report', async () => {
-    const ws = await h.setup({ installed: all('1.0.0'), targets: all('1.1.0'), fail: 'cilium:hostile' })
+    const ws = await h.setup({
+      helm: 'fake',
+      installed: all('1.0.0'),
+      targets: all('1.1.0'),
+      fail: 'cilium:hostile',
+    })
     const report = await h.upgrade(ws)
     expect(report.failure?.error).to.include('\\x1b[2J')
     expect(report.failure?.error).to.not.match(RAW_CONTROL)
@@ -38,7 +43,7 @@ describe('upgrade: helm output on its way to the terminal', function () {
   })
 
   it("garbage from helm status keeps helm's upgrade error and status stderr; no blind rollback", async () => {
-    const ws = await h.setup({ installed: all('1.0.0'), targets: all('1.1.0'), fail: 'cilium' })
+    const ws = await h.setup({ helm: 'fake', installed: all('1.0.0'), targets: all('1.1.0'), fail: 'cilium' })
     const report = await h.upgrade(ws, { env: { FAKE_HELM_GARBAGE: 'status' } })
     expect(report.failure?.error).to.match(
       /UPGRADE FAILED: release cilium failed, and has been rolled back .*; reading the release status afterwards failed: helm status cilium printed no JSON status: .*; helm said: Error: status output broken/,
@@ -48,12 +53,12 @@ describe('upgrade: helm output on its way to the terminal', function () {
     expect(report.releases[0]?.reason).to.match(
       /status could not be read .*helm status cilium -n kube-system/,
     )
-    const calls = (await readFakeHelmState(h.helm.stateDir)).calls
+    const calls = (await readFakeHelmState(h.fakeHelm.stateDir)).calls
     expect(calls.filter((c) => c[0] === 'rollback')).to.deep.equal([])
   })
 
   it('garbage from helm list is an error quoting it escaped (exit 1, no blame on the cluster)', async () => {
-    const ws = await h.setup({ installed: all('1.0.0'), targets: all('1.1.0') })
+    const ws = await h.setup({ helm: 'fake', installed: all('1.0.0'), targets: all('1.1.0') })
     const err: unknown = await h.upgrade(ws, { env: { FAKE_HELM_GARBAGE: 'list' } }).then(
       () => undefined,
       (e: unknown) => e,

@@ -30,7 +30,10 @@ function samples(chartDir: string, valuesFile: string, closedRepo: string): Samp
       [remote, valuesFile, '1h30m'],
       [local, valuesFile, '10m', { wait: false }],
     ],
-    rollback: [['coredns', 'kube-system', '90s']],
+    rollback: [
+      ['coredns', 'kube-system', '90s'],
+      ['coredns', 'kube-system', '90s', 3],
+    ],
     template: [
       [local, valuesFile],
       [remote, valuesFile],

@@ -60,9 +60,11 @@ export function helmArgs(major: HelmMajor, kubeconfig?: string) {
       timeout,
       ...kube,
     ],
-    rollback: (name: string, namespace: string, timeout: string) => [
+    /** To `revision` (without one helm takes the one before the newest: a failed upgrade's). */
+    rollback: (name: string, namespace: string, timeout: string, revision?: number) => [
       'rollback',
       name,
+      ...(revision ? [String(revision)] : []),
       '--namespace',
       namespace,
       wait,

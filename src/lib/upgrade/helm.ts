@@ -138,8 +138,8 @@ export class Helm {
   }
 
   /** An explicit rollback with its own timeout, for when Helm's built-in one ran out of time. */
-  async rollback(name: string, namespace: string, timeout: string): Promise<void> {
-    await this.exec(this.args.rollback(name, namespace, timeout), this.boundFor(timeout, 1))
+  async rollback(name: string, namespace: string, timeout: string, revision?: number): Promise<void> {
+    await this.exec(this.args.rollback(name, namespace, timeout, revision), this.boundFor(timeout, 1))
   }
 
   /** The manifests the chart renders with these values, CRDs included (no cluster access). */

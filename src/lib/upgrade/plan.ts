@@ -10,6 +10,8 @@ export interface PlannedRelease {
   target: ReleaseTarget
   /** Chart version deployed now; undefined when the release does not exist. */
   installed?: string
+  /** Its revision: what an explicit rollback goes back to. */
+  installedRevision?: number
   verdict: Verdict
   /** What the upgrade does to the values set on the release (prepare.ts fills it in). */
   valueChanges?: ValueChanges
@@ -50,7 +52,7 @@ export function planUpgrade(
       force: opts.force,
       allowMinorJump: target.allowMinorJump,
     })
-    return { target, installed: current?.version, verdict }
+    return { target, installed: current?.version, installedRevision: current?.revision, verdict }
   })
   return { releases, force: opts.force }
 }

@@ -142,7 +142,8 @@ async function failed(
     }
   }
   try {
-    await helm.rollback(name, namespace, timeout)
+    // to the revision that ran before this upgrade: helm's default is the failed upgrade itself
+    await helm.rollback(name, namespace, timeout, release.installedRevision)
     return {
       outcome: 'rolled-back',
       reason: `Helm left the release ${err.releaseStatus}; rolled back to ${release.installed} with its own timeout`,
