@@ -7,7 +7,7 @@ import { createAttestedChannelCredentials } from '../lib/atls/index.js'
 import { validatorForConfig } from '../lib/config/index.js'
 import { initCluster, type InitResult } from '../lib/init/index.js'
 import { createLogger, createRunner, parseDuration } from '../lib/system/index.js'
-import { parseHelmTimeout } from '../lib/upgrade/index.js'
+import { parseHelmTimeout } from '../lib/helm/index.js'
 import { onInterrupt, processTerminal, stepProgress } from '../lib/ui/index.js'
 
 export interface InitFlags {

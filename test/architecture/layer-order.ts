@@ -7,7 +7,7 @@ export const LAYERS: readonly (readonly string[])[] = [
   ['kms', 'attestation'],
   ['atls', 'statedisk'],
   ['config'],
-  ['nodeconfig'],
+  ['nodeconfig', 'helm'],
   ['bootstrapper', 'init', 'verify', 'upgrade', 'bootstrapdata', 'joinservice', 'recover'],
 ]
 

@@ -8,7 +8,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { workspacePaths } from '../../src/lib/paths.js'
 import { createRunner } from '../../src/lib/system/index.js'
-import { Helm } from '../../src/lib/upgrade/helm.js'
+import { Helm } from '../../src/lib/helm/helm.js'
 import { expect } from '../support/chai.js'
 import { runCli } from '../support/cli.js'
 import { FakeApiServer } from '../support/fake-apiserver.js'
@@ -104,6 +104,24 @@ describe('constellation init brings the cluster up with the real helm 3 and 4', 
       coredns: '1.0.0 deployed',
       'cert-manager': '1.0.0 deployed',
     })
+  })
+
+  it('--skip-helm-wait installs without waiting for a workload that is not ready yet', async () => {
+    const { daemon, env, deployed } = await startNode(4)
+    api.keepUnready({ kind: 'Deployment', namespace: 'kube-system', name: 'coredns' })
+    const res = await runCli(['init', '-C', node.workspace, '--skip-helm-wait', '--helm-timeout', '5s'], {
+      env: { ...env, CONSTELL_NO_SPINNER: '1' },
+    })
+    await daemon.expectInitSucceeded(res)
+    expect(res.stdout).to.match(/Installing coredns 1\.0\.0 in kube-system \(not waiting for it\)/)
+    expect(await deployed()).to.deep.equal({
+      cilium: '1.0.0 deployed',
+      coredns: '1.0.0 deployed',
+      'cert-manager': '1.0.0 deployed',
+    })
+    const dns = api.get('apps/v1', 'deployments', 'coredns', 'kube-system')
+    expect((dns?.status as { readyReplicas?: number } | undefined)?.readyReplicas ?? 0).to.equal(0)
+    expect((await daemon.exited).code).to.equal(0)
   })
 
   it('without helm on PATH: initialized, exit 1, and the hint says what to do', async () => {

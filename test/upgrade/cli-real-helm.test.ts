@@ -7,7 +7,7 @@
 import { mkdir, readdir, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { createRunner } from '../../src/lib/system/index.js'
-import { Helm } from '../../src/lib/upgrade/helm.js'
+import { Helm } from '../../src/lib/helm/helm.js'
 import { expect } from '../support/chai.js'
 import { runCli } from '../support/cli.js'
 import { FakeApiServer } from '../support/fake-apiserver.js'

@@ -1,8 +1,10 @@
-import { readdir, readFile, stat } from 'node:fs/promises'
+import { spawn } from 'node:child_process'
+import { readdir, readFile, stat, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { expect } from '../support/chai.js'
 import type { FakeApiServer } from '../support/fake-apiserver.js'
-import { HELM_MAJORS } from '../support/helm.js'
+import { eventually } from '../support/eventually.js'
+import { FIXTURE_CHARTS, HELM_MAJORS } from '../support/helm.js'
 import { all, exists, outcomes, UpgradeHarness } from './harness.js'
 import { type ReleaseOutcome } from '../../src/lib/upgrade/execute.js'
 
@@ -160,6 +162,60 @@ describe('upgrade execute (lib): outcomes with the real helm 3 and 4 against the
         expect((await readdir(path.join(dir, 'helm-charts'))).sort()).to.deep.equal([...changed].sort())
       })
     }
+
+  for (const major of HELM_MAJORS)
+    it(`helm ${major}: a release a killed helm left pending-upgrade is skipped, the others go on`, async () => {
+      const ws = await h.setup({ helm: major, installed: all('1.0.0'), targets: all('1.1.0') })
+      // an operator's helm upgrade waits for coredns, and dies (killed) while it waits
+      h.api.keepUnready(COREDNS)
+      const values = path.join(h.dir, 'values.yaml')
+      await writeFile(values, '{}\n')
+      const helm = await h.realHelm()
+      // SIGKILL: on SIGTERM helm would record the release failed itself
+      const running = spawn(
+        'helm',
+        [
+          'upgrade',
+          'coredns',
+          path.join(FIXTURE_CHARTS, 'coredns/1.1.0'),
+          '-n',
+          'kube-system',
+          '--wait',
+          '--timeout',
+          '60s',
+          '--values',
+          values,
+          '--kubeconfig',
+          h.kubeconfigFile,
+        ],
+        { env: h.env, stdio: 'ignore' },
+      )
+      const gone = new Promise((resolve) => running.on('close', resolve))
+      try {
+        await eventually('the upgrade to be pending', async () => {
+          const list = await helm.listReleases()
+          return list.find((r) => r.name === 'coredns' && r.status === 'pending-upgrade')
+        })
+      } finally {
+        running.kill('SIGKILL')
+        await gone
+      }
+      h.api.makeReady(COREDNS)
+      const report = await h.upgrade(ws)
+      expect(outcomes(report)).to.deep.equal({
+        cilium: 'upgraded',
+        coredns: 'skipped',
+        'cert-manager': 'upgraded',
+      })
+      expect(report.releases.find((r) => r.name === 'coredns')?.reason).to.equal(
+        'release is pending-upgrade: another Helm operation owns it',
+      )
+      expect(await h.deployed()).to.deep.equal({
+        cilium: '1.1.0',
+        coredns: '1.1.0 pending-upgrade',
+        'cert-manager': '1.1.0',
+      })
+    })
 
   it('writes the backup layout of §9.3 and hands helm the computed values', async () => {
     const ws = await h.setup({ installed: all('1.0.0'), targets: all('1.1.0') })

@@ -15,7 +15,7 @@ import {
   type ExecuteDeps,
   type UpgradeReport,
 } from '../../src/lib/upgrade/index.js'
-import { Helm, type HelmBounds, type InstalledRelease } from '../../src/lib/upgrade/helm.js'
+import { Helm, type HelmBounds, type InstalledRelease } from '../../src/lib/helm/helm.js'
 import { makeTempDir } from '../support/temp.js'
 import { startFakeApiServer, type FakeApiServer } from '../support/fake-apiserver.js'
 import {

@@ -8,7 +8,7 @@ import { chainMessage, CliError, ExitCode, messageOf } from '../errors/index.js'
 import { encodeMasterSecret, writeMasterSecret } from '../kms/index.js'
 import { workspacePaths, type WorkspacePaths } from '../paths.js'
 import type { Logger, Progress } from '../system/index.js'
-import { prepareBringUp, type BringUp, type HelmDeps } from '../upgrade/index.js'
+import { prepareBringUp, type BringUp, type HelmProcessDeps } from '../helm/index.js'
 import { initFailed, unreachable } from './failure.js'
 import {
   mergeIntoUserKubeconfig,
@@ -58,7 +58,7 @@ export interface InitDeps {
   printLastResort: (kubeconfig: string) => void
   now?: () => Date
   /** helm, for the releases after kubeadm (not needed with skipHelm). */
-  helm?: Omit<HelmDeps, 'openReader'>
+  helm?: HelmProcessDeps
 }
 
 export interface InitResult {

@@ -11,7 +11,7 @@ import { randomUUID } from 'node:crypto'
 import { mkdir, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { stringifyYaml } from '../yaml/index.js'
-import type { Helm } from './helm.js'
+import type { Helm } from '../helm/index.js'
 import type { ClusterReader } from './kube-reader.js'
 import type { PlannedRelease } from './plan.js'
 

@@ -13,11 +13,11 @@ import {
   newUpgradeId,
   type ClusterBackupSummary,
 } from './backup.js'
-import type { Helm } from './helm.js'
+import type { Helm } from '../helm/index.js'
 import type { ClusterReader } from './kube-reader.js'
 import { planChangesCluster, type PlannedRelease } from './plan.js'
 import type { PreparedUpgrade } from './prepare.js'
-import { upgradeRelease, type RetryPolicy } from './release-upgrade.js'
+import { upgradeRelease, type RetryPolicy } from '../helm/index.js'
 import { describeInterrupted } from './report.js'
 
 export interface ExecuteOptions {

@@ -1,10 +1,8 @@
-/** Helm release upgrades: pinned releases, plan and rules, backups, execution with rollback. */
+/** Helm release upgrades: the plan and its rules, backups, execution with rollback (releases and helm: lib/helm). */
 export { prepareUpgrade } from './prepare.js'
 export type { HelmDeps, PreparedUpgrade } from './prepare.js'
 export { createClusterReader } from './kube-reader.js'
 export { executeUpgrade, DEFAULT_HELM_TIMEOUT } from './execute.js'
 export type { ExecuteDeps, UpgradeReport } from './execute.js'
 export { renderPlan, renderReport, planToJson } from './report.js'
-export { parseHelmTimeout } from './timeout.js'
-export { prepareBringUp } from './bring-up.js'
-export type { BringUp, BringUpOptions } from './bring-up.js'
+export { parseHelmTimeout } from '../helm/index.js'

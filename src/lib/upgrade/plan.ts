@@ -1,9 +1,9 @@
 /** The upgrade plan: each release's installed and target version, and the verdict of the rules. */
 import { CliError } from '../errors/index.js'
-import type { InstalledRelease } from './helm.js'
-import type { ReleaseTarget } from './releases.js'
+import type { InstalledRelease } from '../helm/index.js'
+import type { ReleaseTarget } from '../helm/index.js'
 import { judgeUpgrade, type Verdict } from './rules.js'
-import type { ValueChanges } from './values.js'
+import type { ValueChanges } from '../helm/index.js'
 
 export interface PlannedRelease {
   /** Its namespace is where the release is installed, whatever the pins or the config say. */

@@ -8,14 +8,21 @@ import { access } from 'node:fs/promises'
 import { loadConfigIfPresent, loadStateIfPresent } from '../config/index.js'
 import { CliError, ExitCode, exitCodeOf, isErrnoException } from '../errors/index.js'
 import { workspacePaths } from '../paths.js'
-import { CommandFailedError, type Runner } from '../system/index.js'
-import { describeCluster } from './cluster-facts.js'
-import { Helm, type HelmBounds, type InstalledRelease } from './helm.js'
-import { helmSaidUnreachable } from './helm-failure.js'
+import { CommandFailedError } from '../system/index.js'
+import {
+  checkLocalCharts,
+  describeCluster,
+  Helm,
+  helmSaidUnreachable,
+  loadChartOverrides,
+  mergeValues,
+  resolveReleases,
+  valueChanges,
+  type HelmProcessDeps,
+  type InstalledRelease,
+} from '../helm/index.js'
 import type { ClusterReader } from './kube-reader.js'
 import { planUpgrade, type UpgradePlan } from './plan.js'
-import { loadChartOverrides, resolveReleases, type ReleaseTarget } from './releases.js'
-import { mergeValues, valueChanges } from './values.js'
 
 export interface PrepareOptions {
   workspace: string
@@ -24,13 +31,7 @@ export interface PrepareOptions {
   force: boolean
 }
 
-export interface HelmDeps {
-  runner: Runner
-  /** Environment of every helm call; its PATH decides which helm runs. */
-  env: NodeJS.ProcessEnv
-  helmBinary?: string
-  /** How long each helm process may run (tests shorten them). */
-  helmBounds?: Partial<HelmBounds>
+export interface HelmDeps extends HelmProcessDeps {
   /** The cluster's API, read through the same kubeconfig helm uses. */
   openReader: (kubeconfig: string) => ClusterReader | Promise<ClusterReader>
 }
@@ -110,23 +111,5 @@ async function keepUserValues(helm: Helm, plan: UpgradePlan): Promise<void> {
     const merged = mergeValues(before, r.target.values)
     r.valueChanges = valueChanges(before, merged)
     r.target = { ...r.target, values: merged }
-  }
-}
-
-/** Helm ignores --version for chart paths, so a local chart must really hold the pinned version. */
-export async function checkLocalCharts(helm: Helm, targets: readonly ReleaseTarget[]): Promise<void> {
-  for (const t of targets.filter((x) => !x.repository)) {
-    const actual = await helm.localChartVersion(t.chart).catch((err: unknown) => {
-      throw new CliError(`release ${t.name}: chart ${t.chart} cannot be read`, {
-        hint: 'check upgrade.charts[].chart',
-        cause: err,
-      })
-    })
-    if (actual !== t.version) {
-      throw new CliError(
-        `release ${t.name}: chart ${t.chart} holds version ${actual}, but the config pins ${t.version}`,
-        { hint: 'make upgrade.charts[].version match the chart, or point chart at the right one' },
-      )
-    }
   }
 }

@@ -8,14 +8,23 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import type { ClusterConfig, ClusterState } from '../config/index.js'
-import type { Step } from '../system/index.js'
+import type { Runner, Step } from '../system/index.js'
 import { stringifyYaml } from '../yaml/index.js'
 import { factsFromWorkspace } from './cluster-facts.js'
-import { Helm } from './helm.js'
-import type { HelmDeps } from './prepare.js'
-import { checkLocalCharts } from './prepare.js'
+import { Helm, type HelmBounds } from './helm.js'
+import { checkLocalCharts } from './local-charts.js'
 import { upgradeRelease } from './release-upgrade.js'
 import { loadChartOverrides, resolveReleases, type ReleaseTarget } from './releases.js'
+
+/** What running helm needs: the process runner, and the environment whose PATH finds helm. */
+export interface HelmProcessDeps {
+  runner: Runner
+  /** Environment of every helm call; its PATH decides which helm runs. */
+  env: NodeJS.ProcessEnv
+  helmBinary?: string
+  /** How long each helm process may run (tests shorten them). */
+  helmBounds?: Partial<HelmBounds>
+}
 
 export interface BringUpOptions {
   workspaceDir: string
@@ -41,10 +50,7 @@ export interface BringUp {
   cleanup: () => Promise<void>
 }
 
-export async function prepareBringUp(
-  opts: BringUpOptions,
-  deps: Omit<HelmDeps, 'openReader'>,
-): Promise<BringUp> {
+export async function prepareBringUp(opts: BringUpOptions, deps: HelmProcessDeps): Promise<BringUp> {
   const facts = { ...factsFromWorkspace(opts), kubeProxyReplacement: !opts.conformance }
   const overrides = await loadChartOverrides(opts.config, opts.workspaceDir)
   const releases = resolveReleases(opts.config.kubernetesVersion, overrides, facts)

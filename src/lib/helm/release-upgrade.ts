@@ -7,7 +7,16 @@
 import { chainMessage } from '../errors/index.js'
 import { CommandFailedError, retry, sleepMs } from '../system/index.js'
 import type { Helm } from './helm.js'
-import type { PlannedRelease } from './plan.js'
+import type { ReleaseTarget } from './releases.js'
+
+/** A release to bring to its target: what is installed now decides install vs upgrade and the rollback. */
+export interface ReleaseToApply {
+  target: ReleaseTarget
+  /** Chart version installed now; undefined when the release does not exist. */
+  installed?: string
+  /** Its revision: what an explicit rollback goes back to. */
+  installedRevision?: number
+}
 
 export interface RetryPolicy {
   /** Go duration for each attempt, and again for an explicit rollback. */
@@ -51,7 +60,7 @@ class AttemptFailure extends Error {
 
 export async function upgradeRelease(
   helm: Helm,
-  release: PlannedRelease,
+  release: ReleaseToApply,
   valuesFile: string,
   policy: Partial<RetryPolicy> & { timeout: string },
 ): Promise<ReleaseResult> {
@@ -93,7 +102,7 @@ export async function upgradeRelease(
 
 async function failed(
   helm: Helm,
-  release: PlannedRelease,
+  release: ReleaseToApply,
   isInstall: boolean,
   attempts: number,
   err: unknown,

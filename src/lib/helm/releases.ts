@@ -7,7 +7,7 @@ import type { ChartConfig, ClusterConfig } from '../config/index.js'
 import { CliError, exitCodeOf, hintOf, messageOf } from '../errors/index.js'
 import { kubernetesMinor } from '../versions/index.js'
 import { parseYaml, readYamlFile } from '../yaml/index.js'
-import { parseSemver } from './rules.js'
+import { parseSemver } from './semver.js'
 import { isValues, mergeValues, type Values } from './values.js'
 
 export { mergeValues, type Values }

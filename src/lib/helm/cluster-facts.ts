@@ -8,7 +8,6 @@ import type { ClusterConfig, ClusterState } from '../config/index.js'
 import { CliError, messageOf } from '../errors/index.js'
 import { parseHostPort } from '../system/index.js'
 import { parseYaml } from '../yaml/index.js'
-import type { ClusterReader } from './kube-reader.js'
 import type { ClusterFacts } from './releases.js'
 
 export const KUBEADM_CONFIG = {
@@ -24,7 +23,11 @@ export interface ClusterDescription {
 }
 
 export async function describeCluster(
-  reader: Pick<ClusterReader, 'serverVersion' | 'configMapData'>,
+  reader: {
+    /** The API server's gitVersion. */
+    serverVersion(): Promise<string>
+    configMapData(namespace: string, name: string): Promise<Record<string, string> | undefined>
+  },
   workspace: WorkspaceFacts,
 ): Promise<ClusterDescription> {
   const kubernetesVersion = await reader.serverVersion()

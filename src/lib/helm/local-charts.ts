@@ -1,0 +1,21 @@
+import { CliError } from '../errors/index.js'
+import type { Helm } from './helm.js'
+import type { ReleaseTarget } from './releases.js'
+
+/** Helm ignores --version for chart paths, so a local chart must really hold the pinned version. */
+export async function checkLocalCharts(helm: Helm, targets: readonly ReleaseTarget[]): Promise<void> {
+  for (const t of targets.filter((x) => !x.repository)) {
+    const actual = await helm.localChartVersion(t.chart).catch((err: unknown) => {
+      throw new CliError(`release ${t.name}: chart ${t.chart} cannot be read`, {
+        hint: 'check upgrade.charts[].chart',
+        cause: err,
+      })
+    })
+    if (actual !== t.version) {
+      throw new CliError(
+        `release ${t.name}: chart ${t.chart} holds version ${actual}, but the config pins ${t.version}`,
+        { hint: 'make upgrade.charts[].version match the chart, or point chart at the right one' },
+      )
+    }
+  }
+}
