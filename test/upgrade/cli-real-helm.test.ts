@@ -4,12 +4,14 @@
  * once failed while the suite, on the helm contract fake, stayed green. The releases are installed
  * first with the same real helm; a failure is the API refusing a write, as a real cluster can.
  */
+import { spawn } from 'node:child_process'
 import { mkdir, readdir, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { createRunner } from '../../src/lib/system/index.js'
 import { Helm } from '../../src/lib/helm/helm.js'
 import { expect } from '../support/chai.js'
-import { runCli } from '../support/cli.js'
+import { CLI_ARGS, REPO_ROOT, runCli } from '../support/cli.js'
+import { eventually } from '../support/eventually.js'
 import { FakeApiServer } from '../support/fake-apiserver.js'
 import { FIXTURE_CHARTS, HELM_MAJORS, realHelmEnv } from '../support/helm.js'
 import { makeTempDir } from '../support/temp.js'
@@ -152,6 +154,41 @@ describe('constellation upgrade execute --helm (CLI) on the real helm 3 and 4', 
       })
       expect(text.stdout).to.match(/coredns: changes service\.clusterIP/)
       expect(text.stdout).to.not.match(/10\.100\.0\.10/)
+    })
+
+    it(`helm ${major}: Ctrl-C while helm waits for a workload: exit 130, what changed, the backup folder`, async () => {
+      const { ws, env, installed } = await cluster(major)
+      const coredns = { kind: 'Deployment', namespace: 'kube-system', name: 'coredns' }
+      api.keepUnready(coredns)
+      const cli = spawn(process.execPath, [...CLI_ARGS, 'upgrade', 'execute', '--helm', '--yes', '-C', ws], {
+        cwd: REPO_ROOT,
+        env: { ...process.env, ...env, CONSTELL_NO_SPINNER: '1' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      })
+      let stderr = ''
+      cli.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
+      const done = new Promise<number | null>((resolve) => cli.on('close', resolve))
+      try {
+        // helm has written coredns's new revision and now waits for its Deployment
+        await eventually('helm to wait for coredns', async () =>
+          api.get('v1', 'secrets', 'sh.helm.release.v1.coredns.v2', 'kube-system'),
+        )
+        cli.kill('SIGINT')
+        expect(await done, stderr).to.equal(130)
+        expect(stderr).to.match(/cilium: upgraded \(1\.0\.0 → 1\.1\.0\)/)
+        expect(stderr).to.match(/coredns: in progress: .*helm status coredns -n kube-system/)
+        expect(stderr).to.match(/cert-manager: not touched/)
+        const folder = /Backup folder: (\S+)/.exec(stderr)?.[1] ?? ''
+        expect(await readdir(path.join(folder, 'backups', 'crds'))).to.not.be.empty
+      } finally {
+        cli.kill('SIGKILL')
+        await done
+        // the helm it left finishes once coredns is ready, as on a cluster that catches up
+        api.makeReady(coredns)
+        await eventually('the helm the CLI left to finish', async () =>
+          (await installed()).coredns === '1.1.0 deployed' ? true : undefined,
+        )
+      }
     })
 
     it(`helm ${major}: a release the cluster refuses to change is rolled back by helm, and the report says so`, async () => {
