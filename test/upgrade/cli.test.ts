@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process'
-import { access, mkdir, readdir, readFile, symlink, writeFile } from 'node:fs/promises'
+import { access, mkdir, readdir, symlink, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { workspacePaths } from '../../src/lib/paths.js'
 import { expect } from '../support/chai.js'
@@ -7,16 +7,16 @@ import { runCliOnTerminal } from '../support/terminal.js'
 import { CLI_ARGS, REPO_ROOT, runCli } from '../support/cli.js'
 import { makeTempDir } from '../support/temp.js'
 import { startFakeApiServer, type FakeApiServer } from '../support/fake-apiserver.js'
-import {
-  fakeHelmEnv,
-  HELM_MAJORS,
-  readFakeHelmState,
-  realHelm,
-  seedReleases,
-  type FakeHelmEnv,
-} from '../support/helm.js'
+import { createRunner } from '../../src/lib/system/index.js'
+import { Helm } from '../../src/lib/helm/index.js'
+import { eventually } from '../support/eventually.js'
+import { FIXTURE_CHARTS, HELM_MAJORS, realHelm, realHelmEnv } from '../support/helm.js'
 import { freePort } from '../support/ports.js'
-import { makeUpgradeWorkspace, seedCustomResources } from '../support/upgrade-workspace.js'
+import {
+  makeUpgradeWorkspace,
+  RELEASE_NAMESPACES,
+  seedCustomResources,
+} from '../support/upgrade-workspace.js'
 
 const exists = (p: string) =>
   access(p).then(
@@ -55,52 +55,77 @@ async function waitFor(ready: () => Promise<boolean>, exited: () => boolean): Pr
   }
 }
 
-/** The fake told to hang outlives the CLI (as a real helm would): end it by its recorded pid. */
-async function killHungHelm(pidFile: string): Promise<void> {
-  const pid = Number(await readFile(pidFile, 'utf8').catch(() => ''))
-  if (pid > 0) {
-    try {
-      process.kill(pid, 'SIGKILL')
-    } catch {
-      // already gone
-    }
-  }
-}
-
-// The CLI as operators run it: a child process, helm found on PATH (the contract fake).
+// The CLI as operators run it: a child process, the real helm 4 on PATH, the API fake as the cluster.
 describe('constellation upgrade (CLI)', function () {
   this.timeout(90_000)
   let api: FakeApiServer
   let tmp: { dir: string; cleanup: () => Promise<void> }
-  let helm: FakeHelmEnv
+  let env: NodeJS.ProcessEnv
+  let helm: Helm
   let ws: string
+  const COREDNS = { kind: 'Deployment', namespace: 'kube-system', name: 'coredns' }
 
   beforeEach(async () => {
     api = await startFakeApiServer()
-    seedCustomResources(api, 5)
     tmp = await makeTempDir()
     ws = await makeUpgradeWorkspace(
       path.join(tmp.dir, 'ws'),
       { cilium: '1.1.0', coredns: '1.1.0', 'cert-manager': '1.1.0' },
       api,
     )
-    helm = await fakeHelmEnv(tmp.dir, { fail: 'coredns' })
-    await seedReleases(helm.stateDir, [
-      { name: 'cilium', namespace: 'kube-system', version: '1.0.0' },
-      { name: 'coredns', namespace: 'kube-system', version: '1.0.0' },
-      { name: 'cert-manager', namespace: 'cert-manager', version: '1.0.0' },
-    ])
+    env = { ...process.env, ...(await realHelmEnv(tmp.dir, 4)) }
+    helm = await Helm.detect({
+      runner: createRunner(),
+      binary: 'helm',
+      env,
+      kubeconfig: workspacePaths(ws).adminConf,
+    })
+    const values = path.join(tmp.dir, 'values.yaml')
+    await writeFile(values, '{}\n')
+    for (const name of ['cilium', 'coredns', 'cert-manager'])
+      await helm.upgrade(
+        {
+          name,
+          chart: path.join(FIXTURE_CHARTS, name, '1.0.0'),
+          version: '1.0.0',
+          namespace: RELEASE_NAMESPACES[name] ?? '',
+        },
+        values,
+        '60s',
+      )
+    seedCustomResources(api, 5)
   })
   afterEach(async () => {
     await api.stop()
     await tmp.cleanup()
   })
 
+  const deployed = async () => Object.fromEntries((await helm.listReleases()).map((r) => [r.name, r.version]))
+  const unchanged = { cilium: '1.0.0', coredns: '1.0.0', 'cert-manager': '1.0.0' }
+
+  /**
+   * helm will wait for coredns's Deployment, which stays unready: `waiting` says when it does.
+   * `release` lets it become ready and waits for the helm the CLI left behind to finish.
+   */
+  function holdCoredns() {
+    api.keepUnready(COREDNS)
+    return {
+      waiting: async () =>
+        api.get('v1', 'secrets', 'sh.helm.release.v1.coredns.v2', 'kube-system') !== undefined,
+      release: async () => {
+        api.makeReady(COREDNS)
+        await eventually('the helm the CLI left to finish', async () =>
+          (await deployed()).coredns === '1.1.0' ? true : undefined,
+        )
+      },
+    }
+  }
+
   it('upgrade check prints the plan, and --json gives it as data', async () => {
-    const text = await runCli(['upgrade', 'check', '-C', ws], { env: helm.env })
+    const text = await runCli(['upgrade', 'check', '-C', ws], { env })
     expect(text.code, text.stderr).to.equal(0)
     expect(text.stdout).to.match(/coredns\s+kube-system\s+1\.0\.0\s+1\.1\.0\s+upgrade: 1\.0\.0 → 1\.1\.0/)
-    const json = await runCli(['upgrade', 'check', '-C', ws, '--json'], { env: helm.env })
+    const json = await runCli(['upgrade', 'check', '-C', ws, '--json'], { env })
     const plan = JSON.parse(json.stdout) as { releases: Array<{ name: string; verdict: string }> }
     expect(plan.releases.map((r) => [r.name, r.verdict])).to.deep.equal([
       ['cilium', 'upgrade'],
@@ -110,20 +135,19 @@ describe('constellation upgrade (CLI)', function () {
   })
 
   it('execute without a TTY and without --yes is a usage error (exit 2) and changes nothing', async () => {
-    const r = await runCli(['upgrade', 'execute', '--helm', '-C', ws], { env: helm.env })
+    const r = await runCli(['upgrade', 'execute', '--helm', '-C', ws], { env })
     expect(r.code).to.equal(2)
     expect(r.stderr).to.match(/refusing to upgrade without confirmation: this is not an interactive terminal/)
     expect(r.stderr).to.match(/--yes/)
     expect(await exists(workspacePaths(ws).upgradeDir)).to.be.false
-    expect((await readFakeHelmState(helm.stateDir)).events).to.deep.equal([])
+    expect(await deployed()).to.deep.equal(unchanged)
   })
 
   it('execute --yes --json reports upgraded, rolled back and untouched releases and the backup (exit 1)', async () => {
+    api.failOn({ method: 'PATCH', pathIncludes: 'configmaps/coredns-settings', status: 500 })
     const r = await runCli(
       ['upgrade', 'execute', '--helm', '--yes', '--json', '-C', ws, '--helm-timeout', '3m'],
-      {
-        env: helm.env,
-      },
+      { env },
     )
     expect(r.code, r.stderr).to.equal(1)
     const report = JSON.parse(r.stdout) as {
@@ -153,28 +177,27 @@ describe('constellation upgrade (CLI)', function () {
   })
 
   it('execute --dry-run prints the plan and the would-be result, and changes nothing', async () => {
-    const r = await runCli(['upgrade', 'execute', '--helm', '--dry-run', '-C', ws], { env: helm.env })
+    const r = await runCli(['upgrade', 'execute', '--helm', '--dry-run', '-C', ws], { env })
     expect(r.code, r.stderr).to.equal(0)
     expect(r.stdout).to.match(/cilium\s+would-upgrade\s+dry run: planned/)
     expect(r.stdout).to.match(/Dry run: nothing was changed/)
     expect(await exists(workspacePaths(ws).upgradeDir)).to.be.false
   })
 
-  const answers: Record<string, { answer: string; want: RegExp; events: number }> = {
+  const answers: Record<string, { answer: string; want: RegExp; deployed: string }> = {
     'on a terminal it asks; "n" changes nothing': {
       answer: 'n',
       want: /Upgrade declined: nothing was changed/,
-      events: 0,
+      deployed: '1.0.0',
     },
     'on a terminal it asks; "y" backs up and upgrades with live progress': {
       answer: 'y',
       want: /✔ Upgrade cilium 1\.1\.0[\s\S]*Backup folder: /,
-      events: 3,
+      deployed: '1.1.0',
     },
   }
   for (const [name, tc] of Object.entries(answers)) {
     it(name, async () => {
-      const env = { ...helm.env, FAKE_HELM_FAIL: '' }
       const r = await runCliOnTerminal(['upgrade', 'execute', '--helm', '-C', ws], env, {
         when: PROMPT,
         keys: `${tc.answer}\r`,
@@ -182,13 +205,16 @@ describe('constellation upgrade (CLI)', function () {
       expect(r.output).to.include(PROMPT)
       expect(r.code, r.output).to.equal(0)
       expect(r.output).to.match(tc.want, JSON.stringify(r.output))
-      const upgraded = (await readFakeHelmState(helm.stateDir)).events.filter((e) => e.event === 'upgraded')
-      expect(upgraded).to.have.length(tc.events)
+      expect(await deployed()).to.deep.equal({
+        cilium: tc.deployed,
+        coredns: tc.deployed,
+        'cert-manager': tc.deployed,
+      })
     })
   }
 
   it('Ctrl-C at the confirmation prompt aborts: nothing changed, exit 130', async () => {
-    const r = await runCliOnTerminal(['upgrade', 'execute', '--helm', '-C', ws], helm.env, {
+    const r = await runCliOnTerminal(['upgrade', 'execute', '--helm', '-C', ws], env, {
       when: PROMPT,
       keys: '\u0003',
     })
@@ -197,7 +223,7 @@ describe('constellation upgrade (CLI)', function () {
     expect(r.output).to.match(/upgrade: aborted, nothing changed/)
     expect(r.output).to.not.match(/This is a bug/)
     expect(await exists(workspacePaths(ws).upgradeDir)).to.be.false
-    expect((await readFakeHelmState(helm.stateDir)).events).to.deep.equal([])
+    expect(await deployed()).to.deep.equal(unchanged)
   })
 
   const signals: Record<string, { signal: 'SIGINT' | 'SIGTERM'; code: number }> = {
@@ -206,11 +232,10 @@ describe('constellation upgrade (CLI)', function () {
   }
   for (const [name, tc] of Object.entries(signals)) {
     it(`${name} during the upgrade prints the partial report and the backup folder, exit ${tc.code}`, async () => {
-      const env = { ...helm.env, FAKE_HELM_FAIL: '', FAKE_HELM_HANG: 'upgrade:coredns' }
+      const coredns = holdCoredns()
       const cli = startCli(['upgrade', 'execute', '--helm', '--yes', '-C', ws], env)
-      const pidFile = path.join(helm.stateDir, 'hanging-upgrade.pid')
       try {
-        await waitFor(() => exists(pidFile), cli.exited)
+        await waitFor(coredns.waiting, cli.exited)
         cli.child.kill(tc.signal)
         const r = await cli.done
         expect(r.code, r.stderr).to.equal(tc.code)
@@ -223,20 +248,19 @@ describe('constellation upgrade (CLI)', function () {
         expect(await exists(path.join(folder, 'backups', 'crds'))).to.be.true
         expect(r.stderr).to.not.match(/This is a bug/)
       } finally {
-        await killHungHelm(pidFile)
         cli.child.kill('SIGKILL')
         await cli.done
+        await coredns.release()
       }
     })
   }
 
   it('Ctrl-C on a terminal during the upgrade (spinners on) still prints the partial report, exit 130', async () => {
-    const env = { ...helm.env, FAKE_HELM_FAIL: '', FAKE_HELM_HANG: 'upgrade:coredns' }
-    const pidFile = path.join(helm.stateDir, 'hanging-upgrade.pid')
+    const coredns = holdCoredns()
     try {
       // listr2 holds back what is written to stderr while it draws; the report must get out anyway
       const r = await runCliOnTerminal(['upgrade', 'execute', '--helm', '--yes', '-C', ws], env, {
-        when: () => exists(pidFile), // helm is upgrading coredns
+        when: coredns.waiting, // helm is waiting for coredns
         keys: '\u0003',
       })
       expect(r.code, r.output).to.equal(130)
@@ -244,7 +268,7 @@ describe('constellation upgrade (CLI)', function () {
       expect(r.output).to.match(/cilium: upgraded \(1\.0\.0 → 1\.1\.0\)/)
       expect(r.output).to.match(/Backup folder: /)
     } finally {
-      await killHungHelm(pidFile)
+      await coredns.release()
     }
   })
 
@@ -265,7 +289,7 @@ describe('constellation upgrade (CLI)', function () {
   for (const [name, tc] of Object.entries(usage)) {
     it(name, async () => {
       const r = await runCli(['upgrade', 'execute', '-C', ws, ...tc.args], {
-        env: { ...helm.env, ...tc.env },
+        env: { ...env, ...tc.env },
       })
       expect(r.code).to.equal(tc.code)
       expect(r.stderr).to.match(tc.err)

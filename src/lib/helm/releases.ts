@@ -13,16 +13,7 @@ import { isValues, mergeValues, type Values } from './values.js'
 export { mergeValues, type Values }
 
 /** One release to bring to a pinned chart version. */
-export interface ReleaseTarget {
-  name: string
-  /** A chart name in `repository`, or a local chart directory / packaged `.tgz` (absolute). */
-  chart: string
-  repository?: string
-  /** Exact chart version. */
-  version: string
-  namespace: string
-  /** Computed values: the cluster's defaults, then the config's values file on top. */
-  values: Values
+export interface ReleaseTarget extends ChartOverride {
   /** Named exception to "at most one minor step" (upstream supports skipping minors). */
   allowMinorJump: boolean
 }
@@ -104,10 +95,13 @@ export const PINNED_RELEASES: Readonly<Record<string, readonly PinnedRelease[]>>
 /** A config entry of `upgrade.charts`, checked, with its chart path resolved and values file read. */
 export interface ChartOverride {
   name: string
+  /** A chart name in `repository`, or a local chart directory / packaged `.tgz` (absolute). */
   chart: string
   repository?: string
+  /** Exact chart version. */
   version: string
   namespace: string
+  /** Computed values: the cluster's defaults, then the config's values file on top. */
   values: Values
 }
 
