@@ -4,13 +4,14 @@
  * names in admin.conf as this cluster's API server. The releases are the fixture charts (the
  * workspace config overrides the pinned upstream charts, which are not reachable from here).
  */
-import { mkdir, readFile, writeFile } from 'node:fs/promises'
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { workspacePaths } from '../../src/lib/paths.js'
 import { createRunner } from '../../src/lib/system/index.js'
 import { Helm } from '../../src/lib/helm/helm.js'
 import { expect } from '../support/chai.js'
-import { runCli } from '../support/cli.js'
+import { runCli, spawnCli } from '../support/cli.js'
+import { eventually } from '../support/eventually.js'
 import { FakeApiServer } from '../support/fake-apiserver.js'
 import { HELM_MAJORS, realHelmEnv } from '../support/helm.js'
 import { startDaemonProcess, startLocalNode, type LocalNode } from '../support/local-node.js'
@@ -122,6 +123,38 @@ describe('constellation init brings the cluster up with the real helm 3 and 4', 
     const dns = api.get('apps/v1', 'deployments', 'coredns', 'kube-system')
     expect((dns?.status as { readyReplicas?: number } | undefined)?.readyReplicas ?? 0).to.equal(0)
     expect((await daemon.exited).code).to.equal(0)
+  })
+
+  it('Ctrl-C while helm waits for coredns: exit 130, initialized, and the command that finishes', async () => {
+    const { daemon, env, deployed } = await startNode(4)
+    const coredns = { kind: 'Deployment', namespace: 'kube-system', name: 'coredns' }
+    api.keepUnready(coredns)
+    // its own temp dir: the values of an interrupted install must leave no file anywhere
+    const tmpdir = path.join(node.dir, 'cli-tmp')
+    await mkdir(tmpdir)
+    const init = spawnCli(['init', '-C', node.workspace], { env: { ...env, TMPDIR: tmpdir } })
+    try {
+      await eventually('helm to wait for coredns', async () =>
+        api.get('v1', 'secrets', 'sh.helm.release.v1.coredns.v1', 'kube-system'),
+      )
+      init.child.kill('SIGINT')
+      const res = await init.result
+      expect(res.code, res.stderr).to.equal(130)
+      expect(res.stderr).to.include(
+        `init interrupted while installing the Helm releases (cilium installed so far): the cluster is initialized; finish with \`constellation upgrade execute --helm --yes -C ${node.workspace}\``,
+      )
+      expect(await readFile(workspacePaths(node.workspace).state, 'utf8')).to.match(/clusterID: [0-9a-f]{64}/)
+      expect((await daemon.exited).code).to.equal(0)
+      expect(await readdir(tmpdir)).to.deep.equal([])
+    } finally {
+      init.child.kill('SIGKILL')
+      await init.result
+      // the helm init left behind finishes once coredns is ready
+      api.makeReady(coredns)
+      await eventually('the helm init left to finish', async () =>
+        (await deployed()).coredns === '1.0.0 deployed' ? true : undefined,
+      )
+    }
   })
 
   it('without helm on PATH: initialized, exit 1, and the hint says what to do', async () => {

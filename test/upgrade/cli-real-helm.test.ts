@@ -60,8 +60,6 @@ describe('constellation upgrade execute --helm (CLI) on the real helm 3 and 4', 
     await writeFile(kubeconfig, api.kubeconfig(), { mode: 0o600 })
     const helm = await Helm.detect({ runner: createRunner(), binary: 'helm', env, kubeconfig })
     for (const name of opts.only ?? RELEASES) {
-      const values = path.join(tmp.dir, `${name}-values.yaml`)
-      await writeFile(values, opts.values?.[name] ?? '{}\n')
       await helm.upgrade(
         {
           name,
@@ -69,7 +67,7 @@ describe('constellation upgrade execute --helm (CLI) on the real helm 3 and 4', 
           version: '1.0.0',
           namespace: opts.namespaces?.[name] ?? RELEASE_NAMESPACES[name] ?? 'default',
         },
-        values,
+        { yaml: opts.values?.[name] ?? '{}\n' },
         '60s',
       )
     }

@@ -80,8 +80,6 @@ describe('constellation upgrade (CLI)', function () {
       env,
       kubeconfig: workspacePaths(ws).adminConf,
     })
-    const values = path.join(tmp.dir, 'values.yaml')
-    await writeFile(values, '{}\n')
     for (const name of ['cilium', 'coredns', 'cert-manager'])
       await helm.upgrade(
         {
@@ -90,7 +88,7 @@ describe('constellation upgrade (CLI)', function () {
           version: '1.0.0',
           namespace: RELEASE_NAMESPACES[name] ?? '',
         },
-        values,
+        { yaml: '{}\n' },
         '60s',
       )
     seedCustomResources(api, 5)

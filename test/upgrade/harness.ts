@@ -113,11 +113,13 @@ export class UpgradeHarness {
     } else {
       this.env = { ...process.env, ...(await realHelmEnv(this.tmp.dir, major)) }
       await writeFile(this.kubeconfigFile, this.api.kubeconfig(), { mode: 0o600 })
-      const values = path.join(this.tmp.dir, 'installed-values.yaml')
-      await writeFile(values, '{}\n')
       const helm = await this.realHelm()
       for (const r of installed)
-        await helm.upgrade({ ...r, chart: path.join(FIXTURE_CHARTS, r.name, r.version) }, values, '60s')
+        await helm.upgrade(
+          { ...r, chart: path.join(FIXTURE_CHARTS, r.name, r.version) },
+          { yaml: '{}\n' },
+          '60s',
+        )
     }
     // after the installs: the fixture cert-manager's CRD is helm's to create first
     seedCustomResources(this.api, 12)

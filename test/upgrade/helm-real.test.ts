@@ -29,6 +29,7 @@ function samples(chartDir: string, valuesFile: string, closedRepo: string): Samp
       [local, valuesFile, '10m'],
       [remote, valuesFile, '1h30m'],
       [local, valuesFile, '10m', { wait: false }],
+      [local, '-', '10m'], // values on stdin (init's bring-up)
     ],
     rollback: [
       ['coredns', 'kube-system', '90s'],

@@ -1,12 +1,9 @@
 /**
  * The bring-up after kubeadm init, as Constellation's apply does it: the pinned releases (CNI
  * first: nothing else schedules without it) installed one by one with the same helm code as an
- * upgrade, each a visible step. Values go to helm as 0600 files in a private temp folder that is
- * removed afterwards; they never reach argv.
+ * upgrade, each a visible step. Values go to helm on stdin: no file is left behind when init is
+ * interrupted, and they never reach argv.
  */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises'
-import os from 'node:os'
-import path from 'node:path'
 import type { ClusterConfig, ClusterState } from '../config/index.js'
 import type { Runner, Step } from '../system/index.js'
 import { stringifyYaml } from '../yaml/index.js'
@@ -46,8 +43,6 @@ export interface BringUp {
   steps: Step[]
   /** Which releases are installed so far (for the report and an interrupt). */
   installed: () => string[]
-  /** Removes the values folder. */
-  cleanup: () => Promise<void>
 }
 
 export async function prepareBringUp(opts: BringUpOptions, deps: HelmProcessDeps): Promise<BringUp> {
@@ -62,22 +57,24 @@ export async function prepareBringUp(opts: BringUpOptions, deps: HelmProcessDeps
     bounds: deps.helmBounds,
   })
   await checkLocalCharts(helm, releases)
-  const valuesDir = await mkdtemp(path.join(os.tmpdir(), 'constell-values-'))
   const done: string[] = []
   const steps = releases.map((target): Step => ({
     title: `Installing ${target.name} ${target.version} in ${target.namespace}${opts.wait ? '' : ' (not waiting for it)'}`,
     run: async () => {
-      const valuesFile = path.join(valuesDir, `${target.name}.yaml`)
-      await writeFile(valuesFile, stringifyYaml(target.values), { mode: 0o600, flag: 'wx' })
       const release = {
         target,
         installed: undefined,
         verdict: { action: 'install', reason: 'init' },
       } as const
-      const result = await upgradeRelease(helm, release, valuesFile, {
-        timeout: opts.helmTimeout,
-        wait: opts.wait,
-      })
+      const result = await upgradeRelease(
+        helm,
+        release,
+        { yaml: stringifyYaml(target.values) },
+        {
+          timeout: opts.helmTimeout,
+          wait: opts.wait,
+        },
+      )
       if (result.error) throw new Error(`${target.name}: ${result.error} (${result.reason})`)
       done.push(target.name)
     },
@@ -86,6 +83,5 @@ export async function prepareBringUp(opts: BringUpOptions, deps: HelmProcessDeps
     releases,
     steps,
     installed: () => [...done],
-    cleanup: () => rm(valuesDir, { recursive: true, force: true }),
   }
 }

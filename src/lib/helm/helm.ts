@@ -38,6 +38,12 @@ export interface HelmEnv {
   bounds?: Partial<HelmBounds>
 }
 
+/**
+ * Where helm reads a release's values: a file (an upgrade's, kept in its backup), or stdin
+ * (`--values -`: init's bring-up leaves no file behind, whatever ends it). Never argv.
+ */
+export type ValuesSource = { file: string } | { yaml: string }
+
 export interface InstalledRelease {
   name: string
   namespace: string
@@ -86,16 +92,16 @@ export class Helm {
   }
 
   /** Runs helm under `boundMs`; a failure is a CommandFailedError in helm's words (helm-failure.ts). */
-  private async runHelm(args: string[], boundMs: number): Promise<CommandOutput> {
+  private async runHelm(args: string[], boundMs: number, input?: string): Promise<CommandOutput> {
     try {
-      return await this.h.runner.run(this.h.binary, args, { env: this.h.env, timeoutMs: boundMs })
+      return await this.h.runner.run(this.h.binary, args, { env: this.h.env, timeoutMs: boundMs, input })
     } catch (err) {
       throw inHelmWords(err, boundMs)
     }
   }
 
-  private async exec(args: string[], boundMs: number): Promise<string> {
-    return (await this.runHelm(args, boundMs)).stdout
+  private async exec(args: string[], boundMs: number, input?: string): Promise<string> {
+    return (await this.runHelm(args, boundMs, input)).stdout
   }
 
   async listReleases(): Promise<InstalledRelease[]> {
@@ -128,13 +134,15 @@ export class Helm {
   /** `upgrade --install` with rollback on failure (unless `wait` is false); `timeout` is a Go duration like 10m. */
   async upgrade(
     t: ChartSource,
-    valuesFile: string,
+    values: ValuesSource,
     timeout: string,
     opts: { wait: boolean } = { wait: true },
   ): Promise<void> {
+    const file = 'file' in values ? values.file : '-'
+    const input = 'yaml' in values ? values.yaml : undefined
     // A failed upgrade's own rollback waits up to `timeout` again: killing helm then would leave
     // the release pending-rollback, so the bound allows both waits.
-    await this.exec(this.args.upgrade(t, valuesFile, timeout, opts), this.boundFor(timeout, 2))
+    await this.exec(this.args.upgrade(t, file, timeout, opts), this.boundFor(timeout, 2), input)
   }
 
   /** An explicit rollback with its own timeout, for when Helm's built-in one ran out of time. */

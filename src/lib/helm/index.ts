@@ -3,7 +3,7 @@
  * the helm binary behind a typed surface, and installing or upgrading one release with rollback.
  */
 export { Helm, DEFAULT_HELM_BOUNDS, parseReleaseList } from './helm.js'
-export type { HelmBounds, HelmEnv, InstalledRelease } from './helm.js'
+export type { HelmBounds, HelmEnv, InstalledRelease, ValuesSource } from './helm.js'
 export { helmArgs, VERSION_ARGS } from './helm-args.js'
 export type { ChartSource, HelmArgs, HelmMajor } from './helm-args.js'
 export { helmFailureMessage, helmSaidUnreachable, inHelmWords } from './helm-failure.js'

@@ -6,7 +6,7 @@
  */
 import { chainMessage } from '../errors/index.js'
 import { CommandFailedError, retry, sleepMs } from '../system/index.js'
-import type { Helm } from './helm.js'
+import type { Helm, ValuesSource } from './helm.js'
 import type { ReleaseTarget } from './releases.js'
 
 /** A release to bring to its target: what is installed now decides install vs upgrade and the rollback. */
@@ -61,7 +61,7 @@ class AttemptFailure extends Error {
 export async function upgradeRelease(
   helm: Helm,
   release: ReleaseToApply,
-  valuesFile: string,
+  values: ValuesSource,
   policy: Partial<RetryPolicy> & { timeout: string },
 ): Promise<ReleaseResult> {
   const { target } = release
@@ -72,7 +72,7 @@ export async function upgradeRelease(
       async () => {
         attempts++
         try {
-          await helm.upgrade(target, valuesFile, policy.timeout, { wait: policy.wait ?? true })
+          await helm.upgrade(target, values, policy.timeout, { wait: policy.wait ?? true })
         } catch (err) {
           const status = await helm.status(target.name, target.namespace).catch((statusErr: unknown) => {
             throw new AttemptFailure('status-unknown', undefined, err, statusErr)

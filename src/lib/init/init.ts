@@ -182,8 +182,6 @@ export async function initCluster(opts: InitOptions, deps: InitDeps): Promise<In
       await deps.progress(bringUp.steps)
     } catch (err) {
       throw releasesFailed(err, result, bringUp?.installed() ?? [], opts.workspace)
-    } finally {
-      await bringUp?.cleanup()
     }
     const releases = bringUp.releases.map(({ name, version, namespace }) => ({ name, version, namespace }))
     return { ...result, releases }

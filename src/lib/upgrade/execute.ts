@@ -177,10 +177,15 @@ function releaseStep(
     title: `${r.verdict.action === 'install' ? 'Install' : 'Upgrade'} ${r.target.name} ${r.target.version}`,
     run: async () => {
       live.running = r.target.name
-      const result = await upgradeRelease(helm, r, valuesFile(), {
-        timeout: opts.helmTimeout,
-        ...deps.retry,
-      }).finally(() => (live.running = undefined))
+      const result = await upgradeRelease(
+        helm,
+        r,
+        { file: valuesFile() },
+        {
+          timeout: opts.helmTimeout,
+          ...deps.retry,
+        },
+      ).finally(() => (live.running = undefined))
       const entry = report.releases.find((x) => x.name === r.target.name)
       if (entry)
         Object.assign(entry, { outcome: result.outcome, reason: result.reason, attempts: result.attempts })
