@@ -1,4 +1,4 @@
-import { planToJson, renderPlan } from '../../src/lib/upgrade/index.js'
+import { planToJson, renderPlan, renderReport } from '../../src/lib/upgrade/index.js'
 import { mergeValues, valueChanges } from '../../src/lib/helm/values.js'
 import { expect } from '../support/chai.js'
 import { planUpgrade } from '../../src/lib/upgrade/plan.js'
@@ -94,5 +94,14 @@ describe('upgrade plan', () => {
     expect(text).to.match(/a: changes service\.clusterIP; sets hubble/)
     expect(text).to.not.match(/10\.96\.0\.53|s3cret/)
     expect(planToJson(plan).releases[0]?.valueChanges).to.deep.equal(changes)
+  })
+})
+
+describe('upgrade report', () => {
+  it('counts the backup in words that agree with the numbers', () => {
+    const report = (crds: number, customResources: number) =>
+      renderReport({ dryRun: false, declined: false, releases: [], backup: { crds, customResources } })
+    expect(report(1, 0)).to.include('Backed up 1 CRD and 0 custom resources.')
+    expect(report(2, 1)).to.include('Backed up 2 CRDs and 1 custom resource.')
   })
 })

@@ -47,7 +47,10 @@ export function renderReport(report: UpgradeReport): string {
   const rows = report.releases.map((r) => [r.name, r.outcome, r.reason])
   const lines = [renderTable(['RELEASE', 'RESULT', 'DETAIL'], rows)]
   if (report.backup) {
-    lines.push(`Backed up ${report.backup.crds} CRDs and ${report.backup.customResources} custom resources.`)
+    const { crds, customResources } = report.backup
+    lines.push(
+      `Backed up ${crds} ${crds === 1 ? 'CRD' : 'CRDs'} and ${customResources} custom ${customResources === 1 ? 'resource' : 'resources'}.`,
+    )
   }
   if (report.backupDir) lines.push(`Backup folder: ${report.backupDir}`)
   if (report.dryRun) lines.push('Dry run: nothing was changed and no backup was written.')
