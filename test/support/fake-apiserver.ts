@@ -102,6 +102,8 @@ export interface FailRule {
   status: number
   /** How many matching requests fail; default 1. */
   times?: number
+  /** Only requests whose body (as JSON) contains this: e.g. the upgrade's write, not the rollback's. */
+  bodyIncludes?: string
   /** The Status's reason and message (default InternalError, "injected failure"). */
   reason?: string
   message?: string
@@ -373,7 +375,11 @@ export class FakeApiServer {
       return send(res, 401, status(401, 'Unauthorized', 'Unauthorized'))
 
     const rule = this.failRules.find(
-      (r) => (r.method ?? method) === method && url.pathname.includes(r.pathIncludes) && (r.times ?? 1) > 0,
+      (r) =>
+        (r.method ?? method) === method &&
+        url.pathname.includes(r.pathIncludes) &&
+        (r.bodyIncludes === undefined || JSON.stringify(body ?? null).includes(r.bodyIncludes)) &&
+        (r.times ?? 1) > 0,
     )
     if (rule) {
       rule.times = (rule.times ?? 1) - 1

@@ -1,10 +1,9 @@
 import path from 'node:path'
 import { readFile, writeFile } from 'node:fs/promises'
 import { workspacePaths } from '../../src/lib/paths.js'
-import { createRunner } from '../../src/lib/system/index.js'
+import { createRunner, type Runner } from '../../src/lib/system/index.js'
 import { createClusterReader, prepareUpgrade } from '../../src/lib/upgrade/index.js'
 import { expect } from '../support/chai.js'
-import { readFakeHelmState } from '../support/helm.js'
 import { all, exists, outcomes, UpgradeHarness } from './harness.js'
 
 describe('upgrade execute (lib): guards before any change, helm detection (real helm 3, API fake)', function () {
@@ -80,34 +79,30 @@ describe('upgrade execute (lib): guards before any change, helm detection (real 
     expect(await h.deployed()).to.deep.equal(all('1.0.0'))
   })
 
-  const flagCases: Record<string, { version: string; want: string[]; not: string }> = {
-    'helm 3: --atomic --wait': {
-      version: 'v3.17.3',
-      want: ['--atomic', '--wait'],
-      not: '--rollback-on-failure',
-    },
+  const flagCases: Record<string, { major: 3 | 4; want: string[]; not: string }> = {
+    'helm 3: --atomic --wait': { major: 3, want: ['--atomic', '--wait'], not: '--rollback-on-failure' },
     'helm 4: --rollback-on-failure --wait=watcher': {
-      version: 'v4.1.4',
+      major: 4,
       want: ['--rollback-on-failure', '--wait=watcher'],
       not: '--atomic',
     },
   }
   for (const [name, tc] of Object.entries(flagCases)) {
     it(`chooses the rollback flags by the detected version (${name})`, async () => {
-      // the argv as the contract fake records it (helm-real.test.ts runs each through the real helm)
-      const ws = await h.setup({
-        helm: 'fake',
-        installed: all('1.0.0'),
-        targets: all('1.1.0'),
-        helmVersion: tc.version,
-      })
-      await h.upgrade(ws)
-      const upgrades = (await readFakeHelmState(h.fakeHelm.stateDir)).calls.filter((c) => c[0] === 'upgrade')
+      const ws = await h.setup({ helm: tc.major, installed: all('1.0.0'), targets: all('1.1.0') })
+      const calls: string[][] = []
+      const real = createRunner()
+      const runner: Runner = {
+        run: (file, args, opts) => (calls.push([...args]), real.run(file, args, opts)),
+      }
+      await h.upgrade(ws, { runner })
+      const upgrades = calls.filter((c) => c[0] === 'upgrade')
       expect(upgrades).to.have.length(3)
       for (const call of upgrades) {
         expect(call).to.include.members([...tc.want, '--install', '--timeout', '2m'])
         expect(call).to.not.include(tc.not)
       }
+      expect(await h.deployed()).to.deep.equal(all('1.1.0'))
     })
   }
 
@@ -151,21 +146,23 @@ describe('upgrade execute (lib): guards before any change, helm detection (real 
     expect(await exists(workspacePaths(ws).upgradeDir)).to.be.false
   })
 
-  // the policy's count and spacing; execute.test.ts retries a transient failure with the real helm
   it('retries a transient failure 3 times, 30 s apart (§9.2), then reports the rollback', async () => {
-    const ws = await h.setup({
-      helm: 'fake',
-      installed: all('1.0.0'),
-      targets: all('1.1.0'),
-      fail: 'cilium:transient',
+    const ws = await h.setup({ installed: all('1.0.0'), targets: all('1.1.0') })
+    // every upgrade of cilium is refused as the API server is busy; helm's rollbacks go through
+    h.api.failOn({
+      method: 'PATCH',
+      pathIncludes: 'configmaps/cilium-settings',
+      bodyIncludes: 'cilium 1.1.0',
+      status: 503,
+      reason: 'ServiceUnavailable',
+      message: 'the server is currently unable to handle the request',
+      times: 4,
     })
     const sleeps: number[] = []
     const report = await h.upgrade(ws, { deps: { retry: { sleep: async (ms) => void sleeps.push(ms) } } })
     expect(sleeps).to.deep.equal([30_000, 30_000, 30_000])
     expect(report.releases[0]).to.include({ name: 'cilium', outcome: 'rolled-back', attempts: 4 })
-    expect(report.failure?.error).to.match(/timed out waiting for the condition/)
-    const { events } = await readFakeHelmState(h.fakeHelm.stateDir)
-    expect(events.filter((e) => e.event === 'failed')).to.have.length(4)
-    expect(events.filter((e) => e.release !== 'cilium')).to.deep.equal([])
+    expect(report.failure?.error).to.match(/the server is currently unable to handle the request/)
+    expect(await h.deployed()).to.deep.equal(all('1.0.0'))
   })
 })

@@ -7,7 +7,7 @@
 import { access, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { KubeConfig } from '@kubernetes/client-node'
-import { createRunner } from '../../src/lib/system/index.js'
+import { createRunner, type Runner } from '../../src/lib/system/index.js'
 import {
   createClusterReader,
   executeUpgrade,
@@ -61,6 +61,8 @@ export interface UpgradeOptions {
   env?: NodeJS.ProcessEnv
   helmBounds?: Partial<HelmBounds>
   helmTimeout?: string
+  /** Runs helm (a spy around the real runner, to see every argv). */
+  runner?: Runner
 }
 
 /** Start in beforeEach, stop in afterEach; `setup` then `upgrade` in a test. */
@@ -152,7 +154,7 @@ export class UpgradeHarness {
     const prepared = await prepareUpgrade(
       { workspace: ws, force: o.force ?? false },
       {
-        runner: createRunner(),
+        runner: o.runner ?? createRunner(),
         env: { ...this.env, ...o.env },
         helmBounds: o.helmBounds,
         openReader: () => createClusterReader(this.kubeConfig()),
