@@ -15,7 +15,7 @@ import { eventually } from '../support/eventually.js'
 import { FakeApiServer } from '../support/fake-apiserver.js'
 import { HELM_MAJORS, realHelmEnv } from '../support/helm.js'
 import { startDaemonProcess, startLocalNode, type LocalNode } from '../support/local-node.js'
-import { overrideChartsWithFixtures } from '../support/upgrade-workspace.js'
+import { COREDNS_DEPLOYMENT, overrideChartsWithFixtures } from '../support/upgrade-workspace.js'
 
 const FIXTURES = { cilium: '1.0.0', coredns: '1.0.0', 'cert-manager': '1.0.0' }
 
@@ -109,7 +109,7 @@ describe('constellation init brings the cluster up with the real helm 3 and 4', 
 
   it('--skip-helm-wait installs without waiting for a workload that is not ready yet', async () => {
     const { daemon, env, deployed } = await startNode(4)
-    api.keepUnready({ kind: 'Deployment', namespace: 'kube-system', name: 'coredns' })
+    api.keepUnready(COREDNS_DEPLOYMENT)
     const res = await runCli(['init', '-C', node.workspace, '--skip-helm-wait', '--helm-timeout', '5s'], {
       env: { ...env, CONSTELL_NO_SPINNER: '1' },
     })
@@ -127,7 +127,7 @@ describe('constellation init brings the cluster up with the real helm 3 and 4', 
 
   it('Ctrl-C while helm waits for coredns: exit 130, initialized, and the command that finishes', async () => {
     const { daemon, env, deployed } = await startNode(4)
-    const coredns = { kind: 'Deployment', namespace: 'kube-system', name: 'coredns' }
+    const coredns = COREDNS_DEPLOYMENT
     api.keepUnready(coredns)
     // its own temp dir: the values of an interrupted install must leave no file anywhere
     const tmpdir = path.join(node.dir, 'cli-tmp')

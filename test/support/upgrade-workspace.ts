@@ -3,6 +3,7 @@ import { appendFile, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { generateWorkspace } from '../../src/lib/config/index.js'
 import { workspacePaths } from '../../src/lib/paths.js'
+import type { Helm } from '../../src/lib/helm/index.js'
 import type { FakeApiServer } from './fake-apiserver.js'
 import { FIXTURE_CHARTS } from './helm.js'
 
@@ -32,6 +33,32 @@ export async function makeUpgradeWorkspace(
     mode: 0o600,
   })
   return dir
+}
+
+/** The fixture coredns chart's Deployment: what tests hold unready to make helm wait. */
+export const COREDNS_DEPLOYMENT = { kind: 'Deployment', namespace: 'kube-system', name: 'coredns' }
+
+/**
+ * Installs fixture releases with `helm` (a real helm against the API fake), as an earlier install
+ * would have: each at its version, in its usual namespace unless `namespaces` says otherwise, with
+ * `values` (YAML) set on it.
+ */
+export async function installFixtureReleases(
+  helm: Helm,
+  versions: Record<string, string>,
+  opts: { namespaces?: Record<string, string>; values?: Record<string, string> } = {},
+): Promise<void> {
+  for (const [name, version] of Object.entries(versions))
+    await helm.upgrade(
+      {
+        name,
+        chart: path.join(FIXTURE_CHARTS, name, version),
+        version,
+        namespace: opts.namespaces?.[name] ?? RELEASE_NAMESPACES[name] ?? 'default',
+      },
+      { yaml: opts.values?.[name] ?? '{}\n' },
+      '60s',
+    )
 }
 
 /** Appends `upgrade.charts` to the workspace's config: each release from the fixture chart at that version. */

@@ -13,9 +13,13 @@ import { expect } from '../support/chai.js'
 import { CLI_ARGS, REPO_ROOT, runCli } from '../support/cli.js'
 import { eventually } from '../support/eventually.js'
 import { FakeApiServer } from '../support/fake-apiserver.js'
-import { FIXTURE_CHARTS, HELM_MAJORS, realHelmEnv } from '../support/helm.js'
+import { HELM_MAJORS, realHelmEnv } from '../support/helm.js'
 import { makeTempDir } from '../support/temp.js'
-import { makeUpgradeWorkspace, RELEASE_NAMESPACES } from '../support/upgrade-workspace.js'
+import {
+  COREDNS_DEPLOYMENT,
+  installFixtureReleases,
+  makeUpgradeWorkspace,
+} from '../support/upgrade-workspace.js'
 
 const RELEASES = ['cilium', 'coredns', 'cert-manager']
 
@@ -59,18 +63,8 @@ describe('constellation upgrade execute --helm (CLI) on the real helm 3 and 4', 
     const kubeconfig = path.join(tmp.dir, 'kubeconfig')
     await writeFile(kubeconfig, api.kubeconfig(), { mode: 0o600 })
     const helm = await Helm.detect({ runner: createRunner(), binary: 'helm', env, kubeconfig })
-    for (const name of opts.only ?? RELEASES) {
-      await helm.upgrade(
-        {
-          name,
-          chart: path.join(FIXTURE_CHARTS, name, '1.0.0'),
-          version: '1.0.0',
-          namespace: opts.namespaces?.[name] ?? RELEASE_NAMESPACES[name] ?? 'default',
-        },
-        { yaml: opts.values?.[name] ?? '{}\n' },
-        '60s',
-      )
-    }
+    const versions = Object.fromEntries((opts.only ?? RELEASES).map((name) => [name, '1.0.0']))
+    await installFixtureReleases(helm, versions, opts)
     const installed = async () =>
       Object.fromEntries((await helm.listReleases()).map((r) => [r.name, `${r.version} ${r.status}`]))
     return { ws, env, helm, kubeconfig, installed }
@@ -156,7 +150,7 @@ describe('constellation upgrade execute --helm (CLI) on the real helm 3 and 4', 
 
     it(`helm ${major}: Ctrl-C while helm waits for a workload: exit 130, what changed, the backup folder`, async () => {
       const { ws, env, installed } = await cluster(major)
-      const coredns = { kind: 'Deployment', namespace: 'kube-system', name: 'coredns' }
+      const coredns = COREDNS_DEPLOYMENT
       api.keepUnready(coredns)
       const cli = spawn(process.execPath, [...CLI_ARGS, 'upgrade', 'execute', '--helm', '--yes', '-C', ws], {
         cwd: REPO_ROOT,

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process'
-import { access, mkdir, readdir, symlink, writeFile } from 'node:fs/promises'
+import { access, readdir, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { workspacePaths } from '../../src/lib/paths.js'
 import { expect } from '../support/chai.js'
@@ -10,12 +10,13 @@ import { startFakeApiServer, type FakeApiServer } from '../support/fake-apiserve
 import { createRunner } from '../../src/lib/system/index.js'
 import { Helm } from '../../src/lib/helm/index.js'
 import { eventually } from '../support/eventually.js'
-import { FIXTURE_CHARTS, HELM_MAJORS, realHelm, realHelmEnv } from '../support/helm.js'
+import { HELM_MAJORS, realHelmEnv } from '../support/helm.js'
 import { freePort } from '../support/ports.js'
 import { processesMentioning } from '../support/processes.js'
 import {
+  COREDNS_DEPLOYMENT,
+  installFixtureReleases,
   makeUpgradeWorkspace,
-  RELEASE_NAMESPACES,
   seedCustomResources,
 } from '../support/upgrade-workspace.js'
 
@@ -64,7 +65,7 @@ describe('constellation upgrade (CLI)', function () {
   let env: NodeJS.ProcessEnv
   let helm: Helm
   let ws: string
-  const COREDNS = { kind: 'Deployment', namespace: 'kube-system', name: 'coredns' }
+  const COREDNS = COREDNS_DEPLOYMENT
 
   beforeEach(async () => {
     api = await startFakeApiServer()
@@ -81,17 +82,7 @@ describe('constellation upgrade (CLI)', function () {
       env,
       kubeconfig: workspacePaths(ws).adminConf,
     })
-    for (const name of ['cilium', 'coredns', 'cert-manager'])
-      await helm.upgrade(
-        {
-          name,
-          chart: path.join(FIXTURE_CHARTS, name, '1.0.0'),
-          version: '1.0.0',
-          namespace: RELEASE_NAMESPACES[name] ?? '',
-        },
-        { yaml: '{}\n' },
-        '60s',
-      )
+    await installFixtureReleases(helm, { cilium: '1.0.0', coredns: '1.0.0', 'cert-manager': '1.0.0' })
     seedCustomResources(api, 5)
   })
   afterEach(async () => {
@@ -319,11 +310,7 @@ describe('constellation upgrade (CLI) with the real helm, cluster unreachable', 
   for (const major of HELM_MAJORS) {
     for (const command of [['check'], ['execute', '--helm', '--yes']]) {
       it(`upgrade ${command[0]} with helm ${major} exits 3 with a reachability hint`, async () => {
-        const binDir = path.join(tmp.dir, `bin${major}`)
-        await mkdir(binDir, { recursive: true })
-        await symlink(await realHelm(major), path.join(binDir, 'helm'))
-        const home = path.join(tmp.dir, 'home')
-        const env = { PATH: `${binDir}:${process.env.PATH ?? ''}`, HOME: home, XDG_CACHE_HOME: home }
+        const env = await realHelmEnv(path.join(tmp.dir, command[0] ?? ''), major)
         const r = await runCli(['upgrade', ...command, '-C', ws], { env })
         expect(r.code, r.stderr).to.equal(3)
         expect(r.stderr).to.match(

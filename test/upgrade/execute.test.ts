@@ -5,10 +5,11 @@ import { expect } from '../support/chai.js'
 import type { FakeApiServer } from '../support/fake-apiserver.js'
 import { eventually } from '../support/eventually.js'
 import { FIXTURE_CHARTS, HELM_MAJORS } from '../support/helm.js'
+import { COREDNS_DEPLOYMENT } from '../support/upgrade-workspace.js'
 import { all, exists, outcomes, UpgradeHarness } from './harness.js'
 import { type ReleaseOutcome } from '../../src/lib/upgrade/execute.js'
 
-const COREDNS = { kind: 'Deployment', namespace: 'kube-system', name: 'coredns' }
+const COREDNS = COREDNS_DEPLOYMENT
 
 /**
  * Makes helm's own rollback of coredns run out of time: its Deployment stays unready through the

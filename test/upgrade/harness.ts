@@ -20,7 +20,6 @@ import { makeTempDir } from '../support/temp.js'
 import { startFakeApiServer, type FakeApiServer } from '../support/fake-apiserver.js'
 import {
   fakeHelmEnv,
-  FIXTURE_CHARTS,
   readFakeHelmState,
   realHelmEnv,
   seedReleases,
@@ -28,6 +27,7 @@ import {
   type HelmMajor,
 } from '../support/helm.js'
 import {
+  installFixtureReleases,
   makeUpgradeWorkspace,
   RELEASE_NAMESPACES,
   seedCustomResources,
@@ -115,13 +115,7 @@ export class UpgradeHarness {
     } else {
       this.env = { ...process.env, ...(await realHelmEnv(this.tmp.dir, major)) }
       await writeFile(this.kubeconfigFile, this.api.kubeconfig(), { mode: 0o600 })
-      const helm = await this.realHelm()
-      for (const r of installed)
-        await helm.upgrade(
-          { ...r, chart: path.join(FIXTURE_CHARTS, r.name, r.version) },
-          { yaml: '{}\n' },
-          '60s',
-        )
+      await installFixtureReleases(await this.realHelm(), opts.installed)
     }
     // after the installs: the fixture cert-manager's CRD is helm's to create first
     seedCustomResources(this.api, 12)

@@ -5,23 +5,13 @@
  * interrupted, and they never reach argv.
  */
 import type { ClusterConfig, ClusterState } from '../config/index.js'
-import type { Runner, Step } from '../system/index.js'
+import type { Step } from '../system/index.js'
 import { stringifyYaml } from '../yaml/index.js'
 import { factsFromWorkspace } from './cluster-facts.js'
-import { Helm, type HelmBounds } from './helm.js'
+import { detectHelm, type HelmProcessDeps } from './helm.js'
 import { checkLocalCharts } from './local-charts.js'
 import { upgradeRelease } from './release-upgrade.js'
 import { loadChartOverrides, resolveReleases, type ReleaseTarget } from './releases.js'
-
-/** What running helm needs: the process runner, and the environment whose PATH finds helm. */
-export interface HelmProcessDeps {
-  runner: Runner
-  /** Environment of every helm call; its PATH decides which helm runs. */
-  env: NodeJS.ProcessEnv
-  helmBinary?: string
-  /** How long each helm process may run (tests shorten them). */
-  helmBounds?: Partial<HelmBounds>
-}
 
 export interface BringUpOptions {
   workspaceDir: string
@@ -49,31 +39,18 @@ export async function prepareBringUp(opts: BringUpOptions, deps: HelmProcessDeps
   const facts = { ...factsFromWorkspace(opts), kubeProxyReplacement: !opts.conformance }
   const overrides = await loadChartOverrides(opts.config, opts.workspaceDir)
   const releases = resolveReleases(opts.config.kubernetesVersion, overrides, facts)
-  const helm = await Helm.detect({
-    runner: deps.runner,
-    binary: deps.helmBinary ?? 'helm',
-    env: deps.env,
-    kubeconfig: opts.kubeconfig,
-    bounds: deps.helmBounds,
-  })
+  const helm = await detectHelm(deps, opts.kubeconfig)
   await checkLocalCharts(helm, releases)
   const done: string[] = []
   const steps = releases.map((target): Step => ({
     title: `Installing ${target.name} ${target.version} in ${target.namespace}${opts.wait ? '' : ' (not waiting for it)'}`,
     run: async () => {
-      const release = {
-        target,
-        installed: undefined,
-        verdict: { action: 'install', reason: 'init' },
-      } as const
+      // nothing is installed yet: an install, which helm removes again if it fails
       const result = await upgradeRelease(
         helm,
-        release,
+        { target },
         { yaml: stringifyYaml(target.values) },
-        {
-          timeout: opts.helmTimeout,
-          wait: opts.wait,
-        },
+        { timeout: opts.helmTimeout, wait: opts.wait },
       )
       if (result.error) throw new Error(`${target.name}: ${result.error} (${result.reason})`)
       done.push(target.name)

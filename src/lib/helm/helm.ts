@@ -44,6 +44,27 @@ export interface HelmEnv {
  */
 export type ValuesSource = { file: string } | { yaml: string }
 
+/** What running helm needs: the process runner, and the environment whose PATH finds helm. */
+export interface HelmProcessDeps {
+  runner: Runner
+  /** Environment of every helm call; its PATH decides which helm runs. */
+  env: NodeJS.ProcessEnv
+  helmBinary?: string
+  /** How long each helm process may run (tests shorten them). */
+  helmBounds?: Partial<HelmBounds>
+}
+
+/** The helm on the deps' PATH, for the cluster of `kubeconfig` (see Helm.detect). */
+export function detectHelm(deps: HelmProcessDeps, kubeconfig: string): Promise<Helm> {
+  return Helm.detect({
+    runner: deps.runner,
+    binary: deps.helmBinary ?? 'helm',
+    env: deps.env,
+    kubeconfig,
+    bounds: deps.helmBounds,
+  })
+}
+
 export interface InstalledRelease {
   name: string
   namespace: string

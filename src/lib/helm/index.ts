@@ -2,8 +2,8 @@
  * Helm releases, shared by init's bring-up and upgrades: the pinned release set and its values,
  * the helm binary behind a typed surface, and installing or upgrading one release with rollback.
  */
-export { Helm, DEFAULT_HELM_BOUNDS, parseReleaseList } from './helm.js'
-export type { HelmBounds, HelmEnv, InstalledRelease, ValuesSource } from './helm.js'
+export { detectHelm, Helm, DEFAULT_HELM_BOUNDS, parseReleaseList } from './helm.js'
+export type { HelmBounds, HelmEnv, HelmProcessDeps, InstalledRelease, ValuesSource } from './helm.js'
 export { helmArgs, VERSION_ARGS } from './helm-args.js'
 export type { ChartSource, HelmArgs, HelmMajor } from './helm-args.js'
 export { helmFailureMessage, helmSaidUnreachable, inHelmWords } from './helm-failure.js'
@@ -21,4 +21,4 @@ export { describeCluster, factsFromWorkspace, KUBEADM_CONFIG } from './cluster-f
 export type { ClusterDescription, WorkspaceFacts } from './cluster-facts.js'
 export { checkLocalCharts } from './local-charts.js'
 export { prepareBringUp } from './bring-up.js'
-export type { BringUp, BringUpOptions, HelmProcessDeps } from './bring-up.js'
+export type { BringUp, BringUpOptions } from './bring-up.js'

@@ -12,7 +12,8 @@ import { CommandFailedError } from '../system/index.js'
 import {
   checkLocalCharts,
   describeCluster,
-  Helm,
+  detectHelm,
+  type Helm,
   helmSaidUnreachable,
   loadChartOverrides,
   mergeValues,
@@ -57,13 +58,7 @@ export async function prepareUpgrade(opts: PrepareOptions, deps: HelmDeps): Prom
       { hint: 'pass --kubeconfig PATH, or run in the workspace of an initialized cluster', cause: err },
     )
   })
-  const helm = await Helm.detect({
-    runner: deps.runner,
-    binary: deps.helmBinary ?? 'helm',
-    env: deps.env,
-    kubeconfig,
-    bounds: deps.helmBounds,
-  })
+  const helm = await detectHelm(deps, kubeconfig)
   const installed = await listInstalled(helm, kubeconfig)
   const reader = await deps.openReader(kubeconfig)
   const cluster = await describeCluster(reader, { config, state }).catch((err: unknown) => {
