@@ -323,6 +323,24 @@ describe('constellation upgrade (CLI) with the real helm, cluster unreachable', 
   }
 })
 
+describe('constellation upgrade (CLI) with the real helm, a kubeconfig that is not one', function () {
+  this.timeout(60_000)
+  it('exits 1 naming the file and the line, and blames the file, not the cluster', async () => {
+    const tmp = await makeTempDir()
+    try {
+      const env = await realHelmEnv(tmp.dir, 4)
+      const bad = path.join(tmp.dir, 'bad.conf')
+      await writeFile(bad, 'not: [yaml\n', { mode: 0o600 })
+      const r = await runCli(['upgrade', 'check', '-C', tmp.dir, '--kubeconfig', bad], { env })
+      expect(r.code, r.stderr).to.equal(1)
+      expect(r.stderr).to.match(/error loading config file ".*bad\.conf": yaml: line 1/)
+      expect(r.stderr).to.include(`Hint: ${bad} is not a kubeconfig helm can load`)
+    } finally {
+      await tmp.cleanup()
+    }
+  })
+})
+
 function unreachableKubeconfig(port: number): string {
   return [
     'apiVersion: v1',

@@ -42,6 +42,15 @@ describe("upgrade: helm's reading of the runner's CommandFailedError", () => {
       message: 'helm list did not finish within 3 s and was stopped; it said: waiting',
       unreachable: false,
     },
+    'a kubeconfig helm cannot load is the file, not the cluster': {
+      f: {
+        stderr:
+          'Error: kubernetes cluster unreachable: error loading config file "bad.conf": yaml: line 1: did not find expected \',\'',
+      },
+      message:
+        'helm list exited with code 1: Error: kubernetes cluster unreachable: error loading config file "bad.conf": yaml: line 1: did not find expected \',\'',
+      unreachable: false,
+    },
     'helm blamed the cluster': {
       f: { stderr: 'Error: Kubernetes cluster unreachable: dial tcp' },
       message: 'helm list exited with code 1: Error: Kubernetes cluster unreachable: dial tcp',

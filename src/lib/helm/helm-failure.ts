@@ -29,6 +29,12 @@ export function helmFailureMessage(f: CommandFailure, boundMs: number): string {
     : `${what} exited with code ${f.exitCode ?? 'signal'}${said ? `: ${said}` : ''}`
 }
 
+const said = (err: CommandFailedError) => `${err.stderr}\n${err.stdout}`
+
+/** helm could not load the kubeconfig: the operator's file, not the cluster (it says "unreachable" too). */
+export const helmRefusedKubeconfig = (err: unknown): boolean =>
+  err instanceof CommandFailedError && /error loading config file/i.test(said(err))
+
 /** Helm itself said it could not reach the cluster. */
 export const helmSaidUnreachable = (err: unknown): boolean =>
-  err instanceof CommandFailedError && /cluster unreachable/i.test(`${err.stderr}\n${err.stdout}`)
+  err instanceof CommandFailedError && /cluster unreachable/i.test(said(err)) && !helmRefusedKubeconfig(err)

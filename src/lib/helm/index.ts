@@ -6,7 +6,12 @@ export { detectHelm, Helm, DEFAULT_HELM_BOUNDS, parseReleaseList } from './helm.
 export type { HelmBounds, HelmEnv, HelmProcessDeps, InstalledRelease, ValuesSource } from './helm.js'
 export { helmArgs, VERSION_ARGS } from './helm-args.js'
 export type { ChartSource, HelmArgs, HelmMajor } from './helm-args.js'
-export { helmFailureMessage, helmSaidUnreachable, inHelmWords } from './helm-failure.js'
+export {
+  helmFailureMessage,
+  helmRefusedKubeconfig,
+  helmSaidUnreachable,
+  inHelmWords,
+} from './helm-failure.js'
 export { printable } from './printable.js'
 export { helmTimeoutMs, parseHelmTimeout } from './timeout.js'
 export { compareSemver, parseSemver } from './semver.js'

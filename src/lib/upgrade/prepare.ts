@@ -14,6 +14,7 @@ import {
   describeCluster,
   detectHelm,
   type Helm,
+  helmRefusedKubeconfig,
   helmSaidUnreachable,
   loadChartOverrides,
   mergeValues,
@@ -84,7 +85,9 @@ async function listInstalled(helm: Helm, kubeconfig: string): Promise<InstalledR
       exitCode: unreachable ? ExitCode.Unreachable : ExitCode.Failure,
       hint: unreachable
         ? `check that the cluster in ${kubeconfig} is reachable from here`
-        : "see helm's message above; check the helm installation",
+        : helmRefusedKubeconfig(err)
+          ? `${kubeconfig} is not a kubeconfig helm can load; fix it, or pass another with --kubeconfig`
+          : "see helm's message above; check the helm installation",
       cause: err,
     })
   })
