@@ -13,28 +13,14 @@ import { freePort, waitForPort } from '../support/ports.js'
 import { startSwtpm } from '../support/swtpm.js'
 import { createLuksImage } from '../support/luks-image.js'
 import { generateBootstrapData, type OutputFormat } from '../../src/lib/bootstrapdata/index.js'
-import { NODE_CONFIG_PATH } from '../../src/lib/paths.js'
 import { stringifyYaml } from '../../src/lib/yaml/index.js'
 import { FIXTURES, tempWorkspace, testDeps, testOptions } from './helpers.js'
+import { installedNodeConfig } from './installed-node-config.js'
 
 type Member = { vpcIP: string } & Record<string, unknown>
 type NodeConfigDoc = Record<string, unknown> & {
   stateDisk?: Record<string, unknown>
   metadata?: Record<string, unknown> & { peers?: Member[]; loadBalancerEndpoint?: string }
-}
-
-/** The node config a document installs, as the node would read it. */
-function installedNodeConfig(document: string): string {
-  if (document.startsWith('{')) {
-    const config = JSON.parse(document) as {
-      storage: { files: Array<{ path: string; contents?: { source: string } }> }
-    }
-    const source = config.storage.files.find((f) => f.path === NODE_CONFIG_PATH)?.contents?.source ?? ''
-    const [meta = '', data = ''] = source.slice('data:'.length).split(',', 2)
-    return meta.endsWith(';base64') ? Buffer.from(data, 'base64').toString() : decodeURIComponent(data)
-  }
-  const config = parse(document) as { write_files: Array<{ path: string; content: string }> }
-  return config.write_files.find((f) => f.path === NODE_CONFIG_PATH)?.content ?? ''
 }
 
 async function generatedNodeConfigs(format: OutputFormat): Promise<Map<string, string>> {

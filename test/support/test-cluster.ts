@@ -11,7 +11,11 @@
 import { readFile, rm } from 'node:fs/promises'
 import path from 'node:path'
 import { parseJoinConfig } from '../../src/lib/attestation/index.js'
-import { attestedRejoinTicketRequester, type SetupOutcome } from '../../src/lib/bootstrapper/index.js'
+import {
+  attestedRejoinTicketRequester,
+  type BootstrapperConfig,
+  type SetupOutcome,
+} from '../../src/lib/bootstrapper/index.js'
 import type { NodeMember, NodeRole } from '../../src/lib/nodeconfig/index.js'
 import { nodePaths } from '../../src/lib/paths.js'
 import { createLogger, createRunner } from '../../src/lib/system/index.js'
@@ -64,6 +68,12 @@ export interface ClusterNodeSpec {
   peers: NodeMember[]
   /** Where this node's own key and join services listen (control planes); 127.0.0.1 unless given. */
   serviceHost?: string
+  /**
+   * The node config to run instead of the harness's own (e.g. one that bootstrap data generated),
+   * asked for each time the node starts. `local` is the harness's config for this node: its TPM,
+   * disk image, root, ports, and metadata from this spec on loopback.
+   */
+  nodeConfig?: (local: BootstrapperConfig) => BootstrapperConfig
 }
 
 export interface ClusterNode {
@@ -137,7 +147,7 @@ export async function startTestCluster(): Promise<TestCluster> {
         ...local,
         nodeConfig: (listen) => {
           const base = local.nodeConfig(listen)
-          return {
+          const harness: BootstrapperConfig = {
             ...base,
             joinService: { listen: `${serviceHost}:${joinPort}` },
             keyService: { listen: `${serviceHost}:${keyPort}` },
@@ -147,6 +157,7 @@ export async function startTestCluster(): Promise<TestCluster> {
               peers: spec.peers,
             },
           }
+          return spec.nodeConfig ? spec.nodeConfig(harness) : harness
         },
       },
       systemd,
