@@ -153,3 +153,47 @@ describe('initializeNode: components are fetched and verified before the node lo
     })
   }
 })
+
+describe('initializeNode: the control-plane endpoint kubeadm init gets', () => {
+  const cases: Record<string, { loadBalancerEndpoint?: string; want: string }> = {
+    'no load balancer: the node itself': { want: '10.0.0.1' },
+    'a load balancer on 6443': { loadBalancerEndpoint: '10.0.0.100:6443', want: '10.0.0.100:6443' },
+    'a load balancer on another port: joins dial that port, so init must too': {
+      loadBalancerEndpoint: 'api.example:443',
+      want: 'api.example:443',
+    },
+    'IPv6 with a port': { loadBalancerEndpoint: '[fd00::100]:443', want: '[fd00::100]:443' },
+    'a bare host: kubeadm picks 6443': { loadBalancerEndpoint: 'api.example', want: 'api.example' },
+  }
+  for (const [name, tc] of Object.entries(cases)) {
+    it(name, async () => {
+      const { dir, cleanup } = await makeTempDir()
+      try {
+        let endpoint = ''
+        await initializeNode(good(), {
+          initSecretHash: hash,
+          nodeLock: new NodeLock({ extendPcr: () => Promise.resolve() }),
+          onLocked: () => {},
+          disk: {
+            uuid: () => Promise.resolve('0A1B2C3D-0000-0000-0000-000000000000'),
+            changeKey: () => Promise.resolve(),
+            writeMark: () => Promise.resolve(),
+          },
+          paths: nodePaths(dir),
+          self: { name: 'n', role: 'control-plane' as const, vpcIP: '10.0.0.1' },
+          loadBalancerEndpoint: tc.loadBalancerEndpoint,
+          stageComponents: () =>
+            Promise.resolve({ install: () => Promise.resolve(), discard: () => Promise.resolve() }),
+          kubeadmInit: (input) => {
+            endpoint = input.controlPlaneEndpoint
+            return Promise.resolve(Buffer.from('kubeconfig'))
+          },
+          log: silentLogger,
+        })
+        expect(endpoint).to.equal(tc.want)
+      } finally {
+        await cleanup()
+      }
+    })
+  }
+})

@@ -11,7 +11,7 @@ import { chainMessage } from '../errors/index.js'
 import { checkInitSecret, ClusterKms, deriveClusterId, parseClusterKmsUri } from '../kms/index.js'
 import { kubernetesNodeName, writeNodeState, type NodeMember } from '../nodeconfig/index.js'
 import type { NodePaths } from '../paths.js'
-import { parseHostPort, type Logger } from '../system/index.js'
+import { formatHostPort, parseHostPort, type Logger } from '../system/index.js'
 import { isPatchRelease, parseKubernetesVersion } from '../versions/index.js'
 import type { Component, StagedComponents } from './installer.js'
 import { kubeadmPaths, type KubeadmInitInput } from './kubeadm-config.js'
@@ -203,18 +203,25 @@ function joinConfigOf(req: InitRequest, log: Logger): string | undefined {
 }
 
 function kubeadmInput(req: InitRequest, deps: InitNodeDeps): KubeadmInitInput {
-  const lbHost = deps.loadBalancerEndpoint ? parseHostPort(deps.loadBalancerEndpoint).host : undefined
+  // The whole host:port: behind a load balancer on another port (443) joins dial that port too.
+  const endpoint = deps.loadBalancerEndpoint ? formatEndpoint(deps.loadBalancerEndpoint) : undefined
   return {
     kubernetesVersion: req.kubernetesVersion,
     clusterName: req.clusterName || DEFAULT_CLUSTER_NAME,
     nodeName: kubernetesNodeName(deps.self.name),
     nodeIP: deps.self.vpcIP,
-    controlPlaneEndpoint: lbHost || deps.self.vpcIP,
+    controlPlaneEndpoint: endpoint || deps.self.vpcIP,
     certSANs: req.apiserverCertSans,
     serviceCIDR: req.serviceCidr || DEFAULT_SERVICE_CIDR,
     conformance: req.conformanceMode,
     paths: kubeadmPaths(deps.paths),
   }
+}
+
+/** host:port as kubeadm takes it; a bare host (no port) stays bare, kubeadm then uses 6443. */
+function formatEndpoint(endpoint: string): string {
+  const { host, port } = parseHostPort(endpoint)
+  return port ? formatHostPort(host, port) : host
 }
 
 const wrapWith =
