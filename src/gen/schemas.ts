@@ -2060,7 +2060,7 @@ return errors === 0;
 }
 
 export const validateCluster: StandaloneValidate = validate13;
-const schema14 = {"type":"object","required":["metadata"],"properties":{"metadata":{"type":"object","required":["name"],"properties":{"name":{"type":"string","minLength":1,"maxLength":253},"namespace":{"type":"string"},"labels":{"type":"object","additionalProperties":{"type":"string"}},"annotations":{"type":"object","additionalProperties":{"type":"string"}}}},"spec":{"type":"object","properties":{"controlPlaneEndpoint":{"type":"object","properties":{"host":{"type":"string"},"port":{"type":"integer","minimum":0,"maximum":65535}}},"clusterNetwork":{"type":"object","properties":{"serviceDomain":{"type":"string"},"services":{"type":"object","properties":{"cidrBlocks":{"type":"array","items":{"type":"string"}}}},"pods":{"type":"object","properties":{"cidrBlocks":{"type":"array","items":{"type":"string"}}}}}}}},"status":{"type":"object","properties":{"conditions":{"type":"array","items":{"type":"object","required":["type","status"],"properties":{"type":{"type":"string"}}}}}}}};
+const schema14 = {"type":"object","required":["metadata"],"properties":{"metadata":{"type":"object","required":["name"],"properties":{"name":{"type":"string","minLength":1,"maxLength":253},"namespace":{"type":"string"},"labels":{"type":"object","additionalProperties":{"type":"string"}},"annotations":{"type":"object","additionalProperties":{"type":"string"}}}},"spec":{"type":"object","properties":{"controlPlaneEndpoint":{"type":"object","properties":{"host":{"type":"string"},"port":{"type":"integer","minimum":0,"maximum":65535}}},"clusterNetwork":{"type":"object","properties":{"serviceDomain":{"type":"string"},"services":{"type":"object","properties":{"cidrBlocks":{"type":"array","items":{"type":"string"}}}},"pods":{"type":"object","properties":{"cidrBlocks":{"type":"array","items":{"type":"string"}}}}}}}},"status":{"type":"object","properties":{"infrastructureReady":{"type":"boolean"},"conditions":{"type":"array","items":{"type":"object","required":["type","status"],"properties":{"type":{"type":"string"},"status":{"enum":["True","False","Unknown"]},"reason":{"type":"string"},"message":{"type":"string"}}}}}}}};
 
 function validate13(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -2395,15 +2395,9 @@ errors++;
 if(data.status !== undefined){
 let data19 = data.status;
 if(data19 && typeof data19 == "object" && !Array.isArray(data19)){
-if(data19.conditions !== undefined){
-let data20 = data19.conditions;
-if(Array.isArray(data20)){
-const len2 = data20.length;
-for(let i2=0; i2<len2; i2++){
-let data21 = data20[i2];
-if(data21 && typeof data21 == "object" && !Array.isArray(data21)){
-if(data21.type === undefined){
-const err25 = {instancePath:instancePath+"/status/conditions/" + i2,schemaPath:"#/properties/status/properties/conditions/items/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'"};
+if(data19.infrastructureReady !== undefined){
+if(typeof data19.infrastructureReady !== "boolean"){
+const err25 = {instancePath:instancePath+"/status/infrastructureReady",schemaPath:"#/properties/status/properties/infrastructureReady/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -2412,8 +2406,16 @@ vErrors.push(err25);
 }
 errors++;
 }
-if(data21.status === undefined){
-const err26 = {instancePath:instancePath+"/status/conditions/" + i2,schemaPath:"#/properties/status/properties/conditions/items/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
+}
+if(data19.conditions !== undefined){
+let data21 = data19.conditions;
+if(Array.isArray(data21)){
+const len2 = data21.length;
+for(let i2=0; i2<len2; i2++){
+let data22 = data21[i2];
+if(data22 && typeof data22 == "object" && !Array.isArray(data22)){
+if(data22.type === undefined){
+const err26 = {instancePath:instancePath+"/status/conditions/" + i2,schemaPath:"#/properties/status/properties/conditions/items/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'"};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -2422,9 +2424,8 @@ vErrors.push(err26);
 }
 errors++;
 }
-if(data21.type !== undefined){
-if(typeof data21.type !== "string"){
-const err27 = {instancePath:instancePath+"/status/conditions/" + i2+"/type",schemaPath:"#/properties/status/properties/conditions/items/properties/type/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data22.status === undefined){
+const err27 = {instancePath:instancePath+"/status/conditions/" + i2,schemaPath:"#/properties/status/properties/conditions/items/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'"};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -2433,10 +2434,9 @@ vErrors.push(err27);
 }
 errors++;
 }
-}
-}
-else {
-const err28 = {instancePath:instancePath+"/status/conditions/" + i2,schemaPath:"#/properties/status/properties/conditions/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data22.type !== undefined){
+if(typeof data22.type !== "string"){
+const err28 = {instancePath:instancePath+"/status/conditions/" + i2+"/type",schemaPath:"#/properties/status/properties/conditions/items/properties/type/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -2446,9 +2446,10 @@ vErrors.push(err28);
 errors++;
 }
 }
-}
-else {
-const err29 = {instancePath:instancePath+"/status/conditions",schemaPath:"#/properties/status/properties/conditions/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data22.status !== undefined){
+let data24 = data22.status;
+if(!(((data24 === "True") || (data24 === "False")) || (data24 === "Unknown"))){
+const err29 = {instancePath:instancePath+"/status/conditions/" + i2+"/status",schemaPath:"#/properties/status/properties/conditions/items/properties/status/enum",keyword:"enum",params:{allowedValues: schema14.properties.status.properties.conditions.items.properties.status.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -2458,9 +2459,9 @@ vErrors.push(err29);
 errors++;
 }
 }
-}
-else {
-const err30 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data22.reason !== undefined){
+if(typeof data22.reason !== "string"){
+const err30 = {instancePath:instancePath+"/status/conditions/" + i2+"/reason",schemaPath:"#/properties/status/properties/conditions/items/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -2470,14 +2471,62 @@ vErrors.push(err30);
 errors++;
 }
 }
-}
-else {
-const err31 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data22.message !== undefined){
+if(typeof data22.message !== "string"){
+const err31 = {instancePath:instancePath+"/status/conditions/" + i2+"/message",schemaPath:"#/properties/status/properties/conditions/items/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err31];
 }
 else {
 vErrors.push(err31);
+}
+errors++;
+}
+}
+}
+else {
+const err32 = {instancePath:instancePath+"/status/conditions/" + i2,schemaPath:"#/properties/status/properties/conditions/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err32];
+}
+else {
+vErrors.push(err32);
+}
+errors++;
+}
+}
+}
+else {
+const err33 = {instancePath:instancePath+"/status/conditions",schemaPath:"#/properties/status/properties/conditions/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err33];
+}
+else {
+vErrors.push(err33);
+}
+errors++;
+}
+}
+}
+else {
+const err34 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err34];
+}
+else {
+vErrors.push(err34);
+}
+errors++;
+}
+}
+}
+else {
+const err35 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err35];
+}
+else {
+vErrors.push(err35);
 }
 errors++;
 }

@@ -2,8 +2,8 @@ import { expect } from '../support/chai.js'
 import { YamlProblemsError } from '../../src/lib/yaml/index.js'
 import { parseBootstrapObjects, type ParseOptions } from '../../src/lib/bootstrapdata/parse.js'
 
-/** A valid input whose KubeadmConfig spec (line 17 on) and Machine are replaced per case. */
-function input(spec: string, machine = 'version: v1.31.2', extra = ''): string {
+/** A valid input whose KubeadmConfig spec (line 18 on) and Machine are replaced per case. */
+function input(spec: string, machine = 'version: v1.31.13', extra = ''): string {
   return `apiVersion: cluster.x-k8s.io/v1beta1
 kind: Cluster
 metadata: { name: demo }
@@ -15,13 +15,15 @@ spec:
   clusterName: demo
   bootstrap: { configRef: { name: cfg } }
   ${machine}
+apiVersion: cluster.x-k8s.io/v1beta1
 ---
+apiVersion: bootstrap.cluster.x-k8s.io/v1beta1
 kind: KubeadmConfig
-metadata:
-  name: cfg
+metadata: { name: cfg }
 spec:
 ${spec}
 ---
+apiVersion: v1
 kind: Secret
 metadata: { name: creds }
 stringData: { token: t }
@@ -40,11 +42,11 @@ const cases: Record<string, Case> = {
     text: input(
       '  files:\n    - path: /a\n      content: x\n      contentFrom: { secret: { name: creds, key: token } }',
     ),
-    want: /:18:7: spec\.files\[0\]: only one of content or contentFrom may be specified \(KubeadmConfig "cfg"\)/,
+    want: /:19:7: spec\.files\[0\]: only one of content or contentFrom may be specified \(KubeadmConfig "cfg"\)/,
   },
   'contentFrom without a secret name': {
     text: input('  files:\n    - path: /a\n      contentFrom: { secret: { key: token } }'),
-    want: /:19:\d+: spec\.files\[0\]\.contentFrom\.secret\.name: secret name is required/,
+    want: /:20:\d+: spec\.files\[0\]\.contentFrom\.secret\.name: secret name is required/,
   },
   'contentFrom without a secret key': {
     text: input('  files:\n    - path: /a\n      contentFrom: { secret: { name: creds } }'),
@@ -60,7 +62,7 @@ const cases: Record<string, Case> = {
   },
   'duplicate file paths': {
     text: input('  files:\n    - { path: /a, content: x }\n    - { path: /a, content: y }'),
-    want: /:19:\d+: spec\.files\[1\]\.path: path must be unique among all files \(also files\[0\]\)/,
+    want: /:20:\d+: spec\.files\[1\]\.path: path must be unique among all files \(also files\[0\]\)/,
   },
   'relative file path': {
     text: input('  files:\n    - { path: etc/a, content: x }'),
@@ -148,7 +150,7 @@ const cases: Record<string, Case> = {
   },
   'unknown key in the spec': {
     text: input('  fiels: []'),
-    want: /:17:3: spec\.fiels: unknown key \(KubeadmConfig "cfg"\)/,
+    want: /:18:3: spec\.fiels: unknown key \(KubeadmConfig "cfg"\)/,
   },
   'bad encoding value': {
     text: input('  files: [{ path: /a, content: x, encoding: zip }]'),
@@ -164,49 +166,49 @@ const cases: Record<string, Case> = {
   },
   'machine with a version kubeadm data cannot serve': {
     text: input('  files: []', 'version: v1.21.4'),
-    want: /spec\.version: Kubernetes v1\.21\.4 is too old/,
+    want: /:11:\d+: spec\.version: Kubernetes v1\.21\.4 is not supported; supported: (v1\.\d+\.\d+, )*v1\.\d+\.\d+ \(Machine "m0"\)/,
   },
   'machine naming a missing config': {
     text: input(
       '  files: []',
-      'version: v1.31.2',
-      '---\nkind: Machine\nmetadata: { name: m1 }\nspec: { clusterName: demo, version: v1.31.2, bootstrap: { configRef: { name: gone } } }',
+      'version: v1.31.13',
+      '---\napiVersion: cluster.x-k8s.io/v1beta1\nkind: Machine\nmetadata: { name: m1 }\nspec: { clusterName: demo, version: v1.31.13, bootstrap: { configRef: { name: gone } } }',
     ),
     want: /spec\.bootstrap\.configRef\.name: KubeadmConfig "gone" is not in the input \(Machine "m1"\)/,
   },
   'machine naming a missing cluster': {
     text: input(
       '  files: []',
-      'version: v1.31.2',
-      '---\nkind: Machine\nmetadata: { name: m1 }\nspec: { clusterName: other, version: v1.31.2, bootstrap: { configRef: { name: cfg } } }',
+      'version: v1.31.13',
+      '---\napiVersion: cluster.x-k8s.io/v1beta1\nkind: Machine\nmetadata: { name: m1 }\nspec: { clusterName: other, version: v1.31.13, bootstrap: { configRef: { name: cfg } } }',
     ),
     want: /spec\.clusterName: Cluster "other" is not in the input \(Machine "m1"\)/,
   },
   'worker whose config joins as control plane': {
     text: input(
       '  joinConfiguration: { controlPlane: {} }',
-      'version: v1.31.2',
-      '---\nkind: Machine\nmetadata: { name: w }\nspec: { clusterName: demo, version: v1.31.2, bootstrap: { configRef: { name: cfg } } }',
+      'version: v1.31.13',
+      '---\napiVersion: cluster.x-k8s.io/v1beta1\nkind: Machine\nmetadata: { name: w }\nspec: { clusterName: demo, version: v1.31.13, bootstrap: { configRef: { name: cfg } } }',
     ),
     want: /Machine "w"/,
   },
   'a rule inside a KubeadmConfigTemplate names the template path and line': {
     text: input(
       '  files: []',
-      'version: v1.31.2',
-      '---\nkind: KubeadmConfigTemplate\nmetadata: { name: tpl }\nspec:\n  template:\n    spec:\n      users: [{ name: u, passwd: x, passwdFrom: { secret: { name: creds, key: token } } }]',
+      'version: v1.31.13',
+      '---\napiVersion: bootstrap.cluster.x-k8s.io/v1beta1\nkind: KubeadmConfigTemplate\nmetadata: { name: tpl }\nspec:\n  template:\n    spec:\n      users: [{ name: u, passwd: x, passwdFrom: { secret: { name: creds, key: token } } }]',
     ),
     want: /cluster\.yaml:\d+:\d+: spec\.template\.spec\.users\[0\]: only one of passwd or passwdFrom may be specified \(KubeadmConfigTemplate "tpl"\)/,
   },
   'unknown kind': {
-    text: input('  files: []', 'version: v1.31.2', '---\nkind: MachineDeployment\nmetadata: { name: md }'),
+    text: input('  files: []', 'version: v1.31.13', '---\nkind: MachineDeployment\nmetadata: { name: md }'),
     want: /kind: expected kind Cluster, Machine, KubeadmConfig, KubeadmConfigTemplate, Secret/,
   },
   'secret data that is not base64': {
     text: input(
       '  files: []',
-      'version: v1.31.2',
-      '---\nkind: Secret\nmetadata: { name: s2 }\ndata: { k: "not base64!" }',
+      'version: v1.31.13',
+      '---\napiVersion: v1\nkind: Secret\nmetadata: { name: s2 }\ndata: { k: "not base64!" }',
     ),
     want: /data\.k: is not base64/,
   },
@@ -228,13 +230,13 @@ const cases: Record<string, Case> = {
   },
   'a KubeadmConfig name with upper case': {
     text: input('  files: []')
-      .replace('name: cfg\n', 'name: Cfg\n')
+      .replace('metadata: { name: cfg }', 'metadata: { name: Cfg }')
       .replace('configRef: { name: cfg }', 'configRef: { name: Cfg }'),
     want: /metadata\.name: "Cfg" is not a valid name.* \(KubeadmConfig "Cfg"\)/,
   },
   'base64 content that is not base64': {
     text: input('  files: [{ path: /a, encoding: base64, content: "not base64!" }]'),
-    want: /:17:\d+: spec\.files\[0\]\.content: is not valid base64 \(encoding: base64\) \(KubeadmConfig "cfg"\)/,
+    want: /:18:\d+: spec\.files\[0\]\.content: is not valid base64 \(encoding: base64\) \(KubeadmConfig "cfg"\)/,
   },
   'gzip+base64 content that is not base64': {
     text: input('  files: [{ path: /a, encoding: gzip+base64, content: "H4sI%%%" }]'),
@@ -252,7 +254,7 @@ const cases: Record<string, Case> = {
   },
   'a newline in a user name (sudoers, passwd)': {
     text: input('  users: [{ name: "ops\\nALL ALL=(ALL) NOPASSWD: ALL", sudo: "ALL=(ALL) ALL" }]'),
-    want: /:17:\d+: spec\.users\[0\]\.name: must not contain control characters \(found "\\n"\) \(KubeadmConfig "cfg"\)/,
+    want: /:18:\d+: spec\.users\[0\]\.name: must not contain control characters \(found "\\n"\) \(KubeadmConfig "cfg"\)/,
   },
   'a user name that is a path (it names the sudoers file)': {
     text: input('  users: [{ name: ../../etc/passwd, sudo: "ALL=(ALL) ALL" }]'),

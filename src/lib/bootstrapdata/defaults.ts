@@ -4,23 +4,34 @@
  */
 import { formatHostPort } from '../system/index.js'
 import { stringifyYaml } from '../yaml/index.js'
-import { kubeadmApiVersion, parseKubernetesVersion } from '../versions/index.js'
+import {
+  isSupportedVersion,
+  kubeadmApiVersion,
+  kubernetesMinor,
+  parseKubernetesVersion,
+  supportedVersions,
+} from '../versions/index.js'
 import { dropEmpty } from './drop-undefined.js'
 import type { Cluster, KubeadmConfigSpec, KubeadmObject, Machine } from './types.js'
 import { record } from './validate.js'
 
-/** kubeadm data starts at v1beta3, which kubeadm reads from 1.22 on; older ones are out of support. */
-const MIN_MINOR = 22
 export const UNINITIALIZED_TAINT = { key: 'node.cluster.x-k8s.io/uninitialized', effect: 'NoSchedule' }
 
-/** What is wrong with a Machine's Kubernetes version for kubeadm data (pre-releases are fine); undefined if nothing. */
+/**
+ * What is wrong with a Machine's Kubernetes version; undefined if nothing. Only the versions this
+ * tool pins (src/lib/versions) are served: kubeadm data for any other would install what nobody
+ * has checked (and v1.21 and older cannot read the kubeadm API versions rendered here at all).
+ */
 export function kubernetesVersionProblem(version: string): string | undefined {
-  const parsed = parseKubernetesVersion(version)
-  if (parsed?.major !== 1 || parsed.patch === undefined)
-    return `${JSON.stringify(version)} is not a Kubernetes version like v1.31.2`
-  if (parsed.minor < MIN_MINOR)
-    return `Kubernetes ${version} is too old: kubeadm data needs v1.${MIN_MINOR} or later`
-  return undefined
+  if (isSupportedVersion(version)) return undefined
+  const supported = supportedVersions()
+  const list = `supported: ${supported.join(', ')}`
+  if (parseKubernetesVersion(version)?.patch === undefined)
+    return `${JSON.stringify(version)} is not a Kubernetes version like v1.31.13; ${list}`
+  const minor = kubernetesMinor(version)
+  const sameMinor = supported.find((v) => kubernetesMinor(v) === minor)
+  const hint = sameMinor ? ` (the supported patch of ${minor} is ${sameMinor})` : ''
+  return `Kubernetes ${version} is not supported${hint}; ${list}`
 }
 
 export function controlPlaneEndpoint(cluster: Cluster): string | undefined {
@@ -127,9 +138,15 @@ export function renderKubeadmYaml(
     .join('')
 }
 
-// v1beta4 turns argument maps into {name, value} lists and moves the control-plane timeout.
+// v1beta4 turns argument maps into {name, value} lists and moves the timeouts under `timeouts`.
 function toV1beta4(obj: KubeadmObject, kind: string, timeout: unknown): KubeadmObject {
   const out = mapArgs(obj) as KubeadmObject
+  const discovery = record(out.discovery)
+  if (kind === 'JoinConfiguration' && discovery?.timeout !== undefined) {
+    const { timeout: discoveryTimeout, ...rest } = discovery
+    out.discovery = rest
+    out.timeouts = { ...(record(out.timeouts) ?? {}), discovery: discoveryTimeout }
+  }
   const apiServer = record(out.apiServer)
   if (apiServer?.timeoutForControlPlane !== undefined) {
     const { timeoutForControlPlane: _moved, ...rest } = apiServer

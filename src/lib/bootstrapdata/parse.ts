@@ -1,6 +1,8 @@
 /**
  * Reads the multi-document input (Cluster, Machines, KubeadmConfig(Template)s, Secrets) and checks
- * all of it at once; every problem names the object, the key path and the line.
+ * all of it at once; every problem names the object, the key path and the line. Cluster API objects
+ * may be v1alpha3, v1alpha4, v1beta1 or v1beta2: convert.ts turns them into the internal (v1beta1)
+ * shape before the schemas check them. Infrastructure objects (DockerMachine, …) are ignored.
  */
 import {
   validateCluster,
@@ -17,12 +19,12 @@ import {
   type YamlSource,
 } from '../yaml/index.js'
 import { checkSchema } from '../yaml/index.js'
+import { classifyObject, convertObject, type ObjectKind } from './convert.js'
 import { kubernetesVersionProblem } from './defaults.js'
 import { controlCharacterProblems, kubernetesNameProblems } from './strings.js'
 import type { BootstrapObjects, Cluster, KubeadmConfigSpec, Machine, Origin } from './types.js'
 import { record, validateSpec, type SpecFormat } from './validate.js'
 
-const KINDS = ['Cluster', 'Machine', 'KubeadmConfig', 'KubeadmConfigTemplate', 'Secret'] as const
 const CONTROL_PLANE_LABEL = 'cluster.x-k8s.io/control-plane'
 
 export const isControlPlane = (m: Machine): boolean => m.metadata.labels?.[CONTROL_PLANE_LABEL] !== undefined
@@ -50,15 +52,25 @@ export function parseBootstrapObjects(text: string, file: string, opts: ParseOpt
   }> = []
   const machineSources: YamlSource[] = []
   for (const source of sources) {
-    const doc = record(source.value)
-    const kind = doc?.kind
-    if (!doc || typeof kind !== 'string' || !(KINDS as readonly string[]).includes(kind)) {
-      report(source, undefined, [{ path: doc ? ['kind'] : [], message: `expected kind ${KINDS.join(', ')}` }])
+    const input = record(source.value)
+    const classified = classifyObject(input)
+    if ('ignored' in classified) continue
+    const name = String(record(input?.metadata)?.name ?? '')
+    if ('problems' in classified) {
+      const kind = classified.kind
+      report(source, kind && { file, kind, name }, classified.problems)
       continue
     }
-    const name = String(record(doc.metadata)?.name ?? '')
+    const { kind } = classified
     const origin: Origin = { file, line: source.locate([])?.line, kind, name }
-    const problems = checkObject(kind, doc)
+    const converted = convertObject(kind, classified.version, classified.doc)
+    const doc = converted.doc
+    // A conversion problem and the schema's view of the same key say one thing: keep the first.
+    const said = new Set(converted.problems.map((p) => JSON.stringify(p.path)))
+    const problems = [
+      ...converted.problems,
+      ...checkObject(kind, doc).filter((p) => !said.has(JSON.stringify(p.path))),
+    ]
     report(source, origin, problems)
     if (problems.length > 0) continue
     if (kind === 'Cluster') objects.clusters.push({ ...(doc as unknown as Cluster), origin })
@@ -96,11 +108,11 @@ export function parseBootstrapObjects(text: string, file: string, opts: ParseOpt
   return objects
 }
 
-function checkObject(kind: string, doc: Record<string, unknown>): Problem[] {
+function checkObject(kind: ObjectKind, doc: Record<string, unknown>): Problem[] {
   return [...kubernetesNameProblems(kind, record(doc.metadata)?.name), ...checkKind(kind, doc)]
 }
 
-function checkKind(kind: string, doc: Record<string, unknown>): Problem[] {
+function checkKind(kind: ObjectKind, doc: Record<string, unknown>): Problem[] {
   // Cluster and Machine values reach node config, kubeconfig and unit text; Secret values are data.
   const controls =
     kind === 'Cluster' || kind === 'Machine'

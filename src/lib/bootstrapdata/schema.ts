@@ -1,4 +1,7 @@
-/** JSON Schemas of the CAPI v1beta1 objects we read, with the CRD limits of capi.md §1.1. */
+/**
+ * JSON Schemas of the CAPI v1beta1 objects we read, with the CRD limits of capi.md §1.1. They check
+ * the internal shape: convert.ts has turned other apiVersions into it first.
+ */
 import type { JsonSchema } from '../yaml/index.js'
 
 const str = (min: number, max: number) => ({ type: 'string', minLength: min, maxLength: max })
@@ -174,9 +177,19 @@ export const clusterSchema: JsonSchema = {
     status: {
       type: 'object',
       properties: {
+        infrastructureReady: { type: 'boolean' },
         conditions: {
           type: 'array',
-          items: { type: 'object', required: ['type', 'status'], properties: { type: { type: 'string' } } },
+          items: {
+            type: 'object',
+            required: ['type', 'status'],
+            properties: {
+              type: { type: 'string' },
+              status: { enum: ['True', 'False', 'Unknown'] },
+              reason: { type: 'string' },
+              message: { type: 'string' },
+            },
+          },
         },
       },
     },

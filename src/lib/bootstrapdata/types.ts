@@ -1,4 +1,7 @@
-/** The Cluster API v1beta1 shapes this tool reads, and the typed plan that renderers turn into user data. */
+/**
+ * The Cluster API v1beta1 shapes this tool reads (the internal shape: convert.ts turns v1alpha3,
+ * v1alpha4 and v1beta2 input into it), and the typed plan that renderers turn into user data.
+ */
 
 export const OUTPUT_FORMATS = [
   'cloud-config',
@@ -83,7 +86,10 @@ export interface ObjectMeta {
 
 export interface Condition {
   type: string
+  /** "True", "False" or "Unknown". */
   status: string
+  reason?: string
+  message?: string
 }
 
 export interface Cluster {
@@ -97,7 +103,15 @@ export interface Cluster {
       pods?: { cidrBlocks?: string[] }
     }
   }
-  status?: { conditions?: Condition[] }
+  status?: {
+    /** v1beta1's flag; v1beta2's `initialization.infrastructureProvisioned` converts to it. */
+    infrastructureReady?: boolean
+    /**
+     * ControlPlaneInitialized (from v1alpha3's `controlPlaneInitialized` and v1beta2's
+     * `initialization.controlPlaneInitialized` too), InfrastructureReady, …
+     */
+    conditions?: Condition[]
+  }
 }
 
 export interface Machine {
