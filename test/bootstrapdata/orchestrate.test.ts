@@ -10,10 +10,17 @@ const READY_BY_CONDITION = (text: string) =>
     'status:\n  conditions: [{ type: ControlPlaneInitialized, status: "True" }]\nspec:\n  controlPlaneEndpoint:',
   )
 
+const WITH_STATUS = (status: string) => (text: string) =>
+  text.replace('spec:\n  controlPlaneEndpoint:', `status:\n${status}\nspec:\n  controlPlaneEndpoint:`)
+const INFRA_NOT_READY = WITH_STATUS('  infrastructureReady: false')
+const INFRA_CONDITION = (s: string) =>
+  WITH_STATUS(`  conditions: [{ type: InfrastructureReady, status: "${s}", reason: Provisioning }]`)
+
 interface Case {
   text: () => Promise<string>
   machine?: string
   anyTime?: boolean
+  requireInfrastructureReport?: boolean
   want?: Array<[string, string]>
   waiting?: string[]
   error?: RegExp
@@ -63,6 +70,36 @@ const cases: Record<string, Case> = {
       ['worker-0', 'worker-join'],
     ],
   },
+  'no data at all while status.infrastructureReady is false (v1beta1)': {
+    text: async () => INFRA_NOT_READY(await fixtureText(true)),
+    want: [],
+    waiting: ['cp-0', 'cp-1', 'worker-0'],
+  },
+  'nor while the InfrastructureReady condition is False (v1beta2)': {
+    text: async () => INFRA_CONDITION('False')(await fixtureText()),
+    anyTime: true,
+    want: [],
+    waiting: ['cp-0', 'cp-1', 'worker-0'],
+  },
+  'the InfrastructureReady condition True releases init data': {
+    text: async () => INFRA_CONDITION('True')(await fixtureText()),
+    requireInfrastructureReport: true,
+    want: [['cp-0', 'init']],
+    waiting: ['cp-1', 'worker-0'],
+  },
+  'a controller waits for a Cluster that reports nothing about its infrastructure': {
+    text: () => fixtureText(),
+    requireInfrastructureReport: true,
+    want: [],
+    waiting: ['cp-0', 'cp-1', 'worker-0'],
+  },
+  'asking for a machine of a Cluster without infrastructure names the wait and the field': {
+    text: async () => INFRA_NOT_READY(await fixtureText()),
+    machine: 'cp-0',
+    error:
+      /Machine "cp-0" cannot get bootstrap data yet: Cluster "demo" has not reported its infrastructure ready/,
+    hint: /status\.infrastructureReady: true/,
+  },
   'an unknown machine is a usage error listing the known ones': {
     text: () => fixtureText(),
     machine: 'cp-9',
@@ -75,7 +112,12 @@ describe('bootstrap data orchestration (who gets init, who gets join)', () => {
   for (const [name, tc] of Object.entries(cases)) {
     it(name, async () => {
       const objects = parseBootstrapObjects(await tc.text(), 'cluster.yaml')
-      const run = () => assignRoles(objects, { machine: tc.machine, anyTime: tc.anyTime })
+      const run = () =>
+        assignRoles(objects, {
+          machine: tc.machine,
+          anyTime: tc.anyTime,
+          requireInfrastructureReport: tc.requireInfrastructureReport,
+        })
       if (tc.error) {
         let caught: unknown
         try {

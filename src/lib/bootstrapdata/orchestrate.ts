@@ -1,8 +1,8 @@
 /**
- * Who gets which data (capi.md §6): the first control-plane Machine of a Cluster gets init data
- * until the Cluster reports its control plane initialized; after that every Machine gets join
- * data. Join data asked for too early would reference a cluster that does not exist yet, so it is
- * an error, not a document.
+ * Who gets which data (capi.md §6): nothing before the Cluster's infrastructure is ready; then the
+ * first control-plane Machine of a Cluster gets init data until the Cluster reports its control
+ * plane initialized; after that every Machine gets join data. Join data asked for too early would
+ * reference a cluster that does not exist yet, so it is an error, not a document.
  */
 import { CliError } from '../errors/index.js'
 import { isControlPlane } from './parse.js'
@@ -22,6 +22,21 @@ export interface Waiting {
   reason: string
 }
 
+export const INFRASTRUCTURE_READY_CONDITION = 'InfrastructureReady'
+
+/**
+ * What the Cluster says about its infrastructure: v1beta1's `status.infrastructureReady`, or
+ * v1beta2's InfrastructureReady condition (conversion maps `initialization.infrastructureProvisioned`
+ * to the former). A hand-written manifest has no status at all: 'unreported'.
+ */
+export function infrastructureState(cluster: Cluster): 'ready' | 'not-ready' | 'unreported' {
+  const condition = (cluster.status?.conditions ?? []).find((c) => c.type === INFRASTRUCTURE_READY_CONDITION)
+  const ready = cluster.status?.infrastructureReady
+  if (ready === true || condition?.status === 'True') return 'ready'
+  if (ready === false || condition !== undefined) return 'not-ready'
+  return 'unreported'
+}
+
 export function isControlPlaneInitialized(cluster: Cluster): boolean {
   return (
     cluster.metadata.annotations?.[CONTROL_PLANE_READY_ANNOTATION] === 'true' ||
@@ -31,13 +46,22 @@ export function isControlPlaneInitialized(cluster: Cluster): boolean {
   )
 }
 
-/**
- * Roles for the requested machine (or all of them). `anyTime` (attested mode) hands every machine
- * its data at once: it carries no token, and the node itself waits for the control plane.
- */
+export interface AssignOptions {
+  machine?: string
+  /** Attested mode: every machine gets its data at once (no token; the node waits for the control plane). */
+  anyTime?: boolean
+  /**
+   * A controller reads live objects: a Cluster that has not reported its infrastructure waits. Files
+   * written by hand carry no status, so there 'unreported' counts as ready and only an explicit
+   * not-ready waits.
+   */
+  requireInfrastructureReport?: boolean
+}
+
+/** Roles for the requested machine (or all of them). */
 export function assignRoles(
   objects: BootstrapObjects,
-  opts: { machine?: string; anyTime?: boolean },
+  opts: AssignOptions,
 ): { assignments: Assignment[]; waiting: Waiting[] } {
   const wanted = opts.machine
   if (wanted !== undefined && !objects.machines.some((m) => m.metadata.name === wanted)) {
@@ -56,6 +80,14 @@ export function assignRoles(
     const initMachine = objects.machines.find(
       (m) => m.spec.clusterName === cluster.metadata.name && isControlPlane(m),
     )
+    const infrastructure = infrastructureState(cluster)
+    if (
+      infrastructure === 'not-ready' ||
+      (infrastructure === 'unreported' && opts.requireInfrastructureReport)
+    ) {
+      waiting.push({ machine: machine.metadata.name, reason: infrastructureReason(cluster) })
+      continue
+    }
     const ready = isControlPlaneInitialized(cluster)
     const joinRole: BootstrapRole = isControlPlane(machine) ? 'control-plane-join' : 'worker-join'
     if (ready) assignments.push({ machine, cluster, spec, role: joinRole })
@@ -63,12 +95,23 @@ export function assignRoles(
     else if (opts.anyTime) assignments.push({ machine, cluster, spec, role: joinRole })
     else waiting.push({ machine: machine.metadata.name, reason: notReadyReason(cluster, initMachine) })
   }
-  if (wanted !== undefined && waiting.length > 0) {
-    throw new CliError(`Machine "${wanted}" cannot get join data yet: ${waiting[0]?.reason}`, {
-      hint: `once the control plane is up, set the annotation ${CONTROL_PLANE_READY_ANNOTATION}: "true" (or the condition ControlPlaneInitialized=True) on the Cluster and run again`,
-    })
+  const blocked = waiting[0]
+  if (wanted !== undefined && blocked) {
+    const infrastructure = blocked.reason.includes('infrastructure')
+    throw new CliError(
+      `Machine "${wanted}" cannot get ${infrastructure ? 'bootstrap' : 'join'} data yet: ${blocked.reason}`,
+      {
+        hint: infrastructure
+          ? "once the machines' infrastructure exists, set status.infrastructureReady: true (v1beta2: the InfrastructureReady condition) on the Cluster and run again"
+          : `once the control plane is up, set the annotation ${CONTROL_PLANE_READY_ANNOTATION}: "true" (or the condition ControlPlaneInitialized=True) on the Cluster and run again`,
+      },
+    )
   }
   return { assignments, waiting }
+}
+
+function infrastructureReason(cluster: Cluster): string {
+  return `Cluster "${cluster.metadata.name}" has not reported its infrastructure ready (WaitingForClusterInfrastructure)`
 }
 
 function notReadyReason(cluster: Cluster, initMachine: Machine | undefined): string {
