@@ -33,7 +33,6 @@ export default async function bootstrapdata() {
           output: `${dir}/out/`,
           caDir: `${dir}/pki`,
           maxUserDataBytes: 1 << 20,
-          presignSeconds: 3600,
           tokenTtlMs: 3_600_000,
           attestationVariant: 'qemu-vtpm',
           stateDisk: DEFAULT_STATE_DISK,

@@ -190,6 +190,21 @@ describe('constellation bootstrap-data generate (CLI)', function () {
       code: 1,
       stderr: /user data for Machine "cp-0" is \d+ bytes, above the limit of 100/,
     },
+    '--presign-expiry without --presigned-url': {
+      args: () => ['--upload', 's3://userdata/x', '--presign-expiry', '5m'],
+      code: 2,
+      stderr: /--presign-expiry needs --presigned-url/,
+    },
+    '--presigned-url without --upload': {
+      args: () => ['--presigned-url'],
+      code: 2,
+      stderr: /--upload/,
+    },
+    'a presigned URL longer than 7d': {
+      args: () => ['--upload', 's3://userdata/x', '--presigned-url', '--presign-expiry', '8d'],
+      code: 2,
+      stderr: /--presign-expiry may be at most 7d/,
+    },
     'a bad token TTL': {
       args: () => ['--token-ttl', 'soon'],
       code: 2,
@@ -222,6 +237,43 @@ describe('constellation bootstrap-data generate (CLI)', function () {
     before(async () => (s3 = await new S3Server().start(['userdata'])))
     after(async () => s3.stop())
 
+    const env = {
+      AWS_ACCESS_KEY_ID: S3RVER_CREDENTIALS.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: 'S3RVER',
+      AWS_REGION: 'us-east-1',
+    }
+
+    it('--presigned-url warns on stderr that the URL is a bearer secret; stdout stays JSON', async () => {
+      const res = await runCli(
+        [
+          'bootstrap-data',
+          'generate',
+          '-f',
+          input,
+          '--ca-dir',
+          at('pki'),
+          '-o',
+          at('out/'),
+          '--upload',
+          's3://userdata/presigned',
+          '--s3-endpoint',
+          s3.endpoint,
+          '--presigned-url',
+          '--json',
+        ],
+        { env },
+      )
+      expect(res.code, res.stderr).to.equal(0)
+      expect(res.stderr).to.match(
+        /anyone who can read the machines' user data can fetch the full bootstrap data, CA keys included, until the URL expires \(in 10m\)/,
+      )
+      const result = JSON.parse(res.stdout) as CliResultJson
+      const stub = await readFile(result.machines[0]?.file as string, 'utf8')
+      expect(stub.split('\n')[1]).to.contain('X-Amz-Expires=600')
+      const full = await (await fetch(stub.split('\n')[1] as string)).text()
+      expect(Buffer.byteLength(full)).to.equal(result.machines[0]?.bytes)
+    })
+
     it('offloads over the limit with credentials from the environment only, and never prints them or the URL', async () => {
       const res = await runCli(
         [
@@ -252,10 +304,11 @@ describe('constellation bootstrap-data generate (CLI)', function () {
       expect(result.machines[0]?.offload?.object).to.equal('s3://userdata/demo/cp-0.cloud-config')
       expect(res.stdout + res.stderr).not.to.contain('X-Amz-Signature')
       expect(res.stdout + res.stderr).not.to.match(/SecretAccessKey|AWS_SECRET/)
+      expect(res.stderr).not.to.contain('presigned')
+      // the default stub names the object; the node fetches it with its instance role
       const stub = await readFile(result.machines[0]?.file as string, 'utf8')
-      const full = await (await fetch(stub.split('\n')[1] as string)).text()
-      expect(Buffer.byteLength(full)).to.equal(result.machines[0]?.bytes)
-      expect(full).to.contain((await readFile(at('pki/ca.key'), 'utf8')).split('\n')[1])
+      expect(stub).to.contain("SOURCE='s3://userdata/demo/cp-0.cloud-config'").and.not.to.contain('X-Amz')
+      expect(stub).not.to.contain((await readFile(at('pki/ca.key'), 'utf8')).split('\n')[1])
     })
   })
 })

@@ -70,7 +70,6 @@ export function testOptions(dir: string, overrides: Partial<GenerateOptions> = {
     output: `${dir}/out/`,
     caDir: `${dir}/pki`,
     maxUserDataBytes: 65_536,
-    presignSeconds: 3600,
     tokenTtlMs: 3_600_000,
     attestationVariant: 'qemu-vtpm',
     stateDisk: DEFAULT_STATE_DISK,

@@ -34,6 +34,7 @@ describe('bootstrap data offload to an S3-compatible store (local s3rver process
           format,
           upload: 's3://userdata/demo',
           maxUserDataBytes: 8192,
+          presignedUrlSeconds: 3600, // the s3:// default is covered by offload-private.test.ts
         }),
         await testDeps(await fixtureText(), { objectStore: store }),
       )
@@ -76,7 +77,7 @@ describe('bootstrap data offload to an S3-compatible store (local s3rver process
 
   it('small data is uploaded too when --upload is given (privacy, not size)', async () => {
     const result = await generateBootstrapData(
-      testOptions(ws.dir, { machine: 'worker-0', upload: 's3://userdata' }),
+      testOptions(ws.dir, { machine: 'worker-0', upload: 's3://userdata', presignedUrlSeconds: 3600 }),
       await testDeps(await fixtureText(true), { objectStore: store }),
     )
     const stub = await readFile(result.machines[0]?.file as string, 'utf8')
@@ -108,7 +109,7 @@ describe('bootstrap data offload to an S3-compatible store (local s3rver process
   it('a failure after the uploads (token registration refused) removes the uploads and the files', async () => {
     const prefix = `rollback-${randomUUID()}`
     const run = generateBootstrapData(
-      testOptions(ws.dir, { upload: `s3://userdata/${prefix}`, kubeconfig: 'workload.kubeconfig' }),
+      testOptions(ws.dir, { upload: `s3://userdata/${prefix}`, workloadKubeconfig: 'workload.kubeconfig' }),
       await testDeps(await fixtureText(true), {
         objectStore: store,
         registerToken: async () => {

@@ -15,9 +15,49 @@ describe('bootstrap-data: rendering a run', () => {
   const cases: Array<[string, GenerateResult, string[]]> = [
     ['one machine', { ...base, machines: [cp0] }, ['cp-0 (init, cloud-config): out/cp-0.yaml, 2048 bytes']],
     [
-      'an offloaded machine names the object and the stub size',
-      { ...base, machines: [{ ...cp0, offload: { object: 's3://b/cp-0', stubBytes: 310 } }] },
-      ['cp-0 (init, cloud-config): out/cp-0.yaml, 2048 bytes → offloaded to s3://b/cp-0 (stub 310 bytes)'],
+      'an offloaded machine names the object, the stub size, the access and what to delete',
+      {
+        ...base,
+        machines: [
+          {
+            ...cp0,
+            offload: {
+              object: 's3://b/cp-0',
+              stubBytes: 310,
+              access: 'instance-role',
+              deleteAfterRead: 's3://b/cp-0',
+            },
+          },
+        ],
+      },
+      [
+        'cp-0 (init, cloud-config): out/cp-0.yaml, 2048 bytes → offloaded to s3://b/cp-0',
+        '  stub 310 bytes; the node fetches it with its instance role',
+        '  delete s3://b/cp-0 once the node has read it (CAPA: when the Machine has a nodeRef; fallback: a bucket lifecycle rule)',
+      ],
+    ],
+    [
+      'a presigned offload says who can fetch it until when',
+      {
+        ...base,
+        machines: [
+          {
+            ...cp0,
+            offload: {
+              object: 's3://b/cp-0',
+              stubBytes: 900,
+              access: 'presigned-url',
+              urlExpires: '2026-01-02T03:14:05.000Z',
+              deleteAfterRead: 's3://b/cp-0',
+            },
+          },
+        ],
+      },
+      [
+        'cp-0 (init, cloud-config): out/cp-0.yaml, 2048 bytes → offloaded to s3://b/cp-0',
+        '  stub 900 bytes; presigned URL, valid until 2026-01-02T03:14:05.000Z: anyone who can read the user data can fetch it until then',
+        '  delete s3://b/cp-0 once the node has read it (CAPA: when the Machine has a nodeRef; fallback: a bucket lifecycle rule)',
+      ],
     ],
     [
       'waiting machines, new CAs and the admin kubeconfig',

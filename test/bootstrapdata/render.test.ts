@@ -7,7 +7,7 @@ import { kubeadmApiVersion } from '../../src/lib/versions/index.js'
 import { renderIgnition } from '../../src/lib/bootstrapdata/ignition.js'
 import { dataUrl } from '../../src/lib/bootstrapdata/ignition-files.js'
 import { systemdEscapePath } from '../../src/lib/bootstrapdata/ignition-sections.js'
-import { parseS3Url, renderStub } from '../../src/lib/bootstrapdata/offload.js'
+import { parseS3Url, renderIgnitionStub } from '../../src/lib/bootstrapdata/offload.js'
 import type { BootstrapPlan } from '../../src/lib/bootstrapdata/types.js'
 import { validateCloudConfig, validateIgnition, emptyPlan } from './helpers.js'
 import { type BootstrapTemplates } from '../../src/lib/bootstrapdata/templates.js'
@@ -156,14 +156,29 @@ describe('bootstrap data renderers (pure parts, real validators)', () => {
     expect(i4?.timeouts).to.deep.equal({ controlPlaneComponentHealthCheck: '4m0s' })
   })
 
+  it("v1beta4 moves a join's discovery.timeout to timeouts.discovery (kubeadm refuses it where it was)", () => {
+    const join = [
+      { kind: 'JoinConfiguration', body: { discovery: { timeout: '5m0s', bootstrapToken: { token: 't' } } } },
+    ]
+    const [j3] = renderKubeadmYaml('v1.30.1', join)
+      .split('---\n')
+      .filter(Boolean)
+      .map((d) => parse(d) as Record<string, unknown>)
+    expect(j3?.discovery).to.deep.equal({ timeout: '5m0s', bootstrapToken: { token: 't' } })
+    const [j4] = renderKubeadmYaml('v1.31.1', join)
+      .split('---\n')
+      .filter(Boolean)
+      .map((d) => parse(d) as Record<string, unknown>)
+    expect(j4?.discovery).to.deep.equal({ bootstrapToken: { token: 't' } })
+    expect(j4?.timeouts).to.deep.equal({ discovery: '5m0s' })
+  })
+
   it('offload: bucket URLs are checked, stubs are valid and small', async () => {
     expect(parseS3Url('s3://my-bucket/a/b/')).to.deep.equal({ bucket: 'my-bucket', prefix: 'a/b' })
     expect(() => parseS3Url('s3://10.0.0.1/x')).to.throw(/not a valid bucket name/)
     expect(() => parseS3Url('s3://UPPER/x')).to.throw(/not a valid bucket name/)
-    const stub = renderStub('ignition', 'https://s3.example/b/k?X-Amz-Signature=x', '{}')
-    await validateIgnition(stub)
-    expect(renderStub('cloud-config', 'https://s3.example/b/k', 'x')).to.equal(
-      '#include\nhttps://s3.example/b/k\n',
-    )
+    expect(() => parseS3Url('s3://my-bucket/a\tb')).to.throw(/may hold only printable ASCII/)
+    await validateIgnition(renderIgnitionStub('https://s3.example/b/k?X-Amz-Signature=x', '{}'))
+    await validateIgnition(renderIgnitionStub('s3://b/k', '{}'))
   })
 })

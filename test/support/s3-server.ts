@@ -8,6 +8,7 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import os from 'node:os'
 import path from 'node:path'
+import { fileURLToPath } from 'node:url'
 
 /** s3rver's fixed development credentials; it checks signatures made with them. */
 export const S3RVER_CREDENTIALS = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } as const
@@ -19,13 +20,18 @@ export class S3Server {
   private child?: ChildProcess
   private dir = ''
 
-  /** Starts the server with the given buckets created. */
-  async start(buckets: readonly string[]): Promise<this> {
+  /**
+   * Starts the server with the given buckets created. `private`: requests without credentials are
+   * refused 403, as S3 does for a bucket that is not public (plain s3rver serves them).
+   */
+  async start(buckets: readonly string[], opts: { private?: boolean } = {}): Promise<this> {
     this.dir = await mkdtemp(path.join(os.tmpdir(), 'constell-s3-'))
-    const bin = path.join(
-      path.dirname(createRequire(import.meta.url).resolve('s3rver/package.json')),
-      'bin/s3rver.js',
-    )
+    const bin = opts.private
+      ? fileURLToPath(new URL('./s3rver-private.cjs', import.meta.url))
+      : path.join(
+          path.dirname(createRequire(import.meta.url).resolve('s3rver/package.json')),
+          'bin/s3rver.js',
+        )
     const args = [bin, '-d', this.dir, '-a', '127.0.0.1', '-p', '0', '--no-vhost-buckets']
     for (const b of buckets) args.push('--configure-bucket', b)
     const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] })

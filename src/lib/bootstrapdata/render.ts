@@ -1,10 +1,11 @@
 /** Text rendering of a bootstrap-data run (the command prints it; --json prints the result itself). */
+import type { OffloadResult } from './delivery.js'
 import type { GenerateResult } from './generate.js'
 
 export function renderGenerateResult(r: GenerateResult): string {
-  const lines = r.machines.map((m) => {
-    const offload = m.offload ? ` → offloaded to ${m.offload.object} (stub ${m.offload.stubBytes} bytes)` : ''
-    return `${m.machine} (${m.role}, ${m.format}): ${m.file}, ${m.bytes} bytes${offload}`
+  const lines = r.machines.flatMap((m) => {
+    const line = `${m.machine} (${m.role}, ${m.format}): ${m.file}, ${m.bytes} bytes`
+    return m.offload ? [`${line} → offloaded to ${m.offload.object}`, ...offloadLines(m.offload)] : [line]
   })
   for (const w of r.waiting) lines.push(`${w.machine}: waiting, ${w.reason}`)
   if (r.caFilesCreated.length > 0) lines.push(`Generated the cluster CAs in ${r.caDir}`)
@@ -18,4 +19,15 @@ export function renderGenerateResult(r: GenerateResult): string {
     )
   }
   return lines.join('\n')
+}
+
+function offloadLines(o: OffloadResult): string[] {
+  const how =
+    o.access === 'instance-role'
+      ? 'the node fetches it with its instance role'
+      : `presigned URL, valid until ${o.urlExpires ?? '?'}: anyone who can read the user data can fetch it until then`
+  return [
+    `  stub ${o.stubBytes} bytes; ${how}`,
+    `  delete ${o.deleteAfterRead} once the node has read it (CAPA: when the Machine has a nodeRef; fallback: a bucket lifecycle rule)`,
+  ]
 }
