@@ -11,6 +11,7 @@ import {
   type GenerateDeps,
 } from '../lib/bootstrapdata/index.js'
 import { initSecretHashFor } from '../lib/config/index.js'
+import { openKubeApi } from '../lib/kube/index.js'
 
 export async function bootstrapDataDeps(opts: { s3Endpoint?: string }): Promise<GenerateDeps> {
   return {
@@ -20,6 +21,7 @@ export async function bootstrapDataDeps(opts: { s3Endpoint?: string }): Promise<
     templates: await loadTemplates(),
     objectStore: () => createS3Store({ endpoint: opts.s3Endpoint }),
     registerToken: registerTokenSecret,
+    managementApi: (kubeconfig) => openKubeApi(kubeconfig),
     initSecretHash: async (workspace) => (await initSecretHashFor(workspace)).initSecretHash,
   }
 }

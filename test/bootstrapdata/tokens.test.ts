@@ -50,7 +50,7 @@ describe('bootstrap tokens', () => {
 
     it('creates the Secret in kube-system', async () => {
       const secret = tokenSecret({ id: 'abcdef', secret: '0123456789abcdef', expires: FIXED_NOW })
-      await registerTokenSecret(kubeconfig, secret)
+      await registerTokenSecret({ file: kubeconfig }, secret)
       const stored = api.get('v1', 'secrets', 'bootstrap-token-abcdef', 'kube-system')
       expect(stored?.type).to.equal('bootstrap.kubernetes.io/token')
       // the API server keeps stringData as base64 data
@@ -60,7 +60,7 @@ describe('bootstrap tokens', () => {
     it('reports a refused request with the status, never the token', async () => {
       api.failOn({ method: 'POST', pathIncludes: '/secrets', status: 403 })
       const secret = tokenSecret({ id: 'abcdef', secret: '0123456789abcdef', expires: FIXED_NOW })
-      const err = await registerTokenSecret(kubeconfig, secret).then(
+      const err = await registerTokenSecret({ file: kubeconfig }, secret).then(
         () => undefined,
         (e: unknown) => e as Error,
       )
@@ -73,7 +73,7 @@ describe('bootstrap tokens', () => {
     it('a refused request is exit 1 (the cluster answered), not "unreachable"', async () => {
       api.failOn({ method: 'POST', pathIncludes: '/secrets', status: 403 })
       const secret = tokenSecret({ id: 'abcdef', secret: '0123456789abcdef', expires: FIXED_NOW })
-      const err = await registerTokenSecret(kubeconfig, secret).catch((e: unknown) => e)
+      const err = await registerTokenSecret({ file: kubeconfig }, secret).catch((e: unknown) => e)
       expect(exitCodeOf(err)).to.equal(1)
     })
 
@@ -83,7 +83,7 @@ describe('bootstrap tokens', () => {
         const file = path.join(tmp.dir, 'silent.kubeconfig')
         await writeFile(file, api.kubeconfig().replace(api.url, `https://127.0.0.1:${silent.port}`))
         const secret = tokenSecret({ id: 'abcdef', secret: '0123456789abcdef', expires: FIXED_NOW })
-        const err = await registerTokenSecret(file, secret, { requestTimeoutMs: 300 }).catch(
+        const err = await registerTokenSecret({ file }, secret, { requestTimeoutMs: 300 }).catch(
           (e: unknown) => e,
         )
         expect(exitCodeOf(err)).to.equal(3)
@@ -112,7 +112,7 @@ describe('bootstrap tokens', () => {
         tmp.dir,
         '-o',
         path.join(tmp.dir, 'out/'),
-        '--kubeconfig',
+        '--workload-kubeconfig',
         file,
       ])
       expect(res.code, res.stderr).to.equal(3)
@@ -123,7 +123,7 @@ describe('bootstrap tokens', () => {
       )
     })
 
-    it('the CLI registers it with --kubeconfig and writes no Secret file (the token stays out of the output)', async () => {
+    it('the CLI registers it with --workload-kubeconfig and writes no Secret file (the token stays out of the output)', async () => {
       const input = path.join(tmp.dir, 'ready.yaml')
       await writeFile(input, await fixtureText(true))
       const args = [
@@ -136,13 +136,26 @@ describe('bootstrap tokens', () => {
         '--ca-dir',
         path.join(tmp.dir, 'pki'),
       ]
-      const missingCas = await runCli([...args, '-o', path.join(tmp.dir, 'a/'), '--kubeconfig', kubeconfig])
+      const missingCas = await runCli([
+        ...args,
+        '-o',
+        path.join(tmp.dir, 'a/'),
+        '--workload-kubeconfig',
+        kubeconfig,
+      ])
       expect(missingCas.code, missingCas.stderr).to.equal(1) // join data needs the cluster's CAs
       expect(missingCas.stderr).to.contain('ca.crt does not exist')
       expect(api.list('v1', 'secrets', 'kube-system')).to.deep.equal([])
 
       await cp(path.join(FIXTURES, 'pki'), path.join(tmp.dir, 'pki'), { recursive: true })
-      const ok = await runCli([...args, '-o', path.join(tmp.dir, 'b/'), '--kubeconfig', kubeconfig, '--json'])
+      const ok = await runCli([
+        ...args,
+        '-o',
+        path.join(tmp.dir, 'b/'),
+        '--workload-kubeconfig',
+        kubeconfig,
+        '--json',
+      ])
       expect(ok.code, ok.stderr).to.equal(0)
       const result = JSON.parse(ok.stdout) as {
         tokenSecret: { name: string; registered: boolean; file?: string }

@@ -55,6 +55,23 @@ for (const [implementation, openKubeApi] of Object.entries(IMPLEMENTATIONS))
       expect((await stat(file)).mode & 0o777).to.equal(0o600)
     })
 
+    it('reads a Secret decoded (undefined when absent), and creates one with labels and an owner', async () => {
+      expect(await api.getSecret('kube-system', 's')).to.equal(undefined)
+      const owner = { apiVersion: 'v1', kind: 'ConfigMap', name: 'o', uid: 'u-1', controller: true }
+      const labelled = secret('s')
+      await api.createSecret({
+        ...labelled,
+        metadata: { ...labelled.metadata, labels: { team: 'a' }, ownerReferences: [owner] },
+      })
+      expect(await api.getSecret('kube-system', 's')).to.deep.equal({ password: 'hunter2hunter2' })
+      const file = path.join(dir, 'api/namespaces/kube-system/secrets/s.json')
+      const stored = JSON.parse(await readFile(file, 'utf8')) as {
+        metadata: { labels?: unknown; ownerReferences?: unknown }
+      }
+      expect(stored.metadata.labels).to.deep.equal({ team: 'a' })
+      expect(stored.metadata.ownerReferences).to.deep.equal([owner])
+    })
+
     it('reads a missing ConfigMap as undefined, creates it, then replaces its data', async () => {
       expect(await api.getConfigMap('kube-system', 'join-config')).to.equal(undefined)
       await api.applyConfigMap('kube-system', 'join-config', { a: '1' })

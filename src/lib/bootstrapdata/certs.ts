@@ -29,7 +29,7 @@ export const CA_FILES = {
   frontProxyCa: { cert: 'front-proxy-ca.crt', key: 'front-proxy-ca.key' },
   sa: { cert: 'sa.pub', key: 'sa.key' },
 } as const
-type PairName = keyof typeof CA_FILES
+export type PairName = keyof typeof CA_FILES
 
 export interface CaDirResult {
   authorities: CertificateAuthorities
@@ -137,7 +137,18 @@ export function certificateFiles(cas: CertificateAuthorities, certificatesDir: s
   ])
 }
 
-function checkPair(name: PairName, pair: KeyPair, certFile: string, keyFile: string): KeyPair {
+/**
+ * Checks a pair as given (files here, Secrets in ca-secrets.ts): a CA certificate and its own
+ * private key, or for `sa` a PKIX `PUBLIC KEY` and its private key. Errors name the place by the
+ * labels only, never the content.
+ */
+export function checkPair(
+  name: PairName,
+  pair: KeyPair,
+  certFile: string,
+  keyFile: string,
+  mismatchHint = 'put the matching key beside the certificate',
+): KeyPair {
   let key
   try {
     key = createPrivateKey(pair.keyPem)
@@ -145,6 +156,9 @@ function checkPair(name: PairName, pair: KeyPair, certFile: string, keyFile: str
     throw new CliError(`${keyFile} is not a PEM private key`, { cause })
   }
   if (name === 'sa') {
+    // createPublicKey also takes a private key or a certificate; sa.pub must be the public key alone.
+    if (!PUBLIC_KEY_PEM.test(pair.certPem))
+      throw new CliError(`${certFile} is not one PEM public key (a PUBLIC KEY block)`)
     let pub
     try {
       pub = createPublicKey(pair.certPem)
@@ -152,7 +166,7 @@ function checkPair(name: PairName, pair: KeyPair, certFile: string, keyFile: str
       throw new CliError(`${certFile} is not a PEM public key`, { cause })
     }
     const der = (k: typeof pub) => k.export({ type: 'spki', format: 'der' })
-    if (!der(pub).equals(der(createPublicKey(key)))) throw mismatch(certFile, keyFile)
+    if (!der(pub).equals(der(createPublicKey(key)))) throw mismatch(certFile, keyFile, mismatchHint)
     return pair
   }
   let cert
@@ -163,14 +177,15 @@ function checkPair(name: PairName, pair: KeyPair, certFile: string, keyFile: str
   }
   if (!cert.ca)
     throw new CliError(`${certFile} is not a CA certificate (basicConstraints CA:TRUE is missing)`)
-  if (!cert.checkPrivateKey(key)) throw mismatch(certFile, keyFile)
+  if (!cert.checkPrivateKey(key)) throw mismatch(certFile, keyFile, mismatchHint)
   return pair
 }
 
-const mismatch = (certFile: string, keyFile: string) =>
-  new CliError(`${keyFile} does not belong to ${certFile}`, {
-    hint: 'put the matching key beside the certificate',
-  })
+/** Exactly one PEM block, of type PUBLIC KEY. */
+const PUBLIC_KEY_PEM = /^\s*-----BEGIN PUBLIC KEY-----[A-Za-z0-9+/=\s]+-----END PUBLIC KEY-----\s*$/
+
+const mismatch = (certFile: string, keyFile: string, hint: string) =>
+  new CliError(`${keyFile} does not belong to ${certFile}`, { hint })
 
 /** A PEM certificate or key is a few KiB; anything far larger is not one. */
 const MAX_PEM_FILE_BYTES = 1024 * 1024

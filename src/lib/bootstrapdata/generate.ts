@@ -14,7 +14,7 @@ import { renderCloudConfig } from './cloud-init.js'
 import { renderIgnition } from './ignition.js'
 import { kubeadmMode } from './kubeadm-mode.js'
 import type { MachineJob } from './machine-job.js'
-import { commit, deliver, type Store, type Upload } from './delivery.js'
+import { commit, deliver, type OffloadResult, type Store, type Upload } from './delivery.js'
 import { parseS3Url, type ObjectStore } from './offload.js'
 import { assignRoles, type Assignment, type Waiting } from './orchestrate.js'
 import { parseBootstrapObjects } from './parse.js'
@@ -24,6 +24,8 @@ import type { BootstrapTemplates } from './templates.js'
 import type { RandomBytes, SecretObject } from '../kube/index.js'
 import { tokenSecret } from './tokens.js'
 import type { BootstrapPlan, OutputFormat } from './types.js'
+import type { CaSecretApi } from './ca-secrets.js'
+import type { KubeconfigSource } from './provider/capi-api.js'
 
 export interface GenerateOptions {
   inputFile: string
@@ -38,8 +40,15 @@ export interface GenerateOptions {
   caDir?: string
   upload?: string
   maxUserDataBytes: number
-  presignSeconds: number
-  kubeconfig?: string
+  /** Set only with --presigned-url: the stub then holds a URL valid this long (a bearer secret). */
+  presignedUrlSeconds?: number
+  /** Where the bootstrap token is registered (the workload cluster's kubeconfig file). */
+  workloadKubeconfig?: string
+  /**
+   * A management cluster: the CAs are the Cluster's CAPI Secrets there (not --ca-dir), and without
+   * workloadKubeconfig the token goes to the workload cluster of its `<cluster>-kubeconfig` Secret.
+   */
+  managementKubeconfig?: string
   tokenTtlMs: number
   attestationVariant: string
   /** Attested formats: the state disk every node config names. */
@@ -53,7 +62,9 @@ export interface GenerateDeps {
   templates: BootstrapTemplates
   /** Only called when something is uploaded. */
   objectStore: () => ObjectStore
-  registerToken: (kubeconfig: string, secret: SecretObject) => Promise<void>
+  registerToken: (kubeconfig: KubeconfigSource, secret: SecretObject) => Promise<void>
+  /** Opens the management cluster (production: openKubeApi); called only with managementKubeconfig. */
+  managementApi?: (kubeconfig: string) => Promise<CaSecretApi>
   /** Attested formats: the bcrypt hash of the workspace's init secret, for every node config. */
   initSecretHash: (workspace: string) => Promise<string>
 }
@@ -65,7 +76,7 @@ export interface MachineResult {
   file: string
   /** Raw size of the full document; what a provider's user-data limit is measured against. */
   bytes: number
-  offload?: { object: string; stubBytes: number }
+  offload?: OffloadResult
 }
 
 export interface GenerateResult {
@@ -75,6 +86,7 @@ export interface GenerateResult {
   caFilesCreated: string[]
   adminKubeconfig?: string
   tokenSecret?: { name: string; expires: string; registered: boolean; file?: string }
+  caSecrets?: { namespace: string; cluster: string; created: string[] }
 }
 
 export async function generateBootstrapData(
@@ -118,23 +130,25 @@ export async function generateBootstrapData(
 
   const result: GenerateResult = { machines: [], waiting, caFilesCreated: mode.ca?.filesCreated ?? [] }
   if (mode.ca) result.caDir = mode.ca.dir
+  if (mode.caSecrets) result.caSecrets = mode.caSecrets
   if (mode.adminKubeconfig !== undefined) result.adminKubeconfig = mode.adminKubeconfig
   const staged: StagedFile[] = [...mode.files]
   const secret = mode.token ? tokenSecret(mode.token) : undefined
+  const workload = secret ? await workloadCluster(opts, deps, assignments) : undefined
   if (secret) {
-    const { summary, file } = tokenSecretOutput(secret, opts.kubeconfig, dir)
+    const { summary, file } = tokenSecretOutput(secret, workload, dir)
     result.tokenSecret = summary
     if (file) staged.push(file)
   }
   const uploads: Upload[] = []
   for (const job of jobs) {
-    const { machine, upload, content } = await deliver(job, store, opts.presignSeconds)
+    const access = { presignSeconds: opts.presignedUrlSeconds, now: deps.now() }
+    const { machine, upload, content } = await deliver(job, store, access)
     if (upload) uploads.push(upload)
     staged.push({ file: job.file, content, mode: 0o600 }) // init data holds CA keys
     result.machines.push(machine)
   }
-  const kubeconfig = opts.kubeconfig
-  const register = secret && kubeconfig ? () => deps.registerToken(kubeconfig, secret) : undefined
+  const register = secret && workload ? () => deps.registerToken(workload, secret) : undefined
   await commit(staged, store?.store, uploads, register)
   return result
 }
@@ -143,10 +157,29 @@ function render(format: OutputFormat, plan: BootstrapPlan, templates: BootstrapT
   return format.endsWith('ignition') ? renderIgnition(plan, templates) : renderCloudConfig(plan)
 }
 
-/** The token Secret goes to the cluster (--kubeconfig, later) or into a file beside the output. */
+/**
+ * Where the token is registered: the workload kubeconfig given, or (as CAPI does) the one Cluster
+ * API keeps in the management cluster's `<cluster>-kubeconfig` Secret; none: a file for the operator.
+ */
+async function workloadCluster(
+  opts: GenerateOptions,
+  deps: GenerateDeps,
+  assignments: readonly Assignment[],
+): Promise<KubeconfigSource | undefined> {
+  if (opts.workloadKubeconfig) return { file: opts.workloadKubeconfig }
+  const cluster = assignments[0]?.cluster
+  if (!opts.managementKubeconfig || !deps.managementApi || !cluster) return undefined
+  const namespace = cluster.metadata.namespace ?? 'default'
+  const name = `${cluster.metadata.name}-kubeconfig`
+  const api = await deps.managementApi(opts.managementKubeconfig)
+  const text = (await api.getSecret(namespace, name))?.value
+  return text ? { text, what: `the kubeconfig in Secret ${namespace}/${name}` } : undefined
+}
+
+/** The token Secret goes to the cluster (registered at commit) or into a file beside the output. */
 function tokenSecretOutput(
   secret: SecretObject,
-  kubeconfig: string | undefined,
+  kubeconfig: KubeconfigSource | undefined,
   outDir: string,
 ): { summary: NonNullable<GenerateResult['tokenSecret']>; file?: StagedFile } {
   const summary = { name: secret.metadata.name, expires: secret.stringData.expiration as string }

@@ -24,5 +24,7 @@ export interface ModeSetup {
   token?: BootstrapToken
   /** Kubeadm mode: where the CA set is and what this run added to it. */
   ca?: { dir: string; filesCreated: string[] }
+  /** Kubeadm mode with a management cluster: the Cluster whose CA Secrets were used, and those created. */
+  caSecrets?: { namespace: string; cluster: string; created: string[] }
   adminKubeconfig?: string
 }

@@ -11,10 +11,19 @@ export interface KubeObjectMeta {
   namespace: string
 }
 
+export interface OwnerReference {
+  apiVersion: string
+  kind: string
+  name: string
+  uid: string
+  controller?: boolean
+  blockOwnerDeletion?: boolean
+}
+
 export interface SecretObject {
   apiVersion: 'v1'
   kind: 'Secret'
-  metadata: KubeObjectMeta
+  metadata: KubeObjectMeta & { labels?: Record<string, string>; ownerReferences?: OwnerReference[] }
   type: string
   /** Plain values; the API server stores them base64 under `data`. */
   stringData: Record<string, string>
@@ -42,6 +51,8 @@ export interface LeaseSpec {
 export interface KubeApi {
   /** Rejects with KubeApiError status 409 when a Secret of that name exists. */
   createSecret(secret: SecretObject): Promise<void>
+  /** The Secret's data, decoded (UTF-8); undefined when there is no such Secret. */
+  getSecret(namespace: string, name: string): Promise<Record<string, string> | undefined>
   getConfigMap(namespace: string, name: string): Promise<ConfigMapData | undefined>
   /** Creates the ConfigMap, or replaces the data of the one there. */
   applyConfigMap(namespace: string, name: string, data: Record<string, string>): Promise<void>

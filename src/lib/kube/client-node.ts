@@ -68,6 +68,12 @@ function requestTimeout(k8s: Library, ms: number): ConfigurationOptions {
   }
 }
 
+/** A Secret's `data` is base64 on the wire; its values come back as text. */
+const decodeData = (data: Record<string, string> | undefined): Record<string, string> =>
+  Object.fromEntries(
+    Object.entries(data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]),
+  )
+
 function openClientNodeKubeApi(k8s: Library, kubeconfigPath: string, opts: KubeApiOptions = {}): KubeApi {
   const kc = readKubeconfig(k8s, kubeconfigPath)
   const core = kc.makeApiClient(k8s.CoreV1Api)
@@ -113,6 +119,14 @@ function openClientNodeKubeApi(k8s: Library, kubeconfigPath: string, opts: KubeA
       await call(`creating Secret ${secret.metadata.namespace}/${secret.metadata.name}`, () =>
         core.createNamespacedSecret({ namespace: secret.metadata.namespace, body: secret }, options()),
       )
+    },
+    async getSecret(namespace, name) {
+      const secret = await call(
+        `reading Secret ${namespace}/${name}`,
+        () => core.readNamespacedSecret({ namespace, name }, options()),
+        true,
+      )
+      return secret && decodeData(secret.data)
     },
     async getConfigMap(namespace, name) {
       const cm = await call(

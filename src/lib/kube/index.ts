@@ -2,8 +2,16 @@
 export { openKubeApi } from './api.js'
 export { loadClientNode } from './client-node.js'
 export { openNodeKubeApi } from './node-api.js'
-export type { KubeApi, KubeApiOptions, SecretObject, ConfigMapData, Lease, LeaseSpec } from './api.js'
-export { API_REQUEST_TIMEOUT_MS, KubeApiError, statusOf, isNoAnswer } from './client.js'
+export type {
+  KubeApi,
+  KubeApiOptions,
+  OwnerReference,
+  SecretObject,
+  ConfigMapData,
+  Lease,
+  LeaseSpec,
+} from './api.js'
+export { API_REQUEST_TIMEOUT_MS, KubeApiError, statusOf, isNoAnswer, timedOut } from './client.js'
 export {
   apiTokenRegistrar,
   bootstrapTokenSecret,

@@ -45,6 +45,14 @@ export async function openNodeKubeApi(kubeconfigPath: string, opts: KubeApiOptio
         secret,
       )
     },
+    async getSecret(namespace, name) {
+      const secret = (await orAbsent(
+        send(`reading Secret ${namespace}/${name}`, 'GET', `/api/v1/namespaces/${namespace}/secrets/${name}`),
+      )) as { data?: Record<string, string> } | undefined
+      if (!secret) return undefined
+      const data = Object.entries(secret.data ?? {})
+      return Object.fromEntries(data.map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]))
+    },
     async getConfigMap(namespace, name) {
       const cm = (await orAbsent(
         send(`reading ConfigMap ${namespace}/${name}`, 'GET', `${configMaps(namespace)}/${name}`),
