@@ -11,6 +11,8 @@ export interface ResourceType {
   kind: string
   namespaced: boolean
   shortNames?: string[]
+  /** A CRD version with `subresources.status`: writes to the object keep its status, as the real server does. */
+  statusSubresource?: boolean
 }
 
 const VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch']
@@ -82,7 +84,7 @@ export function crdTypes(crd: {
     group?: string
     scope?: string
     names?: { plural?: string; kind?: string; shortNames?: string[] }
-    versions?: Array<{ name?: string; served?: boolean }>
+    versions?: Array<{ name?: string; served?: boolean; subresources?: { status?: object } }>
   }
 }): ResourceType[] {
   const s = crd.spec
@@ -96,6 +98,7 @@ export function crdTypes(crd: {
       kind: s.names?.kind ?? '',
       namespaced: s.scope !== 'Cluster',
       shortNames: s.names?.shortNames,
+      ...(v.subresources?.status ? { statusSubresource: true } : {}),
     }))
 }
 

@@ -254,6 +254,12 @@ export class FakeApiServer {
     return [...BUILT_IN_TYPES, ...crds.flatMap((crd) => crdTypes(crd as Parameters<typeof crdTypes>[0]))]
   }
 
+  private hasStatusSubresource(apiVersion: string, resource: string): boolean {
+    return this.resourceTypes().some(
+      (t) => t.statusSubresource && groupVersionOf(t) === apiVersion && t.resource === resource,
+    )
+  }
+
   private listen(): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       const server = this.server
@@ -443,6 +449,9 @@ export class FakeApiServer {
               `the object has been modified; please apply your changes to the latest version`,
             ),
           )
+        // a custom resource with a status subresource keeps its status on writes to the object
+        if (!p.subresource && this.hasStatusSubresource(p.apiVersion, p.resource))
+          incoming.status = existing?.status
         const admitted = this.controllers.admit(p.resource, incoming, existing, p.subresource)
         const stored = this.commit(
           p,

@@ -1,0 +1,65 @@
+/**
+ * CAPI's control-plane init lock (capi.md §6): the ConfigMap `<cluster>-lock` names the one Machine
+ * that gets init data. Created exclusively, so two reconcilers (or a restart) never hand out init
+ * data twice; released once the control plane is initialized.
+ */
+import { KubeApiError } from '../../kube/index.js'
+import type { CapiApi, CapiObject } from './capi-api.js'
+import type { CapiResources } from './reconcile.js'
+
+const LOCK_KEY = 'lock-information'
+
+export async function acquireInitLock(
+  api: CapiApi,
+  cluster: CapiObject,
+  machine: string,
+  resources: Pick<CapiResources, 'machines'>,
+): Promise<{ acquired: true } | { acquired: false; reason: string }> {
+  const namespace = cluster.metadata.namespace ?? 'default'
+  const name = `${cluster.metadata.name}-lock`
+  const holderOf = (cm: CapiObject | undefined): string | undefined => {
+    try {
+      return (JSON.parse(cm?.data?.[LOCK_KEY] ?? '{}') as { machineName?: string }).machineName
+    } catch {
+      return undefined
+    }
+  }
+  let holder = holderOf(await api.getConfigMap(namespace, name))
+  if (holder === undefined) {
+    try {
+      await api.createConfigMap({
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: {
+          name,
+          namespace,
+          labels: { 'cluster.x-k8s.io/cluster-name': cluster.metadata.name },
+          ownerReferences: [
+            {
+              apiVersion: cluster.apiVersion,
+              kind: cluster.kind,
+              name: cluster.metadata.name,
+              uid: cluster.metadata.uid ?? '',
+            },
+          ],
+        },
+        data: { [LOCK_KEY]: JSON.stringify({ machineName: machine }) },
+      })
+      return { acquired: true }
+    } catch (err) {
+      if (!(err instanceof KubeApiError && err.status === 409)) throw err
+      holder = holderOf(await api.getConfigMap(namespace, name))
+    }
+  }
+  if (holder === machine) return { acquired: true }
+  if (holder !== undefined && !(await api.get(resources.machines, namespace, holder))) {
+    // The machine that held it is gone: free the lock; the next pass tries again.
+    await api.deleteConfigMap(namespace, name)
+    return { acquired: false, reason: `the init lock's Machine ${holder} no longer exists; released it` }
+  }
+  return { acquired: false, reason: `Machine ${holder ?? '?'} is initializing the control plane` }
+}
+
+export async function releaseInitLock(api: CapiApi, namespace: string, cluster: string): Promise<void> {
+  await api.deleteConfigMap(namespace, `${cluster}-lock`)
+}
