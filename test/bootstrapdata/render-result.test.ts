@@ -77,6 +77,16 @@ describe('bootstrap-data: rendering a run', () => {
       ],
     ],
     [
+      'CA Secrets created in a management cluster',
+      { ...base, caSecrets: { namespace: 'ns', cluster: 'demo', created: ['ns/demo-ca'] } },
+      ['Generated the cluster CAs as Secrets ns/demo-ca, -etcd, -proxy, -sa in the management cluster'],
+    ],
+    [
+      'CA Secrets already there',
+      { ...base, caSecrets: { namespace: 'ns', cluster: 'demo', created: [] } },
+      ['Using the cluster CAs of Secrets ns/demo-ca, -etcd, -proxy, -sa in the management cluster'],
+    ],
+    [
       'a token Secret written to a file says to apply it',
       {
         ...base,

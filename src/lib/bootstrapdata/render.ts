@@ -9,6 +9,15 @@ export function renderGenerateResult(r: GenerateResult): string {
   })
   for (const w of r.waiting) lines.push(`${w.machine}: waiting, ${w.reason}`)
   if (r.caFilesCreated.length > 0) lines.push(`Generated the cluster CAs in ${r.caDir}`)
+  if (r.caSecrets) {
+    const { namespace, cluster, created } = r.caSecrets
+    const names = `Secrets ${namespace}/${cluster}-ca, -etcd, -proxy, -sa`
+    lines.push(
+      created.length > 0
+        ? `Generated the cluster CAs as ${names} in the management cluster`
+        : `Using the cluster CAs of ${names} in the management cluster`,
+    )
+  }
   if (r.adminKubeconfig) lines.push(`Admin kubeconfig: ${r.adminKubeconfig}`)
   if (r.tokenSecret) {
     const where = r.tokenSecret.registered
