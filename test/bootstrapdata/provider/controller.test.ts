@@ -359,6 +359,35 @@ describe('bootstrap-data controller (CAPI bootstrap provider against the API con
     expect(dataSecret(w, 'cp-0')).to.equal(undefined)
   })
 
+  it('a contentFrom Secret missing from the management cluster is named on the config', async () => {
+    setClusterStatus(w.management, { infrastructureReady: true })
+    const cp = config(w, 'cp-0')
+    w.management.put(BOOTSTRAP, 'kubeadmconfigs', {
+      ...cp,
+      spec: {
+        ...(cp.spec as object),
+        files: [{ path: '/etc/token', contentFrom: { secret: { name: 'registry', key: 'token' } } }],
+      },
+    })
+    await startController(w, 'a')
+    await until(() =>
+      expect(condition(w, 'cp-0', 'DataSecretAvailable')?.message).to.include(
+        `the Secrets ${NS}/registry that spec.files[].contentFrom`,
+      ),
+    )
+    w.management.put('v1', 'secrets', {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'registry', namespace: NS },
+      data: { token: Buffer.from('registry-token').toString('base64') },
+    } as KubeObject)
+    w.management.put(BOOTSTRAP, 'kubeadmconfigs', config(w, 'cp-0')) // any change reconciles it again
+    await until(() => expect(status(w, 'cp-0')).to.include({ ready: true }))
+    expect(
+      decode((dataSecret(w, 'cp-0') as KubeObject & { data: Record<string, string> }).data.value),
+    ).to.include('registry-token')
+  })
+
   it('the data Secret parses as the format it says', async () => {
     setClusterStatus(w.management, { infrastructureReady: true })
     await startController(w, 'a')

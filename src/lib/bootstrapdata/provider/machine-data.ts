@@ -62,11 +62,17 @@ async function inputYaml({ config, machine, cluster }: MachineObjects, api: Capi
     if (u.passwdFrom?.secret?.name) names.add(u.passwdFrom.secret.name)
   const namespace = config.metadata.namespace ?? 'default'
   const secrets: object[] = []
+  const missing: string[] = []
   for (const name of names) {
     const s = await api.getSecret(namespace, name)
     if (s)
       secrets.push({ apiVersion: 'v1', kind: 'Secret', metadata: { name, namespace }, stringData: s.data })
+    else missing.push(`${namespace}/${name}`)
   }
+  if (missing.length > 0)
+    throw new Error(
+      `the Secrets ${missing.join(', ')} that spec.files[].contentFrom or spec.users[].passwdFrom name do not exist in the management cluster`,
+    )
   const strip = (o: CapiObject) => ({
     apiVersion: o.apiVersion,
     kind: o.kind,
