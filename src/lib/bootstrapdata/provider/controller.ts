@@ -147,12 +147,13 @@ export class BootstrapController {
       this.log.warn('listing KubeadmConfigs failed', { error: String(err) })
       return
     }
+    const deps = passCache(this.deps)
     for (const config of configs) {
       if (this.stopping) return
       const key = `${config.metadata.namespace ?? 'default'}/${config.metadata.name}`
       let outcome: Outcome
       try {
-        outcome = await reconcileConfig(config, this.deps)
+        outcome = await reconcileConfig(config, deps)
       } catch (err) {
         outcome = { result: 'failed', reason: String(err instanceof Error ? err.message : err) }
       }
@@ -195,5 +196,33 @@ export class BootstrapController {
       }
       this.wake = done
     })
+  }
+}
+
+/**
+ * Within one pass every config of a Cluster shares its workload client and CA set: opening a
+ * client and reading four Secrets per machine dominated a pass. The next pass reads them afresh.
+ */
+function passCache(deps: ReconcileDeps): ReconcileDeps {
+  const workloads = new Map<string, ReturnType<ReconcileDeps['workload']>>()
+  const authorities = new Map<string, ReturnType<ReconcileDeps['authorities']>>()
+  const remembered = <T>(cache: Map<string, Promise<T>>, key: string, make: () => Promise<T>) => {
+    let value = cache.get(key)
+    if (!value) {
+      value = make()
+      value.catch(() => cache.delete(key))
+      cache.set(key, value)
+    }
+    return value
+  }
+  return {
+    ...deps,
+    workload: (text, cluster) => remembered(workloads, text, () => deps.workload(text, cluster)),
+    authorities: (cluster, generate) =>
+      remembered(
+        authorities,
+        `${cluster.metadata.namespace ?? 'default'}/${cluster.metadata.name}/${generate}`,
+        () => deps.authorities(cluster, generate),
+      ),
   }
 }
