@@ -156,9 +156,12 @@ describe('bootstrap-data controller (CAPI bootstrap provider against the API con
     expect(JSON.parse(lock.data['lock-information'] ?? '')).to.deep.equal({ machineName: 'cp-0' })
     // cp-1 only joins, and the worker waits too: no data before the control plane is up
     for (const name of ['cp-1', 'worker-0']) {
-      expect(condition(w, name, 'DataSecretAvailable')).to.include({
-        reason: 'WaitingForControlPlaneAvailable',
-      })
+      // the same pass reaches them after cp-0
+      await until(() =>
+        expect(condition(w, name, 'DataSecretAvailable')).to.include({
+          reason: 'WaitingForControlPlaneAvailable',
+        }),
+      )
       expect(dataSecret(w, name), name).to.equal(undefined)
     }
     expect(tokenSecrets(w)).to.have.length(0)
