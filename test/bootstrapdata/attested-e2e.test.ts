@@ -39,7 +39,7 @@ import {
   type TestCluster,
 } from '../support/test-cluster.js'
 import { FIXTURES } from './helpers.js'
-import { installedNodeConfig } from './installed-node-config.js'
+import { installedNodeConfig } from './node-files.js'
 
 /** A generated node config as written (before the loader fills in defaults). */
 type GeneratedNodeConfig = Record<string, unknown> & {

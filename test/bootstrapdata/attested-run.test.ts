@@ -15,7 +15,7 @@ import { createLuksImage } from '../support/luks-image.js'
 import { generateBootstrapData, type OutputFormat } from '../../src/lib/bootstrapdata/index.js'
 import { stringifyYaml } from '../../src/lib/yaml/index.js'
 import { FIXTURES, tempWorkspace, testDeps, testOptions } from './helpers.js'
-import { installedNodeConfig } from './installed-node-config.js'
+import { installedNodeConfig } from './node-files.js'
 
 type Member = { vpcIP: string } & Record<string, unknown>
 type NodeConfigDoc = Record<string, unknown> & {

@@ -1,11 +1,11 @@
 import { readFile, readdir } from 'node:fs/promises'
 import path from 'node:path'
-import { parse } from 'yaml'
 import { expect } from '../support/chai.js'
 import { generateBootstrapData, type OutputFormat } from '../../src/lib/bootstrapdata/index.js'
 import { parseBootstrapperNodeConfig } from '../../src/lib/nodeconfig/index.js'
 import { NODE_CONFIG_PATH } from '../../src/lib/paths.js'
 import { FIXTURES, fixtureText, tempWorkspace, testDeps, testOptions, validateUserData } from './helpers.js'
+import { nodeFiles } from './node-files.js'
 
 /** Everything a document would put on the node, data URLs decoded, so encodings cannot hide a secret. */
 function nodeVisibleText(document: string): string {
@@ -21,23 +21,6 @@ async function secretMarkers(): Promise<Array<[string, RegExp | string]>> {
     ['the CA key', caKeyLine],
     ['the token given in the spec', '0123456789abcdef'],
   ]
-}
-
-/** path → content of every file the document writes. */
-function nodeFiles(document: string): Map<string, string> {
-  if (document.startsWith('{')) {
-    const config = JSON.parse(document) as {
-      storage: { files: Array<{ path: string; contents?: { source: string } }> }
-    }
-    return new Map(config.storage.files.map((f) => [f.path, decodeDataUrl(f.contents?.source ?? 'data:,')]))
-  }
-  const config = parse(document) as { write_files: Array<{ path: string; content: string }> }
-  return new Map(config.write_files.map((f) => [f.path, f.content]))
-}
-
-function decodeDataUrl(url: string): string {
-  const [meta = '', data = ''] = url.slice('data:'.length).split(',', 2)
-  return meta.endsWith(';base64') ? Buffer.from(data, 'base64').toString() : decodeURIComponent(data)
 }
 
 function findSecrets(text: string, markers: Array<[string, RegExp | string]>): string[] {

@@ -4,12 +4,13 @@
  */
 import { readFile } from 'node:fs/promises'
 import path from 'node:path'
-import { parse, parseAllDocuments } from 'yaml'
+import { parseAllDocuments } from 'yaml'
 import { expect } from '../support/chai.js'
 import { generateBootstrapData, type OutputFormat } from '../../src/lib/bootstrapdata/index.js'
 import { parseYamlDocuments, stringifyYaml, YamlProblemsError } from '../../src/lib/yaml/index.js'
 import { supportedVersions } from '../../src/lib/versions/index.js'
 import { FIXTURES, tempWorkspace, testDeps, testOptions, validateUserData } from './helpers.js'
+import { nodeFiles } from './node-files.js'
 
 const SEED = 'seed-kubeadm-ignition.yaml'
 const VERSIONS = ['v1alpha3', 'v1alpha4', 'v1beta1', 'v1beta2'] as const
@@ -41,23 +42,6 @@ async function render(
   } finally {
     await ws.cleanup()
   }
-}
-
-/** path → content of every file a document writes (Ignition data URLs decoded). */
-function nodeFiles(document: string): Map<string, string> {
-  if (document.startsWith('{')) {
-    const config = JSON.parse(document) as {
-      storage: { files: Array<{ path: string; contents?: { source: string } }> }
-    }
-    return new Map(config.storage.files.map((f) => [f.path, decodeDataUrl(f.contents?.source ?? 'data:,')]))
-  }
-  const config = parse(document) as { write_files: Array<{ path: string; content: string }> }
-  return new Map(config.write_files.map((f) => [f.path, f.content]))
-}
-
-function decodeDataUrl(url: string): string {
-  const [meta = '', data = ''] = url.slice('data:'.length).split(',', 2)
-  return meta.endsWith(';base64') ? Buffer.from(data, 'base64').toString() : decodeURIComponent(data)
 }
 
 /** The kubeadm configuration a document hands to kubeadm, as objects by kind. */

@@ -12,9 +12,9 @@ import type {
   ResponseContext,
   V1Lease,
 } from '@kubernetes/client-node'
-import { CliError, ExitCode, messageOf } from '../errors/index.js'
+import { CliError } from '../errors/index.js'
 import type { KubeApi, KubeApiOptions, LeaseSpec } from './api.js'
-import { API_REQUEST_TIMEOUT_MS, KubeApiError, statusOf, timedOut } from './client.js'
+import { API_REQUEST_TIMEOUT_MS, requestCaller } from './client.js'
 
 type Library = typeof ClientNode
 let library: Promise<Library> | undefined
@@ -81,24 +81,7 @@ function openClientNodeKubeApi(k8s: Library, kubeconfigPath: string, opts: KubeA
   const timeoutMs = opts.requestTimeoutMs ?? API_REQUEST_TIMEOUT_MS
   const server = kc.getCurrentCluster()?.server ?? kubeconfigPath
   const options = () => requestTimeout(k8s, timeoutMs)
-  const call = async <T>(
-    what: string,
-    run: () => Promise<T>,
-    absentOn404 = false,
-  ): Promise<T | undefined> => {
-    try {
-      return await run()
-    } catch (err) {
-      const status = statusOf(err)
-      if (status === 404 && absentOn404) return undefined
-      if (status !== undefined) throw new KubeApiError(`${what} at ${server}`, status)
-      const why = timedOut(err) ? `no answer within ${timeoutMs} ms` : messageOf(err).split('\n')[0]
-      throw new CliError(`${what} at ${server}: ${why}`, {
-        exitCode: ExitCode.Unreachable,
-        hint: 'check that the kubeconfig points at the cluster and that it is reachable from here',
-      })
-    }
-  }
+  const call = requestCaller(server, timeoutMs)
   const leaseBody = (
     namespace: string,
     name: string,

@@ -3,7 +3,7 @@
  * request (an API server that accepts and never answers must not hang a command or a daemon) and
  * how an error says what happened.
  */
-import { CliError } from '../errors/index.js'
+import { CliError, ExitCode, messageOf } from '../errors/index.js'
 
 /** How long one API request (connect, TLS, response and body) may take. */
 export const API_REQUEST_TIMEOUT_MS = 30_000
@@ -39,5 +39,27 @@ export class KubeApiError extends CliError {
           : undefined,
     })
     this.name = 'KubeApiError'
+  }
+}
+
+/**
+ * Runs one request and says what failed: an HTTP status is a KubeApiError naming the request and
+ * the server (never the response body, which can echo a Secret back), a 404 may mean "absent", and
+ * no answer at all is "unreachable" (exit 3).
+ */
+export function requestCaller(server: string, timeoutMs: number) {
+  return async <T>(what: string, run: () => Promise<T>, absentOn404 = false): Promise<T | undefined> => {
+    try {
+      return await run()
+    } catch (err) {
+      const status = statusOf(err)
+      if (status === 404 && absentOn404) return undefined
+      if (status !== undefined) throw new KubeApiError(`${what} at ${server}`, status)
+      const why = timedOut(err) ? `no answer within ${timeoutMs} ms` : messageOf(err).split('\n')[0]
+      throw new CliError(`${what} at ${server}: ${why}`, {
+        exitCode: ExitCode.Unreachable,
+        hint: 'check that the kubeconfig points at the cluster and that it is reachable from here',
+      })
+    }
   }
 }

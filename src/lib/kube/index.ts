@@ -11,7 +11,7 @@ export type {
   Lease,
   LeaseSpec,
 } from './api.js'
-export { API_REQUEST_TIMEOUT_MS, KubeApiError, statusOf, isNoAnswer, timedOut } from './client.js'
+export { API_REQUEST_TIMEOUT_MS, KubeApiError, statusOf, isNoAnswer, requestCaller } from './client.js'
 export {
   apiTokenRegistrar,
   bootstrapTokenSecret,

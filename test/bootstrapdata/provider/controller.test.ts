@@ -383,7 +383,7 @@ describe('bootstrap-data controller (CAPI bootstrap provider against the API con
       kind: 'Secret',
       metadata: { name: 'registry', namespace: NS },
       data: { token: Buffer.from('registry-token').toString('base64') },
-    } as KubeObject)
+    })
     w.management.put(BOOTSTRAP, 'kubeadmconfigs', config(w, 'cp-0')) // any change reconciles it again
     await until(() => expect(status(w, 'cp-0')).to.include({ ready: true }))
     expect(

@@ -5,8 +5,15 @@
  * never a response body (a Secret could be echoed back).
  */
 import type * as ClientNode from '@kubernetes/client-node'
-import { CliError, ExitCode, messageOf } from '../../errors/index.js'
-import { API_REQUEST_TIMEOUT_MS, KubeApiError, loadClientNode, statusOf, timedOut } from '../../kube/index.js'
+import { CliError } from '../../errors/index.js'
+import {
+  API_REQUEST_TIMEOUT_MS,
+  loadClientNode,
+  requestCaller,
+  type OwnerReference,
+} from '../../kube/index.js'
+
+export type { OwnerReference }
 
 export interface CapiObject {
   apiVersion: string
@@ -26,15 +33,6 @@ export interface CapiObject {
   /** Secrets and ConfigMaps. */
   data?: Record<string, string>
   type?: string
-}
-
-export interface OwnerReference {
-  apiVersion: string
-  kind: string
-  name: string
-  uid: string
-  controller?: boolean
-  blockOwnerDeletion?: boolean
 }
 
 /** One resource of a CAPI group at the version the provider speaks. */
@@ -68,6 +66,14 @@ export interface CapiApi {
 }
 
 type Library = typeof ClientNode
+
+const secretBody = (secret: CapiObject, data: Record<string, string> | undefined): ClientNode.V1Secret => ({
+  apiVersion: 'v1',
+  kind: 'Secret',
+  metadata: secret.metadata,
+  type: secret.type,
+  data: encoded(data),
+})
 
 /** The library's parse error quotes the text, which holds credentials: only the source is named. */
 function kubeconfigFromText(k8s: Library, source: { text: string; what: string }): ClientNode.KubeConfig {
@@ -104,24 +110,7 @@ export async function openCapiApi(
   const server = kc.getCurrentCluster()?.server ?? kubeconfigPath
   const bound = () => helpers.requestTimeout(timeoutMs)
 
-  const call = async <T>(
-    what: string,
-    run: () => Promise<T>,
-    absentOn404 = false,
-  ): Promise<T | undefined> => {
-    try {
-      return await run()
-    } catch (err) {
-      const status = statusOf(err)
-      if (status === 404 && absentOn404) return undefined
-      if (status !== undefined) throw new KubeApiError(`${what} at ${server}`, status)
-      const why = timedOut(err) ? `no answer within ${timeoutMs} ms` : messageOf(err).split('\n')[0]
-      throw new CliError(`${what} at ${server}: ${why}`, {
-        exitCode: ExitCode.Unreachable,
-        hint: 'check that the kubeconfig points at the cluster and that it is reachable from here',
-      })
-    }
-  }
+  const call = requestCaller(server, timeoutMs)
   const fromSecret = (s: ClientNode.V1Secret): CapiObject => ({
     apiVersion: 'v1',
     kind: 'Secret',
@@ -167,26 +156,14 @@ export async function openCapiApi(
     },
     async createSecret(secret) {
       const namespace = secret.metadata.namespace ?? 'default'
-      const body: ClientNode.V1Secret = {
-        apiVersion: 'v1',
-        kind: 'Secret',
-        metadata: secret.metadata,
-        type: secret.type,
-        data: encoded(secret.data),
-      }
+      const body = secretBody(secret, secret.data)
       await call(`creating Secret ${namespace}/${secret.metadata.name}`, () =>
         core.createNamespacedSecret({ namespace, body }, bound()),
       )
     },
     async replaceSecretData(secret, data) {
       const namespace = secret.metadata.namespace ?? 'default'
-      const body: ClientNode.V1Secret = {
-        apiVersion: 'v1',
-        kind: 'Secret',
-        metadata: secret.metadata,
-        type: secret.type,
-        data: encoded(data),
-      }
+      const body = secretBody(secret, data)
       await call(`replacing Secret ${namespace}/${secret.metadata.name}`, () =>
         core.replaceNamespacedSecret({ namespace, name: secret.metadata.name, body }, bound()),
       )
