@@ -6,10 +6,10 @@
  */
 import { writeFile } from 'node:fs/promises'
 import path from 'node:path'
-import { parse } from 'yaml'
 import { expect } from '../../support/chai.js'
 import { startFakeApiServer, type FakeApiServer, type KubeObject } from '../../support/fake-apiserver.js'
 import { readableIgnition } from '../readable-ignition.js'
+import { validateUserData } from '../helpers.js'
 import { makeTempDir, type TempDir } from '../../support/temp.js'
 import {
   BOOTSTRAP,
@@ -391,15 +391,14 @@ describe('bootstrap-data controller (CAPI bootstrap provider against the API con
     ).to.include('registry-token')
   })
 
-  it('the data Secret parses as the format it says', async () => {
-    setClusterStatus(w.management, { infrastructureReady: true })
-    await startController(w, 'a')
-    await until(() => expect(status(w, 'cp-0')).to.include({ ready: true }))
-    const doc = decode((dataSecret(w, 'cp-0') as KubeObject & { data: Record<string, string> }).data.value)
-    const parsed = parse(doc.replace(/^## template: jinja\n/, '')) as {
-      runcmd?: unknown
-      write_files?: unknown
+  it('every data Secret passes cloud-init schema or ignition-validate, as its format says', async () => {
+    await bringUp(w)
+    const formats: Record<string, string> = {}
+    for (const name of ['cp-0', 'cp-1', 'worker-0']) {
+      const data = (dataSecret(w, name) as KubeObject & { data: Record<string, string> }).data
+      formats[name] = decode(data.format)
+      await validateUserData(decode(data.value))
     }
-    expect(parsed.write_files).to.be.an('array')
+    expect(formats).to.deep.equal({ 'cp-0': 'cloud-config', 'cp-1': 'cloud-config', 'worker-0': 'ignition' })
   })
 })
