@@ -7,7 +7,7 @@ import { writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { expect } from '../../support/chai.js'
 import { runCli, spawnCli } from '../../support/cli.js'
-import { startFakeApiServer, type FakeApiServer, type KubeObject } from '../../support/fake-apiserver.js'
+import { startFakeApiServer, type FakeApiServer } from '../../support/fake-apiserver.js'
 import { makeTempDir, type TempDir } from '../../support/temp.js'
 import { BOOTSTRAP, installCapiCrds, NS, seedCluster, setClusterStatus } from '../../support/capi-objects.js'
 
@@ -46,16 +46,22 @@ describe('bootstrap-data controller (built CLI)', function () {
       '--resync',
       '1s',
     ])
+    let waited: unknown
     try {
+      // the status is written right after the data Secret: wait for the status itself
+      const status = () =>
+        management.get(BOOTSTRAP, 'kubeadmconfigs', 'cp-0', NS)?.status as Record<string, unknown> | undefined
       const deadline = Date.now() + 30_000
-      while (!management.get('v1', 'secrets', 'cp-0', NS) && Date.now() < deadline)
-        await new Promise((r) => setTimeout(r, 100))
-      const config = management.get(BOOTSTRAP, 'kubeadmconfigs', 'cp-0', NS) as KubeObject
-      expect(config.status, daemon.stdout()).to.include({ ready: true, dataSecretName: 'cp-0' })
+      while (status()?.ready !== true && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100))
+      expect(status()).to.include({ ready: true, dataSecretName: 'cp-0' })
+      expect(management.get('v1', 'secrets', 'cp-0', NS)).to.not.equal(undefined)
+    } catch (err) {
+      waited = err
     } finally {
       daemon.child.kill('SIGTERM')
     }
     const result = await daemon.result
+    if (waited) throw new Error(`${String(waited)}\ncontroller (exit ${result.code}):\n${result.stderr}`)
     expect(result.code, result.stderr).to.equal(0)
     const lines = result.stderr
       .trim()
