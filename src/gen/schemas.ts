@@ -1165,7 +1165,7 @@ return errors === 0;
 }
 
 export const validateNodeConfig: StandaloneValidate = validate12;
-const schema13 = {"$schema":"http://json-schema.org/draft-07/schema#","title":"constellation node config","type":"object","additionalProperties":false,"required":["attestationVariant","tpm"],"properties":{"attestationVariant":{"enum":["qemu-vtpm"]},"tpm":{"type":"object","additionalProperties":false,"minProperties":1,"maxProperties":1,"properties":{"device":{"type":"string","pattern":"^/","description":"TPM device, e.g. /dev/tpmrm0"},"swtpm":{"type":"string","description":"swtpm's TCP server port, HOST:PORT"}}},"root":{"type":"string","pattern":"^/","description":"prefix of every node path (default /)"},"initServer":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"HOST:PORT"}}},"verifyService":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"HOST:PORT"}}},"joinService":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"the join service's HOST:PORT (default 0.0.0.0:30090); joining nodes dial its port on the control planes"}}},"keyService":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"the key service's HOST:PORT (default 127.0.0.1:9000); it authenticates no caller, so keep it on loopback"}}},"recoveryServer":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"where a rebooted node that waits for its disk key serves `constellation recover` (default 0.0.0.0:9999)"}}},"kubeconfig":{"type":"string","pattern":"^/","description":"kubeconfig the join service reaches the Kubernetes API with (default <root>/etc/kubernetes/admin.conf, which kubeadm writes on control planes)"},"initSecretHash":{"type":"string","pattern":"^\\$2[aby]\\$\\d{2}\\$[./A-Za-z0-9]{53}$","description":"bcrypt hash of the init secret"},"kubeadm":{"type":"string","pattern":"^/","description":"kubeadm binary (default <root>/run/state/bin/kubeadm)"},"stateDisk":{"type":"object","additionalProperties":false,"required":["device"],"properties":{"device":{"type":"string","pattern":"^/","description":"LUKS2 state disk (block device or image file); `state-disk setup` formats it with a random key on first boot"},"pbkdf":{"type":"object","additionalProperties":false,"required":["type","iterations"],"description":"cost of the new keyslot (tests: pbkdf2 with few iterations); default: cryptsetup's argon2id","properties":{"type":{"enum":["pbkdf2","argon2id"]},"iterations":{"type":"integer","minimum":1000}}}}},"metadata":{"type":"object","additionalProperties":false,"required":["provider","self"],"properties":{"provider":{"enum":["static"]},"self":{"type":"object","additionalProperties":false,"required":["name","role","vpcIP"],"properties":{"name":{"type":"string","minLength":1},"role":{"enum":["control-plane","worker"]},"vpcIP":{"type":"string","description":"IP address in the cluster network"}}},"peers":{"type":"array","items":{"type":"object","additionalProperties":false,"required":["name","role","vpcIP"],"properties":{"name":{"type":"string","minLength":1},"role":{"enum":["control-plane","worker"]},"vpcIP":{"type":"string","description":"IP address in the cluster network"}}}},"loadBalancerEndpoint":{"type":"string","description":"HOST:PORT"}}}}};
+const schema13 = {"$schema":"http://json-schema.org/draft-07/schema#","title":"constellation node config","type":"object","additionalProperties":false,"required":["attestationVariant","tpm"],"properties":{"attestationVariant":{"enum":["qemu-vtpm"]},"tpm":{"type":"object","additionalProperties":false,"minProperties":1,"maxProperties":1,"properties":{"device":{"type":"string","pattern":"^/","description":"TPM device, e.g. /dev/tpmrm0"},"swtpm":{"type":"string","description":"swtpm's TCP server port, HOST:PORT"}}},"root":{"type":"string","pattern":"^/","description":"prefix of every node path (default /)"},"initServer":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"HOST:PORT"}}},"verifyService":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"HOST:PORT"}}},"joinService":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"the join service's HOST:PORT (default 0.0.0.0:30090); joining nodes dial its port on the control planes"}}},"keyService":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"the key service's HOST:PORT (default 127.0.0.1:9000); it authenticates no caller, so keep it on loopback"}}},"recoveryServer":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"where a rebooted node that waits for its disk key serves `constellation recover` (default 0.0.0.0:9999)"}}},"kubeconfig":{"type":"string","pattern":"^/","description":"kubeconfig the join service reaches the Kubernetes API with (default <root>/etc/kubernetes/admin.conf, which kubeadm writes on control planes)"},"initSecretHash":{"type":"string","pattern":"^\\$2[aby]\\$\\d{2}\\$[./A-Za-z0-9]{53}$","description":"bcrypt hash of the init secret"},"kubeadm":{"type":"string","pattern":"^/","description":"kubeadm binary (default <root>/run/state/bin/kubeadm)"},"stateDisk":{"type":"object","additionalProperties":false,"required":["device"],"properties":{"device":{"type":"string","pattern":"^/","description":"LUKS2 state disk (block device or image file); `state-disk setup` formats it with a random key on first boot"},"pbkdf":{"type":"object","additionalProperties":false,"required":["type","iterations"],"description":"cost of the new keyslot (tests: pbkdf2 with few iterations); default: cryptsetup's argon2id","properties":{"type":{"enum":["pbkdf2","argon2id"]},"iterations":{"type":"integer","minimum":1000}}}}},"metadata":{"type":"object","additionalProperties":false,"required":["provider"],"description":"static: this node, its peers and the endpoint are given here; http: fetched at start from a metadata service (the shape of Constellation's QEMU metadata API: GET url/self, /peers, /endpoint, /initsecrethash)","properties":{"provider":{"enum":["static","http"]},"url":{"type":"string","description":"http: the metadata service, e.g. http://10.42.0.1:8080"},"self":{"type":"object","additionalProperties":false,"required":["name","role","vpcIP"],"properties":{"name":{"type":"string","minLength":1},"role":{"enum":["control-plane","worker"]},"vpcIP":{"type":"string","description":"IP address in the cluster network"}}},"peers":{"type":"array","items":{"type":"object","additionalProperties":false,"required":["name","role","vpcIP"],"properties":{"name":{"type":"string","minLength":1},"role":{"enum":["control-plane","worker"]},"vpcIP":{"type":"string","description":"IP address in the cluster network"}}}},"loadBalancerEndpoint":{"type":"string","description":"HOST:PORT"}}}}};
 const func6 = Object.prototype.hasOwnProperty;
 const pattern12 = new RegExp("^\\$2[aby]\\$\\d{2}\\$[./A-Za-z0-9]{53}$", "u");
 
@@ -1756,8 +1756,9 @@ vErrors.push(err46);
 }
 errors++;
 }
-if(data23.self === undefined){
-const err47 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "self"},message:"must have required property '"+"self"+"'"};
+for(const key9 in data23){
+if(!(((((key9 === "provider") || (key9 === "url")) || (key9 === "self")) || (key9 === "peers")) || (key9 === "loadBalancerEndpoint"))){
+const err47 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key9},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err47];
 }
@@ -1766,9 +1767,11 @@ vErrors.push(err47);
 }
 errors++;
 }
-for(const key9 in data23){
-if(!((((key9 === "provider") || (key9 === "self")) || (key9 === "peers")) || (key9 === "loadBalancerEndpoint"))){
-const err48 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key9},message:"must NOT have additional properties"};
+}
+if(data23.provider !== undefined){
+let data24 = data23.provider;
+if(!((data24 === "static") || (data24 === "http"))){
+const err48 = {instancePath:instancePath+"/metadata/provider",schemaPath:"#/properties/metadata/properties/provider/enum",keyword:"enum",params:{allowedValues: schema13.properties.metadata.properties.provider.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -1778,9 +1781,9 @@ vErrors.push(err48);
 errors++;
 }
 }
-if(data23.provider !== undefined){
-if(!(data23.provider === "static")){
-const err49 = {instancePath:instancePath+"/metadata/provider",schemaPath:"#/properties/metadata/properties/provider/enum",keyword:"enum",params:{allowedValues: schema13.properties.metadata.properties.provider.enum},message:"must be equal to one of the allowed values"};
+if(data23.url !== undefined){
+if(typeof data23.url !== "string"){
+const err49 = {instancePath:instancePath+"/metadata/url",schemaPath:"#/properties/metadata/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err49];
 }
@@ -1791,9 +1794,9 @@ errors++;
 }
 }
 if(data23.self !== undefined){
-let data25 = data23.self;
-if(data25 && typeof data25 == "object" && !Array.isArray(data25)){
-if(data25.name === undefined){
+let data26 = data23.self;
+if(data26 && typeof data26 == "object" && !Array.isArray(data26)){
+if(data26.name === undefined){
 const err50 = {instancePath:instancePath+"/metadata/self",schemaPath:"#/properties/metadata/properties/self/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
 if(vErrors === null){
 vErrors = [err50];
@@ -1803,7 +1806,7 @@ vErrors.push(err50);
 }
 errors++;
 }
-if(data25.role === undefined){
+if(data26.role === undefined){
 const err51 = {instancePath:instancePath+"/metadata/self",schemaPath:"#/properties/metadata/properties/self/required",keyword:"required",params:{missingProperty: "role"},message:"must have required property '"+"role"+"'"};
 if(vErrors === null){
 vErrors = [err51];
@@ -1813,7 +1816,7 @@ vErrors.push(err51);
 }
 errors++;
 }
-if(data25.vpcIP === undefined){
+if(data26.vpcIP === undefined){
 const err52 = {instancePath:instancePath+"/metadata/self",schemaPath:"#/properties/metadata/properties/self/required",keyword:"required",params:{missingProperty: "vpcIP"},message:"must have required property '"+"vpcIP"+"'"};
 if(vErrors === null){
 vErrors = [err52];
@@ -1823,7 +1826,7 @@ vErrors.push(err52);
 }
 errors++;
 }
-for(const key10 in data25){
+for(const key10 in data26){
 if(!(((key10 === "name") || (key10 === "role")) || (key10 === "vpcIP"))){
 const err53 = {instancePath:instancePath+"/metadata/self",schemaPath:"#/properties/metadata/properties/self/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key10},message:"must NOT have additional properties"};
 if(vErrors === null){
@@ -1835,10 +1838,10 @@ vErrors.push(err53);
 errors++;
 }
 }
-if(data25.name !== undefined){
-let data26 = data25.name;
-if(typeof data26 === "string"){
-if(func2(data26) < 1){
+if(data26.name !== undefined){
+let data27 = data26.name;
+if(typeof data27 === "string"){
+if(func2(data27) < 1){
 const err54 = {instancePath:instancePath+"/metadata/self/name",schemaPath:"#/properties/metadata/properties/self/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err54];
@@ -1860,9 +1863,9 @@ vErrors.push(err55);
 errors++;
 }
 }
-if(data25.role !== undefined){
-let data27 = data25.role;
-if(!((data27 === "control-plane") || (data27 === "worker"))){
+if(data26.role !== undefined){
+let data28 = data26.role;
+if(!((data28 === "control-plane") || (data28 === "worker"))){
 const err56 = {instancePath:instancePath+"/metadata/self/role",schemaPath:"#/properties/metadata/properties/self/properties/role/enum",keyword:"enum",params:{allowedValues: schema13.properties.metadata.properties.self.properties.role.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err56];
@@ -1873,8 +1876,8 @@ vErrors.push(err56);
 errors++;
 }
 }
-if(data25.vpcIP !== undefined){
-if(typeof data25.vpcIP !== "string"){
+if(data26.vpcIP !== undefined){
+if(typeof data26.vpcIP !== "string"){
 const err57 = {instancePath:instancePath+"/metadata/self/vpcIP",schemaPath:"#/properties/metadata/properties/self/properties/vpcIP/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err57];
@@ -1898,13 +1901,13 @@ errors++;
 }
 }
 if(data23.peers !== undefined){
-let data29 = data23.peers;
-if(Array.isArray(data29)){
-const len0 = data29.length;
+let data30 = data23.peers;
+if(Array.isArray(data30)){
+const len0 = data30.length;
 for(let i0=0; i0<len0; i0++){
-let data30 = data29[i0];
-if(data30 && typeof data30 == "object" && !Array.isArray(data30)){
-if(data30.name === undefined){
+let data31 = data30[i0];
+if(data31 && typeof data31 == "object" && !Array.isArray(data31)){
+if(data31.name === undefined){
 const err59 = {instancePath:instancePath+"/metadata/peers/" + i0,schemaPath:"#/properties/metadata/properties/peers/items/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
 if(vErrors === null){
 vErrors = [err59];
@@ -1914,7 +1917,7 @@ vErrors.push(err59);
 }
 errors++;
 }
-if(data30.role === undefined){
+if(data31.role === undefined){
 const err60 = {instancePath:instancePath+"/metadata/peers/" + i0,schemaPath:"#/properties/metadata/properties/peers/items/required",keyword:"required",params:{missingProperty: "role"},message:"must have required property '"+"role"+"'"};
 if(vErrors === null){
 vErrors = [err60];
@@ -1924,7 +1927,7 @@ vErrors.push(err60);
 }
 errors++;
 }
-if(data30.vpcIP === undefined){
+if(data31.vpcIP === undefined){
 const err61 = {instancePath:instancePath+"/metadata/peers/" + i0,schemaPath:"#/properties/metadata/properties/peers/items/required",keyword:"required",params:{missingProperty: "vpcIP"},message:"must have required property '"+"vpcIP"+"'"};
 if(vErrors === null){
 vErrors = [err61];
@@ -1934,7 +1937,7 @@ vErrors.push(err61);
 }
 errors++;
 }
-for(const key11 in data30){
+for(const key11 in data31){
 if(!(((key11 === "name") || (key11 === "role")) || (key11 === "vpcIP"))){
 const err62 = {instancePath:instancePath+"/metadata/peers/" + i0,schemaPath:"#/properties/metadata/properties/peers/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key11},message:"must NOT have additional properties"};
 if(vErrors === null){
@@ -1946,10 +1949,10 @@ vErrors.push(err62);
 errors++;
 }
 }
-if(data30.name !== undefined){
-let data31 = data30.name;
-if(typeof data31 === "string"){
-if(func2(data31) < 1){
+if(data31.name !== undefined){
+let data32 = data31.name;
+if(typeof data32 === "string"){
+if(func2(data32) < 1){
 const err63 = {instancePath:instancePath+"/metadata/peers/" + i0+"/name",schemaPath:"#/properties/metadata/properties/peers/items/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err63];
@@ -1971,9 +1974,9 @@ vErrors.push(err64);
 errors++;
 }
 }
-if(data30.role !== undefined){
-let data32 = data30.role;
-if(!((data32 === "control-plane") || (data32 === "worker"))){
+if(data31.role !== undefined){
+let data33 = data31.role;
+if(!((data33 === "control-plane") || (data33 === "worker"))){
 const err65 = {instancePath:instancePath+"/metadata/peers/" + i0+"/role",schemaPath:"#/properties/metadata/properties/peers/items/properties/role/enum",keyword:"enum",params:{allowedValues: schema13.properties.metadata.properties.peers.items.properties.role.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err65];
@@ -1984,8 +1987,8 @@ vErrors.push(err65);
 errors++;
 }
 }
-if(data30.vpcIP !== undefined){
-if(typeof data30.vpcIP !== "string"){
+if(data31.vpcIP !== undefined){
+if(typeof data31.vpcIP !== "string"){
 const err66 = {instancePath:instancePath+"/metadata/peers/" + i0+"/vpcIP",schemaPath:"#/properties/metadata/properties/peers/items/properties/vpcIP/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err66];

@@ -22,9 +22,9 @@ import { KeyServiceClient, readNodeMasterSecret } from '../lib/kms/index.js'
 import { apiTokenRegistrar, createTokenIssuer, openNodeKubeApi, type KubeApi } from '../lib/kube/index.js'
 import {
   kubernetesNodeName,
-  loadNodeConfig,
+  loadResolvedNodeConfig,
   readNodeState,
-  type NodeConfig,
+  type ResolvedNodeConfig,
 } from '../lib/nodeconfig/index.js'
 import { nodePaths, type ControlPlaneServiceFileName, type NodePaths } from '../lib/paths.js'
 import {
@@ -48,7 +48,10 @@ export interface NodeJoinService {
   readonly done: Promise<void>
 }
 
-export async function createNodeJoinService(config: NodeConfig, log: Logger): Promise<NodeJoinService> {
+export async function createNodeJoinService(
+  config: ResolvedNodeConfig,
+  log: Logger,
+): Promise<NodeJoinService> {
   const paths = nodePaths(config.root)
   const clock = () => new Date()
   const api = await openNodeKubeApi(config.kubeconfig)
@@ -110,7 +113,7 @@ export async function createNodeJoinService(config: NodeConfig, log: Logger): Pr
  * API may not answer yet right after kubeadm: ask until it does.
  */
 async function registerOwnDisk(
-  config: NodeConfig,
+  config: ResolvedNodeConfig,
   paths: NodePaths,
   stateDisks: StateDiskRegistry,
   log: Logger,
@@ -143,7 +146,7 @@ async function registerOwnDisk(
 
 /** `joinservice` itself: load the node config, serve until stopped. */
 export async function runJoinService(configPath: string): Promise<void> {
-  const config = await loadNodeConfig(configPath, { require: ['metadata'] })
+  const config = await loadResolvedNodeConfig(configPath, { require: ['metadata'] })
   const log = createLogger({ format: 'json' })
   routeGrpcLogs(log)
   await serveUntilStopped(await createNodeJoinService(config, log))
@@ -165,7 +168,7 @@ function dialAddress(listen: string): string {
 }
 
 /** Where kubeadm init pointed the cluster: the load balancer, else this control plane itself. */
-function apiServerEndpoint(config: NodeConfig): string {
+function apiServerEndpoint(config: ResolvedNodeConfig): string {
   const { loadBalancerEndpoint, self } = config.metadata ?? {}
   const host = loadBalancerEndpoint ? parseHostPort(loadBalancerEndpoint).host : (self?.vpcIP ?? '')
   return formatHostPort(host, API_SERVER_PORT)
@@ -175,7 +178,7 @@ function apiServerEndpoint(config: NodeConfig): string {
  * The static metadata's peer names pin each address's CSR to the node the operator listed there. An
  * address listed for several members, this node included (nodes on one host), pins nothing.
  */
-function nodeNamesByAddress(config: NodeConfig): (address: string) => string | undefined {
+function nodeNamesByAddress(config: ResolvedNodeConfig): (address: string) => string | undefined {
   const { self, peers = [] } = config.metadata ?? {}
   const names = new Map<string, string | undefined>()
   for (const m of peers) names.set(m.vpcIP, names.has(m.vpcIP) ? undefined : kubernetesNodeName(m.name))

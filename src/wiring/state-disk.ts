@@ -17,7 +17,13 @@ import {
   type SetupOutcome,
 } from '../lib/bootstrapper/index.js'
 import { routeGrpcLogs } from '../lib/grpc/index.js'
-import { DEFAULT_JOIN_SERVICE_LISTEN, loadNodeConfig, type NodeConfig } from '../lib/nodeconfig/index.js'
+import {
+  DEFAULT_JOIN_SERVICE_LISTEN,
+  loadResolvedNodeConfig,
+  type NodeConfig,
+  type ResolvedNodeConfig,
+  type StaticMetadata,
+} from '../lib/nodeconfig/index.js'
 import { nodePaths } from '../lib/paths.js'
 import {
   CryptsetupDisk,
@@ -29,7 +35,8 @@ import { createLogger, createRunner, parseHostPort, type Logger, type Runner } f
 import { extendPcr, readPcrs, type OpenTpm } from '../lib/tpm/index.js'
 import { nodeIssuer, openTpmFromConfig } from './node.js'
 
-export type StateDiskNodeConfig = NodeConfig & Required<Pick<NodeConfig, 'stateDisk' | 'metadata'>>
+export type StateDiskNodeConfig = ResolvedNodeConfig &
+  Required<Pick<NodeConfig, 'stateDisk'>> & { metadata: StaticMetadata }
 
 export interface StateDiskIo {
   openTpm: OpenTpm
@@ -86,7 +93,7 @@ export function nodeRecoveryEndpoint(
 
 /** The production run: JSON logs to stderr (the journal); SIGINT/SIGTERM end a wait for the key. */
 export async function runStateDiskSetup(configPath: string): Promise<SetupOutcome> {
-  const config = (await loadNodeConfig(configPath, {
+  const config = (await loadResolvedNodeConfig(configPath, {
     require: ['stateDisk', 'metadata'],
   })) as StateDiskNodeConfig
   const log = createLogger({

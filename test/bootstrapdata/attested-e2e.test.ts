@@ -119,7 +119,9 @@ function onThisMachine(
     (k) => JSON.stringify(rewritten[k as keyof typeof rewritten]) !== JSON.stringify(generated[k]),
   )
   expect(LOCAL_KEYS, `${metadata.self.name}: rewritten keys`).to.include.members(changed)
-  return parseBootstrapperNodeConfig(stringifyYaml(rewritten), `${metadata.self.name}'s node config`)
+  const parsed = parseBootstrapperNodeConfig(stringifyYaml(rewritten), `${metadata.self.name}'s node config`)
+  expect(parsed.metadata.provider).to.equal('static')
+  return parsed as BootstrapperNodeConfig
 }
 
 describe('attested bootstrap data end to end: init, then the worker joins through the join service (CLI processes)', function () {

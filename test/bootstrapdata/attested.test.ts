@@ -2,7 +2,7 @@ import { readFile, readdir } from 'node:fs/promises'
 import path from 'node:path'
 import { expect } from '../support/chai.js'
 import { generateBootstrapData, type OutputFormat } from '../../src/lib/bootstrapdata/index.js'
-import { parseBootstrapperNodeConfig } from '../../src/lib/nodeconfig/index.js'
+import { parseBootstrapperNodeConfig, type StaticMetadata } from '../../src/lib/nodeconfig/index.js'
 import { NODE_CONFIG_PATH } from '../../src/lib/paths.js'
 import { FIXTURES, fixtureText, tempWorkspace, testDeps, testOptions, validateUserData } from './helpers.js'
 import { nodeFiles } from './node-files.js'
@@ -52,15 +52,17 @@ describe('attested bootstrap data (no secret in user data)', () => {
             nodeFiles(document).get(NODE_CONFIG_PATH) ?? '',
             NODE_CONFIG_PATH,
           )
-          expect(nodeConfig.metadata?.self).to.deep.equal({
+          expect(nodeConfig.metadata.provider).to.equal('static')
+          const metadata = nodeConfig.metadata as StaticMetadata
+          expect(metadata.self).to.deep.equal({
             name: m.machine,
             role: m.machine === 'cp-0' ? 'control-plane' : 'worker',
             vpcIP: m.machine === 'cp-0' ? '10.0.0.10' : '10.0.0.20',
           })
-          expect(nodeConfig.metadata?.peers.map((p) => p.name)).to.deep.equal([
+          expect(metadata.peers.map((p) => p.name)).to.deep.equal([
             m.machine === 'cp-0' ? 'worker-0' : 'cp-0',
           ])
-          expect(nodeConfig.metadata?.loadBalancerEndpoint).to.equal('10.0.0.100:6443')
+          expect(metadata.loadBalancerEndpoint).to.equal('10.0.0.100:6443')
         }
       } finally {
         await ws.cleanup()

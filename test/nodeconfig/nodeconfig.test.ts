@@ -1,5 +1,9 @@
 import { expect } from '../support/chai.js'
-import { parseBootstrapperNodeConfig, parseNodeConfig } from '../../src/lib/nodeconfig/index.js'
+import {
+  parseBootstrapperNodeConfig,
+  parseNodeConfig,
+  type StaticMetadata,
+} from '../../src/lib/nodeconfig/index.js'
 import { YamlProblemsError } from '../../src/lib/yaml/index.js'
 
 const full = `attestationVariant: qemu-vtpm
@@ -39,7 +43,7 @@ describe('node config', () => {
     expect(cfg.keyService.listen).to.equal('127.0.0.1:9000')
     expect(cfg.recoveryServer.listen).to.equal('0.0.0.0:9999')
     expect(cfg.kubeconfig).to.equal('/tmp/node/etc/kubernetes/admin.conf')
-    expect(cfg.metadata?.peers).to.deep.equal([])
+    expect((cfg.metadata as StaticMetadata | undefined)?.peers).to.deep.equal([])
   })
 
   const cases: Record<
@@ -90,6 +94,25 @@ describe('node config', () => {
       text: full.replace('vpcIP: 10.0.0.2', 'vpcIP: ten'),
       want: ['13: metadata.self.vpcIP: "ten" is not an IP address'],
     },
+    'http metadata without its url': {
+      text: full.replace(/metadata:[\s\S]*$/, 'metadata:\n  provider: http\n'),
+      want: ['12: metadata.url: required with provider http'],
+    },
+    'http metadata with a url that is not http(s)://HOST[:PORT]': {
+      text: full.replace(/metadata:[\s\S]*$/, 'metadata:\n  provider: http\n  url: ftp://10.42.0.1/x\n'),
+      want: ['13: metadata.url: "ftp://10.42.0.1/x" is not http(s)://HOST[:PORT]'],
+    },
+    'http metadata that also states this node: the service says who it is': {
+      text: full.replace('provider: static', 'provider: http\n  url: http://10.42.0.1:8080'),
+      want: [
+        '14: metadata.self: comes from the metadata service with provider http; remove it',
+        '15: metadata.loadBalancerEndpoint: comes from the metadata service with provider http; remove it',
+      ],
+    },
+    'static metadata without self': {
+      text: full.replace(/ {2}self: .*\n/, ''),
+      want: ['12: metadata.self: required with provider static'],
+    },
     'a key the command requires': {
       text: 'attestationVariant: qemu-vtpm\ntpm: { device: /dev/tpmrm0 }\n',
       require: ['initSecretHash'],
@@ -103,6 +126,19 @@ describe('node config', () => {
       tc.want.forEach((w, i) => expect(got[i]).to.contain(w))
     })
   }
+
+  it('with http metadata, bootstrap run may take the init secret hash from the service', () => {
+    const http = full
+      .replace(/initSecretHash: .*\n/, '')
+      .replace(/metadata:[\s\S]*$/, 'metadata:\n  provider: http\n  url: http://10.42.0.1:8080\n')
+    expect(parseBootstrapperNodeConfig(http, 'node.yaml').metadata).to.deep.equal({
+      provider: 'http',
+      url: 'http://10.42.0.1:8080',
+    })
+    expect(() => parseBootstrapperNodeConfig(full.replace(/initSecretHash: .*\n/, ''), 'node.yaml')).to.throw(
+      /initSecretHash: required key is missing/,
+    )
+  })
 
   it("bootstrap run's rules (the ones every written node config must pass) require the init secret hash, the state disk and the metadata", () => {
     expect(() => parseBootstrapperNodeConfig(full, 'node.yaml')).not.to.throw()

@@ -1,5 +1,5 @@
 /** Where a joining node looks for join services: as Constellation's JoinClient, the load balancer first, then every control plane. */
-import type { NodeConfig } from '../nodeconfig/index.js'
+import type { StaticMetadata } from '../nodeconfig/index.js'
 import { formatHostPort, parseHostPort } from '../system/index.js'
 
 /**
@@ -8,7 +8,7 @@ import { formatHostPort, parseHostPort } from '../system/index.js'
  * is not left out: on loopback and in small clusters a control plane may share its address.
  */
 export function staticJoinEndpoints(
-  metadata: Pick<NonNullable<NodeConfig['metadata']>, 'peers' | 'loadBalancerEndpoint'>,
+  metadata: Pick<StaticMetadata, 'peers' | 'loadBalancerEndpoint'>,
   joinServicePort: number,
 ): string[] {
   const hosts = [

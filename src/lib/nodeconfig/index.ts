@@ -6,6 +6,12 @@ import { nodePaths } from '../paths.js'
 import { isHostPort } from '../system/index.js'
 import type { TpmConfig } from '../tpm/index.js'
 import { checkSchema, parseYaml, readYamlFile, throwIfProblems, type Problem } from '../yaml/index.js'
+import {
+  httpMetadataClient,
+  resolveMetadata,
+  type MetadataClient,
+  type ResolvedNodeConfig,
+} from './metadata.js'
 import { nodeConfigSchema } from './schema.js'
 
 /** Same bound as the operator's config files: a node config is a few hundred bytes. */
@@ -13,6 +19,8 @@ const MAX_NODE_CONFIG_BYTES = 1024 * 1024
 
 export { nodeConfigSchema }
 export { readNodeState, writeNodeState } from './node-state.js'
+export { httpMetadataClient, resolveMetadata } from './metadata.js'
+export type { MetadataClient, ResolvedNodeConfig } from './metadata.js'
 export type { NodeState, NodeStateRole } from './node-state.js'
 
 export type NodeRole = 'control-plane' | 'worker'
@@ -42,7 +50,21 @@ export interface NodeConfig {
     /** Keyslot cost for the derived key; tests lower it (cryptsetup's default otherwise). */
     pbkdf?: { type: 'pbkdf2' | 'argon2id'; iterations: number }
   }
-  metadata?: { provider: 'static'; self: NodeMember; peers: NodeMember[]; loadBalancerEndpoint?: string }
+  metadata?: StaticMetadata | HttpMetadata
+}
+
+/** Who this node is, its peers and the cluster's endpoint, as the node config states them. */
+export interface StaticMetadata {
+  provider: 'static'
+  self: NodeMember
+  peers: NodeMember[]
+  loadBalancerEndpoint?: string
+}
+
+/** The same, fetched at start from a metadata service (resolveMetadata). */
+export interface HttpMetadata {
+  provider: 'http'
+  url: string
 }
 
 /** Kubernetes node names are lower case, without underscores (as Constellation derives them). */
@@ -61,33 +83,61 @@ type OptionalKey = 'initSecretHash' | 'stateDisk' | 'metadata'
 
 /** What `bootstrap run` needs beyond the schema; every node config the project writes must have it. */
 export const BOOTSTRAPPER_REQUIRED_KEYS: readonly OptionalKey[] = ['initSecretHash', 'stateDisk', 'metadata']
-export type BootstrapperNodeConfig = NodeConfig & Required<Pick<NodeConfig, OptionalKey>>
+/** A node config as `bootstrap run` reads it: the metadata may still name a service to ask. */
+export type BootstrapperNodeConfigFile = NodeConfig & Required<Pick<NodeConfig, OptionalKey>>
+/** ... and as the bootstrapper uses it, its metadata resolved. */
+export type BootstrapperNodeConfig = Omit<BootstrapperNodeConfigFile, 'metadata'> & {
+  metadata: StaticMetadata
+}
 
 export interface LoadNodeConfigOptions {
   /** Keys a particular command needs although the schema leaves them optional. */
   require?: readonly OptionalKey[]
 }
 
+const NODE_CONFIG_READ = {
+  what: 'node config',
+  missingHint: 'pass --config with the node config file (its keys are in the README, "Initialize a cluster")',
+  maxBytes: MAX_NODE_CONFIG_BYTES,
+}
+
 export async function loadNodeConfig(file: string, opts: LoadNodeConfigOptions = {}): Promise<NodeConfig> {
-  return parseNodeConfig(
-    await readYamlFile(file, {
-      what: 'node config',
-      missingHint:
-        'pass --config with the node config file (its keys are in the README, "Initialize a cluster")',
-      maxBytes: MAX_NODE_CONFIG_BYTES,
-    }),
-    file,
-    opts,
-  )
+  return parseNodeConfig(await readYamlFile(file, NODE_CONFIG_READ), file, opts)
 }
 
-/** The node config as `bootstrap run` loads it: the one rule set for reading and for writing one. */
-export async function loadBootstrapperNodeConfig(file: string): Promise<BootstrapperNodeConfig> {
-  return (await loadNodeConfig(file, { require: BOOTSTRAPPER_REQUIRED_KEYS })) as BootstrapperNodeConfig
+/**
+ * The node config as `bootstrap run` loads it: the one rule set for reading and for writing one.
+ * With an http metadata provider, this node, its peers, the endpoint (and the init secret's hash,
+ * unless the file gives it) come from the metadata service.
+ */
+export async function loadBootstrapperNodeConfig(
+  file: string,
+  metadata: MetadataClient = httpMetadataClient(),
+): Promise<BootstrapperNodeConfig> {
+  const config = parseBootstrapperFile(await readYamlFile(file, NODE_CONFIG_READ), file)
+  // parsing required metadata, and the init secret's hash unless the service gives it
+  return (await resolveMetadata(config, metadata)) as BootstrapperNodeConfig
 }
 
-export function parseBootstrapperNodeConfig(text: string, file: string): BootstrapperNodeConfig {
-  return parseNodeConfig(text, file, { require: BOOTSTRAPPER_REQUIRED_KEYS }) as BootstrapperNodeConfig
+/** Any daemon's node config, its metadata (when it has any) resolved as `bootstrap run` does. */
+export async function loadResolvedNodeConfig(
+  file: string,
+  opts: LoadNodeConfigOptions = {},
+  metadata: MetadataClient = httpMetadataClient(),
+): Promise<ResolvedNodeConfig> {
+  return resolveMetadata(await loadNodeConfig(file, opts), metadata)
+}
+
+export function parseBootstrapperNodeConfig(text: string, file: string): BootstrapperNodeConfigFile {
+  return parseBootstrapperFile(text, file)
+}
+
+/** The init secret's hash may come from an http metadata service instead. */
+function parseBootstrapperFile(text: string, file: string): BootstrapperNodeConfigFile {
+  const raw = parseYaml(text, file).value as { metadata?: { provider?: unknown } } | undefined
+  const fromService = raw?.metadata?.provider === 'http'
+  const require = BOOTSTRAPPER_REQUIRED_KEYS.filter((k) => !(fromService && k === 'initSecretHash'))
+  return parseNodeConfig(text, file, { require }) as BootstrapperNodeConfigFile
 }
 
 export function parseNodeConfig(text: string, file: string, opts: LoadNodeConfigOptions = {}): NodeConfig {
@@ -116,8 +166,15 @@ function semanticProblems(raw: Record<string, unknown>): Problem[] {
   for (const service of ['initServer', 'verifyService', 'joinService', 'keyService', 'recoveryServer'])
     checkHostPort((raw[service] as { listen?: unknown } | undefined)?.listen, [service, 'listen'])
   const metadata = raw.metadata as
-    | { self?: { vpcIP?: unknown }; peers?: Array<{ vpcIP?: unknown }>; loadBalancerEndpoint?: unknown }
+    | {
+        provider?: unknown
+        url?: unknown
+        self?: { vpcIP?: unknown }
+        peers?: Array<{ vpcIP?: unknown }>
+        loadBalancerEndpoint?: unknown
+      }
     | undefined
+  problems.push(...metadataProviderProblems(metadata))
   const checkIp = (value: unknown, path: Array<string | number>) => {
     if (typeof value === 'string' && isIP(value) === 0)
       problems.push({ path, message: `${JSON.stringify(value)} is not an IP address` })
@@ -126,6 +183,35 @@ function semanticProblems(raw: Record<string, unknown>): Problem[] {
   if (Array.isArray(metadata?.peers))
     metadata.peers.forEach((p, i) => checkIp(p?.vpcIP, ['metadata', 'peers', i, 'vpcIP']))
   checkHostPort(metadata?.loadBalancerEndpoint, ['metadata', 'loadBalancerEndpoint'])
+  return problems
+}
+
+/** static states everything and names no service; http names only the service. */
+function metadataProviderProblems(
+  metadata: { provider?: unknown; url?: unknown; [key: string]: unknown } | undefined,
+): Problem[] {
+  if (!metadata) return []
+  const problems: Problem[] = []
+  if (metadata.provider === 'http') {
+    if (metadata.url === undefined)
+      problems.push({ path: ['metadata', 'url'], message: 'required with provider http' })
+    else if (typeof metadata.url === 'string' && !/^https?:\/\/[^/\s]+\/?$/.test(metadata.url))
+      problems.push({
+        path: ['metadata', 'url'],
+        message: `${JSON.stringify(metadata.url)} is not http(s)://HOST[:PORT]`,
+      })
+    for (const key of ['self', 'peers', 'loadBalancerEndpoint'])
+      if (metadata[key] !== undefined)
+        problems.push({
+          path: ['metadata', key],
+          message: 'comes from the metadata service with provider http; remove it',
+        })
+  } else if (metadata.provider === 'static') {
+    if (metadata.self === undefined)
+      problems.push({ path: ['metadata', 'self'], message: 'required with provider static' })
+    if (metadata.url !== undefined)
+      problems.push({ path: ['metadata', 'url'], message: 'only provider http asks a metadata service' })
+  }
   return problems
 }
 
@@ -144,6 +230,9 @@ function withDefaults(raw: Partial<NodeConfig> & Pick<NodeConfig, 'attestationVa
     initSecretHash: raw.initSecretHash,
     kubeadm: raw.kubeadm ?? nodePaths(root).kubeadm,
     stateDisk: raw.stateDisk,
-    metadata: raw.metadata ? { ...raw.metadata, peers: raw.metadata.peers ?? [] } : undefined,
+    metadata:
+      raw.metadata?.provider === 'static'
+        ? { ...raw.metadata, peers: raw.metadata.peers ?? [] }
+        : raw.metadata,
   }
 }

@@ -94,9 +94,12 @@ export const nodeConfigSchema = {
     metadata: {
       type: 'object',
       additionalProperties: false,
-      required: ['provider', 'self'],
+      required: ['provider'],
+      description:
+        "static: this node, its peers and the endpoint are given here; http: fetched at start from a metadata service (the shape of Constellation's QEMU metadata API: GET url/self, /peers, /endpoint, /initsecrethash)",
       properties: {
-        provider: { enum: ['static'] },
+        provider: { enum: ['static', 'http'] },
+        url: { type: 'string', description: 'http: the metadata service, e.g. http://10.42.0.1:8080' },
         self: member,
         peers: { type: 'array', items: member },
         loadBalancerEndpoint: hostPort,

@@ -1,0 +1,118 @@
+/**
+ * A node's metadata from a metadata service, in the shape of Constellation's QEMU metadata API
+ * (constellation.md §3.4): GET /self and /peers (InstanceMetadata: Name, Role, VPCIP, …),
+ * /endpoint (a JSON string, the load balancer's host; the API server port is always 6443) and
+ * /initsecrethash (the raw bcrypt hash). Answers are checked like the node config itself, and a
+ * service that is not up yet is asked again for a while, as a booting VM may start before it.
+ */
+import { request } from 'node:http'
+import { isIP } from 'node:net'
+import { formatHostPort, retry, type RetryOptions } from '../system/index.js'
+import type { NodeConfig, NodeMember, StaticMetadata } from './index.js'
+
+/** A node config whose metadata (if any) is static: what every daemon works with. */
+export type ResolvedNodeConfig = Omit<NodeConfig, 'metadata'> & { metadata?: StaticMetadata }
+
+export interface MetadataClient {
+  /** The body of GET `url`+`path`; rejects on anything but 200 within the client's bounds. */
+  get(url: string, path: string): Promise<string>
+}
+
+/** Kubernetes' API server port behind Constellation's load balancer. */
+const API_SERVER_PORT = 6443
+const MAX_BODY_BYTES = 1024 * 1024
+const REQUEST_TIMEOUT_MS = 10_000
+
+/** A small GET on node:http (no undici: the bootstrapper's memory budget), bounded in time and size. */
+export function httpMetadataClient(timeoutMs = REQUEST_TIMEOUT_MS): MetadataClient {
+  return {
+    get: (url, path) =>
+      new Promise<string>((resolve, reject) => {
+        const req = request(new URL(path, url), { timeout: timeoutMs }, (res) => {
+          const chunks: Buffer[] = []
+          let bytes = 0
+          res.on('data', (chunk: Buffer) => {
+            bytes += chunk.length
+            if (bytes > MAX_BODY_BYTES)
+              req.destroy(new Error(`GET ${path}: the answer exceeds ${MAX_BODY_BYTES} bytes`))
+            else chunks.push(chunk)
+          })
+          res.on('end', () => {
+            const body = Buffer.concat(chunks).toString('utf8')
+            if (res.statusCode === 200) resolve(body)
+            else reject(new Error(`GET ${path}: HTTP ${res.statusCode ?? '?'}`))
+          })
+          res.on('error', reject)
+        })
+        req.on('timeout', () => req.destroy(new Error(`GET ${path}: no answer within ${timeoutMs} ms`)))
+        req.on('error', reject)
+        req.end()
+      }),
+  }
+}
+
+/** Retries while the service is not there yet: ~1 minute in all, then the node gives up (exit 1). */
+const DEFAULT_RETRY: Omit<RetryOptions, 'retryable'> = {
+  attempts: 8,
+  initialDelayMs: 500,
+  maxDelayMs: 15_000,
+}
+
+/** The config with static metadata: as given, or fetched from the http provider's service. */
+export async function resolveMetadata(
+  config: NodeConfig,
+  client: MetadataClient,
+  retryOptions: Omit<RetryOptions, 'retryable'> = DEFAULT_RETRY,
+): Promise<ResolvedNodeConfig> {
+  const metadata = config.metadata
+  if (metadata?.provider !== 'http') return { ...config, metadata }
+  const { url } = metadata
+  const ask = async <T>(path: string, read: (body: string) => T): Promise<T> => {
+    const body = await retry(() => client.get(url, path), { ...retryOptions, retryable: () => true }).catch(
+      (cause: unknown) => {
+        throw new Error(`asking the metadata service ${url} for ${path}`, { cause })
+      },
+    )
+    try {
+      return read(body)
+    } catch (cause) {
+      throw new Error(`the metadata service ${url} answered ${path} with something else`, { cause })
+    }
+  }
+  const self = await ask('/self', (b) => member(JSON.parse(b)))
+  const peers = await ask('/peers', (b) => {
+    const list: unknown = JSON.parse(b)
+    if (!Array.isArray(list)) throw new Error('not a list')
+    return list.map(member)
+  })
+  const endpointHost = await ask('/endpoint', (b) => {
+    const host: unknown = JSON.parse(b)
+    if (typeof host !== 'string' || host === '' || /[\s/]/.test(host)) throw new Error('not a host name')
+    return host
+  })
+  const initSecretHash =
+    config.initSecretHash ??
+    (await ask('/initsecrethash', (b) => {
+      if (!/^\$2[aby]\$\d\d\$[./A-Za-z0-9]{53}$/.test(b.trim())) throw new Error('not a bcrypt hash')
+      return b.trim()
+    }))
+  const resolved: StaticMetadata = {
+    provider: 'static',
+    self,
+    peers,
+    loadBalancerEndpoint: formatHostPort(endpointHost, API_SERVER_PORT),
+  }
+  return { ...config, initSecretHash, metadata: resolved }
+}
+
+/** Constellation's InstanceMetadata (Go field names; Role "ControlPlane" or "Worker"). */
+function member(value: unknown): NodeMember {
+  const m = (typeof value === 'object' && value !== null ? value : {}) as Record<string, unknown>
+  const role = m.Role === 'ControlPlane' ? 'control-plane' : m.Role === 'Worker' ? 'worker' : undefined
+  if (typeof m.Name !== 'string' || m.Name === '') throw new Error('an instance without a Name')
+  if (!role)
+    throw new Error(`instance ${m.Name}: Role ${JSON.stringify(m.Role)} is not ControlPlane or Worker`)
+  if (typeof m.VPCIP !== 'string' || isIP(m.VPCIP) === 0)
+    throw new Error(`instance ${m.Name}: VPCIP ${JSON.stringify(m.VPCIP)} is not an IP address`)
+  return { name: m.Name, role, vpcIP: m.VPCIP }
+}
