@@ -9,7 +9,7 @@ export const LAYERS: readonly (readonly string[])[] = [
   ['config'],
   ['nodeconfig', 'helm'],
   ['bootstrapper', 'init', 'verify', 'upgrade', 'bootstrapdata', 'joinservice', 'recover'],
-  ['mini'],
+  ['mini', 'status'],
 ]
 
 export function layerOf(domain: string): number {

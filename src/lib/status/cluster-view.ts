@@ -1,0 +1,55 @@
+/**
+ * What the Kubernetes API says about the cluster: its version and every Node with its roles,
+ * internal address, readiness and kubelet version. Bounded like every API read; an error names the
+ * request, never a response body.
+ */
+import type * as ClientNode from '@kubernetes/client-node'
+import { API_REQUEST_TIMEOUT_MS, loadClientNode, requestCaller } from '../kube/index.js'
+
+export interface KubernetesNode {
+  name: string
+  roles: string[]
+  internalIP?: string
+  ready: boolean
+  kubeletVersion?: string
+}
+
+export interface ClusterView {
+  kubernetesVersion: string
+  nodes: KubernetesNode[]
+}
+
+const ROLE_LABEL = 'node-role.kubernetes.io/'
+
+export async function readClusterView(
+  kubeconfigPath: string,
+  timeoutMs = API_REQUEST_TIMEOUT_MS,
+): Promise<ClusterView> {
+  const k8s: typeof ClientNode = await import('@kubernetes/client-node')
+  const helpers = await loadClientNode()
+  const kc = helpers.readKubeconfig(kubeconfigPath)
+  const call = requestCaller(kc.getCurrentCluster()?.server ?? kubeconfigPath, timeoutMs)
+  const bound = () => helpers.requestTimeout(timeoutMs)
+  const version = await call('reading the API server version', () =>
+    kc.makeApiClient(k8s.VersionApi).getCode(bound()),
+  )
+  const list = await call('listing Nodes', () => kc.makeApiClient(k8s.CoreV1Api).listNode({}, bound()))
+  return {
+    kubernetesVersion: version?.gitVersion ?? '',
+    nodes: (list?.items ?? []).map(nodeOf).sort((a, b) => a.name.localeCompare(b.name)),
+  }
+}
+
+function nodeOf(n: ClientNode.V1Node): KubernetesNode {
+  const labels = n.metadata?.labels ?? {}
+  const roles = Object.keys(labels)
+    .filter((k) => k.startsWith(ROLE_LABEL))
+    .map((k) => k.slice(ROLE_LABEL.length))
+  return {
+    name: n.metadata?.name ?? '',
+    roles: roles.length > 0 ? roles.sort() : ['worker'],
+    internalIP: n.status?.addresses?.find((a) => a.type === 'InternalIP')?.address,
+    ready: n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false,
+    kubeletVersion: n.status?.nodeInfo?.kubeletVersion,
+  }
+}
