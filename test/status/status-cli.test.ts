@@ -10,6 +10,7 @@ import { expect } from '../support/chai.js'
 import { runCli } from '../support/cli.js'
 import { startFakeApiServer, type FakeApiServer } from '../support/fake-apiserver.js'
 import { realHelmEnv } from '../support/helm.js'
+import { ownLoopback } from '../support/ports.js'
 import { startSwtpm, type SwtpmHandle } from '../support/swtpm.js'
 import { makeTempDir, type TempDir } from '../support/temp.js'
 import { installFixtureReleases } from '../support/upgrade-workspace.js'
@@ -19,8 +20,6 @@ import { createRunner } from '../../src/lib/system/index.js'
 import { extendPcr } from '../../src/lib/tpm/index.js'
 
 const sha256 = (b: Buffer) => createHash('sha256').update(b).digest()
-/** All of 127/8 is local: each node gets an address of its own, so each can own port 30081. */
-const ownLoopback = () => `127.${[1, 2, 3].map(() => 1 + Math.floor(Math.random() * 250)).join('.')}`
 
 interface NodeSpec {
   name: string

@@ -81,3 +81,7 @@ export async function listeningHere(port: number): Promise<boolean> {
   }
   return false
 }
+
+/** A random address of 127/8 (all of it is local): a service there may own a fixed port, such as 30081. */
+export const ownLoopback = (): string =>
+  `127.${[1, 2, 3].map(() => 1 + Math.floor(Math.random() * 250)).join('.')}`

@@ -4,7 +4,7 @@ import path from 'node:path'
 import { expect } from '../support/chai.js'
 import { runCli } from '../support/cli.js'
 import { makeTempDir } from '../support/temp.js'
-import { freePort } from '../support/ports.js'
+import { freePort, ownLoopback } from '../support/ports.js'
 import { startSwtpm, type SwtpmHandle } from '../support/swtpm.js'
 import { startSilentPeer } from '../support/silent-peer.js'
 import { startSynDropPeer } from '../support/syn-drop-peer.js'
@@ -82,9 +82,6 @@ describe('constellation verify against constellation verifyservice on swtpm', fu
     expect(badId.stderr).to.include('--cluster-id')
   })
 })
-
-/** A loopback address of its own (all of 127/8 is local), so the service can own port 30081 there. */
-const ownLoopback = () => `127.${[1, 2, 3].map(() => 1 + Math.floor(Math.random() * 250)).join('.')}`
 
 describe('constellation verify as the README documents it: node and cluster ID from the workspace', function () {
   this.timeout(120_000)
