@@ -38,7 +38,7 @@ export default class Status extends BaseCommand {
     if (!report.healthy)
       throw new CliError(
         report.apiError
-          ? 'the Kubernetes API did not answer'
+          ? 'the Kubernetes API could not be read'
           : 'not every node is trusted, of this cluster and Ready',
         { data: { ...report }, hint: report.apiError ? `check --kubeconfig; ${report.apiError}` : undefined },
       )

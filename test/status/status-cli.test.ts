@@ -156,7 +156,7 @@ describe('constellation status (built CLI; swtpm verification services, API fake
       nodes: Array<{ name: string; attestation: string; clusterIdPcr: string }>
       apiError: string
     }
-    expect(out.error.message).to.equal('the Kubernetes API did not answer')
+    expect(out.error.message).to.equal('the Kubernetes API could not be read')
     expect(out.apiError).to.match(/listing Nodes|reading the API server version/)
     expect(out.nodes).to.deep.equal([
       { name: cp, roles: [], address: cp, attestation: 'trusted', clusterIdPcr: 'match' },
