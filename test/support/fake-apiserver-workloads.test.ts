@@ -233,6 +233,55 @@ describe('Kubernetes API contract fake: watches, workload readiness and faults (
     })
   })
 
+  describe('custom resources with a status subresource (CAPI objects), through the real kubectl', () => {
+    const CRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: kubeadmconfigs.bootstrap.cluster.x-k8s.io}
+spec:
+  group: bootstrap.cluster.x-k8s.io
+  scope: Namespaced
+  names: {plural: kubeadmconfigs, kind: KubeadmConfig, singular: kubeadmconfig}
+  versions:
+  - name: v1beta1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+`
+    const config = (spec: string, status: string) => `apiVersion: bootstrap.cluster.x-k8s.io/v1beta1
+kind: KubeadmConfig
+metadata: {name: cp-0, namespace: default}
+spec: ${spec}
+status: ${status}
+`
+    const status = async () => ok('get', 'kubeadmconfig', 'cp-0', '-o', 'jsonpath={.status}')
+
+    it('a write to the object keeps its status; only the status subresource changes it', async () => {
+      await apply(CRD)
+      await apply(config('{format: cloud-config}', '{ready: true}'))
+      expect(await status(), 'a created object starts without the status it was sent with').to.equal('')
+      await ok(
+        'patch',
+        'kubeadmconfig',
+        'cp-0',
+        '--subresource=status',
+        '--type=merge',
+        '-p',
+        '{"status":{"ready":true}}',
+      )
+      expect(JSON.parse(await status())).to.deep.equal({ ready: true })
+      await apply(config('{format: ignition}', '{ready: false, dataSecretName: other}'))
+      expect(JSON.parse(await status()), 'apply of the object leaves the status alone').to.deep.equal({
+        ready: true,
+      })
+      expect(await ok('get', 'kubeadmconfig', 'cp-0', '-o', 'jsonpath={.spec.format}')).to.equal('ignition')
+      await ok('patch', 'kubeadmconfig', 'cp-0', '--type=merge', '-p', '{"status":{"ready":false}}')
+      expect(JSON.parse(await status()), 'a patch of the object cannot change the status').to.deep.equal({
+        ready: true,
+      })
+    })
+  })
+
   describe('workloads become ready as a controller would make them', () => {
     it('an applied Deployment gets an owned ReplicaSet and status; rollout status and wait Available succeed', async () => {
       await ok('create', 'namespace', 'demo')

@@ -410,7 +410,12 @@ export class FakeApiServer {
       if (err instanceof SelectorError) return send(res, 400, status(400, 'BadRequest', err.message))
       throw err
     }
-    if (method === 'POST' && !p.name) return this.respondCreate(res, p, asStored(p, body as KubeObject))
+    if (method === 'POST' && !p.name) {
+      const created = asStored(p, body as KubeObject)
+      // a custom resource with a status subresource is created without the status it was sent with
+      if (this.hasStatusSubresource(p.apiVersion, p.resource)) delete created.status
+      return this.respondCreate(res, p, created)
+    }
     const key = keyOf(p)
     const existing = this.objects.get(key)
     // server-side apply creates what is missing (helm 4 applies every object this way)
