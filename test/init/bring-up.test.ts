@@ -29,8 +29,8 @@ describe('constellation init brings the cluster up with the real helm 3 and 4', 
     await overrideChartsWithFixtures(node.workspace, FIXTURES)
   })
   afterEach(async () => {
+    await node.stop() // its join service watches the API: stop it first
     await api.stop()
-    await node.stop()
   })
 
   /** Starts the node with admin.conf pointing at the API fake; returns helm's environment. */

@@ -1,4 +1,5 @@
 import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node'
+import { connect } from 'node:net'
 import { expect } from './chai.js'
 import { startFakeApiServer, type FakeApiServer } from './fake-apiserver.js'
 import { strategicMergePatch } from './fake-apiserver-rest.js'
@@ -95,5 +96,22 @@ describe('FakeApiServer (test double): strategic merge patch as helm 3 sends it'
       spec: { containers: [{ name: 'sidecar', $patch: 'delete' }] },
     }) as typeof template
     expect(deleted.spec.containers.map((c) => c.name)).to.deep.equal(['dns'])
+  })
+})
+
+describe('FakeApiServer.stop', () => {
+  it('does not wait for a client that connected but has not finished its TLS handshake', async function () {
+    this.timeout(20_000)
+    const api = await startFakeApiServer()
+    // a client that reconnects while the server stops (a join service's watch) is such a socket
+    const socket = connect(Number(new URL(api.url).port), '127.0.0.1')
+    await new Promise((resolve) => socket.once('connect', resolve))
+    const started = Date.now()
+    try {
+      await api.stop()
+      expect(Date.now() - started, 'stop() returned while the socket was open').to.be.below(5_000)
+    } finally {
+      socket.destroy()
+    }
   })
 })

@@ -39,7 +39,7 @@
 import { randomUUID } from 'node:crypto'
 import type http from 'node:http'
 import https from 'node:https'
-import type { AddressInfo } from 'node:net'
+import type { AddressInfo, Socket } from 'node:net'
 import { parseYaml } from '../../src/lib/yaml/index.js'
 import {
   apiGroupList,
@@ -128,6 +128,7 @@ export class FakeApiServer {
   /** The newest resourceVersion handed out (the real server's etcd revision). */
   private rv = 1
   private server?: https.Server
+  private readonly sockets = new Set<Socket>()
   private port = 0
   private mode: 'up' | 'refuse' | 'hang' = 'up'
   url = ''
@@ -149,6 +150,11 @@ export class FakeApiServer {
   async start(): Promise<this> {
     const { certPem, keyPem } = localhostCert()
     this.server = https.createServer({ cert: certPem, key: keyPem }, (req, res) => void this.handle(req, res))
+    // every TCP connection, also one still in its TLS handshake, which closeAllConnections misses
+    this.server.on('connection', (socket: Socket) => {
+      this.sockets.add(socket)
+      socket.once('close', () => this.sockets.delete(socket))
+    })
     await this.listen()
     this.url = `https://127.0.0.1:${this.port}`
     return this
@@ -163,7 +169,11 @@ export class FakeApiServer {
     this.server = undefined
     server.closeAllConnections()
     // a server already closed by goAway('refuse') calls back at once (with ERR_SERVER_NOT_RUNNING)
-    await new Promise<void>((resolve) => server.close(() => resolve()))
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()))
+    // a client that reconnected while the server stopped (a join service's watch) would hold
+    // close() open for as long as it stays: its socket goes too
+    for (const socket of this.sockets) socket.destroy()
+    await closed
   }
 
   /**
