@@ -242,9 +242,9 @@ describe('constellation bootstrap-data generate (CLI)', function () {
       AWS_SECRET_ACCESS_KEY: 'S3RVER',
       AWS_REGION: 'us-east-1',
     }
-
-    it('--presigned-url warns on stderr that the URL is a bearer secret; stdout stays JSON', async () => {
-      const res = await runCli(
+    /** generate --json with the full data uploaded under `prefix` of the local store. */
+    const upload = (prefix: string, ...extra: string[]) =>
+      runCli(
         [
           'bootstrap-data',
           'generate',
@@ -255,14 +255,17 @@ describe('constellation bootstrap-data generate (CLI)', function () {
           '-o',
           at('out/'),
           '--upload',
-          's3://userdata/presigned',
+          `s3://userdata/${prefix}`,
           '--s3-endpoint',
           s3.endpoint,
-          '--presigned-url',
           '--json',
+          ...extra,
         ],
         { env },
       )
+
+    it('--presigned-url warns on stderr that the URL is a bearer secret; stdout stays JSON', async () => {
+      const res = await upload('presigned', '--presigned-url')
       expect(res.code, res.stderr).to.equal(0)
       expect(res.stderr).to.match(
         /anyone who can read the machines' user data can fetch the full bootstrap data, CA keys included, until the URL expires \(in 10m\)/,
@@ -275,30 +278,7 @@ describe('constellation bootstrap-data generate (CLI)', function () {
     })
 
     it('offloads over the limit with credentials from the environment only, and never prints them or the URL', async () => {
-      const res = await runCli(
-        [
-          'bootstrap-data',
-          'generate',
-          '-f',
-          input,
-          '--ca-dir',
-          at('pki'),
-          '-o',
-          at('out/'),
-          '--upload',
-          's3://userdata/demo',
-          '--s3-endpoint',
-          s3.endpoint,
-          '--json',
-        ],
-        {
-          env: {
-            AWS_ACCESS_KEY_ID: S3RVER_CREDENTIALS.accessKeyId,
-            AWS_SECRET_ACCESS_KEY: 'S3RVER',
-            AWS_REGION: 'us-east-1',
-          },
-        },
-      )
+      const res = await upload('demo')
       expect(res.code, res.stderr).to.equal(0)
       const result = JSON.parse(res.stdout) as CliResultJson
       expect(result.machines[0]?.offload?.object).to.equal('s3://userdata/demo/cp-0.cloud-config')

@@ -15,13 +15,16 @@ import {
   createServiceAccountKey,
   type PairName,
 } from './certs.js'
-import type { CertificateAuthorities, KeyPair } from './types.js'
+import {
+  CLUSTER_NAME_LABEL,
+  CLUSTER_SECRET_TYPE,
+  type CertificateAuthorities,
+  type KeyPair,
+} from './types.js'
 
 /** Only what this module calls: KubeApi (openKubeApi) has both. */
 export type CaSecretApi = Pick<KubeApi, 'getSecret' | 'createSecret'>
 
-export const CLUSTER_SECRET_TYPE = 'cluster.x-k8s.io/secret'
-export const CLUSTER_NAME_LABEL = 'cluster.x-k8s.io/cluster-name'
 export const TLS_CERT_KEY = 'tls.crt'
 export const TLS_KEY_KEY = 'tls.key'
 

@@ -19,6 +19,7 @@
 import type { KeyPath, Problem } from '../yaml/index.js'
 import { convertSpec } from './convert-spec.js'
 import { record } from './validate.js'
+import { CLUSTER_NAME_LABEL } from './types.js'
 
 export const CAPI_VERSIONS = ['v1alpha3', 'v1alpha4', 'v1beta1', 'v1beta2'] as const
 export type CapiVersion = (typeof CAPI_VERSIONS)[number]
@@ -33,7 +34,6 @@ export const OBJECT_KINDS = [
 export type ObjectKind = (typeof OBJECT_KINDS)[number]
 
 export const INFRASTRUCTURE_GROUP = 'infrastructure.cluster.x-k8s.io'
-export const CLUSTER_NAME_LABEL = 'cluster.x-k8s.io/cluster-name'
 export const CONTROL_PLANE_INITIALIZED = 'ControlPlaneInitialized'
 
 const GROUPS: Record<ObjectKind, string | undefined> = {

@@ -22,10 +22,15 @@ import { checkSchema } from '../yaml/index.js'
 import { classifyObject, convertObject, type ObjectKind } from './convert.js'
 import { kubernetesVersionProblem } from './defaults.js'
 import { controlCharacterProblems, kubernetesNameProblems } from './strings.js'
-import type { BootstrapObjects, Cluster, KubeadmConfigSpec, Machine, Origin } from './types.js'
+import {
+  CONTROL_PLANE_LABEL,
+  type BootstrapObjects,
+  type Cluster,
+  type KubeadmConfigSpec,
+  type Machine,
+  type Origin,
+} from './types.js'
 import { record, validateSpec, type SpecFormat } from './validate.js'
-
-const CONTROL_PLANE_LABEL = 'cluster.x-k8s.io/control-plane'
 
 export const isControlPlane = (m: Machine): boolean => m.metadata.labels?.[CONTROL_PLANE_LABEL] !== undefined
 

@@ -3,6 +3,12 @@
  * v1alpha4 and v1beta2 input into it), and the typed plan that renderers turn into user data.
  */
 
+/** Cluster API's names (util/secret, api/v1beta1 common_types). */
+export const CLUSTER_NAME_LABEL = 'cluster.x-k8s.io/cluster-name'
+export const CONTROL_PLANE_LABEL = 'cluster.x-k8s.io/control-plane'
+/** The type of every Secret Cluster API writes: CA pairs, kubeconfigs, bootstrap data. */
+export const CLUSTER_SECRET_TYPE = 'cluster.x-k8s.io/secret'
+
 export const OUTPUT_FORMATS = [
   'cloud-config',
   'ignition',

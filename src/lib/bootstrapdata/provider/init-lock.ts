@@ -4,6 +4,7 @@
  * data twice; released once the control plane is initialized.
  */
 import { KubeApiError } from '../../kube/index.js'
+import { CLUSTER_NAME_LABEL } from '../types.js'
 import type { CapiApi, CapiObject } from './capi-api.js'
 import type { CapiResources } from './reconcile.js'
 
@@ -33,7 +34,7 @@ export async function acquireInitLock(
         metadata: {
           name,
           namespace,
-          labels: { 'cluster.x-k8s.io/cluster-name': cluster.metadata.name },
+          labels: { [CLUSTER_NAME_LABEL]: cluster.metadata.name },
           ownerReferences: [
             {
               apiVersion: cluster.apiVersion,

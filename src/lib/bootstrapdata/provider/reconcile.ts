@@ -10,16 +10,14 @@ import { KubeApiError, type RandomBytes } from '../../kube/index.js'
 import { controlPlaneEndpoint, givenJoinToken, usesFileDiscovery } from '../defaults.js'
 import { assignRoles, type Assignment } from '../orchestrate.js'
 import type { BootstrapTemplates } from '../templates.js'
-import type { CertificateAuthorities } from '../types.js'
+import { CLUSTER_NAME_LABEL, CLUSTER_SECRET_TYPE, type CertificateAuthorities } from '../types.js'
 import type { CapiApi, CapiObject, OwnerReference, ResourceRef } from './capi-api.js'
 import { conditionsFor, type ConditionState } from './conditions.js'
 import { acquireInitLock, releaseInitLock } from './init-lock.js'
 import { readObjects, renderData, type MachineObjects } from './machine-data.js'
 import { issueToken, refreshToken, TOKEN_ID_ANNOTATION } from './token-refresh.js'
 
-export const CLUSTER_NAME_LABEL = 'cluster.x-k8s.io/cluster-name'
 export const PAUSED_ANNOTATION = 'cluster.x-k8s.io/paused'
-const DATA_SECRET_TYPE = 'cluster.x-k8s.io/secret'
 
 export interface CapiResources {
   version: 'v1beta1' | 'v1beta2'
@@ -149,7 +147,7 @@ async function generate(o: MachineObjects, deps: ReconcileDeps): Promise<Outcome
   await deps.api.createSecret({
     apiVersion: 'v1',
     kind: 'Secret',
-    type: DATA_SECRET_TYPE,
+    type: CLUSTER_SECRET_TYPE,
     metadata: {
       name: config.metadata.name,
       namespace,
