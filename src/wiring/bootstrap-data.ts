@@ -19,7 +19,12 @@ export async function bootstrapDataDeps(opts: { s3Endpoint?: string }): Promise<
     randomBytes,
     readInput: readInputFile,
     templates: await loadTemplates(),
-    objectStore: () => createS3Store({ endpoint: opts.s3Endpoint }),
+    objectStore: () => {
+      // The SDK warns on Node < 22 about its own releases from 2027 on; this tool supports Node 20.12
+      // (package.json engines) with the SDK it ships, so the notice would only interrupt the output.
+      process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true'
+      return createS3Store({ endpoint: opts.s3Endpoint })
+    },
     registerToken: registerTokenSecret,
     managementApi: (kubeconfig) => openKubeApi(kubeconfig),
     initSecretHash: async (workspace) => (await initSecretHashFor(workspace)).initSecretHash,

@@ -285,6 +285,9 @@ describe('constellation bootstrap-data generate (CLI)', function () {
       expect(res.stdout + res.stderr).not.to.contain('X-Amz-Signature')
       expect(res.stdout + res.stderr).not.to.match(/SecretAccessKey|AWS_SECRET/)
       expect(res.stderr).not.to.contain('presigned')
+      expect(res.stderr, 'no SDK notice about future Node versions').not.to.contain(
+        'NodeVersionSupportWarning',
+      )
       // the default stub names the object; the node fetches it with its instance role
       const stub = await readFile(result.machines[0]?.file as string, 'utf8')
       expect(stub).to.contain("SOURCE='s3://userdata/demo/cp-0.cloud-config'").and.not.to.contain('X-Amz')
