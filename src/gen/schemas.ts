@@ -1165,7 +1165,7 @@ return errors === 0;
 }
 
 export const validateNodeConfig: StandaloneValidate = validate12;
-const schema13 = {"$schema":"http://json-schema.org/draft-07/schema#","title":"constellation node config","type":"object","additionalProperties":false,"required":["attestationVariant","tpm"],"properties":{"attestationVariant":{"enum":["qemu-vtpm"]},"tpm":{"type":"object","additionalProperties":false,"minProperties":1,"maxProperties":1,"properties":{"device":{"type":"string","pattern":"^/","description":"TPM device, e.g. /dev/tpmrm0"},"swtpm":{"type":"string","description":"swtpm's TCP server port, HOST:PORT"}}},"root":{"type":"string","pattern":"^/","description":"prefix of every node path (default /)"},"initServer":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"HOST:PORT"}}},"verifyService":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"HOST:PORT"}}},"joinService":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"the join service's HOST:PORT (default 0.0.0.0:30090); joining nodes dial its port on the control planes"}}},"keyService":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"the key service's HOST:PORT (default 127.0.0.1:9000); it authenticates no caller, so keep it on loopback"}}},"recoveryServer":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"where a rebooted node that waits for its disk key serves `constellation recover` (default 0.0.0.0:9999)"}}},"kubeconfig":{"type":"string","pattern":"^/","description":"kubeconfig the join service reaches the Kubernetes API with (default <root>/etc/kubernetes/admin.conf, which kubeadm writes on control planes)"},"initSecretHash":{"type":"string","pattern":"^\\$2[aby]\\$\\d{2}\\$[./A-Za-z0-9]{53}$","description":"bcrypt hash of the init secret"},"kubeadm":{"type":"string","pattern":"^/","description":"kubeadm binary (default <root>/run/state/bin/kubeadm)"},"stateDisk":{"type":"object","additionalProperties":false,"required":["device"],"properties":{"device":{"type":"string","pattern":"^/","description":"LUKS2 state disk (block device or image file); `state-disk setup` formats it with a random key on first boot"},"pbkdf":{"type":"object","additionalProperties":false,"required":["type","iterations"],"description":"cost of the new keyslot (tests: pbkdf2 with few iterations); default: cryptsetup's argon2id","properties":{"type":{"enum":["pbkdf2","argon2id"]},"iterations":{"type":"integer","minimum":1000}}}}},"metadata":{"type":"object","additionalProperties":false,"required":["provider"],"description":"static: this node, its peers and the endpoint are given here; http: fetched at start from a metadata service (the shape of Constellation's QEMU metadata API: GET url/self, /peers, /endpoint, /initsecrethash)","properties":{"provider":{"enum":["static","http"]},"url":{"type":"string","description":"http: the metadata service, e.g. http://10.42.0.1:8080"},"self":{"type":"object","additionalProperties":false,"required":["name","role","vpcIP"],"properties":{"name":{"type":"string","minLength":1},"role":{"enum":["control-plane","worker"]},"vpcIP":{"type":"string","description":"IP address in the cluster network"}}},"peers":{"type":"array","items":{"type":"object","additionalProperties":false,"required":["name","role","vpcIP"],"properties":{"name":{"type":"string","minLength":1},"role":{"enum":["control-plane","worker"]},"vpcIP":{"type":"string","description":"IP address in the cluster network"}}}},"loadBalancerEndpoint":{"type":"string","description":"HOST:PORT"}}}}};
+const schema13 = {"$schema":"http://json-schema.org/draft-07/schema#","title":"constellation node config","type":"object","additionalProperties":false,"required":["attestationVariant","tpm"],"properties":{"attestationVariant":{"enum":["qemu-vtpm"]},"tpm":{"type":"object","additionalProperties":false,"minProperties":1,"maxProperties":1,"properties":{"device":{"type":"string","pattern":"^/","description":"TPM device, e.g. /dev/tpmrm0"},"swtpm":{"type":"string","description":"swtpm's TCP server port, HOST:PORT"}}},"root":{"type":"string","pattern":"^/","description":"prefix of every node path (default /)"},"initServer":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"HOST:PORT"}}},"verifyService":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"HOST:PORT"}}},"joinService":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"the join service's HOST:PORT (default 0.0.0.0:30090); joining nodes dial its port on the control planes"}}},"keyService":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"the key service's HOST:PORT (default 127.0.0.1:9000); it authenticates no caller, so keep it on loopback"}}},"recoveryServer":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"where a rebooted node that waits for its disk key serves `constellation recover` (default 0.0.0.0:9999)"}}},"kubeconfig":{"type":"string","pattern":"^/","description":"kubeconfig the join service reaches the Kubernetes API with (default <root>/etc/kubernetes/admin.conf, which kubeadm writes on control planes)"},"initSecretHash":{"type":"string","pattern":"^\\$2[aby]\\$\\d{2}\\$[./A-Za-z0-9]{53}$","description":"bcrypt hash of the init secret"},"kubeadm":{"type":"string","pattern":"^/","description":"kubeadm binary (default <root>/run/state/bin/kubeadm)"},"stateDisk":{"type":"object","additionalProperties":false,"required":["device"],"properties":{"device":{"type":"string","pattern":"^/","description":"LUKS2 state disk (block device or image file); `state-disk setup` formats it with a random key on first boot"},"pbkdf":{"type":"object","additionalProperties":false,"required":["type","iterations"],"description":"cost of the new keyslot (tests: pbkdf2 with few iterations); default: cryptsetup's argon2id","properties":{"type":{"enum":["pbkdf2","argon2id"]},"iterations":{"type":"integer","minimum":1000}}}}},"metadata":{"type":"object","additionalProperties":false,"required":["provider"],"description":"static: this node, its peers and the endpoint are given here; http: fetched at start from a metadata service (the shape of Constellation's QEMU metadata API: GET url/self, /peers, /endpoint, /initsecrethash)","properties":{"provider":{"enum":["static","http"]},"url":{"type":"string","description":"http: the metadata service, e.g. http://10.42.0.1:8080"},"sourceAddress":{"type":"string","description":"http: the address requests leave from, when the host has several (the service tells nodes apart by it)"},"self":{"type":"object","additionalProperties":false,"required":["name","role","vpcIP"],"properties":{"name":{"type":"string","minLength":1},"role":{"enum":["control-plane","worker"]},"vpcIP":{"type":"string","description":"IP address in the cluster network"}}},"peers":{"type":"array","items":{"type":"object","additionalProperties":false,"required":["name","role","vpcIP"],"properties":{"name":{"type":"string","minLength":1},"role":{"enum":["control-plane","worker"]},"vpcIP":{"type":"string","description":"IP address in the cluster network"}}}},"loadBalancerEndpoint":{"type":"string","description":"HOST:PORT"}}}}};
 const func6 = Object.prototype.hasOwnProperty;
 const pattern12 = new RegExp("^\\$2[aby]\\$\\d{2}\\$[./A-Za-z0-9]{53}$", "u");
 
@@ -1757,7 +1757,7 @@ vErrors.push(err46);
 errors++;
 }
 for(const key9 in data23){
-if(!(((((key9 === "provider") || (key9 === "url")) || (key9 === "self")) || (key9 === "peers")) || (key9 === "loadBalancerEndpoint"))){
+if(!((((((key9 === "provider") || (key9 === "url")) || (key9 === "sourceAddress")) || (key9 === "self")) || (key9 === "peers")) || (key9 === "loadBalancerEndpoint"))){
 const err47 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key9},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err47];
@@ -1793,11 +1793,9 @@ vErrors.push(err49);
 errors++;
 }
 }
-if(data23.self !== undefined){
-let data26 = data23.self;
-if(data26 && typeof data26 == "object" && !Array.isArray(data26)){
-if(data26.name === undefined){
-const err50 = {instancePath:instancePath+"/metadata/self",schemaPath:"#/properties/metadata/properties/self/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+if(data23.sourceAddress !== undefined){
+if(typeof data23.sourceAddress !== "string"){
+const err50 = {instancePath:instancePath+"/metadata/sourceAddress",schemaPath:"#/properties/metadata/properties/sourceAddress/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err50];
 }
@@ -1806,8 +1804,12 @@ vErrors.push(err50);
 }
 errors++;
 }
-if(data26.role === undefined){
-const err51 = {instancePath:instancePath+"/metadata/self",schemaPath:"#/properties/metadata/properties/self/required",keyword:"required",params:{missingProperty: "role"},message:"must have required property '"+"role"+"'"};
+}
+if(data23.self !== undefined){
+let data27 = data23.self;
+if(data27 && typeof data27 == "object" && !Array.isArray(data27)){
+if(data27.name === undefined){
+const err51 = {instancePath:instancePath+"/metadata/self",schemaPath:"#/properties/metadata/properties/self/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
 if(vErrors === null){
 vErrors = [err51];
 }
@@ -1816,8 +1818,8 @@ vErrors.push(err51);
 }
 errors++;
 }
-if(data26.vpcIP === undefined){
-const err52 = {instancePath:instancePath+"/metadata/self",schemaPath:"#/properties/metadata/properties/self/required",keyword:"required",params:{missingProperty: "vpcIP"},message:"must have required property '"+"vpcIP"+"'"};
+if(data27.role === undefined){
+const err52 = {instancePath:instancePath+"/metadata/self",schemaPath:"#/properties/metadata/properties/self/required",keyword:"required",params:{missingProperty: "role"},message:"must have required property '"+"role"+"'"};
 if(vErrors === null){
 vErrors = [err52];
 }
@@ -1826,9 +1828,8 @@ vErrors.push(err52);
 }
 errors++;
 }
-for(const key10 in data26){
-if(!(((key10 === "name") || (key10 === "role")) || (key10 === "vpcIP"))){
-const err53 = {instancePath:instancePath+"/metadata/self",schemaPath:"#/properties/metadata/properties/self/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key10},message:"must NOT have additional properties"};
+if(data27.vpcIP === undefined){
+const err53 = {instancePath:instancePath+"/metadata/self",schemaPath:"#/properties/metadata/properties/self/required",keyword:"required",params:{missingProperty: "vpcIP"},message:"must have required property '"+"vpcIP"+"'"};
 if(vErrors === null){
 vErrors = [err53];
 }
@@ -1837,12 +1838,9 @@ vErrors.push(err53);
 }
 errors++;
 }
-}
-if(data26.name !== undefined){
-let data27 = data26.name;
-if(typeof data27 === "string"){
-if(func2(data27) < 1){
-const err54 = {instancePath:instancePath+"/metadata/self/name",schemaPath:"#/properties/metadata/properties/self/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+for(const key10 in data27){
+if(!(((key10 === "name") || (key10 === "role")) || (key10 === "vpcIP"))){
+const err54 = {instancePath:instancePath+"/metadata/self",schemaPath:"#/properties/metadata/properties/self/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key10},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err54];
 }
@@ -1852,8 +1850,11 @@ vErrors.push(err54);
 errors++;
 }
 }
-else {
-const err55 = {instancePath:instancePath+"/metadata/self/name",schemaPath:"#/properties/metadata/properties/self/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data27.name !== undefined){
+let data28 = data27.name;
+if(typeof data28 === "string"){
+if(func2(data28) < 1){
+const err55 = {instancePath:instancePath+"/metadata/self/name",schemaPath:"#/properties/metadata/properties/self/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err55];
 }
@@ -1863,10 +1864,8 @@ vErrors.push(err55);
 errors++;
 }
 }
-if(data26.role !== undefined){
-let data28 = data26.role;
-if(!((data28 === "control-plane") || (data28 === "worker"))){
-const err56 = {instancePath:instancePath+"/metadata/self/role",schemaPath:"#/properties/metadata/properties/self/properties/role/enum",keyword:"enum",params:{allowedValues: schema13.properties.metadata.properties.self.properties.role.enum},message:"must be equal to one of the allowed values"};
+else {
+const err56 = {instancePath:instancePath+"/metadata/self/name",schemaPath:"#/properties/metadata/properties/self/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err56];
 }
@@ -1876,9 +1875,10 @@ vErrors.push(err56);
 errors++;
 }
 }
-if(data26.vpcIP !== undefined){
-if(typeof data26.vpcIP !== "string"){
-const err57 = {instancePath:instancePath+"/metadata/self/vpcIP",schemaPath:"#/properties/metadata/properties/self/properties/vpcIP/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data27.role !== undefined){
+let data29 = data27.role;
+if(!((data29 === "control-plane") || (data29 === "worker"))){
+const err57 = {instancePath:instancePath+"/metadata/self/role",schemaPath:"#/properties/metadata/properties/self/properties/role/enum",keyword:"enum",params:{allowedValues: schema13.properties.metadata.properties.self.properties.role.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err57];
 }
@@ -1888,9 +1888,9 @@ vErrors.push(err57);
 errors++;
 }
 }
-}
-else {
-const err58 = {instancePath:instancePath+"/metadata/self",schemaPath:"#/properties/metadata/properties/self/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data27.vpcIP !== undefined){
+if(typeof data27.vpcIP !== "string"){
+const err58 = {instancePath:instancePath+"/metadata/self/vpcIP",schemaPath:"#/properties/metadata/properties/self/properties/vpcIP/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err58];
 }
@@ -1900,15 +1900,9 @@ vErrors.push(err58);
 errors++;
 }
 }
-if(data23.peers !== undefined){
-let data30 = data23.peers;
-if(Array.isArray(data30)){
-const len0 = data30.length;
-for(let i0=0; i0<len0; i0++){
-let data31 = data30[i0];
-if(data31 && typeof data31 == "object" && !Array.isArray(data31)){
-if(data31.name === undefined){
-const err59 = {instancePath:instancePath+"/metadata/peers/" + i0,schemaPath:"#/properties/metadata/properties/peers/items/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+}
+else {
+const err59 = {instancePath:instancePath+"/metadata/self",schemaPath:"#/properties/metadata/properties/self/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err59];
 }
@@ -1917,8 +1911,16 @@ vErrors.push(err59);
 }
 errors++;
 }
-if(data31.role === undefined){
-const err60 = {instancePath:instancePath+"/metadata/peers/" + i0,schemaPath:"#/properties/metadata/properties/peers/items/required",keyword:"required",params:{missingProperty: "role"},message:"must have required property '"+"role"+"'"};
+}
+if(data23.peers !== undefined){
+let data31 = data23.peers;
+if(Array.isArray(data31)){
+const len0 = data31.length;
+for(let i0=0; i0<len0; i0++){
+let data32 = data31[i0];
+if(data32 && typeof data32 == "object" && !Array.isArray(data32)){
+if(data32.name === undefined){
+const err60 = {instancePath:instancePath+"/metadata/peers/" + i0,schemaPath:"#/properties/metadata/properties/peers/items/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
 if(vErrors === null){
 vErrors = [err60];
 }
@@ -1927,8 +1929,8 @@ vErrors.push(err60);
 }
 errors++;
 }
-if(data31.vpcIP === undefined){
-const err61 = {instancePath:instancePath+"/metadata/peers/" + i0,schemaPath:"#/properties/metadata/properties/peers/items/required",keyword:"required",params:{missingProperty: "vpcIP"},message:"must have required property '"+"vpcIP"+"'"};
+if(data32.role === undefined){
+const err61 = {instancePath:instancePath+"/metadata/peers/" + i0,schemaPath:"#/properties/metadata/properties/peers/items/required",keyword:"required",params:{missingProperty: "role"},message:"must have required property '"+"role"+"'"};
 if(vErrors === null){
 vErrors = [err61];
 }
@@ -1937,9 +1939,8 @@ vErrors.push(err61);
 }
 errors++;
 }
-for(const key11 in data31){
-if(!(((key11 === "name") || (key11 === "role")) || (key11 === "vpcIP"))){
-const err62 = {instancePath:instancePath+"/metadata/peers/" + i0,schemaPath:"#/properties/metadata/properties/peers/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key11},message:"must NOT have additional properties"};
+if(data32.vpcIP === undefined){
+const err62 = {instancePath:instancePath+"/metadata/peers/" + i0,schemaPath:"#/properties/metadata/properties/peers/items/required",keyword:"required",params:{missingProperty: "vpcIP"},message:"must have required property '"+"vpcIP"+"'"};
 if(vErrors === null){
 vErrors = [err62];
 }
@@ -1948,12 +1949,9 @@ vErrors.push(err62);
 }
 errors++;
 }
-}
-if(data31.name !== undefined){
-let data32 = data31.name;
-if(typeof data32 === "string"){
-if(func2(data32) < 1){
-const err63 = {instancePath:instancePath+"/metadata/peers/" + i0+"/name",schemaPath:"#/properties/metadata/properties/peers/items/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+for(const key11 in data32){
+if(!(((key11 === "name") || (key11 === "role")) || (key11 === "vpcIP"))){
+const err63 = {instancePath:instancePath+"/metadata/peers/" + i0,schemaPath:"#/properties/metadata/properties/peers/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key11},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err63];
 }
@@ -1963,8 +1961,11 @@ vErrors.push(err63);
 errors++;
 }
 }
-else {
-const err64 = {instancePath:instancePath+"/metadata/peers/" + i0+"/name",schemaPath:"#/properties/metadata/properties/peers/items/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data32.name !== undefined){
+let data33 = data32.name;
+if(typeof data33 === "string"){
+if(func2(data33) < 1){
+const err64 = {instancePath:instancePath+"/metadata/peers/" + i0+"/name",schemaPath:"#/properties/metadata/properties/peers/items/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err64];
 }
@@ -1974,10 +1975,8 @@ vErrors.push(err64);
 errors++;
 }
 }
-if(data31.role !== undefined){
-let data33 = data31.role;
-if(!((data33 === "control-plane") || (data33 === "worker"))){
-const err65 = {instancePath:instancePath+"/metadata/peers/" + i0+"/role",schemaPath:"#/properties/metadata/properties/peers/items/properties/role/enum",keyword:"enum",params:{allowedValues: schema13.properties.metadata.properties.peers.items.properties.role.enum},message:"must be equal to one of the allowed values"};
+else {
+const err65 = {instancePath:instancePath+"/metadata/peers/" + i0+"/name",schemaPath:"#/properties/metadata/properties/peers/items/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err65];
 }
@@ -1987,9 +1986,10 @@ vErrors.push(err65);
 errors++;
 }
 }
-if(data31.vpcIP !== undefined){
-if(typeof data31.vpcIP !== "string"){
-const err66 = {instancePath:instancePath+"/metadata/peers/" + i0+"/vpcIP",schemaPath:"#/properties/metadata/properties/peers/items/properties/vpcIP/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data32.role !== undefined){
+let data34 = data32.role;
+if(!((data34 === "control-plane") || (data34 === "worker"))){
+const err66 = {instancePath:instancePath+"/metadata/peers/" + i0+"/role",schemaPath:"#/properties/metadata/properties/peers/items/properties/role/enum",keyword:"enum",params:{allowedValues: schema13.properties.metadata.properties.peers.items.properties.role.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err66];
 }
@@ -1999,9 +1999,9 @@ vErrors.push(err66);
 errors++;
 }
 }
-}
-else {
-const err67 = {instancePath:instancePath+"/metadata/peers/" + i0,schemaPath:"#/properties/metadata/properties/peers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data32.vpcIP !== undefined){
+if(typeof data32.vpcIP !== "string"){
+const err67 = {instancePath:instancePath+"/metadata/peers/" + i0+"/vpcIP",schemaPath:"#/properties/metadata/properties/peers/items/properties/vpcIP/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err67];
 }
@@ -2013,7 +2013,7 @@ errors++;
 }
 }
 else {
-const err68 = {instancePath:instancePath+"/metadata/peers",schemaPath:"#/properties/metadata/properties/peers/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err68 = {instancePath:instancePath+"/metadata/peers/" + i0,schemaPath:"#/properties/metadata/properties/peers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err68];
 }
@@ -2023,9 +2023,9 @@ vErrors.push(err68);
 errors++;
 }
 }
-if(data23.loadBalancerEndpoint !== undefined){
-if(typeof data23.loadBalancerEndpoint !== "string"){
-const err69 = {instancePath:instancePath+"/metadata/loadBalancerEndpoint",schemaPath:"#/properties/metadata/properties/loadBalancerEndpoint/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+else {
+const err69 = {instancePath:instancePath+"/metadata/peers",schemaPath:"#/properties/metadata/properties/peers/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err69];
 }
@@ -2035,9 +2035,9 @@ vErrors.push(err69);
 errors++;
 }
 }
-}
-else {
-const err70 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data23.loadBalancerEndpoint !== undefined){
+if(typeof data23.loadBalancerEndpoint !== "string"){
+const err70 = {instancePath:instancePath+"/metadata/loadBalancerEndpoint",schemaPath:"#/properties/metadata/properties/loadBalancerEndpoint/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err70];
 }
@@ -2049,12 +2049,24 @@ errors++;
 }
 }
 else {
-const err71 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err71 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err71];
 }
 else {
 vErrors.push(err71);
+}
+errors++;
+}
+}
+}
+else {
+const err72 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err72];
+}
+else {
+vErrors.push(err72);
 }
 errors++;
 }

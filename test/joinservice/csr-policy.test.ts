@@ -36,6 +36,10 @@ describe('CSR policy', () => {
       peer: '2001:db8:0:0:0:0:0:1',
     },
     'the name the cluster expects for this node': { expectedNodeName: 'worker-1' },
+    'its own loopback address from 127.0.0.1 (nodes sharing a host, mini without namespaces)': {
+      csr: { ipAddresses: ['127.42.0.3'] },
+      peer: '127.0.0.1',
+    },
   }
   for (const [name, tc] of Object.entries(accepted))
     it(`accepts ${name}`, () => {
@@ -131,6 +135,21 @@ describe('CSR policy', () => {
     'its own address plus another': {
       csr: { ipAddresses: ['10.0.0.5', '10.0.0.6'] },
       want: [{ field: 'IP SAN', kind: 'forbidden', reason: /10\.0\.0\.6 is not/ }],
+    },
+    'a reachable address from a loopback peer': {
+      csr: { ipAddresses: ['10.0.0.5'] },
+      peer: '127.0.0.1',
+      want: [
+        {
+          field: 'IP SAN',
+          kind: 'forbidden',
+          reason: /10\.0\.0\.5 is not the address the request came from \(127\.0\.0\.1\)/,
+        },
+      ],
+    },
+    'a loopback address from a reachable peer': {
+      csr: { ipAddresses: ['127.0.0.1'] },
+      want: [{ field: 'IP SAN', kind: 'forbidden', reason: /127\.0\.0\.1 is not the address/ }],
     },
     'no IP SAN': {
       csr: { ipAddresses: [] },

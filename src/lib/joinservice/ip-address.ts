@@ -20,6 +20,13 @@ export function sameIp(a: string, b: string): boolean {
   return x !== undefined && y !== undefined && x.equals(y)
 }
 
+/** 127.0.0.0/8 or ::1: an address of this host that no other host can reach. */
+export function isLoopback(text: string): boolean {
+  const bytes = ipBytes(text)
+  if (!bytes) return false
+  return bytes.length === 4 ? bytes[0] === 127 : bytes.equals(Buffer.from([...Array<number>(15).fill(0), 1]))
+}
+
 /** The host of a grpc-js peer string (`10.0.0.5:4711`, `::1:4711`, `[::1]:4711`). */
 export function peerHost(peer: string): string {
   const bracketed = /^\[([^\]]+)\]:\d+$/.exec(peer)

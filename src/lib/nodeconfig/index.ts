@@ -3,7 +3,7 @@ import { isIP } from 'node:net'
 import { validateNodeConfig } from '../../gen/schemas.js'
 import type { AttestationVariant } from '../attestation/index.js'
 import { nodePaths } from '../paths.js'
-import { isHostPort } from '../system/index.js'
+import { isHostPort, type RetryOptions } from '../system/index.js'
 import type { TpmConfig } from '../tpm/index.js'
 import { checkSchema, parseYaml, readYamlFile, throwIfProblems, type Problem } from '../yaml/index.js'
 import {
@@ -65,6 +65,8 @@ export interface StaticMetadata {
 export interface HttpMetadata {
   provider: 'http'
   url: string
+  /** The address requests leave from, when the host has several (one loopback address per node). */
+  sourceAddress?: string
 }
 
 /** Kubernetes node names are lower case, without underscores (as Constellation derives them). */
@@ -122,10 +124,10 @@ export async function loadBootstrapperNodeConfig(
 /** Any daemon's node config, its metadata (when it has any) resolved as `bootstrap run` does. */
 export async function loadResolvedNodeConfig(
   file: string,
-  opts: LoadNodeConfigOptions = {},
+  opts: LoadNodeConfigOptions & { onMetadataRetry?: RetryOptions['onRetry'] } = {},
   metadata: MetadataClient = httpMetadataClient(),
 ): Promise<ResolvedNodeConfig> {
-  return resolveMetadata(await loadNodeConfig(file, opts), metadata)
+  return resolveMetadata(await loadNodeConfig(file, opts), metadata, { onRetry: opts.onMetadataRetry })
 }
 
 export function parseBootstrapperNodeConfig(text: string, file: string): BootstrapperNodeConfigFile {
@@ -172,6 +174,7 @@ function semanticProblems(raw: Record<string, unknown>): Problem[] {
         self?: { vpcIP?: unknown }
         peers?: Array<{ vpcIP?: unknown }>
         loadBalancerEndpoint?: unknown
+        sourceAddress?: unknown
       }
     | undefined
   problems.push(...metadataProviderProblems(metadata))
@@ -180,6 +183,7 @@ function semanticProblems(raw: Record<string, unknown>): Problem[] {
       problems.push({ path, message: `${JSON.stringify(value)} is not an IP address` })
   }
   checkIp(metadata?.self?.vpcIP, ['metadata', 'self', 'vpcIP'])
+  checkIp(metadata?.sourceAddress, ['metadata', 'sourceAddress'])
   if (Array.isArray(metadata?.peers))
     metadata.peers.forEach((p, i) => checkIp(p?.vpcIP, ['metadata', 'peers', i, 'vpcIP']))
   checkHostPort(metadata?.loadBalancerEndpoint, ['metadata', 'loadBalancerEndpoint'])
@@ -211,6 +215,11 @@ function metadataProviderProblems(
       problems.push({ path: ['metadata', 'self'], message: 'required with provider static' })
     if (metadata.url !== undefined)
       problems.push({ path: ['metadata', 'url'], message: 'only provider http asks a metadata service' })
+    if (metadata.sourceAddress !== undefined)
+      problems.push({
+        path: ['metadata', 'sourceAddress'],
+        message: 'only provider http asks a metadata service',
+      })
   }
   return problems
 }

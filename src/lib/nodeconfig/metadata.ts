@@ -14,8 +14,11 @@ import type { NodeConfig, NodeMember, StaticMetadata } from './index.js'
 export type ResolvedNodeConfig = Omit<NodeConfig, 'metadata'> & { metadata?: StaticMetadata }
 
 export interface MetadataClient {
-  /** The body of GET `url`+`path`; rejects on anything but 200 within the client's bounds. */
-  get(url: string, path: string): Promise<string>
+  /**
+   * The body of GET `url`+`path`; rejects on anything but 200 within the client's bounds.
+   * `localAddress`: the address the request leaves from (the service tells nodes apart by it).
+   */
+  get(url: string, path: string, localAddress?: string): Promise<string>
 }
 
 /** Kubernetes' API server port behind Constellation's load balancer. */
@@ -26,9 +29,9 @@ const REQUEST_TIMEOUT_MS = 10_000
 /** A small GET on node:http (no undici: the bootstrapper's memory budget), bounded in time and size. */
 export function httpMetadataClient(timeoutMs = REQUEST_TIMEOUT_MS): MetadataClient {
   return {
-    get: (url, path) =>
+    get: (url, path, localAddress) =>
       new Promise<string>((resolve, reject) => {
-        const req = request(new URL(path, url), { timeout: timeoutMs }, (res) => {
+        const req = request(new URL(path, url), { timeout: timeoutMs, localAddress }, (res) => {
           const chunks: Buffer[] = []
           let bytes = 0
           res.on('data', (chunk: Buffer) => {
@@ -62,17 +65,19 @@ const DEFAULT_RETRY: Omit<RetryOptions, 'retryable'> = {
 export async function resolveMetadata(
   config: NodeConfig,
   client: MetadataClient,
-  retryOptions: Omit<RetryOptions, 'retryable'> = DEFAULT_RETRY,
+  retryOptions: Partial<Omit<RetryOptions, 'retryable'>> = {},
 ): Promise<ResolvedNodeConfig> {
   const metadata = config.metadata
   if (metadata?.provider !== 'http') return { ...config, metadata }
-  const { url } = metadata
+  const { url, sourceAddress } = metadata
   const ask = async <T>(path: string, read: (body: string) => T): Promise<T> => {
-    const body = await retry(() => client.get(url, path), { ...retryOptions, retryable: () => true }).catch(
-      (cause: unknown) => {
-        throw new Error(`asking the metadata service ${url} for ${path}`, { cause })
-      },
-    )
+    const body = await retry(() => client.get(url, path, sourceAddress), {
+      ...DEFAULT_RETRY,
+      ...retryOptions,
+      retryable: () => true,
+    }).catch((cause: unknown) => {
+      throw new Error(`asking the metadata service ${url} for ${path}`, { cause })
+    })
     try {
       return read(body)
     } catch (cause) {

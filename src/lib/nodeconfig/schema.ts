@@ -100,6 +100,11 @@ export const nodeConfigSchema = {
       properties: {
         provider: { enum: ['static', 'http'] },
         url: { type: 'string', description: 'http: the metadata service, e.g. http://10.42.0.1:8080' },
+        sourceAddress: {
+          type: 'string',
+          description:
+            'http: the address requests leave from, when the host has several (the service tells nodes apart by it)',
+        },
         self: member,
         peers: { type: 'array', items: member },
         loadBalancerEndpoint: hostPort,
