@@ -1,7 +1,9 @@
 /**
  * Bundles src/ into dist/ with esbuild: one file per command (oclif loads them through the
- * manifest) plus src/cli.ts and the framework-free src/bootstrap-run.ts and src/init-run.ts for bin/run.js, with shared code split into chunks. Node's ESM loader
- * pays per file; loading init's ~400 modules one by one cost about 0.3 s of every `constellation init`.
+ * manifest) plus src/cli.ts and the framework-free src/bootstrap-run.ts and src/init-run.ts for
+ * bin/run.js, and src/mini-simulator.ts and src/mini-metadata.ts (processes of `mini`), with shared code
+ * split into chunks. Node's ESM loader pays per file; loading init's ~400 modules one by one cost
+ * about 0.3 s of every `constellation init`.
  */
 import { readdirSync } from 'node:fs'
 import { build } from 'esbuild'
@@ -14,7 +16,14 @@ const commands = readdirSync('src/commands', { recursive: true, encoding: 'utf8'
   .map((f) => `src/commands/${f}`)
 
 await build({
-  entryPoints: ['src/cli.ts', 'src/bootstrap-run.ts', 'src/init-run.ts', ...commands],
+  entryPoints: [
+    'src/cli.ts',
+    'src/bootstrap-run.ts',
+    'src/init-run.ts',
+    'src/mini-simulator.ts',
+    'src/mini-metadata.ts',
+    ...commands,
+  ],
   outdir,
   outbase: 'src',
   bundle: true,

@@ -4,9 +4,9 @@
 # first control plane over attested TLS; its key and join services start; a worker and a second
 # control plane then join with attested join tickets, and the second control plane serves joins too.
 # No Kubernetes can run here, so the nodes use CONTRACT FAKES: the kubeadm fake
-# (test/fixtures/kubeadm-fake: real PKI and kubeconfigs, no control plane), the Kubernetes API fake
-# (test/support/fake-apiserver.ts, where bootstrap tokens and Nodes live) and a systemctl fake
-# (test/fixtures/systemctl-fake) that runs the real units from templates/systemd.
+# (simulator/kubeadm-fake: real PKI and kubeconfigs, no control plane), the Kubernetes API fake
+# (dist/mini-simulator.js, where bootstrap tokens and Nodes live) and a systemctl fake
+# (simulator/systemctl-fake) that runs the real units from templates/systemd.
 # Everything is removed on exit. Needs ./scripts/setup.sh once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -69,7 +69,7 @@ install_units() {
 # starts `constellation bootstrap run` for node $1 with its systemd; logs to $work/node-$1.log
 bootstrap_run() {
   install_units "$1"
-  PATH="$repo/test/fixtures/systemctl-fake:$PATH" SYSTEMCTL_FAKE_UNIT_DIR="$work/systemd-$1/units" \
+  PATH="$repo/simulator/systemctl-fake:$PATH" SYSTEMCTL_FAKE_UNIT_DIR="$work/systemd-$1/units" \
     SYSTEMCTL_FAKE_STATE_DIR="$work/systemd-$1/state" \
     node "$repo/bin/run.js" bootstrap run --config "$work/node-$1.yaml" 2>"$work/node-$1.log" &
   pids+=($!)
@@ -83,7 +83,7 @@ export PATH="$work/bin:$PATH" HOME="$work/helm-home" XDG_CACHE_HOME="$work/helm-
 helm version --short
 
 step "The Kubernetes API (CONTRACT FAKE: Secrets, ConfigMaps, Nodes, Leases as files in $work/api)"
-node --import tsx "$repo/test/support/fake-apiserver-main.ts" "$work/api" "$work/api-admin.conf" >"$work/api.log" 2>&1 &
+node "$repo/dist/mini-simulator.js" --dir "$work/api" --kubeconfig "$work/api-admin.conf" >"$work/api.log" 2>&1 &
 pids+=($!)
 wait_for "$work/api.log" listening
 cat "$work/api.log"
@@ -106,7 +106,7 @@ step "Operator workspace: constellation config generate"
 init_port=$(free_port)
 cli config generate qemu -C "$work/ws" --endpoint "127.0.0.1:$init_port"
 # The node installs the kubeadm fake as its kubeadm component (a data: URL: no download server).
-launcher=$(printf '#!/bin/sh\nexec "%s" "%s" "$@"\n' "$(command -v node)" "$repo/test/fixtures/kubeadm-fake/kubeadm" | base64 -w0)
+launcher=$(printf '#!/bin/sh\nexec "%s" "%s" "$@"\n' "$(command -v node)" "$repo/simulator/kubeadm-fake/kubeadm" | base64 -w0)
 hash=$(printf '%s' "$launcher" | base64 -d | sha256sum | cut -d' ' -f1)
 cat >>"$work/ws/constellation-conf.yaml" <<YAML
 # demo: install the kubeadm CONTRACT FAKE instead of the real Kubernetes binaries

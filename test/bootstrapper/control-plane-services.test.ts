@@ -7,9 +7,9 @@ import { REPO_ROOT } from '../support/cli.js'
 import { spyingRunner } from '../support/runner.js'
 import { makeTempDir } from '../support/temp.js'
 
-/** The systemctl a node runs, as the FakeSystemctl test double (test/fixtures/systemctl-fake). */
+/** The systemctl a node runs, as the FakeSystemctl test double (simulator/systemctl-fake). */
 const fakeSystemctlEnv = (unitDir: string, stateDir: string) => ({
-  PATH: `${path.join(REPO_ROOT, 'test/fixtures/systemctl-fake')}:${process.env.PATH ?? ''}`,
+  PATH: `${path.join(REPO_ROOT, 'simulator/systemctl-fake')}:${process.env.PATH ?? ''}`,
   SYSTEMCTL_FAKE_UNIT_DIR: unitDir,
   SYSTEMCTL_FAKE_STATE_DIR: stateDir,
 })

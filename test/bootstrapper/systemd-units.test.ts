@@ -68,10 +68,7 @@ describe('systemd units', () => {
       )
       // the kubelet stand-in FakeSystemctl starts for rebooted nodes must be a unit systemd accepts too
       const kubelet = path.join(dir, 'kubelet.service')
-      await writeFile(
-        kubelet,
-        await readFile(path.join(REPO_ROOT, 'test/fixtures/kubelet-unit/kubelet.service')),
-      )
+      await writeFile(kubelet, await readFile(path.join(REPO_ROOT, 'simulator/kubelet-unit/kubelet.service')))
       files.push(kubelet)
       const { stderr } = await run('systemd-analyze', ['verify', '--man=no', ...files])
       expect(stderr).to.equal('')

@@ -5,7 +5,7 @@ import { generateWorkspace } from '../../src/lib/config/index.js'
 import { workspacePaths } from '../../src/lib/paths.js'
 import { expect } from '../support/chai.js'
 import { runCli } from '../support/cli.js'
-import { FakeApiServer } from '../support/fake-apiserver.js'
+import { FakeApiServer } from '../../src/lib/mini/simulator/index.js'
 import { freePort } from '../support/ports.js'
 import { makeTempDir } from '../support/temp.js'
 

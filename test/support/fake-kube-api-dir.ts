@@ -1,7 +1,7 @@
 /**
  * FakeKubeApiDir — a TEST DOUBLE for the Kubernetes API objects `kubeadm join` reads, kept as files
  * in a directory that the kubeadm contract fake reads through KUBEADM_FAKE_API_DIR
- * (test/fixtures/kubeadm-fake/join.js has the layout). Its registrar is where a test's join service
+ * (simulator/kubeadm-fake/join.js has the layout). Its registrar is where a test's join service
  * registers bootstrap tokens, as the production one creates their Secrets through the API.
  */
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises'

@@ -1,18 +1,19 @@
 /**
  * A node's systemd for tests: the project's real unit files (templates/systemd), rendered for a test
- * node's config and root, behind the FakeSystemctl TEST DOUBLE (test/fixtures/systemctl-fake). A
+ * node's config and root, behind the FakeSystemctl TEST DOUBLE (simulator/systemctl-fake). A
  * process under test that runs `systemctl start` finds the fake first on its PATH; the services it
  * starts are the real `constellation keyservice`/`joinservice` processes, stopped by `stop()`.
  */
 import { chmod, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { readFileSync } from 'node:fs'
 import path from 'node:path'
+import { simulatorPaths } from '../../src/lib/mini/simulator/index.js'
 import { CLI_ARGS, REPO_ROOT } from './cli.js'
 
-const FAKE_SYSTEMCTL_DIR = path.join(REPO_ROOT, 'test/fixtures/systemctl-fake')
+const FAKE_SYSTEMCTL_DIR = simulatorPaths(REPO_ROOT).systemctlFakeDir
 const UNIT_TEMPLATES = path.join(REPO_ROOT, 'templates/systemd')
 /** The machine image's kubelet unit, as a stand-in (see the file). */
-const KUBELET_UNIT = path.join(REPO_ROOT, 'test/fixtures/kubelet-unit/kubelet.service')
+const KUBELET_UNIT = simulatorPaths(REPO_ROOT).kubeletUnit
 const STOP_GRACE_MS = 15_000
 
 export interface FakeSystemd {

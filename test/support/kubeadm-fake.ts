@@ -1,8 +1,5 @@
-/** Where the kubeadm contract fake lives (test/fixtures/kubeadm-fake/kubeadm). */
-import path from 'node:path'
-import { fileURLToPath } from 'node:url'
+/** Where the kubeadm contract fake lives (simulator/kubeadm-fake/kubeadm, shipped for `mini`). */
+import { simulatorPaths } from '../../src/lib/mini/simulator/index.js'
+import { REPO_ROOT } from './cli.js'
 
-export const KUBEADM_FAKE = path.resolve(
-  path.dirname(fileURLToPath(import.meta.url)),
-  '../fixtures/kubeadm-fake/kubeadm',
-)
+export const KUBEADM_FAKE = simulatorPaths(REPO_ROOT).kubeadmFake

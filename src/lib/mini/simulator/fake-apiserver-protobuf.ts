@@ -2,17 +2,17 @@
  * Request bodies in Kubernetes' protobuf encoding, for the FakeApiServer TEST DOUBLE: helm (3 and 4)
  * stores releases as Secrets and creates namespaces through client-go's typed clients, which send
  * protobuf, and kubectl's typed commands do the same. Responses stay JSON: clients decode by the
- * response's Content-Type. Only the kinds in test/fixtures/kube-protobuf.proto are understood.
+ * response's Content-Type. Only the kinds in simulator/kube-protobuf.proto (shipped with the
+ * package) are understood.
  */
-import path from 'node:path'
 import protobuf from 'protobufjs'
-import { REPO_ROOT } from './cli.js'
+import { packageFile } from '../../paths.js'
 
 const MAGIC = Buffer.from([0x6b, 0x38, 0x73, 0x00]) // "k8s\0"
 const KINDS = ['Secret', 'ConfigMap', 'Namespace'] as const
 
 let root: protobuf.Root | undefined
-const types = () => (root ??= protobuf.loadSync(path.join(REPO_ROOT, 'test/fixtures/kube-protobuf.proto')))
+const types = () => (root ??= protobuf.loadSync(packageFile('simulator', 'kube-protobuf.proto')))
 
 export class UnsupportedProtobufError extends Error {}
 

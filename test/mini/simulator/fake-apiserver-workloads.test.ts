@@ -8,13 +8,12 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import https from 'node:https'
 import { mkdir, writeFile } from 'node:fs/promises'
 import path from 'node:path'
-import { runProcess } from '../../src/lib/system/process.js'
-import { expect } from './chai.js'
-import { eventually } from './eventually.js'
-import { ADMIN_TOKEN, FakeApiServer, type KubeObject } from './fake-apiserver.js'
-import { FIXTURE_CHARTS, realHelm, realKubectl, type HelmMajor } from './helm.js'
-import { makeTempDir, type TempDir } from './temp.js'
-import { localhostCert } from './tls-cert.js'
+import { runProcess } from '../../../src/lib/system/process.js'
+import { expect } from '../../support/chai.js'
+import { eventually } from '../../support/eventually.js'
+import { ADMIN_TOKEN, FakeApiServer, type KubeObject } from '../../../src/lib/mini/simulator/index.js'
+import { FIXTURE_CHARTS, realHelm, realKubectl, type HelmMajor } from '../../support/helm.js'
+import { makeTempDir, type TempDir } from '../../support/temp.js'
 
 const CHART = path.join(FIXTURE_CHARTS, 'workloads', '1.0.0')
 
@@ -494,7 +493,7 @@ function openWatch(api: FakeApiServer, pathAndQuery: string) {
   const ended = new Promise<RawEvent[]>((resolve, reject) => {
     const req = https.get(
       `${api.url}${pathAndQuery}`,
-      { ca: localhostCert().certPem, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } },
+      { ca: api.caPem, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } },
       (res) => {
         res.on('data', (d: Buffer) => {
           buffered += d.toString()

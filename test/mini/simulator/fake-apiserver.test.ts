@@ -1,8 +1,8 @@
 import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node'
 import { connect } from 'node:net'
-import { expect } from './chai.js'
-import { startFakeApiServer, type FakeApiServer } from './fake-apiserver.js'
-import { strategicMergePatch } from './fake-apiserver-rest.js'
+import { expect } from '../../support/chai.js'
+import { startFakeApiServer, type FakeApiServer } from '../../../src/lib/mini/simulator/index.js'
+import { strategicMergePatch } from '../../../src/lib/mini/simulator/fake-apiserver-rest.js'
 
 // The fake is a test double; this checks it speaks what the real client sends and expects.
 describe('FakeApiServer (test double) with @kubernetes/client-node', () => {

@@ -1,6 +1,8 @@
 /**
- * FakeApiServer — a TEST DOUBLE for the Kubernetes API (no kube-apiserver can run on these
- * machines). Over HTTPS with a test CA it serves core (/api/v1) and group (/apis/<group>/<version>)
+ * FakeApiServer — a CONTRACT FAKE (a test double) of the Kubernetes API: no kube-apiserver can run
+ * on these machines. Tests use it in place of the real API server, and `constellation mini` uses it
+ * as its Kubernetes SIMULATOR (and says so on every output): it is not a Kubernetes API server.
+ * Over HTTPS with its own CA it serves core (/api/v1) and group (/apis/<group>/<version>)
  * resources, namespaced or cluster-scoped: list with limit/continue paging, label selectors
  * (`=`, `!=`, `in`, `notin`, `key`, `!key`) and field selectors (metadata.name/namespace and the
  * field labels the real server knows); get, create (409 on exists), replace (409 on a stale
@@ -20,8 +22,9 @@
  * `--wait`, `kubectl rollout status` and `kubectl wait` look at. No pods run.
  *
  * For the real helm 3/4 and kubectl (test/upgrade/helm-api.test.ts and
- * fake-apiserver-workloads.test.ts hold it to them) it also serves discovery (/version, /api,
- * /apis, resource lists; a stored CRD registers its resources and is Established at once), OpenAPI
+ * test/mini/simulator/fake-apiserver-workloads.test.ts hold it to them) it also serves discovery
+ * (/version, /api, /apis, resource lists; a stored CRD registers its resources and is Established
+ * at once), OpenAPI
  * v3 documents that leave validation to the server, and decodes the protobuf bodies of client-go's
  * typed clients for Secrets, ConfigMaps and Namespaces. Like the real server it authenticates every
  * request (the bearer token of its kubeconfig, else 401) and stores a Secret's write-only
@@ -35,12 +38,17 @@
  * cluster-scoped `<resource>/<name>.json`, a group's resource as `<resource>.<group>`): the storage
  * the kubeadm contract fake reads and writes, as kubeadm would through this API (such writes by
  * another process raise no watch events).
+ *
+ * It listens on 127.0.0.1 at a random port unless told a `host` and `port`; its serving
+ * certificate names localhost, 127.0.0.1, that host and any `certHosts`, so a kubeconfig naming
+ * one of them verifies against the CA in `kubeconfig()`.
  */
 import { randomUUID } from 'node:crypto'
 import type http from 'node:http'
 import https from 'node:https'
-import type { AddressInfo, Socket } from 'node:net'
-import { parseYaml } from '../../src/lib/yaml/index.js'
+import { isIP, type AddressInfo, type Socket } from 'node:net'
+import { formatHostPort } from '../../system/index.js'
+import { parseYaml } from '../../yaml/index.js'
 import {
   apiGroupList,
   apiResourceList,
@@ -69,7 +77,7 @@ import {
 import { fieldMatcher, labelMatcher, SelectorError, type Matcher } from './fake-apiserver-selectors.js'
 import { DirStore, keyOf, type ObjectStore } from './fake-apiserver-store.js'
 import { WatchHub } from './fake-apiserver-watch.js'
-import { localhostCert } from './tls-cert.js'
+import { servingCert } from './serving-cert.js'
 
 export type { WorkloadRef } from './fake-apiserver-controllers.js'
 
@@ -117,7 +125,16 @@ export interface FakeApiServerOptions {
   dir?: string
   /** How many changes the watch history holds (default 1000); a watch from before them gets 410. */
   watchHistory?: number
+  /** The address to listen on (default 127.0.0.1); a specific one goes into the certificate too. */
+  host?: string
+  /** The port to listen on (default 0: a random free one). */
+  port?: number
+  /** More IP addresses or DNS names for the serving certificate's subjectAltName. */
+  certHosts?: string[]
 }
+
+/** 0.0.0.0, :: and the like: every address of the machine. */
+const isWildcard = (host: string) => isIP(host) !== 0 && /^[0:.]+$/.test(host)
 
 export class FakeApiServer {
   readonly requests: RecordedRequest[] = []
@@ -129,11 +146,16 @@ export class FakeApiServer {
   private rv = 1
   private server?: https.Server
   private readonly sockets = new Set<Socket>()
-  private port = 0
+  private port: number
+  private readonly host: string
+  private readonly cert: { certPem: string; keyPem: string }
   private mode: 'up' | 'refuse' | 'hang' = 'up'
   url = ''
 
   constructor(opts: FakeApiServerOptions = {}) {
+    this.host = opts.host ?? '127.0.0.1'
+    this.port = opts.port ?? 0
+    this.cert = servingCert([...(isWildcard(this.host) ? [] : [this.host]), ...(opts.certHosts ?? [])])
     this.objects = opts.dir ? new DirStore(opts.dir) : new Map<string, KubeObject>()
     this.hub = new WatchHub(opts.watchHistory ?? 1000)
     this.controllers = new WorkloadControllers({
@@ -148,7 +170,7 @@ export class FakeApiServer {
   }
 
   async start(): Promise<this> {
-    const { certPem, keyPem } = localhostCert()
+    const { certPem, keyPem } = this.cert
     this.server = https.createServer({ cert: certPem, key: keyPem }, (req, res) => void this.handle(req, res))
     // every TCP connection, also one still in its TLS handshake, which closeAllConnections misses
     this.server.on('connection', (socket: Socket) => {
@@ -156,7 +178,9 @@ export class FakeApiServer {
       socket.once('close', () => this.sockets.delete(socket))
     })
     await this.listen()
-    this.url = `https://127.0.0.1:${this.port}`
+    // a wildcard address is no address to dial: clients on this machine use loopback
+    const dial = isWildcard(this.host) ? '127.0.0.1' : this.host
+    this.url = `https://${formatHostPort(dial, this.port)}`
     return this
   }
 
@@ -222,12 +246,17 @@ export class FakeApiServer {
     return this.hub.open
   }
 
+  /** The CA (PEM) a client trusts for this server: its self-signed serving certificate. */
+  get caPem(): string {
+    return this.cert.certPem
+  }
+
   /** A kubeconfig (YAML) pointing at this server. */
   kubeconfig(): string {
     return [
       'apiVersion: v1',
       'kind: Config',
-      `clusters: [{name: fake, cluster: {server: "${this.url}", certificate-authority-data: ${Buffer.from(localhostCert().certPem).toString('base64')}}}]`,
+      `clusters: [{name: fake, cluster: {server: "${this.url}", certificate-authority-data: ${Buffer.from(this.cert.certPem).toString('base64')}}}]`,
       `users: [{name: fake, user: {token: ${ADMIN_TOKEN}}}]`,
       'contexts: [{name: fake, context: {cluster: fake, user: fake}}]',
       'current-context: fake',
@@ -275,7 +304,7 @@ export class FakeApiServer {
       const server = this.server
       if (!server) return reject(new Error('no server'))
       server.once('error', reject)
-      server.listen(this.port, '127.0.0.1', () => {
+      server.listen(this.port, this.host, () => {
         server.off('error', reject)
         this.port = (server.address() as AddressInfo).port
         resolve()

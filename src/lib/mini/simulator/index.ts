@@ -1,0 +1,41 @@
+/**
+ * The Kubernetes SIMULATOR of `constellation mini`: the project's CONTRACT FAKES (test doubles) of
+ * the Kubernetes API (FakeApiServer, here) and of kubeadm, systemctl and the kubelet unit (the
+ * package's simulator/ folder). Tests use them in place of the real parts; `mini` runs them because
+ * no Kubernetes can run on these machines, and says so on every output.
+ */
+import path from 'node:path'
+import { packageFile } from '../../paths.js'
+
+export { ADMIN_TOKEN, FakeApiServer, startFakeApiServer } from './fake-apiserver.js'
+export type {
+  FailRule,
+  FakeApiServerOptions,
+  KubeObject,
+  RecordedRequest,
+  WorkloadRef,
+} from './fake-apiserver.js'
+export { startSilentApiServer } from './fake-apiserver-silent.js'
+export type { SilentApiServer } from './fake-apiserver-silent.js'
+
+export interface SimulatorPaths {
+  /** The kubeadm contract fake (an executable Node script). */
+  kubeadmFake: string
+  /** The folder holding the systemctl fake: put it first on PATH. */
+  systemctlFakeDir: string
+  /** The stand-in for the machine image's kubelet.service. */
+  kubeletUnit: string
+  /** The API contract fake as a process: `node apiEntry --dir D --kubeconfig F [--listen H:P]`. */
+  apiEntry: string
+}
+
+/** Where the simulator's files are in the installed package (default: this package's root). */
+export function simulatorPaths(packageRoot: string = packageFile()): SimulatorPaths {
+  const at = (...p: string[]) => path.resolve(packageRoot, ...p)
+  return {
+    kubeadmFake: at('simulator', 'kubeadm-fake', 'kubeadm'),
+    systemctlFakeDir: at('simulator', 'systemctl-fake'),
+    kubeletUnit: at('simulator', 'kubelet-unit', 'kubelet.service'),
+    apiEntry: at('dist', 'mini-simulator.js'),
+  }
+}
