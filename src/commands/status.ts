@@ -2,6 +2,7 @@ import { Flags } from '@oclif/core'
 import { attestTimeoutFlag } from '../attest-flags.js'
 import { BaseCommand } from '../base-command.js'
 import { CliError } from '../lib/errors/index.js'
+import { readMiniRecord, SIMULATED_NOTICE } from '../lib/mini/index.js'
 import { clusterStatus, renderStatus, type StatusReport } from '../lib/status/index.js'
 import { parseAttestTimeout } from '../lib/verify/index.js'
 import { statusDeps } from '../wiring/status.js'
@@ -24,8 +25,10 @@ export default class Status extends BaseCommand {
     ...attestTimeoutFlag,
   }
 
-  async run(): Promise<StatusReport> {
+  async run(): Promise<StatusReport & { simulated?: string }> {
     const { flags } = await this.parse(Status)
+    // a cluster of `mini up`: say that its Kubernetes is simulated, here as everywhere
+    const simulated = (await readMiniRecord(flags.workspace)) ? SIMULATED_NOTICE : undefined
     const report = await clusterStatus(
       await statusDeps({
         workspace: flags.workspace,
@@ -34,14 +37,17 @@ export default class Status extends BaseCommand {
         timeoutMs: parseAttestTimeout(flags.timeout),
       }),
     )
-    if (!this.jsonEnabled()) this.log(renderStatus(report))
+    if (!this.jsonEnabled()) this.log(renderStatus(report) + (simulated ? `\n${simulated}` : ''))
     if (!report.healthy)
       throw new CliError(
         report.apiError
           ? 'the Kubernetes API could not be read'
           : 'not every node is trusted, of this cluster and Ready',
-        { data: { ...report }, hint: report.apiError ? `check --kubeconfig; ${report.apiError}` : undefined },
+        {
+          data: { ...report, simulated },
+          hint: report.apiError ? `check --kubeconfig; ${report.apiError}` : undefined,
+        },
       )
-    return report
+    return simulated ? { ...report, simulated } : report
   }
 }

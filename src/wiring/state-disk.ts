@@ -24,6 +24,7 @@ import {
   type ResolvedNodeConfig,
   type StaticMetadata,
 } from '../lib/nodeconfig/index.js'
+import { simulatedMounter } from '../lib/mini/index.js'
 import { nodePaths } from '../lib/paths.js'
 import {
   CryptsetupDisk,
@@ -91,17 +92,31 @@ export function nodeRecoveryEndpoint(
     })
 }
 
-/** The production run: JSON logs to stderr (the journal); SIGINT/SIGTERM end a wait for the key. */
-export async function runStateDiskSetup(configPath: string): Promise<SetupOutcome> {
-  const config = (await loadResolvedNodeConfig(configPath, {
-    require: ['stateDisk', 'metadata'],
-  })) as StateDiskNodeConfig
+/**
+ * The production run: JSON logs to stderr (the journal); SIGINT/SIGTERM end a wait for the key.
+ * `simulateMapping`: `mini`'s nodes, on a host without device-mapper (see simulated-mounter.ts).
+ */
+export async function runStateDiskSetup(
+  configPath: string,
+  opts: { simulateMapping?: boolean } = {},
+): Promise<SetupOutcome> {
   const log = createLogger({
     format: 'json',
     write: (line) => process.stderr.write(line + '\n'),
     component: 'state-disk',
   })
+  const config = (await loadResolvedNodeConfig(configPath, {
+    require: ['stateDisk', 'metadata'],
+    onMetadataRetry: (err, attempt, delayMs) =>
+      log.warn('Metadata service not reachable yet; asking again', {
+        attempt,
+        delayMs,
+        error: err instanceof Error ? err.message : String(err),
+      }),
+  })) as StateDiskNodeConfig
   routeGrpcLogs(log)
+  if (opts.simulateMapping)
+    log.warn('State disk mapping SIMULATED (constellation mini): the key is checked, the disk is not mapped')
   const openTpm = openTpmFromConfig(config.tpm)
   const issuer = nodeIssuer(config, openTpm)
   const runner = createRunner()
@@ -115,7 +130,9 @@ export async function runStateDiskSetup(configPath: string): Promise<SetupOutcom
       {
         openTpm,
         runner,
-        mounter: deviceMapperMounter(runner, nodePaths(config.root)),
+        mounter: opts.simulateMapping
+          ? simulatedMounter(runner, nodePaths(config.root))
+          : deviceMapperMounter(runner, nodePaths(config.root)),
         requestRejoinTicket: attestedRejoinTicketRequester(issuer),
         recoveryEndpoint: nodeRecoveryEndpoint(config, issuer, log),
         log,

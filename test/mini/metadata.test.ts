@@ -56,6 +56,39 @@ describe('http metadata provider (the mini metadata service over loopback HTTP)'
     expect(resolved.initSecretHash).to.equal(HASH)
   })
 
+  it('with sourceAddress, a node that shares the host asks from its own loopback address', async () => {
+    const config = {
+      ...nodeConfig(url),
+      metadata: { provider: 'http' as const, url, sourceAddress: '127.0.0.2' },
+    }
+    const resolved = await resolveMetadata(config, httpMetadataClient(), FAST)
+    expect(resolved.metadata?.self).to.deep.equal({ name: 'worker-0', role: 'worker', vpcIP: '127.0.0.2' })
+  })
+
+  it('sourceAddress is checked: an IP address, and only for the http provider', () => {
+    const bad = () =>
+      parseBootstrapperNodeConfig(
+        `attestationVariant: qemu-vtpm
+tpm: { device: /dev/tpmrm0 }
+stateDisk: { device: /dev/sdb }
+metadata: { provider: http, url: "${url}", sourceAddress: "node-7" }
+`,
+        'node.yaml',
+      )
+    expect(bad).to.throw(/metadata\.sourceAddress/)
+    const staticWithSource = () =>
+      parseBootstrapperNodeConfig(
+        `attestationVariant: qemu-vtpm
+tpm: { device: /dev/tpmrm0 }
+stateDisk: { device: /dev/sdb }
+initSecretHash: "${HASH}"
+metadata: { provider: static, self: { name: a, role: worker, vpcIP: 10.0.0.2 }, sourceAddress: 10.0.0.2 }
+`,
+        'node.yaml',
+      )
+    expect(staticWithSource).to.throw(/metadata\.sourceAddress.*only provider http/)
+  })
+
   it("the node config's own init secret hash wins over the service's", async () => {
     const own = '$2a$04$zzzzzzzzzzzzzzzzzzzzzu5ySmH6TgnwhSUCqSnQRvSWdkm1rHHQe'
     const resolved = await resolveMetadata(

@@ -1,32 +1,23 @@
 /**
  * RecordingMounter — a TEST DOUBLE for the state disk's mount boundary (these machines have no
- * device-mapper). It checks the key with the real `cryptsetup open --test-passphrase` (so a mount
- * with a wrong key fails as the real mapping would), records each mount, and for a fresh file system
- * empties the directories the state disk holds, as mkfs would leave them.
+ * device-mapper): mini's simulated mounter (the key checked by the real `cryptsetup open
+ * --test-passphrase`, a fresh file system's directories emptied), and a record of each mount.
  */
-import { mkdir, rm } from 'node:fs/promises'
-import path from 'node:path'
 import type { NodePaths } from '../../src/lib/paths.js'
+import { simulatedMounter } from '../../src/lib/mini/simulated-mounter.js'
 import type { StateDiskMounter } from '../../src/lib/statedisk/index.js'
 import { createRunner } from '../../src/lib/system/index.js'
 
 export class RecordingMounter implements StateDiskMounter {
   readonly mounts: Array<{ device: string; fresh: boolean }> = []
+  private readonly simulated: StateDiskMounter
 
-  constructor(private readonly paths: NodePaths) {}
+  constructor(paths: NodePaths) {
+    this.simulated = simulatedMounter(createRunner(), paths)
+  }
 
   async mount(device: string, key: Buffer, opts: { fresh: boolean }): Promise<void> {
-    await createRunner().run('cryptsetup', ['open', '--test-passphrase', '--key-file', '-', device], {
-      input: key,
-    })
-    if (opts.fresh)
-      for (const dir of [
-        this.paths.stateDir,
-        ...this.paths.stateDiskDirs.map((d) => path.join(this.paths.root, d)),
-      ]) {
-        await rm(dir, { recursive: true, force: true })
-        await mkdir(dir, { recursive: true })
-      }
+    await this.simulated.mount(device, key, opts)
     this.mounts.push({ device, fresh: opts.fresh })
   }
 }

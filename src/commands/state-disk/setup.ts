@@ -12,10 +12,12 @@ export default class StateDiskSetup extends BaseCommand {
   static override enableJsonFlag = false
   static override flags = {
     config: Flags.string({ description: 'node config file', default: NODE_CONFIG_PATH }),
+    // `constellation mini` only: hosts without device-mapper check the key but map nothing
+    'simulate-mapping': Flags.boolean({ hidden: true }),
   }
 
   async run(): Promise<void> {
     const { flags } = await this.parse(StateDiskSetup)
-    await runStateDiskSetup(flags.config)
+    await runStateDiskSetup(flags.config, { simulateMapping: flags['simulate-mapping'] })
   }
 }

@@ -1,5 +1,14 @@
-/** `constellation mini`: a local multi-node cluster. So far: the metadata service its nodes ask, and the Kubernetes simulator. */
+/**
+ * `constellation mini`: a local multi-node cluster of real node software, Kubernetes SIMULATED by
+ * the project's contract fakes, and the metadata service its nodes ask.
+ */
 export { MetadataServer } from './metadata-server.js'
 export type { MetadataView } from './metadata-server.js'
 export { FakeApiServer, simulatorPaths } from './simulator/index.js'
 export type { FakeApiServerOptions, SimulatorPaths } from './simulator/index.js'
+export { miniDown, miniUp, rebootNode, refuseIfRunning, SIMULATED_NOTICE } from './cluster.js'
+export type { MiniDownResult, MiniIo, MiniUpOptions, MiniUpResult, RebootHooks } from './cluster.js'
+export { miniPaths, readMiniRecord, NODE_PORTS } from './layout.js'
+export type { MiniNodeRecord, MiniRecord } from './layout.js'
+export type { NetworkMode } from './network.js'
+export { simulatedMounter } from './simulated-mounter.js'

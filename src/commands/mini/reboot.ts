@@ -1,0 +1,43 @@
+import { Args, Flags } from '@oclif/core'
+import { BaseCommand } from '../../base-command.js'
+import { SIMULATED_NOTICE, type MiniNodeRecord } from '../../lib/mini/index.js'
+import { parseDuration } from '../../lib/system/index.js'
+import { runMiniReboot } from '../../wiring/mini.js'
+
+export default class MiniReboot extends BaseCommand {
+  static override description =
+    "Reboot one node of a `mini up` cluster: its TPM restarts (PCRs reset) and its memory is lost; it gets its disk key back from a control plane's join service, or waits for `constellation recover` when no control plane is up"
+  static override examples = [
+    '<%= config.bin %> mini reboot worker-0 -C ./mini',
+    '<%= config.bin %> mini reboot control-plane-0 -C ./mini',
+  ]
+  static override args = { node: Args.string({ description: 'the node, e.g. worker-0', required: true }) }
+  static override flags = {
+    ...BaseCommand.workspaceFlag,
+    timeout: Flags.string({
+      description: 'give up when the node is not back after this long',
+      default: '5m',
+    }),
+  }
+
+  async run(): Promise<{ node: MiniNodeRecord; simulated: string }> {
+    const { args, flags } = await this.parse(MiniReboot)
+    process.stderr.write(`${SIMULATED_NOTICE}\n`)
+    const stop = new AbortController()
+    const onSignal = () => stop.abort()
+    process.once('SIGINT', onSignal)
+    process.once('SIGTERM', onSignal)
+    try {
+      const node = await runMiniReboot(flags.workspace, args.node, {
+        timeoutMs: parseDuration(flags.timeout, '--timeout'),
+        signal: stop.signal,
+        progress: (line) => process.stderr.write(`• ${line}\n`),
+      })
+      if (!this.jsonEnabled()) this.log(`${node.name} is back (${node.address}).`)
+      return { node, simulated: SIMULATED_NOTICE }
+    } finally {
+      process.off('SIGINT', onSignal)
+      process.off('SIGTERM', onSignal)
+    }
+  }
+}

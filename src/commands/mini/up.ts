@@ -1,0 +1,93 @@
+import { Flags } from '@oclif/core'
+import { BaseCommand } from '../../base-command.js'
+import { SIMULATED_NOTICE, type MiniUpResult, type NetworkMode } from '../../lib/mini/index.js'
+import { renderStatus, type StatusReport } from '../../lib/status/index.js'
+import { parseDuration } from '../../lib/system/index.js'
+import { DEFAULT_KUBERNETES_MINOR } from '../../lib/versions/index.js'
+import { runMiniUp } from '../../wiring/mini.js'
+
+export default class MiniUp extends BaseCommand {
+  static override description =
+    'Start a local cluster on this machine: every node runs the real node software with its own swtpm, LUKS2 disk image and address; Kubernetes itself is SIMULATED by contract fakes. It keeps running until `mini down`.'
+  static override examples = [
+    '<%= config.bin %> mini up -C ./mini',
+    '<%= config.bin %> mini up -C ./mini --control-planes 3 --workers 3',
+    '<%= config.bin %> mini up -C ./mini --json',
+  ]
+  static override flags = {
+    ...BaseCommand.workspaceFlag,
+    'control-planes': Flags.integer({
+      description: 'number of control-plane nodes',
+      default: 1,
+      min: 1,
+      max: 9,
+    }),
+    workers: Flags.integer({ description: 'number of worker nodes', default: 2, min: 0, max: 40 }),
+    kubernetes: Flags.string({
+      char: 'k',
+      description: 'Kubernetes version',
+      default: DEFAULT_KUBERNETES_MINOR,
+    }),
+    network: Flags.string({
+      description:
+        'namespaces: a network namespace per node (needs root); loopback: a loopback address per node',
+      options: ['auto', 'netns', 'loopback'],
+      default: 'auto',
+    }),
+    'skip-helm': Flags.boolean({ description: 'install no Helm releases (then helm need not be on PATH)' }),
+    timeout: Flags.string({
+      description: 'give up when the nodes have not joined after this long',
+      default: '5m',
+    }),
+    retain: Flags.boolean({
+      description: 'on failure or Ctrl-C, keep what was started (for its logs) instead of removing it',
+    }),
+  }
+
+  async run(): Promise<MiniUpResult & { simulated: string; status: StatusReport }> {
+    const { flags } = await this.parse(MiniUp)
+    const mode: NetworkMode =
+      flags.network === 'auto'
+        ? process.getuid?.() === 0
+          ? 'netns'
+          : 'loopback'
+        : (flags.network as NetworkMode)
+    process.stderr.write(`${SIMULATED_NOTICE}\n`)
+    const stop = new AbortController()
+    const onSignal = () => stop.abort()
+    process.once('SIGINT', onSignal)
+    process.once('SIGTERM', onSignal)
+    try {
+      const { up, status } = await runMiniUp(
+        {
+          workspace: flags.workspace,
+          controlPlanes: flags['control-planes'],
+          workers: flags.workers,
+          kubernetes: flags.kubernetes,
+          mode,
+          skipHelm: flags['skip-helm'],
+          retain: flags.retain,
+          timeoutMs: parseDuration(flags.timeout, '--timeout'),
+          signal: stop.signal,
+        },
+        (line) => process.stderr.write(`• ${line}\n`),
+      )
+      if (!this.jsonEnabled()) {
+        this.log(renderStatus(status))
+        this.log('')
+        this.log(
+          `${up.nodes.length} nodes up in ${(up.elapsedMs / 1000).toFixed(1)} s (${mode === 'netns' ? 'a network namespace each' : 'a loopback address each'}, ${up.network.prefix}.0/24).`,
+        )
+        this.log(SIMULATED_NOTICE)
+        this.log(
+          `Look at it: constellation status -C ${flags.workspace}; constellation verify -C ${flags.workspace}`,
+        )
+        this.log(`Remove it: constellation mini down -C ${flags.workspace}`)
+      }
+      return { ...up, simulated: SIMULATED_NOTICE, status }
+    } finally {
+      process.off('SIGINT', onSignal)
+      process.off('SIGTERM', onSignal)
+    }
+  }
+}

@@ -1,0 +1,422 @@
+/**
+ * `mini up` and `mini down`: a cluster of real node software on this machine, with Kubernetes
+ * SIMULATED by the project's contract fakes (simulator/). What is real: swtpm TPMs, attestation,
+ * aTLS, key derivation, LUKS2 headers, join tickets, certificates, the Helm releases. What is
+ * simulated: the Kubernetes API, kubeadm, systemctl and the kubelet, and the state disk's mapping.
+ */
+import { createHash } from 'node:crypto'
+import { mkdir, readdir, rm, rmdir } from 'node:fs/promises'
+import path from 'node:path'
+import { generateWorkspace, initSecretHashFor, loadConfig } from '../config/index.js'
+import { CliError } from '../errors/index.js'
+import { workspacePaths } from '../paths.js'
+import { exists, writeFileAtomic, type Runner } from '../system/index.js'
+import { stringifyYaml } from '../yaml/index.js'
+import { CLUSTER_MARKER, startDaemon, stopMarked, type Daemon } from './daemons.js'
+import { waitForExit, waitForPort } from './wait.js'
+import {
+  METADATA_PORT,
+  miniPaths,
+  NODE_PORTS,
+  readMiniRecord,
+  writeMiniRecord,
+  type MiniNodeRecord,
+  type MiniPaths,
+  type MiniRecord,
+} from './layout.js'
+import { chooseNetwork, miniNetwork, removeNetwork, type NetworkMode } from './network.js'
+import { bootNode, powerOffNode, provisionNode, type NodeBootContext } from './node-boot.js'
+import type { MetadataView } from './metadata-server.js'
+
+/** What every output of `mini` says first. */
+export const SIMULATED_NOTICE =
+  'Kubernetes is SIMULATED: kubeadm, the Kubernetes API, systemctl and the kubelet are contract fakes, and state disks are not mapped (no device-mapper). Attestation, aTLS, keys, LUKS2 headers, join tickets, certificates and Helm releases are real.'
+
+export interface MiniIo {
+  runner: Runner
+  /** argv that runs this CLI (node + bin/run.js). */
+  cli: readonly string[]
+  nodeBinary: string
+  files: {
+    unitTemplates: string
+    kubeletUnit: string
+    kubeadmFake: string
+    systemctlFakeDir: string
+    apiEntry: string
+    metadataEntry: string
+    chartsDir: string
+  }
+  /** The environment node processes start from (PATH, HOME). */
+  env: NodeJS.ProcessEnv
+  /** Attests cp-0 and initializes the cluster (the operator's `constellation init`). */
+  init(workspace: string): Promise<void>
+  /** Checks what the run will need (helm) before anything starts. */
+  preflight(): Promise<void>
+  progress(line: string): void
+}
+
+export interface MiniUpOptions {
+  workspace: string
+  controlPlanes: number
+  workers: number
+  kubernetes: string
+  mode: NetworkMode
+  skipHelm: boolean
+  /** Keep what was started when `mini up` fails or is interrupted (for its logs). */
+  retain: boolean
+  /** How long joins may take in all. */
+  timeoutMs: number
+  signal?: AbortSignal
+}
+
+export interface MiniUpResult {
+  workspace: string
+  network: { mode: NetworkMode; hostAddress: string; prefix: string }
+  nodes: MiniNodeRecord[]
+  elapsedMs: number
+}
+
+const nodeName = (role: 'control-plane' | 'worker', i: number) => `${role}-${i}`
+
+/** One cluster per workspace: a second `mini up` is refused, whatever state the first is in. */
+export async function refuseIfRunning(workspace: string): Promise<void> {
+  const running = await readMiniRecord(workspace)
+  if (running)
+    throw new CliError(
+      `a mini cluster already runs in ${path.resolve(workspace)} (started ${running.startedAt})`,
+      {
+        hint: `inspect it with \`constellation status -C ${workspace}\`, or remove it with \`constellation mini down -C ${workspace}\``,
+      },
+    )
+}
+
+/**
+ * Starts the cluster and waits until every node has joined. On a failure or `opts.signal`, what
+ * was started is removed again (unless `opts.retain`), as nothing of it would be of use.
+ */
+export async function miniUp(opts: MiniUpOptions, io: MiniIo): Promise<MiniUpResult> {
+  const started = Date.now()
+  const workspace = path.resolve(opts.workspace)
+  await refuseIfRunning(opts.workspace)
+  await io.preflight()
+  const ws = workspacePaths(workspace)
+  for (const file of [ws.config, ws.state, ws.masterSecret, ws.adminConf])
+    if (await exists(file))
+      throw new CliError(`${file} already exists: ${workspace} holds another cluster's workspace`, {
+        hint: 'mini up makes a workspace of its own: give it an empty or new folder with -C; nothing was changed',
+      })
+  const createdWorkspace = !(await exists(workspace))
+  await mkdir(workspace, { recursive: true })
+  const network = miniNetwork(await chooseNetwork(opts.mode, io.runner), io.runner)
+  const nodes: MiniNodeRecord[] = [
+    ...Array.from({ length: opts.controlPlanes }, (_, i) => nodeName('control-plane', i)),
+    ...Array.from({ length: opts.workers }, (_, i) => nodeName('worker', i)),
+  ].map((name, index) => ({
+    name,
+    role: name.startsWith('control-plane') ? 'control-plane' : 'worker',
+    index,
+    address: network.nodeAddress(index),
+  }))
+  const record: MiniRecord = {
+    version: 1,
+    startedAt: new Date(started).toISOString(),
+    network: { mode: network.mode, id: network.id, prefix: network.prefix },
+    // init writes the last two; listed now so that a crash in between removes them too
+    createdFiles: [ws.config, ws.state, ws.masterSecret, ws.adminConf],
+    createdWorkspace,
+    nodes,
+  }
+  await writeMiniRecord(workspace, record) // from here on, `mini down` can undo everything
+  try {
+    return await startCluster(opts, io, workspace, record, started)
+  } catch (err) {
+    const known = err instanceof CliError ? err : undefined
+    const message = err instanceof Error ? err.message : String(err)
+    const failure = new CliError(known ? message : `mini up: ${message}`, {
+      cause: err,
+      exitCode: known?.exitCode,
+      hint: opts.retain
+        ? `what was started is kept (--retain): logs under ${miniPaths(workspace).dir}; \`constellation mini down -C ${opts.workspace}\` removes it`
+        : known?.hint,
+    })
+    if (opts.retain) throw failure
+    io.progress('mini up failed: removing what it started (--retain keeps it)')
+    await miniDown(workspace, io.runner).catch(() => {})
+    throw failure
+  }
+}
+
+async function startCluster(
+  opts: MiniUpOptions,
+  io: MiniIo,
+  workspace: string,
+  record: MiniRecord,
+  started: number,
+): Promise<MiniUpResult> {
+  const { nodes } = record
+  const network = miniNetwork(record.network, io.runner)
+  const paths = miniPaths(workspace)
+  const cp0 = nodes[0]
+  if (!cp0) throw new CliError('a cluster needs a control plane')
+
+  io.progress(
+    `network: ${network.mode === 'netns' ? 'a namespace per node' : 'a loopback address per node'}, ${network.prefix}.0/24`,
+  )
+  for (const node of nodes) await network.addNode(node.index)
+  const env = { ...io.env, [CLUSTER_MARKER]: network.id, CONSTELL_NO_SPINNER: '1' }
+  await writeWorkspace(workspace, cp0.address, opts, io)
+
+  io.progress('starting the metadata service and the SIMULATED Kubernetes API')
+  await writeMetadataView(paths, nodes, cp0.address, workspace)
+  startDaemon({
+    argv: [
+      io.nodeBinary,
+      io.files.metadataEntry,
+      '--listen',
+      `${network.hostAddress}:${METADATA_PORT}`,
+      '--view',
+      paths.metadataView,
+    ],
+    env,
+    logFile: paths.metadataLog,
+  })
+  await mkdir(paths.apiDir, { recursive: true, mode: 0o700 })
+  const api = startDaemon({
+    argv: [
+      ...network.execPrefix(cp0.index),
+      io.nodeBinary,
+      io.files.apiEntry,
+      '--dir',
+      paths.apiDir,
+      '--kubeconfig',
+      paths.apiKubeconfig,
+      '--listen',
+      `${cp0.address}:${NODE_PORTS.apiServer}`,
+      '--cert-host',
+      cp0.address,
+    ],
+    env,
+    logFile: paths.apiLog,
+  })
+  await Promise.all([
+    waitForPort(network.hostAddress, METADATA_PORT, { what: 'the metadata service', log: paths.metadataLog }),
+    waitForPort(cp0.address, NODE_PORTS.apiServer, {
+      what: 'the SIMULATED Kubernetes API',
+      log: paths.apiLog,
+      gaveUp: exitedEarly(api),
+    }),
+  ])
+
+  const ctx = bootContext(record, paths, io)
+  io.progress(`booting ${nodes.length} nodes: swtpm, state-disk setup, bootstrap run`)
+  const booted = await Promise.all(
+    nodes.map(async (node) => {
+      const files = paths.node(node.name)
+      await provisionNode(ctx, node, files)
+      return { node, files, ...(await bootNode(ctx, node, files, network.id, opts)) }
+    }),
+  )
+  const first = booted[0]!
+  await waitForPort(cp0.address, NODE_PORTS.init, {
+    what: `${cp0.name}'s Init server`,
+    log: first.files.log('bootstrap'),
+    gaveUp: exitedEarly(first.bootstrap),
+  })
+  opts.signal?.throwIfAborted()
+  io.progress(`constellation init: attesting ${cp0.name} at ${cp0.address}:${NODE_PORTS.init}`)
+  await io.init(workspace)
+  opts.signal?.throwIfAborted()
+  io.progress(`waiting for ${nodes.length - 1} nodes to join`)
+  await Promise.all(
+    booted.map(({ node, files, bootstrap }) =>
+      waitForExit(bootstrap, {
+        what: `${node.name}'s bootstrap run`,
+        log: files.log('bootstrap'),
+        timeoutMs: opts.timeoutMs,
+        signal: opts.signal,
+      }),
+    ),
+  )
+  for (const cp of booted.filter((b) => b.node.role === 'control-plane'))
+    await waitForPort(cp.node.address, NODE_PORTS.join, {
+      what: `${cp.node.name}'s join service`,
+      log: path.join(cp.files.unitState, 'constellation-joinservice.service.log'),
+    })
+  return {
+    workspace,
+    network: { mode: network.mode, hostAddress: network.hostAddress, prefix: network.prefix },
+    nodes,
+    elapsedMs: Date.now() - started,
+  }
+}
+
+/** What booting any node of this cluster needs: its network, the CLI, the simulator's variables. */
+function bootContext(record: MiniRecord, paths: MiniPaths, io: MiniIo): NodeBootContext {
+  return {
+    network: miniNetwork(record.network, io.runner),
+    runner: io.runner,
+    cli: io.cli,
+    unitTemplates: io.files.unitTemplates,
+    kubeletUnit: io.files.kubeletUnit,
+    env: {
+      ...io.env,
+      [CLUSTER_MARKER]: record.network.id,
+      CONSTELL_NO_SPINNER: '1',
+      PATH: `${io.files.systemctlFakeDir}:${io.env.PATH ?? ''}`,
+      KUBEADM_FAKE_API_DIR: paths.apiDir,
+      KUBEADM_FAKE_ADMIN_KUBECONFIG: paths.apiKubeconfig,
+    },
+  }
+}
+
+export interface RebootHooks {
+  /** Runs while the node is off (e.g. to unplug its link). */
+  whilePoweredOff?: () => Promise<void>
+  signal?: AbortSignal
+  timeoutMs?: number
+}
+
+/**
+ * Reboots one node: its processes stop, its TPM restarts (PCRs reset), its /run is emptied; then
+ * it boots again. `state-disk setup` gets the disk key from a control plane's join service, or
+ * waits for `constellation recover` when none answers; `bootstrap run` then starts the node as
+ * before. Resolves once `bootstrap run` is done.
+ */
+export async function rebootNode(workspace: string, name: string, io: MiniIo, hooks: RebootHooks = {}) {
+  const record = await readMiniRecord(workspace)
+  if (!record)
+    throw new CliError(`no mini cluster in ${path.resolve(workspace)}`, {
+      hint: `\`constellation mini up -C ${workspace}\` starts one`,
+    })
+  const node = record.nodes.find((n) => n.name === name)
+  if (!node)
+    throw new CliError(`the mini cluster in ${path.resolve(workspace)} has no node ${JSON.stringify(name)}`, {
+      hint: `its nodes: ${record.nodes.map((n) => n.name).join(', ')}`,
+    })
+  const paths = miniPaths(workspace)
+  const files = paths.node(name)
+  await powerOffNode(record.network.id, name, files)
+  await hooks.whilePoweredOff?.()
+  io.progress(
+    `${name} boots: its disk key comes from a control plane's join service, or from \`constellation recover -C ${workspace} --endpoint ${node.address}:${NODE_PORTS.recovery}\` when none is up`,
+  )
+  const { bootstrap } = await bootNode(bootContext(record, paths, io), node, files, record.network.id, hooks)
+  await waitForExit(bootstrap, {
+    what: `${name}'s bootstrap run`,
+    log: files.log('bootstrap'),
+    timeoutMs: hooks.timeoutMs ?? 300_000,
+    signal: hooks.signal,
+  })
+  return node
+}
+
+const exitedEarly = (d: Daemon) => {
+  let done = false
+  void d.exited.finally(() => (done = true))
+  return () => done
+}
+
+/** `config generate` for cp-0, with the simulator's kubeadm as the Kubernetes component. */
+async function writeWorkspace(workspace: string, endpoint: string, opts: MiniUpOptions, io: MiniIo) {
+  await generateWorkspace({
+    workspace,
+    provider: 'qemu',
+    kubernetes: opts.kubernetes,
+    variant: 'qemu-vtpm',
+    name: 'mini',
+    endpoint,
+  })
+  const file = workspacePaths(workspace).config
+  const config = await loadConfig(file)
+  const launcher = Buffer.from(`#!/bin/sh\nexec '${io.nodeBinary}' '${io.files.kubeadmFake}' "$@"\n`)
+  config.kubernetesComponents = [
+    {
+      // a data: URL, so the node's installer really installs (and hash-checks) it: no download server
+      url: `data:application/octet-stream;base64,${launcher.toString('base64')}`,
+      hash: `sha256:${createHash('sha256').update(launcher).digest('hex')}`,
+      installPath: '/run/state/bin/kubeadm',
+      extract: false,
+    },
+  ]
+  config.upgrade = {
+    charts: [
+      { name: 'cilium', namespace: 'kube-system' },
+      { name: 'coredns', namespace: 'kube-system' },
+      { name: 'cert-manager', namespace: 'cert-manager' },
+    ].map((c) => ({ ...c, chart: path.join(io.files.chartsDir, c.name), version: '1.0.0' })),
+  }
+  await writeFileAtomic(
+    file,
+    `# constellation mini: Kubernetes is SIMULATED (kubeadm and the API are contract fakes); the charts are stand-ins\n${stringifyYaml(config)}`,
+    0o600,
+  )
+}
+
+async function writeMetadataView(
+  paths: MiniPaths,
+  nodes: MiniNodeRecord[],
+  endpoint: string,
+  workspace: string,
+) {
+  const view: MetadataView = {
+    members: nodes.map((n) => ({ name: n.name, role: n.role, vpcIP: n.address })),
+    endpointHost: endpoint,
+    initSecretHash: (await initSecretHashFor(workspace)).initSecretHash,
+  }
+  await writeFileAtomic(paths.metadataView, JSON.stringify(view, null, 2) + '\n', 0o600)
+}
+
+export interface MiniDownResult {
+  workspace: string
+  stoppedProcesses: number
+  removed: string[]
+}
+
+/** Stops every process of the cluster and removes everything `mini up` created; safe to repeat. */
+export async function miniDown(workspace: string, runner: Runner): Promise<MiniDownResult> {
+  const dir = path.resolve(workspace)
+  const record = await readMiniRecord(dir)
+  if (!record)
+    throw new CliError(`no mini cluster in ${dir}`, {
+      hint: `\`constellation mini up -C ${workspace}\` starts one; nothing was changed`,
+    })
+  const stoppedProcesses = await stopMarked(CLUSTER_MARKER, record.network.id)
+  const removed = await removeNetwork(record.network, runner)
+  const paths = miniPaths(dir)
+  removed.push(...(await releaseDiskImages(paths.dir, runner)))
+  for (const file of record.createdFiles)
+    if (await exists(file)) {
+      await rm(file, { force: true })
+      removed.push(file)
+    }
+  await rm(paths.dir, { recursive: true, force: true })
+  removed.push(paths.dir)
+  if (record.createdWorkspace && (await readdir(dir)).length === 0) {
+    await rmdir(dir)
+    removed.push(dir)
+  }
+  return { workspace: dir, stoppedProcesses, removed }
+}
+
+/** Mounts under the cluster's folder and loop devices over its disk images (none unless a user made them). */
+async function releaseDiskImages(dir: string, runner: Runner): Promise<string[]> {
+  const released: string[] = []
+  const mounts = (await runner.run('findmnt', ['-rn', '-o', 'TARGET']).catch(() => ({ stdout: '' }))).stdout
+  for (const target of mounts
+    .split('\n')
+    .filter((t) => t.startsWith(dir + '/'))
+    .reverse()) {
+    await runner.run('umount', ['-l', target])
+    released.push(`mount ${target}`)
+  }
+  const loops = (await runner.run('losetup', ['-nl', '-O', 'NAME,BACK-FILE']).catch(() => ({ stdout: '' })))
+    .stdout
+  for (const line of loops.split('\n')) {
+    const [device, file] = line.trim().split(/\s+/)
+    if (device && file?.startsWith(dir + '/')) {
+      await runner.run('losetup', ['-d', device])
+      released.push(`loop device ${device}`)
+    }
+  }
+  return released
+}

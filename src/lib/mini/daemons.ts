@@ -1,0 +1,104 @@
+/**
+ * The processes of a local cluster. Each is started detached (it outlives `mini up`) with two
+ * marker variables in its environment, which every process it starts inherits (systemd's services,
+ * kubeadm, swtpm). `mini down` finds them by those markers in /proc, so it needs no pid file that a
+ * crash could have left half written, and it also finds what a service started on its own.
+ */
+import { spawn } from 'node:child_process'
+import { closeSync, openSync, readFileSync } from 'node:fs'
+import { readdir, readFile } from 'node:fs/promises'
+
+export const CLUSTER_MARKER = 'CONSTELL_MINI_CLUSTER'
+export const NODE_MARKER = 'CONSTELL_MINI_NODE'
+
+export interface DaemonSpec {
+  argv: readonly string[]
+  env: NodeJS.ProcessEnv
+  /** stdout and stderr are appended here. */
+  logFile: string
+  cwd?: string
+  /** The caller waits for its exit (it keeps this process alive until then); others are let go. */
+  awaited?: boolean
+}
+
+export interface Daemon {
+  pid: number
+  /** Resolves with the exit code (null after a signal) while this process is the parent. */
+  exited: Promise<number | null>
+}
+
+export function startDaemon(spec: DaemonSpec): Daemon {
+  const [file, ...args] = spec.argv
+  if (!file) throw new Error('startDaemon: empty argv')
+  const log = openSync(spec.logFile, 'a', 0o600)
+  try {
+    const child = spawn(file, args, {
+      detached: true,
+      env: spec.env,
+      cwd: spec.cwd,
+      stdio: ['ignore', log, log],
+    })
+    const exited = new Promise<number | null>((resolve, reject) => {
+      child.once('error', reject)
+      child.once('exit', (code) => resolve(code))
+    })
+    exited.catch(() => {}) // a caller that never awaits it must not crash the process
+    if (!spec.awaited) child.unref()
+    if (child.pid === undefined) throw new Error(`could not start ${file}`)
+    return { pid: child.pid, exited }
+  } finally {
+    closeSync(log)
+  }
+}
+
+/** Pids of running processes whose environment has `name=value`. */
+export async function markedProcesses(name: string, value: string): Promise<number[]> {
+  const wanted = Buffer.from(`${name}=${value}\0`)
+  const pids: number[] = []
+  for (const entry of await readdir('/proc')) {
+    const pid = Number(entry)
+    if (!Number.isInteger(pid) || pid === process.pid) continue
+    const environ = await readFile(`/proc/${pid}/environ`).catch(() => undefined)
+    if (!environ) continue
+    // the variable starts the block or follows a NUL; a prefix of another value does not count
+    const at = environ.indexOf(wanted)
+    if (at === 0 || (at > 0 && environ[at - 1] === 0)) if (alive(pid)) pids.push(pid)
+  }
+  return pids
+}
+
+/** SIGTERM to every marked process, SIGKILL to what is left after `graceMs`; resolves once all are gone. */
+export async function stopMarked(name: string, value: string, graceMs = 10_000): Promise<number> {
+  const pids = await markedProcesses(name, value)
+  for (const pid of pids) signal(pid, 'SIGTERM')
+  const deadline = Date.now() + graceMs
+  while (pids.some(alive) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
+  for (const pid of pids.filter(alive)) signal(pid, 'SIGKILL')
+  while (pids.some(alive)) await new Promise((r) => setTimeout(r, 20))
+  // a process that started one more while being stopped (systemctl start mid-shutdown)
+  const late = await markedProcesses(name, value)
+  if (late.length > 0) return pids.length + (await stopMarked(name, value, graceMs))
+  return pids.length
+}
+
+function signal(pid: number, sig: NodeJS.Signals): void {
+  try {
+    process.kill(pid, sig)
+  } catch {
+    // gone already
+  }
+}
+
+/** Running and not a zombie (an orphan may wait for a PID 1 that never reaps it). */
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+  } catch {
+    return false
+  }
+  try {
+    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0] !== 'Z'
+  } catch {
+    return false
+  }
+}

@@ -1,0 +1,98 @@
+/**
+ * Where a local cluster keeps its files (all under `<workspace>/constellation-mini/`, removed by
+ * `mini down`) and the record `mini down` works from. The record is written before anything is
+ * started, and again as the cluster grows, so a crashed `mini up` still leaves enough to undo it.
+ */
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises'
+import path from 'node:path'
+import { isErrnoException } from '../errors/index.js'
+import type { NodeRole } from '../nodeconfig/index.js'
+import type { NetworkRecord } from './network.js'
+
+export const MINI_DIR = 'constellation-mini'
+
+/** Ports every node uses on its own address (Constellation's where it has one). */
+export const NODE_PORTS = {
+  init: 9000,
+  keyService: 9001,
+  recovery: 9999,
+  verify: 30081,
+  join: 30090,
+  apiServer: 6443,
+  swtpm: 2321,
+} as const
+export const METADATA_PORT = 8080
+
+export interface MiniNodeRecord {
+  name: string
+  role: NodeRole
+  index: number
+  address: string
+}
+
+export interface MiniRecord {
+  version: 1
+  startedAt: string
+  network: NetworkRecord
+  /** Workspace files `mini up` created, removed again by `mini down` (the rest is MINI_DIR). */
+  createdFiles: string[]
+  /** Whether `mini up` created the workspace folder itself (then `mini down` removes it if empty). */
+  createdWorkspace: boolean
+  nodes: MiniNodeRecord[]
+}
+
+export function miniPaths(workspace: string) {
+  const dir = path.join(path.resolve(workspace), MINI_DIR)
+  return {
+    dir,
+    record: path.join(dir, 'mini.json'),
+    bin: path.join(dir, 'bin'),
+    apiDir: path.join(dir, 'api'),
+    apiKubeconfig: path.join(dir, 'api-admin.conf'),
+    apiLog: path.join(dir, 'apiserver.log'),
+    metadataView: path.join(dir, 'metadata.json'),
+    metadataLog: path.join(dir, 'metadata.log'),
+    node: (name: string) => nodeFiles(path.join(dir, 'nodes', name)),
+  }
+}
+export type MiniPaths = ReturnType<typeof miniPaths>
+
+function nodeFiles(dir: string) {
+  return {
+    dir,
+    root: path.join(dir, 'root'),
+    tpmState: path.join(dir, 'tpm'),
+    disk: path.join(dir, 'state-disk.img'),
+    config: path.join(dir, 'node-config.yaml'),
+    units: path.join(dir, 'systemd', 'units'),
+    unitState: path.join(dir, 'systemd', 'state'),
+    log: (what: string) => path.join(dir, `${what}.log`),
+  }
+}
+export type MiniNodeFiles = ReturnType<typeof nodeFiles>
+
+export async function readMiniRecord(workspace: string): Promise<MiniRecord | undefined> {
+  const file = miniPaths(workspace).record
+  let text: string
+  try {
+    text = await readFile(file, 'utf8')
+  } catch (err) {
+    if (isErrnoException(err, 'ENOENT')) return undefined
+    throw err
+  }
+  try {
+    const record = JSON.parse(text) as MiniRecord
+    if (record.version !== 1 || !record.network?.id) throw new Error('not a version 1 record')
+    return record
+  } catch (cause) {
+    throw new Error(`${file} is not a mini cluster record`, { cause })
+  }
+}
+
+/** Replaces the record atomically: a crash leaves the old one or the new one, never half. */
+export async function writeMiniRecord(workspace: string, record: MiniRecord): Promise<void> {
+  const file = miniPaths(workspace).record
+  await mkdir(path.dirname(file), { recursive: true, mode: 0o700 })
+  await writeFile(`${file}.tmp`, JSON.stringify(record, null, 2) + '\n', { mode: 0o600 })
+  await rename(`${file}.tmp`, file)
+}

@@ -1,0 +1,70 @@
+/** Waiting for a cluster's processes, with the tail of their log when they do not come. */
+import { connect } from 'node:net'
+import { readFile } from 'node:fs/promises'
+import type { Daemon } from './daemons.js'
+
+const LOG_TAIL_LINES = 15
+
+/** The last lines of a process's log, to say why it did not come up. */
+export async function logTail(file: string): Promise<string> {
+  const text = await readFile(file, 'utf8').catch(() => '')
+  const lines = text.trimEnd().split('\n').slice(-LOG_TAIL_LINES)
+  return lines.length && lines[0] ? `${file} ends with:\n  ${lines.join('\n  ')}` : `${file} is empty`
+}
+
+const connects = (host: string, port: number) =>
+  new Promise<boolean>((resolve) => {
+    const socket = connect({ host, port, timeout: 1_000 })
+    socket.once('connect', () => {
+      socket.destroy()
+      resolve(true)
+    })
+    socket.once('error', () => resolve(false))
+    socket.once('timeout', () => {
+      socket.destroy()
+      resolve(false)
+    })
+  })
+
+export interface PortWait {
+  what: string
+  log: string
+  timeoutMs?: number
+  /** True once waiting is pointless (the process exited). */
+  gaveUp?: () => boolean
+}
+
+export async function waitForPort(host: string, port: number, w: PortWait): Promise<void> {
+  const deadline = Date.now() + (w.timeoutMs ?? 60_000)
+  for (;;) {
+    if (await connects(host, port)) return
+    if (w.gaveUp?.() || Date.now() > deadline)
+      throw new Error(`${w.what} did not listen on ${host}:${port}\n${await logTail(w.log)}`)
+    await new Promise((r) => setTimeout(r, 100))
+  }
+}
+
+/** Resolves once the process exits 0; rejects on another exit, at the deadline or on `signal`. */
+export async function waitForExit(
+  daemon: Daemon,
+  w: { what: string; log: string; timeoutMs: number; signal?: AbortSignal },
+): Promise<void> {
+  let timer: NodeJS.Timeout | undefined
+  const outcome = await Promise.race([
+    daemon.exited.then((code) => ({ code })),
+    new Promise<{ timedOut: true }>((resolve) => {
+      timer = setTimeout(() => resolve({ timedOut: true }), w.timeoutMs)
+    }),
+    new Promise<{ aborted: true }>((resolve) => {
+      w.signal?.addEventListener('abort', () => resolve({ aborted: true }), { once: true })
+    }),
+  ]).finally(() => clearTimeout(timer))
+  if ('code' in outcome && outcome.code === 0) return
+  const why =
+    'code' in outcome
+      ? `exited ${outcome.code ?? 'on a signal'}`
+      : 'timedOut' in outcome
+        ? `is not done after ${Math.round(w.timeoutMs / 1000)} s`
+        : 'was interrupted'
+  throw new Error(`${w.what} ${why}\n${await logTail(w.log)}`)
+}

@@ -1,0 +1,102 @@
+/**
+ * `mini up` / `mini down` with their production parts: this package's CLI, unit files, simulator
+ * and stand-in charts; `ip`, swtpm and cryptsetup through the process runner; init in this process
+ * (aTLS against the workspace's measurements, helm from PATH).
+ */
+import { createAttestedChannelCredentials } from '../lib/atls/index.js'
+import { validatorForConfig } from '../lib/config/index.js'
+import { CliError } from '../lib/errors/index.js'
+import { detectHelm } from '../lib/helm/index.js'
+import { initCluster, DEFAULT_INIT_HELM_TIMEOUT } from '../lib/init/index.js'
+import { parseHelmTimeout } from '../lib/helm/index.js'
+import {
+  miniDown,
+  miniUp,
+  rebootNode,
+  simulatorPaths,
+  type MiniIo,
+  type MiniUpOptions,
+} from '../lib/mini/index.js'
+import { packageFile } from '../lib/paths.js'
+import { clusterStatus, type StatusReport } from '../lib/status/index.js'
+import { createLogger, createRunner } from '../lib/system/index.js'
+import { runStepsSilently } from '../lib/system/index.js'
+import { statusDeps } from './status.js'
+
+export function miniIo(opts: { skipHelm: boolean; progress: (line: string) => void }): MiniIo {
+  const simulator = simulatorPaths()
+  return {
+    runner: createRunner(),
+    cli: [process.execPath, packageFile('bin', 'run.js')],
+    nodeBinary: process.execPath,
+    files: {
+      unitTemplates: packageFile('templates', 'systemd'),
+      kubeletUnit: simulator.kubeletUnit,
+      kubeadmFake: simulator.kubeadmFake,
+      systemctlFakeDir: simulator.systemctlFakeDir,
+      apiEntry: simulator.apiEntry,
+      metadataEntry: packageFile('dist', 'mini-metadata.js'),
+      chartsDir: packageFile('simulator', 'charts'),
+    },
+    env: process.env,
+    progress: opts.progress,
+    preflight: () => (opts.skipHelm ? Promise.resolve() : checkHelmPresent()),
+    init: async (workspace) => {
+      await initCluster(
+        {
+          workspace,
+          conformance: false,
+          mergeKubeconfig: false,
+          timeoutMs: 120_000,
+          timeout: '2m',
+          debug: false,
+          skipHelm: opts.skipHelm,
+          skipHelmWait: false,
+          helmTimeout: parseHelmTimeout(DEFAULT_INIT_HELM_TIMEOUT),
+        },
+        {
+          progress: runStepsSilently,
+          env: process.env,
+          credentials: (config) =>
+            createAttestedChannelCredentials({ validators: [validatorForConfig(config)] }),
+          log: createLogger({ format: 'text', level: 'error' }),
+          printLastResort: () => {},
+          helm: { runner: createRunner(), env: process.env },
+        },
+      )
+    },
+  }
+}
+
+/** The Helm releases need helm: say so before any node starts, not after init. */
+export async function checkHelmPresent(): Promise<void> {
+  await detectHelm({ runner: createRunner(), env: process.env }, '/dev/null').catch((cause: unknown) => {
+    throw new CliError("mini up installs the cluster's Helm releases with helm, and none works here", {
+      cause,
+      hint: 'put helm 3.8+ or 4 on PATH, or pass --skip-helm',
+    })
+  })
+}
+
+export async function runMiniUp(
+  opts: MiniUpOptions,
+  progress: (line: string) => void,
+): Promise<{ up: Awaited<ReturnType<typeof miniUp>>; status: StatusReport }> {
+  const up = await miniUp(opts, miniIo({ skipHelm: opts.skipHelm, progress }))
+  const status = await clusterStatus(
+    await statusDeps({ workspace: opts.workspace, verifyPort: 30081, timeoutMs: 15_000 }),
+  )
+  return { up, status }
+}
+
+export const runMiniDown = (workspace: string) => miniDown(workspace, createRunner())
+
+export const runMiniReboot = (
+  workspace: string,
+  node: string,
+  opts: { timeoutMs: number; signal: AbortSignal; progress: (line: string) => void },
+) =>
+  rebootNode(workspace, node, miniIo({ skipHelm: true, progress: opts.progress }), {
+    timeoutMs: opts.timeoutMs,
+    signal: opts.signal,
+  })

@@ -1,0 +1,219 @@
+/**
+ * `constellation mini` end to end, as a user runs it: `mini up` as a CLI process (real swtpm per
+ * node, LUKS2 images, aTLS init and attested joins, the real helm 4 for the releases; Kubernetes
+ * SIMULATED by the contract fakes), then `status`, `verify`, reboots (rejoin), every control plane
+ * rebooted (recover), a node's link cut while it boots (network namespaces), and `mini down`, which
+ * must leave no process, namespace, link, mount, loop device or file behind.
+ *
+ * Slow (about 10–40 s each): each case boots a whole cluster, and the steps of a case depend on
+ * each other (a reboot needs a cluster that was initialized), so they are one test each.
+ */
+import { readdir, readFile, stat } from 'node:fs/promises'
+import path from 'node:path'
+import { miniPaths, readMiniRecord, rebootNode, type MiniRecord } from '../../src/lib/mini/index.js'
+import { markedProcesses, CLUSTER_MARKER } from '../../src/lib/mini/daemons.js'
+import { miniNetwork } from '../../src/lib/mini/network.js'
+import { createRunner } from '../../src/lib/system/index.js'
+import { miniIo } from '../../src/wiring/mini.js'
+import { expect } from '../support/chai.js'
+import { runCli, type CliResult } from '../support/cli.js'
+import { eventually } from '../support/eventually.js'
+import { realHelmEnv } from '../support/helm.js'
+import { makeTempDir } from '../support/temp.js'
+
+interface UpJson {
+  simulated: string
+  nodes: Array<{ name: string; role: string; address: string }>
+  status: {
+    healthy: boolean
+    nodes: Array<{ name: string; attestation: string; clusterIdPcr: string; kubernetes?: { ready: boolean } }>
+    releases?: Array<{ name: string; status: string }>
+  }
+}
+
+const runner = createRunner()
+
+/** Everything of the cluster `record` that could outlive `mini down`. */
+async function leftovers(record: MiniRecord, workspace: string): Promise<string[]> {
+  const found: string[] = []
+  for (const pid of await markedProcesses(CLUSTER_MARKER, record.network.id)) found.push(`process ${pid}`)
+  const namespaces = (await runner.run('ip', ['netns', 'list'])).stdout
+  if (namespaces.includes(`cst-${record.network.id}-`)) found.push('network namespaces')
+  if ((await runner.run('ip', ['-o', 'link', 'show'])).stdout.includes(`cst${record.network.id}`))
+    found.push('links')
+  const mounts = await readFile('/proc/mounts', 'utf8')
+  if (mounts.includes(workspace)) found.push('mounts')
+  if ((await runner.run('losetup', ['-nl', '-O', 'BACK-FILE'])).stdout.includes(workspace))
+    found.push('loop devices')
+  if (
+    await stat(workspace).then(
+      () => true,
+      () => false,
+    )
+  )
+    found.push(`files: ${(await readdir(workspace)).join(', ')}`)
+  return found
+}
+
+function expectHealthy(result: CliResult, names: string[]): UpJson['status'] {
+  expect(result.code, result.stdout + result.stderr).to.equal(0)
+  const status =
+    (JSON.parse(result.stdout) as { status?: UpJson['status'] }).status ?? JSON.parse(result.stdout)
+  expect(status.nodes.map((n: { name: string }) => n.name)).to.have.members(names)
+  for (const node of status.nodes) {
+    expect(node.attestation, node.name).to.equal('trusted')
+    expect(node.clusterIdPcr, node.name).to.equal('match')
+    expect(node.kubernetes?.ready, node.name).to.equal(true)
+  }
+  return status
+}
+
+describe('constellation mini: a local cluster (CLI processes)', function () {
+  this.timeout(300_000)
+  let dir: string
+  let cleanup: () => Promise<void>
+  let env: NodeJS.ProcessEnv
+  beforeEach(async () => {
+    ;({ dir, cleanup } = await makeTempDir('constell-mini-'))
+    env = await realHelmEnv(dir, 4)
+  })
+  afterEach(async () => {
+    // a failed case still removes its cluster
+    await runCli(['mini', 'down', '-C', path.join(dir, 'ws')], { timeoutMs: 60_000 })
+    await cleanup()
+  })
+
+  it('1 control plane + 2 workers on loopback addresses: up, status, verify, a second up refused, down leaves nothing', async () => {
+    const ws = path.join(dir, 'ws')
+    const up = await runCli(['mini', 'up', '-C', ws, '--network', 'loopback', '--json'], {
+      env,
+      timeoutMs: 240_000,
+    })
+    expect(up.code, up.stderr).to.equal(0)
+    expect(up.stderr).to.include('Kubernetes is SIMULATED')
+    const result = JSON.parse(up.stdout) as UpJson
+    expect(result.simulated).to.match(/Kubernetes is SIMULATED/)
+    const names = ['control-plane-0', 'worker-0', 'worker-1']
+    expect(result.nodes.map((n) => n.name)).to.deep.equal(names)
+    expect(new Set(result.nodes.map((n) => n.address)).size, 'an address per node').to.equal(3)
+    expectHealthy({ ...up, stdout: JSON.stringify(result.status) }, names)
+    expect(result.status.releases?.map((r) => [r.name, r.status])).to.have.deep.members([
+      ['cilium', 'deployed'],
+      ['coredns', 'deployed'],
+      ['cert-manager', 'deployed'],
+    ])
+
+    const status = await runCli(['status', '-C', ws, '--json'], { env })
+    expectHealthy(status, names)
+    expect((JSON.parse(status.stdout) as { simulated?: string }).simulated).to.match(/SIMULATED/)
+    const plain = await runCli(['status', '-C', ws], { env })
+    expect(plain.stdout).to.include('Kubernetes is SIMULATED')
+    const verify = await runCli(['verify', '-C', ws])
+    expect(verify.code, verify.stderr).to.equal(0)
+    expect(verify.stdout).to.match(/is trusted/)
+
+    // one cluster per workspace: refused, and the running one is untouched
+    const again = await runCli(['mini', 'up', '-C', ws, '--network', 'loopback'], { env })
+    expect(again.code).to.equal(1)
+    expect(again.stderr).to.match(/a mini cluster already runs in .*ws/)
+    expectHealthy(await runCli(['status', '-C', ws, '--json'], { env }), names)
+
+    const record = (await readMiniRecord(ws))!
+    const down = await runCli(['mini', 'down', '-C', ws, '--json'])
+    expect(down.code, down.stderr).to.equal(0)
+    expect((JSON.parse(down.stdout) as { stoppedProcesses: number }).stoppedProcesses).to.be.greaterThan(0)
+    expect(await leftovers(record, ws)).to.deep.equal([])
+    const twice = await runCli(['mini', 'down', '-C', ws])
+    expect(twice.code).to.equal(1)
+    expect(twice.stderr).to.match(/no mini cluster in/)
+  })
+
+  it('mini up killed half way: mini down still removes everything', async () => {
+    const ws = path.join(dir, 'ws')
+    const up = runCli(['mini', 'up', '-C', ws, '--skip-helm'], { env, timeoutMs: 120_000 })
+    // killed (SIGKILL: no chance to clean up) once the nodes boot
+    await eventually('nodes booting', async () =>
+      (await readdir(path.join(miniPaths(ws).dir, 'nodes')).catch(() => [])).length > 0 ? true : undefined,
+    )
+    const record = (await readMiniRecord(ws))!
+    await eventually('a node process', async () =>
+      (await markedProcesses(CLUSTER_MARKER, record.network.id)).length > 0 ? true : undefined,
+    )
+    const upProcess = await upPid(ws)
+    expect(upProcess, 'the mini up process').to.be.a('number')
+    process.kill(upProcess!, 'SIGKILL')
+    expect((await up).code).to.equal(null)
+    const down = await runCli(['mini', 'down', '-C', ws])
+    expect(down.code, down.stderr).to.equal(0)
+    expect(await leftovers(record, ws)).to.deep.equal([])
+  })
+
+  it('3 control planes + 3 workers in network namespaces: reboots rejoin, a cut link heals, every control plane rebooted comes back through recover', async () => {
+    expect(process.getuid?.(), 'network namespaces need root (CI runs as root)').to.equal(0)
+    const ws = path.join(dir, 'ws')
+    const up = await runCli(['mini', 'up', '-C', ws, '--control-planes', '3', '--workers', '3', '--json'], {
+      env,
+      timeoutMs: 240_000,
+    })
+    expect(up.code, up.stderr).to.equal(0)
+    const names = [0, 1, 2].flatMap((i) => [`control-plane-${i}`, `worker-${i}`])
+    expectHealthy({ ...up, stdout: JSON.stringify((JSON.parse(up.stdout) as UpJson).status) }, names)
+    const record = (await readMiniRecord(ws))!
+    expect(record.network.mode).to.equal('netns')
+    const io = miniIo({ skipHelm: true, progress: () => {} })
+    const setupLog = (node: string) => readFile(miniPaths(ws).node(node).log('state-disk'), 'utf8')
+
+    // 1. a worker reboots: its disk key comes back from a join service
+    await rebootNode(ws, 'worker-0', io)
+    expect(await setupLog('worker-0')).to.match(
+      /PCR 15 carries the cluster ID again.*"source":"[\d.]+:30090"/,
+    )
+
+    // 2. a worker's link is cut while it boots: it keeps asking, and rejoins once the link is back
+    const network = miniNetwork(record.network, runner)
+    const worker1 = record.nodes.find((n) => n.name === 'worker-1')!
+    const rebooting = rebootNode(ws, 'worker-1', io, {
+      whilePoweredOff: () => network.setLink(worker1.index, false),
+    })
+    await eventually('worker-1 failing to reach the network', async () =>
+      (await setupLog('worker-1')).includes('Metadata service not reachable yet') ? true : undefined,
+    )
+    await network.setLink(worker1.index, true)
+    await rebooting
+
+    // 3. every control plane reboots: none can give another its key; recover the first, the
+    // others then get theirs from its join service
+    const cps = record.nodes.filter((n) => n.role === 'control-plane')
+    const back = Promise.all(cps.map((cp) => rebootNode(ws, cp.name, io)))
+    back.catch(() => {})
+    const cp0 = cps[0]!
+    const recovered = await runCli([
+      'recover',
+      '-C',
+      ws,
+      '--endpoint',
+      `${cp0.address}:9999`,
+      '--timeout',
+      '60s',
+    ])
+    expect(recovered.code, recovered.stdout + recovered.stderr).to.equal(0)
+    await back
+    expect(await setupLog(cp0.name)).to.match(/PCR 15 carries the cluster ID again.*"source":"recovery"/)
+    for (const cp of cps.slice(1))
+      expect(await setupLog(cp.name)).to.match(/PCR 15 carries the cluster ID again/)
+    expectHealthy(await runCli(['status', '-C', ws, '--json'], { env }), names)
+
+    const down = await runCli(['mini', 'down', '-C', ws])
+    expect(down.code, down.stderr).to.equal(0)
+    expect(await leftovers(record, ws)).to.deep.equal([])
+  })
+})
+
+/** The `mini up` CLI process of this workspace (found by its argv). */
+async function upPid(ws: string): Promise<number | undefined> {
+  for (const entry of await readdir('/proc')) {
+    const cmdline = await readFile(`/proc/${entry}/cmdline`, 'utf8').catch(() => '')
+    if (cmdline.includes('mini\0up\0') && cmdline.includes(ws)) return Number(entry)
+  }
+  return undefined
+}
