@@ -1,12 +1,16 @@
 #!/usr/bin/env node
 // `--version` is answered before oclif loads: loading the framework alone costs about twice a bare
 // node start, and version checks run in scripts and health probes. The text matches oclif's.
-// `bootstrap run` (the node daemon) and `init` with plain flags also run without oclif: see
-// src/bootstrap-run.ts and src/init-run.ts; help and anything unusual still go through oclif.
+// `bootstrap run` (the node daemon), the node's services and `init` with plain flags also run
+// without oclif: see src/bootstrap-run.ts, src/service-run.ts and src/init-run.ts; help and anything
+// unusual still go through oclif.
 const args = process.argv.slice(2)
 const withoutFramework = {
   'bootstrap run': () => import('../dist/bootstrap-run.js'),
   init: () => import('../dist/init-run.js'),
+  joinservice: () => import('../dist/service-run.js'),
+  keyservice: () => import('../dist/service-run.js'),
+  verifyservice: () => import('../dist/service-run.js'),
 }
 
 if (args.length === 1 && (args[0] === '--version' || args[0] === '-v')) {
@@ -28,5 +32,5 @@ async function ranWithoutFramework() {
   const load = Object.hasOwn(withoutFramework, id) ? withoutFramework[id] : undefined
   if (!load) return false
   const { runWithoutFramework } = await load()
-  return runWithoutFramework(args.slice(id.split(' ').length))
+  return runWithoutFramework(args.slice(id.split(' ').length), id)
 }

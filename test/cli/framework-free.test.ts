@@ -11,6 +11,10 @@ import type { Interfaces } from '@oclif/core'
 import { DAEMON_FLAGS } from '../../src/bootstrap-run.js'
 import BootstrapRun from '../../src/commands/bootstrap/run.js'
 import Init from '../../src/commands/init.js'
+import JoinService from '../../src/commands/joinservice.js'
+import KeyService from '../../src/commands/keyservice.js'
+import VerifyService from '../../src/commands/verifyservice.js'
+import { FRAMEWORK_FREE_SERVICES, SERVICE_FLAGS } from '../../src/service-run.js'
 import { INIT_FLAGS } from '../../src/init-run.js'
 import { expect } from '../support/chai.js'
 import { CLI, REPO_ROOT, runCli, type CliResult } from '../support/cli.js'
@@ -62,7 +66,7 @@ const staticImportClosure = async (entry: string, seen = new Set<string>()): Pro
 describe('framework-free entries (bin/run.js)', function () {
   this.timeout(180_000)
 
-  for (const entry of ['bootstrap-run', 'init-run']) {
+  for (const entry of ['bootstrap-run', 'init-run', 'service-run']) {
     it(`dist/${entry}.js does not load oclif`, async () => {
       const loaded = await staticImportClosure(path.join(REPO_ROOT, `dist/${entry}.js`))
       const sources = await Promise.all([...loaded].map((f) => readFile(f, 'utf8')))
@@ -70,6 +74,31 @@ describe('framework-free entries (bin/run.js)', function () {
       expect(sources.filter((s) => s.includes('node_modules/@oclif/core/'))).to.deep.equal([])
     })
   }
+
+  describe('the node services (joinservice, keyservice, verifyservice)', () => {
+    const commands = { joinservice: JoinService, keyservice: KeyService, verifyservice: VerifyService }
+    it('are all framework-free, with the same flags as their oclif commands', () => {
+      expect(FRAMEWORK_FREE_SERVICES).to.have.members(Object.keys(commands))
+      for (const command of Object.values(commands))
+        expect(Object.keys(SERVICE_FLAGS)).to.deep.equal(Object.keys(command.flags))
+    })
+
+    it('leave help and unknown flags to oclif, and fail the same way on a missing config', async () => {
+      const help = await runCli(['joinservice', '--help'])
+      expect(help.code).to.equal(0)
+      expect(help.stdout).to.include('USAGE')
+      const unknown = await runCli(['keyservice', '--no-such-flag'])
+      expect(unknown.code).to.equal(2)
+      expect(unknown.stderr).to.match(/Nonexistent flag: --no-such-flag/)
+      for (const service of Object.keys(commands)) {
+        const args = [service, '--config', '/nonexistent/node-config.yaml']
+        const [free, oclif] = await Promise.all([runCli(args), runThroughOclif(args)])
+        expect(free.code, service).to.equal(oclif.code)
+        expect(free.code, service).to.not.equal(0)
+        expect(free.stderr, service).to.equal(oclif.stderr)
+      }
+    })
+  })
 
   describe('bootstrap run', () => {
     it('reads the same flags as the oclif command', () => {
