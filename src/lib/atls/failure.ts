@@ -30,7 +30,7 @@ export function attestationRefusalOf(err: unknown): string {
   for (let cur: unknown = err, depth = 0; cur instanceof Error && depth < 10; cur = cur.cause, depth++) {
     for (const text of [(cur as { details?: unknown }).details, cur.message])
       if (typeof text === 'string' && text.includes(REFUSAL_PREFIX))
-        return text.slice(text.indexOf(REFUSAL_PREFIX))
+        return withoutRpcInternals(text.slice(text.indexOf(REFUSAL_PREFIX)))
   }
   return withoutRpcInternals(messageOf(err))
 }
