@@ -148,6 +148,26 @@ describe('constellation mini: a local cluster (CLI processes)', function () {
     expect(await leftovers(record, ws)).to.deep.equal([])
   })
 
+  it('mini up interrupted (SIGINT, as Ctrl-C): it removes what it started and exits 130', async () => {
+    const ws = path.join(dir, 'ws')
+    const stop = new AbortController()
+    const up = runCli(['mini', 'up', '-C', ws, '--skip-helm'], {
+      env,
+      timeoutMs: 120_000,
+      signal: stop.signal,
+    })
+    await eventually('nodes booting', async () =>
+      (await readdir(path.join(miniPaths(ws).dir, 'nodes')).catch(() => [])).length > 0 ? true : undefined,
+    )
+    const record = (await readMiniRecord(ws))!
+    process.kill((await upPid(ws))!, 'SIGINT')
+    const result = await up
+    expect(result.code, result.stderr).to.equal(130)
+    expect(result.stderr).to.match(/mini up was interrupted \(SIGINT\)/)
+    expect(result.stderr).to.match(/removing what it started/)
+    expect(await leftovers(record, ws)).to.deep.equal([])
+  })
+
   it('3 control planes + 3 workers in network namespaces: reboots rejoin, a cut link heals, every control plane rebooted comes back through recover', async () => {
     expect(process.getuid?.(), 'network namespaces need root (CI runs as root)').to.equal(0)
     const ws = path.join(dir, 'ws')

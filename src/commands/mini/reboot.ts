@@ -24,7 +24,7 @@ export default class MiniReboot extends BaseCommand {
     const { args, flags } = await this.parse(MiniReboot)
     process.stderr.write(`${SIMULATED_NOTICE}\n`)
     const stop = new AbortController()
-    const onSignal = () => stop.abort()
+    const onSignal = (signal: NodeJS.Signals) => stop.abort(signal)
     process.once('SIGINT', onSignal)
     process.once('SIGTERM', onSignal)
     try {

@@ -54,7 +54,7 @@ export default class MiniUp extends BaseCommand {
         : (flags.network as NetworkMode)
     process.stderr.write(`${SIMULATED_NOTICE}\n`)
     const stop = new AbortController()
-    const onSignal = () => stop.abort()
+    const onSignal = (signal: NodeJS.Signals) => stop.abort(signal)
     process.once('SIGINT', onSignal)
     process.once('SIGTERM', onSignal)
     try {

@@ -10,7 +10,13 @@ import path from 'node:path'
 import { generateWorkspace, initSecretHashFor, loadConfig } from '../config/index.js'
 import { CliError } from '../errors/index.js'
 import { workspacePaths } from '../paths.js'
-import { exists, writeFileAtomic, type Runner } from '../system/index.js'
+import {
+  exists,
+  SIGNAL_EXIT_CODES,
+  writeFileAtomic,
+  type InterruptSignal,
+  type Runner,
+} from '../system/index.js'
 import { stringifyYaml } from '../yaml/index.js'
 import { CLUSTER_MARKER, startDaemon, stopMarked, type Daemon } from './daemons.js'
 import { waitForExit, waitForPort } from './wait.js'
@@ -131,10 +137,15 @@ export async function miniUp(opts: MiniUpOptions, io: MiniIo): Promise<MiniUpRes
     return await startCluster(opts, io, workspace, record, started)
   } catch (err) {
     const known = err instanceof CliError ? err : undefined
-    const message = err instanceof Error ? err.message : String(err)
-    const failure = new CliError(known ? message : `mini up: ${message}`, {
+    const interrupted = opts.signal?.aborted ? interruptedBy(opts.signal) : undefined
+    const message = interrupted
+      ? `mini up was interrupted (${interrupted})`
+      : known
+        ? known.message
+        : `mini up: ${err instanceof Error ? err.message : String(err)}`
+    const failure = new CliError(message, {
       cause: err,
-      exitCode: known?.exitCode,
+      exitCode: interrupted ? SIGNAL_EXIT_CODES[interrupted] : known?.exitCode,
       hint: opts.retain
         ? `what was started is kept (--retain): logs under ${miniPaths(workspace).dir}; \`constellation mini down -C ${opts.workspace}\` removes it`
         : known?.hint,
@@ -249,6 +260,10 @@ async function startCluster(
     elapsedMs: Date.now() - started,
   }
 }
+
+/** The signal the command aborted with (SIGINT unless it said otherwise). */
+const interruptedBy = (signal: AbortSignal): InterruptSignal =>
+  signal.reason === 'SIGTERM' ? 'SIGTERM' : 'SIGINT'
 
 /** What booting any node of this cluster needs: its network, the CLI, the simulator's variables. */
 function bootContext(record: MiniRecord, paths: MiniPaths, io: MiniIo): NodeBootContext {
