@@ -1,7 +1,7 @@
 /**
  * The Kubernetes API SIMULATOR of `constellation mini` as a process, without the CLI framework: the
  * FakeApiServer CONTRACT FAKE (a test double of the Kubernetes API, not an API server), run by
- * `mini` and by the demo (scripts/demo.sh).
+ * `mini`.
  *
  *   node dist/mini-simulator.js --dir STORAGE_DIR --kubeconfig OUT [--listen HOST:PORT] [--cert-host H]...
  *

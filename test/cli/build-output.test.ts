@@ -1,5 +1,5 @@
 /**
- * `npm run build` (and so the demo) prints no "oclif update available" warning: the oclif dev tool
+ * `npm run build` (and so `npm run mini`) prints no "oclif update available" warning: the oclif dev tool
  * checks npm for a newer version of itself and says so on stderr. The build runs in a copy of the
  * sources, so the checkout's dist/ and manifest are never touched; a planted version cache makes
  * the tool believe a newer version exists, with no network involved.

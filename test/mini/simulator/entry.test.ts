@@ -1,5 +1,5 @@
 /**
- * dist/mini-simulator.js: the API contract fake as the process `mini` and the demo run (the bundle,
+ * dist/mini-simulator.js: the API contract fake as the process `mini` runs (the bundle,
  * as the package ships it; `npm test` builds first).
  */
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node'
