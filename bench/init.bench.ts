@@ -9,7 +9,7 @@
  * fixture charts into the API contract fake, which the kubeadm fake names in admin.conf.
  */
 import { spawn } from 'node:child_process'
-import { readFile, stat, writeFile } from 'node:fs/promises'
+import { stat, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { workspacePaths } from '../src/lib/paths.js'
@@ -20,7 +20,7 @@ import { stringifyYaml } from '../src/lib/yaml/index.js'
 import { setClusterEndpoint, startLocalNode } from '../test/support/local-node.js'
 import { freePort, waitForPort } from '../test/support/ports.js'
 import { ENVIRONMENTS } from './env.js'
-import { summarize } from './stats.js'
+import { procStatusKiB, summarize, waitUntilIdle } from './stats.js'
 
 const CLI = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../bin/run.js')
 const RUNS = 7
@@ -66,7 +66,7 @@ async function oneRun(env: NodeJS.ProcessEnv, opts: { bringUp?: boolean } = {}) 
     const exited = new Promise<void>((r) => daemon.on('close', () => r()))
     await waitForPort(port)
     await waitUntilIdle(daemon.pid ?? 0)
-    const idleRssKiB = await rssKiB(daemon.pid ?? 0, 'VmRSS')
+    const idleRssKiB = await procStatusKiB(daemon.pid ?? 0, 'VmRSS')
     const peak = watchPeakRss(daemon.pid ?? 0)
     await setClusterEndpoint(node.workspace, `127.0.0.1:${port}`)
     const startedAt = Date.now()
@@ -83,26 +83,6 @@ async function oneRun(env: NodeJS.ProcessEnv, opts: { bringUp?: boolean } = {}) 
   } finally {
     await api?.stop()
     await node.stop()
-  }
-}
-
-/**
- * An operator runs init against a node that booted a while ago. The bootstrapper does some work
- * right after it starts listening (it prepares its certificate encoder, reads the disk's UUID):
- * wait until it used no CPU for two samples in a row, so that neither that work nor its memory
- * is missing from "idle" or mixed into the CLI's timing.
- */
-async function waitUntilIdle(pid: number): Promise<void> {
-  const cpuTicks = async () => {
-    const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]?.split(' ') ?? []
-    return Number(fields[11]) + Number(fields[12]) // utime + stime (fields 14 and 15 of stat)
-  }
-  let last = await cpuTicks()
-  for (let quiet = 0, tries = 0; quiet < 2 && tries < 100; tries++) {
-    await new Promise((r) => setTimeout(r, 100))
-    const now = await cpuTicks()
-    quiet = now === last ? quiet + 1 : 0
-    last = now
   }
 }
 
@@ -123,7 +103,7 @@ function kubeadmSpan(log: string): number {
 function watchPeakRss(pid: number): { stop(): number } {
   let peakKiB = NaN
   const sample = () =>
-    void rssKiB(pid, 'VmHWM').then(
+    void procStatusKiB(pid, 'VmHWM').then(
       (kib) => {
         if (Number.isFinite(kib)) peakKiB = Number.isNaN(peakKiB) ? kib : Math.max(peakKiB, kib)
       },
@@ -137,11 +117,6 @@ function watchPeakRss(pid: number): { stop(): number } {
       return peakKiB
     },
   }
-}
-
-async function rssKiB(pid: number, field: 'VmRSS' | 'VmHWM'): Promise<number> {
-  const status = await readFile(`/proc/${pid}/status`, 'utf8')
-  return Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? NaN)
 }
 
 async function measure(env: NodeJS.ProcessEnv) {

@@ -5,30 +5,10 @@
  * instances round robin), then, as after a reboot of them all, JOINERS rejoin tickets at once for
  * those disks, and prints one JSON line: latencies, failures, distinct tokens and keys.
  */
-import { randomUUID } from 'node:crypto'
 import { createIssuer, type Issuer } from '../src/lib/attestation/index.js'
 import { attestedJoinTicketRequester, attestedRejoinTicketRequester } from '../src/lib/bootstrapper/index.js'
-import { createCsr, generateEcdsaP256KeyPair } from '../src/lib/x509/index.js'
+import { genuineJoinRequest } from '../test/support/join-request.js'
 import { startSwtpm, type SwtpmHandle } from '../test/support/swtpm.js'
-
-async function joinRequest(name: string) {
-  const { privateKey } = await generateEcdsaP256KeyPair()
-  return {
-    diskUuid: randomUUID(),
-    isControlPlane: false,
-    hostPublicKey: Buffer.alloc(0),
-    hostCertificatePrincipals: [],
-    certificateRequest: createCsr({
-      key: privateKey,
-      subject: [
-        ['CN', `system:node:${name}`],
-        ['O', 'system:nodes'],
-      ],
-      ipSans: ['127.0.0.1'],
-      dnsSans: [name],
-    }),
-  }
-}
 
 /** Runs `ask` for every item at once; each call's latency, or its failure. */
 async function atOnce<T>(items: T[], ask: (item: T, i: number) => Promise<void>) {
@@ -50,7 +30,9 @@ async function atOnce<T>(items: T[], ask: (item: T, i: number) => Promise<void>)
 }
 
 async function joinAtOnce(endpoint: string, joiners: number, issuers: Issuer[]) {
-  const requests = await Promise.all(Array.from({ length: joiners }, (_, i) => joinRequest(`bench-${i}`)))
+  const requests = await Promise.all(
+    Array.from({ length: joiners }, (_, i) => genuineJoinRequest(`bench-${i}`)),
+  )
   const tokens = new Set<string>()
   const diskKeys = new Set<string>()
   const result = await atOnce(requests, async (request, i) => {

@@ -18,7 +18,7 @@ import { fileURLToPath } from 'node:url'
 import { miniPaths, readMiniRecord } from '../src/lib/mini/index.js'
 import { realHelmEnv } from '../test/support/helm.js'
 import { ENVIRONMENTS } from './env.js'
-import { summarize, timeRuns } from './stats.js'
+import { procStatusKiB, summarize, timeRuns, waitUntilIdle } from './stats.js'
 
 const CLI = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../bin/run.js')
 const RUNS = 3
@@ -129,30 +129,13 @@ async function serviceMemory(ws: string) {
     Object.entries(SERVICES).map(async ([key, unit]) => {
       const pid = Number((await readFile(path.join(state, `${unit}.pid`), 'utf8')).trim())
       await waitUntilIdle(pid)
-      return [key, { rssKiB: await statusKiB(pid, 'VmRSS'), hwmKiB: await statusKiB(pid, 'VmHWM') }] as const
+      return [
+        key,
+        { rssKiB: await procStatusKiB(pid, 'VmRSS'), hwmKiB: await procStatusKiB(pid, 'VmHWM') },
+      ] as const
     }),
   )
   return Object.fromEntries(entries) as Record<keyof typeof SERVICES, { rssKiB: number; hwmKiB: number }>
-}
-
-/** Until the process used no CPU for two 100 ms samples in a row (at most 10 s). */
-async function waitUntilIdle(pid: number): Promise<void> {
-  const cpuTicks = async () => {
-    const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]?.split(' ') ?? []
-    return Number(fields[11]) + Number(fields[12]) // utime + stime
-  }
-  let last = await cpuTicks()
-  for (let quiet = 0, tries = 0; quiet < 2 && tries < 100; tries++) {
-    await new Promise((r) => setTimeout(r, 100))
-    const now = await cpuTicks()
-    quiet = now === last ? quiet + 1 : 0
-    last = now
-  }
-}
-
-async function statusKiB(pid: number, field: 'VmRSS' | 'VmHWM'): Promise<number> {
-  const status = await readFile(`/proc/${pid}/status`, 'utf8')
-  return Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? NaN)
 }
 
 /** The target says MB: 10^6 bytes (/proc reports KiB). */

@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises'
 /** Small statistics helpers shared by the benchmarks. */
 export function summarize(samplesMs: number[]) {
   const sorted = [...samplesMs].sort((a, b) => a - b)
@@ -20,4 +21,25 @@ export async function timeRuns(runs: number, fn: () => Promise<void>): Promise<n
     samples.push(Number(process.hrtime.bigint() - start) / 1e6)
   }
   return samples
+}
+
+/** Until the process used no CPU for two 100 ms samples in a row (at most 10 s), so that work it does right after it starts is neither missing from "idle" nor mixed into a timing. */
+export async function waitUntilIdle(pid: number): Promise<void> {
+  const cpuTicks = async () => {
+    const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]?.split(' ') ?? []
+    return Number(fields[11]) + Number(fields[12]) // utime + stime (fields 14 and 15 of stat)
+  }
+  let last = await cpuTicks()
+  for (let quiet = 0, tries = 0; quiet < 2 && tries < 100; tries++) {
+    await new Promise((r) => setTimeout(r, 100))
+    const now = await cpuTicks()
+    quiet = now === last ? quiet + 1 : 0
+    last = now
+  }
+}
+
+/** A memory field of /proc/<pid>/status, in KiB (VmRSS: resident now; VmHWM: the peak). */
+export async function procStatusKiB(pid: number, field: 'VmRSS' | 'VmHWM'): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8')
+  return Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? NaN)
 }

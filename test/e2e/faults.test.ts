@@ -12,7 +12,7 @@
  * checks depends on the steps before it, so each case is one test rather than several that would
  * each rebuild the cluster.
  */
-import { createPrivateKey, createPublicKey, randomUUID } from 'node:crypto'
+import { createPrivateKey, createPublicKey } from 'node:crypto'
 import { execFile } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
 import { rm, writeFile } from 'node:fs/promises'
@@ -26,27 +26,21 @@ import { createAttestedCertificate } from '../../src/lib/atls/certificate.js'
 import { CHALLENGE_PATH, ChallengeService } from '../../src/lib/atls/challenge.js'
 import { createUnattestedServerCredentials } from '../../src/lib/atls/channel-credentials.js'
 import { encodeNonce } from '../../src/lib/atls/nonce.js'
-import { CLUSTER_ID_PCR } from '../../src/lib/bootstrapper/index.js'
 import { nodePaths, workspacePaths } from '../../src/lib/paths.js'
-import { readPcrs } from '../../src/lib/tpm/index.js'
-import {
-  createCsr,
-  distinguishedName,
-  generateEcdsaP256KeyPair,
-  randomSerialNumber,
-  signCertificate,
-  toPem,
-} from '../../src/lib/x509/index.js'
+import { distinguishedName, randomSerialNumber, signCertificate, toPem } from '../../src/lib/x509/index.js'
 import { stringifyYaml } from '../../src/lib/yaml/index.js'
 import { nodeIssuer } from '../../src/wiring/node.js'
 import { expect } from '../support/chai.js'
 import { runCli, spawnCli, type CliResult } from '../support/cli.js'
 import { eventually } from '../support/eventually.js'
+import { genuineJoinRequest } from '../support/join-request.js'
 import { expectPcr4 } from '../support/local-node.js'
 import { freePort } from '../support/ports.js'
 import {
   enforcingPcr4,
   joinAuditLines,
+  initFirstControlPlane,
+  pcr15,
   startTestCluster,
   type ClusterNode,
   type TestCluster,
@@ -55,18 +49,6 @@ import {
 const execFileAsync = promisify(execFile)
 const JOIN_SERVICE = 'constellation-joinservice.service'
 const WRONG_PCR4 = 'ab'.repeat(32)
-
-const pcr15 = async (node: ClusterNode) =>
-  (await readPcrs(node.local.swtpm.open, [CLUSTER_ID_PCR])).get(CLUSTER_ID_PCR)
-
-async function initFirstControlPlane(cluster: TestCluster): Promise<ClusterNode> {
-  const cp0 = await cluster.addNode({ name: 'cp_0', role: 'control-plane', peers: [] })
-  const daemon = await cp0.start()
-  await daemon.expectInitSucceeded(await runCli(['init', '--skip-helm', '-C', cp0.local.workspace, '--json']))
-  expect((await daemon.exited).code).to.equal(0)
-  await cp0.servicesUp()
-  return cp0
-}
 
 /** `bootstrap run` as the harness's start() runs it, with its log readable while it runs. */
 interface WatchedDaemon {
@@ -100,26 +82,6 @@ async function startWatched(cluster: TestCluster, node: ClusterNode): Promise<Wa
       await result
       clearTimeout(killer)
     },
-  }
-}
-
-/** A genuine join request for `name`: a fresh key's CSR, as the join client sends it. */
-async function joinRequest(name: string): Promise<IssueJoinTicketRequest> {
-  const { privateKey } = await generateEcdsaP256KeyPair()
-  return {
-    diskUuid: randomUUID(),
-    certificateRequest: createCsr({
-      key: privateKey,
-      subject: [
-        ['CN', `system:node:${name}`],
-        ['O', 'system:nodes'],
-      ],
-      ipSans: ['127.0.0.1'],
-      dnsSans: [name],
-    }),
-    isControlPlane: false,
-    hostPublicKey: Buffer.alloc(0),
-    hostCertificatePrincipals: [],
   }
 }
 
@@ -334,18 +296,18 @@ describe('faults: a killed join service, wrong measurements, a replayed attestat
     // 1. The genuine session: the join service's nonce, the node's quote over it: a ticket.
     const first = await challenge(endpoint)
     const genuine = await createAttestedCertificate(recording, first, new Date(), encodeNonce(first))
-    const ticket = await presentCertificate(endpoint, genuine, await joinRequest('worker-0'))
+    const ticket = await presentCertificate(endpoint, genuine, await genuineJoinRequest('worker-0'))
     expect(ticket, 'the genuine attestation gets a ticket').to.not.be.instanceOf(Error)
     expect((ticket as IssueJoinTicketResponse).stateDiskKey).to.have.length(32)
 
     // 2. The same certificate on a new connection: its nonce is spent.
-    const verbatim = await presentCertificate(endpoint, genuine, await joinRequest('worker-0'))
+    const verbatim = await presentCertificate(endpoint, genuine, await genuineJoinRequest('worker-0'))
     expectRefusal(verbatim, /already used \(replay\)/)
 
     // 3. The same document and key in a certificate for a fresh nonce: the quote is bound to the old one.
     const fresh = await challenge(endpoint)
     const replayed = certificateReplaying(genuine, issuer, document!, fresh)
-    const again = await presentCertificate(endpoint, replayed, await joinRequest('worker-0'))
+    const again = await presentCertificate(endpoint, replayed, await genuineJoinRequest('worker-0'))
     expectRefusal(again, /not bound to this nonce.*replayed document/)
 
     const audit = await joinAuditLines(cp0)

@@ -9,11 +9,9 @@
  */
 import { writeFile } from 'node:fs/promises'
 import path from 'node:path'
-import { CLUSTER_ID_PCR } from '../../src/lib/bootstrapper/index.js'
 import { workspacePaths } from '../../src/lib/paths.js'
 import { CryptsetupDisk } from '../../src/lib/statedisk/index.js'
 import { createRunner } from '../../src/lib/system/index.js'
-import { readPcrs } from '../../src/lib/tpm/index.js'
 import { expect } from '../support/chai.js'
 import { runCli } from '../support/cli.js'
 import { eventually } from '../support/eventually.js'
@@ -21,22 +19,12 @@ import { expectPcr4 } from '../support/local-node.js'
 import {
   enforcingPcr4,
   joinAuditLines,
+  initFirstControlPlane,
+  pcr15,
   startTestCluster,
   type ClusterNode,
   type TestCluster,
 } from '../support/test-cluster.js'
-
-const pcr15 = async (node: ClusterNode) =>
-  (await readPcrs(node.local.swtpm.open, [CLUSTER_ID_PCR])).get(CLUSTER_ID_PCR)
-
-async function initFirstControlPlane(cluster: TestCluster): Promise<ClusterNode> {
-  const cp0 = await cluster.addNode({ name: 'cp_0', role: 'control-plane', peers: [] })
-  const daemon = await cp0.start()
-  await daemon.expectInitSucceeded(await runCli(['init', '--skip-helm', '-C', cp0.local.workspace, '--json']))
-  expect((await daemon.exited).code).to.equal(0)
-  await cp0.servicesUp()
-  return cp0
-}
 
 async function joined(node: ClusterNode): Promise<ClusterNode> {
   const result = await (await node.start()).exited

@@ -5,9 +5,9 @@
  * starts are the real `constellation keyservice`/`joinservice` processes, stopped by `stop()`.
  */
 import { chmod, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises'
-import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import { simulatorPaths } from '../../src/lib/mini/simulator/index.js'
+import { alive } from '../../src/lib/mini/daemons.js'
 import { CLI_ARGS, REPO_ROOT } from './cli.js'
 
 const FAKE_SYSTEMCTL_DIR = simulatorPaths(REPO_ROOT).systemctlFakeDir
@@ -84,19 +84,4 @@ async function stopProcess(pid: number): Promise<void> {
   const deadline = Date.now() + STOP_GRACE_MS
   while (alive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
   if (alive(pid)) process.kill(pid, 'SIGKILL')
-}
-
-/** Running, and not a zombie: an orphan's exit is reaped by whatever PID 1 a container has, or not at all. */
-function alive(pid: number): boolean {
-  if (pid <= 0) return false
-  try {
-    process.kill(pid, 0)
-  } catch {
-    return false
-  }
-  try {
-    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0] !== 'Z'
-  } catch {
-    return false
-  }
 }

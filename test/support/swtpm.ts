@@ -1,6 +1,6 @@
 /** A real swtpm per test: temp state dir, free ports, stopped and removed by stop(). */
 import { spawn, type ChildProcess } from 'node:child_process'
-import { writeFile } from 'node:fs/promises'
+import { readFile, writeFile } from 'node:fs/promises'
 import { connect } from 'node:net'
 import path from 'node:path'
 import { openSwtpm, type OpenTpm } from '../../src/lib/tpm/index.js'
@@ -13,6 +13,8 @@ export interface SwtpmHandle {
   /** "127.0.0.1:PORT" */
   endpoint: string
   open: OpenTpm
+  /** With ekCertificate: swtpm_setup's local CA (PEM), a fresh one per TPM; the EK certificates chain to root. */
+  ekCa?: { root: string; intermediate: string }
   stop(): Promise<void>
   /**
    * A reboot of the machine the TPM sits in: a new swtpm process over the same state (NV kept, PCRs
@@ -33,11 +35,12 @@ export interface SwtpmOptions {
 /** A fresh swtpm (state in a temp dir, random free ports, not-need-init,startup-clear); stop() kills it and removes the dir. */
 export async function startSwtpm(opts: SwtpmOptions = {}): Promise<SwtpmHandle> {
   const { dir: stateDir, cleanup } = await makeTempDir('constell-swtpm-')
-  if (opts.ekCertificate)
-    await manufacture(stateDir).catch(async (err: unknown) => {
-      await cleanup()
-      throw err
-    })
+  const ekCa = opts.ekCertificate
+    ? await manufacture(stateDir).catch(async (err: unknown) => {
+        await cleanup()
+        throw err
+      })
+    : undefined
   let running: { child: ChildProcess; port: number }
   try {
     running = await spawnSwtpm(stateDir)
@@ -50,6 +53,7 @@ export async function startSwtpm(opts: SwtpmOptions = {}): Promise<SwtpmHandle> 
     port: running.port,
     endpoint: `${HOST}:${running.port}`,
     open: openSwtpm(HOST, running.port),
+    ...(ekCa && { ekCa }),
     stop: once(async () => {
       await kill(running.child)
       await cleanup()
@@ -102,8 +106,8 @@ async function spawnSwtpm(stateDir: string): Promise<{ child: ChildProcess; port
 }
 
 /** swtpm_setup with a private local CA (config files in a temp dir), so nothing global on disk is touched. */
-async function manufacture(stateDir: string): Promise<void> {
-  await withTempDir(async (caDir) => {
+async function manufacture(stateDir: string): Promise<{ root: string; intermediate: string }> {
+  return withTempDir(async (caDir) => {
     const localca = path.join(caDir, 'localca.conf')
     const setup = path.join(caDir, 'setup.conf')
     await writeFile(
@@ -132,6 +136,10 @@ async function manufacture(stateDir: string): Promise<void> {
         code === 0 ? resolve() : reject(new Error(`swtpm_setup exited with ${code}: ${stderr}`)),
       )
     })
+    return {
+      root: await readFile(path.join(caDir, 'swtpm-localca-rootca-cert.pem'), 'utf8'),
+      intermediate: await readFile(path.join(caDir, 'issuercert.pem'), 'utf8'),
+    }
   }, 'constell-swtpm-ca-')
 }
 

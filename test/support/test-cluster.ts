@@ -13,12 +13,14 @@ import path from 'node:path'
 import { parseJoinConfig } from '../../src/lib/attestation/index.js'
 import {
   attestedRejoinTicketRequester,
+  CLUSTER_ID_PCR,
   type BootstrapperConfig,
   type SetupOutcome,
 } from '../../src/lib/bootstrapper/index.js'
 import type { NodeMember, NodeRole } from '../../src/lib/nodeconfig/index.js'
 import { nodePaths } from '../../src/lib/paths.js'
 import { createLogger, createRunner } from '../../src/lib/system/index.js'
+import { readPcrs } from '../../src/lib/tpm/index.js'
 import { nodeIssuer } from '../../src/wiring/node.js'
 import { buildStateDiskSetup, nodeRecoveryEndpoint } from '../../src/wiring/state-disk.js'
 import { runCli, type CliResult } from './cli.js'
@@ -248,4 +250,19 @@ export async function startTestCluster(): Promise<TestCluster> {
       await cleanup()
     },
   }
+}
+
+/** A node's PCR 15 (zero until it is initialized or joined; the cluster ID's hash after). */
+export const pcr15 = async (node: ClusterNode): Promise<Buffer | undefined> =>
+  (await readPcrs(node.local.swtpm.open, [CLUSTER_ID_PCR])).get(CLUSTER_ID_PCR)
+
+/** cp_0 of a new cluster: `bootstrap run`, `init --skip-helm`, then its key and join services up. */
+export async function initFirstControlPlane(cluster: TestCluster): Promise<ClusterNode> {
+  const cp0 = await cluster.addNode({ name: 'cp_0', role: 'control-plane', peers: [] })
+  const daemon = await cp0.start()
+  await daemon.expectInitSucceeded(await runCli(['init', '--skip-helm', '-C', cp0.local.workspace, '--json']))
+  const exited = await daemon.exited
+  if (exited.code !== 0) throw new Error(`cp_0's bootstrap run exited ${exited.code}:\n${exited.stderr}`)
+  await cp0.servicesUp()
+  return cp0
 }

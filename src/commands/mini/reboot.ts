@@ -1,7 +1,7 @@
 import { Args, Flags } from '@oclif/core'
 import { BaseCommand } from '../../base-command.js'
 import { SIMULATED_NOTICE, type MiniNodeRecord } from '../../lib/mini/index.js'
-import { parseDuration } from '../../lib/system/index.js'
+import { abortOnInterrupt, parseDuration } from '../../lib/system/index.js'
 import { runMiniReboot } from '../../wiring/mini.js'
 
 export default class MiniReboot extends BaseCommand {
@@ -23,21 +23,17 @@ export default class MiniReboot extends BaseCommand {
   async run(): Promise<{ node: MiniNodeRecord; simulated: string }> {
     const { args, flags } = await this.parse(MiniReboot)
     process.stderr.write(`${SIMULATED_NOTICE}\n`)
-    const stop = new AbortController()
-    const onSignal = (signal: NodeJS.Signals) => stop.abort(signal)
-    process.once('SIGINT', onSignal)
-    process.once('SIGTERM', onSignal)
+    const interrupt = abortOnInterrupt()
     try {
       const node = await runMiniReboot(flags.workspace, args.node, {
         timeoutMs: parseDuration(flags.timeout, '--timeout'),
-        signal: stop.signal,
+        signal: interrupt.signal,
         progress: (line) => process.stderr.write(`• ${line}\n`),
       })
       if (!this.jsonEnabled()) this.log(`${node.name} is back (${node.address}).`)
       return { node, simulated: SIMULATED_NOTICE }
     } finally {
-      process.off('SIGINT', onSignal)
-      process.off('SIGTERM', onSignal)
+      interrupt.release()
     }
   }
 }

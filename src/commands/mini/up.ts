@@ -2,7 +2,7 @@ import { Flags } from '@oclif/core'
 import { BaseCommand } from '../../base-command.js'
 import { SIMULATED_NOTICE, type MiniUpResult, type NetworkMode } from '../../lib/mini/index.js'
 import { renderStatus, type StatusReport } from '../../lib/status/index.js'
-import { parseDuration } from '../../lib/system/index.js'
+import { abortOnInterrupt, parseDuration } from '../../lib/system/index.js'
 import { DEFAULT_KUBERNETES_MINOR } from '../../lib/versions/index.js'
 import { runMiniUp } from '../../wiring/mini.js'
 
@@ -53,10 +53,7 @@ export default class MiniUp extends BaseCommand {
           : 'loopback'
         : (flags.network as NetworkMode)
     process.stderr.write(`${SIMULATED_NOTICE}\n`)
-    const stop = new AbortController()
-    const onSignal = (signal: NodeJS.Signals) => stop.abort(signal)
-    process.once('SIGINT', onSignal)
-    process.once('SIGTERM', onSignal)
+    const interrupt = abortOnInterrupt()
     try {
       const { up, status } = await runMiniUp(
         {
@@ -68,7 +65,7 @@ export default class MiniUp extends BaseCommand {
           skipHelm: flags['skip-helm'],
           retain: flags.retain,
           timeoutMs: parseDuration(flags.timeout, '--timeout'),
-          signal: stop.signal,
+          signal: interrupt.signal,
         },
         (line) => process.stderr.write(`• ${line}\n`),
       )
@@ -86,8 +83,7 @@ export default class MiniUp extends BaseCommand {
       }
       return { ...up, simulated: SIMULATED_NOTICE, status }
     } finally {
-      process.off('SIGINT', onSignal)
-      process.off('SIGTERM', onSignal)
+      interrupt.release()
     }
   }
 }

@@ -72,3 +72,19 @@ export async function serveUntilStopped(daemon: NodeDaemon, io?: DaemonSignalIo)
     release()
   }
 }
+
+/**
+ * An AbortSignal aborted at the first SIGINT or SIGTERM (its reason is the signal's name), for a
+ * command that stops what it is doing and cleans up itself; `release()` hands the signals back.
+ */
+export function abortOnInterrupt(): { signal: AbortSignal; release(): void } {
+  const stop = new AbortController()
+  const onSignal = (signal: NodeJS.Signals) => stop.abort(signal)
+  for (const signal of SIGNALS) process.once(signal, onSignal)
+  return {
+    signal: stop.signal,
+    release: () => {
+      for (const signal of SIGNALS) process.off(signal, onSignal)
+    },
+  }
+}
