@@ -16,13 +16,8 @@ import {
   withAttestationKey,
   withTpm,
 } from '../../src/lib/tpm/index.js'
-import {
-  getRandom,
-  pcrEvent,
-  readEkCertificate,
-  readPublicArea,
-  startup,
-} from '../../src/lib/tpm/commands.js'
+import { getRandom, pcrEvent, readPublicArea, startup } from '../../src/lib/tpm/commands.js'
+import { EkCertificateMissingError, readEkCertificate } from '../../src/lib/tpm/ek.js'
 import { TpmError, TpmUnavailableError } from '../../src/lib/tpm/errors.js'
 
 const sha256 = (b: Buffer) => createHash('sha256').update(b).digest()
@@ -116,8 +111,11 @@ describe('tpm client against swtpm', function () {
     await withTpm(tpm.open, (t) => withAttestationKey(t, async () => undefined))
   })
 
-  it('reports a missing EK certificate as undefined and a TPM refusal with its response code', async () => {
-    expect(await withTpm(tpm.open, (t) => readEkCertificate(t))).to.equal(undefined)
+  it('reports a missing EK certificate as EkCertificateMissingError and a TPM refusal with its response code', async () => {
+    await expect(withTpm(tpm.open, (t) => readEkCertificate(t, 'rsa2048'))).to.be.rejectedWith(
+      EkCertificateMissingError,
+      'no RSA 2048 EK certificate at NV index 0x1c00002',
+    )
     const err = await extendPcr(tpm.open, 30, ZERO).catch((e: unknown) => e)
     expect(err).to.be.instanceOf(TpmError)
     expect((err as TpmError).responseCode).to.be.a('number')
@@ -127,11 +125,10 @@ describe('tpm client against swtpm', function () {
     this.timeout(60_000)
     const manufactured = await startSwtpm({ ekCertificate: true })
     try {
-      const der = await withTpm(manufactured.open, (t) => readEkCertificate(t, 'RSA'))
-      expect(der, 'EK certificate').to.not.equal(undefined)
-      const cert = new X509Certificate(der!)
+      const der = await withTpm(manufactured.open, (t) => readEkCertificate(t, 'rsa2048'))
+      const cert = new X509Certificate(der)
       expect(cert.publicKey.asymmetricKeyType).to.equal('rsa')
-      expect(cert.raw.length).to.equal(der!.length)
+      expect(cert.raw.length).to.equal(der.length)
     } finally {
       await manufactured.stop()
     }

@@ -2,7 +2,6 @@
 import { retry } from '../system/index.js'
 import { TpmReader, TpmWriter } from './buffer.js'
 import {
-  EK_CERT_NV_INDEX,
   SHA256_DIGEST_SIZE,
   TPM_ALG,
   TPM_CC,
@@ -10,6 +9,7 @@ import {
   TPM_RS_PW,
   TPM_ST,
   TPM_SU_CLEAR,
+  TPMA_SESSION_CONTINUE,
 } from './constants.js'
 import { TpmError } from './errors.js'
 import {
@@ -27,6 +27,11 @@ interface CommandSpec {
   handles?: number[]
   /** Handles that need an authorization (password session, empty password). */
   authorized?: number
+  /**
+   * Instead of `authorized`: one session per handle that needs an authorization, in handle order,
+   * each TPM_RS_PW (empty password) or a policy session that needs no HMAC (e.g. after PolicySecret).
+   */
+  sessions?: readonly number[]
   params?: Buffer
   /** Handles in the response before the parameters. */
   responseHandles?: number
@@ -39,20 +44,20 @@ interface CommandResult {
 
 const TRANSIENT_ATTEMPTS = 10
 const TRANSIENT_RCS = new Set<number>([TPM_RC.RETRY, TPM_RC.YIELDED, TPM_RC.TESTING])
-const NV_READ_CHUNK_BYTES = 768
 const PCRS_PER_READ = 8
 
-/** TPM_RC_HANDLE for parameter/handle 1: the NV index does not exist. */
-const isUndefinedHandle = (rc: number) => (rc & 0x0bf) === 0x08b
-
 export async function runCommand(t: TpmTransport, spec: CommandSpec): Promise<CommandResult> {
-  const sessions = (spec.authorized ?? 0) > 0
+  const auths = spec.sessions ?? Array.from({ length: spec.authorized ?? 0 }, () => TPM_RS_PW)
+  const sessions = auths.length > 0
   const body = new TpmWriter()
   for (const h of spec.handles ?? []) body.u32(h)
   if (sessions) {
     const auth = new TpmWriter()
-    for (let i = 0; i < (spec.authorized ?? 0); i++)
-      auth.u32(TPM_RS_PW).sized(Buffer.alloc(0)).u8(0).sized(Buffer.alloc(0))
+    for (const handle of auths) {
+      // a policy session keeps going (the caller flushes it); its nonceCaller may be empty
+      const attributes = handle === TPM_RS_PW ? 0 : TPMA_SESSION_CONTINUE
+      auth.u32(handle).sized(Buffer.alloc(0)).u8(attributes).sized(Buffer.alloc(0))
+    }
     const area = auth.toBuffer()
     body.u32(area.length).bytes(area)
   }
@@ -213,39 +218,4 @@ export async function flushContext(t: TpmTransport, handle: number): Promise<voi
 export async function readPublicArea(t: TpmTransport, handle: number): Promise<Buffer> {
   const { params } = await runCommand(t, { name: 'ReadPublic', handles: [handle] })
   return Buffer.from(params.sized('outPublic'))
-}
-
-/** The EK certificate from its TCG NV index, or undefined when the TPM has none (plain swtpm). */
-export async function readEkCertificate(
-  t: TpmTransport,
-  kind: keyof typeof EK_CERT_NV_INDEX = 'RSA',
-): Promise<Buffer | undefined> {
-  const index = EK_CERT_NV_INDEX[kind]
-  let size: number
-  try {
-    const { params } = await runCommand(t, { name: 'NV_ReadPublic', handles: [index] })
-    const nvPublic = new TpmReader(params.sized('nvPublic'), 'TPMS_NV_PUBLIC')
-    nvPublic.u32('nvIndex')
-    nvPublic.u16('nameAlg')
-    nvPublic.u32('attributes')
-    nvPublic.sized('authPolicy')
-    size = nvPublic.u16('dataSize')
-  } catch (err: unknown) {
-    if (err instanceof TpmError && err.responseCode !== undefined && isUndefinedHandle(err.responseCode))
-      return undefined
-    throw err
-  }
-  const chunks: Buffer[] = []
-  for (let offset = 0; offset < size; offset += NV_READ_CHUNK_BYTES) {
-    const n = Math.min(NV_READ_CHUNK_BYTES, size - offset)
-    const params = new TpmWriter().u16(n).u16(offset).toBuffer()
-    const { params: r } = await runCommand(t, {
-      name: 'NV_Read',
-      handles: [index, index],
-      authorized: 1,
-      params,
-    })
-    chunks.push(Buffer.from(r.sized('data')))
-  }
-  return Buffer.concat(chunks)
 }

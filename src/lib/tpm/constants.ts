@@ -3,7 +3,13 @@ export const TPM_ST = { NO_SESSIONS: 0x8001, SESSIONS: 0x8002, ATTEST_QUOTE: 0x8
 export const TPM_GENERATED_VALUE = 0xff544347
 
 export const TPM_CC = {
+  ActivateCredential: 0x147,
+  PolicySecret: 0x151,
+  Create: 0x153,
+  Load: 0x157,
   NV_Read: 0x14e,
+  StartAuthSession: 0x176,
+  GetCapability: 0x17a,
   Startup: 0x144,
   PCR_Event: 0x13c,
   CreatePrimary: 0x131,
@@ -19,6 +25,7 @@ export const TPM_CC = {
 export const TPM_ALG = {
   RSA: 0x0001,
   SHA1: 0x0004,
+  AES: 0x0006,
   SHA256: 0x000b,
   SHA384: 0x000c,
   NULL: 0x0010,
@@ -26,11 +33,17 @@ export const TPM_ALG = {
   RSAPSS: 0x0016,
   ECDSA: 0x0018,
   ECC: 0x0023,
+  CFB: 0x0043,
 } as const
 
 export const TPM_ECC_NIST_P256 = 0x0003
+export const TPM_ECC_NIST_P384 = 0x0004
 
-export const TPM_RH = { OWNER: 0x40000001, ENDORSEMENT: 0x4000000b } as const
+export const TPM_RH = { OWNER: 0x40000001, NULL: 0x40000007, ENDORSEMENT: 0x4000000b } as const
+/** TPM_SE: the kind of session TPM2_StartAuthSession opens. */
+export const TPM_SE_POLICY = 0x01
+/** TPMA_SESSION.continueSession: the session stays open after the command. */
+export const TPMA_SESSION_CONTINUE = 0x01
 /** The password authorization "session" handle. */
 export const TPM_RS_PW = 0x40000009
 export const TPM_SU_CLEAR = 0x0000
@@ -44,19 +57,26 @@ export const TPM_RC = {
   RETRY: 0x922,
 } as const
 
-/** TCG EK Credential Profile: NV indices of the EK certificates. */
-export const EK_CERT_NV_INDEX = { RSA: 0x01c00002, ECC: 0x01c0000a } as const
+/** TCG EK Credential Profile: NV indices of the EK certificates (RSA 2048, ECC P-256, ECC P-384). */
+export const EK_CERT_NV_INDEX = { RSA: 0x01c00002, ECC: 0x01c0000a, ECC_P384: 0x01c00016 } as const
+/** TPM_CAP_TPM_PROPERTIES and the property naming the largest NV_Read a TPM serves. */
+export const TPM_CAP_TPM_PROPERTIES = 0x00000006
+export const TPM_PT_NV_BUFFER_MAX = 0x0000012c
+/** TPMA_NV bits that say who may read an index. */
+export const TPMA_NV = { OWNERREAD: 1 << 17, AUTHREAD: 1 << 18 } as const
 
 export const PCR_COUNT = 24
 export const SHA256_DIGEST_SIZE = 32
 
-/** TPMA_OBJECT bits of a restricted signing key. */
+/** TPMA_OBJECT bits of restricted signing keys and endorsement keys. */
 export const TPMA_OBJECT = {
   fixedTPM: 1 << 1,
   fixedParent: 1 << 4,
   sensitiveDataOrigin: 1 << 5,
   userWithAuth: 1 << 6,
+  adminWithPolicy: 1 << 7,
   noDA: 1 << 10,
   restricted: 1 << 16,
+  decrypt: 1 << 17,
   sign: 1 << 18,
 } as const

@@ -11,6 +11,26 @@ export { verifyTpmSignature } from './signature.js'
 export { parseQuoteAttest, parseSignature, parsePublic } from './structures.js'
 export type { TpmtPublic } from './structures.js'
 export { TPM_ALG, PCR_COUNT, TPMA_OBJECT } from './constants.js'
+export {
+  readEkCertificate,
+  createEndorsementKey,
+  withEndorsementKey,
+  EkCertificateMissingError,
+  EK_KINDS,
+  isEkKind,
+} from './ek.js'
+export type { EkKind, EndorsementKey } from './ek.js'
+export {
+  createAttestationKeyUnderEk,
+  loadAttestationKey,
+  withAttestationKeyUnderEk,
+  AK_ALGORITHMS,
+} from './ek-ak.js'
+export type { AttestationKey, AkAlgorithm } from './ek-ak.js'
+export { makeCredential, ekPublicKeyFromCertificate, ekPublicKeyFromPublicArea } from './make-credential.js'
+export type { EkPublicKey, MadeCredential } from './make-credential.js'
+export { activateCredential, CredentialActivationError } from './activate-credential.js'
+export { objectName } from './names.js'
 
 /** Opens the TPM, runs fn, and closes it whatever happens. */
 export async function withTpm<T>(open: OpenTpm, fn: (t: TpmTransport) => Promise<T>): Promise<T> {

@@ -1,7 +1,14 @@
 /** Parsers for the TPM structures an attestation carries; any malformed input gives a TpmParseError. */
 import { createPublicKey, type KeyObject } from 'node:crypto'
 import { TpmParseError, TpmReader, type TpmWriter } from './buffer.js'
-import { PCR_COUNT, TPM_ALG, TPM_ECC_NIST_P256, TPM_GENERATED_VALUE, TPM_ST } from './constants.js'
+import {
+  PCR_COUNT,
+  TPM_ALG,
+  TPM_ECC_NIST_P256,
+  TPM_GENERATED_VALUE,
+  TPM_ST,
+  TPMA_OBJECT,
+} from './constants.js'
 
 export interface PcrSelection {
   hashAlg: number
@@ -32,6 +39,8 @@ export type TpmtPublic =
       nameAlg: number
       attributes: number
       scheme: Scheme
+      /** Only on storage and endorsement keys (restricted decrypt); signing keys have none. */
+      symmetric?: SymmetricDef
       keyBits: number
       exponent: number
       modulus: Buffer
@@ -41,10 +50,17 @@ export type TpmtPublic =
       nameAlg: number
       attributes: number
       scheme: Scheme
+      symmetric?: SymmetricDef
       curve: number
       x: Buffer
       y: Buffer
     }
+
+export interface SymmetricDef {
+  alg: number
+  keyBits: number
+  mode: number
+}
 
 export interface Scheme {
   alg: number
@@ -149,8 +165,14 @@ export function readPublic(r: TpmReader): TpmtPublic {
   const nameAlg = r.u16('nameAlg')
   const attributes = r.u32('objectAttributes')
   r.sized('authPolicy', 64)
-  const symmetric = r.u16('parameters.symmetric.algorithm')
-  if (symmetric !== TPM_ALG.NULL) r.fail('parameters.symmetric', 'a signing key has no symmetric algorithm')
+  const symmetricAlg = r.u16('parameters.symmetric.algorithm')
+  let symmetric: SymmetricDef | undefined
+  if (symmetricAlg !== TPM_ALG.NULL) {
+    if (attributes & TPMA_OBJECT.sign)
+      r.fail('parameters.symmetric', 'a signing key has no symmetric algorithm')
+    const keyBits = r.u16('parameters.symmetric.keyBits')
+    symmetric = { alg: symmetricAlg, keyBits, mode: r.u16('parameters.symmetric.mode') }
+  }
   const schemeAlg = r.u16('parameters.scheme.scheme')
   const scheme: Scheme =
     schemeAlg === TPM_ALG.NULL
@@ -162,7 +184,7 @@ export function readPublic(r: TpmReader): TpmtPublic {
     const modulus = r.sized('unique.rsa', 512)
     if (modulus.length === 0 || modulus.length * 8 !== keyBits)
       r.fail('unique.rsa', `modulus of ${modulus.length} bytes does not match keyBits ${keyBits}`)
-    return { type, nameAlg, attributes, scheme, keyBits, exponent, modulus }
+    return { type, nameAlg, attributes, scheme, ...(symmetric && { symmetric }), keyBits, exponent, modulus }
   }
   if (type === TPM_ALG.ECC) {
     const curve = r.u16('parameters.curveID')
@@ -170,7 +192,7 @@ export function readPublic(r: TpmReader): TpmtPublic {
     if (kdf !== TPM_ALG.NULL) r.u16('parameters.kdf.hashAlg')
     const x = r.sized('unique.ecc.x', 66)
     const y = r.sized('unique.ecc.y', 66)
-    return { type, nameAlg, attributes, scheme, curve, x, y }
+    return { type, nameAlg, attributes, scheme, ...(symmetric && { symmetric }), curve, x, y }
   }
   return r.fail('type', `unsupported key type 0x${type.toString(16)}`)
 }

@@ -1,0 +1,208 @@
+/**
+ * The endorsement key as the TCG EK Credential Profile defines it: created from the endorsement
+ * seed with the profile's template, so its public key is the one in the manufacturer's EK
+ * certificate, which sits in the TPM's NV at the profile's index.
+ */
+import { TpmParseError, TpmWriter } from './buffer.js'
+import { createPrimary, flushContext } from './commands.js'
+import {
+  EK_CERT_NV_INDEX,
+  TPM_ALG,
+  TPM_ECC_NIST_P256,
+  TPM_ECC_NIST_P384,
+  TPM_RH,
+  TPM_RS_PW,
+  TPMA_OBJECT,
+} from './constants.js'
+import { CliError } from '../errors/index.js'
+import { TpmError } from './errors.js'
+import { objectName } from './names.js'
+import { isUndefinedIndex, nvReadAll } from './nv.js'
+import { withEndorsementPolicy } from './sessions.js'
+import type { TpmtPublic } from './structures.js'
+import type { TpmTransport } from './transport.js'
+
+/** The profile's templates this client knows: L-1 (RSA 2048), L-2 (ECC P-256), H-3 (ECC P-384). */
+export const EK_KINDS = ['rsa2048', 'eccP256', 'eccP384'] as const
+export type EkKind = (typeof EK_KINDS)[number]
+export const isEkKind = (v: unknown): v is EkKind =>
+  typeof v === 'string' && (EK_KINDS as readonly string[]).includes(v)
+
+/** Policy A: PolicySecret(TPM_RH_ENDORSEMENT) under SHA-256 (EK Credential Profile, B.6). */
+export const EK_POLICY_A_SHA256 = Buffer.from(
+  '837197674484b3f81a90cc8d46a5d724fd52d76e06520b64f2a1da1b331469aa',
+  'hex',
+)
+/** Policy B under SHA-384: PolicyOR of policy A and policy C, the high-range templates' policy. */
+export const EK_POLICY_B_SHA384 = Buffer.from(
+  'b26e7d28d11a50bc53d882bcf5fd3a1a074148bb35d3b4e4cb1c0ad9bde419cacb47ba09699646150f9fc000f3f80e12',
+  'hex',
+)
+
+const A = TPMA_OBJECT
+/** fixedTPM | fixedParent | sensitiveDataOrigin | adminWithPolicy | restricted | decrypt */
+const LOW_RANGE_ATTRIBUTES =
+  A.fixedTPM | A.fixedParent | A.sensitiveDataOrigin | A.adminWithPolicy | A.restricted | A.decrypt
+/** High-range templates also set userWithAuth: the (empty) authValue may be used instead of the policy. */
+const HIGH_RANGE_ATTRIBUTES = LOW_RANGE_ATTRIBUTES | A.userWithAuth
+
+interface EkProfile {
+  certIndex: number
+  /** How the certificate names this kind in messages. */
+  label: string
+  template(): Buffer
+}
+
+const PROFILES: Record<EkKind, EkProfile> = {
+  rsa2048: {
+    certIndex: EK_CERT_NV_INDEX.RSA,
+    label: 'RSA 2048',
+    template: () =>
+      new TpmWriter()
+        .u16(TPM_ALG.RSA)
+        .u16(TPM_ALG.SHA256)
+        .u32(LOW_RANGE_ATTRIBUTES)
+        .sized(EK_POLICY_A_SHA256)
+        .u16(TPM_ALG.AES)
+        .u16(128)
+        .u16(TPM_ALG.CFB)
+        .u16(TPM_ALG.NULL) // scheme
+        .u16(2048)
+        .u32(0) // exponent: the default 65537
+        .sized(Buffer.alloc(256)) // unique: zeros, as the profile says
+        .toBuffer(),
+  },
+  eccP256: {
+    certIndex: EK_CERT_NV_INDEX.ECC,
+    label: 'ECC P-256',
+    template: () =>
+      new TpmWriter()
+        .u16(TPM_ALG.ECC)
+        .u16(TPM_ALG.SHA256)
+        .u32(LOW_RANGE_ATTRIBUTES)
+        .sized(EK_POLICY_A_SHA256)
+        .u16(TPM_ALG.AES)
+        .u16(128)
+        .u16(TPM_ALG.CFB)
+        .u16(TPM_ALG.NULL) // scheme
+        .u16(TPM_ECC_NIST_P256)
+        .u16(TPM_ALG.NULL) // kdf
+        .sized(Buffer.alloc(32))
+        .sized(Buffer.alloc(32))
+        .toBuffer(),
+  },
+  eccP384: {
+    certIndex: EK_CERT_NV_INDEX.ECC_P384,
+    label: 'ECC P-384',
+    template: () =>
+      new TpmWriter()
+        .u16(TPM_ALG.ECC)
+        .u16(TPM_ALG.SHA384)
+        .u32(HIGH_RANGE_ATTRIBUTES)
+        .sized(EK_POLICY_B_SHA384)
+        .u16(TPM_ALG.AES)
+        .u16(256)
+        .u16(TPM_ALG.CFB)
+        .u16(TPM_ALG.NULL) // scheme
+        .u16(TPM_ECC_NIST_P384)
+        .u16(TPM_ALG.NULL) // kdf
+        .sized(Buffer.alloc(0)) // high-range templates leave unique empty
+        .sized(Buffer.alloc(0))
+        .toBuffer(),
+  },
+}
+
+export function ekTemplate(kind: EkKind): Buffer {
+  return PROFILES[kind].template()
+}
+
+export function ekCertificateIndex(kind: EkKind): number {
+  return PROFILES[kind].certIndex
+}
+
+/** A loaded EK; the caller flushes `handle` (or uses withEndorsementKey). */
+export interface EndorsementKey {
+  kind: EkKind
+  handle: number
+  /** Marshalled TPMT_PUBLIC. */
+  publicArea: Buffer
+  public: TpmtPublic
+  /** nameAlg || H(publicArea) */
+  name: Buffer
+}
+
+/** TPM2_CreatePrimary in the endorsement hierarchy with the profile's template for `kind`. */
+export async function createEndorsementKey(t: TpmTransport, kind: EkKind): Promise<EndorsementKey> {
+  const created = await createPrimary(t, TPM_RH.ENDORSEMENT, ekTemplate(kind))
+  return { kind, ...created, name: objectName(created.publicArea) }
+}
+
+/** Creates the EK, runs fn with it, and always flushes it (a TPM without resource manager runs out of slots). */
+export async function withEndorsementKey<T>(
+  t: TpmTransport,
+  kind: EkKind,
+  fn: (ek: EndorsementKey) => Promise<T>,
+): Promise<T> {
+  const ek = await createEndorsementKey(t, kind)
+  try {
+    return await fn(ek)
+  } finally {
+    await flushContext(t, ek.handle)
+  }
+}
+
+/**
+ * Runs one command that uses the EK in the USER role (as a parent, or ActivateCredential's key):
+ * fn gets the session handle to authorize it with. Low-range EKs answer only to policy A, a fresh
+ * PolicySecret(endorsement) session each time; high-range EKs take their empty authValue.
+ */
+export function withEkAuthorization<T>(
+  t: TpmTransport,
+  ek: Pick<EndorsementKey, 'public'>,
+  fn: (session: number) => Promise<T>,
+): Promise<T> {
+  if (ek.public.attributes & TPMA_OBJECT.userWithAuth) return fn(TPM_RS_PW)
+  return withEndorsementPolicy(t, ek.public.nameAlg, fn)
+}
+
+/** The TPM carries no EK certificate of this kind: it was not provisioned with one. */
+export class EkCertificateMissingError extends CliError {
+  constructor(
+    readonly kind: EkKind,
+    readonly index: number,
+  ) {
+    super(`the TPM has no ${PROFILES[kind].label} EK certificate at NV index 0x${index.toString(16)}`, {
+      hint: 'use a TPM provisioned with an EK certificate by its manufacturer (swtpm: swtpm_setup --create-ek-cert), or an attestation variant that does not need one',
+    })
+    this.name = 'EkCertificateMissingError'
+  }
+}
+
+/** The DER EK certificate of `kind` from its NV index; NV padding after the DER is dropped. */
+export async function readEkCertificate(t: TpmTransport, kind: EkKind): Promise<Buffer> {
+  const index = PROFILES[kind].certIndex
+  const data = await nvReadAll(t, index).catch((err: unknown) => {
+    if (err instanceof TpmError && err.responseCode !== undefined && isUndefinedIndex(err.responseCode))
+      throw new EkCertificateMissingError(kind, index)
+    throw new TpmError(`reading the EK certificate at NV index 0x${index.toString(16)}`, undefined, {
+      cause: err,
+    })
+  })
+  return data.subarray(0, derLength(data, index))
+}
+
+/** Length of the DER SEQUENCE at the start of data (header included). */
+function derLength(data: Buffer, index: number): number {
+  const fail = (why: string): never => {
+    throw new TpmParseError(`EK certificate at NV index 0x${index.toString(16)}: ${why}`)
+  }
+  if (data.length < 2 || data[0] !== 0x30) return fail('does not start with a DER SEQUENCE')
+  const first = data[1] ?? 0
+  const lengthBytes = first < 0x80 ? 0 : first & 0x7f
+  if (first === 0x80 || lengthBytes > 3 || data.length < 2 + lengthBytes)
+    return fail('has an unusable DER length')
+  const length = first < 0x80 ? first : data.subarray(2, 2 + lengthBytes).reduce((n, b) => n * 256 + b, 0)
+  const total = 2 + lengthBytes + length
+  if (total > data.length) return fail(`DER says ${total} bytes, the index holds ${data.length}`)
+  return total
+}
