@@ -5,6 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d .build-XXXXXX)
+chmod 755 "$tmp" # mktemp makes it 0700: dist/ must be readable by whoever runs the CLI
 trap 'rm -rf "$tmp"' EXIT
 npx tsx scripts/bundle.ts "$tmp"
 old=$(mktemp -d .old-dist-XXXXXX)

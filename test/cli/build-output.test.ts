@@ -2,10 +2,10 @@
  * `npm run build` (and so `npm run mini`) prints no "oclif update available" warning: the oclif dev tool
  * checks npm for a newer version of itself and says so on stderr. The build runs in a copy of the
  * sources, so the checkout's dist/ and manifest are never touched; a planted version cache makes
- * the tool believe a newer version exists, with no network involved.
+ * the tool believe a newer version exists, with no network involved. And dist/ is readable by all.
  */
 import { spawn } from 'node:child_process'
-import { cp, mkdir, symlink, writeFile } from 'node:fs/promises'
+import { cp, mkdir, stat, symlink, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { expect } from '../support/chai.js'
 import { REPO_ROOT } from '../support/cli.js'
@@ -39,5 +39,7 @@ describe('build output', () => {
     })
     expect(res.code, res.stderr).to.equal(0)
     expect(res.stderr).to.not.match(/update available/i)
+    // readable by every user: a CLI installed from a checkout runs as whoever calls it
+    expect((await stat(path.join(repo, 'dist'))).mode & 0o777).to.equal(0o755)
   })
 })
