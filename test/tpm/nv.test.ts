@@ -4,9 +4,10 @@ import path from 'node:path'
 import { expect } from '../support/chai.js'
 import { startSwtpm, type SwtpmHandle } from '../support/swtpm.js'
 import { makeTempDir, type TempDir } from '../support/temp.js'
-import { readEkCertificate, TpmParseError, withTpm } from '../../src/lib/tpm/index.js'
+import { readEkCertificate, readEkCertificateChain, TpmParseError, withTpm } from '../../src/lib/tpm/index.js'
 import { getTpmProperty, nvReadAll } from '../../src/lib/tpm/nv.js'
 import { TPM_PT_NV_BUFFER_MAX } from '../../src/lib/tpm/constants.js'
+import { testCertificate } from '../support/test-ca.js'
 import { tpm2Tools } from './tpm2-tools.js'
 
 describe('NV indices read whole, in chunks the TPM accepts', function () {
@@ -68,6 +69,29 @@ describe('NV indices read whole, in chunks the TPM accepts', function () {
     await expect(withTpm(tpm.open, (t) => readEkCertificate(t, 'eccP256'))).to.be.rejectedWith(
       TpmParseError,
       /DER says \d+ bytes, the index holds 600/,
+    )
+  })
+
+  it('reads the EK certificate chain indices from 0x01c00100 on, several certificates to an index', async () => {
+    const rw = 'ownerread|ownerwrite|authread|authwrite'
+    const chain = () => withTpm(tpm.open, (t) => readEkCertificateChain(t, 3))
+    expect(await chain()).to.deep.equal([])
+    // NV indices hold up to 2 KiB: small P-256 certificates share one, a manufacturer's RSA one fills one
+    const a = testCertificate({ cn: 'A', ca: true }).der
+    const b = testCertificate({ cn: 'B', ca: true }).der
+    const root = new X509Certificate(tpm.ekCa!.root).raw
+    await defineIndex(0x01c00100, Buffer.concat([a, b, Buffer.alloc(40)]), rw)
+    expect(await chain()).to.deep.equal([a, b])
+    await defineIndex(0x01c00101, root, rw)
+    expect(await chain()).to.deep.equal([a, b, root])
+    await defineIndex(0x01c00102, root, rw)
+    await expect(chain()).to.be.rejectedWith(TpmParseError, 'more than 3 intermediate certificates')
+    await tools('tpm2_nvundefine', ['0x01c00102', '-C', 'o'])
+    await tools('tpm2_nvundefine', ['0x01c00101', '-C', 'o'])
+    await defineIndex(0x01c00101, Buffer.from('padding only'), rw)
+    await expect(chain()).to.be.rejectedWith(
+      TpmParseError,
+      'EK certificate chain at NV index 0x1c00101: holds no DER certificate',
     )
   })
 })

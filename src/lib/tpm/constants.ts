@@ -59,6 +59,8 @@ export const TPM_RC = {
 
 /** TCG EK Credential Profile: NV indices of the EK certificates (RSA 2048, ECC P-256, ECC P-384). */
 export const EK_CERT_NV_INDEX = { RSA: 0x01c00002, ECC: 0x01c0000a, ECC_P384: 0x01c00016 } as const
+/** TCG EK Credential Profile: the EK certificate chain's indices (0x01C00100-0x01C001FF), in order. */
+export const EK_CHAIN_NV_INDEX_FIRST = 0x01c00100
 /** TPM_CAP_TPM_PROPERTIES and the property naming the largest NV_Read a TPM serves. */
 export const TPM_CAP_TPM_PROPERTIES = 0x00000006
 export const TPM_PT_NV_BUFFER_MAX = 0x0000012c

@@ -7,6 +7,7 @@ import { TpmParseError, TpmWriter } from './buffer.js'
 import { createPrimary, flushContext } from './commands.js'
 import {
   EK_CERT_NV_INDEX,
+  EK_CHAIN_NV_INDEX_FIRST,
   TPM_ALG,
   TPM_ECC_NIST_P256,
   TPM_ECC_NIST_P384,
@@ -189,6 +190,39 @@ export async function readEkCertificate(t: TpmTransport, kind: EkKind): Promise<
     })
   })
   return data.subarray(0, derLength(data, index))
+}
+
+/**
+ * The intermediate certificates the manufacturer stored beside the EK certificate: the profile's
+ * chain indices from 0x01C00100 on, read until the first undefined one; an index may hold several
+ * DER certificates back to back. Most TPMs store none (the manufacturer publishes them instead).
+ * At most `max` certificates: a verifier refuses longer chains anyway.
+ */
+export async function readEkCertificateChain(t: TpmTransport, max: number): Promise<Buffer[]> {
+  const certs: Buffer[] = []
+  for (let index = EK_CHAIN_NV_INDEX_FIRST; certs.length <= max; index++) {
+    let data: Buffer
+    try {
+      data = await nvReadAll(t, index)
+    } catch (err: unknown) {
+      if (err instanceof TpmError && err.responseCode !== undefined && isUndefinedIndex(err.responseCode))
+        return certs
+      throw new TpmError(`reading the EK certificate chain at NV index 0x${index.toString(16)}`, undefined, {
+        cause: err,
+      })
+    }
+    const before = certs.length
+    for (let offset = 0; offset < data.length && data[offset] === 0x30;) {
+      const length = derLength(data.subarray(offset), index)
+      certs.push(data.subarray(offset, offset + length))
+      offset += length
+    }
+    if (certs.length === before)
+      throw new TpmParseError(
+        `EK certificate chain at NV index 0x${index.toString(16)}: holds no DER certificate`,
+      )
+  }
+  throw new TpmParseError(`EK certificate chain: the TPM holds more than ${max} intermediate certificates`)
 }
 
 /** Length of the DER SEQUENCE at the start of data (header included). */

@@ -13,6 +13,7 @@ export type { TpmtPublic } from './structures.js'
 export { TPM_ALG, PCR_COUNT, TPMA_OBJECT } from './constants.js'
 export {
   readEkCertificate,
+  readEkCertificateChain,
   createEndorsementKey,
   withEndorsementKey,
   EkCertificateMissingError,
