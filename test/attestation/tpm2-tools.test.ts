@@ -10,7 +10,7 @@ import { parsePublic, readPcrs, TPM_ALG } from '../../src/lib/tpm/index.js'
 import { createIssuer, createValidator } from '../../src/lib/attestation/index.js'
 import { publicKeyOf } from '../../src/lib/tpm/structures.js'
 import { decodeDocument, encodeDocument } from '../../src/lib/attestation/document.js'
-import { qualifyingData } from '../../src/lib/attestation/qemu-vtpm.js'
+import { qualifyingData } from '../../src/lib/attestation/vtpm-quote.js'
 
 const run = promisify(execFile)
 const ALL = Array.from({ length: 24 }, (_, i) => i)

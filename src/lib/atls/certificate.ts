@@ -112,6 +112,12 @@ export async function verifyAttestedCertificate(
       throw new AttestationError(
         'certificate hash does not match user data: the certificate key is not the attested key',
       )
+    // tpm-ek's quote counts only once the peer has activated a credential for its EK and AK; until
+    // aTLS carries that exchange (the Activate RPC, the join challenge), fail closed
+    if (result.activation && !result.activation.proven)
+      throw new AttestationError(
+        `${validator.variant}: the peer's attestation counts only after credential activation, which this connection does not perform`,
+      )
     return result
   }
   const found = extensions.map((e) => e.extnID).join(', ') || 'none'

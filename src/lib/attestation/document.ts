@@ -1,9 +1,10 @@
 /**
  * The vTPM attestation document, JSON as Constellation's Go code writes it: Go field names at the top,
- * go-tpm-tools' snake_case Attestation inside, []byte as standard base64.
+ * go-tpm-tools' snake_case Attestation inside, []byte as standard base64. tpm-ek adds two top-level
+ * fields (EndorsementKeyCertificates, ActivationProof); without them the bytes are qemu-vtpm's.
  */
 import { TPM_ALG } from '../tpm/index.js'
-import { AttestationError } from './errors.js'
+import { jsonFields } from './json-fields.js'
 
 export interface QuoteEntry {
   quote: Buffer
@@ -19,10 +20,18 @@ export interface AttestationDocument {
   eventLog?: Buffer
   instanceInfo?: Buffer
   userData: Buffer
+  /** tpm-ek: DER, the EK certificate first, then intermediates. */
+  ekCertificates?: Buffer[]
+  /** tpm-ek, join direction: the credential the node activated for the verifier's challenge. */
+  activationProof?: Buffer
 }
 
 const MAX_DOCUMENT_BYTES = 1 << 20
 const MAX_QUOTES = 4
+/** A credential is at most a digest (SHA-512: 64 bytes). */
+const MAX_ACTIVATION_PROOF_BYTES = 64
+
+const { malformed, parse, object, bytes, certificates } = jsonFields('attestation document')
 
 export function encodeDocument(doc: AttestationDocument): Buffer {
   const b64 = (b: Buffer) => b.toString('base64')
@@ -39,20 +48,15 @@ export function encodeDocument(doc: AttestationDocument): Buffer {
     },
     InstanceInfo: doc.instanceInfo ? b64(doc.instanceInfo) : null,
     UserData: b64(doc.userData),
+    ...(doc.ekCertificates ? { EndorsementKeyCertificates: doc.ekCertificates.map(b64) } : {}),
+    ...(doc.activationProof ? { ActivationProof: b64(doc.activationProof) } : {}),
   }
   return Buffer.from(JSON.stringify(json))
 }
 
 /** Parses and shape-checks a document; every problem names the JSON path. */
 export function decodeDocument(raw: Buffer): AttestationDocument {
-  if (raw.length > MAX_DOCUMENT_BYTES)
-    throw malformed('document', `is ${raw.length} bytes, more than ${MAX_DOCUMENT_BYTES}`)
-  let json: unknown
-  try {
-    json = JSON.parse(raw.toString('utf8'))
-  } catch (err: unknown) {
-    throw malformed('document', `is not JSON (${err instanceof Error ? err.message : String(err)})`)
-  }
+  const json = parse(raw, MAX_DOCUMENT_BYTES)
   const top = object(json, 'document')
   const att = object(top.Attestation, 'Attestation')
   const quotesRaw = att.quotes
@@ -73,8 +77,16 @@ export function decodeDocument(raw: Buffer): AttestationDocument {
         ? undefined
         : bytes(top.InstanceInfo, 'InstanceInfo'),
     userData: bytes(top.UserData, 'UserData'),
+    ekCertificates: absent(top.EndorsementKeyCertificates)
+      ? undefined
+      : certificates(top.EndorsementKeyCertificates, 'EndorsementKeyCertificates'),
+    activationProof: absent(top.ActivationProof)
+      ? undefined
+      : bytes(top.ActivationProof, 'ActivationProof', { min: 1, max: MAX_ACTIVATION_PROOF_BYTES }),
   }
 }
+
+const absent = (v: unknown) => v === undefined || v === null
 
 function decodeQuote(value: unknown, path: string): QuoteEntry {
   const q = object(value, path)
@@ -96,18 +108,3 @@ function decodeQuote(value: unknown, path: string): QuoteEntry {
     pcrs,
   }
 }
-
-function object(value: unknown, path: string): Record<string, unknown> {
-  if (typeof value !== 'object' || value === null || Array.isArray(value))
-    throw malformed(path, 'must be an object')
-  return value as Record<string, unknown>
-}
-
-function bytes(value: unknown, path: string): Buffer {
-  if (typeof value !== 'string' || !/^[A-Za-z0-9+/]*={0,2}$/.test(value) || value.length % 4 !== 0)
-    throw malformed(path, 'must be standard base64')
-  return Buffer.from(value, 'base64')
-}
-
-const malformed = (path: string, why: string) =>
-  new AttestationError(`malformed attestation document: ${path} ${why}`)

@@ -7,7 +7,11 @@ export const CONFIG_VERSION = 'v4'
 export const STATE_VERSION = 'v1'
 
 /** The config key under `attestation:` for each variant. */
-export const ATTESTATION_CONFIG_KEYS: Record<AttestationVariant, string> = { 'qemu-vtpm': 'qemuVTPM' }
+export const ATTESTATION_CONFIG_KEYS = {
+  'qemu-vtpm': 'qemuVTPM',
+  'tpm-ek': 'tpmEK',
+} as const satisfies Record<AttestationVariant, string>
+export type AttestationConfigKey = (typeof ATTESTATION_CONFIG_KEYS)[AttestationVariant]
 
 export type { MeasurementEntry, MeasurementsConfig } from '../attestation/index.js'
 
@@ -33,7 +37,18 @@ export interface ClusterConfig {
   name: string
   kubernetesVersion: string
   serviceCIDR: string
-  attestation: { qemuVTPM?: { measurements: MeasurementsConfig } }
+  /** Exactly one variant's section. */
+  attestation: {
+    qemuVTPM?: { measurements: MeasurementsConfig }
+    tpmEK?: {
+      measurements: MeasurementsConfig
+      /**
+       * Manufacturer CA certificates: PEM text, or files (PEM or DER). loadConfig resolves
+       * relative paths against the config file's directory.
+       */
+      roots: string[]
+    }
+  }
   /** Replaces the versions table's components (air-gapped mirrors, tests). */
   kubernetesComponents?: ComponentConfig[]
   upgrade?: { charts?: ChartConfig[] }
