@@ -11,13 +11,13 @@ const cjsDefault = (m) => (m && m.__esModule ? m.default : m);
 /** Ajv's ValidateFunction without `schema`/`schemaEnv`, which only ajv.compile() sets. */
 export type StandaloneValidate = ((data: unknown) => boolean) & { errors?: ErrorObject[] | null };
 export const validateConfig: StandaloneValidate = validate10;
-const schema11 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://constellation.invalid/schemas/constellation-conf.json","title":"constellation-conf.yaml","type":"object","additionalProperties":false,"required":["version","name","kubernetesVersion","attestation"],"properties":{"version":{"const":"v4","description":"Config schema version, must be v4"},"name":{"type":"string","pattern":"^[a-z0-9]([-a-z0-9]{0,35}[a-z0-9])?$","description":"Cluster name: lower-case letters, digits and dashes, at most 37 characters"},"kubernetesVersion":{"type":"string","description":"Full Kubernetes version, e.g. v1.31.13"},"serviceCIDR":{"type":"string","description":"Service CIDR, used at first init","default":"10.96.0.0/12"},"attestation":{"type":"object","additionalProperties":false,"minProperties":1,"maxProperties":1,"properties":{"qemuVTPM":{"type":"object","additionalProperties":false,"required":["measurements"],"properties":{"measurements":{"type":"object","propertyNames":{"pattern":"^([0-9]|1[0-9]|2[0-3])$"},"minProperties":1,"additionalProperties":{"type":"object","additionalProperties":false,"required":["expected"],"properties":{"expected":{"type":"string","pattern":"^[0-9a-fA-F]{64}$","description":"Expected PCR value, 32 bytes as hex"},"warnOnly":{"type":"boolean","default":false,"description":"Warn instead of refusing on mismatch"}}},"description":"PCR index (0-23) to expected value"}}}}},"kubernetesComponents":{"type":"array","description":"Replaces the pinned components (for mirrors)","items":{"type":"object","additionalProperties":false,"required":["url","installPath"],"properties":{"url":{"type":"string","pattern":"^(https?|data):"},"hash":{"type":"string","pattern":"^(sha256:[0-9a-f]{64})?$"},"installPath":{"type":"string","pattern":"^/"},"extract":{"type":"boolean"}}}},"upgrade":{"type":"object","additionalProperties":false,"properties":{"charts":{"type":"array","items":{"type":"object","additionalProperties":false,"required":["name","chart","version","namespace"],"properties":{"name":{"type":"string","minLength":1},"chart":{"type":"string","minLength":1},"repository":{"type":"string"},"version":{"type":"string","minLength":1},"namespace":{"type":"string","minLength":1},"valuesFile":{"type":"string"}}}}}}}};
+const schema11 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://constellation.invalid/schemas/constellation-conf.json","title":"constellation-conf.yaml","type":"object","additionalProperties":false,"required":["version","name","kubernetesVersion","attestation"],"properties":{"version":{"const":"v4","description":"Config schema version, must be v4"},"name":{"type":"string","pattern":"^[a-z0-9]([-a-z0-9]{0,35}[a-z0-9])?$","description":"Cluster name: lower-case letters, digits and dashes, at most 37 characters"},"kubernetesVersion":{"type":"string","description":"Full Kubernetes version, e.g. v1.31.13"},"serviceCIDR":{"type":"string","description":"Service CIDR, used at first init","default":"10.96.0.0/12"},"attestation":{"type":"object","additionalProperties":false,"minProperties":1,"maxProperties":1,"properties":{"qemuVTPM":{"type":"object","additionalProperties":false,"required":["measurements"],"description":"Constellation's qemu-vtpm: the AK is trusted as presented (local and test clusters)","properties":{"measurements":{"type":"object","propertyNames":{"pattern":"^([0-9]|1[0-9]|2[0-3])$"},"minProperties":1,"additionalProperties":{"type":"object","additionalProperties":false,"required":["expected"],"properties":{"expected":{"type":"string","pattern":"^[0-9a-fA-F]{64}$","description":"Expected PCR value, 32 bytes as hex"},"warnOnly":{"type":"boolean","default":false,"description":"Warn instead of refusing on mismatch"}}},"description":"PCR index (0-23) to expected value"}}},"tpmEK":{"type":"object","additionalProperties":false,"required":["measurements","roots"],"description":"tpm-ek: the node's EK certificate must chain to a manufacturer root, and its AK must activate a credential","properties":{"measurements":{"type":"object","propertyNames":{"pattern":"^([0-9]|1[0-9]|2[0-3])$"},"minProperties":1,"additionalProperties":{"type":"object","additionalProperties":false,"required":["expected"],"properties":{"expected":{"type":"string","pattern":"^[0-9a-fA-F]{64}$","description":"Expected PCR value, 32 bytes as hex"},"warnOnly":{"type":"boolean","default":false,"description":"Warn instead of refusing on mismatch"}}},"description":"PCR index (0-23) to expected value"},"roots":{"type":"array","maxItems":64,"items":{"type":"string","minLength":1},"description":"TPM manufacturer CA certificates: PEM text, or paths (relative to this file) of PEM or DER files"}}}}},"kubernetesComponents":{"type":"array","description":"Replaces the pinned components (for mirrors)","items":{"type":"object","additionalProperties":false,"required":["url","installPath"],"properties":{"url":{"type":"string","pattern":"^(https?|data):"},"hash":{"type":"string","pattern":"^(sha256:[0-9a-f]{64})?$"},"installPath":{"type":"string","pattern":"^/"},"extract":{"type":"boolean"}}}},"upgrade":{"type":"object","additionalProperties":false,"properties":{"charts":{"type":"array","items":{"type":"object","additionalProperties":false,"required":["name","chart","version","namespace"],"properties":{"name":{"type":"string","minLength":1},"chart":{"type":"string","minLength":1},"repository":{"type":"string"},"version":{"type":"string","minLength":1},"namespace":{"type":"string","minLength":1},"valuesFile":{"type":"string"}}}}}}}};
 const pattern0 = new RegExp("^[a-z0-9]([-a-z0-9]{0,35}[a-z0-9])?$", "u");
 const pattern1 = new RegExp("^([0-9]|1[0-9]|2[0-3])$", "u");
 const pattern2 = new RegExp("^[0-9a-fA-F]{64}$", "u");
-const pattern3 = new RegExp("^(https?|data):", "u");
-const pattern4 = new RegExp("^(sha256:[0-9a-f]{64})?$", "u");
-const pattern5 = new RegExp("^/", "u");
+const pattern5 = new RegExp("^(https?|data):", "u");
+const pattern6 = new RegExp("^(sha256:[0-9a-f]{64})?$", "u");
+const pattern7 = new RegExp("^/", "u");
 const func2 = cjsDefault(runtime_ucs2length);
 
 function validate10(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
@@ -162,7 +162,7 @@ vErrors.push(err11);
 errors++;
 }
 for(const key1 in data4){
-if(!(key1 === "qemuVTPM")){
+if(!((key1 === "qemuVTPM") || (key1 === "tpmEK"))){
 const err12 = {instancePath:instancePath+"/attestation",schemaPath:"#/properties/attestation/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err12];
@@ -335,9 +335,11 @@ vErrors.push(err25);
 errors++;
 }
 }
-}
-else {
-const err26 = {instancePath:instancePath+"/attestation",schemaPath:"#/properties/attestation/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data4.tpmEK !== undefined){
+let data10 = data4.tpmEK;
+if(data10 && typeof data10 == "object" && !Array.isArray(data10)){
+if(data10.measurements === undefined){
+const err26 = {instancePath:instancePath+"/attestation/tpmEK",schemaPath:"#/properties/attestation/properties/tpmEK/required",keyword:"required",params:{missingProperty: "measurements"},message:"must have required property '"+"measurements"+"'"};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -346,16 +348,8 @@ vErrors.push(err26);
 }
 errors++;
 }
-}
-if(data.kubernetesComponents !== undefined){
-let data10 = data.kubernetesComponents;
-if(Array.isArray(data10)){
-const len0 = data10.length;
-for(let i0=0; i0<len0; i0++){
-let data11 = data10[i0];
-if(data11 && typeof data11 == "object" && !Array.isArray(data11)){
-if(data11.url === undefined){
-const err27 = {instancePath:instancePath+"/kubernetesComponents/" + i0,schemaPath:"#/properties/kubernetesComponents/items/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'"};
+if(data10.roots === undefined){
+const err27 = {instancePath:instancePath+"/attestation/tpmEK",schemaPath:"#/properties/attestation/properties/tpmEK/required",keyword:"required",params:{missingProperty: "roots"},message:"must have required property '"+"roots"+"'"};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -364,8 +358,9 @@ vErrors.push(err27);
 }
 errors++;
 }
-if(data11.installPath === undefined){
-const err28 = {instancePath:instancePath+"/kubernetesComponents/" + i0,schemaPath:"#/properties/kubernetesComponents/items/required",keyword:"required",params:{missingProperty: "installPath"},message:"must have required property '"+"installPath"+"'"};
+for(const key6 in data10){
+if(!((key6 === "measurements") || (key6 === "roots"))){
+const err28 = {instancePath:instancePath+"/attestation/tpmEK",schemaPath:"#/properties/attestation/properties/tpmEK/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key6},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -374,9 +369,12 @@ vErrors.push(err28);
 }
 errors++;
 }
-for(const key6 in data11){
-if(!((((key6 === "url") || (key6 === "hash")) || (key6 === "installPath")) || (key6 === "extract"))){
-const err29 = {instancePath:instancePath+"/kubernetesComponents/" + i0,schemaPath:"#/properties/kubernetesComponents/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key6},message:"must NOT have additional properties"};
+}
+if(data10.measurements !== undefined){
+let data11 = data10.measurements;
+if(data11 && typeof data11 == "object" && !Array.isArray(data11)){
+if(Object.keys(data11).length < 1){
+const err29 = {instancePath:instancePath+"/attestation/tpmEK/measurements",schemaPath:"#/properties/attestation/properties/tpmEK/properties/measurements/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties"};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -385,12 +383,11 @@ vErrors.push(err29);
 }
 errors++;
 }
-}
-if(data11.url !== undefined){
-let data12 = data11.url;
-if(typeof data12 === "string"){
-if(!pattern3.test(data12)){
-const err30 = {instancePath:instancePath+"/kubernetesComponents/" + i0+"/url",schemaPath:"#/properties/kubernetesComponents/items/properties/url/pattern",keyword:"pattern",params:{pattern: "^(https?|data):"},message:"must match pattern \""+"^(https?|data):"+"\""};
+for(const key7 in data11){
+const _errs31 = errors;
+if(typeof key7 === "string"){
+if(!pattern1.test(key7)){
+const err30 = {instancePath:instancePath+"/attestation/tpmEK/measurements",schemaPath:"#/properties/attestation/properties/tpmEK/properties/measurements/propertyNames/pattern",keyword:"pattern",params:{pattern: "^([0-9]|1[0-9]|2[0-3])$"},message:"must match pattern \""+"^([0-9]|1[0-9]|2[0-3])$"+"\"",propertyName:key7};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -400,8 +397,9 @@ vErrors.push(err30);
 errors++;
 }
 }
-else {
-const err31 = {instancePath:instancePath+"/kubernetesComponents/" + i0+"/url",schemaPath:"#/properties/kubernetesComponents/items/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+var valid7 = _errs31 === errors;
+if(!valid7){
+const err31 = {instancePath:instancePath+"/attestation/tpmEK/measurements",schemaPath:"#/properties/attestation/properties/tpmEK/properties/measurements/propertyNames",keyword:"propertyNames",params:{propertyName: key7},message:"property name must be valid"};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -411,11 +409,11 @@ vErrors.push(err31);
 errors++;
 }
 }
-if(data11.hash !== undefined){
-let data13 = data11.hash;
-if(typeof data13 === "string"){
-if(!pattern4.test(data13)){
-const err32 = {instancePath:instancePath+"/kubernetesComponents/" + i0+"/hash",schemaPath:"#/properties/kubernetesComponents/items/properties/hash/pattern",keyword:"pattern",params:{pattern: "^(sha256:[0-9a-f]{64})?$"},message:"must match pattern \""+"^(sha256:[0-9a-f]{64})?$"+"\""};
+for(const key8 in data11){
+let data12 = data11[key8];
+if(data12 && typeof data12 == "object" && !Array.isArray(data12)){
+if(data12.expected === undefined){
+const err32 = {instancePath:instancePath+"/attestation/tpmEK/measurements/" + key8.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/attestation/properties/tpmEK/properties/measurements/additionalProperties/required",keyword:"required",params:{missingProperty: "expected"},message:"must have required property '"+"expected"+"'"};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -424,9 +422,9 @@ vErrors.push(err32);
 }
 errors++;
 }
-}
-else {
-const err33 = {instancePath:instancePath+"/kubernetesComponents/" + i0+"/hash",schemaPath:"#/properties/kubernetesComponents/items/properties/hash/type",keyword:"type",params:{type: "string"},message:"must be string"};
+for(const key9 in data12){
+if(!((key9 === "expected") || (key9 === "warnOnly"))){
+const err33 = {instancePath:instancePath+"/attestation/tpmEK/measurements/" + key8.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/attestation/properties/tpmEK/properties/measurements/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key9},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -436,11 +434,11 @@ vErrors.push(err33);
 errors++;
 }
 }
-if(data11.installPath !== undefined){
-let data14 = data11.installPath;
-if(typeof data14 === "string"){
-if(!pattern5.test(data14)){
-const err34 = {instancePath:instancePath+"/kubernetesComponents/" + i0+"/installPath",schemaPath:"#/properties/kubernetesComponents/items/properties/installPath/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\""};
+if(data12.expected !== undefined){
+let data13 = data12.expected;
+if(typeof data13 === "string"){
+if(!pattern2.test(data13)){
+const err34 = {instancePath:instancePath+"/attestation/tpmEK/measurements/" + key8.replace(/~/g, "~0").replace(/\//g, "~1")+"/expected",schemaPath:"#/properties/attestation/properties/tpmEK/properties/measurements/additionalProperties/properties/expected/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{64}$"},message:"must match pattern \""+"^[0-9a-fA-F]{64}$"+"\""};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -451,7 +449,7 @@ errors++;
 }
 }
 else {
-const err35 = {instancePath:instancePath+"/kubernetesComponents/" + i0+"/installPath",schemaPath:"#/properties/kubernetesComponents/items/properties/installPath/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err35 = {instancePath:instancePath+"/attestation/tpmEK/measurements/" + key8.replace(/~/g, "~0").replace(/\//g, "~1")+"/expected",schemaPath:"#/properties/attestation/properties/tpmEK/properties/measurements/additionalProperties/properties/expected/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -461,9 +459,9 @@ vErrors.push(err35);
 errors++;
 }
 }
-if(data11.extract !== undefined){
-if(typeof data11.extract !== "boolean"){
-const err36 = {instancePath:instancePath+"/kubernetesComponents/" + i0+"/extract",schemaPath:"#/properties/kubernetesComponents/items/properties/extract/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data12.warnOnly !== undefined){
+if(typeof data12.warnOnly !== "boolean"){
+const err36 = {instancePath:instancePath+"/attestation/tpmEK/measurements/" + key8.replace(/~/g, "~0").replace(/\//g, "~1")+"/warnOnly",schemaPath:"#/properties/attestation/properties/tpmEK/properties/measurements/additionalProperties/properties/warnOnly/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -475,7 +473,7 @@ errors++;
 }
 }
 else {
-const err37 = {instancePath:instancePath+"/kubernetesComponents/" + i0,schemaPath:"#/properties/kubernetesComponents/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err37 = {instancePath:instancePath+"/attestation/tpmEK/measurements/" + key8.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/attestation/properties/tpmEK/properties/measurements/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -487,7 +485,7 @@ errors++;
 }
 }
 else {
-const err38 = {instancePath:instancePath+"/kubernetesComponents",schemaPath:"#/properties/kubernetesComponents/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err38 = {instancePath:instancePath+"/attestation/tpmEK/measurements",schemaPath:"#/properties/attestation/properties/tpmEK/properties/measurements/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -497,12 +495,11 @@ vErrors.push(err38);
 errors++;
 }
 }
-if(data.upgrade !== undefined){
-let data16 = data.upgrade;
-if(data16 && typeof data16 == "object" && !Array.isArray(data16)){
-for(const key7 in data16){
-if(!(key7 === "charts")){
-const err39 = {instancePath:instancePath+"/upgrade",schemaPath:"#/properties/upgrade/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key7},message:"must NOT have additional properties"};
+if(data10.roots !== undefined){
+let data15 = data10.roots;
+if(Array.isArray(data15)){
+if(data15.length > 64){
+const err39 = {instancePath:instancePath+"/attestation/tpmEK/roots",schemaPath:"#/properties/attestation/properties/tpmEK/properties/roots/maxItems",keyword:"maxItems",params:{limit: 64},message:"must NOT have more than 64 items"};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -511,16 +508,12 @@ vErrors.push(err39);
 }
 errors++;
 }
-}
-if(data16.charts !== undefined){
-let data17 = data16.charts;
-if(Array.isArray(data17)){
-const len1 = data17.length;
-for(let i1=0; i1<len1; i1++){
-let data18 = data17[i1];
-if(data18 && typeof data18 == "object" && !Array.isArray(data18)){
-if(data18.name === undefined){
-const err40 = {instancePath:instancePath+"/upgrade/charts/" + i1,schemaPath:"#/properties/upgrade/properties/charts/items/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+const len0 = data15.length;
+for(let i0=0; i0<len0; i0++){
+let data16 = data15[i0];
+if(typeof data16 === "string"){
+if(func2(data16) < 1){
+const err40 = {instancePath:instancePath+"/attestation/tpmEK/roots/" + i0,schemaPath:"#/properties/attestation/properties/tpmEK/properties/roots/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -529,8 +522,9 @@ vErrors.push(err40);
 }
 errors++;
 }
-if(data18.chart === undefined){
-const err41 = {instancePath:instancePath+"/upgrade/charts/" + i1,schemaPath:"#/properties/upgrade/properties/charts/items/required",keyword:"required",params:{missingProperty: "chart"},message:"must have required property '"+"chart"+"'"};
+}
+else {
+const err41 = {instancePath:instancePath+"/attestation/tpmEK/roots/" + i0,schemaPath:"#/properties/attestation/properties/tpmEK/properties/roots/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -539,8 +533,10 @@ vErrors.push(err41);
 }
 errors++;
 }
-if(data18.version === undefined){
-const err42 = {instancePath:instancePath+"/upgrade/charts/" + i1,schemaPath:"#/properties/upgrade/properties/charts/items/required",keyword:"required",params:{missingProperty: "version"},message:"must have required property '"+"version"+"'"};
+}
+}
+else {
+const err42 = {instancePath:instancePath+"/attestation/tpmEK/roots",schemaPath:"#/properties/attestation/properties/tpmEK/properties/roots/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -549,8 +545,10 @@ vErrors.push(err42);
 }
 errors++;
 }
-if(data18.namespace === undefined){
-const err43 = {instancePath:instancePath+"/upgrade/charts/" + i1,schemaPath:"#/properties/upgrade/properties/charts/items/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'"};
+}
+}
+else {
+const err43 = {instancePath:instancePath+"/attestation/tpmEK",schemaPath:"#/properties/attestation/properties/tpmEK/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -559,9 +557,10 @@ vErrors.push(err43);
 }
 errors++;
 }
-for(const key8 in data18){
-if(!((((((key8 === "name") || (key8 === "chart")) || (key8 === "repository")) || (key8 === "version")) || (key8 === "namespace")) || (key8 === "valuesFile"))){
-const err44 = {instancePath:instancePath+"/upgrade/charts/" + i1,schemaPath:"#/properties/upgrade/properties/charts/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key8},message:"must NOT have additional properties"};
+}
+}
+else {
+const err44 = {instancePath:instancePath+"/attestation",schemaPath:"#/properties/attestation/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err44];
 }
@@ -571,11 +570,15 @@ vErrors.push(err44);
 errors++;
 }
 }
-if(data18.name !== undefined){
-let data19 = data18.name;
-if(typeof data19 === "string"){
-if(func2(data19) < 1){
-const err45 = {instancePath:instancePath+"/upgrade/charts/" + i1+"/name",schemaPath:"#/properties/upgrade/properties/charts/items/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data.kubernetesComponents !== undefined){
+let data17 = data.kubernetesComponents;
+if(Array.isArray(data17)){
+const len1 = data17.length;
+for(let i1=0; i1<len1; i1++){
+let data18 = data17[i1];
+if(data18 && typeof data18 == "object" && !Array.isArray(data18)){
+if(data18.url === undefined){
+const err45 = {instancePath:instancePath+"/kubernetesComponents/" + i1,schemaPath:"#/properties/kubernetesComponents/items/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'"};
 if(vErrors === null){
 vErrors = [err45];
 }
@@ -584,9 +587,8 @@ vErrors.push(err45);
 }
 errors++;
 }
-}
-else {
-const err46 = {instancePath:instancePath+"/upgrade/charts/" + i1+"/name",schemaPath:"#/properties/upgrade/properties/charts/items/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data18.installPath === undefined){
+const err46 = {instancePath:instancePath+"/kubernetesComponents/" + i1,schemaPath:"#/properties/kubernetesComponents/items/required",keyword:"required",params:{missingProperty: "installPath"},message:"must have required property '"+"installPath"+"'"};
 if(vErrors === null){
 vErrors = [err46];
 }
@@ -595,12 +597,9 @@ vErrors.push(err46);
 }
 errors++;
 }
-}
-if(data18.chart !== undefined){
-let data20 = data18.chart;
-if(typeof data20 === "string"){
-if(func2(data20) < 1){
-const err47 = {instancePath:instancePath+"/upgrade/charts/" + i1+"/chart",schemaPath:"#/properties/upgrade/properties/charts/items/properties/chart/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+for(const key10 in data18){
+if(!((((key10 === "url") || (key10 === "hash")) || (key10 === "installPath")) || (key10 === "extract"))){
+const err47 = {instancePath:instancePath+"/kubernetesComponents/" + i1,schemaPath:"#/properties/kubernetesComponents/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key10},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err47];
 }
@@ -610,8 +609,11 @@ vErrors.push(err47);
 errors++;
 }
 }
-else {
-const err48 = {instancePath:instancePath+"/upgrade/charts/" + i1+"/chart",schemaPath:"#/properties/upgrade/properties/charts/items/properties/chart/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data18.url !== undefined){
+let data19 = data18.url;
+if(typeof data19 === "string"){
+if(!pattern5.test(data19)){
+const err48 = {instancePath:instancePath+"/kubernetesComponents/" + i1+"/url",schemaPath:"#/properties/kubernetesComponents/items/properties/url/pattern",keyword:"pattern",params:{pattern: "^(https?|data):"},message:"must match pattern \""+"^(https?|data):"+"\""};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -621,9 +623,8 @@ vErrors.push(err48);
 errors++;
 }
 }
-if(data18.repository !== undefined){
-if(typeof data18.repository !== "string"){
-const err49 = {instancePath:instancePath+"/upgrade/charts/" + i1+"/repository",schemaPath:"#/properties/upgrade/properties/charts/items/properties/repository/type",keyword:"type",params:{type: "string"},message:"must be string"};
+else {
+const err49 = {instancePath:instancePath+"/kubernetesComponents/" + i1+"/url",schemaPath:"#/properties/kubernetesComponents/items/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err49];
 }
@@ -633,11 +634,11 @@ vErrors.push(err49);
 errors++;
 }
 }
-if(data18.version !== undefined){
-let data22 = data18.version;
-if(typeof data22 === "string"){
-if(func2(data22) < 1){
-const err50 = {instancePath:instancePath+"/upgrade/charts/" + i1+"/version",schemaPath:"#/properties/upgrade/properties/charts/items/properties/version/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data18.hash !== undefined){
+let data20 = data18.hash;
+if(typeof data20 === "string"){
+if(!pattern6.test(data20)){
+const err50 = {instancePath:instancePath+"/kubernetesComponents/" + i1+"/hash",schemaPath:"#/properties/kubernetesComponents/items/properties/hash/pattern",keyword:"pattern",params:{pattern: "^(sha256:[0-9a-f]{64})?$"},message:"must match pattern \""+"^(sha256:[0-9a-f]{64})?$"+"\""};
 if(vErrors === null){
 vErrors = [err50];
 }
@@ -648,7 +649,7 @@ errors++;
 }
 }
 else {
-const err51 = {instancePath:instancePath+"/upgrade/charts/" + i1+"/version",schemaPath:"#/properties/upgrade/properties/charts/items/properties/version/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err51 = {instancePath:instancePath+"/kubernetesComponents/" + i1+"/hash",schemaPath:"#/properties/kubernetesComponents/items/properties/hash/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err51];
 }
@@ -658,11 +659,11 @@ vErrors.push(err51);
 errors++;
 }
 }
-if(data18.namespace !== undefined){
-let data23 = data18.namespace;
-if(typeof data23 === "string"){
-if(func2(data23) < 1){
-const err52 = {instancePath:instancePath+"/upgrade/charts/" + i1+"/namespace",schemaPath:"#/properties/upgrade/properties/charts/items/properties/namespace/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data18.installPath !== undefined){
+let data21 = data18.installPath;
+if(typeof data21 === "string"){
+if(!pattern7.test(data21)){
+const err52 = {instancePath:instancePath+"/kubernetesComponents/" + i1+"/installPath",schemaPath:"#/properties/kubernetesComponents/items/properties/installPath/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\""};
 if(vErrors === null){
 vErrors = [err52];
 }
@@ -673,7 +674,7 @@ errors++;
 }
 }
 else {
-const err53 = {instancePath:instancePath+"/upgrade/charts/" + i1+"/namespace",schemaPath:"#/properties/upgrade/properties/charts/items/properties/namespace/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err53 = {instancePath:instancePath+"/kubernetesComponents/" + i1+"/installPath",schemaPath:"#/properties/kubernetesComponents/items/properties/installPath/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err53];
 }
@@ -683,9 +684,9 @@ vErrors.push(err53);
 errors++;
 }
 }
-if(data18.valuesFile !== undefined){
-if(typeof data18.valuesFile !== "string"){
-const err54 = {instancePath:instancePath+"/upgrade/charts/" + i1+"/valuesFile",schemaPath:"#/properties/upgrade/properties/charts/items/properties/valuesFile/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data18.extract !== undefined){
+if(typeof data18.extract !== "boolean"){
+const err54 = {instancePath:instancePath+"/kubernetesComponents/" + i1+"/extract",schemaPath:"#/properties/kubernetesComponents/items/properties/extract/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err54];
 }
@@ -697,7 +698,7 @@ errors++;
 }
 }
 else {
-const err55 = {instancePath:instancePath+"/upgrade/charts/" + i1,schemaPath:"#/properties/upgrade/properties/charts/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err55 = {instancePath:instancePath+"/kubernetesComponents/" + i1,schemaPath:"#/properties/kubernetesComponents/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err55];
 }
@@ -709,7 +710,7 @@ errors++;
 }
 }
 else {
-const err56 = {instancePath:instancePath+"/upgrade/charts",schemaPath:"#/properties/upgrade/properties/charts/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err56 = {instancePath:instancePath+"/kubernetesComponents",schemaPath:"#/properties/kubernetesComponents/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err56];
 }
@@ -719,9 +720,12 @@ vErrors.push(err56);
 errors++;
 }
 }
-}
-else {
-const err57 = {instancePath:instancePath+"/upgrade",schemaPath:"#/properties/upgrade/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.upgrade !== undefined){
+let data23 = data.upgrade;
+if(data23 && typeof data23 == "object" && !Array.isArray(data23)){
+for(const key11 in data23){
+if(!(key11 === "charts")){
+const err57 = {instancePath:instancePath+"/upgrade",schemaPath:"#/properties/upgrade/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key11},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err57];
 }
@@ -731,14 +735,233 @@ vErrors.push(err57);
 errors++;
 }
 }
-}
-else {
-const err58 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data23.charts !== undefined){
+let data24 = data23.charts;
+if(Array.isArray(data24)){
+const len2 = data24.length;
+for(let i2=0; i2<len2; i2++){
+let data25 = data24[i2];
+if(data25 && typeof data25 == "object" && !Array.isArray(data25)){
+if(data25.name === undefined){
+const err58 = {instancePath:instancePath+"/upgrade/charts/" + i2,schemaPath:"#/properties/upgrade/properties/charts/items/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
 if(vErrors === null){
 vErrors = [err58];
 }
 else {
 vErrors.push(err58);
+}
+errors++;
+}
+if(data25.chart === undefined){
+const err59 = {instancePath:instancePath+"/upgrade/charts/" + i2,schemaPath:"#/properties/upgrade/properties/charts/items/required",keyword:"required",params:{missingProperty: "chart"},message:"must have required property '"+"chart"+"'"};
+if(vErrors === null){
+vErrors = [err59];
+}
+else {
+vErrors.push(err59);
+}
+errors++;
+}
+if(data25.version === undefined){
+const err60 = {instancePath:instancePath+"/upgrade/charts/" + i2,schemaPath:"#/properties/upgrade/properties/charts/items/required",keyword:"required",params:{missingProperty: "version"},message:"must have required property '"+"version"+"'"};
+if(vErrors === null){
+vErrors = [err60];
+}
+else {
+vErrors.push(err60);
+}
+errors++;
+}
+if(data25.namespace === undefined){
+const err61 = {instancePath:instancePath+"/upgrade/charts/" + i2,schemaPath:"#/properties/upgrade/properties/charts/items/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'"};
+if(vErrors === null){
+vErrors = [err61];
+}
+else {
+vErrors.push(err61);
+}
+errors++;
+}
+for(const key12 in data25){
+if(!((((((key12 === "name") || (key12 === "chart")) || (key12 === "repository")) || (key12 === "version")) || (key12 === "namespace")) || (key12 === "valuesFile"))){
+const err62 = {instancePath:instancePath+"/upgrade/charts/" + i2,schemaPath:"#/properties/upgrade/properties/charts/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key12},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err62];
+}
+else {
+vErrors.push(err62);
+}
+errors++;
+}
+}
+if(data25.name !== undefined){
+let data26 = data25.name;
+if(typeof data26 === "string"){
+if(func2(data26) < 1){
+const err63 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/name",schemaPath:"#/properties/upgrade/properties/charts/items/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err63];
+}
+else {
+vErrors.push(err63);
+}
+errors++;
+}
+}
+else {
+const err64 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/name",schemaPath:"#/properties/upgrade/properties/charts/items/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err64];
+}
+else {
+vErrors.push(err64);
+}
+errors++;
+}
+}
+if(data25.chart !== undefined){
+let data27 = data25.chart;
+if(typeof data27 === "string"){
+if(func2(data27) < 1){
+const err65 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/chart",schemaPath:"#/properties/upgrade/properties/charts/items/properties/chart/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err65];
+}
+else {
+vErrors.push(err65);
+}
+errors++;
+}
+}
+else {
+const err66 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/chart",schemaPath:"#/properties/upgrade/properties/charts/items/properties/chart/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err66];
+}
+else {
+vErrors.push(err66);
+}
+errors++;
+}
+}
+if(data25.repository !== undefined){
+if(typeof data25.repository !== "string"){
+const err67 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/repository",schemaPath:"#/properties/upgrade/properties/charts/items/properties/repository/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err67];
+}
+else {
+vErrors.push(err67);
+}
+errors++;
+}
+}
+if(data25.version !== undefined){
+let data29 = data25.version;
+if(typeof data29 === "string"){
+if(func2(data29) < 1){
+const err68 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/version",schemaPath:"#/properties/upgrade/properties/charts/items/properties/version/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err68];
+}
+else {
+vErrors.push(err68);
+}
+errors++;
+}
+}
+else {
+const err69 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/version",schemaPath:"#/properties/upgrade/properties/charts/items/properties/version/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err69];
+}
+else {
+vErrors.push(err69);
+}
+errors++;
+}
+}
+if(data25.namespace !== undefined){
+let data30 = data25.namespace;
+if(typeof data30 === "string"){
+if(func2(data30) < 1){
+const err70 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/namespace",schemaPath:"#/properties/upgrade/properties/charts/items/properties/namespace/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err70];
+}
+else {
+vErrors.push(err70);
+}
+errors++;
+}
+}
+else {
+const err71 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/namespace",schemaPath:"#/properties/upgrade/properties/charts/items/properties/namespace/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err71];
+}
+else {
+vErrors.push(err71);
+}
+errors++;
+}
+}
+if(data25.valuesFile !== undefined){
+if(typeof data25.valuesFile !== "string"){
+const err72 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/valuesFile",schemaPath:"#/properties/upgrade/properties/charts/items/properties/valuesFile/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err72];
+}
+else {
+vErrors.push(err72);
+}
+errors++;
+}
+}
+}
+else {
+const err73 = {instancePath:instancePath+"/upgrade/charts/" + i2,schemaPath:"#/properties/upgrade/properties/charts/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err73];
+}
+else {
+vErrors.push(err73);
+}
+errors++;
+}
+}
+}
+else {
+const err74 = {instancePath:instancePath+"/upgrade/charts",schemaPath:"#/properties/upgrade/properties/charts/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err74];
+}
+else {
+vErrors.push(err74);
+}
+errors++;
+}
+}
+}
+else {
+const err75 = {instancePath:instancePath+"/upgrade",schemaPath:"#/properties/upgrade/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err75];
+}
+else {
+vErrors.push(err75);
+}
+errors++;
+}
+}
+}
+else {
+const err76 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err76];
+}
+else {
+vErrors.push(err76);
 }
 errors++;
 }
@@ -748,7 +971,7 @@ return errors === 0;
 
 export const validateState: StandaloneValidate = validate11;
 const schema12 = {"$schema":"http://json-schema.org/draft-07/schema#","title":"constellation-state.yaml","type":"object","additionalProperties":false,"required":["version","infrastructure","clusterValues"],"properties":{"version":{"const":"v1"},"infrastructure":{"type":"object","additionalProperties":false,"required":["clusterEndpoint","initSecret","name"],"properties":{"uid":{"type":"string"},"clusterEndpoint":{"type":"string"},"inClusterEndpoint":{"type":"string"},"initSecret":{"type":"string","pattern":"^([0-9a-fA-F]{2})*$"},"apiServerCertSANs":{"type":"array","items":{"type":"string"}},"name":{"type":"string"},"ipCidrNode":{"type":"string"}}},"clusterValues":{"type":"object","additionalProperties":false,"properties":{"clusterID":{"anyOf":[{"const":""},{"type":"string","pattern":"^[0-9a-fA-F]{64}$"}]},"ownerID":{"type":"string"},"measurementSalt":{"anyOf":[{"const":""},{"type":"string","pattern":"^[0-9a-fA-F]{64}$"}]}}}}};
-const pattern6 = new RegExp("^([0-9a-fA-F]{2})*$", "u");
+const pattern8 = new RegExp("^([0-9a-fA-F]{2})*$", "u");
 
 function validate11(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -892,7 +1115,7 @@ errors++;
 if(data1.initSecret !== undefined){
 let data5 = data1.initSecret;
 if(typeof data5 === "string"){
-if(!pattern6.test(data5)){
+if(!pattern8.test(data5)){
 const err12 = {instancePath:instancePath+"/infrastructure/initSecret",schemaPath:"#/properties/infrastructure/properties/initSecret/pattern",keyword:"pattern",params:{pattern: "^([0-9a-fA-F]{2})*$"},message:"must match pattern \""+"^([0-9a-fA-F]{2})*$"+"\""};
 if(vErrors === null){
 vErrors = [err12];
@@ -1165,9 +1388,9 @@ return errors === 0;
 }
 
 export const validateNodeConfig: StandaloneValidate = validate12;
-const schema13 = {"$schema":"http://json-schema.org/draft-07/schema#","title":"constellation node config","type":"object","additionalProperties":false,"required":["attestationVariant","tpm"],"properties":{"attestationVariant":{"enum":["qemu-vtpm"]},"tpm":{"type":"object","additionalProperties":false,"minProperties":1,"maxProperties":1,"properties":{"device":{"type":"string","pattern":"^/","description":"TPM device, e.g. /dev/tpmrm0"},"swtpm":{"type":"string","description":"swtpm's TCP server port, HOST:PORT"}}},"root":{"type":"string","pattern":"^/","description":"prefix of every node path (default /)"},"initServer":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"HOST:PORT"}}},"verifyService":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"HOST:PORT"}}},"joinService":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"the join service's HOST:PORT (default 0.0.0.0:30090); joining nodes dial its port on the control planes"}}},"keyService":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"the key service's HOST:PORT (default 127.0.0.1:9000); it authenticates no caller, so keep it on loopback"}}},"recoveryServer":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"where a rebooted node that waits for its disk key serves `constellation recover` (default 0.0.0.0:9999)"}}},"kubeconfig":{"type":"string","pattern":"^/","description":"kubeconfig the join service reaches the Kubernetes API with (default <root>/etc/kubernetes/admin.conf, which kubeadm writes on control planes)"},"initSecretHash":{"type":"string","pattern":"^\\$2[aby]\\$\\d{2}\\$[./A-Za-z0-9]{53}$","description":"bcrypt hash of the init secret"},"kubeadm":{"type":"string","pattern":"^/","description":"kubeadm binary (default <root>/run/state/bin/kubeadm)"},"stateDisk":{"type":"object","additionalProperties":false,"required":["device"],"properties":{"device":{"type":"string","pattern":"^/","description":"LUKS2 state disk (block device or image file); `state-disk setup` formats it with a random key on first boot"},"pbkdf":{"type":"object","additionalProperties":false,"required":["type","iterations"],"description":"cost of the new keyslot (tests: pbkdf2 with few iterations); default: cryptsetup's argon2id","properties":{"type":{"enum":["pbkdf2","argon2id"]},"iterations":{"type":"integer","minimum":1000}}}}},"metadata":{"type":"object","additionalProperties":false,"required":["provider"],"description":"static: this node, its peers and the endpoint are given here; http: fetched at start from a metadata service (the shape of Constellation's QEMU metadata API: GET url/self, /peers, /endpoint, /initsecrethash)","properties":{"provider":{"enum":["static","http"]},"url":{"type":"string","description":"http: the metadata service, e.g. http://10.42.0.1:8080"},"sourceAddress":{"type":"string","description":"http: the address requests leave from, when the host has several (the service tells nodes apart by it)"},"self":{"type":"object","additionalProperties":false,"required":["name","role","vpcIP"],"properties":{"name":{"type":"string","minLength":1},"role":{"enum":["control-plane","worker"]},"vpcIP":{"type":"string","description":"IP address in the cluster network"}}},"peers":{"type":"array","items":{"type":"object","additionalProperties":false,"required":["name","role","vpcIP"],"properties":{"name":{"type":"string","minLength":1},"role":{"enum":["control-plane","worker"]},"vpcIP":{"type":"string","description":"IP address in the cluster network"}}}},"loadBalancerEndpoint":{"type":"string","description":"HOST:PORT"}}}}};
-const func6 = Object.prototype.hasOwnProperty;
-const pattern12 = new RegExp("^\\$2[aby]\\$\\d{2}\\$[./A-Za-z0-9]{53}$", "u");
+const schema13 = {"$schema":"http://json-schema.org/draft-07/schema#","title":"constellation node config","type":"object","additionalProperties":false,"required":["attestationVariant","tpm"],"properties":{"attestationVariant":{"enum":["qemu-vtpm","tpm-ek"]},"attestation":{"type":"object","additionalProperties":false,"description":"settings of the node's attestation variant, for the validators it runs (the join service)","properties":{"tpmEK":{"type":"object","additionalProperties":false,"required":["roots"],"properties":{"roots":{"type":"array","minItems":1,"maxItems":64,"items":{"type":"string","pattern":"^/"},"description":"files (PEM or DER) of the TPM manufacturers' CA certificates joining nodes' EK certificates must chain to"}}}}},"tpm":{"type":"object","additionalProperties":false,"minProperties":1,"maxProperties":1,"properties":{"device":{"type":"string","pattern":"^/","description":"TPM device, e.g. /dev/tpmrm0"},"swtpm":{"type":"string","description":"swtpm's TCP server port, HOST:PORT"}}},"root":{"type":"string","pattern":"^/","description":"prefix of every node path (default /)"},"initServer":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"HOST:PORT"}}},"verifyService":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"HOST:PORT"}}},"joinService":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"the join service's HOST:PORT (default 0.0.0.0:30090); joining nodes dial its port on the control planes"}}},"keyService":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"the key service's HOST:PORT (default 127.0.0.1:9000); it authenticates no caller, so keep it on loopback"}}},"recoveryServer":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"where a rebooted node that waits for its disk key serves `constellation recover` (default 0.0.0.0:9999)"}}},"kubeconfig":{"type":"string","pattern":"^/","description":"kubeconfig the join service reaches the Kubernetes API with (default <root>/etc/kubernetes/admin.conf, which kubeadm writes on control planes)"},"initSecretHash":{"type":"string","pattern":"^\\$2[aby]\\$\\d{2}\\$[./A-Za-z0-9]{53}$","description":"bcrypt hash of the init secret"},"kubeadm":{"type":"string","pattern":"^/","description":"kubeadm binary (default <root>/run/state/bin/kubeadm)"},"stateDisk":{"type":"object","additionalProperties":false,"required":["device"],"properties":{"device":{"type":"string","pattern":"^/","description":"LUKS2 state disk (block device or image file); `state-disk setup` formats it with a random key on first boot"},"pbkdf":{"type":"object","additionalProperties":false,"required":["type","iterations"],"description":"cost of the new keyslot (tests: pbkdf2 with few iterations); default: cryptsetup's argon2id","properties":{"type":{"enum":["pbkdf2","argon2id"]},"iterations":{"type":"integer","minimum":1000}}}}},"metadata":{"type":"object","additionalProperties":false,"required":["provider"],"description":"static: this node, its peers and the endpoint are given here; http: fetched at start from a metadata service (the shape of Constellation's QEMU metadata API: GET url/self, /peers, /endpoint, /initsecrethash)","properties":{"provider":{"enum":["static","http"]},"url":{"type":"string","description":"http: the metadata service, e.g. http://10.42.0.1:8080"},"sourceAddress":{"type":"string","description":"http: the address requests leave from, when the host has several (the service tells nodes apart by it)"},"self":{"type":"object","additionalProperties":false,"required":["name","role","vpcIP"],"properties":{"name":{"type":"string","minLength":1},"role":{"enum":["control-plane","worker"]},"vpcIP":{"type":"string","description":"IP address in the cluster network"}}},"peers":{"type":"array","items":{"type":"object","additionalProperties":false,"required":["name","role","vpcIP"],"properties":{"name":{"type":"string","minLength":1},"role":{"enum":["control-plane","worker"]},"vpcIP":{"type":"string","description":"IP address in the cluster network"}}}},"loadBalancerEndpoint":{"type":"string","description":"HOST:PORT"}}}}};
+const func7 = Object.prototype.hasOwnProperty;
+const pattern15 = new RegExp("^\\$2[aby]\\$\\d{2}\\$[./A-Za-z0-9]{53}$", "u");
 
 function validate12(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -1194,7 +1417,7 @@ vErrors.push(err1);
 errors++;
 }
 for(const key0 in data){
-if(!(func6.call(schema13.properties, key0))){
+if(!(func7.call(schema13.properties, key0))){
 const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err2];
@@ -1206,7 +1429,8 @@ errors++;
 }
 }
 if(data.attestationVariant !== undefined){
-if(!(data.attestationVariant === "qemu-vtpm")){
+let data0 = data.attestationVariant;
+if(!((data0 === "qemu-vtpm") || (data0 === "tpm-ek"))){
 const err3 = {instancePath:instancePath+"/attestationVariant",schemaPath:"#/properties/attestationVariant/enum",keyword:"enum",params:{allowedValues: schema13.properties.attestationVariant.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err3];
@@ -1217,11 +1441,12 @@ vErrors.push(err3);
 errors++;
 }
 }
-if(data.tpm !== undefined){
-let data1 = data.tpm;
+if(data.attestation !== undefined){
+let data1 = data.attestation;
 if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
-if(Object.keys(data1).length > 1){
-const err4 = {instancePath:instancePath+"/tpm",schemaPath:"#/properties/tpm/maxProperties",keyword:"maxProperties",params:{limit: 1},message:"must NOT have more than 1 properties"};
+for(const key1 in data1){
+if(!(key1 === "tpmEK")){
+const err4 = {instancePath:instancePath+"/attestation",schemaPath:"#/properties/attestation/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -1230,8 +1455,12 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(Object.keys(data1).length < 1){
-const err5 = {instancePath:instancePath+"/tpm",schemaPath:"#/properties/tpm/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties"};
+}
+if(data1.tpmEK !== undefined){
+let data2 = data1.tpmEK;
+if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
+if(data2.roots === undefined){
+const err5 = {instancePath:instancePath+"/attestation/tpmEK",schemaPath:"#/properties/attestation/properties/tpmEK/required",keyword:"required",params:{missingProperty: "roots"},message:"must have required property '"+"roots"+"'"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -1240,9 +1469,9 @@ vErrors.push(err5);
 }
 errors++;
 }
-for(const key1 in data1){
-if(!((key1 === "device") || (key1 === "swtpm"))){
-const err6 = {instancePath:instancePath+"/tpm",schemaPath:"#/properties/tpm/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+for(const key2 in data2){
+if(!(key2 === "roots")){
+const err6 = {instancePath:instancePath+"/attestation/tpmEK",schemaPath:"#/properties/attestation/properties/tpmEK/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -1252,11 +1481,11 @@ vErrors.push(err6);
 errors++;
 }
 }
-if(data1.device !== undefined){
-let data2 = data1.device;
-if(typeof data2 === "string"){
-if(!pattern5.test(data2)){
-const err7 = {instancePath:instancePath+"/tpm/device",schemaPath:"#/properties/tpm/properties/device/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\""};
+if(data2.roots !== undefined){
+let data3 = data2.roots;
+if(Array.isArray(data3)){
+if(data3.length > 64){
+const err7 = {instancePath:instancePath+"/attestation/tpmEK/roots",schemaPath:"#/properties/attestation/properties/tpmEK/properties/roots/maxItems",keyword:"maxItems",params:{limit: 64},message:"must NOT have more than 64 items"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -1265,9 +1494,8 @@ vErrors.push(err7);
 }
 errors++;
 }
-}
-else {
-const err8 = {instancePath:instancePath+"/tpm/device",schemaPath:"#/properties/tpm/properties/device/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data3.length < 1){
+const err8 = {instancePath:instancePath+"/attestation/tpmEK/roots",schemaPath:"#/properties/attestation/properties/tpmEK/properties/roots/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -1276,10 +1504,12 @@ vErrors.push(err8);
 }
 errors++;
 }
-}
-if(data1.swtpm !== undefined){
-if(typeof data1.swtpm !== "string"){
-const err9 = {instancePath:instancePath+"/tpm/swtpm",schemaPath:"#/properties/tpm/properties/swtpm/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const len0 = data3.length;
+for(let i0=0; i0<len0; i0++){
+let data4 = data3[i0];
+if(typeof data4 === "string"){
+if(!pattern7.test(data4)){
+const err9 = {instancePath:instancePath+"/attestation/tpmEK/roots/" + i0,schemaPath:"#/properties/attestation/properties/tpmEK/properties/roots/items/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\""};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -1289,9 +1519,8 @@ vErrors.push(err9);
 errors++;
 }
 }
-}
 else {
-const err10 = {instancePath:instancePath+"/tpm",schemaPath:"#/properties/tpm/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err10 = {instancePath:instancePath+"/attestation/tpmEK/roots/" + i0,schemaPath:"#/properties/attestation/properties/tpmEK/properties/roots/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -1301,11 +1530,9 @@ vErrors.push(err10);
 errors++;
 }
 }
-if(data.root !== undefined){
-let data4 = data.root;
-if(typeof data4 === "string"){
-if(!pattern5.test(data4)){
-const err11 = {instancePath:instancePath+"/root",schemaPath:"#/properties/root/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\""};
+}
+else {
+const err11 = {instancePath:instancePath+"/attestation/tpmEK/roots",schemaPath:"#/properties/attestation/properties/tpmEK/properties/roots/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -1315,8 +1542,9 @@ vErrors.push(err11);
 errors++;
 }
 }
+}
 else {
-const err12 = {instancePath:instancePath+"/root",schemaPath:"#/properties/root/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err12 = {instancePath:instancePath+"/attestation/tpmEK",schemaPath:"#/properties/attestation/properties/tpmEK/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -1326,12 +1554,9 @@ vErrors.push(err12);
 errors++;
 }
 }
-if(data.initServer !== undefined){
-let data5 = data.initServer;
-if(data5 && typeof data5 == "object" && !Array.isArray(data5)){
-for(const key2 in data5){
-if(!(key2 === "listen")){
-const err13 = {instancePath:instancePath+"/initServer",schemaPath:"#/properties/initServer/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"};
+}
+else {
+const err13 = {instancePath:instancePath+"/attestation",schemaPath:"#/properties/attestation/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -1341,9 +1566,11 @@ vErrors.push(err13);
 errors++;
 }
 }
-if(data5.listen !== undefined){
-if(typeof data5.listen !== "string"){
-const err14 = {instancePath:instancePath+"/initServer/listen",schemaPath:"#/properties/initServer/properties/listen/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.tpm !== undefined){
+let data5 = data.tpm;
+if(data5 && typeof data5 == "object" && !Array.isArray(data5)){
+if(Object.keys(data5).length > 1){
+const err14 = {instancePath:instancePath+"/tpm",schemaPath:"#/properties/tpm/maxProperties",keyword:"maxProperties",params:{limit: 1},message:"must NOT have more than 1 properties"};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -1352,10 +1579,8 @@ vErrors.push(err14);
 }
 errors++;
 }
-}
-}
-else {
-const err15 = {instancePath:instancePath+"/initServer",schemaPath:"#/properties/initServer/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(Object.keys(data5).length < 1){
+const err15 = {instancePath:instancePath+"/tpm",schemaPath:"#/properties/tpm/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties"};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -1364,13 +1589,9 @@ vErrors.push(err15);
 }
 errors++;
 }
-}
-if(data.verifyService !== undefined){
-let data7 = data.verifyService;
-if(data7 && typeof data7 == "object" && !Array.isArray(data7)){
-for(const key3 in data7){
-if(!(key3 === "listen")){
-const err16 = {instancePath:instancePath+"/verifyService",schemaPath:"#/properties/verifyService/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"};
+for(const key3 in data5){
+if(!((key3 === "device") || (key3 === "swtpm"))){
+const err16 = {instancePath:instancePath+"/tpm",schemaPath:"#/properties/tpm/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -1380,9 +1601,11 @@ vErrors.push(err16);
 errors++;
 }
 }
-if(data7.listen !== undefined){
-if(typeof data7.listen !== "string"){
-const err17 = {instancePath:instancePath+"/verifyService/listen",schemaPath:"#/properties/verifyService/properties/listen/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data5.device !== undefined){
+let data6 = data5.device;
+if(typeof data6 === "string"){
+if(!pattern7.test(data6)){
+const err17 = {instancePath:instancePath+"/tpm/device",schemaPath:"#/properties/tpm/properties/device/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\""};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -1392,9 +1615,8 @@ vErrors.push(err17);
 errors++;
 }
 }
-}
 else {
-const err18 = {instancePath:instancePath+"/verifyService",schemaPath:"#/properties/verifyService/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err18 = {instancePath:instancePath+"/tpm/device",schemaPath:"#/properties/tpm/properties/device/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -1404,12 +1626,9 @@ vErrors.push(err18);
 errors++;
 }
 }
-if(data.joinService !== undefined){
-let data9 = data.joinService;
-if(data9 && typeof data9 == "object" && !Array.isArray(data9)){
-for(const key4 in data9){
-if(!(key4 === "listen")){
-const err19 = {instancePath:instancePath+"/joinService",schemaPath:"#/properties/joinService/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"};
+if(data5.swtpm !== undefined){
+if(typeof data5.swtpm !== "string"){
+const err19 = {instancePath:instancePath+"/tpm/swtpm",schemaPath:"#/properties/tpm/properties/swtpm/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -1419,9 +1638,9 @@ vErrors.push(err19);
 errors++;
 }
 }
-if(data9.listen !== undefined){
-if(typeof data9.listen !== "string"){
-const err20 = {instancePath:instancePath+"/joinService/listen",schemaPath:"#/properties/joinService/properties/listen/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+else {
+const err20 = {instancePath:instancePath+"/tpm",schemaPath:"#/properties/tpm/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -1431,9 +1650,11 @@ vErrors.push(err20);
 errors++;
 }
 }
-}
-else {
-const err21 = {instancePath:instancePath+"/joinService",schemaPath:"#/properties/joinService/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.root !== undefined){
+let data8 = data.root;
+if(typeof data8 === "string"){
+if(!pattern7.test(data8)){
+const err21 = {instancePath:instancePath+"/root",schemaPath:"#/properties/root/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\""};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -1443,12 +1664,8 @@ vErrors.push(err21);
 errors++;
 }
 }
-if(data.keyService !== undefined){
-let data11 = data.keyService;
-if(data11 && typeof data11 == "object" && !Array.isArray(data11)){
-for(const key5 in data11){
-if(!(key5 === "listen")){
-const err22 = {instancePath:instancePath+"/keyService",schemaPath:"#/properties/keyService/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties"};
+else {
+const err22 = {instancePath:instancePath+"/root",schemaPath:"#/properties/root/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -1458,9 +1675,12 @@ vErrors.push(err22);
 errors++;
 }
 }
-if(data11.listen !== undefined){
-if(typeof data11.listen !== "string"){
-const err23 = {instancePath:instancePath+"/keyService/listen",schemaPath:"#/properties/keyService/properties/listen/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.initServer !== undefined){
+let data9 = data.initServer;
+if(data9 && typeof data9 == "object" && !Array.isArray(data9)){
+for(const key4 in data9){
+if(!(key4 === "listen")){
+const err23 = {instancePath:instancePath+"/initServer",schemaPath:"#/properties/initServer/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -1470,9 +1690,9 @@ vErrors.push(err23);
 errors++;
 }
 }
-}
-else {
-const err24 = {instancePath:instancePath+"/keyService",schemaPath:"#/properties/keyService/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data9.listen !== undefined){
+if(typeof data9.listen !== "string"){
+const err24 = {instancePath:instancePath+"/initServer/listen",schemaPath:"#/properties/initServer/properties/listen/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -1482,12 +1702,9 @@ vErrors.push(err24);
 errors++;
 }
 }
-if(data.recoveryServer !== undefined){
-let data13 = data.recoveryServer;
-if(data13 && typeof data13 == "object" && !Array.isArray(data13)){
-for(const key6 in data13){
-if(!(key6 === "listen")){
-const err25 = {instancePath:instancePath+"/recoveryServer",schemaPath:"#/properties/recoveryServer/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key6},message:"must NOT have additional properties"};
+}
+else {
+const err25 = {instancePath:instancePath+"/initServer",schemaPath:"#/properties/initServer/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -1497,9 +1714,12 @@ vErrors.push(err25);
 errors++;
 }
 }
-if(data13.listen !== undefined){
-if(typeof data13.listen !== "string"){
-const err26 = {instancePath:instancePath+"/recoveryServer/listen",schemaPath:"#/properties/recoveryServer/properties/listen/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.verifyService !== undefined){
+let data11 = data.verifyService;
+if(data11 && typeof data11 == "object" && !Array.isArray(data11)){
+for(const key5 in data11){
+if(!(key5 === "listen")){
+const err26 = {instancePath:instancePath+"/verifyService",schemaPath:"#/properties/verifyService/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -1509,9 +1729,9 @@ vErrors.push(err26);
 errors++;
 }
 }
-}
-else {
-const err27 = {instancePath:instancePath+"/recoveryServer",schemaPath:"#/properties/recoveryServer/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data11.listen !== undefined){
+if(typeof data11.listen !== "string"){
+const err27 = {instancePath:instancePath+"/verifyService/listen",schemaPath:"#/properties/verifyService/properties/listen/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -1521,11 +1741,9 @@ vErrors.push(err27);
 errors++;
 }
 }
-if(data.kubeconfig !== undefined){
-let data15 = data.kubeconfig;
-if(typeof data15 === "string"){
-if(!pattern5.test(data15)){
-const err28 = {instancePath:instancePath+"/kubeconfig",schemaPath:"#/properties/kubeconfig/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\""};
+}
+else {
+const err28 = {instancePath:instancePath+"/verifyService",schemaPath:"#/properties/verifyService/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -1535,8 +1753,12 @@ vErrors.push(err28);
 errors++;
 }
 }
-else {
-const err29 = {instancePath:instancePath+"/kubeconfig",schemaPath:"#/properties/kubeconfig/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.joinService !== undefined){
+let data13 = data.joinService;
+if(data13 && typeof data13 == "object" && !Array.isArray(data13)){
+for(const key6 in data13){
+if(!(key6 === "listen")){
+const err29 = {instancePath:instancePath+"/joinService",schemaPath:"#/properties/joinService/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key6},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -1546,11 +1768,9 @@ vErrors.push(err29);
 errors++;
 }
 }
-if(data.initSecretHash !== undefined){
-let data16 = data.initSecretHash;
-if(typeof data16 === "string"){
-if(!pattern12.test(data16)){
-const err30 = {instancePath:instancePath+"/initSecretHash",schemaPath:"#/properties/initSecretHash/pattern",keyword:"pattern",params:{pattern: "^\\$2[aby]\\$\\d{2}\\$[./A-Za-z0-9]{53}$"},message:"must match pattern \""+"^\\$2[aby]\\$\\d{2}\\$[./A-Za-z0-9]{53}$"+"\""};
+if(data13.listen !== undefined){
+if(typeof data13.listen !== "string"){
+const err30 = {instancePath:instancePath+"/joinService/listen",schemaPath:"#/properties/joinService/properties/listen/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -1560,8 +1780,9 @@ vErrors.push(err30);
 errors++;
 }
 }
+}
 else {
-const err31 = {instancePath:instancePath+"/initSecretHash",schemaPath:"#/properties/initSecretHash/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err31 = {instancePath:instancePath+"/joinService",schemaPath:"#/properties/joinService/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -1571,11 +1792,12 @@ vErrors.push(err31);
 errors++;
 }
 }
-if(data.kubeadm !== undefined){
-let data17 = data.kubeadm;
-if(typeof data17 === "string"){
-if(!pattern5.test(data17)){
-const err32 = {instancePath:instancePath+"/kubeadm",schemaPath:"#/properties/kubeadm/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\""};
+if(data.keyService !== undefined){
+let data15 = data.keyService;
+if(data15 && typeof data15 == "object" && !Array.isArray(data15)){
+for(const key7 in data15){
+if(!(key7 === "listen")){
+const err32 = {instancePath:instancePath+"/keyService",schemaPath:"#/properties/keyService/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key7},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -1585,8 +1807,9 @@ vErrors.push(err32);
 errors++;
 }
 }
-else {
-const err33 = {instancePath:instancePath+"/kubeadm",schemaPath:"#/properties/kubeadm/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data15.listen !== undefined){
+if(typeof data15.listen !== "string"){
+const err33 = {instancePath:instancePath+"/keyService/listen",schemaPath:"#/properties/keyService/properties/listen/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -1596,11 +1819,9 @@ vErrors.push(err33);
 errors++;
 }
 }
-if(data.stateDisk !== undefined){
-let data18 = data.stateDisk;
-if(data18 && typeof data18 == "object" && !Array.isArray(data18)){
-if(data18.device === undefined){
-const err34 = {instancePath:instancePath+"/stateDisk",schemaPath:"#/properties/stateDisk/required",keyword:"required",params:{missingProperty: "device"},message:"must have required property '"+"device"+"'"};
+}
+else {
+const err34 = {instancePath:instancePath+"/keyService",schemaPath:"#/properties/keyService/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -1609,9 +1830,13 @@ vErrors.push(err34);
 }
 errors++;
 }
-for(const key7 in data18){
-if(!((key7 === "device") || (key7 === "pbkdf"))){
-const err35 = {instancePath:instancePath+"/stateDisk",schemaPath:"#/properties/stateDisk/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key7},message:"must NOT have additional properties"};
+}
+if(data.recoveryServer !== undefined){
+let data17 = data.recoveryServer;
+if(data17 && typeof data17 == "object" && !Array.isArray(data17)){
+for(const key8 in data17){
+if(!(key8 === "listen")){
+const err35 = {instancePath:instancePath+"/recoveryServer",schemaPath:"#/properties/recoveryServer/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key8},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -1621,11 +1846,9 @@ vErrors.push(err35);
 errors++;
 }
 }
-if(data18.device !== undefined){
-let data19 = data18.device;
-if(typeof data19 === "string"){
-if(!pattern5.test(data19)){
-const err36 = {instancePath:instancePath+"/stateDisk/device",schemaPath:"#/properties/stateDisk/properties/device/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\""};
+if(data17.listen !== undefined){
+if(typeof data17.listen !== "string"){
+const err36 = {instancePath:instancePath+"/recoveryServer/listen",schemaPath:"#/properties/recoveryServer/properties/listen/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -1635,8 +1858,9 @@ vErrors.push(err36);
 errors++;
 }
 }
+}
 else {
-const err37 = {instancePath:instancePath+"/stateDisk/device",schemaPath:"#/properties/stateDisk/properties/device/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err37 = {instancePath:instancePath+"/recoveryServer",schemaPath:"#/properties/recoveryServer/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -1646,11 +1870,11 @@ vErrors.push(err37);
 errors++;
 }
 }
-if(data18.pbkdf !== undefined){
-let data20 = data18.pbkdf;
-if(data20 && typeof data20 == "object" && !Array.isArray(data20)){
-if(data20.type === undefined){
-const err38 = {instancePath:instancePath+"/stateDisk/pbkdf",schemaPath:"#/properties/stateDisk/properties/pbkdf/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'"};
+if(data.kubeconfig !== undefined){
+let data19 = data.kubeconfig;
+if(typeof data19 === "string"){
+if(!pattern7.test(data19)){
+const err38 = {instancePath:instancePath+"/kubeconfig",schemaPath:"#/properties/kubeconfig/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\""};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -1659,8 +1883,9 @@ vErrors.push(err38);
 }
 errors++;
 }
-if(data20.iterations === undefined){
-const err39 = {instancePath:instancePath+"/stateDisk/pbkdf",schemaPath:"#/properties/stateDisk/properties/pbkdf/required",keyword:"required",params:{missingProperty: "iterations"},message:"must have required property '"+"iterations"+"'"};
+}
+else {
+const err39 = {instancePath:instancePath+"/kubeconfig",schemaPath:"#/properties/kubeconfig/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -1669,9 +1894,12 @@ vErrors.push(err39);
 }
 errors++;
 }
-for(const key8 in data20){
-if(!((key8 === "type") || (key8 === "iterations"))){
-const err40 = {instancePath:instancePath+"/stateDisk/pbkdf",schemaPath:"#/properties/stateDisk/properties/pbkdf/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key8},message:"must NOT have additional properties"};
+}
+if(data.initSecretHash !== undefined){
+let data20 = data.initSecretHash;
+if(typeof data20 === "string"){
+if(!pattern15.test(data20)){
+const err40 = {instancePath:instancePath+"/initSecretHash",schemaPath:"#/properties/initSecretHash/pattern",keyword:"pattern",params:{pattern: "^\\$2[aby]\\$\\d{2}\\$[./A-Za-z0-9]{53}$"},message:"must match pattern \""+"^\\$2[aby]\\$\\d{2}\\$[./A-Za-z0-9]{53}$"+"\""};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -1681,10 +1909,8 @@ vErrors.push(err40);
 errors++;
 }
 }
-if(data20.type !== undefined){
-let data21 = data20.type;
-if(!((data21 === "pbkdf2") || (data21 === "argon2id"))){
-const err41 = {instancePath:instancePath+"/stateDisk/pbkdf/type",schemaPath:"#/properties/stateDisk/properties/pbkdf/properties/type/enum",keyword:"enum",params:{allowedValues: schema13.properties.stateDisk.properties.pbkdf.properties.type.enum},message:"must be equal to one of the allowed values"};
+else {
+const err41 = {instancePath:instancePath+"/initSecretHash",schemaPath:"#/properties/initSecretHash/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -1694,10 +1920,11 @@ vErrors.push(err41);
 errors++;
 }
 }
-if(data20.iterations !== undefined){
-let data22 = data20.iterations;
-if(!((typeof data22 == "number") && (!(data22 % 1) && !isNaN(data22)))){
-const err42 = {instancePath:instancePath+"/stateDisk/pbkdf/iterations",schemaPath:"#/properties/stateDisk/properties/pbkdf/properties/iterations/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data.kubeadm !== undefined){
+let data21 = data.kubeadm;
+if(typeof data21 === "string"){
+if(!pattern7.test(data21)){
+const err42 = {instancePath:instancePath+"/kubeadm",schemaPath:"#/properties/kubeadm/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\""};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -1706,9 +1933,9 @@ vErrors.push(err42);
 }
 errors++;
 }
-if(typeof data22 == "number"){
-if(data22 < 1000 || isNaN(data22)){
-const err43 = {instancePath:instancePath+"/stateDisk/pbkdf/iterations",schemaPath:"#/properties/stateDisk/properties/pbkdf/properties/iterations/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
+}
+else {
+const err43 = {instancePath:instancePath+"/kubeadm",schemaPath:"#/properties/kubeadm/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -1718,10 +1945,11 @@ vErrors.push(err43);
 errors++;
 }
 }
-}
-}
-else {
-const err44 = {instancePath:instancePath+"/stateDisk/pbkdf",schemaPath:"#/properties/stateDisk/properties/pbkdf/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.stateDisk !== undefined){
+let data22 = data.stateDisk;
+if(data22 && typeof data22 == "object" && !Array.isArray(data22)){
+if(data22.device === undefined){
+const err44 = {instancePath:instancePath+"/stateDisk",schemaPath:"#/properties/stateDisk/required",keyword:"required",params:{missingProperty: "device"},message:"must have required property '"+"device"+"'"};
 if(vErrors === null){
 vErrors = [err44];
 }
@@ -1730,10 +1958,9 @@ vErrors.push(err44);
 }
 errors++;
 }
-}
-}
-else {
-const err45 = {instancePath:instancePath+"/stateDisk",schemaPath:"#/properties/stateDisk/type",keyword:"type",params:{type: "object"},message:"must be object"};
+for(const key9 in data22){
+if(!((key9 === "device") || (key9 === "pbkdf"))){
+const err45 = {instancePath:instancePath+"/stateDisk",schemaPath:"#/properties/stateDisk/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key9},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err45];
 }
@@ -1743,11 +1970,11 @@ vErrors.push(err45);
 errors++;
 }
 }
-if(data.metadata !== undefined){
-let data23 = data.metadata;
-if(data23 && typeof data23 == "object" && !Array.isArray(data23)){
-if(data23.provider === undefined){
-const err46 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "provider"},message:"must have required property '"+"provider"+"'"};
+if(data22.device !== undefined){
+let data23 = data22.device;
+if(typeof data23 === "string"){
+if(!pattern7.test(data23)){
+const err46 = {instancePath:instancePath+"/stateDisk/device",schemaPath:"#/properties/stateDisk/properties/device/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\""};
 if(vErrors === null){
 vErrors = [err46];
 }
@@ -1756,9 +1983,9 @@ vErrors.push(err46);
 }
 errors++;
 }
-for(const key9 in data23){
-if(!((((((key9 === "provider") || (key9 === "url")) || (key9 === "sourceAddress")) || (key9 === "self")) || (key9 === "peers")) || (key9 === "loadBalancerEndpoint"))){
-const err47 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key9},message:"must NOT have additional properties"};
+}
+else {
+const err47 = {instancePath:instancePath+"/stateDisk/device",schemaPath:"#/properties/stateDisk/properties/device/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err47];
 }
@@ -1768,10 +1995,11 @@ vErrors.push(err47);
 errors++;
 }
 }
-if(data23.provider !== undefined){
-let data24 = data23.provider;
-if(!((data24 === "static") || (data24 === "http"))){
-const err48 = {instancePath:instancePath+"/metadata/provider",schemaPath:"#/properties/metadata/properties/provider/enum",keyword:"enum",params:{allowedValues: schema13.properties.metadata.properties.provider.enum},message:"must be equal to one of the allowed values"};
+if(data22.pbkdf !== undefined){
+let data24 = data22.pbkdf;
+if(data24 && typeof data24 == "object" && !Array.isArray(data24)){
+if(data24.type === undefined){
+const err48 = {instancePath:instancePath+"/stateDisk/pbkdf",schemaPath:"#/properties/stateDisk/properties/pbkdf/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'"};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -1780,10 +2008,8 @@ vErrors.push(err48);
 }
 errors++;
 }
-}
-if(data23.url !== undefined){
-if(typeof data23.url !== "string"){
-const err49 = {instancePath:instancePath+"/metadata/url",schemaPath:"#/properties/metadata/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data24.iterations === undefined){
+const err49 = {instancePath:instancePath+"/stateDisk/pbkdf",schemaPath:"#/properties/stateDisk/properties/pbkdf/required",keyword:"required",params:{missingProperty: "iterations"},message:"must have required property '"+"iterations"+"'"};
 if(vErrors === null){
 vErrors = [err49];
 }
@@ -1792,10 +2018,9 @@ vErrors.push(err49);
 }
 errors++;
 }
-}
-if(data23.sourceAddress !== undefined){
-if(typeof data23.sourceAddress !== "string"){
-const err50 = {instancePath:instancePath+"/metadata/sourceAddress",schemaPath:"#/properties/metadata/properties/sourceAddress/type",keyword:"type",params:{type: "string"},message:"must be string"};
+for(const key10 in data24){
+if(!((key10 === "type") || (key10 === "iterations"))){
+const err50 = {instancePath:instancePath+"/stateDisk/pbkdf",schemaPath:"#/properties/stateDisk/properties/pbkdf/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key10},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err50];
 }
@@ -1805,11 +2030,10 @@ vErrors.push(err50);
 errors++;
 }
 }
-if(data23.self !== undefined){
-let data27 = data23.self;
-if(data27 && typeof data27 == "object" && !Array.isArray(data27)){
-if(data27.name === undefined){
-const err51 = {instancePath:instancePath+"/metadata/self",schemaPath:"#/properties/metadata/properties/self/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+if(data24.type !== undefined){
+let data25 = data24.type;
+if(!((data25 === "pbkdf2") || (data25 === "argon2id"))){
+const err51 = {instancePath:instancePath+"/stateDisk/pbkdf/type",schemaPath:"#/properties/stateDisk/properties/pbkdf/properties/type/enum",keyword:"enum",params:{allowedValues: schema13.properties.stateDisk.properties.pbkdf.properties.type.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err51];
 }
@@ -1818,8 +2042,11 @@ vErrors.push(err51);
 }
 errors++;
 }
-if(data27.role === undefined){
-const err52 = {instancePath:instancePath+"/metadata/self",schemaPath:"#/properties/metadata/properties/self/required",keyword:"required",params:{missingProperty: "role"},message:"must have required property '"+"role"+"'"};
+}
+if(data24.iterations !== undefined){
+let data26 = data24.iterations;
+if(!((typeof data26 == "number") && (!(data26 % 1) && !isNaN(data26)))){
+const err52 = {instancePath:instancePath+"/stateDisk/pbkdf/iterations",schemaPath:"#/properties/stateDisk/properties/pbkdf/properties/iterations/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err52];
 }
@@ -1828,8 +2055,9 @@ vErrors.push(err52);
 }
 errors++;
 }
-if(data27.vpcIP === undefined){
-const err53 = {instancePath:instancePath+"/metadata/self",schemaPath:"#/properties/metadata/properties/self/required",keyword:"required",params:{missingProperty: "vpcIP"},message:"must have required property '"+"vpcIP"+"'"};
+if(typeof data26 == "number"){
+if(data26 < 1000 || isNaN(data26)){
+const err53 = {instancePath:instancePath+"/stateDisk/pbkdf/iterations",schemaPath:"#/properties/stateDisk/properties/pbkdf/properties/iterations/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
 if(vErrors === null){
 vErrors = [err53];
 }
@@ -1838,9 +2066,11 @@ vErrors.push(err53);
 }
 errors++;
 }
-for(const key10 in data27){
-if(!(((key10 === "name") || (key10 === "role")) || (key10 === "vpcIP"))){
-const err54 = {instancePath:instancePath+"/metadata/self",schemaPath:"#/properties/metadata/properties/self/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key10},message:"must NOT have additional properties"};
+}
+}
+}
+else {
+const err54 = {instancePath:instancePath+"/stateDisk/pbkdf",schemaPath:"#/properties/stateDisk/properties/pbkdf/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err54];
 }
@@ -1850,11 +2080,9 @@ vErrors.push(err54);
 errors++;
 }
 }
-if(data27.name !== undefined){
-let data28 = data27.name;
-if(typeof data28 === "string"){
-if(func2(data28) < 1){
-const err55 = {instancePath:instancePath+"/metadata/self/name",schemaPath:"#/properties/metadata/properties/self/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+else {
+const err55 = {instancePath:instancePath+"/stateDisk",schemaPath:"#/properties/stateDisk/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err55];
 }
@@ -1864,8 +2092,11 @@ vErrors.push(err55);
 errors++;
 }
 }
-else {
-const err56 = {instancePath:instancePath+"/metadata/self/name",schemaPath:"#/properties/metadata/properties/self/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.metadata !== undefined){
+let data27 = data.metadata;
+if(data27 && typeof data27 == "object" && !Array.isArray(data27)){
+if(data27.provider === undefined){
+const err56 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "provider"},message:"must have required property '"+"provider"+"'"};
 if(vErrors === null){
 vErrors = [err56];
 }
@@ -1874,11 +2105,9 @@ vErrors.push(err56);
 }
 errors++;
 }
-}
-if(data27.role !== undefined){
-let data29 = data27.role;
-if(!((data29 === "control-plane") || (data29 === "worker"))){
-const err57 = {instancePath:instancePath+"/metadata/self/role",schemaPath:"#/properties/metadata/properties/self/properties/role/enum",keyword:"enum",params:{allowedValues: schema13.properties.metadata.properties.self.properties.role.enum},message:"must be equal to one of the allowed values"};
+for(const key11 in data27){
+if(!((((((key11 === "provider") || (key11 === "url")) || (key11 === "sourceAddress")) || (key11 === "self")) || (key11 === "peers")) || (key11 === "loadBalancerEndpoint"))){
+const err57 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key11},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err57];
 }
@@ -1888,9 +2117,10 @@ vErrors.push(err57);
 errors++;
 }
 }
-if(data27.vpcIP !== undefined){
-if(typeof data27.vpcIP !== "string"){
-const err58 = {instancePath:instancePath+"/metadata/self/vpcIP",schemaPath:"#/properties/metadata/properties/self/properties/vpcIP/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data27.provider !== undefined){
+let data28 = data27.provider;
+if(!((data28 === "static") || (data28 === "http"))){
+const err58 = {instancePath:instancePath+"/metadata/provider",schemaPath:"#/properties/metadata/properties/provider/enum",keyword:"enum",params:{allowedValues: schema13.properties.metadata.properties.provider.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err58];
 }
@@ -1900,9 +2130,9 @@ vErrors.push(err58);
 errors++;
 }
 }
-}
-else {
-const err59 = {instancePath:instancePath+"/metadata/self",schemaPath:"#/properties/metadata/properties/self/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data27.url !== undefined){
+if(typeof data27.url !== "string"){
+const err59 = {instancePath:instancePath+"/metadata/url",schemaPath:"#/properties/metadata/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err59];
 }
@@ -1912,15 +2142,9 @@ vErrors.push(err59);
 errors++;
 }
 }
-if(data23.peers !== undefined){
-let data31 = data23.peers;
-if(Array.isArray(data31)){
-const len0 = data31.length;
-for(let i0=0; i0<len0; i0++){
-let data32 = data31[i0];
-if(data32 && typeof data32 == "object" && !Array.isArray(data32)){
-if(data32.name === undefined){
-const err60 = {instancePath:instancePath+"/metadata/peers/" + i0,schemaPath:"#/properties/metadata/properties/peers/items/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+if(data27.sourceAddress !== undefined){
+if(typeof data27.sourceAddress !== "string"){
+const err60 = {instancePath:instancePath+"/metadata/sourceAddress",schemaPath:"#/properties/metadata/properties/sourceAddress/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err60];
 }
@@ -1929,8 +2153,12 @@ vErrors.push(err60);
 }
 errors++;
 }
-if(data32.role === undefined){
-const err61 = {instancePath:instancePath+"/metadata/peers/" + i0,schemaPath:"#/properties/metadata/properties/peers/items/required",keyword:"required",params:{missingProperty: "role"},message:"must have required property '"+"role"+"'"};
+}
+if(data27.self !== undefined){
+let data31 = data27.self;
+if(data31 && typeof data31 == "object" && !Array.isArray(data31)){
+if(data31.name === undefined){
+const err61 = {instancePath:instancePath+"/metadata/self",schemaPath:"#/properties/metadata/properties/self/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
 if(vErrors === null){
 vErrors = [err61];
 }
@@ -1939,8 +2167,8 @@ vErrors.push(err61);
 }
 errors++;
 }
-if(data32.vpcIP === undefined){
-const err62 = {instancePath:instancePath+"/metadata/peers/" + i0,schemaPath:"#/properties/metadata/properties/peers/items/required",keyword:"required",params:{missingProperty: "vpcIP"},message:"must have required property '"+"vpcIP"+"'"};
+if(data31.role === undefined){
+const err62 = {instancePath:instancePath+"/metadata/self",schemaPath:"#/properties/metadata/properties/self/required",keyword:"required",params:{missingProperty: "role"},message:"must have required property '"+"role"+"'"};
 if(vErrors === null){
 vErrors = [err62];
 }
@@ -1949,9 +2177,8 @@ vErrors.push(err62);
 }
 errors++;
 }
-for(const key11 in data32){
-if(!(((key11 === "name") || (key11 === "role")) || (key11 === "vpcIP"))){
-const err63 = {instancePath:instancePath+"/metadata/peers/" + i0,schemaPath:"#/properties/metadata/properties/peers/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key11},message:"must NOT have additional properties"};
+if(data31.vpcIP === undefined){
+const err63 = {instancePath:instancePath+"/metadata/self",schemaPath:"#/properties/metadata/properties/self/required",keyword:"required",params:{missingProperty: "vpcIP"},message:"must have required property '"+"vpcIP"+"'"};
 if(vErrors === null){
 vErrors = [err63];
 }
@@ -1960,12 +2187,9 @@ vErrors.push(err63);
 }
 errors++;
 }
-}
-if(data32.name !== undefined){
-let data33 = data32.name;
-if(typeof data33 === "string"){
-if(func2(data33) < 1){
-const err64 = {instancePath:instancePath+"/metadata/peers/" + i0+"/name",schemaPath:"#/properties/metadata/properties/peers/items/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+for(const key12 in data31){
+if(!(((key12 === "name") || (key12 === "role")) || (key12 === "vpcIP"))){
+const err64 = {instancePath:instancePath+"/metadata/self",schemaPath:"#/properties/metadata/properties/self/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key12},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err64];
 }
@@ -1975,8 +2199,11 @@ vErrors.push(err64);
 errors++;
 }
 }
-else {
-const err65 = {instancePath:instancePath+"/metadata/peers/" + i0+"/name",schemaPath:"#/properties/metadata/properties/peers/items/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data31.name !== undefined){
+let data32 = data31.name;
+if(typeof data32 === "string"){
+if(func2(data32) < 1){
+const err65 = {instancePath:instancePath+"/metadata/self/name",schemaPath:"#/properties/metadata/properties/self/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err65];
 }
@@ -1986,10 +2213,8 @@ vErrors.push(err65);
 errors++;
 }
 }
-if(data32.role !== undefined){
-let data34 = data32.role;
-if(!((data34 === "control-plane") || (data34 === "worker"))){
-const err66 = {instancePath:instancePath+"/metadata/peers/" + i0+"/role",schemaPath:"#/properties/metadata/properties/peers/items/properties/role/enum",keyword:"enum",params:{allowedValues: schema13.properties.metadata.properties.peers.items.properties.role.enum},message:"must be equal to one of the allowed values"};
+else {
+const err66 = {instancePath:instancePath+"/metadata/self/name",schemaPath:"#/properties/metadata/properties/self/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err66];
 }
@@ -1999,9 +2224,10 @@ vErrors.push(err66);
 errors++;
 }
 }
-if(data32.vpcIP !== undefined){
-if(typeof data32.vpcIP !== "string"){
-const err67 = {instancePath:instancePath+"/metadata/peers/" + i0+"/vpcIP",schemaPath:"#/properties/metadata/properties/peers/items/properties/vpcIP/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data31.role !== undefined){
+let data33 = data31.role;
+if(!((data33 === "control-plane") || (data33 === "worker"))){
+const err67 = {instancePath:instancePath+"/metadata/self/role",schemaPath:"#/properties/metadata/properties/self/properties/role/enum",keyword:"enum",params:{allowedValues: schema13.properties.metadata.properties.self.properties.role.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err67];
 }
@@ -2011,9 +2237,9 @@ vErrors.push(err67);
 errors++;
 }
 }
-}
-else {
-const err68 = {instancePath:instancePath+"/metadata/peers/" + i0,schemaPath:"#/properties/metadata/properties/peers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data31.vpcIP !== undefined){
+if(typeof data31.vpcIP !== "string"){
+const err68 = {instancePath:instancePath+"/metadata/self/vpcIP",schemaPath:"#/properties/metadata/properties/self/properties/vpcIP/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err68];
 }
@@ -2025,7 +2251,7 @@ errors++;
 }
 }
 else {
-const err69 = {instancePath:instancePath+"/metadata/peers",schemaPath:"#/properties/metadata/properties/peers/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err69 = {instancePath:instancePath+"/metadata/self",schemaPath:"#/properties/metadata/properties/self/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err69];
 }
@@ -2035,9 +2261,15 @@ vErrors.push(err69);
 errors++;
 }
 }
-if(data23.loadBalancerEndpoint !== undefined){
-if(typeof data23.loadBalancerEndpoint !== "string"){
-const err70 = {instancePath:instancePath+"/metadata/loadBalancerEndpoint",schemaPath:"#/properties/metadata/properties/loadBalancerEndpoint/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data27.peers !== undefined){
+let data35 = data27.peers;
+if(Array.isArray(data35)){
+const len1 = data35.length;
+for(let i1=0; i1<len1; i1++){
+let data36 = data35[i1];
+if(data36 && typeof data36 == "object" && !Array.isArray(data36)){
+if(data36.name === undefined){
+const err70 = {instancePath:instancePath+"/metadata/peers/" + i1,schemaPath:"#/properties/metadata/properties/peers/items/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
 if(vErrors === null){
 vErrors = [err70];
 }
@@ -2046,10 +2278,8 @@ vErrors.push(err70);
 }
 errors++;
 }
-}
-}
-else {
-const err71 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data36.role === undefined){
+const err71 = {instancePath:instancePath+"/metadata/peers/" + i1,schemaPath:"#/properties/metadata/properties/peers/items/required",keyword:"required",params:{missingProperty: "role"},message:"must have required property '"+"role"+"'"};
 if(vErrors === null){
 vErrors = [err71];
 }
@@ -2058,15 +2288,134 @@ vErrors.push(err71);
 }
 errors++;
 }
-}
-}
-else {
-const err72 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data36.vpcIP === undefined){
+const err72 = {instancePath:instancePath+"/metadata/peers/" + i1,schemaPath:"#/properties/metadata/properties/peers/items/required",keyword:"required",params:{missingProperty: "vpcIP"},message:"must have required property '"+"vpcIP"+"'"};
 if(vErrors === null){
 vErrors = [err72];
 }
 else {
 vErrors.push(err72);
+}
+errors++;
+}
+for(const key13 in data36){
+if(!(((key13 === "name") || (key13 === "role")) || (key13 === "vpcIP"))){
+const err73 = {instancePath:instancePath+"/metadata/peers/" + i1,schemaPath:"#/properties/metadata/properties/peers/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key13},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err73];
+}
+else {
+vErrors.push(err73);
+}
+errors++;
+}
+}
+if(data36.name !== undefined){
+let data37 = data36.name;
+if(typeof data37 === "string"){
+if(func2(data37) < 1){
+const err74 = {instancePath:instancePath+"/metadata/peers/" + i1+"/name",schemaPath:"#/properties/metadata/properties/peers/items/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err74];
+}
+else {
+vErrors.push(err74);
+}
+errors++;
+}
+}
+else {
+const err75 = {instancePath:instancePath+"/metadata/peers/" + i1+"/name",schemaPath:"#/properties/metadata/properties/peers/items/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err75];
+}
+else {
+vErrors.push(err75);
+}
+errors++;
+}
+}
+if(data36.role !== undefined){
+let data38 = data36.role;
+if(!((data38 === "control-plane") || (data38 === "worker"))){
+const err76 = {instancePath:instancePath+"/metadata/peers/" + i1+"/role",schemaPath:"#/properties/metadata/properties/peers/items/properties/role/enum",keyword:"enum",params:{allowedValues: schema13.properties.metadata.properties.peers.items.properties.role.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err76];
+}
+else {
+vErrors.push(err76);
+}
+errors++;
+}
+}
+if(data36.vpcIP !== undefined){
+if(typeof data36.vpcIP !== "string"){
+const err77 = {instancePath:instancePath+"/metadata/peers/" + i1+"/vpcIP",schemaPath:"#/properties/metadata/properties/peers/items/properties/vpcIP/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err77];
+}
+else {
+vErrors.push(err77);
+}
+errors++;
+}
+}
+}
+else {
+const err78 = {instancePath:instancePath+"/metadata/peers/" + i1,schemaPath:"#/properties/metadata/properties/peers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err78];
+}
+else {
+vErrors.push(err78);
+}
+errors++;
+}
+}
+}
+else {
+const err79 = {instancePath:instancePath+"/metadata/peers",schemaPath:"#/properties/metadata/properties/peers/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err79];
+}
+else {
+vErrors.push(err79);
+}
+errors++;
+}
+}
+if(data27.loadBalancerEndpoint !== undefined){
+if(typeof data27.loadBalancerEndpoint !== "string"){
+const err80 = {instancePath:instancePath+"/metadata/loadBalancerEndpoint",schemaPath:"#/properties/metadata/properties/loadBalancerEndpoint/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err80];
+}
+else {
+vErrors.push(err80);
+}
+errors++;
+}
+}
+}
+else {
+const err81 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err81];
+}
+else {
+vErrors.push(err81);
+}
+errors++;
+}
+}
+}
+else {
+const err82 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err82];
+}
+else {
+vErrors.push(err82);
 }
 errors++;
 }
@@ -3190,14 +3539,14 @@ return errors === 0;
 
 export const validateKubeadmConfigSpec: StandaloneValidate = validate17;
 const schema18 = {"type":"object","additionalProperties":false,"properties":{"clusterConfiguration":{"type":"object"},"initConfiguration":{"type":"object"},"joinConfiguration":{"type":"object"},"files":{"type":"array","maxItems":200,"items":{"type":"object","additionalProperties":false,"required":["path"],"properties":{"path":{"type":"string","minLength":1,"maxLength":512},"owner":{"type":"string","minLength":1,"maxLength":256},"permissions":{"type":"string","minLength":1,"maxLength":16,"pattern":"^0?[0-7]{3,4}$"},"encoding":{"enum":["base64","gzip","gzip+base64"]},"append":{"type":"boolean"},"content":{"type":"string","minLength":1,"maxLength":10240},"contentFrom":{"type":"object","additionalProperties":false,"required":["secret"],"properties":{"secret":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string","maxLength":253},"key":{"type":"string","maxLength":256}}}}}}}},"diskSetup":{"type":"object","additionalProperties":false,"properties":{"partitions":{"type":"array","maxItems":100,"items":{"type":"object","additionalProperties":false,"required":["device","layout"],"properties":{"device":{"type":"string","minLength":1,"maxLength":256},"layout":{"type":"boolean"},"overwrite":{"type":"boolean"},"tableType":{"enum":["mbr","gpt"]}}}},"filesystems":{"type":"array","maxItems":100,"items":{"type":"object","additionalProperties":false,"required":["device","filesystem"],"properties":{"device":{"type":"string","minLength":1,"maxLength":256},"filesystem":{"type":"string","minLength":1,"maxLength":128},"label":{"type":"string","minLength":1,"maxLength":512},"partition":{"type":"string","minLength":1,"maxLength":128},"overwrite":{"type":"boolean"},"replaceFS":{"type":"string","minLength":1,"maxLength":128},"extraOpts":{"type":"array","maxItems":100,"items":{"type":"string","minLength":1,"maxLength":256}}}}}}},"mounts":{"type":"array","maxItems":100,"items":{"type":"array","maxItems":6,"items":{"type":"string","minLength":1,"maxLength":512},"minItems":1}},"bootCommands":{"type":"array","maxItems":1000,"items":{"type":"string","minLength":1,"maxLength":10240}},"preKubeadmCommands":{"type":"array","maxItems":1000,"items":{"type":"string","minLength":1,"maxLength":10240}},"postKubeadmCommands":{"type":"array","maxItems":1000,"items":{"type":"string","minLength":1,"maxLength":10240}},"users":{"type":"array","maxItems":100,"items":{"type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","minLength":1,"maxLength":256},"gecos":{"type":"string","minLength":1,"maxLength":256},"groups":{"type":"string","minLength":1,"maxLength":256},"homeDir":{"type":"string","minLength":1,"maxLength":256},"inactive":{"type":"boolean"},"shell":{"type":"string","minLength":1,"maxLength":256},"passwd":{"type":"string","minLength":1,"maxLength":256},"passwdFrom":{"type":"object","additionalProperties":false,"required":["secret"],"properties":{"secret":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string","maxLength":253},"key":{"type":"string","maxLength":256}}}}},"primaryGroup":{"type":"string","minLength":1,"maxLength":256},"lockPassword":{"type":"boolean"},"sudo":{"type":"string","minLength":1,"maxLength":256},"sshAuthorizedKeys":{"type":"array","maxItems":100,"items":{"type":"string","minLength":1,"maxLength":2048}}}}},"ntp":{"type":"object","additionalProperties":false,"properties":{"servers":{"type":"array","maxItems":100,"items":{"type":"string","minLength":1,"maxLength":512}},"enabled":{"type":"boolean"}}},"format":{"enum":["cloud-config","ignition"]},"verbosity":{"type":"integer","minimum":0},"useExperimentalRetryJoin":{"type":"boolean"},"ignition":{"type":"object","additionalProperties":false,"properties":{"containerLinuxConfig":{"type":"object","additionalProperties":false,"properties":{"additionalConfig":{"type":"string","minLength":1,"maxLength":32768},"strict":{"type":"boolean"}}}}}}};
-const pattern15 = new RegExp("^0?[0-7]{3,4}$", "u");
+const pattern18 = new RegExp("^0?[0-7]{3,4}$", "u");
 
 function validate17(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
 for(const key0 in data){
-if(!(func6.call(schema18.properties, key0))){
+if(!(func7.call(schema18.properties, key0))){
 const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err0];
@@ -3379,7 +3728,7 @@ vErrors.push(err14);
 }
 errors++;
 }
-if(!pattern15.test(data7)){
+if(!pattern18.test(data7)){
 const err15 = {instancePath:instancePath+"/files/" + i0+"/permissions",schemaPath:"#/properties/files/items/properties/permissions/pattern",keyword:"pattern",params:{pattern: "^0?[0-7]{3,4}$"},message:"must match pattern \""+"^0?[0-7]{3,4}$"+"\""};
 if(vErrors === null){
 vErrors = [err15];
@@ -4400,7 +4749,7 @@ vErrors.push(err98);
 errors++;
 }
 for(const key7 in data42){
-if(!(func6.call(schema18.properties.users.items.properties, key7))){
+if(!(func7.call(schema18.properties.users.items.properties, key7))){
 const err99 = {instancePath:instancePath+"/users/" + i9,schemaPath:"#/properties/users/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key7},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err99];

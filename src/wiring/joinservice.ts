@@ -37,6 +37,7 @@ import {
   type Logger,
 } from '../lib/system/index.js'
 import { readComponentsFile } from '../lib/versions/index.js'
+import { nodeValidatorOptions } from './node.js'
 
 /** kubeadm's default API server port, where controlPlaneEndpoint names none. */
 const API_SERVER_PORT = 6443
@@ -54,6 +55,8 @@ export async function createNodeJoinService(
 ): Promise<NodeJoinService> {
   const paths = nodePaths(config.root)
   const clock = () => new Date()
+  // before anything else: a tpm-ek join service without its roots could admit no node
+  const validatorOptions = nodeValidatorOptions(config)
   const api = await openNodeKubeApi(config.kubeconfig)
   const sync = new JoinConfigSync({ configMap: joinConfigMap(api), file: paths.joinConfigFile, logger: log })
   // The cluster's current set before the first handshake; the local copy when the API is away.
@@ -74,7 +77,9 @@ export async function createNodeJoinService(
   }
   const service = createJoinService({
     listen: config.joinService?.listen ?? '',
-    validatorSource: validatorSourceFrom(store, (m) => createValidator(config.attestationVariant, m)),
+    validatorSource: validatorSourceFrom(store, (m) =>
+      createValidator(config.attestationVariant, m, undefined, validatorOptions),
+    ),
     keyService: (id, length) => keys.getDataKey(id, length),
     tokens: createTokenIssuer(apiTokenRegistrar(api), clock),
     kubeletSigner: createKubeletSigner({ ...ca, clock }),

@@ -1,5 +1,6 @@
 /** What every node daemon builds the same way from the node config: its TPM and its attestation issuer. */
-import { createIssuer, type Issuer } from '../lib/attestation/index.js'
+import { createIssuer, readTrustRoots, type Issuer, type ValidatorOptions } from '../lib/attestation/index.js'
+import { CliError } from '../lib/errors/index.js'
 import type { NodeConfig } from '../lib/nodeconfig/index.js'
 import { parseHostPort } from '../lib/system/index.js'
 import { nodePaths } from '../lib/paths.js'
@@ -25,4 +26,30 @@ export function nodeIssuer(
   return createIssuer(config.attestationVariant, openTpm, {
     eventLogPath: nodePaths(config.root).tpmEventLog,
   })
+}
+
+/** What the node's validators (the join service's) need beyond measurements: tpm-ek's manufacturer roots. */
+export function nodeValidatorOptions(
+  config: Pick<NodeConfig, 'attestationVariant' | 'attestation'>,
+): ValidatorOptions {
+  if (config.attestationVariant !== 'tpm-ek') return {}
+  const roots = config.attestation?.tpmEK?.roots
+  if (!roots)
+    throw new CliError(
+      'node config: attestationVariant tpm-ek needs attestation.tpmEK.roots to validate joining nodes',
+      {
+        hint: "list the files of the TPM manufacturers' root CA certificates there",
+      },
+    )
+  return {
+    roots: roots.flatMap((file, i) => {
+      try {
+        return readTrustRoots(file, '/')
+      } catch (cause: unknown) {
+        throw new CliError(`node config: attestation.tpmEK.roots[${i}]: ${(cause as Error).message}`, {
+          cause,
+        })
+      }
+    }),
+  }
 }

@@ -159,6 +159,30 @@ describe('constellation CLI (built, as a child process)', () => {
     expect(real.stderr).to.not.contain('Warning')
   })
 
+  it('config generate -a tpm-ek writes a tpmEK section; validate warns about its empty roots', async () => {
+    const gen = await runCli(['config', 'generate', 'qemu', '-C', ws.dir, '-a', 'tpm-ek'])
+    expect(gen.code, gen.stderr).to.equal(0)
+    const file = path.join(ws.dir, 'constellation-conf.yaml')
+    const text = await readFile(file, 'utf8')
+    expect(text).to.contain('attestation.tpmEK.roots')
+    expect(text).to.match(/\n {2}tpmEK:\n {4}measurements:/)
+    const json = await runCli(['config', 'validate', '-C', ws.dir, '--json'])
+    expect(json.code, json.stderr).to.equal(0)
+    const body = JSON.parse(json.stdout) as { files: Array<{ warnings: Array<{ path: string }> }> }
+    expect(body.files[0]?.warnings.map((w) => w.path)).to.deep.equal([
+      'attestation.tpmEK.measurements',
+      'attestation.tpmEK.roots',
+    ])
+    await writeFile(file, text.replace('roots: []', 'roots:\n      - vendor-root.pem'))
+    const bad = await runCli(['config', 'validate', '-C', ws.dir])
+    expect(bad.code).to.equal(1)
+    expect(bad.stderr).to.match(
+      new RegExp(
+        `${file}:\\d+:\\d+: attestation\\.tpmEK\\.roots\\[0\\]: reading ${path.join(ws.dir, 'vendor-root.pem')}: ENOENT`,
+      ),
+    )
+  })
+
   it('config validate requires a component hash and a clean absolute installPath', async () => {
     await runCli(['config', 'generate', 'qemu', '-C', ws.dir])
     const file = path.join(ws.dir, 'constellation-conf.yaml')

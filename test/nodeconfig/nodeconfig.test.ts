@@ -1,4 +1,10 @@
+import { writeFile } from 'node:fs/promises'
+import path from 'node:path'
 import { expect } from '../support/chai.js'
+import { makeTempDir, type TempDir } from '../support/temp.js'
+import { testCertificate } from '../support/test-ca.js'
+import { CliError } from '../../src/lib/errors/index.js'
+import { nodeValidatorOptions } from '../../src/wiring/node.js'
 import {
   parseBootstrapperNodeConfig,
   parseNodeConfig,
@@ -147,5 +153,49 @@ describe('node config', () => {
     expect(() => parseBootstrapperNodeConfig(bare, 'node.yaml')).to.throw(
       /initSecretHash: required key is missing[\s\S]*stateDisk: required key is missing[\s\S]*metadata: required key is missing/,
     )
+  })
+})
+
+describe('node config: attestation.tpmEK for the join service', () => {
+  let tmp: TempDir
+  let rootFile: string
+  beforeEach(async () => {
+    tmp = await makeTempDir('constell-nodeconfig-tpmek-')
+    rootFile = path.join(tmp.dir, 'vendor-root.pem')
+    await writeFile(rootFile, testCertificate({ cn: 'Vendor TPM Root', ca: true }).pem)
+  })
+  afterEach(() => tmp.cleanup())
+
+  const withRoots = (variant: string, roots: string[]) =>
+    `attestationVariant: ${variant}\ntpm: { device: /dev/tpmrm0 }\nattestation:\n  tpmEK:\n    roots:\n${roots.map((r) => `      - ${r}\n`).join('')}`
+
+  it('reads the roots files for tpm-ek; other configs carry no attestation key', () => {
+    const cfg = parseNodeConfig(withRoots('tpm-ek', [rootFile]), 'node.yaml')
+    expect(cfg.attestation?.tpmEK?.roots).to.deep.equal([rootFile])
+    expect(nodeValidatorOptions(cfg).roots?.map((c) => c.subject)).to.deep.equal(['CN=Vendor TPM Root'])
+    expect(parseNodeConfig(full, 'node.yaml')).not.to.have.property('attestation')
+    expect(nodeValidatorOptions(parseNodeConfig(full, 'node.yaml'))).to.deep.equal({})
+  })
+
+  it('names each bad root, and roots that do not belong to the variant', async () => {
+    const leaf = path.join(tmp.dir, 'ek.pem')
+    await writeFile(leaf, testCertificate({ cn: 'EK', ca: false }).pem)
+    const missing = path.join(tmp.dir, 'missing.pem')
+    expect(problems(withRoots('tpm-ek', [rootFile, missing, leaf, 'relative.pem']))).to.deep.equal([
+      '9: attestation.tpmEK.roots.3: must match pattern "^/"',
+      `7: attestation.tpmEK.roots.1: reading ${missing}: ENOENT: no such file or directory, stat '${missing}'; give PEM text (-----BEGIN CERTIFICATE-----) or the path of a PEM or DER certificate file`,
+      "8: attestation.tpmEK.roots.2: CN=EK is not a CA certificate (basicConstraints CA:TRUE); list the manufacturer's root or intermediate CA certificates",
+    ])
+    expect(problems(withRoots('qemu-vtpm', [rootFile]))).to.deep.equal([
+      '4: attestation.tpmEK: is used only with attestationVariant tpm-ek; remove it',
+    ])
+    expect(problems(withRoots('tpm-ek', []).replace('roots:\n', 'roots: []\n'))).to.deep.equal([
+      '5: attestation.tpmEK.roots: must NOT have fewer than 1 items',
+    ])
+  })
+
+  it('a tpm-ek join service without roots cannot start', () => {
+    const cfg = parseNodeConfig('attestationVariant: tpm-ek\ntpm: { device: /dev/tpmrm0 }\n', 'node.yaml')
+    expect(() => nodeValidatorOptions(cfg)).to.throw(CliError, 'needs attestation.tpmEK.roots')
   })
 })

@@ -43,13 +43,17 @@ export function defaultMeasurements(): MeasurementsConfig {
 }
 
 export function defaultConfig(opts: Pick<GenerateOptions, 'kubernetes' | 'variant' | 'name'>): ClusterConfig {
-  const key = ATTESTATION_CONFIG_KEYS[opts.variant]
+  const measurements = defaultMeasurements()
   return {
     version: CONFIG_VERSION,
     name: opts.name,
     kubernetesVersion: resolveKubernetesVersion(opts.kubernetes),
     serviceCIDR: '10.96.0.0/12',
-    attestation: { [key]: { measurements: defaultMeasurements() } },
+    // tpm-ek's roots start empty: only the operator knows which manufacturers to trust
+    attestation:
+      opts.variant === 'tpm-ek'
+        ? { [ATTESTATION_CONFIG_KEYS['tpm-ek']]: { measurements, roots: [] } }
+        : { [ATTESTATION_CONFIG_KEYS['qemu-vtpm']]: { measurements } },
   }
 }
 
@@ -89,7 +93,8 @@ export async function generateWorkspace(
   }
   const config = defaultConfig(opts)
   const state = defaultState(opts.name, opts.endpoint, randomBytes)
-  await writeFileExclusive(paths.config, configHeader + stringifyYaml(config))
+  const header = opts.variant === 'tpm-ek' ? configHeader + tpmEkHeader : configHeader
+  await writeFileExclusive(paths.config, header + stringifyYaml(config))
   try {
     await writeFileExclusive(paths.state, stringifyYaml(state))
   } catch (err) {
@@ -119,4 +124,6 @@ function checkGenerateOptions(opts: GenerateOptions): void {
 
 const configHeader = `# Constellation cluster configuration. Schema: \`constellation config schema\`.
 # Measurements: replace the expected PCR values with your node image's before \`init\`.
+`
+const tpmEkHeader = `# tpm-ek: list your TPM manufacturers' root CA certificates (PEM text or files) under attestation.tpmEK.roots.
 `

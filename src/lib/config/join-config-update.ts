@@ -11,6 +11,7 @@ import {
 } from '../attestation/index.js'
 import { CliError } from '../errors/index.js'
 import { renderTable } from '../ui/index.js'
+import { configuredAttestation } from './attestation.js'
 import { loadConfig } from './load.js'
 
 export interface JoinConfigChange {
@@ -24,10 +25,9 @@ export interface JoinConfigChange {
 
 /** The measurements joining nodes must meet, from the workspace's config. */
 export async function joinMeasurementsFromConfig(configFile: string): Promise<Measurements> {
-  const config = await loadConfig(configFile)
-  const measurements = config.attestation.qemuVTPM?.measurements
-  if (!measurements || Object.keys(measurements).length === 0)
-    throw new CliError(`${configFile}: attestation.qemuVTPM.measurements is empty`, {
+  const { key, measurements } = configuredAttestation(await loadConfig(configFile))
+  if (Object.keys(measurements).length === 0)
+    throw new CliError(`${configFile}: attestation.${key}.measurements is empty`, {
       hint: 'an empty set would trust any node; fill it (constellation config measurements) first',
     })
   return measurementsForJoins(measurementsFromConfig(measurements))

@@ -13,6 +13,7 @@ import {
 import { parseYaml, readYamlFile, throwIfProblems, type Problem, type YamlSource } from '../yaml/index.js'
 import { checkSchema } from '../yaml/index.js'
 import { exists, isHostPort } from '../system/index.js'
+import { trustRootProblems } from './attestation.js'
 import type { ClusterConfig, ClusterState } from './types.js'
 
 const WORKSPACE_HINT = 'run `constellation config generate qemu` first, or pass -C <workspace>'
@@ -54,9 +55,10 @@ export function parseConfig(text: string, file: string): ClusterConfig {
 /** Schema and semantic checks of a parsed config; throws every problem, located. */
 export function checkConfig(source: YamlSource): ClusterConfig {
   const problems = checkSchema(validateConfig, source.value)
-  problems.push(...checkConfigSemantics(source.value))
+  const baseDir = path.dirname(path.resolve(source.file))
+  problems.push(...checkConfigSemantics(source.value, baseDir))
   throwIfProblems(source, problems)
-  return withConfigDefaults(source.value as ClusterConfig)
+  return withConfigDefaults(source.value as ClusterConfig, baseDir)
 }
 
 export function parseState(text: string, file: string): ClusterState {
@@ -69,7 +71,7 @@ export function parseState(text: string, file: string): ClusterState {
 
 // Semantic checks run even when the schema found problems, so one run reports everything;
 // they look only at values of the right type and leave the rest to the schema's messages.
-function checkConfigSemantics(value: unknown): Problem[] {
+function checkConfigSemantics(value: unknown, baseDir: string): Problem[] {
   const problems: Problem[] = []
   if (!isRecord(value)) return problems
   const version = value.kubernetesVersion
@@ -94,6 +96,8 @@ function checkConfigSemantics(value: unknown): Problem[] {
     })
   }
   problems.push(...componentProblems(value.kubernetesComponents))
+  const attestation = isRecord(value.attestation) ? value.attestation : {}
+  if (isRecord(attestation.tpmEK)) problems.push(...trustRootProblems(attestation.tpmEK.roots, baseDir))
   return problems
 }
 
@@ -145,6 +149,12 @@ export function configWarnings(config: ClusterConfig): Problem[] {
       })
     }
   }
+  if (config.attestation.tpmEK?.roots.length === 0)
+    warnings.push({
+      path: ['attestation', 'tpmEK', 'roots'],
+      message:
+        "is empty: no TPM will pass attestation; list your TPM manufacturers' root CA certificates (PEM text or files)",
+    })
   return warnings
 }
 
@@ -177,12 +187,24 @@ function checkStateSemantics(value: unknown): Problem[] {
   return problems
 }
 
-function withConfigDefaults(config: ClusterConfig): ClusterConfig {
+function withConfigDefaults(config: ClusterConfig, baseDir: string): ClusterConfig {
+  const tpmEK = config.attestation.tpmEK
+  // a root file is named relative to the config, wherever the CLI runs from
+  const attestation = tpmEK
+    ? {
+        ...config.attestation,
+        tpmEK: {
+          ...tpmEK,
+          roots: tpmEK.roots.map((r) => (r.includes('-----BEGIN') ? r : path.resolve(baseDir, r))),
+        },
+      }
+    : config.attestation
   const kubernetesVersion = config.kubernetesVersion.startsWith('v')
     ? config.kubernetesVersion
     : `v${config.kubernetesVersion}`
   return {
     ...config,
+    attestation,
     kubernetesVersion: isSupportedVersion(kubernetesVersion)
       ? kubernetesVersion
       : resolveKubernetesVersion(kubernetesVersion),

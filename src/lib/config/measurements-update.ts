@@ -4,15 +4,25 @@
  * quoting, warnOnly flags) stays as the operator wrote it. PCR 15 always stays zero.
  */
 import { readFile, realpath, stat } from 'node:fs/promises'
-import { isMap, isScalar, parseDocument, Scalar, type Node } from 'yaml'
+import { isMap, isScalar, parseDocument, Scalar, type Document, type Node } from 'yaml'
 import { CLUSTER_ID_PCR } from '../attestation/index.js'
 import { CliError } from '../errors/index.js'
 import { writeFileAtomic } from '../system/index.js'
 import { renderTable } from '../ui/index.js'
+import { configuredAttestation } from './attestation.js'
 import { parseConfig, readConfigFile } from './load.js'
-import type { MeasurementsConfig } from './types.js'
+import { ATTESTATION_CONFIG_KEYS, type MeasurementsConfig } from './types.js'
 
-const MEASUREMENTS_PATH = ['attestation', 'qemuVTPM', 'measurements'] as const
+/**
+ * Where the config's variant keeps its measurements, attestation.<qemuVTPM|tpmEK>.measurements,
+ * read from the YAML as written: the text may not be a valid config before the edit.
+ */
+function measurementsPath(doc: Document): readonly string[] {
+  const key = doc.hasIn(['attestation', ATTESTATION_CONFIG_KEYS['tpm-ek']])
+    ? ATTESTATION_CONFIG_KEYS['tpm-ek']
+    : ATTESTATION_CONFIG_KEYS['qemu-vtpm']
+  return ['attestation', key, 'measurements']
+}
 
 export interface MeasurementUpdate {
   index: number
@@ -34,8 +44,10 @@ export interface ConfigMeasurements {
 /** Reads and validates the config, keeping its text for a faithful edit. */
 export async function readConfigMeasurements(file: string): Promise<ConfigMeasurements> {
   const text = await readConfigFile(file, 'config')
-  const measurements = parseConfig(text, file).attestation.qemuVTPM?.measurements
-  if (!measurements) throw new CliError(`${file} has no ${MEASUREMENTS_PATH.join('.')} to fill in`)
+  const config = parseConfig(text, file)
+  const { key } = configuredAttestation(config)
+  const measurements = config.attestation[key]?.measurements
+  if (!measurements) throw new CliError(`${file} has no attestation.${key}.measurements to fill in`)
   return { file, text, measurements }
 }
 
@@ -68,8 +80,9 @@ export function applyMeasurementsUpdate(
   updates: readonly MeasurementUpdate[],
 ): string {
   const doc = parseDocument(text, { uniqueKeys: true })
-  const measurements = doc.getIn(MEASUREMENTS_PATH, true)
-  if (!isMap(measurements)) throw new CliError(`${file}: ${MEASUREMENTS_PATH.join('.')} is not a map`)
+  const measurementsAt = measurementsPath(doc)
+  const measurements = doc.getIn(measurementsAt, true)
+  if (!isMap(measurements)) throw new CliError(`${file}: ${measurementsAt.join('.')} is not a map`)
   const edits: Array<{ from: number; to: number; value: string }> = []
   for (const update of updates.filter((u) => u.current !== u.next)) {
     const pair = measurements.items.find(
@@ -77,15 +90,13 @@ export function applyMeasurementsUpdate(
     )
     const expected = isMap(pair?.value) ? pair.value.get('expected', true) : undefined
     if (!isScalar(expected) || !expected.range)
-      throw new CliError(
-        `${file}: ${MEASUREMENTS_PATH.join('.')}.${update.index}.expected is not a plain value`,
-      )
+      throw new CliError(`${file}: ${measurementsAt.join('.')}.${update.index}.expected is not a plain value`)
     edits.push({ from: expected.range[0], to: expected.range[1], value: quoteLike(expected, update.next) })
   }
   let out = text
   for (const e of edits.sort((a, b) => b.from - a.from))
     out = out.slice(0, e.from) + e.value + out.slice(e.to)
-  const written = parseConfig(out, file).attestation.qemuVTPM?.measurements ?? {}
+  const written = configuredAttestation(parseConfig(out, file)).measurements
   for (const u of updates)
     if (written[String(u.index)]?.expected.toLowerCase() !== u.next)
       throw new Error(`editing ${file} left PCR ${u.index} at another value than ${u.next}`)

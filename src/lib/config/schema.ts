@@ -16,6 +16,15 @@ const measurement = {
   },
 }
 
+const measurements = {
+  type: 'object',
+  propertyNames: { pattern: '^([0-9]|1[0-9]|2[0-3])$' },
+  // An empty set would trust any node: refuse it here, and the validator refuses it too.
+  minProperties: 1,
+  additionalProperties: measurement,
+  description: 'PCR index (0-23) to expected value',
+}
+
 export const configSchema = {
   $schema: 'http://json-schema.org/draft-07/schema#',
   $id: 'https://constellation.invalid/schemas/constellation-conf.json',
@@ -42,14 +51,23 @@ export const configSchema = {
           type: 'object',
           additionalProperties: false,
           required: ['measurements'],
+          description: "Constellation's qemu-vtpm: the AK is trusted as presented (local and test clusters)",
+          properties: { measurements },
+        },
+        tpmEK: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['measurements', 'roots'],
+          description:
+            "tpm-ek: the node's EK certificate must chain to a manufacturer root, and its AK must activate a credential",
           properties: {
-            measurements: {
-              type: 'object',
-              propertyNames: { pattern: '^([0-9]|1[0-9]|2[0-3])$' },
-              // An empty set would trust any node: refuse it here, and the validator refuses it too.
-              minProperties: 1,
-              additionalProperties: measurement,
-              description: 'PCR index (0-23) to expected value',
+            measurements,
+            roots: {
+              type: 'array',
+              maxItems: 64,
+              items: { type: 'string', minLength: 1 },
+              description:
+                'TPM manufacturer CA certificates: PEM text, or paths (relative to this file) of PEM or DER files',
             },
           },
         },

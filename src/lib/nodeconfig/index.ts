@@ -1,7 +1,7 @@
 /** The node config: what a node's `bootstrap run` and `verifyservice` read at start. */
 import { isIP } from 'node:net'
 import { validateNodeConfig } from '../../gen/schemas.js'
-import type { AttestationVariant } from '../attestation/index.js'
+import { readTrustRoots, type AttestationVariant } from '../attestation/index.js'
 import { nodePaths } from '../paths.js'
 import { isHostPort, type RetryOptions } from '../system/index.js'
 import type { TpmConfig } from '../tpm/index.js'
@@ -31,6 +31,8 @@ export interface NodeMember {
 }
 export interface NodeConfig {
   attestationVariant: AttestationVariant
+  /** tpm-ek: the manufacturer roots the join service checks joining nodes' EK certificates against. */
+  attestation?: { tpmEK?: { roots: string[] } }
   tpm: TpmConfig
   root: string
   initServer: { listen: string }
@@ -187,6 +189,29 @@ function semanticProblems(raw: Record<string, unknown>): Problem[] {
   if (Array.isArray(metadata?.peers))
     metadata.peers.forEach((p, i) => checkIp(p?.vpcIP, ['metadata', 'peers', i, 'vpcIP']))
   checkHostPort(metadata?.loadBalancerEndpoint, ['metadata', 'loadBalancerEndpoint'])
+  problems.push(...attestationProblems(raw))
+  return problems
+}
+
+/** tpm-ek's roots belong to tpm-ek, and each file must hold CA certificates. */
+function attestationProblems(raw: Record<string, unknown>): Problem[] {
+  const tpmEK = (raw.attestation as { tpmEK?: { roots?: unknown } } | undefined)?.tpmEK
+  if (tpmEK === undefined || tpmEK === null) return []
+  if (raw.attestationVariant !== 'tpm-ek')
+    return [
+      { path: ['attestation', 'tpmEK'], message: 'is used only with attestationVariant tpm-ek; remove it' },
+    ]
+  if (!Array.isArray(tpmEK.roots)) return []
+  const problems: Problem[] = []
+  tpmEK.roots.forEach((file: unknown, i) => {
+    if (typeof file !== 'string' || !file.startsWith('/')) return // the schema says so
+    try {
+      readTrustRoots(file, '/')
+    } catch (err: unknown) {
+      const message = err instanceof Error ? err.message : String(err)
+      problems.push({ path: ['attestation', 'tpmEK', 'roots', i], message })
+    }
+  })
   return problems
 }
 
@@ -228,6 +253,7 @@ function withDefaults(raw: Partial<NodeConfig> & Pick<NodeConfig, 'attestationVa
   const root = raw.root ?? '/'
   return {
     attestationVariant: raw.attestationVariant,
+    ...(raw.attestation && { attestation: raw.attestation }),
     tpm: raw.tpm,
     root,
     initServer: { listen: raw.initServer?.listen ?? DEFAULT_INIT_SERVER_LISTEN },

@@ -29,6 +29,29 @@ export const nodeConfigSchema = {
   required: ['attestationVariant', 'tpm'],
   properties: {
     attestationVariant: { enum: [...ATTESTATION_VARIANTS] },
+    attestation: {
+      type: 'object',
+      additionalProperties: false,
+      description:
+        "settings of the node's attestation variant, for the validators it runs (the join service)",
+      properties: {
+        tpmEK: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['roots'],
+          properties: {
+            roots: {
+              type: 'array',
+              minItems: 1,
+              maxItems: 64,
+              items: { type: 'string', pattern: '^/' },
+              description:
+                "files (PEM or DER) of the TPM manufacturers' CA certificates joining nodes' EK certificates must chain to",
+            },
+          },
+        },
+      },
+    },
     tpm: {
       type: 'object',
       additionalProperties: false,
