@@ -6,7 +6,7 @@
  */
 import { createHash, generateKeyPair, X509Certificate, type KeyObject } from 'node:crypto'
 import { promisify } from 'node:util'
-import type { Issuer, ValidationResult, Validator } from '../attestation/index.js'
+import type { ActivationExpectation, Issuer, ValidationResult, Validator } from '../attestation/index.js'
 import { AttestationError } from '../attestation/index.js'
 import type { Certificate } from '../x509/index.js'
 
@@ -82,6 +82,8 @@ export async function verifyAttestedCertificate(
   validators: readonly Validator[],
   nonce: Buffer,
   now = new Date(),
+  /** The join direction's activation challenge for this nonce (tpm-ek), when the client asked for one. */
+  expected?: ActivationExpectation,
 ): Promise<ValidationResult> {
   const { parseCertificate } = await preloadX509()
   let cert: X509Certificate
@@ -107,7 +109,7 @@ export async function verifyAttestedCertificate(
     const validator = validators.find((v) => v.oid === ext.extnID)
     if (!validator) continue
     const document = Buffer.from(ext.extnValue.buffer) // the extnValue OCTET STRING's content: the raw document
-    const result = await validator.validate(document, nonce)
+    const result = await validator.validate(document, nonce, expected)
     if (!result.userData.equals(userDataOf(spkiOf(cert.publicKey))))
       throw new AttestationError(
         'certificate hash does not match user data: the certificate key is not the attested key',

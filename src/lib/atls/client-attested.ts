@@ -10,9 +10,16 @@ import { createServer as createTlsServer, type TLSSocket } from 'node:tls'
 import type { Issuer, ValidationResult, Validator } from '../attestation/index.js'
 import { AttestationError } from '../attestation/index.js'
 import type { Logger } from '../system/index.js'
+import type { MadeCredential } from '../tpm/index.js'
 import { createAttestedCertificate, verifyAttestedCertificate } from './certificate.js'
 import { createUnattestedServerCredentials } from './channel-credentials.js'
-import { type ChallengeRegistry, ChallengeService, CHALLENGE_PATH } from './challenge.js'
+import {
+  type ChallengeRegistry,
+  ChallengeService,
+  CHALLENGE_PATH,
+  decodeCredential,
+  encodeCredential,
+} from './challenge.js'
 import { REFUSAL_PREFIX } from './failure.js'
 import { decodeNonce, encodeNonce, NONCE_BYTES } from './nonce.js'
 
@@ -134,17 +141,38 @@ async function verifyClient(
   if (!cert?.raw) throw new NoClientCertificate('client presented no certificate')
   const cn = Array.isArray(cert.subject?.CN) ? undefined : cert.subject?.CN
   const nonce = decodeNonce(cn, 'client certificate subject CN')
-  if (!opts.challenges.consume(nonce))
+  const issued = opts.challenges.take(nonce)
+  if (!issued)
     throw new AttestationError(
       'client nonce was not issued by this server, expired, or already used (replay)',
     )
-  return verifyAttestedCertificate(cert.raw, opts.validators, nonce)
+  return verifyAttestedCertificate(cert.raw, opts.validators, nonce, new Date(), issued.expected)
 }
 
-export function addChallengeService(server: grpc.Server, challenges: ChallengeRegistry): void {
+/**
+ * The challenge RPC: a fresh nonce, and for a client that sends an activation request (tpm-ek) a
+ * credential for its AK, which the client's document must then prove it activated.
+ */
+export function addChallengeService(
+  server: grpc.Server,
+  challenges: ChallengeRegistry,
+  validators: readonly Validator[] = [],
+): void {
   server.addService(ChallengeService, {
-    issue: (_call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) =>
-      cb(null, challenges.issue()),
+    issue: (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
+      if (call.request.length === 0) return cb(null, challenges.issue())
+      const validator = validators.find((v) => v.challengeActivation)
+      if (!validator?.challengeActivation)
+        return cb({ code: grpc.status.INVALID_ARGUMENT, details: 'this server takes no activation request' })
+      validator.challengeActivation(call.request).then(
+        ({ made, expected }) => cb(null, Buffer.concat([challenges.issue(expected), encodeCredential(made)])),
+        (err: unknown) =>
+          cb({
+            code: grpc.status.PERMISSION_DENIED,
+            details: REFUSAL_PREFIX + (err instanceof Error ? err.message : String(err)),
+          }),
+      )
+    },
   })
 }
 
@@ -160,19 +188,32 @@ export async function createAttestedClientChannelCredentials(
 ): Promise<grpc.ChannelCredentials> {
   const plain = createUnattestedServerCredentials({ handshakeTimeoutMs: deadlineMs })
   const client = new (grpc.makeGenericClientConstructor(ChallengeService, 'challenge'))(target, plain)
-  const nonce = await new Promise<Buffer>((resolve, reject) =>
+  const activation = issuer.activationRequest ? await issuer.activationRequest() : Buffer.alloc(0)
+  const answer = await new Promise<Buffer>((resolve, reject) =>
     client.makeUnaryRequest(
       CHALLENGE_PATH,
       (b: Buffer) => b,
       (b: Buffer) => b,
-      Buffer.alloc(0),
+      activation,
       { deadline: Date.now() + deadlineMs },
       (err: grpc.ServiceError | null, res?: Buffer) =>
         err || !res ? reject(err ?? new Error('empty challenge')) : resolve(res),
     ),
   ).finally(() => client.close())
-  if (nonce.length !== NONCE_BYTES)
-    throw new AttestationError(`server challenge has ${nonce.length} bytes, want ${NONCE_BYTES}`)
-  const cert = await createAttestedCertificate(issuer, nonce, new Date(), encodeNonce(nonce))
+  if (answer.length < NONCE_BYTES || (activation.length === 0 && answer.length !== NONCE_BYTES))
+    throw new AttestationError(`server challenge has ${answer.length} bytes, want ${NONCE_BYTES}`)
+  const nonce = answer.subarray(0, NONCE_BYTES)
+  // tpm-ek: the TPM unwraps the credential; the document then carries what it found
+  const proof =
+    activation.length > 0 ? await activate(issuer, decodeCredential(answer.subarray(NONCE_BYTES))) : undefined
+  const attesting: Issuer = proof
+    ? { ...issuer, issue: (userData, n) => issuer.issue(userData, n, proof) }
+    : issuer
+  const cert = await createAttestedCertificate(attesting, nonce, new Date(), encodeNonce(nonce))
   return createUnattestedServerCredentials({ clientCertificate: cert, handshakeTimeoutMs: deadlineMs })
+}
+
+function activate(issuer: Issuer, made: MadeCredential): Promise<Buffer> {
+  if (!issuer.activate) throw new AttestationError(`${issuer.variant} cannot activate a credential`)
+  return issuer.activate(made)
 }

@@ -125,7 +125,7 @@ export class JoinService {
       issueJoinTicket: this.issueJoinTicket,
       issueRejoinTicket: this.issueRejoinTicket,
     })
-    addChallengeService(this.server, this.challenges)
+    addChallengeService(this.server, this.challenges, [handshakeValidator(opts.validatorSource)])
   }
 
   /** Listens and serves; resolves with the bound HOST:PORT. */

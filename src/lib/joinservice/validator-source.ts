@@ -1,4 +1,5 @@
 /** The join-direction validator, rebuilt from the measurements in force whenever they change. */
+import { AttestationError } from '../attestation/index.js'
 import type { Measurements, Validator } from '../attestation/index.js'
 import type { MeasurementsSource } from './measurements-store.js'
 
@@ -35,6 +36,14 @@ export function handshakeValidator(source: ValidatorSource): Validator {
     get oid() {
       return source.current().oid
     },
-    validate: (document, nonce) => source.current().validate(document, nonce),
+    validate: (document, nonce, expected) => source.current().validate(document, nonce, expected),
+    challengeActivation: (request) => {
+      const current = source.current()
+      if (!current.challengeActivation)
+        return Promise.reject(
+          new AttestationError(`${current.variant} attestation takes no activation request`),
+        )
+      return current.challengeActivation(request)
+    },
   }
 }
