@@ -1,5 +1,6 @@
 /** A one-method gRPC service over raw bytes, for aTLS tests (real grpc-js on both ends). */
 import * as grpc from '@grpc/grpc-js'
+import { listenOn } from '../../src/lib/grpc/index.js'
 
 const identity = (b: Buffer) => b
 export const EchoService: grpc.ServiceDefinition = {
@@ -31,9 +32,9 @@ export async function startEchoServer(credentials: grpc.ServerCredentials): Prom
       cb(null, call.request)
     },
   })
-  const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync('127.0.0.1:0', credentials, (err, p) => (err ? reject(err) : resolve(p))),
-  )
+  // as the node's servers listen: credentials that bring a service (tpm-ek's activation) add it
+  const address = await listenOn(server, '127.0.0.1:0', credentials, 'test.listen')
+  const port = Number(address.split(':').pop())
   return { port, calls, stop: () => new Promise<void>((resolve) => server.tryShutdown(() => resolve())) }
 }
 

@@ -6,7 +6,13 @@
  */
 import { createHash, generateKeyPair, X509Certificate, type KeyObject } from 'node:crypto'
 import { promisify } from 'node:util'
-import type { ActivationExpectation, Issuer, ValidationResult, Validator } from '../attestation/index.js'
+import type {
+  ActivationExpectation,
+  ActivationTarget,
+  Issuer,
+  ValidationResult,
+  Validator,
+} from '../attestation/index.js'
 import { AttestationError } from '../attestation/index.js'
 import type { Certificate } from '../x509/index.js'
 
@@ -73,6 +79,15 @@ export async function createAttestedCertificate(
   }
 }
 
+export interface VerifyOptions {
+  /** The time the certificate's validity is checked at. */
+  now?: Date
+  /** The join direction's activation challenge for this nonce (tpm-ek), when the client asked for one. */
+  expected?: ActivationExpectation
+  /** Has the peer activate a credential for this target (server-attested tpm-ek); rejects when it cannot. */
+  activate?: (target: ActivationTarget) => Promise<void>
+}
+
 /**
  * Checks a peer's attested certificate: self-signature, validity window, an extension for one of
  * the validators' OIDs validated with our nonce, and userData = SHA256(the certificate's SPKI).
@@ -81,10 +96,9 @@ export async function verifyAttestedCertificate(
   der: Buffer,
   validators: readonly Validator[],
   nonce: Buffer,
-  now = new Date(),
-  /** The join direction's activation challenge for this nonce (tpm-ek), when the client asked for one. */
-  expected?: ActivationExpectation,
+  opts: VerifyOptions = {},
 ): Promise<ValidationResult> {
+  const now = opts.now ?? new Date()
   const { parseCertificate } = await preloadX509()
   let cert: X509Certificate
   let parsed: Certificate
@@ -109,17 +123,21 @@ export async function verifyAttestedCertificate(
     const validator = validators.find((v) => v.oid === ext.extnID)
     if (!validator) continue
     const document = Buffer.from(ext.extnValue.buffer) // the extnValue OCTET STRING's content: the raw document
-    const result = await validator.validate(document, nonce, expected)
+    const result = await validator.validate(document, nonce, opts.expected)
     if (!result.userData.equals(userDataOf(spkiOf(cert.publicKey))))
       throw new AttestationError(
         'certificate hash does not match user data: the certificate key is not the attested key',
       )
-    // tpm-ek's quote counts only once the peer has activated a credential for its EK and AK; until
-    // aTLS carries that exchange (the Activate RPC, the join challenge), fail closed
-    if (result.activation && !result.activation.proven)
-      throw new AttestationError(
-        `${validator.variant}: the peer's attestation counts only after credential activation, which this connection does not perform`,
-      )
+    // tpm-ek's quote counts only once the peer has activated a credential for its EK and AK: in
+    // the document (join direction, `expected`) or right now (`activate`); otherwise fail closed
+    if (result.activation && !result.activation.proven) {
+      if (!opts.activate)
+        throw new AttestationError(
+          `${validator.variant}: the peer's attestation counts only after credential activation, which this connection does not perform`,
+        )
+      await opts.activate(result.activation)
+      return { ...result, activation: { ...result.activation, proven: true } }
+    }
     return result
   }
   const found = extensions.map((e) => e.extnID).join(', ') || 'none'

@@ -6,8 +6,16 @@
 import { randomBytes } from 'node:crypto'
 import type { Socket } from 'node:net'
 import { connect as tlsConnect, type TLSSocket } from 'node:tls'
-import { CallCredentials, ChannelCredentials, type experimental } from '@grpc/grpc-js'
+import {
+  CallCredentials,
+  ChannelCredentials,
+  makeGenericClientConstructor,
+  type experimental,
+  type ServiceError,
+} from '@grpc/grpc-js'
 import type { ValidationResult, Validator } from '../attestation/index.js'
+import { formatHostPort } from '../system/index.js'
+import { ACTIVATE_PATH, ActivationService, proveActivation } from './activation.js'
 import { preloadX509, verifyAttestedCertificate } from './certificate.js'
 import { refusal } from './failure.js'
 import { encodeNonce, NONCE_BYTES } from './nonce.js'
@@ -78,7 +86,16 @@ function attestedConnect(socket: Socket, opts: AttestedChannelOptions): Promise<
       if (!der) throw refusal(new Error('server sent no certificate'))
       let result: ValidationResult
       try {
-        result = await verifyAttestedCertificate(der, opts.validators, nonce)
+        result = await verifyAttestedCertificate(der, opts.validators, nonce, {
+          activate: (target) =>
+            proveActivation(target, (request) =>
+              activateOnSecondConnection(
+                socket,
+                request,
+                opts.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS,
+              ),
+            ),
+        })
       } catch (err) {
         throw refusal(err)
       }
@@ -158,3 +175,35 @@ export function createUnattestedServerCredentials(
 
 /** The name a join-direction client sends as SNI instead of the join service's address. */
 export const UNATTESTED_SERVER_NAME = 'constellation'
+
+/**
+ * The Activate call on a connection of its own to the same address (the first one is grpc-js'
+ * once the handshake resolves). Its server certificate is not checked: the answer proves by
+ * itself that the TPM of the first certificate's EK and AK unwrapped the credential.
+ */
+async function activateOnSecondConnection(
+  first: Socket,
+  request: Buffer,
+  timeoutMs: number,
+): Promise<Buffer> {
+  const target = formatHostPort(first.remoteAddress ?? '', first.remotePort ?? 0)
+  const credentials = new HandshakeChannelCredentials((socket) =>
+    tlsHandshake(socket, { servername: encodeNonce(randomBytes(NONCE_BYTES)), timeoutMs }),
+  )
+  const client = new (makeGenericClientConstructor(ActivationService, 'activation'))(target, credentials)
+  try {
+    return await new Promise<Buffer>((resolve, reject) =>
+      client.makeUnaryRequest(
+        ACTIVATE_PATH,
+        (b: Buffer) => b,
+        (b: Buffer) => b,
+        request,
+        { deadline: Date.now() + timeoutMs },
+        (err: ServiceError | null, res?: Buffer) =>
+          err || !res ? reject(err ?? new Error('empty answer')) : resolve(res),
+      ),
+    )
+  } finally {
+    client.close()
+  }
+}

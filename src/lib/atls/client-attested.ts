@@ -146,7 +146,7 @@ async function verifyClient(
     throw new AttestationError(
       'client nonce was not issued by this server, expired, or already used (replay)',
     )
-  return verifyAttestedCertificate(cert.raw, opts.validators, nonce, new Date(), issued.expected)
+  return verifyAttestedCertificate(cert.raw, opts.validators, nonce, { expected: issued.expected })
 }
 
 /**

@@ -1,8 +1,10 @@
 /** grpc-js server credentials for server-attested aTLS: a fresh attested certificate per client nonce. */
 import { createSecureContext, type SecureContext } from 'node:tls'
-import { ServerCredentials } from '@grpc/grpc-js'
+import { ServerCredentials, type Server } from '@grpc/grpc-js'
 import type { Issuer } from '../attestation/index.js'
+import type { CredentialsWithServices } from '../grpc/index.js'
 import type { Logger } from '../system/index.js'
+import { addActivationService } from './activation.js'
 import { createAttestedCertificate } from './certificate.js'
 import { decodeNonce } from './nonce.js'
 
@@ -11,8 +13,8 @@ export interface AttestedServerOptions {
   log?: Logger
 }
 
-class AttestedServerCredentials extends ServerCredentials {
-  constructor(opts: AttestedServerOptions) {
+class AttestedServerCredentials extends ServerCredentials implements CredentialsWithServices {
+  constructor(private readonly opts: AttestedServerOptions) {
     // The nonce arrives as the SNI server name because TLS gives the client no other field that
     // reaches the server before it picks a certificate; each handshake gets its own key and quote.
     const SNICallback = (servername: string, done: (err: Error | null, ctx?: SecureContext) => void) => {
@@ -30,6 +32,10 @@ class AttestedServerCredentials extends ServerCredentials {
   }
   override _equals(other: ServerCredentials): boolean {
     return other === this
+  }
+  /** tpm-ek: the activation clients ask for after the handshake (listenOn adds it). */
+  addServicesTo(server: Server): void {
+    addActivationService(server, this.opts.issuer)
   }
 }
 

@@ -1,2 +1,3 @@
 export { listenOn, routeGrpcLogs, shutdownGracefully } from './server.js'
+export type { CredentialsWithServices } from './server.js'
 export { withoutRpcInternals } from './messages.js'

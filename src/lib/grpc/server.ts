@@ -9,12 +9,24 @@ import { formatHostPort, parseHostPort, type Logger } from '../system/index.js'
  * A bind failure (port taken, address not on this host, privileged port) is the node's setup, so
  * it names the config key to change.
  */
+/**
+ * Server credentials that come with a service of their own, which every server using them must
+ * offer (aTLS with tpm-ek: the credential activation its clients ask for after the handshake).
+ */
+export interface CredentialsWithServices {
+  addServicesTo(server: Server): void
+}
+
+const bringsServices = (c: ServerCredentials): c is ServerCredentials & CredentialsWithServices =>
+  typeof (c as Partial<CredentialsWithServices>).addServicesTo === 'function'
+
 export async function listenOn(
   server: Server,
   listen: string,
   credentials: ServerCredentials,
   configKey: string,
 ): Promise<string> {
+  if (bringsServices(credentials)) credentials.addServicesTo(server)
   const { host, port } = parseHostPort(listen, { requirePort: true, allowPortZero: true })
   const target = formatHostPort(host, port)
   const bound = await new Promise<number>((resolve, reject) =>
