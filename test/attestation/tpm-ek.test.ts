@@ -109,18 +109,19 @@ describe('tpm-ek attestation: EK certificate chain and credential activation aga
     await Promise.all([tpm?.stop(), other?.stop(), tmp?.cleanup()])
   })
 
-  it('issues a document the validator trusts: the RSA EK certificate, then the intermediate from NV', async () => {
+  it('issues a document the validator trusts: the ECC EK certificate (preferred: derived in ms), then the intermediate from NV', async () => {
     const doc = await issuer.issue(userData, nonce)
     const got = await validator.validate(doc, nonce)
     expect(got.userData).to.deep.equal(userData)
     expect(got.warnings).to.deep.equal([])
     const parsed = decodeDocument(doc)
-    const rsaEk = await withTpm(tpm.open, (t) => readEkCertificate(t, 'rsa2048'))
-    expect(parsed.ekCertificates).to.deep.equal([rsaEk, intermediate.raw])
+    // swtpm certifies RSA 2048 and ECC P-384; the issuer takes the ECC one
+    const eccEk = await withTpm(tpm.open, (t) => readEkCertificate(t, 'eccP384'))
+    expect(parsed.ekCertificates).to.deep.equal([eccEk, intermediate.raw])
     expect(parsed.activationProof).to.equal(undefined)
     expect(got.activation?.proven).to.equal(false)
     expect(got.activation?.akName).to.deep.equal(objectName(parsed.akPub))
-    expect(got.activation?.ek.key.equals(new X509Certificate(rsaEk).publicKey)).to.equal(true)
+    expect(got.activation?.ek.key.equals(new X509Certificate(eccEk).publicKey)).to.equal(true)
     expect(Object.keys(JSON.parse(doc.toString()) as object)).to.deep.equal([
       'Attestation',
       'InstanceInfo',
