@@ -37,6 +37,11 @@ describe('operator init units', () => {
     expect(req.conformanceMode).to.equal(true)
     expect(req.serviceCidr).to.equal('10.96.0.0/12')
     expect(req.measurements[15]).to.deep.equal({ expected: Buffer.alloc(32), warnOnly: false })
+    // tpm-ek keeps its measurements under attestation.tpmEK: the join services get the same set
+    const tpmEk = defaultConfig({ kubernetes: 'v1.31', variant: 'tpm-ek', name: 'c' })
+    expect(buildInitRequest(tpmEk, state, secret, Buffer.alloc(32), false).measurements).to.deep.equal(
+      req.measurements,
+    )
     config.kubernetesComponents = [{ url: 'http://mirror/kubeadm', installPath: '/run/state/bin/kubeadm' }]
     expect(
       buildInitRequest(config, state, secret, Buffer.alloc(32), false).kubernetesComponents,

@@ -1,6 +1,6 @@
 /** Builds the InitRequest from the workspace: data in, message out. */
 import type { InitRequest } from '../../gen/init.js'
-import type { ClusterConfig, ClusterState } from '../config/index.js'
+import { configuredAttestation, type ClusterConfig, type ClusterState } from '../config/index.js'
 import { clusterKmsUri, NO_STORE_URI, type MasterSecret } from '../kms/index.js'
 import { formatHostPort, parseHostPort } from '../system/index.js'
 import { componentsFor } from '../versions/index.js'
@@ -23,7 +23,8 @@ export function buildInitRequest(
       }))
     : componentsFor(config.kubernetesVersion)
   const measurements: InitRequest['measurements'] = {}
-  for (const [pcr, m] of Object.entries(config.attestation.qemuVTPM?.measurements ?? {}))
+  // whichever variant the config has: the join services enforce these on every joining node
+  for (const [pcr, m] of Object.entries(configuredAttestation(config).measurements))
     measurements[Number(pcr)] = { expected: Buffer.from(m.expected, 'hex'), warnOnly: m.warnOnly }
   return {
     kmsUri: clusterKmsUri(secret),
