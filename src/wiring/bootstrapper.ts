@@ -150,7 +150,7 @@ export function createNodeBootstrapper(
     httpGet,
     logs,
     log,
-    credentials: createAttestedServerCredentials({ issuer }),
+    credentials: createAttestedServerCredentials({ issuer, log }),
     join: { requestTicket: attestedJoinTicketRequester(issuer) },
   })
 }

@@ -86,7 +86,7 @@ export function nodeRecoveryEndpoint(
   return (recover) =>
     new RecoveryServer({
       listen: config.recoveryServer.listen,
-      credentials: createAttestedServerCredentials({ issuer }),
+      credentials: createAttestedServerCredentials({ issuer, log }),
       recover,
       log,
     })

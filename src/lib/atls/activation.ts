@@ -10,6 +10,7 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto'
 import * as grpc from '@grpc/grpc-js'
 import { AttestationError, type ActivationTarget, type Issuer } from '../attestation/index.js'
+import type { Logger } from '../system/index.js'
 import { makeCredential } from '../tpm/index.js'
 import { decodeCredential, encodeCredential } from './challenge.js'
 
@@ -29,8 +30,8 @@ export const ActivationService: grpc.ServiceDefinition = {
   },
 }
 
-/** Node side: unwraps a credential with the TPM the issuer quotes with. */
-export function addActivationService(server: grpc.Server, issuer: Issuer): void {
+/** Node side: unwraps a credential with the TPM the issuer quotes with; logs each one (never the secret). */
+export function addActivationService(server: grpc.Server, issuer: Issuer, log?: Logger): void {
   const activate = issuer.activate?.bind(issuer)
   if (!activate) return
   server.addService(ActivationService, {
@@ -41,13 +42,17 @@ export function addActivationService(server: grpc.Server, issuer: Issuer): void 
       } catch (err) {
         return cb({ code: grpc.status.INVALID_ARGUMENT, details: (err as Error).message })
       }
+      const peer = call.getPeer()
       activate(made).then(
-        (secret) => cb(null, secret),
-        (err: unknown) =>
-          cb({
-            code: grpc.status.FAILED_PRECONDITION,
-            details: err instanceof Error ? err.message : String(err),
-          }),
+        (secret) => {
+          log?.info('Credential activated for an attesting client', { peer, variant: issuer.variant })
+          cb(null, secret)
+        },
+        (err: unknown) => {
+          const error = err instanceof Error ? err.message : String(err)
+          log?.warn('Credential activation failed', { peer, error })
+          cb({ code: grpc.status.FAILED_PRECONDITION, details: error })
+        },
       )
     },
   })

@@ -151,12 +151,15 @@ async function verifyClient(
 
 /**
  * The challenge RPC: a fresh nonce, and for a client that sends an activation request (tpm-ek) a
- * credential for its AK, which the client's document must then prove it activated.
+ * credential for its AK, which the client's document must then prove it activated. A refused
+ * request (an EK certificate that chains to no configured root, an AK that is not TPM-bound) is
+ * told to `onRefused`, for the server's audit trail.
  */
 export function addChallengeService(
   server: grpc.Server,
   challenges: ChallengeRegistry,
   validators: readonly Validator[] = [],
+  onRefused?: (peer: string, reason: string) => void,
 ): void {
   server.addService(ChallengeService, {
     issue: (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
@@ -166,11 +169,11 @@ export function addChallengeService(
         return cb({ code: grpc.status.INVALID_ARGUMENT, details: 'this server takes no activation request' })
       validator.challengeActivation(call.request).then(
         ({ made, expected }) => cb(null, Buffer.concat([challenges.issue(expected), encodeCredential(made)])),
-        (err: unknown) =>
-          cb({
-            code: grpc.status.PERMISSION_DENIED,
-            details: REFUSAL_PREFIX + (err instanceof Error ? err.message : String(err)),
-          }),
+        (err: unknown) => {
+          const reason = err instanceof Error ? err.message : String(err)
+          onRefused?.(call.getPeer(), reason)
+          cb({ code: grpc.status.PERMISSION_DENIED, details: REFUSAL_PREFIX + reason })
+        },
       )
     },
   })

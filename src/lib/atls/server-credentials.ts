@@ -35,7 +35,7 @@ class AttestedServerCredentials extends ServerCredentials implements Credentials
   }
   /** tpm-ek: the activation clients ask for after the handshake (listenOn adds it). */
   addServicesTo(server: Server): void {
-    addActivationService(server, this.opts.issuer)
+    addActivationService(server, this.opts.issuer, this.opts.log)
   }
 }
 

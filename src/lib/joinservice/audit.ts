@@ -5,7 +5,10 @@ import type { Logger } from '../system/index.js'
 export type Verdict = 'ok' | 'refused' | 'error'
 
 export interface AuditRecord {
-  /** The method: IssueJoinTicket, IssueRejoinTicket (or whatever an unattested caller tried). */
+  /**
+   * The method: IssueJoinTicket, IssueRejoinTicket (or whatever an unattested caller tried), or
+   * Challenge when a tpm-ek node's activation request was refused (its EK chain or its AK).
+   */
   rpc: string
   /** The node name the request claimed; empty when it named none (or attestation refused it first). */
   node: string

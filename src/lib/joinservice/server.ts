@@ -125,7 +125,14 @@ export class JoinService {
       issueJoinTicket: this.issueJoinTicket,
       issueRejoinTicket: this.issueRejoinTicket,
     })
-    addChallengeService(this.server, this.challenges, [handshakeValidator(opts.validatorSource)])
+    addChallengeService(
+      this.server,
+      this.challenges,
+      [handshakeValidator(opts.validatorSource)],
+      // tpm-ek: a node refused at the challenge never reaches IssueJoinTicket, so it is audited here
+      (peer, reason) =>
+        this.audit({ rpc: 'Challenge', node: '', role: 'unknown', peer, verdict: 'refused', reason }),
+    )
   }
 
   /** Listens and serves; resolves with the bound HOST:PORT. */
