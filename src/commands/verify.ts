@@ -1,8 +1,7 @@
 import { Flags } from '@oclif/core'
 import { attestTimeoutFlag } from '../attest-flags.js'
 import { BaseCommand } from '../base-command.js'
-import { measurementsFromConfig } from '../lib/attestation/index.js'
-import { loadConfig } from '../lib/config/index.js'
+import { loadConfig, validatorSettingsForConfig } from '../lib/config/index.js'
 import { CliError } from '../lib/errors/index.js'
 import { workspacePaths } from '../lib/paths.js'
 import {
@@ -15,7 +14,7 @@ import {
 
 export default class Verify extends BaseCommand {
   static override description =
-    "Attest a node with a fresh nonce against the workspace config's measurements and the state's cluster ID (exit 0 only when trusted, 4 when attestation failed, 3 when unreachable)"
+    "Attest a node with a fresh nonce against the workspace config's attestation (its variant, measurements and, for tpm-ek, manufacturer roots) and the state's cluster ID (exit 0 only when trusted, 4 when attestation failed, 3 when unreachable)"
   static override examples = [
     '<%= config.bin %> verify -C my-cluster',
     '<%= config.bin %> verify -e 10.0.0.5',
@@ -39,18 +38,16 @@ export default class Verify extends BaseCommand {
     const { flags } = await this.parse(Verify)
     const timeoutMs = parseAttestTimeout(flags.timeout)
     const paths = workspacePaths(flags.workspace)
-    const config = await loadConfig(paths.config)
-    const measurements = config.attestation.qemuVTPM?.measurements
-    if (!measurements)
-      throw new CliError('the config has no attestation.qemuVTPM.measurements to verify against')
+    const { variant, measurements, options } = validatorSettingsForConfig(await loadConfig(paths.config))
     const target = await resolveVerifyTarget(
       { nodeEndpoint: flags['node-endpoint'], clusterId: flags['cluster-id'] },
       paths.state,
     )
     const outcome = await verifyNode({
       endpoint: target.endpoint,
-      variant: 'qemu-vtpm',
-      measurements: measurementsFromConfig(measurements),
+      variant,
+      validatorOptions: options,
+      measurements,
       clusterId: target.clusterId,
       timeoutMs,
       debug: process.env.CONSTELL_DEBUG === '1',

@@ -1,11 +1,10 @@
 /**
- * `constellation status` with its production parts: the workspace (measurements, cluster ID, the
+ * `constellation status` with its production parts: the workspace (attestation, cluster ID, the
  * first node), the Kubernetes API of its kubeconfig, aTLS to every node's verification service,
  * and helm (when on PATH) for the releases.
  */
-import { measurementsFromConfig } from '../lib/attestation/index.js'
-import { loadConfig, loadStateIfPresent } from '../lib/config/index.js'
-import { CliError, ExitCode } from '../lib/errors/index.js'
+import { loadConfig, loadStateIfPresent, validatorSettingsForConfig } from '../lib/config/index.js'
+import { ExitCode } from '../lib/errors/index.js'
 import { detectHelm } from '../lib/helm/index.js'
 import { workspacePaths } from '../lib/paths.js'
 import { readClusterView, type StatusDeps } from '../lib/status/index.js'
@@ -21,10 +20,7 @@ export interface StatusSettings {
 
 export async function statusDeps(s: StatusSettings): Promise<StatusDeps> {
   const paths = workspacePaths(s.workspace)
-  const config = await loadConfig(paths.config)
-  const measurements = config.attestation.qemuVTPM?.measurements
-  if (!measurements)
-    throw new CliError('the config has no attestation.qemuVTPM.measurements to verify against')
+  const { variant, measurements, options } = validatorSettingsForConfig(await loadConfig(paths.config))
   const state = await loadStateIfPresent(paths.state)
   const clusterId = state?.clusterValues.clusterID || undefined
   const kubeconfig = s.kubeconfig ?? paths.adminConf
@@ -34,8 +30,9 @@ export async function statusDeps(s: StatusSettings): Promise<StatusDeps> {
     verify: async (target) => {
       const outcome = await verifyNode({
         endpoint: target,
-        variant: 'qemu-vtpm',
-        measurements: measurementsFromConfig(measurements),
+        variant,
+        validatorOptions: options,
+        measurements,
         clusterId,
         timeoutMs: s.timeoutMs,
       })

@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto'
 import { writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import type { Readable } from 'node:stream'
+import type { AttestationVariant } from '../../src/lib/attestation/index.js'
 import { CLI_ARGS } from '../support/cli.js'
 import type { SwtpmHandle } from '../support/swtpm.js'
 
@@ -54,12 +55,13 @@ export async function startVerifyServiceOn(
   tpm: SwtpmHandle,
   dir: string,
   listen: () => Promise<string>,
+  variant: AttestationVariant = 'qemu-vtpm',
 ): Promise<VerifyServiceProcess> {
   const nodeConfig = path.join(dir, `node-config-${randomBytes(4).toString('hex')}.yaml`)
   for (let attempt = 1; ; attempt++) {
     await writeFile(
       nodeConfig,
-      `attestationVariant: qemu-vtpm\ntpm:\n  swtpm: "${tpm.endpoint}"\nverifyService:\n  listen: "${await listen()}"\n`,
+      `attestationVariant: ${variant}\ntpm:\n  swtpm: "${tpm.endpoint}"\nverifyService:\n  listen: "${await listen()}"\n`,
     )
     try {
       return await startVerifyService(nodeConfig)

@@ -49,7 +49,8 @@ export default class ConfigMeasurements extends BaseCommand {
     const config = await readConfigMeasurements(workspacePaths(flags.workspace).config)
     const node = await readNodePcrs({
       endpoint,
-      variant: 'qemu-vtpm',
+      variant: config.attestation.variant,
+      validatorOptions: config.attestation.options,
       timeoutMs,
       debug: process.env.CONSTELL_DEBUG === '1',
     })

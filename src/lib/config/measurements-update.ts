@@ -12,6 +12,7 @@ import { renderTable } from '../ui/index.js'
 import { configuredAttestation } from './attestation.js'
 import { parseConfig, readConfigFile } from './load.js'
 import { ATTESTATION_CONFIG_KEYS, type MeasurementsConfig } from './types.js'
+import { validatorSettingsForConfig, type ValidatorSettings } from './validator.js'
 
 /**
  * Where the config's variant keeps its measurements, attestation.<qemuVTPM|tpmEK>.measurements,
@@ -39,6 +40,8 @@ export interface ConfigMeasurements {
   file: string
   text: string
   measurements: MeasurementsConfig
+  /** How the node is attested: the config's variant and (tpm-ek) its manufacturer roots. */
+  attestation: Pick<ValidatorSettings, 'variant' | 'options'>
 }
 
 /** Reads and validates the config, keeping its text for a faithful edit. */
@@ -48,7 +51,8 @@ export async function readConfigMeasurements(file: string): Promise<ConfigMeasur
   const { key } = configuredAttestation(config)
   const measurements = config.attestation[key]?.measurements
   if (!measurements) throw new CliError(`${file} has no attestation.${key}.measurements to fill in`)
-  return { file, text, measurements }
+  const { variant, options } = validatorSettingsForConfig(config)
+  return { file, text, measurements, attestation: { variant, options } }
 }
 
 /** One row per PCR the config names: its value now, the node's, and the one to write. */

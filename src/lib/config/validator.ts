@@ -3,16 +3,36 @@ import {
   createValidator,
   measurementsFromConfig,
   requireMeasurements,
+  type AttestationVariant,
+  type Measurements,
   type Validator,
+  type ValidatorOptions,
 } from '../attestation/index.js'
 import type { Logger } from '../system/index.js'
 import { configTrustRoots, configuredAttestation } from './attestation.js'
 import type { ClusterConfig } from './types.js'
 
+/** What a validator is built from: the config's variant, its measurements and (tpm-ek) its roots. */
+export interface ValidatorSettings {
+  variant: AttestationVariant
+  measurements: Measurements
+  options: ValidatorOptions
+}
+
+/**
+ * The config's variant and its settings, for callers that build the validator themselves (verify
+ * compares the measurements on its own to report every PCR). tpm-ek's roots are read here, so a
+ * missing or unreadable root file fails before any node is dialled.
+ */
+export function validatorSettingsForConfig(config: ClusterConfig): ValidatorSettings {
+  const attestation = configuredAttestation(config)
+  const measurements = measurementsFromConfig(attestation.measurements)
+  if (attestation.variant === 'qemu-vtpm') return { variant: 'qemu-vtpm', measurements, options: {} }
+  return { variant: 'tpm-ek', measurements, options: { roots: configTrustRoots(attestation.roots) } }
+}
+
 /** Refuses a config without measurements (it would trust any node), and tpm-ek without roots. */
 export function validatorForConfig(config: ClusterConfig, log?: Logger): Validator {
-  const attestation = configuredAttestation(config)
-  const measurements = requireMeasurements(measurementsFromConfig(attestation.measurements))
-  if (attestation.variant === 'qemu-vtpm') return createValidator('qemu-vtpm', measurements, log)
-  return createValidator('tpm-ek', measurements, log, { roots: configTrustRoots(attestation.roots) })
+  const { variant, measurements, options } = validatorSettingsForConfig(config)
+  return createValidator(variant, requireMeasurements(measurements), log, options)
 }

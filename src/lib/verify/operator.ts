@@ -8,7 +8,9 @@ import {
   createValidator,
   requireMeasurements,
   type Measurements,
+  type ValidationResult,
   type Validator,
+  type ValidatorOptions,
   type AttestationVariant,
 } from '../attestation/index.js'
 import { createAttestedChannelCredentials, isAttestationFailure } from '../atls/index.js'
@@ -26,6 +28,8 @@ export function parseAttestTimeout(text: string): number {
 export interface AttestRequest {
   endpoint: string
   variant: AttestationVariant
+  /** What the variant needs beyond measurements: tpm-ek's manufacturer roots. */
+  validatorOptions?: ValidatorOptions
   /** Bound on everything: TCP connect, TLS handshake, attestation check and the call. */
   timeoutMs?: number
   /** Keep transport details in errors (CONSTELL_DEBUG=1). */
@@ -54,6 +58,11 @@ export interface VerifyReport {
   warnings: string[]
   /** The cluster ID PCR 15 was checked against, when there was one. */
   clusterId?: string
+  /**
+   * tpm-ek: the node's EK certificate chained to the configured roots and its TPM activated a
+   * credential for the AK that quoted (akName: nameAlg || H(AK public area), hex).
+   */
+  activation?: { akName: string; activated: boolean }
 }
 export interface VerifyOutcome {
   report?: VerifyReport
@@ -89,11 +98,11 @@ export async function verifyNode(req: VerifyRequest): Promise<VerifyOutcome> {
   // The inner validator checks everything but the measurements; inspectingValidator compares them
   // itself, so the report can show the quoted PCRs of a refused node too.
   const seen: Seen = {}
-  const validator = inspectingValidator(createValidator(req.variant, new Map()), measurements, seen)
+  const validator = inspectingValidator(validatorFor(req), measurements, seen)
   try {
-    const described = await describeOverAtls(req, validator)
+    const described = await describeOverAtls(req, validator, seen)
     const pcrs = seen.pcrs ?? new Map<number, Buffer>()
-    return { report: report(req, described.variant, measurements, pcrs, true) }
+    return { report: report(req, described.variant, measurements, pcrs, true, seen.verified) }
   } catch (err: unknown) {
     if (seen.refusal === undefined && !isAttestationFailure(err)) return { error: unreachable(req, err) }
     const cause = seen.refusal ?? err
@@ -114,9 +123,9 @@ export async function readNodePcrs(
   req: AttestRequest,
 ): Promise<{ variant: string; pcrs: Map<number, Buffer> }> {
   const seen: Seen = {}
-  const validator = inspectingValidator(createValidator(req.variant, new Map()), new Map(), seen)
+  const validator = inspectingValidator(validatorFor(req), new Map(), seen)
   try {
-    const described = await describeOverAtls(req, validator)
+    const described = await describeOverAtls(req, validator, seen)
     return { variant: described.variant, pcrs: seen.pcrs ?? new Map() }
   } catch (err: unknown) {
     if (seen.refusal === undefined && !isAttestationFailure(err)) throw unreachable(req, err)
@@ -128,13 +137,30 @@ export async function readNodePcrs(
   }
 }
 
-type Seen = { pcrs?: Map<number, Buffer>; refusal?: unknown }
+type Seen = {
+  pcrs?: Map<number, Buffer>
+  refusal?: unknown
+  /** The handshake's final result: for tpm-ek, after the credential activation. */
+  verified?: ValidationResult
+}
 
-async function describeOverAtls(req: AttestRequest, validator: Validator): Promise<DescribeResponse> {
+/** The variant's validator with no measurements: inspectingValidator compares them itself. */
+const validatorFor = (req: AttestRequest) =>
+  createValidator(req.variant, new Map(), undefined, req.validatorOptions)
+
+async function describeOverAtls(
+  req: AttestRequest,
+  validator: Validator,
+  seen: Seen,
+): Promise<DescribeResponse> {
   const timeoutMs = req.timeoutMs ?? DEFAULT_VERIFY_TIMEOUT_MS
   const client = new (grpc.makeGenericClientConstructor(VerifyService, 'verify'))(
     req.endpoint,
-    createAttestedChannelCredentials({ validators: [validator], handshakeTimeoutMs: timeoutMs }),
+    createAttestedChannelCredentials({
+      validators: [validator],
+      handshakeTimeoutMs: timeoutMs,
+      onVerified: (result) => (seen.verified = result),
+    }),
   )
   try {
     return await new Promise<DescribeResponse>((resolve, reject) =>
@@ -197,15 +223,18 @@ function clusterIdMismatch(
 
 /**
  * Runs the full check inside the handshake (signature, nonce, PCR digest, then measurements) and
- * remembers the quoted PCRs, so a refused node's values can still be shown.
+ * remembers the quoted PCRs, so a refused node's values can still be shown. Everything else of the
+ * variant passes through: the activation target of its result (tpm-ek: the connection then has
+ * the node activate a credential before it counts), an activation expectation, its challenge.
  */
 function inspectingValidator(crypto: Validator, measurements: Measurements, seen: Seen): Validator {
   return {
     variant: crypto.variant,
     oid: crypto.oid,
-    async validate(document, nonce) {
+    ...(crypto.challengeActivation && { challengeActivation: crypto.challengeActivation.bind(crypto) }),
+    async validate(document, nonce, expected) {
       try {
-        const result = await crypto.validate(document, nonce)
+        const result = await crypto.validate(document, nonce, expected)
         seen.pcrs = result.pcrs
         const { errors, warnings } = compareMeasurements(measurements, result.pcrs)
         if (errors.length > 0)
@@ -225,6 +254,7 @@ function report(
   measurements: Measurements,
   pcrs: Map<number, Buffer>,
   trusted: boolean,
+  verified?: ValidationResult,
 ): VerifyReport {
   const { warnings } = compareMeasurements(measurements, pcrs)
   const rows = [...new Set([...pcrs.keys(), ...measurements.keys()])]
@@ -243,5 +273,8 @@ function report(
       }
     })
   const clusterId = req.clusterId === undefined ? {} : { clusterId: req.clusterId }
-  return { endpoint: req.endpoint, variant, trusted, pcrs: rows, warnings, ...clusterId }
+  const activation = verified?.activation && {
+    activation: { akName: verified.activation.akName.toString('hex'), activated: verified.activation.proven },
+  }
+  return { endpoint: req.endpoint, variant, trusted, pcrs: rows, warnings, ...clusterId, ...activation }
 }

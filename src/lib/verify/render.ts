@@ -11,8 +11,11 @@ export function renderVerifyReport(r: VerifyReport): string {
       p.expected === undefined ? '-' : p.enforced ? 'enforced' : 'warn only',
       p.status,
     ])
+  const anchored = r.activation?.activated
+    ? ', its EK certificate chains to the configured roots, and its TPM activated a credential for the AK that quoted'
+    : ''
   const verdict = r.trusted
-    ? `Node ${r.endpoint} (${r.variant}) is trusted: every enforced measurement matches.`
+    ? `Node ${r.endpoint} (${r.variant}) is trusted: every enforced measurement matches${anchored}.`
     : `Node ${r.endpoint} (${r.variant}) is NOT trusted.`
   return [
     renderTable(['PCR', 'VALUE', 'EXPECTATION', 'STATUS'], rows),
