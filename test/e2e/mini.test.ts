@@ -2,8 +2,9 @@
  * `constellation mini` end to end, as a user runs it: `mini up` as a CLI process (real swtpm per
  * node, LUKS2 images, aTLS init and attested joins, the real helm 4 for the releases; Kubernetes
  * SIMULATED by the contract fakes), then `status`, `verify`, reboots (rejoin), every control plane
- * rebooted (recover), a node's link cut while it boots (network namespaces), and `mini down`, which
- * must leave no process, namespace, link, mount, loop device or file behind.
+ * rebooted (recover), a node's link cut while it boots (network namespaces), a tpm-ek cluster (its
+ * TPMs manufactured by a local CA of the cluster), and `mini down`, which must leave no process,
+ * namespace, link, mount, loop device or file behind.
  *
  * Slow (about 10–40 s each): each case boots a whole cluster, and the steps of a case depend on
  * each other (a reboot needs a cluster that was initialized), so they are one test each.
@@ -126,6 +127,76 @@ describe('constellation mini: a local cluster (CLI processes)', function () {
     const twice = await runCli(['mini', 'down', '-C', ws])
     expect(twice.code).to.equal(1)
     expect(twice.stderr).to.match(/no mini cluster in/)
+  })
+
+  it('--attestation tpm-ek, 1 control plane + 1 worker: TPMs from the cluster CA, init, join and verify activate credentials, down leaves nothing', async () => {
+    const ws = path.join(dir, 'ws')
+    const up = await runCli(
+      [
+        'mini',
+        'up',
+        '-C',
+        ws,
+        '--attestation',
+        'tpm-ek',
+        '--control-planes',
+        '1',
+        '--workers',
+        '1',
+        '--json',
+      ],
+      { env, timeoutMs: 120_000 },
+    )
+    expect(up.code, up.stderr).to.equal(0)
+    expect(up.stderr).to.include('Kubernetes is SIMULATED')
+    expect(up.stderr).to.match(/attestation tpm-ek: manufacturing 2 TPMs with EK certificates/)
+    expect(up.stderr).to.match(
+      /constellation init: attesting control-plane-0 .*\(tpm-ek: EK certificate chain/,
+    )
+    const result = JSON.parse(up.stdout) as UpJson & { attestation: string }
+    expect(result.attestation).to.equal('tpm-ek')
+    expect(result.simulated).to.match(/Kubernetes is SIMULATED/)
+    const names = ['control-plane-0', 'worker-0']
+    expectHealthy({ ...up, stdout: JSON.stringify(result.status) }, names)
+
+    // the workspace trusts the cluster CA's issuing certificate; every node config names it too
+    const paths = miniPaths(ws)
+    const config = await readFile(path.join(ws, 'constellation-conf.yaml'), 'utf8')
+    expect(config).to.match(/^ {2}tpmEK:$/m)
+    expect(config).to.match(/^ {4}roots:\n {6}- constellation-mini\/tpm-ca\/issuercert\.pem$/m)
+    for (const name of names) {
+      const nodeConfig = await readFile(paths.node(name).config, 'utf8')
+      expect(nodeConfig).to.match(/^attestationVariant: tpm-ek$/m)
+      expect(nodeConfig).to.include(`- ${paths.tpmCa.issuerCert}`)
+    }
+    // init activated a credential on cp-0; the worker's join passed the challenge with its EK
+    const unitLog = (node: string, unit: string) =>
+      readFile(path.join(paths.node(node).unitState, `${unit}.service.log`), 'utf8')
+    expect(await readFile(paths.node('control-plane-0').log('bootstrap'), 'utf8')).to.include(
+      'Credential activated for an attesting client',
+    )
+    expect(await unitLog('control-plane-0', 'constellation-joinservice')).to.match(
+      /"rpc":"IssueJoinTicket","node":"worker-0","role":"worker".*"verdict":"ok"/,
+    )
+
+    const verify = await runCli(['verify', '-C', ws, '--json'])
+    expect(verify.code, verify.stderr).to.equal(0)
+    const report = JSON.parse(verify.stdout) as {
+      variant: string
+      trusted: boolean
+      activation?: { activated: boolean }
+    }
+    expect(report).to.include({ variant: 'tpm-ek', trusted: true })
+    expect(report.activation?.activated).to.equal(true)
+    expect(await readFile(paths.node('control-plane-0').log('verifyservice'), 'utf8')).to.include(
+      'Credential activated for an attesting client',
+    )
+
+    const record = (await readMiniRecord(ws))!
+    expect(record.attestation).to.equal('tpm-ek')
+    const down = await runCli(['mini', 'down', '-C', ws])
+    expect(down.code, down.stderr).to.equal(0)
+    expect(await leftovers(record, ws)).to.deep.equal([])
   })
 
   it('mini up killed half way: mini down still removes everything', async () => {

@@ -1,8 +1,9 @@
 /** A real swtpm per test: temp state dir, free ports, stopped and removed by stop(). */
 import { spawn, type ChildProcess } from 'node:child_process'
-import { readFile, writeFile } from 'node:fs/promises'
+import { readFile } from 'node:fs/promises'
 import { connect } from 'node:net'
-import path from 'node:path'
+import { localCaFiles, manufactureTpm, writeLocalCaConfig } from '../../src/lib/mini/tpm-ca.js'
+import { createRunner } from '../../src/lib/system/index.js'
 import { openSwtpm, type OpenTpm } from '../../src/lib/tpm/index.js'
 import { freePort } from './ports.js'
 import { makeTempDir, withTempDir } from './temp.js'
@@ -105,40 +106,18 @@ async function spawnSwtpm(stateDir: string): Promise<{ child: ChildProcess; port
   throw new Error(`starting swtpm failed ${START_ATTEMPTS} times`, { cause: lastError })
 }
 
-/** swtpm_setup with a private local CA (config files in a temp dir), so nothing global on disk is touched. */
+/**
+ * swtpm_setup with a private local CA in a temp dir (nothing global on disk is touched), as
+ * `mini up --attestation tpm-ek` manufactures its nodes' TPMs (src/lib/mini/tpm-ca.ts).
+ */
 async function manufacture(stateDir: string): Promise<{ root: string; intermediate: string }> {
   return withTempDir(async (caDir) => {
-    const localca = path.join(caDir, 'localca.conf')
-    const setup = path.join(caDir, 'setup.conf')
-    await writeFile(
-      localca,
-      ['statedir', 'signingkey signkey.pem', 'issuercert issuercert.pem', 'certserial certserial']
-        .map((l) => {
-          const [k, f] = l.split(' ')
-          return `${k} = ${f ? path.join(caDir, f) : caDir}`
-        })
-        .join('\n') + '\n',
-    )
-    await writeFile(
-      setup,
-      `create_certs_tool = /usr/bin/swtpm_localca\ncreate_certs_tool_config = ${localca}\nactive_pcr_banks = sha256\n`,
-    )
-    await new Promise<void>((resolve, reject) => {
-      const child = spawn(
-        'swtpm_setup',
-        ['--tpm2', '--tpmstate', stateDir, '--create-ek-cert', '--config', setup, '--overwrite'],
-        { stdio: ['ignore', 'ignore', 'pipe'] },
-      )
-      let stderr = ''
-      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
-      child.once('error', reject)
-      child.once('exit', (code) =>
-        code === 0 ? resolve() : reject(new Error(`swtpm_setup exited with ${code}: ${stderr}`)),
-      )
-    })
+    const ca = localCaFiles(caDir)
+    await writeLocalCaConfig(ca)
+    await manufactureTpm(createRunner(), stateDir, ca)
     return {
-      root: await readFile(path.join(caDir, 'swtpm-localca-rootca-cert.pem'), 'utf8'),
-      intermediate: await readFile(path.join(caDir, 'issuercert.pem'), 'utf8'),
+      root: await readFile(ca.rootCert, 'utf8'),
+      intermediate: await readFile(ca.issuerCert, 'utf8'),
     }
   }, 'constell-swtpm-ca-')
 }

@@ -1,5 +1,6 @@
 import { Flags } from '@oclif/core'
 import { BaseCommand } from '../../base-command.js'
+import { ATTESTATION_VARIANTS, type AttestationVariant } from '../../lib/attestation/index.js'
 import { SIMULATED_NOTICE, type MiniUpResult, type NetworkMode } from '../../lib/mini/index.js'
 import { renderStatus, type StatusReport } from '../../lib/status/index.js'
 import { abortOnInterrupt, parseDuration } from '../../lib/system/index.js'
@@ -13,6 +14,7 @@ export default class MiniUp extends BaseCommand {
     '<%= config.bin %> mini up -C ./mini',
     '<%= config.bin %> mini up -C ./mini --control-planes 3 --workers 3',
     '<%= config.bin %> mini up -C ./mini --json',
+    '<%= config.bin %> mini up -C ./mini --attestation tpm-ek',
   ]
   static override flags = {
     ...BaseCommand.workspaceFlag,
@@ -27,6 +29,13 @@ export default class MiniUp extends BaseCommand {
       char: 'k',
       description: 'Kubernetes version',
       default: DEFAULT_KUBERNETES_MINOR,
+    }),
+    attestation: Flags.string({
+      char: 'a',
+      description:
+        "attestation variant; tpm-ek manufactures every node's swtpm with EK certificates from a local CA of the cluster (swtpm_setup, swtpm_localca), which the workspace config trusts",
+      options: [...ATTESTATION_VARIANTS],
+      default: 'qemu-vtpm',
     }),
     network: Flags.string({
       description:
@@ -62,6 +71,7 @@ export default class MiniUp extends BaseCommand {
           workers: flags.workers,
           kubernetes: flags.kubernetes,
           mode,
+          attestation: flags.attestation as AttestationVariant,
           skipHelm: flags['skip-helm'],
           retain: flags.retain,
           timeoutMs: parseDuration(flags.timeout, '--timeout'),
@@ -73,7 +83,7 @@ export default class MiniUp extends BaseCommand {
         this.log(renderStatus(status))
         this.log('')
         this.log(
-          `${up.nodes.length} nodes up in ${(up.elapsedMs / 1000).toFixed(1)} s (${mode === 'netns' ? 'a network namespace each' : 'a loopback address each'}, ${up.network.prefix}.0/24).`,
+          `${up.nodes.length} nodes up in ${(up.elapsedMs / 1000).toFixed(1)} s (${mode === 'netns' ? 'a network namespace each' : 'a loopback address each'}, ${up.network.prefix}.0/24; attestation ${up.attestation}).`,
         )
         this.log(SIMULATED_NOTICE)
         this.log(

@@ -7,6 +7,7 @@
 import { createHash } from 'node:crypto'
 import { mkdir, readdir, rm, rmdir } from 'node:fs/promises'
 import path from 'node:path'
+import type { AttestationVariant } from '../attestation/index.js'
 import { generateWorkspace, initSecretHashFor, loadConfig } from '../config/index.js'
 import { CliError } from '../errors/index.js'
 import { workspacePaths } from '../paths.js'
@@ -22,6 +23,7 @@ import { CLUSTER_MARKER, startDaemon, stopMarked, type Daemon } from './daemons.
 import { waitForExit, waitForPort } from './wait.js'
 import {
   METADATA_PORT,
+  MINI_DIR,
   miniPaths,
   NODE_PORTS,
   readMiniRecord,
@@ -31,7 +33,8 @@ import {
   type MiniRecord,
 } from './layout.js'
 import { chooseNetwork, miniNetwork, removeNetwork, type NetworkMode } from './network.js'
-import { bootNode, powerOffNode, provisionNode, type NodeBootContext } from './node-boot.js'
+import { bootNode, miniAttestation, powerOffNode, provisionNode, type NodeBootContext } from './node-boot.js'
+import { manufactureTpm, writeLocalCaConfig } from './tpm-ca.js'
 import type { MetadataView } from './metadata-server.js'
 
 /** What every output of `mini` says first. */
@@ -67,6 +70,8 @@ export interface MiniUpOptions {
   workers: number
   kubernetes: string
   mode: NetworkMode
+  /** tpm-ek: every node's TPM is manufactured with EK certificates from a local CA of the cluster. */
+  attestation: AttestationVariant
   skipHelm: boolean
   /** Keep what was started when `mini up` fails or is interrupted (for its logs). */
   retain: boolean
@@ -77,6 +82,7 @@ export interface MiniUpOptions {
 
 export interface MiniUpResult {
   workspace: string
+  attestation: AttestationVariant
   network: { mode: NetworkMode; hostAddress: string; prefix: string }
   nodes: MiniNodeRecord[]
   elapsedMs: number
@@ -131,6 +137,7 @@ export async function miniUp(opts: MiniUpOptions, io: MiniIo): Promise<MiniUpRes
     createdFiles: [ws.config, ws.state, ws.masterSecret, ws.adminConf],
     createdWorkspace,
     nodes,
+    attestation: opts.attestation,
   }
   await writeMiniRecord(workspace, record) // from here on, `mini down` can undo everything
   try {
@@ -175,6 +182,13 @@ async function startCluster(
   )
   for (const node of nodes) await network.addNode(node.index)
   const env = { ...io.env, [CLUSTER_MARKER]: network.id, CONSTELL_NO_SPINNER: '1' }
+  const ctx = bootContext(record, paths, io)
+  if (opts.attestation === 'tpm-ek') {
+    io.progress(
+      `attestation tpm-ek: manufacturing ${nodes.length} TPMs with EK certificates from the cluster's local CA (${paths.tpmCa.dir})`,
+    )
+    await manufactureTpms(ctx, nodes, paths)
+  }
   await writeWorkspace(workspace, cp0.address, opts, io)
 
   io.progress('starting the metadata service and the SIMULATED Kubernetes API')
@@ -218,8 +232,9 @@ async function startCluster(
     }),
   ])
 
-  const ctx = bootContext(record, paths, io)
-  io.progress(`booting ${nodes.length} nodes: swtpm, state-disk setup, bootstrap run`)
+  io.progress(
+    `booting ${nodes.length} nodes: swtpm (attestation ${opts.attestation}), state-disk setup, bootstrap run`,
+  )
   const booted = await Promise.all(
     nodes.map(async (node) => {
       const files = paths.node(node.name)
@@ -234,7 +249,9 @@ async function startCluster(
     gaveUp: exitedEarly(first.bootstrap),
   })
   opts.signal?.throwIfAborted()
-  io.progress(`constellation init: attesting ${cp0.name} at ${cp0.address}:${NODE_PORTS.init}`)
+  io.progress(
+    `constellation init: attesting ${cp0.name} at ${cp0.address}:${NODE_PORTS.init} (${opts.attestation}${opts.attestation === 'tpm-ek' ? ': EK certificate chain, then credential activation' : ''})`,
+  )
   await io.init(workspace)
   opts.signal?.throwIfAborted()
   io.progress(`waiting for ${nodes.length - 1} nodes to join`)
@@ -255,6 +272,7 @@ async function startCluster(
     })
   return {
     workspace,
+    attestation: opts.attestation,
     network: { mode: network.mode, hostAddress: network.hostAddress, prefix: network.prefix },
     nodes,
     elapsedMs: Date.now() - started,
@@ -269,6 +287,7 @@ const interruptedBy = (signal: AbortSignal): InterruptSignal =>
 function bootContext(record: MiniRecord, paths: MiniPaths, io: MiniIo): NodeBootContext {
   return {
     network: miniNetwork(record.network, io.runner),
+    attestation: miniAttestation(record.attestation ?? 'qemu-vtpm', paths.tpmCa.issuerCert),
     runner: io.runner,
     cli: io.cli,
     unitTemplates: io.files.unitTemplates,
@@ -325,6 +344,19 @@ export async function rebootNode(workspace: string, name: string, io: MiniIo, ho
   return node
 }
 
+/**
+ * Every node's TPM state, before its swtpm first starts. The first one alone: swtpm_localca makes
+ * the CA's keys on first use, and another swtpm_localca that finds the signing key but not yet the
+ * issuing certificate would fail. The rest in parallel (swtpm_localca locks its statedir).
+ */
+async function manufactureTpms(ctx: NodeBootContext, nodes: MiniNodeRecord[], paths: MiniPaths) {
+  await writeLocalCaConfig(paths.tpmCa)
+  const tpmState = (node: MiniNodeRecord) => paths.node(node.name).tpmState
+  const [first, ...rest] = nodes
+  if (first) await manufactureTpm(ctx.runner, tpmState(first), paths.tpmCa, ctx.env)
+  await Promise.all(rest.map((node) => manufactureTpm(ctx.runner, tpmState(node), paths.tpmCa, ctx.env)))
+}
+
 const exitedEarly = (d: Daemon) => {
   let done = false
   void d.exited.finally(() => (done = true))
@@ -337,7 +369,7 @@ async function writeWorkspace(workspace: string, endpoint: string, opts: MiniUpO
     workspace,
     provider: 'qemu',
     kubernetes: opts.kubernetes,
-    variant: 'qemu-vtpm',
+    variant: opts.attestation,
     name: 'mini',
     endpoint,
   })
@@ -353,6 +385,9 @@ async function writeWorkspace(workspace: string, endpoint: string, opts: MiniUpO
       extract: false,
     },
   ]
+  if (config.attestation.tpmEK)
+    // relative to the config: the cluster's local CA issues every EK certificate (no intermediates)
+    config.attestation.tpmEK.roots = [path.relative(workspace, miniPaths(workspace).tpmCa.issuerCert)]
   config.upgrade = {
     charts: [
       { name: 'cilium', namespace: 'kube-system' },
@@ -362,10 +397,15 @@ async function writeWorkspace(workspace: string, endpoint: string, opts: MiniUpO
   }
   await writeFileAtomic(
     file,
-    `# constellation mini: Kubernetes is SIMULATED (kubeadm and the API are contract fakes); the charts are stand-ins\n${stringifyYaml(config)}`,
+    `# constellation mini: Kubernetes is SIMULATED (kubeadm and the API are contract fakes); the charts are stand-ins\n${config.attestation.tpmEK ? TPM_EK_HEADER : ''}${stringifyYaml(config)}`,
     0o600,
   )
 }
+
+const TPM_EK_HEADER = `# attestation tpm-ek: the nodes' swtpms carry EK certificates from this cluster's local CA
+# (swtpm_localca under ${MINI_DIR}/tpm-ca), which stands in for a TPM manufacturer: its issuing
+# certificate is the one root below
+`
 
 async function writeMetadataView(
   paths: MiniPaths,

@@ -5,9 +5,11 @@
  */
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises'
 import path from 'node:path'
+import type { AttestationVariant } from '../attestation/index.js'
 import { isErrnoException } from '../errors/index.js'
 import type { NodeRole } from '../nodeconfig/index.js'
 import type { NetworkRecord } from './network.js'
+import { localCaFiles } from './tpm-ca.js'
 
 export const MINI_DIR = 'constellation-mini'
 
@@ -39,6 +41,8 @@ export interface MiniRecord {
   /** Whether `mini up` created the workspace folder itself (then `mini down` removes it if empty). */
   createdWorkspace: boolean
   nodes: MiniNodeRecord[]
+  /** How the nodes attest; absent in records from before tpm-ek (then qemu-vtpm). */
+  attestation?: AttestationVariant
 }
 
 export function miniPaths(workspace: string) {
@@ -52,6 +56,8 @@ export function miniPaths(workspace: string) {
     apiLog: path.join(dir, 'apiserver.log'),
     metadataView: path.join(dir, 'metadata.json'),
     metadataLog: path.join(dir, 'metadata.log'),
+    /** tpm-ek: the cluster's local CA, the stand-in for its TPMs' manufacturer. */
+    tpmCa: localCaFiles(path.join(dir, 'tpm-ca')),
     node: (name: string) => nodeFiles(path.join(dir, 'nodes', name)),
   }
 }

@@ -7,6 +7,7 @@
 import { chmod, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { open } from 'node:fs/promises'
 import path from 'node:path'
+import type { AttestationVariant } from '../attestation/index.js'
 import type { NodeConfig } from '../nodeconfig/index.js'
 import { nodePaths } from '../paths.js'
 import type { Runner } from '../system/index.js'
@@ -29,6 +30,14 @@ export interface NodeBootContext {
   kubeletUnit: string
   /** The environment every node process gets (markers, the simulator's variables, PATH). */
   env: NodeJS.ProcessEnv
+  attestation: MiniAttestation
+}
+
+/** How the cluster's nodes attest; tpm-ek's join services check EK certificates against `roots`. */
+export type MiniAttestation = { variant: 'qemu-vtpm' } | { variant: 'tpm-ek'; roots: string[] }
+
+export function miniAttestation(variant: AttestationVariant, issuerCert: string): MiniAttestation {
+  return variant === 'tpm-ek' ? { variant, roots: [issuerCert] } : { variant }
 }
 
 export interface BootedNode {
@@ -39,13 +48,19 @@ export interface BootedNode {
 export const nodeMarker = (clusterId: string, node: string) => `${clusterId}/${node}`
 
 /** The node config mini gives node `n`: its address for every service, metadata from the host. */
-export function miniNodeConfig(network: MiniNetwork, node: MiniNodeRecord, files: MiniNodeFiles): NodeConfig {
+export function miniNodeConfig(
+  network: MiniNetwork,
+  node: MiniNodeRecord,
+  files: MiniNodeFiles,
+  attestation: MiniAttestation = { variant: 'qemu-vtpm' },
+): NodeConfig {
   const at = (port: number) => `${node.address}:${port}`
   // in a namespace, the TPM and the key service are the node's own (127.0.0.1 there); on a shared
   // loopback they sit on the node's address like everything else
   const local = network.mode === 'netns' ? '127.0.0.1' : node.address
   return {
-    attestationVariant: 'qemu-vtpm',
+    attestationVariant: attestation.variant,
+    ...(attestation.variant === 'tpm-ek' && { attestation: { tpmEK: { roots: attestation.roots } } }),
     tpm: { swtpm: `${local}:${NODE_PORTS.swtpm}` },
     root: files.root,
     initServer: { listen: at(NODE_PORTS.init) },
@@ -76,7 +91,9 @@ export async function provisionNode(
   const disk = await open(files.disk, 'wx', 0o600)
   await disk.truncate(DISK_BYTES)
   await disk.close()
-  await writeFile(files.config, stringifyYaml(miniNodeConfig(ctx.network, node, files)), { mode: 0o600 })
+  await writeFile(files.config, stringifyYaml(miniNodeConfig(ctx.network, node, files, ctx.attestation)), {
+    mode: 0o600,
+  })
   await renderUnits(ctx, files)
 }
 

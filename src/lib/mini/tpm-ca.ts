@@ -1,0 +1,88 @@
+/**
+ * tpm-ek in a local cluster: one local CA per cluster stands in for the TPM manufacturer. Its keys
+ * live in swtpm_localca's statedir; `swtpm_setup --create-ek-cert` manufactures each node's TPM
+ * state with it before that TPM first starts: EKs (RSA 2048, ECC P-384), their certificates in NV,
+ * the SHA-256 PCR bank. The EK certificates are issued by the CA's issuing certificate
+ * (issuercert.pem) and the TPMs carry no intermediate in NV, so that certificate is the root
+ * verifiers trust. Both programs are Debian's swtpm-tools.
+ */
+import { mkdir, writeFile } from 'node:fs/promises'
+import path from 'node:path'
+import { CliError, messageOf } from '../errors/index.js'
+import type { Runner } from '../system/index.js'
+
+/** The files of a local CA in `dir`; swtpm_localca creates the keys and certificates on first use. */
+export function localCaFiles(dir: string) {
+  return {
+    dir,
+    /** swtpm_localca's config: statedir, signing key, issuing certificate, serial counter. */
+    localcaConfig: path.join(dir, 'swtpm-localca.conf'),
+    /** swtpm_setup's config: which certificate tool to run, with which config. */
+    setupConfig: path.join(dir, 'swtpm_setup.conf'),
+    signingKey: path.join(dir, 'signkey.pem'),
+    /** Issues the EK certificates: what verifiers trust as the manufacturer's root. */
+    issuerCert: path.join(dir, 'issuercert.pem'),
+    certSerial: path.join(dir, 'certserial'),
+    /** The self-signed CA above issuerCert (swtpm_localca's own name for it). */
+    rootCert: path.join(dir, 'swtpm-localca-rootca-cert.pem'),
+  }
+}
+export type LocalCaFiles = ReturnType<typeof localCaFiles>
+
+export const SWTPM_LOCALCA = '/usr/bin/swtpm_localca'
+/** About 1 s per TPM here (two EKs, two certificates); the first also makes the CA's keys. */
+const MANUFACTURE_TIMEOUT_MS = 60_000
+
+/**
+ * Writes the two config files (nothing global on disk is read or touched: without --config,
+ * swtpm_setup would use /etc/swtpm_setup.conf and the CA in /var/lib/swtpm-localca).
+ */
+export async function writeLocalCaConfig(ca: LocalCaFiles): Promise<void> {
+  await mkdir(ca.dir, { recursive: true, mode: 0o700 })
+  const localca = {
+    statedir: ca.dir,
+    signingkey: ca.signingKey,
+    issuercert: ca.issuerCert,
+    certserial: ca.certSerial,
+  }
+  await writeFile(ca.localcaConfig, lines(localca), { mode: 0o600 })
+  const setup = {
+    create_certs_tool: SWTPM_LOCALCA,
+    create_certs_tool_config: ca.localcaConfig,
+    active_pcr_banks: 'sha256',
+  }
+  await writeFile(ca.setupConfig, lines(setup), { mode: 0o600 })
+}
+
+const lines = (entries: Record<string, string>) =>
+  Object.entries(entries)
+    .map(([k, v]) => `${k} = ${v}\n`)
+    .join('')
+
+/** The swtpm_setup argv that manufactures the TPM state in `tpmState` with `ca`. */
+export function manufactureArgs(tpmState: string, ca: LocalCaFiles): string[] {
+  return ['--tpm2', '--tpmstate', tpmState, '--create-ek-cert', '--config', ca.setupConfig, '--overwrite']
+}
+
+/**
+ * A new TPM: its state in `tpmState` (created 0700), EKs and EK certificates from `ca`. Run it
+ * before the TPM's swtpm first starts; the state then keeps them across restarts.
+ */
+export async function manufactureTpm(
+  runner: Runner,
+  tpmState: string,
+  ca: LocalCaFiles,
+  env?: NodeJS.ProcessEnv,
+): Promise<void> {
+  await mkdir(tpmState, { recursive: true, mode: 0o700 })
+  const run = runner.run('swtpm_setup', manufactureArgs(tpmState, ca), {
+    env,
+    timeoutMs: MANUFACTURE_TIMEOUT_MS,
+  })
+  await run.catch((cause: unknown) => {
+    throw new CliError(`manufacturing the TPM in ${tpmState} with EK certificates: ${messageOf(cause)}`, {
+      cause,
+      hint: "swtpm_setup and swtpm_localca come with Debian's swtpm-tools; or use --attestation qemu-vtpm",
+    })
+  })
+}
