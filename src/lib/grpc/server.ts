@@ -5,11 +5,6 @@ import { CliError } from '../errors/index.js'
 import { formatHostPort, parseHostPort, type Logger } from '../system/index.js'
 
 /**
- * Binds `listen` (HOST:PORT, as the node config holds it) and resolves with the bound HOST:PORT.
- * A bind failure (port taken, address not on this host, privileged port) is the node's setup, so
- * it names the config key to change.
- */
-/**
  * Server credentials that come with a service of their own, which every server using them must
  * offer (aTLS with tpm-ek: the credential activation its clients ask for after the handshake).
  */
@@ -20,6 +15,12 @@ export interface CredentialsWithServices {
 const bringsServices = (c: ServerCredentials): c is ServerCredentials & CredentialsWithServices =>
   typeof (c as Partial<CredentialsWithServices>).addServicesTo === 'function'
 
+/**
+ * Binds `listen` (HOST:PORT, as the node config holds it) and resolves with the bound HOST:PORT.
+ * A bind failure (port taken, address not on this host, privileged port) is the node's setup, so
+ * it names the config key to change.
+ * Credentials that bring services of their own (CredentialsWithServices) add them first.
+ */
 export async function listenOn(
   server: Server,
   listen: string,
