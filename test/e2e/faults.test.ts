@@ -213,8 +213,19 @@ describe('faults: a killed join service, wrong measurements, a replayed attestat
     await execFileAsync('systemctl', ['start', JOIN_SERVICE], { env: { ...process.env, ...cp0.systemd.env } })
     const restarted = await cp0.systemd.pid(JOIN_SERVICE)
     expect(restarted).to.be.a('number').and.not.equal(killed)
+    await cp0.servicesUp() // names the journals if the service does not come back
     for (const [i, d] of daemons.entries()) {
-      const result = await d.exited
+      // the join client's backoff is at most 30 s: a worker still asking after 120 s says why in its log
+      const result = await Promise.race([
+        d.exited,
+        new Promise<never>((_, reject) =>
+          setTimeout(
+            () =>
+              reject(new Error(`worker_${i} has not joined 120 s after the restart; its log:\n${d.log()}`)),
+            120_000,
+          ).unref(),
+        ),
+      ])
       expect(result.code, `worker_${i}:\n${result.stderr}`).to.equal(0)
       expect(result.stderr).to.include('Join ticket received')
     }
