@@ -23,13 +23,15 @@ export const FAKE_ATTESTATION_OID = '1.3.9900.99.1'
 export const FAKE_DOCUMENT_MAX_AGE_MS = 5 * 60_000
 
 export interface FakeAttestation {
-  issuer(fault?: FakeFault): Issuer
+  /** `akName`: the TPM identity its documents carry (ValidationResult.akName); one shared default. */
+  issuer(fault?: FakeFault, akName?: Buffer): Issuer
   validator(): Validator
   /** The PCR values an honest fake node reports, as enforced measurements. */
   readonly measurements: Measurements
 }
 
 interface FakeDocument {
+  akName: string
   userData: string
   nonce: string
   pcrs: Record<string, string>
@@ -51,12 +53,15 @@ export function createFakeAttestation(now: () => number = Date.now): FakeAttesta
   )
   return {
     measurements,
-    issuer: (fault = 'none') => fakeIssuer(privateKey, fault, now),
+    issuer: (fault = 'none', akName = DEFAULT_FAKE_AK_NAME) => fakeIssuer(privateKey, fault, now, akName),
     validator: () => fakeValidator(publicKey, measurements, now),
   }
 }
 
-function fakeIssuer(key: KeyObject, fault: FakeFault, now: () => number): Issuer {
+/** nameAlg SHA-256 (0x000b) and a digest, as a TPM object's Name. */
+export const DEFAULT_FAKE_AK_NAME = Buffer.concat([Buffer.from([0, 0x0b]), sha256('fake attestation key')])
+
+function fakeIssuer(key: KeyObject, fault: FakeFault, now: () => number, akName: Buffer): Issuer {
   return {
     // the Issuer type admits only the one real variant; the distinct OID is what tells them apart
     variant: 'qemu-vtpm',
@@ -65,6 +70,7 @@ function fakeIssuer(key: KeyObject, fault: FakeFault, now: () => number): Issuer
       const pcrs = new Map(GOLDEN_PCRS)
       if (fault === 'wrong-measurements') pcrs.set(9, sha256('tampered initrd'))
       const doc: FakeDocument = {
+        akName: akName.toString('hex'),
         userData: (fault === 'swapped-key' ? sha256('another TLS key') : userData).toString('base64'),
         nonce: (fault === 'wrong-nonce' ? sha256('another verifier nonce') : nonce).toString('base64'),
         pcrs: Object.fromEntries([...pcrs].map(([i, v]) => [String(i), v.toString('hex')])),
@@ -96,7 +102,12 @@ function fakeValidator(key: KeyObject, measurements: Measurements, now: () => nu
       const { errors, warnings } = compareMeasurements(measurements, pcrs)
       if (errors.length > 0)
         throw new AttestationError(`measurement validation failed:\n${errors.join('\n')}`)
-      return { userData: Buffer.from(doc.userData, 'base64'), pcrs, warnings }
+      return {
+        userData: Buffer.from(doc.userData, 'base64'),
+        pcrs,
+        warnings,
+        akName: Buffer.from(doc.akName, 'hex'),
+      }
     },
   }
 }

@@ -35,11 +35,17 @@ export interface AttestedClientListenerOptions {
 
 export interface AttestedClientListener {
   port: number
+  /**
+   * What the connection a call came in on proved (`call.getPeer()`): its validation result, or
+   * undefined for a connection that is not attested. Handlers take the node's identity from here
+   * (its AK), never from the request.
+   */
+  attestation(peer: string): ValidationResult | undefined
   /** Stops accepting and closes the connections this listener handed to the gRPC server. */
   close(): Promise<void>
 }
 
-type PeerState = { ok: true } | { ok: false; reason: string }
+type PeerState = { ok: true; result: ValidationResult } | { ok: false; reason: string }
 
 /** Plaintext credentials for injected, already-decrypted TLS sockets, carrying the refusal interceptor. */
 class InjectedConnectionCredentials extends grpc.ServerCredentials {
@@ -101,7 +107,7 @@ export async function listenForAttestedClients(
       socket.on('error', () => {}) // a client hanging up mid-stream is not our error
       verifyClient(socket, opts).then(
         (result) => {
-          peers.set(peer, { ok: true })
+          peers.set(peer, { ok: true, result })
           opts.onVerified?.(result, peer)
           injector.injectConnection(socket)
         },
@@ -123,6 +129,10 @@ export async function listenForAttestedClients(
   const address = tlsServer.address()
   return {
     port: typeof address === 'object' && address ? address.port : listen.port,
+    attestation: (peer) => {
+      const state = peers.get(peer)
+      return state?.ok ? state.result : undefined
+    },
     close: () =>
       new Promise<void>((resolve) => {
         tlsServer.close(() => resolve())

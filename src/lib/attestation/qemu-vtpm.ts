@@ -4,13 +4,19 @@
  * nonce, the PCR digest, and the measurements. Nothing proves the quote came from real hardware.
  */
 import type { Logger } from '../system/index.js'
-import type { OpenTpm } from '../tpm/index.js'
+import { objectName, type OpenTpm } from '../tpm/index.js'
 import { decodeDocument, encodeDocument } from './document.js'
 import { AttestationError } from './errors.js'
 import type { Measurements } from './measurements.js'
 import type { Issuer, IssuerOptions, Validator } from './types.js'
 import { VARIANT_OIDS } from './variant.js'
-import { attestationKeyOf, checkMeasurements, checkSha256Quote, issueQuoteDocument } from './vtpm-quote.js'
+import {
+  attestationKeyOf,
+  checkMeasurements,
+  checkSha256Quote,
+  issueQuoteDocument,
+  parseOrRefuse,
+} from './vtpm-quote.js'
 
 export function createQemuVtpmIssuer(open: OpenTpm, opts: IssuerOptions = {}): Issuer {
   return {
@@ -34,9 +40,10 @@ export function createQemuVtpmValidator(measurements: Measurements, log?: Logger
         )
       const doc = decodeDocument(raw)
       const ak = attestationKeyOf(doc.akPub)
+      const akName = parseOrRefuse(() => objectName(doc.akPub), 'Attestation.ak_pub')
       const entry = checkSha256Quote(doc, ak, nonce)
       const warnings = checkMeasurements(measurements, entry.pcrs, log)
-      return { userData: doc.userData, pcrs: entry.pcrs, warnings }
+      return { userData: doc.userData, pcrs: entry.pcrs, warnings, akName }
     },
   }
 }

@@ -160,6 +160,7 @@ export function createTpmEkValidator(
         userData: doc.userData,
         pcrs: entry.pcrs,
         warnings,
+        akName,
         activation: { ek, akName, proven: expected !== undefined },
       }
     },

@@ -28,6 +28,12 @@ export interface ValidationResult {
   pcrs: Map<number, Buffer>
   warnings: string[]
   /**
+   * The Name (nameAlg || H(public area)) of the key that signed the quote. The AK derives from the
+   * TPM's endorsement seed, so it is the same every boot of one TPM and differs between TPMs: what a
+   * service records to recognise a node's TPM again (anchored in a manufacturer only with tpm-ek).
+   */
+  akName: Buffer
+  /**
    * Set by variants anchored in the TPM's manufacturer (tpm-ek): the EK and AK a credential must be
    * activated for. `proven` when validate() was given the expectation of a challenge and the document
    * met it; otherwise the quote counts only after the node has activated a credential for this target.
