@@ -78,6 +78,29 @@ for (const [implementation, openKubeApi] of Object.entries(IMPLEMENTATIONS))
       expect((await api.getConfigMap('kube-system', 'join-config'))?.data).to.deep.equal({ a: '2' })
     })
 
+    it('creates a ConfigMap only once (409), lists it by label, deletes it (twice is no error)', async () => {
+      await api.createConfigMap('kube-system', 'disk-a', { node: 'w-0' }, { kind: 'disk', owner: 'x' })
+      await api.createConfigMap('kube-system', 'disk-b', { node: 'w-1' }, { kind: 'disk', owner: 'y' })
+      await api.createConfigMap('kube-system', 'other', { a: '1' })
+      const taken = await failure(api.createConfigMap('kube-system', 'disk-a', { node: 'intruder' }))
+      expect(taken).to.be.instanceOf(KubeApiError).and.to.include({ status: 409 })
+      expect((await api.getConfigMap('kube-system', 'disk-a'))?.data).to.deep.equal({ node: 'w-0' })
+      const disks = await api.listConfigMaps('kube-system', 'kind=disk')
+      expect(disks.map((d) => [d.name, d.data.node, d.labels.owner]).sort()).to.deep.equal([
+        ['disk-a', 'w-0', 'x'],
+        ['disk-b', 'w-1', 'y'],
+      ])
+      expect((await api.listConfigMaps('kube-system', 'kind=disk,owner=y')).map((d) => d.name)).to.deep.equal(
+        ['disk-b'],
+      )
+      await api.deleteConfigMap('kube-system', 'disk-a')
+      await api.deleteConfigMap('kube-system', 'disk-a')
+      expect(await api.getConfigMap('kube-system', 'disk-a')).to.equal(undefined)
+      expect((await api.listConfigMaps('kube-system', 'kind=disk')).map((d) => d.name)).to.deep.equal([
+        'disk-b',
+      ])
+    })
+
     it('sees Nodes another process wrote into the storage', async () => {
       expect(await api.hasNode('worker-0')).to.equal(false)
       const node = path.join(dir, 'api/nodes/worker-0.json')

@@ -34,6 +34,12 @@ export interface ConfigMapData {
   resourceVersion: string
 }
 
+/** A ConfigMap as a list returns it. */
+export interface NamedConfigMap extends ConfigMapData {
+  name: string
+  labels: Record<string, string>
+}
+
 export interface Lease {
   holder?: string
   /** When the holder took or last renewed it. */
@@ -56,6 +62,17 @@ export interface KubeApi {
   getConfigMap(namespace: string, name: string): Promise<ConfigMapData | undefined>
   /** Creates the ConfigMap, or replaces the data of the one there. */
   applyConfigMap(namespace: string, name: string, data: Record<string, string>): Promise<void>
+  /** Creates it only: rejects with KubeApiError status 409 when a ConfigMap of that name exists. */
+  createConfigMap(
+    namespace: string,
+    name: string,
+    data: Record<string, string>,
+    labels?: Record<string, string>,
+  ): Promise<void>
+  /** The ConfigMaps whose labels match `labelSelector` (`key=value,…`). */
+  listConfigMaps(namespace: string, labelSelector: string): Promise<NamedConfigMap[]>
+  /** Deletes it; absent already is no error. */
+  deleteConfigMap(namespace: string, name: string): Promise<void>
   /** Whether a Node of that name is registered. */
   hasNode(name: string): Promise<boolean>
   getLease(namespace: string, name: string): Promise<Lease | undefined>

@@ -137,6 +137,30 @@ function openClientNodeKubeApi(k8s: Library, kubeconfigPath: string, opts: KubeA
           ),
         )
     },
+    async createConfigMap(namespace, name, data, labels = {}) {
+      const body = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace, labels }, data }
+      await call(`creating ConfigMap ${namespace}/${name}`, () =>
+        core.createNamespacedConfigMap({ namespace, body }, options()),
+      )
+    },
+    async listConfigMaps(namespace, labelSelector) {
+      const list = await call(`listing ConfigMaps ${namespace} (${labelSelector})`, () =>
+        core.listNamespacedConfigMap({ namespace, labelSelector }, options()),
+      )
+      return (list?.items ?? []).map((cm) => ({
+        name: cm.metadata?.name ?? '',
+        labels: cm.metadata?.labels ?? {},
+        data: cm.data ?? {},
+        resourceVersion: cm.metadata?.resourceVersion ?? '',
+      }))
+    },
+    async deleteConfigMap(namespace, name) {
+      await call(
+        `deleting ConfigMap ${namespace}/${name}`,
+        () => core.deleteNamespacedConfigMap({ namespace, name }, options()),
+        true,
+      )
+    },
     async hasNode(name) {
       const node = await call(`reading Node ${name}`, () => core.readNode({ name }, options()), true)
       return node !== undefined

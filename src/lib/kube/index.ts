@@ -8,6 +8,7 @@ export type {
   OwnerReference,
   SecretObject,
   ConfigMapData,
+  NamedConfigMap,
   Lease,
   LeaseSpec,
 } from './api.js'

@@ -6,7 +6,7 @@
  */
 import { request, type RequestOptions } from 'node:https'
 import { CliError, ExitCode, messageOf } from '../errors/index.js'
-import type { KubeApi, KubeApiOptions, Lease, LeaseSpec } from './api.js'
+import type { KubeApi, KubeApiOptions, Lease, LeaseSpec, NamedConfigMap } from './api.js'
 import { API_REQUEST_TIMEOUT_MS, KubeApiError } from './client.js'
 import { readNodeKubeconfig, type NodeKubeconfig } from './node-kubeconfig.js'
 
@@ -67,6 +67,24 @@ export async function openNodeKubeApi(kubeconfigPath: string, opts: KubeApiOptio
       if (existing) await send(what, 'PUT', `${configMaps(namespace)}/${name}`, body)
       else await send(what, 'POST', configMaps(namespace), body)
     },
+    async createConfigMap(namespace, name, data, labels = {}) {
+      const body = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace, labels }, data }
+      await send(`creating ConfigMap ${namespace}/${name}`, 'POST', configMaps(namespace), body)
+    },
+    async listConfigMaps(namespace, labelSelector) {
+      const query = `?labelSelector=${encodeURIComponent(labelSelector)}`
+      const list = (await send(
+        `listing ConfigMaps ${namespace} (${labelSelector})`,
+        'GET',
+        configMaps(namespace) + query,
+      )) as { items?: ConfigMapItem[] }
+      return (list.items ?? []).map(namedConfigMap)
+    },
+    async deleteConfigMap(namespace, name) {
+      await orAbsent(
+        send(`deleting ConfigMap ${namespace}/${name}`, 'DELETE', `${configMaps(namespace)}/${name}`),
+      )
+    },
     async hasNode(name) {
       return (await orAbsent(send(`reading Node ${name}`, 'GET', `/api/v1/nodes/${name}`))) !== undefined
     },
@@ -113,6 +131,18 @@ export async function openNodeKubeApi(kubeconfigPath: string, opts: KubeApiOptio
   }
   return api
 }
+
+interface ConfigMapItem {
+  metadata?: { name?: string; resourceVersion?: string; labels?: Record<string, string> }
+  data?: Record<string, string>
+}
+
+const namedConfigMap = (cm: ConfigMapItem): NamedConfigMap => ({
+  name: cm.metadata?.name ?? '',
+  labels: cm.metadata?.labels ?? {},
+  data: cm.data ?? {},
+  resourceVersion: cm.metadata?.resourceVersion ?? '',
+})
 
 interface Call {
   what: string
