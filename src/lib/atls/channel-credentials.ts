@@ -4,7 +4,7 @@
  * unverified peer.
  */
 import { randomBytes } from 'node:crypto'
-import type { Socket } from 'node:net'
+import { connect as tcpConnect, type Socket } from 'node:net'
 import { connect as tlsConnect, type TLSSocket } from 'node:tls'
 import {
   CallCredentials,
@@ -43,7 +43,10 @@ type Handshake = (socket: Socket) => Promise<SecureConnectResult>
 class HandshakeChannelCredentials extends ChannelCredentials {
   /** Handshakes in flight, destroyed when grpc-js drops the connector (channel closed). */
   private readonly pending = new Set<Socket>()
-  constructor(private readonly handshake: Handshake) {
+  constructor(
+    private readonly handshake: Handshake,
+    private readonly localAddress?: string,
+  ) {
     super()
   }
   _isSecure(): boolean {
@@ -59,7 +62,9 @@ class HandshakeChannelCredentials extends ChannelCredentials {
   ): SecureConnector {
     const creds = callCredentials ?? CallCredentials.createEmpty()
     return {
-      connect: (socket) => {
+      connect: async (dialled) => {
+        this.pending.add(dialled)
+        const socket = await leaveFrom(dialled, this.localAddress).finally(() => this.pending.delete(dialled))
         this.pending.add(socket)
         return this.handshake(socket).finally(() => this.pending.delete(socket))
       },
@@ -71,6 +76,24 @@ class HandshakeChannelCredentials extends ChannelCredentials {
       },
     }
   }
+}
+
+/**
+ * The connection again, leaving from `localAddress`: grpc-js dials without a source address, and a
+ * node on a host it shares with others (one loopback address each) is known to the join service by
+ * the address its requests come from.
+ */
+function leaveFrom(socket: Socket, localAddress: string | undefined): Promise<Socket> {
+  if (!localAddress || socket.localAddress === localAddress) return Promise.resolve(socket)
+  const { remoteAddress: host, remotePort: port } = socket
+  socket.destroy()
+  return new Promise((resolve, reject) => {
+    const bound = tcpConnect({ host, port: port ?? 0, localAddress }, () => {
+      bound.off('error', reject)
+      resolve(bound.setNoDelay())
+    })
+    bound.once('error', reject)
+  })
 }
 
 /** Each handshake uses a fresh nonce: a config reused across connections would allow replays. */
@@ -162,14 +185,21 @@ export function createAttestedChannelCredentials(opts: AttestedChannelOptions): 
  * certificate. grpc-js' own SSL credentials would load the default CA bundle into every connection.
  */
 export function createUnattestedServerCredentials(
-  opts: { clientCertificate?: { certPem: string; keyPem: string }; handshakeTimeoutMs?: number } = {},
+  opts: {
+    clientCertificate?: { certPem: string; keyPem: string }
+    handshakeTimeoutMs?: number
+    /** The address connections leave from (the node's own, on a shared host); the system's choice without. */
+    localAddress?: string
+  } = {},
 ): ChannelCredentials {
-  return new HandshakeChannelCredentials((socket) =>
-    tlsHandshake(socket, {
-      servername: UNATTESTED_SERVER_NAME,
-      clientCertificate: opts.clientCertificate,
-      timeoutMs: opts.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS,
-    }),
+  return new HandshakeChannelCredentials(
+    (socket) =>
+      tlsHandshake(socket, {
+        servername: UNATTESTED_SERVER_NAME,
+        clientCertificate: opts.clientCertificate,
+        timeoutMs: opts.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS,
+      }),
+    opts.localAddress,
   )
 }
 

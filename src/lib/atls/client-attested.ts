@@ -198,8 +198,10 @@ export async function createAttestedClientChannelCredentials(
   target: string,
   issuer: Issuer,
   deadlineMs = 10_000,
+  /** The address this node's connections leave from, when the host has several (see leaveFrom). */
+  localAddress?: string,
 ): Promise<grpc.ChannelCredentials> {
-  const plain = createUnattestedServerCredentials({ handshakeTimeoutMs: deadlineMs })
+  const plain = createUnattestedServerCredentials({ handshakeTimeoutMs: deadlineMs, localAddress })
   const client = new (grpc.makeGenericClientConstructor(ChallengeService, 'challenge'))(target, plain)
   const activation = issuer.activationRequest ? await issuer.activationRequest() : Buffer.alloc(0)
   const answer = await new Promise<Buffer>((resolve, reject) =>
@@ -223,7 +225,11 @@ export async function createAttestedClientChannelCredentials(
     ? { ...issuer, issue: (userData, n) => issuer.issue(userData, n, proof) }
     : issuer
   const cert = await createAttestedCertificate(attesting, nonce, new Date(), encodeNonce(nonce))
-  return createUnattestedServerCredentials({ clientCertificate: cert, handshakeTimeoutMs: deadlineMs })
+  return createUnattestedServerCredentials({
+    clientCertificate: cert,
+    handshakeTimeoutMs: deadlineMs,
+    localAddress,
+  })
 }
 
 function activate(issuer: Issuer, made: MadeCredential): Promise<Buffer> {

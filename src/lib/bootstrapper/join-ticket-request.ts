@@ -30,12 +30,14 @@ export type JoinTicketRequester = (
   signal: AbortSignal,
 ) => Promise<IssueJoinTicketResponse>
 
+/** `localAddress`: the address the node's requests leave from, which the join service knows it by. */
 export function attestedJoinTicketRequester(
   issuer: Issuer,
   timeoutMs = JOIN_TICKET_TIMEOUT_MS,
+  localAddress?: string,
 ): JoinTicketRequester {
   return (endpoint, request, signal) =>
-    attestedCall(issuer, timeoutMs, endpoint, signal, (client, options, done) =>
+    attestedCall({ issuer, timeoutMs, localAddress }, endpoint, signal, (client, options, done) =>
       client.issueJoinTicket(request, new grpc.Metadata(), options, done),
     )
 }
@@ -51,17 +53,17 @@ export type RejoinTicketRequester = (
 export function attestedRejoinTicketRequester(
   issuer: Issuer,
   timeoutMs = JOIN_TICKET_TIMEOUT_MS,
+  localAddress?: string,
 ): RejoinTicketRequester {
   return (endpoint, request, signal) =>
-    attestedCall(issuer, timeoutMs, endpoint, signal, (client, options, done) =>
+    attestedCall({ issuer, timeoutMs, localAddress }, endpoint, signal, (client, options, done) =>
       client.issueRejoinTicket(request, new grpc.Metadata(), options, done),
     )
 }
 
 /** One unary call on a fresh attested channel: a fresh challenge and certificate per call, as the server consumes the nonce. */
 async function attestedCall<Res>(
-  issuer: Issuer,
-  timeoutMs: number,
+  { issuer, timeoutMs, localAddress }: { issuer: Issuer; timeoutMs: number; localAddress?: string },
   endpoint: string,
   signal: AbortSignal,
   invoke: (
@@ -72,7 +74,7 @@ async function attestedCall<Res>(
 ): Promise<Res> {
   signal.throwIfAborted()
   const credentials = await untilAborted(
-    createAttestedClientChannelCredentials(endpoint, issuer, timeoutMs),
+    createAttestedClientChannelCredentials(endpoint, issuer, timeoutMs, localAddress),
     signal,
   )
   const client = new APIClient(endpoint, credentials, {
