@@ -8,6 +8,7 @@
 import { createIssuer, type Issuer } from '../src/lib/attestation/index.js'
 import { attestedJoinTicketRequester, attestedRejoinTicketRequester } from '../src/lib/bootstrapper/index.js'
 import { genuineJoinRequest } from '../test/support/join-request.js'
+import { benchNodeAddress } from './join-members.js'
 import { startSwtpm, type SwtpmHandle } from '../test/support/swtpm.js'
 
 /** Runs `ask` for every item at once; each call's latency, or its failure. */
@@ -31,12 +32,16 @@ async function atOnce<T>(items: T[], ask: (item: T, i: number) => Promise<void>)
 
 async function joinAtOnce(endpoint: string, joiners: number, issuers: Issuer[]) {
   const requests = await Promise.all(
-    Array.from({ length: joiners }, (_, i) => genuineJoinRequest(`bench-${i}`)),
+    Array.from({ length: joiners }, (_, i) => genuineJoinRequest(`bench-${i}`, benchNodeAddress(i))),
   )
   const tokens = new Set<string>()
   const diskKeys = new Set<string>()
   const result = await atOnce(requests, async (request, i) => {
-    const ask = attestedJoinTicketRequester(issuers[i % issuers.length] as Issuer, 120_000)
+    const ask = attestedJoinTicketRequester(
+      issuers[i % issuers.length] as Issuer,
+      120_000,
+      benchNodeAddress(i),
+    )
     const ticket = await ask(endpoint, request, new AbortController().signal)
     tokens.add(ticket.token)
     diskKeys.add(ticket.stateDiskKey.toString('hex'))
@@ -52,7 +57,11 @@ async function joinAtOnce(endpoint: string, joiners: number, issuers: Issuer[]) 
 /** Every joined disk asks for its key again at once, as a cluster whose nodes all rebooted. */
 function rejoinAtOnce(endpoint: string, disks: string[], issuers: Issuer[]) {
   return atOnce(disks, async (diskUuid, i) => {
-    const ask = attestedRejoinTicketRequester(issuers[i % issuers.length] as Issuer, 120_000)
+    const ask = attestedRejoinTicketRequester(
+      issuers[i % issuers.length] as Issuer,
+      120_000,
+      benchNodeAddress(i),
+    )
     await ask(endpoint, { diskUuid }, new AbortController().signal)
   })
 }

@@ -13,6 +13,7 @@ import { createValidator, type Measurements } from '../src/lib/attestation/index
 import {
   createJoinService,
   createKubeletSigner,
+  staticMembers,
   validatorSourceFrom,
   type JoinService,
 } from '../src/lib/joinservice/index.js'
@@ -22,6 +23,7 @@ import { silentLogger } from '../src/lib/system/logger.js'
 import { readPcrs } from '../src/lib/tpm/index.js'
 import { COMPONENTS, makeClusterCa, MASTER, MEASUREMENT_SALT } from '../test/joinservice/fakes.js'
 import { startSwtpm, type SwtpmHandle } from '../test/support/swtpm.js'
+import { benchMembers } from './join-members.js'
 import { summarize } from './stats.js'
 
 const HERE = path.dirname(fileURLToPath(import.meta.url))
@@ -112,6 +114,7 @@ export default async function join() {
       components: () => Promise.resolve(COMPONENTS),
       stateDisks: new InMemoryStateDisks(),
       cluster: { measurementSalt: MEASUREMENT_SALT, apiServerEndpoint: '127.0.0.1:6443' },
+      members: staticMembers(benchMembers(Math.max(...ROUNDS))),
       clock: () => new Date(),
       logger: silentLogger,
     })

@@ -151,7 +151,8 @@ export function createNodeBootstrapper(
     logs,
     log,
     credentials: createAttestedServerCredentials({ issuer, log }),
-    join: { requestTicket: attestedJoinTicketRequester(issuer) },
+    // from the address the metadata lists for this node: the join service knows it by that address
+    join: { requestTicket: attestedJoinTicketRequester(issuer, undefined, config.metadata.self.vpcIP) },
   })
 }
 

@@ -4,23 +4,29 @@
  * in the Kubernetes API, the cluster CA kubeadm wrote on this control plane, JSON logs.
  */
 import { createValidator, encodeJoinConfig, JOIN_CONFIG_MAP } from '../lib/attestation/index.js'
-import { chainMessage } from '../lib/errors/index.js'
 import { routeGrpcLogs } from '../lib/grpc/index.js'
 import {
   apiStateDiskRegistry,
+  collectStateDisksPeriodically,
   createJoinService,
   createKubeletSigner,
   JoinConfigSync,
   leaseControlPlaneTurns,
   loadClusterCa,
   MeasurementsStore,
+  recordOwnDisk,
+  refreshingMembers,
+  staticMembers,
   validatorSourceFrom,
   type JoinConfigMap,
-  type StateDiskRegistry,
+  type MemberDirectory,
+  type OwnDisk,
 } from '../lib/joinservice/index.js'
 import { KeyServiceClient, readNodeMasterSecret } from '../lib/kms/index.js'
 import { apiTokenRegistrar, createTokenIssuer, openNodeKubeApi, type KubeApi } from '../lib/kube/index.js'
 import {
+  fetchMetadataPeers,
+  httpMetadataClient,
   kubernetesNodeName,
   loadResolvedNodeConfig,
   readNodeState,
@@ -32,12 +38,12 @@ import {
   formatHostPort,
   parseHostPort,
   readRegularFile,
-  retry,
   serveUntilStopped,
   type Logger,
 } from '../lib/system/index.js'
 import { readComponentsFile } from '../lib/versions/index.js'
-import { nodeValidatorOptions } from './node.js'
+import { attestationKeyName, withTpm } from '../lib/tpm/index.js'
+import { nodeValidatorOptions, openTpmFromConfig } from './node.js'
 
 /** kubeadm's default API server port, where controlPlaneEndpoint names none. */
 const API_SERVER_PORT = 6443
@@ -89,7 +95,7 @@ export async function createNodeJoinService(
     components: () => readComponentsFile(paths.componentsFile),
     stateDisks,
     cluster: { measurementSalt, apiServerEndpoint: apiServerEndpoint(config) },
-    expectedNodeName: nodeNamesByAddress(config),
+    members: memberDirectory(config),
     controlPlaneTurns: leaseControlPlaneTurns({ api, clock, logger: log.child('joinservice') }),
     clock,
     logger: log,
@@ -99,7 +105,14 @@ export async function createNodeJoinService(
     async start() {
       const address = await service.start()
       await sync.start()
-      void registerOwnDisk(config, paths, stateDisks, log, stopped.signal)
+      void recordOwnDisk(stateDisks, () => ownDisk(config, paths, clock), log, stopped.signal)
+      collectStateDisksPeriodically({
+        stateDisks,
+        hasNode: (n) => api.hasNode(n),
+        clock,
+        log,
+        signal: stopped.signal,
+      })
       return address
     },
     async stop() {
@@ -109,43 +122,6 @@ export async function createNodeJoinService(
       store.close()
       keys.close()
     },
-  }
-}
-
-/**
- * This control plane's own disk, so that it can rejoin after a reboot. The init node's disk got no
- * ticket, so this is its only record; for a control plane that joined it repeats its ticket's. The
- * API may not answer yet right after kubeadm: ask until it does.
- */
-async function registerOwnDisk(
-  config: ResolvedNodeConfig,
-  paths: NodePaths,
-  stateDisks: StateDiskRegistry,
-  log: Logger,
-  signal: AbortSignal,
-): Promise<void> {
-  try {
-    const state = await readNodeState(paths)
-    if (!state.diskUuid || !config.metadata) return
-    const node = kubernetesNodeName(config.metadata.self.name)
-    await retry(() => stateDisks.register(state.diskUuid!, { node, role: state.role }), {
-      attempts: Number.POSITIVE_INFINITY,
-      initialDelayMs: 1_000,
-      maxDelayMs: 30_000,
-      retryable: () => true,
-      signal,
-      onRetry: (err, attempt) =>
-        log.warn("Registering this node's state disk failed; trying again", {
-          attempt,
-          error: chainMessage(err),
-        }),
-    })
-    log.info("Registered this node's state disk", { diskUUID: state.diskUuid, node })
-  } catch (err) {
-    if (!signal.aborted)
-      log.warn("This node's state disk is not registered: it cannot rejoin without `constellation recover`", {
-        error: chainMessage(err),
-      })
   }
 }
 
@@ -179,14 +155,33 @@ function apiServerEndpoint(config: ResolvedNodeConfig): string {
   return formatHostPort(host, API_SERVER_PORT)
 }
 
-/**
- * The static metadata's peer names pin each address's CSR to the node the operator listed there. An
- * address listed for several members, this node included (nodes on one host), pins nothing.
- */
-function nodeNamesByAddress(config: ResolvedNodeConfig): (address: string) => string | undefined {
-  const { self, peers = [] } = config.metadata ?? {}
-  const names = new Map<string, string | undefined>()
-  for (const m of peers) names.set(m.vpcIP, names.has(m.vpcIP) ? undefined : kubernetesNodeName(m.name))
-  if (self && names.has(self.vpcIP)) names.set(self.vpcIP, undefined)
-  return (address) => names.get(address)
+/** Who is in the cluster: the metadata service's list as it changes, or the static list (this node's peers and itself). */
+function memberDirectory(config: ResolvedNodeConfig): MemberDirectory {
+  const metadata = config.metadata
+  if (!metadata) throw new Error('the join service needs metadata') // runJoinService requires it
+  const service = metadata.service
+  if (!service) return staticMembers([metadata.self, ...metadata.peers])
+  const client = httpMetadataClient()
+  return refreshingMembers({ fetch: () => fetchMetadataPeers(client, service), clock: Date.now })
+}
+
+/** This control plane's disk record: its name and address in the metadata, its TPM. */
+async function ownDisk(
+  config: ResolvedNodeConfig,
+  paths: NodePaths,
+  clock: () => Date,
+): Promise<OwnDisk | undefined> {
+  const state = await readNodeState(paths)
+  if (!state.diskUuid || !config.metadata) return undefined
+  const tpm = await withTpm(openTpmFromConfig(config.tpm), attestationKeyName)
+  return {
+    uuid: state.diskUuid,
+    record: {
+      node: kubernetesNodeName(config.metadata.self.name),
+      role: state.role,
+      address: config.metadata.self.vpcIP,
+      tpm: tpm.toString('hex'),
+      recordedAt: clock().toISOString(),
+    },
+  }
 }

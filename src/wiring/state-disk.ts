@@ -22,7 +22,7 @@ import {
   loadResolvedNodeConfig,
   type NodeConfig,
   type ResolvedNodeConfig,
-  type StaticMetadata,
+  type ResolvedMetadata,
 } from '../lib/nodeconfig/index.js'
 import { simulatedMounter } from '../lib/mini/index.js'
 import { nodePaths } from '../lib/paths.js'
@@ -37,7 +37,7 @@ import { extendPcr, readPcrs, type OpenTpm } from '../lib/tpm/index.js'
 import { nodeIssuer, openTpmFromConfig } from './node.js'
 
 export type StateDiskNodeConfig = ResolvedNodeConfig &
-  Required<Pick<NodeConfig, 'stateDisk'>> & { metadata: StaticMetadata }
+  Required<Pick<NodeConfig, 'stateDisk'>> & { metadata: ResolvedMetadata }
 
 export interface StateDiskIo {
   openTpm: OpenTpm
@@ -133,7 +133,8 @@ export async function runStateDiskSetup(
         mounter: opts.simulateMapping
           ? simulatedMounter(runner, nodePaths(config.root))
           : deviceMapperMounter(runner, nodePaths(config.root)),
-        requestRejoinTicket: attestedRejoinTicketRequester(issuer),
+        // from the address the metadata lists for this node: the join service knows it by that address
+        requestRejoinTicket: attestedRejoinTicketRequester(issuer, undefined, config.metadata.self.vpcIP),
         recoveryEndpoint: nodeRecoveryEndpoint(config, issuer, log),
         log,
       },

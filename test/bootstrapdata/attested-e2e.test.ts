@@ -17,13 +17,13 @@ import { X509Certificate } from 'node:crypto'
 import { readFile, stat } from 'node:fs/promises'
 import path from 'node:path'
 import { parse } from 'yaml'
-import type { BootstrapperConfig } from '../../src/lib/bootstrapper/index.js'
 import { CLUSTER_ID_PCR } from '../../src/lib/bootstrapper/index.js'
 import type { OutputFormat } from '../../src/lib/bootstrapdata/index.js'
 import {
   parseBootstrapperNodeConfig,
   readNodeState,
   type BootstrapperNodeConfig,
+  type BootstrapperNodeConfigFile,
   type NodeMember,
 } from '../../src/lib/nodeconfig/index.js'
 import { nodePaths, NODE_CONFIG_PATH } from '../../src/lib/paths.js'
@@ -91,10 +91,10 @@ async function generate(
  */
 function onThisMachine(
   generated: GeneratedNodeConfig,
-  local: BootstrapperConfig,
+  local: BootstrapperNodeConfigFile,
   address: (member: string) => string,
   endpointHost: string,
-): BootstrapperConfig {
+): BootstrapperNodeConfig {
   const { metadata } = generated
   const endpoint = metadata.loadBalancerEndpoint && parseHostPort(metadata.loadBalancerEndpoint)
   const rewritten = {
@@ -135,7 +135,7 @@ describe('attested bootstrap data end to end: init, then the worker joins throug
       const generated = new Map<string, GeneratedNodeConfig>() // filled once cp-0's workspace exists
       const written = new Map<string, BootstrapperNodeConfig>()
       const members = new Map<string, NodeMember>()
-      const nodeConfig = (name: string) => (local: BootstrapperConfig) => {
+      const nodeConfig = (name: string) => (local: BootstrapperNodeConfigFile) => {
         const config = generated.get(name) ?? expect.fail(`no generated node config for ${name}`)
         const address = (member: string) =>
           members.get(member)?.vpcIP ?? expect.fail(`${name}: no node for member ${member}`)

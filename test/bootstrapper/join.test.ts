@@ -20,6 +20,7 @@ import {
   createJoinService,
   createKubeletSigner,
   MeasurementsStore,
+  staticMembers,
   validatorSourceFrom,
   type ClusterCa,
   type JoinService,
@@ -74,7 +75,7 @@ async function measurementsOf(node: LocalNode): Promise<Measurements> {
 async function startJoinService(
   node: LocalNode,
   ca: ClusterCa,
-  opts: { measurements: Measurements; keyServiceUp: boolean },
+  opts: { measurements: Measurements; keyServiceUp: boolean; members: NodeMember[] },
 ): Promise<JoinServiceUnderTest> {
   const dir = path.join(node.dir, 'joinservice')
   const lines: string[] = []
@@ -115,6 +116,7 @@ async function startJoinService(
     components: () => Promise.resolve(components),
     stateDisks,
     cluster: { measurementSalt: MEASUREMENT_SALT, apiServerEndpoint: API_SERVER },
+    members: staticMembers(opts.members),
     clock: () => new Date(),
     logger,
   })
@@ -203,6 +205,7 @@ describe('join on loopback: join service, key service and a joining node', funct
     js = await startJoinService(node, ca, {
       measurements: opts.measurements ?? (await measurementsOf(node)),
       keyServiceUp: opts.keyServiceUp ?? true,
+      members: [self],
     })
     running = await startNode(
       joiningNode(node, self, js.port),
@@ -334,6 +337,13 @@ async function joinRequest(name: string, ip: string, diskUuid: string = randomUU
   }
 }
 
+/** Each with a loopback address of its own, which its requests leave from (as mini's nodes). */
+const LOAD_WORKERS: NodeMember[] = Array.from({ length: 50 }, (_, i) => ({
+  name: `worker-${i}`,
+  role: 'worker',
+  vpcIP: `127.0.2.${i + 1}`,
+}))
+
 describe('join service refusals and load, with real attestation (swtpm per node)', function () {
   this.timeout(120_000)
   let node: LocalNode
@@ -343,7 +353,11 @@ describe('join service refusals and load, with real attestation (swtpm per node)
   before(async () => {
     ca = await makeClusterCa()
     node = await startLocalNode()
-    js = await startJoinService(node, ca, { measurements: await measurementsOf(node), keyServiceUp: true })
+    js = await startJoinService(node, ca, {
+      measurements: await measurementsOf(node),
+      keyServiceUp: true,
+      members: [{ name: 'worker-8', role: 'worker', vpcIP: '127.0.0.1' }, ...LOAD_WORKERS],
+    })
   })
   after(async () => {
     await js?.stop()
@@ -351,8 +365,8 @@ describe('join service refusals and load, with real attestation (swtpm per node)
     await node?.stop()
   })
   const endpoint = () => `127.0.0.1:${js.port}`
-  const ask = (open: OpenTpm, request: Awaited<ReturnType<typeof joinRequest>>) =>
-    attestedJoinTicketRequester(createIssuer('qemu-vtpm', open), 10_000)(
+  const ask = (open: OpenTpm, request: Awaited<ReturnType<typeof joinRequest>>, from?: string) =>
+    attestedJoinTicketRequester(createIssuer('qemu-vtpm', open), 10_000, from)(
       endpoint(),
       request,
       new AbortController().signal,
@@ -392,7 +406,10 @@ describe('join service refusals and load, with real attestation (swtpm per node)
     swtpms.push(...tpms)
     const uuids = tpms.map(() => randomUUID())
     const tickets = await Promise.all(
-      tpms.map(async (tpm, i) => ask(tpm.open, await joinRequest(`worker-${i}`, '127.0.0.1', uuids[i]))),
+      tpms.map(async (tpm, i) => {
+        const { name, vpcIP } = LOAD_WORKERS[i]!
+        return ask(tpm.open, await joinRequest(name, vpcIP, uuids[i]), vpcIP)
+      }),
     )
     expect(new Set(tickets.map((t) => t.token)).size).to.equal(50)
     expect(new Set(tickets.map((t) => t.stateDiskKey.toString('hex'))).size).to.equal(50)

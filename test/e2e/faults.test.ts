@@ -110,8 +110,10 @@ async function presentCertificate(
   endpoint: string,
   cert: { certPem: string; keyPem: string },
   request: IssueJoinTicketRequest,
+  from: string,
 ): Promise<IssueJoinTicketResponse | grpc.ServiceError> {
-  const client = new APIClient(endpoint, createUnattestedServerCredentials({ clientCertificate: cert }), {
+  const credentials = createUnattestedServerCredentials({ clientCertificate: cert, localAddress: from })
+  const client = new APIClient(endpoint, credentials, {
     'grpc.ssl_target_name_override': 'constellation',
     'grpc.enable_retries': 0,
   })
@@ -307,18 +309,20 @@ describe('faults: a killed join service, wrong measurements, a replayed attestat
     // 1. The genuine session: the join service's nonce, the node's quote over it: a ticket.
     const first = await challenge(endpoint)
     const genuine = await createAttestedCertificate(recording, first, new Date(), encodeNonce(first))
-    const ticket = await presentCertificate(endpoint, genuine, await genuineJoinRequest('worker-0'))
+    const from = node.member.vpcIP // the worker's own address, as its join client leaves from it
+    const request = () => genuineJoinRequest('worker-0', from)
+    const ticket = await presentCertificate(endpoint, genuine, await request(), from)
     expect(ticket, 'the genuine attestation gets a ticket').to.not.be.instanceOf(Error)
     expect((ticket as IssueJoinTicketResponse).stateDiskKey).to.have.length(32)
 
     // 2. The same certificate on a new connection: its nonce is spent.
-    const verbatim = await presentCertificate(endpoint, genuine, await genuineJoinRequest('worker-0'))
+    const verbatim = await presentCertificate(endpoint, genuine, await request(), from)
     expectRefusal(verbatim, /already used \(replay\)/)
 
     // 3. The same document and key in a certificate for a fresh nonce: the quote is bound to the old one.
     const fresh = await challenge(endpoint)
     const replayed = certificateReplaying(genuine, issuer, document!, fresh)
-    const again = await presentCertificate(endpoint, replayed, await genuineJoinRequest('worker-0'))
+    const again = await presentCertificate(endpoint, replayed, await request(), from)
     expectRefusal(again, /not bound to this nonce.*replayed document/)
 
     const audit = await joinAuditLines(cp0)

@@ -28,7 +28,7 @@ describe('control-plane join turns (a Lease in the Kubernetes API)', () => {
     await cleanup()
   })
   /** One join service's view; each has its own client, as on two control planes. */
-  const service = () =>
+  const service = (turnSeconds?: number) =>
     leaseControlPlaneTurns({
       api,
       clock: () => new Date(now),
@@ -36,14 +36,14 @@ describe('control-plane join turns (a Lease in the Kubernetes API)', () => {
         format: 'json',
         write: (l) => queued.push((JSON.parse(l) as { joining?: string }).joining ?? ''),
       }),
-      turnSeconds: 60,
+      turnSeconds,
       pollIntervalMs: 20,
     })
   const registerNode = async (name: string) => {
     await mkdir(path.join(dir, 'api/nodes'), { recursive: true })
     await writeFile(path.join(dir, 'api/nodes', `${name}.json`), JSON.stringify({ metadata: { name } }))
   }
-  const settled = async (p: Promise<void>, ms = 150) =>
+  const settled = async (p: Promise<unknown>, ms = 150) =>
     Promise.race([p.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), ms))])
 
   it('a second control plane waits, on another join service, until the first one registered', async () => {
@@ -59,12 +59,36 @@ describe('control-plane join turns (a Lease in the Kubernetes API)', () => {
     )
   })
 
-  it('a turn nobody used ends when the Lease expires', async () => {
+  it('a turn given back (the ticket failed, the node hung up) lets the next one in at once', async () => {
+    const signal = new AbortController().signal
+    const first = await service().take('cp-1', signal)
+    const second = service().take('cp-2', signal)
+    expect(await settled(second)).to.equal(false)
+    await first.release()
+    expect(await settled(second, 2_000)).to.equal(true)
+    await first.release() // cp-2 holds it now: nothing changes
+    expect((await api.getLease(CONTROL_PLANE_LEASE.namespace, CONTROL_PLANE_LEASE.name))?.holder).to.equal(
+      'cp-2',
+    )
+  })
+
+  it('a turn taken and not used (no Node) ends after about a minute by default', async () => {
     const signal = new AbortController().signal
     await service().take('cp-1', signal)
     const second = service().take('cp-2', signal)
+    now += 30_000
     expect(await settled(second)).to.equal(false)
-    now += 61_000
+    now += 31_000
+    expect(await settled(second, 2_000)).to.equal(true)
+  })
+
+  it('a turn nobody used ends when the Lease expires, as long as the Lease says', async () => {
+    const signal = new AbortController().signal
+    await service(300).take('cp-1', signal)
+    const second = service(300).take('cp-2', signal)
+    now += 299_000
+    expect(await settled(second)).to.equal(false)
+    now += 2_000
     expect(await settled(second, 2_000)).to.equal(true)
   })
 

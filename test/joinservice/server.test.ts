@@ -7,7 +7,11 @@ import path from 'node:path'
 import { InMemoryStateDisks } from '../support/state-disks.js'
 import { expect } from '../support/chai.js'
 import { makeTempDir } from '../support/temp.js'
-import { createFakeAttestation, type FakeAttestation } from '../support/fake-attestation.js'
+import {
+  createFakeAttestation,
+  DEFAULT_FAKE_AK_NAME,
+  type FakeAttestation,
+} from '../support/fake-attestation.js'
 import {
   APIClient,
   type IssueJoinTicketRequest,
@@ -29,8 +33,10 @@ import {
   createJoinService,
   createKubeletSigner,
   MeasurementsStore,
+  staticMembers,
   validatorSourceFrom,
   type ClusterCa,
+  type ControlPlaneTurns,
   type DataKeyGetter,
   type JoinService,
 } from '../../src/lib/joinservice/index.js'
@@ -51,6 +57,23 @@ import {
 import { createAttestedClientChannelCredentials } from '../../src/lib/atls/client-attested.js'
 
 const UUID = '0b4f5e2a-1c3d-4e5f-8a9b-0c1d2e3f4a5b'
+const uuid = (i: number) => `0b4f5e2a-1c3d-4e5f-8a9b-${String(i).padStart(12, '0')}`
+/**
+ * The cluster's metadata: each node has a loopback address of its own, which its connections leave
+ * from (Linux lets a client bind any 127/8 address). worker-1 is 127.0.0.1, the default source.
+ */
+const ADDRESSES: Record<string, string> = {
+  'worker-1': '127.0.0.1',
+  'worker-7': '127.0.0.7',
+  'cp-1': '127.0.0.11',
+  'cp-2': '127.0.0.12',
+  ...Object.fromEntries(Array.from({ length: 12 }, (_, i) => [`worker-${i + 100}`, `127.0.1.${i + 1}`])),
+}
+const MEMBERS = Object.entries(ADDRESSES).map(([name, vpcIP]) => ({
+  name,
+  role: name.startsWith('cp-') ? ('control-plane' as const) : ('worker' as const),
+  vpcIP,
+}))
 /** The server is not attested in this direction; a fixed name keeps the IP address out of SNI. */
 const SERVER_NAME = { 'grpc.ssl_target_name_override': 'constellation' }
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
@@ -118,7 +141,9 @@ describe('join service over aTLS', function () {
     await cleanup()
   })
 
-  async function start(opts: { listen?: string; workerConcurrency?: number } = {}) {
+  async function start(
+    opts: { listen?: string; workerConcurrency?: number; controlPlaneTurns?: ControlPlaneTurns } = {},
+  ) {
     const logger = createLogger({ format: 'json', write: (l) => lines.push(l) })
     store = await MeasurementsStore.open({
       file: path.join(dir, 'join-config.json'),
@@ -138,6 +163,8 @@ describe('join service over aTLS', function () {
       components: async () => COMPONENTS,
       stateDisks,
       cluster: { measurementSalt: MEASUREMENT_SALT, apiServerEndpoint: '10.0.0.1:6443' },
+      members: staticMembers(MEMBERS),
+      controlPlaneTurns: opts.controlPlaneTurns,
       clock: () => new Date(),
       logger,
       limits: { workerConcurrency: opts.workerConcurrency },
@@ -158,8 +185,9 @@ describe('join service over aTLS', function () {
   async function call<Res>(
     issuer: Issuer,
     invoke: (client: APIClient, done: (err: grpc.ServiceError | null, res: Res) => void) => void,
+    from?: string,
   ): Promise<Res> {
-    const creds = await createAttestedClientChannelCredentials(target, issuer)
+    const creds = await createAttestedClientChannelCredentials(target, issuer, 10_000, from)
     const client = new APIClient(target, creds, SERVER_NAME)
     try {
       return await new Promise<Res>((resolve, reject) =>
@@ -170,10 +198,24 @@ describe('join service over aTLS', function () {
     }
   }
   const options = () => ({ deadline: Date.now() + 10_000 })
-  const join = (req: IssueJoinTicketRequest, issuer: Issuer = fake.issuer()) =>
-    call<IssueJoinTicketResponse>(issuer, (c, done) =>
-      c.issueJoinTicket(req, new grpc.Metadata(), options(), done),
+  /** A join from `node`'s own address (worker-1's unless named). */
+  const join = (req: IssueJoinTicketRequest, issuer: Issuer = fake.issuer(), node = 'worker-1') =>
+    call<IssueJoinTicketResponse>(
+      issuer,
+      (c, done) => c.issueJoinTicket(req, new grpc.Metadata(), options(), done),
+      ADDRESSES[node],
     )
+  const rejoin = (node: string, issuer: Issuer = fake.issuer()) =>
+    call<IssueRejoinTicketResponse>(
+      issuer,
+      (c, done) => c.issueRejoinTicket({ diskUuid: UUID }, new grpc.Metadata(), options(), done),
+      ADDRESSES[node],
+    )
+  /** `node`'s honest request from its address, for disk `diskUuid`. */
+  const requestOf = async (node: string, diskUuid = UUID) => ({
+    ...(await request(await nodeCsr(node, ADDRESSES[node] ?? ''), node.startsWith('cp-'))),
+    diskUuid,
+  })
   const failureOf = (p: Promise<unknown>) =>
     p.then(
       () => expect.fail('the call succeeded'),
@@ -286,8 +328,8 @@ describe('join service over aTLS', function () {
     const seen = slowKeyService(50)
     await start()
     const [a, b] = await Promise.all([
-      join(await request(await nodeCsr('cp-1', '127.0.0.1'), true)),
-      join(await request(await nodeCsr('cp-2', '127.0.0.1'), true)),
+      join(await requestOf('cp-1', uuid(1)), fake.issuer(), 'cp-1'),
+      join(await requestOf('cp-2', uuid(2)), fake.issuer(), 'cp-2'),
     ])
     expect(seen.maxActive, 'key requests at once: one join’s two').to.equal(2)
     for (const t of [a, b])
@@ -300,15 +342,12 @@ describe('join service over aTLS', function () {
   })
 
   it('runs worker joins with bounded concurrency; all succeed with distinct tokens and disk keys', async () => {
-    const seen = slowKeyService(30)
+    const seen = slowKeyService(300) // long enough that joins pile up behind the bound on a busy machine
     await start({ workerConcurrency: 3 })
-    const uuids = Array.from(
-      { length: 12 },
-      (_, i) => `0b4f5e2a-1c3d-4e5f-8a9b-${String(i).padStart(12, '0')}`,
-    )
+    const uuids = Array.from({ length: 12 }, (_, i) => uuid(i))
     const tickets = await Promise.all(
       uuids.map(async (diskUuid, i) =>
-        join({ ...(await request(await nodeCsr(`worker-${i}`, '127.0.0.1'))), diskUuid }),
+        join(await requestOf(`worker-${i + 100}`, diskUuid), fake.issuer(), `worker-${i + 100}`),
       ),
     )
     expect(seen.maxActive).to.equal(6)
@@ -329,12 +368,16 @@ describe('join service over aTLS', function () {
     expect(audits()[0]).to.include({ verdict: 'error' })
   })
 
-  it('issues a rejoin ticket for a disk of the cluster: the disk key and measurement secret only, audited with its node', async () => {
+  it('issues a rejoin ticket for its disk to the node it was recorded for: the disk key and measurement secret only', async () => {
     await start()
-    await stateDisks.register(UUID, { node: 'worker-7', role: 'worker' })
-    const ticket = await call<IssueRejoinTicketResponse>(fake.issuer(), (c, done) =>
-      c.issueRejoinTicket({ diskUuid: UUID }, new grpc.Metadata(), options(), done),
-    )
+    stateDisks.disks.set(UUID, {
+      node: 'worker-7',
+      role: 'worker',
+      address: '127.0.0.7',
+      tpm: DEFAULT_FAKE_AK_NAME.toString('hex'),
+      recordedAt: new Date().toISOString(),
+    })
+    const ticket = await rejoin('worker-7')
     expect(ticket).to.deep.equal({
       stateDiskKey: kms.diskKey(UUID),
       measurementSecret: kms.measurementSecret(),
@@ -347,22 +390,100 @@ describe('join service over aTLS', function () {
     })
   })
 
+  it("refuses another member's rejoin for a disk, and a fresh TPM at the node's own address", async () => {
+    await start()
+    await join(await requestOf('worker-7'), fake.issuer(), 'worker-7')
+    keysAsked.length = 0
+    const fromOther = await failureOf(rejoin('worker-1'))
+    expect([fromOther.code, fromOther.details]).to.deep.equal([
+      grpc.status.PERMISSION_DENIED,
+      `disk_uuid: ${UUID} is the state disk of node "worker-7", not of "worker-1" (the metadata's instance at 127.0.0.1)`,
+    ])
+    const freshTpm = fake.issuer('none', Buffer.concat([Buffer.from([0, 0x0b]), Buffer.alloc(32, 0xdd)]))
+    const impostor = await failureOf(rejoin('worker-7', freshTpm))
+    expect(impostor.code).to.equal(grpc.status.PERMISSION_DENIED)
+    expect(impostor.details).to.match(/was recorded with another TPM/)
+    expect(keysAsked, 'no key derived for either').to.deep.equal([])
+    expect(audits().map((l) => [l.rpc, l.node, l.verdict])).to.deep.equal([
+      ['IssueJoinTicket', 'worker-7', 'ok'],
+      ['IssueRejoinTicket', 'worker-1', 'refused'],
+      ['IssueRejoinTicket', 'worker-7', 'refused'],
+    ])
+  })
+
   it('refuses a rejoin for a disk it does not know, and audits the refusal', async () => {
     await start()
-    const err = await call<IssueRejoinTicketResponse>(fake.issuer(), (c, done) =>
-      c.issueRejoinTicket({ diskUuid: UUID }, new grpc.Metadata(), options(), done),
-    ).catch((e: grpc.ServiceError) => e)
-    expect((err as grpc.ServiceError).code).to.equal(grpc.status.PERMISSION_DENIED)
-    expect((err as grpc.ServiceError).details).to.match(/^disk_uuid: .* is not a state disk of this cluster/)
+    const err = await failureOf(rejoin('worker-1'))
+    expect(err.code).to.equal(grpc.status.PERMISSION_DENIED)
+    expect(err.details).to.match(/^disk_uuid: .* is not a state disk of this cluster/)
     expect(keysAsked).to.deep.equal([])
-    expect(audits()[0]).to.include({ rpc: 'IssueRejoinTicket', verdict: 'refused', role: 'unknown' })
+    expect(audits()[0]).to.include({
+      rpc: 'IssueRejoinTicket',
+      verdict: 'refused',
+      node: 'worker-1',
+      role: 'worker',
+    })
+  })
+
+  it('refuses a caller at an address the metadata does not list, whatever its request says', async () => {
+    await start()
+    const err = await failureOf(
+      call<IssueJoinTicketResponse>(
+        fake.issuer(),
+        async (c, done) =>
+          c.issueJoinTicket(
+            await request(await nodeCsr('cp-1', '127.0.0.99'), true),
+            new grpc.Metadata(),
+            options(),
+            done,
+          ),
+        '127.0.0.99',
+      ),
+    )
+    expect([err.code, err.details]).to.deep.equal([
+      grpc.status.PERMISSION_DENIED,
+      "peer address 127.0.0.99: the cluster's metadata lists no instance there; only its members may join",
+    ])
+    expect(keysAsked).to.deep.equal([])
+    expect(audits()[0]).to.include({ rpc: 'IssueJoinTicket', node: '', verdict: 'refused' })
+  })
+
+  it('gives a control plane nothing of the PKI unless the metadata lists it as one: no key, no turn taken', async () => {
+    const taken: string[] = []
+    const turns: ControlPlaneTurns = {
+      take: async (node) => (taken.push(node), { release: async () => {} }),
+    }
+    await start({ controlPlaneTurns: turns })
+    const err = await failureOf(join(await request(await nodeCsr('worker-1', '127.0.0.1'), true)))
+    expect([err.code, err.details]).to.deep.equal([
+      grpc.status.PERMISSION_DENIED,
+      `is_control_plane: true, but the cluster's metadata lists 127.0.0.1 as worker "worker-1"`,
+    ])
+    expect(keysAsked).to.deep.equal([])
+    expect(taken).to.deep.equal([])
+    expect(audits()[0]).to.include({ node: 'worker-1', role: 'worker', verdict: 'refused' })
+  })
+
+  it("gives a control plane's turn back when its ticket fails, and keeps it when the ticket is issued", async () => {
+    const events: string[] = []
+    const turns: ControlPlaneTurns = {
+      take: async (node) => (
+        events.push(`take ${node}`),
+        { release: async () => void events.push(`release ${node}`) }
+      ),
+    }
+    await start({ controlPlaneTurns: turns })
+    await join(await requestOf('cp-1', uuid(1)), fake.issuer(), 'cp-1')
+    keyService = () => Promise.reject(new KeyServiceUnreachableError('127.0.0.1:9000', 'is unreachable'))
+    await failureOf(join(await requestOf('cp-2', uuid(2)), fake.issuer(), 'cp-2'))
+    expect(events).to.deep.equal(['take cp-1', 'take cp-2', 'release cp-2'])
   })
 
   it('never writes a secret to its log or audit lines', async () => {
     await start()
     const tickets = [
       await join(await request(await nodeCsr('worker-1', '127.0.0.1'))),
-      await join(await request(await nodeCsr('cp-1', '127.0.0.1'), true)),
+      await join(await requestOf('cp-1', uuid(1)), fake.issuer(), 'cp-1'),
     ]
     await failureOf(join(await request(await nodeCsr('worker-2', '10.0.0.9'))))
     await failureOf(join(await request(await nodeCsr('worker-3', '127.0.0.1')), fake.issuer('wrong-nonce')))

@@ -6,11 +6,11 @@ import {
   checkJoinRequest,
   issueJoinTicket,
   issueRejoinTicket,
-  JoinRefusedError,
-  TicketStepError,
   type DataKeyGetter,
   type TicketDeps,
 } from '../../src/lib/joinservice/ticket.js'
+import { JoinRefusedError, TicketStepError } from '../../src/lib/joinservice/refusals.js'
+import type { PeerIdentity } from '../../src/lib/joinservice/peer-identity.js'
 import type { ClusterCa } from '../../src/lib/joinservice/cluster-ca.js'
 import type { CsrFields } from '../../src/lib/joinservice/csr-policy.js'
 import { InMemoryStateDisks } from '../support/state-disks.js'
@@ -31,7 +31,13 @@ import {
 } from './fakes.js'
 
 const UUID = '0b4f5e2a-1c3d-4e5f-8a9b-0c1d2e3f4a5b'
+const OTHER_UUID = '0b4f5e2a-1c3d-4e5f-8a9b-000000000002'
 const PEER = '10.0.0.5'
+const TPM = `000b${'aa'.repeat(32)}`
+const NOW = new Date('2026-11-27T10:00:00Z')
+/** Who the metadata and the attested connection say the caller is. */
+const worker1: PeerIdentity = { node: 'worker-1', role: 'worker', address: PEER, tpm: TPM }
+const controlPlane1: PeerIdentity = { node: 'cp-1', role: 'control-plane', address: '10.0.0.2', tpm: TPM }
 const kms = new ClusterKms(MASTER.key, MASTER.salt)
 
 describe('join tickets', () => {
@@ -53,27 +59,29 @@ describe('join tickets', () => {
       measurementSalt: MEASUREMENT_SALT,
       stateDisks,
       apiServerEndpoint: '10.0.0.1:6443',
+      clock: () => NOW,
     }
     return { d, asked, stateDisks }
   }
   const request = async (
     over: Partial<IssueJoinTicketRequest> = {},
     csr: Partial<CsrFields> = {},
+    peer: PeerIdentity = worker1,
   ): Promise<IssueJoinTicketRequest> => ({
     diskUuid: UUID,
-    certificateRequest: encodeFakeCsr(await nodeCsr('worker-1', PEER, csr)),
-    isControlPlane: false,
+    certificateRequest: encodeFakeCsr(await nodeCsr(peer.node, peer.address, csr)),
+    isControlPlane: peer.role === 'control-plane',
     hostPublicKey: Buffer.alloc(0),
     hostCertificatePrincipals: [],
     ...over,
   })
-  const check = (req: IssueJoinTicketRequest, peer = PEER) =>
+  const check = (req: IssueJoinTicketRequest, peer: PeerIdentity = worker1) =>
     checkJoinRequest(req, peer, { parseCsr: fakeCsrParser })
 
-  const roles: Record<string, { isControlPlane: boolean; wantFiles: string[] }> = {
-    worker: { isControlPlane: false, wantFiles: [] },
+  const roles: Record<string, { peer: PeerIdentity; wantFiles: string[] }> = {
+    worker: { peer: worker1, wantFiles: [] },
     'control plane': {
-      isControlPlane: true,
+      peer: controlPlane1,
       wantFiles: [
         'ca.crt',
         'ca.key',
@@ -89,8 +97,8 @@ describe('join tickets', () => {
   }
   for (const [role, tc] of Object.entries(roles))
     it(`issues a ${role} everything it needs to join`, async () => {
-      const { d, asked } = deps()
-      const checked = check(await request({ isControlPlane: tc.isControlPlane }))
+      const { d, asked, stateDisks } = deps()
+      const checked = check(await request({}, {}, tc.peer), tc.peer)
       const ticket = await issueJoinTicket(checked, d)
       expect(ticket.stateDiskKey).to.deep.equal(kms.diskKey(UUID))
       expect(ticket.measurementSecret).to.deep.equal(kms.measurementSecret())
@@ -103,11 +111,15 @@ describe('join tickets', () => {
       expect(ticket.apiServerEndpoint).to.equal('10.0.0.1:6443')
       expect(ticket.kubernetesComponents).to.deep.equal(COMPONENTS)
       const cert = certOf(ticket.kubeletCert)
-      expect(cert.subject).to.contain('CN=system:node:worker-1')
-      expect(cert.subjectAltName).to.equal('DNS:worker-1, IP Address:10.0.0.5')
+      expect(cert.subject).to.contain(`CN=system:node:${tc.peer.node}`)
+      expect(cert.subjectAltName).to.equal(`DNS:${tc.peer.node}, IP Address:${tc.peer.address}`)
       expect(cert.checkIssued(certOf(Buffer.from(ca.caCertPem)))).to.be.true
       expect(ticket.controlPlaneFiles.map((f) => f.name)).to.deep.equal(tc.wantFiles)
-      expect(checked.role).to.equal(tc.isControlPlane ? 'control-plane' : 'worker')
+      expect(checked.role).to.equal(tc.peer.role)
+      expect(stateDisks.disks.get(UUID), 'the disk recorded for this node, address and TPM').to.deep.equal({
+        ...tc.peer,
+        recordedAt: NOW.toISOString(),
+      })
     })
 
   it('derives the disk key from the lower-cased UUID, as the init node did', async () => {
@@ -120,13 +132,32 @@ describe('join tickets', () => {
     {
       req?: Partial<IssueJoinTicketRequest>
       csr?: Partial<CsrFields>
-      peer?: string
+      peer?: PeerIdentity
       raw?: Buffer
       status: string
       want: RegExp
       node: string
     }
   > = {
+    'a worker asking as a control plane (the PKI and the master secret)': {
+      req: { isControlPlane: true },
+      status: 'permission-denied',
+      want: /^is_control_plane: true, but the cluster's metadata lists 10\.0\.0\.5 as worker "worker-1"$/,
+      node: 'worker-1',
+    },
+    'a control plane asking as a worker': {
+      req: { isControlPlane: false },
+      peer: controlPlane1,
+      status: 'permission-denied',
+      want: /^is_control_plane: false, but the cluster's metadata lists 10\.0\.0\.2 as control-plane "cp-1"$/,
+      node: 'cp-1',
+    },
+    "a CSR for another node's name": {
+      csr: { commonNames: ['system:node:worker-2'], dnsNames: [] },
+      status: 'permission-denied',
+      want: /^certificate_request: subject CN: node name "worker-2"; this node is "worker-1"$/,
+      node: 'worker-1',
+    },
     'a disk UUID that names another cluster key': {
       req: { diskUuid: 'measurementSecret' },
       status: 'invalid-argument',
@@ -143,10 +174,10 @@ describe('join tickets', () => {
       raw: Buffer.from('garbage'),
       status: 'invalid-argument',
       want: /^certificate_request: not a PKCS#10 request: fake CSR parser: not a fake CSR$/,
-      node: '',
+      node: 'worker-1',
     },
     'a CSR for another address': {
-      peer: '10.0.0.9',
+      peer: { ...worker1, address: '10.0.0.9' },
       status: 'permission-denied',
       want: /^certificate_request: IP SAN: 10\.0\.0\.5 is not the address the request came from \(10\.0\.0\.9\)$/,
       node: 'worker-1',
@@ -166,7 +197,7 @@ describe('join tickets', () => {
   }
   for (const [name, tc] of Object.entries(refused))
     it(`refuses ${name} before asking for any key`, async () => {
-      const req = await request(tc.req, tc.csr)
+      const req = await request(tc.req, tc.csr, tc.peer && { ...tc.peer, address: PEER })
       if (tc.raw) req.certificateRequest = tc.raw
       const err = (() => {
         try {
@@ -183,14 +214,61 @@ describe('join tickets', () => {
       expect(refusal.node).to.equal(tc.node)
     })
 
-  it('checks against the name the cluster knows for the address', async () => {
-    const req = await request({ isControlPlane: true })
-    req.certificateRequest = encodeFakeCsr(await nodeCsr('control-plane-0', PEER, { dnsNames: [] }))
-    const expectedNodeName = (ip: string) => (ip === PEER ? 'worker-1' : undefined)
-    expect(() => checkJoinRequest(req, PEER, { parseCsr: fakeCsrParser, expectedNodeName })).to.throw(
-      JoinRefusedError,
-      /subject CN: node name "control-plane-0"; this node is "worker-1"/,
-    )
+  describe('a join is for a new disk', () => {
+    it("refuses another node's disk before asking for any key, naming its node", async () => {
+      const { d, asked, stateDisks } = deps()
+      await issueJoinTicket(check(await request()), d)
+      asked.length = 0
+      const intruder: PeerIdentity = {
+        node: 'worker-2',
+        role: 'worker',
+        address: '10.0.0.6',
+        tpm: `000b${'bb'.repeat(32)}`,
+      }
+      const err = await issueJoinTicket(check(await request({}, {}, intruder), intruder), d).then(
+        () => expect.fail('issued'),
+        (e: unknown) => e as JoinRefusedError,
+      )
+      expect(err)
+        .to.be.instanceOf(JoinRefusedError)
+        .and.include({ status: 'permission-denied', node: 'worker-2' })
+      expect(err.message).to.equal(
+        `disk_uuid: ${UUID} is the state disk of node "worker-1" already; a join is for a new disk (a rebooted node asks for a rejoin ticket)`,
+      )
+      expect(asked, 'no key derived').to.deep.equal([])
+      expect(stateDisks.disks.get(UUID)?.node, 'the record is not rewritten').to.equal('worker-1')
+    })
+
+    const sameDiskAgain: Record<string, { again: PeerIdentity; served: boolean }> = {
+      'the same node, address and TPM (its answer was lost)': { again: worker1, served: true },
+      'the same node name from another TPM': {
+        again: { ...worker1, tpm: `000b${'cc'.repeat(32)}` },
+        served: false,
+      },
+      'the same node name from another address': {
+        again: { ...worker1, address: '10.0.0.7' },
+        served: false,
+      },
+    }
+    for (const [name, tc] of Object.entries(sameDiskAgain))
+      it(`asking again for a recorded disk: ${name} is ${tc.served ? 'served' : 'refused'}`, async () => {
+        const { d } = deps()
+        await issueJoinTicket(check(await request()), d)
+        const again = issueJoinTicket(check(await request({}, {}, tc.again), tc.again), d)
+        if (tc.served) expect((await again).stateDiskKey).to.deep.equal(kms.diskKey(UUID))
+        else
+          await expect(again).to.be.rejectedWith(
+            JoinRefusedError,
+            /is the state disk of node "worker-1" already/,
+          )
+      })
+
+    it("retires the node's earlier disk records when it joins with a new disk (reinstalled)", async () => {
+      const { d, stateDisks } = deps()
+      await issueJoinTicket(check(await request({ diskUuid: OTHER_UUID })), d)
+      await issueJoinTicket(check(await request({ diskUuid: UUID })), d)
+      expect([...stateDisks.disks.keys()]).to.deep.equal([UUID])
+    })
   })
 
   const failures: Record<string, { setup: () => ReturnType<typeof deps>; wantStep: RegExp }> = {
@@ -219,24 +297,58 @@ describe('join tickets', () => {
     })
 
   describe('rejoin', () => {
-    it('issues the disk key and measurement secret only, for a disk a join ticket registered', async () => {
-      const { d, asked, stateDisks } = deps()
+    it('issues the disk key and measurement secret only, to the node the disk was recorded for', async () => {
+      const { d, asked } = deps()
       await issueJoinTicket(check(await request()), d)
-      expect(stateDisks.disks.get(UUID)).to.deep.equal({ node: 'worker-1', role: 'worker' })
       asked.length = 0
-      const known: unknown[] = []
-      const ticket = await issueRejoinTicket({ diskUuid: UUID }, d, (record) => known.push(record))
+      const ticket = await issueRejoinTicket({ diskUuid: UUID }, worker1, d)
       expect(ticket).to.deep.equal({
         stateDiskKey: kms.diskKey(UUID),
         measurementSecret: kms.measurementSecret(),
       })
       expect(asked.sort()).to.deep.equal([`${UUID}/32`, 'measurementSecret/32'])
-      expect(known).to.deep.equal([{ node: 'worker-1', role: 'worker' }])
+    })
+
+    const strangers: Record<string, { peer: PeerIdentity; want: RegExp }> = {
+      'another node of the cluster': {
+        peer: { node: 'cp-0', role: 'control-plane', address: '10.0.0.2', tpm: TPM },
+        want: /^disk_uuid: [0-9a-f-]{36} is the state disk of node "worker-1", not of "cp-0" \(the metadata's instance at 10\.0\.0\.2\)$/,
+      },
+      'the same name at another address': {
+        peer: { ...worker1, address: '10.0.0.9' },
+        want: /^disk_uuid: [0-9a-f-]{36} was recorded for "worker-1" at 10\.0\.0\.5; this request comes from 10\.0\.0\.9$/,
+      },
+      'a fresh TPM at the right address (a stand-in machine)': {
+        peer: { ...worker1, tpm: `000b${'dd'.repeat(32)}` },
+        want: /^disk_uuid: [0-9a-f-]{36} was recorded with another TPM \(attestation key a{16}…\); this node attested with d{16}…$/,
+      },
+    }
+    for (const [name, tc] of Object.entries(strangers))
+      it(`refuses a rejoin from ${name}, asking for no key`, async () => {
+        const { d, asked } = deps()
+        await issueJoinTicket(check(await request()), d)
+        asked.length = 0
+        const err = await issueRejoinTicket({ diskUuid: UUID }, tc.peer, d).then(
+          () => expect.fail('issued'),
+          (e: unknown) => e as JoinRefusedError,
+        )
+        expect(err).to.be.instanceOf(JoinRefusedError).and.include({ status: 'permission-denied' })
+        expect(err.message).to.match(tc.want)
+        expect(asked).to.deep.equal([])
+      })
+
+    it('takes an IPv4-mapped address for the recorded IPv4 address (a dual-stack listener)', async () => {
+      const { d } = deps()
+      await issueJoinTicket(check(await request()), d)
+      const mapped = { ...worker1, address: `::ffff:${PEER}` }
+      expect((await issueRejoinTicket({ diskUuid: UUID }, mapped, d)).stateDiskKey).to.deep.equal(
+        kms.diskKey(UUID),
+      )
     })
 
     it('refuses a disk the cluster never issued a ticket for, asking for no key', async () => {
       const { d, asked } = deps()
-      await expect(issueRejoinTicket({ diskUuid: UUID }, d)).to.be.rejectedWith(
+      await expect(issueRejoinTicket({ diskUuid: UUID }, worker1, d)).to.be.rejectedWith(
         JoinRefusedError,
         /^disk_uuid: [0-9a-f-]{36} is not a state disk of this cluster/,
       )
@@ -245,7 +357,7 @@ describe('join tickets', () => {
 
     it('refuses a disk UUID that is not one, asking for no key', async () => {
       const { d, asked } = deps()
-      await expect(issueRejoinTicket({ diskUuid: 'ca_emergency_ssh' }, d)).to.be.rejectedWith(
+      await expect(issueRejoinTicket({ diskUuid: 'ca_emergency_ssh' }, worker1, d)).to.be.rejectedWith(
         JoinRefusedError,
         /^disk_uuid: "ca_emergency_ssh" is not a UUID$/,
       )

@@ -23,6 +23,7 @@ import {
   createKubeletSigner,
   MeasurementsStore,
   validatorSourceFrom,
+  staticMembers,
   type ClusterCa,
   type JoinService,
 } from '../../src/lib/joinservice/index.js'
@@ -107,6 +108,7 @@ describe('join service of a tpm-ek cluster (swtpms with EK certificates)', funct
       components: async () => COMPONENTS,
       stateDisks: new InMemoryStateDisks(),
       cluster: { measurementSalt: MEASUREMENT_SALT, apiServerEndpoint: '10.0.0.1:6443' },
+      members: staticMembers([{ name: 'worker-1', role: 'worker', vpcIP: '127.0.0.1' }]),
       clock: () => new Date(),
       logger,
     })

@@ -11,7 +11,12 @@ const set = (byte: number): Measurements =>
 const stubValidator = (m: Measurements): Validator => ({
   variant: 'qemu-vtpm',
   oid: '1.3.9900.5.1',
-  validate: async () => ({ userData: m.get(4)?.expected ?? Buffer.alloc(0), pcrs: new Map(), warnings: [], akName: Buffer.alloc(34) }),
+  validate: async () => ({
+    userData: m.get(4)?.expected ?? Buffer.alloc(0),
+    pcrs: new Map(),
+    warnings: [],
+    akName: Buffer.alloc(34),
+  }),
 })
 
 describe('validator source', () => {

@@ -52,6 +52,7 @@ describe('http metadata provider (the mini metadata service over loopback HTTP)'
       self: { name: 'cp-0', role: 'control-plane', vpcIP: '127.0.0.1' },
       peers: VIEW.members,
       loadBalancerEndpoint: '127.0.0.1:6443',
+      service: { url }, // where a join service asks again as the cluster changes
     })
     expect(resolved.initSecretHash).to.equal(HASH)
   })

@@ -1,9 +1,15 @@
-/** A genuine join request for node `name`: a fresh P-256 key's CSR and a new disk UUID, as the join client sends it. */
+/**
+ * A genuine join request for node `name` at `address`: a fresh P-256 key's CSR and a new disk UUID,
+ * as the join client sends it.
+ */
 import { randomUUID } from 'node:crypto'
 import type { IssueJoinTicketRequest } from '../../src/gen/join.js'
 import { createCsr, generateEcdsaP256KeyPair } from '../../src/lib/x509/index.js'
 
-export async function genuineJoinRequest(name: string): Promise<IssueJoinTicketRequest> {
+export async function genuineJoinRequest(
+  name: string,
+  address = '127.0.0.1',
+): Promise<IssueJoinTicketRequest> {
   const { privateKey } = await generateEcdsaP256KeyPair()
   return {
     diskUuid: randomUUID(),
@@ -16,7 +22,7 @@ export async function genuineJoinRequest(name: string): Promise<IssueJoinTicketR
         ['CN', `system:node:${name}`],
         ['O', 'system:nodes'],
       ],
-      ipSans: ['127.0.0.1'],
+      ipSans: [address],
       dnsSans: [name],
     }),
   }

@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net'
 import path from 'node:path'
 import { generateWorkspace, loadConfig } from '../../src/lib/config/index.js'
 import type { BootstrapperConfig } from '../../src/lib/bootstrapper/index.js'
+import type { BootstrapperNodeConfigFile } from '../../src/lib/nodeconfig/index.js'
 import { hashInitSecret } from '../../src/lib/kms/index.js'
 import { workspacePaths } from '../../src/lib/paths.js'
 import { stringifyYaml } from '../../src/lib/yaml/index.js'
@@ -171,7 +172,9 @@ export interface DaemonProcess {
 }
 
 export async function startDaemonProcess(
-  node: LocalNode,
+  node: Pick<LocalNode, 'configFile' | 'workspace' | 'systemd'> & {
+    nodeConfig(listen: string): BootstrapperNodeConfigFile
+  },
   env: NodeJS.ProcessEnv = {},
 ): Promise<DaemonProcess> {
   const port = await freePort()

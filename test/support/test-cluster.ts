@@ -4,9 +4,12 @@
  * from the project's systemd units (through FakeSystemctl), and the cluster's Kubernetes API is the
  * FakeApiServer TEST DOUBLE, whose storage folder the kubeadm contract fake reads and writes.
  *
- * Every node's vpcIP is 127.0.0.1, the address its requests come from. A second control plane's
- * services listen on another loopback address (127.0.0.2, …) with the same join port, as control
- * planes on separate hosts would: a joining node dials its control-plane peers at its own join port.
+ * Every node has a loopback address of its own, its vpcIP, which its requests leave from (a control
+ * plane's is where its services listen: 127.0.0.1 unless given, 127.0.0.2, … for more, with the
+ * same join port, as control planes on separate hosts would; a worker's is 127.0.9.n). A metadata
+ * service (MetadataServer, as in mini) tells each node who it is and lists every node, which is how
+ * a join service knows who asks; its cluster endpoint, which a joining node asks first, is the
+ * first of the node's `peers` (as a load balancer would pick one).
  */
 import { readFile, rm } from 'node:fs/promises'
 import path from 'node:path'
@@ -14,10 +17,16 @@ import { parseJoinConfig } from '../../src/lib/attestation/index.js'
 import {
   attestedRejoinTicketRequester,
   CLUSTER_ID_PCR,
-  type BootstrapperConfig,
   type SetupOutcome,
 } from '../../src/lib/bootstrapper/index.js'
-import type { NodeMember, NodeRole } from '../../src/lib/nodeconfig/index.js'
+import {
+  httpMetadataClient,
+  resolveMetadata,
+  type BootstrapperNodeConfigFile,
+  type NodeMember,
+  type NodeRole,
+} from '../../src/lib/nodeconfig/index.js'
+import { MetadataServer } from '../../src/lib/mini/metadata-server.js'
 import { nodePaths } from '../../src/lib/paths.js'
 import { createLogger, createRunner } from '../../src/lib/system/index.js'
 import { readPcrs } from '../../src/lib/tpm/index.js'
@@ -63,24 +72,32 @@ export async function enforcingPcr4(cps: readonly ClusterNode[], hex: string): P
     })
 }
 
+export type ClusterLocalNode = Omit<LocalNode, 'nodeConfig'> & {
+  nodeConfig(listen: string): BootstrapperNodeConfigFile
+}
+
 export interface ClusterNodeSpec {
   name: string
   role: NodeRole
-  /** The control planes this node may ask for a ticket. */
+  /** The control plane this node asks first for a ticket (its cluster endpoint) is the first of these. */
   peers: NodeMember[]
-  /** Where this node's own key and join services listen (control planes); 127.0.0.1 unless given. */
+  /**
+   * A control plane's address, where its own key and join services listen; 127.0.0.1 unless given
+   * (a second control plane needs one of its own).
+   */
   serviceHost?: string
   /**
    * The node config to run instead of the harness's own (e.g. one that bootstrap data generated),
    * asked for each time the node starts. `local` is the harness's config for this node: its TPM,
    * disk image, root, ports, and metadata from this spec on loopback.
    */
-  nodeConfig?: (local: BootstrapperConfig) => BootstrapperConfig
+  nodeConfig?: (local: BootstrapperNodeConfigFile) => BootstrapperNodeConfigFile
 }
 
 export interface ClusterNode {
   spec: ClusterNodeSpec
-  local: LocalNode
+  /** The harness's node; its config names the harness's metadata service. */
+  local: ClusterLocalNode
   systemd: FakeSystemd
   keyPort: number
   /** The member other nodes list as their peer, at this node's service address. */
@@ -135,13 +152,23 @@ export async function startTestCluster(): Promise<TestCluster> {
   await writeFile(adminKubeconfig, api.kubeconfig(), { mode: 0o600 })
   const joinPort = await freePort()
   const nodes: ClusterNode[] = []
+  // TEST DOUBLE of the cloud's metadata API, answering as mini's does
+  const metadata = new MetadataServer((caller) => {
+    const members = nodes.map((n) => n.member)
+    const asking = nodes.find((n) => n.member.vpcIP === caller)
+    const preferred = asking?.spec.peers[0]?.vpcIP ?? asking?.member.vpcIP ?? '127.0.0.1'
+    return { members, endpointHost: preferred, initSecretHash: '' }
+  })
+  const metadataUrl = await metadata.start('127.0.0.1:0')
+  let workers = 0
   const daemons: DaemonProcess[] = []
   const kubeadmEnv = { KUBEADM_FAKE_API_DIR: apiDir, KUBEADM_FAKE_ADMIN_KUBECONFIG: adminKubeconfig }
 
   async function addNode(spec: ClusterNodeSpec): Promise<ClusterNode> {
     const local = await startLocalNode()
     const keyPort = await freePort()
-    const serviceHost = spec.serviceHost ?? '127.0.0.1'
+    const serviceHost =
+      spec.serviceHost ?? (spec.role === 'control-plane' ? '127.0.0.1' : `127.0.9.${++workers}`)
     const systemd = local.systemd
     const node: ClusterNode = {
       spec,
@@ -149,15 +176,11 @@ export async function startTestCluster(): Promise<TestCluster> {
         ...local,
         nodeConfig: (listen) => {
           const base = local.nodeConfig(listen)
-          const harness: BootstrapperConfig = {
+          const harness: BootstrapperNodeConfigFile = {
             ...base,
             joinService: { listen: `${serviceHost}:${joinPort}` },
             keyService: { listen: `${serviceHost}:${keyPort}` },
-            metadata: {
-              provider: 'static',
-              self: { name: spec.name, role: spec.role, vpcIP: '127.0.0.1' },
-              peers: spec.peers,
-            },
+            metadata: { provider: 'http', url: metadataUrl, sourceAddress: serviceHost },
           }
           return spec.nodeConfig ? spec.nodeConfig(harness) : harness
         },
@@ -204,7 +227,9 @@ export async function startTestCluster(): Promise<TestCluster> {
 
   /** The node's own config and TPM, as the state-disk unit would read them after this boot's swtpm start. */
   async function setupDisk(node: ClusterNode): Promise<BootingDisk> {
-    const config = node.local.nodeConfig('127.0.0.1:0')
+    const config = await resolveMetadata(node.local.nodeConfig('127.0.0.1:0'), httpMetadataClient())
+    if (!config.metadata) throw new Error(`${node.spec.name}'s node config has no metadata`)
+    const self = config.metadata.self
     const paths = nodePaths(config.root)
     const mounter = new RecordingMounter(paths)
     const lines: string[] = []
@@ -212,12 +237,12 @@ export async function startTestCluster(): Promise<TestCluster> {
     const issuer = nodeIssuer(config, node.local.swtpm.open)
     const stop = new AbortController()
     const done = buildStateDiskSetup(
-      config,
+      { ...config, metadata: config.metadata, stateDisk: node.local.nodeConfig('').stateDisk },
       {
         openTpm: node.local.swtpm.open,
         runner: createRunner(),
         mounter,
-        requestRejoinTicket: attestedRejoinTicketRequester(issuer),
+        requestRejoinTicket: attestedRejoinTicketRequester(issuer, undefined, self.vpcIP),
         recoveryEndpoint: nodeRecoveryEndpoint(config, issuer, log),
         log,
         retry: { initialDelayMs: 200, maxDelayMs: 1_000, jitter: 0 },
@@ -246,6 +271,7 @@ export async function startTestCluster(): Promise<TestCluster> {
     async stop() {
       await Promise.allSettled(daemons.map((d) => d.stop()))
       await Promise.allSettled(nodes.map((n) => n.local.stop()))
+      await metadata.stop()
       await api.stop()
       await cleanup()
     },

@@ -4,7 +4,7 @@ import { APIService } from '../../gen/init.js'
 import { prepareCertificateEncoder } from '../atls/index.js'
 import { chainMessage, CliError } from '../errors/index.js'
 import { listenOn } from '../grpc/index.js'
-import type { NodeConfig, StaticMetadata } from '../nodeconfig/index.js'
+import type { NodeConfig, ResolvedMetadata } from '../nodeconfig/index.js'
 import type { NodePaths } from '../paths.js'
 import { settledWithin, type Logger } from '../system/index.js'
 import type { StateDisk } from './init-node.js'
@@ -53,7 +53,7 @@ const STOP_GRACE_MS = 10_000
 
 /** Config keys bootstrap run cannot do without. */
 export type BootstrapperConfig = NodeConfig &
-  Required<Pick<NodeConfig, 'initSecretHash' | 'stateDisk'>> & { metadata: StaticMetadata }
+  Required<Pick<NodeConfig, 'initSecretHash' | 'stateDisk'>> & { metadata: ResolvedMetadata }
 
 /** The part of the node config the daemon itself reads; the rest went into its parts. */
 export type BootstrapperSettings = Pick<

@@ -1,8 +1,11 @@
 /**
  * Control-plane joins one at a time across the whole cluster (etcd admits one learner at a time),
  * however many join services there are. A Lease in kube-system names the control plane whose turn
- * it is; its turn ends when its Node registered (it joined) or when the Lease expires (it failed or
- * vanished). Another control plane waits meanwhile: queued, never refused for concurrency.
+ * it is; its turn ends when its Node registered (it joined), when the join service gives it back
+ * (its ticket failed, or the node hung up before it had it), or when the Lease expires (the node
+ * took its ticket and did not register within about a minute). Another control plane waits
+ * meanwhile: queued, never refused for concurrency. Only control planes the metadata lists get
+ * this far (the join service decides the role), so no other caller can hold the turn.
  */
 import { KubeApiError, type KubeApi, type Lease } from '../kube/index.js'
 import { sleepMs, type Logger } from '../system/index.js'
@@ -11,14 +14,22 @@ export const CONTROL_PLANE_LEASE = {
   namespace: 'kube-system',
   name: 'constellation-control-plane-join',
 } as const
-/** The JoinClient gives kubeadm join 5 minutes; a turn unused for longer has been given up. */
-export const CONTROL_PLANE_TURN_SECONDS = 5 * 60
+/**
+ * A joining control plane's kubelet registers its Node early in `kubeadm join` (kubelet-start),
+ * which ends the turn; one that has not within this has failed or vanished.
+ */
+export const CONTROL_PLANE_TURN_SECONDS = 60
 const POLL_INTERVAL_MS = 1_000
 
 /** Takes a turn for a control plane before its ticket is issued. */
 export interface ControlPlaneTurns {
   /** Resolves once it is `node`'s turn; rejects when `signal` aborts (the node hung up). */
-  take(node: string, signal: AbortSignal): Promise<void>
+  take(node: string, signal: AbortSignal): Promise<ControlPlaneTurn>
+}
+
+export interface ControlPlaneTurn {
+  /** Gives the turn back at once (the node will not join with it); never rejects. */
+  release(): Promise<void>
 }
 
 export interface LeaseTurnsOptions {
@@ -54,13 +65,28 @@ export function leaseControlPlaneTurns(opts: LeaseTurnsOptions): ControlPlaneTur
       throw err
     }
   }
+  /** Empties the Lease if `node` still holds it; a Lease someone else took meanwhile is theirs. */
+  const release = async (node: string): Promise<void> => {
+    try {
+      const lease = await api.getLease(namespace, name)
+      if (lease?.holder !== node) return
+      const spec = { holder: '', renewed: clock(), durationSeconds }
+      await api.replaceLease(namespace, name, spec, lease.resourceVersion)
+      logger.info('Control-plane join turn given back', { node })
+    } catch (err) {
+      logger.warn('Giving back the control-plane join turn failed; it expires on its own', {
+        node,
+        error: err instanceof Error ? err.message : String(err),
+      })
+    }
+  }
   return {
     async take(node, signal) {
       let waitingFor: string | undefined
       for (;;) {
         signal.throwIfAborted()
         const { taken, holder } = await tryTake(node)
-        if (taken) return
+        if (taken) return { release: () => release(node) }
         if (holder && holder !== waitingFor)
           logger.info('Control-plane join queued behind another', { node, joining: holder })
         waitingFor = holder

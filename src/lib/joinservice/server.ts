@@ -30,13 +30,13 @@ import type { ControlPlaneTurns } from './control-plane-turns.js'
 import type { CsrParser } from './csr-policy.js'
 import { peerHost } from './ip-address.js'
 import type { KubeletSigner } from './kubelet-signer.js'
+import type { MemberDirectory } from './members.js'
+import { identifyPeer, type PeerIdentity } from './peer-identity.js'
+import { JoinRefusedError, TicketStepError } from './refusals.js'
 import {
   checkJoinRequest,
   issueJoinTicket,
   issueRejoinTicket,
-  JoinRefusedError,
-  TicketStepError,
-  type CheckedJoinRequest,
   type DataKeyGetter,
   type RequestCheckDeps,
   type TicketDeps,
@@ -71,8 +71,8 @@ export interface JoinServiceOptions {
   cluster: { measurementSalt: Buffer; apiServerEndpoint: string }
   /** Cluster-wide turns for control-plane joins (a Lease in production); this service's queue alone without. */
   controlPlaneTurns?: ControlPlaneTurns
-  /** The node name the cluster knows for an address (static metadata), to pin the CSR's CN. */
-  expectedNodeName?: (address: string) => string | undefined
+  /** The cluster's metadata: who a peer is (name, role) is the instance listed at its address. */
+  members: MemberDirectory
   clock: () => Date
   logger: Logger
   limits?: JoinServiceLimits
@@ -116,8 +116,9 @@ export class JoinService {
       measurementSalt: opts.cluster.measurementSalt,
       stateDisks: opts.stateDisks,
       apiServerEndpoint: opts.cluster.apiServerEndpoint,
+      clock: opts.clock,
     }
-    this.checkDeps = { parseCsr: opts.parseCsr ?? parseCsr, expectedNodeName: opts.expectedNodeName }
+    this.checkDeps = { parseCsr: opts.parseCsr ?? parseCsr }
     this.server = new grpc.Server({
       'grpc.max_receive_message_length': opts.limits?.maxRequestBytes ?? MAX_JOIN_REQUEST_BYTES,
     })
@@ -184,28 +185,30 @@ export class JoinService {
       peer,
       diskUuid: call.request.diskUuid.slice(0, 64),
     }
-    let checked: CheckedJoinRequest
-    try {
-      checked = checkJoinRequest(call.request, peerHost(peer), this.checkDeps)
-    } catch (err) {
-      const node = err instanceof JoinRefusedError ? err.node : ''
-      return this.serve(call, reply, { ...record, node }, () => Promise.reject(err))
-    }
     const signal = hangUp(call)
-    const turns = this.opts.controlPlaneTurns
-    this.serve(call, reply, { ...record, node: checked.node }, () =>
-      this.admission.run(
-        checked.role,
-        async () => {
-          if (checked.role === 'control-plane' && turns)
-            await turns.take(checked.node, signal).catch((err: unknown) => {
-              throw signal.aborted ? err : new TicketStepError('taking the control-plane join turn', err)
-            })
-          return issueJoinTicket(checked, this.ticketDeps)
-        },
-        signal,
-      ),
-    )
+    this.serve(call, reply, record, async () => {
+      const checked = checkJoinRequest(call.request, await this.identify(peer, record), this.checkDeps)
+      return this.admission.run(checked.role, () => this.issueInTurn(checked, signal), signal)
+    })
+  }
+
+  /** A control plane's ticket within its cluster-wide turn, which it gives back if it does not get the ticket. */
+  private async issueInTurn(
+    checked: Parameters<typeof issueJoinTicket>[0],
+    signal: AbortSignal,
+  ): Promise<IssueJoinTicketResponse> {
+    const turns = checked.role === 'control-plane' ? this.opts.controlPlaneTurns : undefined
+    const turn = await turns?.take(checked.node, signal).catch((err: unknown) => {
+      throw signal.aborted ? err : new TicketStepError('taking the control-plane join turn', err)
+    })
+    try {
+      const ticket = await issueJoinTicket(checked, this.ticketDeps)
+      if (signal.aborted) await turn?.release() // the answer goes nowhere: the node cannot join with it
+      return ticket
+    } catch (err) {
+      await turn?.release()
+      throw err
+    }
   }
 
   /** A rejoin is two key-service calls: nothing worth queueing. */
@@ -213,19 +216,25 @@ export class JoinService {
     IssueRejoinTicketRequest,
     IssueRejoinTicketResponse
   > = (call, reply) => {
+    const peer = call.getPeer()
     const record: RequestRecord = {
       rpc: 'IssueRejoinTicket',
       node: '',
       role: 'unknown',
-      peer: call.getPeer(),
+      peer,
       diskUuid: call.request.diskUuid.slice(0, 64),
     }
-    this.serve(call, reply, record, () =>
-      issueRejoinTicket(call.request, this.ticketDeps, (known) => {
-        record.node = known.node
-        record.role = known.role
-      }),
+    this.serve(call, reply, record, async () =>
+      issueRejoinTicket(call.request, await this.identify(peer, record), this.ticketDeps),
     )
+  }
+
+  /** Who the peer is (metadata and its attested connection); the audit line names it from then on. */
+  private async identify(peer: string, record: RequestRecord): Promise<PeerIdentity> {
+    const identity = await identifyPeer(this.opts.members, peerHost(peer), this.listener?.attestation(peer))
+    record.node = identity.node
+    record.role = identity.role
+    return identity
   }
 
   /** Runs one request: refused while stopping, tracked for a graceful stop, audited once, answered once. */
@@ -248,7 +257,8 @@ export class JoinService {
         },
         (err: unknown) => {
           const outcome = this.outcomeOf(err, call.cancelled)
-          this.audit({ ...record, verdict: outcome.verdict, reason: outcome.reason })
+          const node = err instanceof JoinRefusedError && err.node ? err.node : record.node
+          this.audit({ ...record, node, verdict: outcome.verdict, reason: outcome.reason })
           reply(outcome.status)
         },
       )

@@ -15,9 +15,12 @@ import type { NodeRole } from '../nodeconfig/index.js'
 import { toPem } from '../x509/index.js'
 import type { TokenIssuer } from '../kube/index.js'
 import type { ClusterCa, ControlPlaneFile } from './cluster-ca.js'
-import { claimedNodeName, csrProblems, type CsrFields, type CsrParser } from './csr-policy.js'
+import { csrProblems, type CsrFields, type CsrParser } from './csr-policy.js'
+import { sameIp } from './ip-address.js'
 import type { KubeletSigner } from './kubelet-signer.js'
-import type { StateDiskRecord, StateDiskRegistry } from './state-disks.js'
+import type { PeerIdentity } from './peer-identity.js'
+import { JoinRefusedError, TicketStepError } from './refusals.js'
+import { DiskRecordExistsError, type StateDiskRecord, type StateDiskRegistry } from './state-disks.js'
 
 export const STATE_DISK_KEY_BYTES = 32
 export const MEASUREMENT_SECRET_BYTES = 32
@@ -41,41 +44,17 @@ export interface TicketDeps {
   stateDisks: StateDiskRegistry
   /** HOST:PORT of the API server a node joins through. */
   apiServerEndpoint: string
+  /** When a disk record is made. */
+  clock: () => Date
 }
 
 export interface RequestCheckDeps {
   parseCsr: CsrParser
-  /** The node name the cluster knows for an address (metadata), if it knows one. */
-  expectedNodeName?: (address: string) => string | undefined
-}
-
-export type RefusalStatus = 'invalid-argument' | 'permission-denied'
-
-/** The request itself is at fault; the message names the field and is safe to send back. */
-export class JoinRefusedError extends Error {
-  constructor(
-    readonly status: RefusalStatus,
-    message: string,
-    /** The node name the request claimed, for the audit line; empty if none. */
-    readonly node = '',
-  ) {
-    super(message)
-    this.name = 'JoinRefusedError'
-  }
-}
-
-/** A dependency failed. The message names only the step; the cause is for the server's log. */
-export class TicketStepError extends Error {
-  constructor(
-    readonly step: string,
-    cause: unknown,
-  ) {
-    super(`${step} failed`, { cause })
-    this.name = 'TicketStepError'
-  }
 }
 
 export interface CheckedJoinRequest {
+  /** Who asks, from the metadata and the attested connection: what the ticket is for. */
+  peer: PeerIdentity
   node: string
   role: NodeRole
   /** Lower-cased, as the InitServer derives the init node's disk key. */
@@ -83,43 +62,48 @@ export interface CheckedJoinRequest {
   csr: CsrFields
 }
 
-export function checkDiskUuid(uuid: string): string {
+export function checkDiskUuid(uuid: string, node = ''): string {
   if (!DISK_UUID.test(uuid))
     throw new JoinRefusedError(
       'invalid-argument',
       `disk_uuid: ${JSON.stringify(uuid.slice(0, 64))} is not a UUID`,
+      node,
     )
   return uuid.toLowerCase()
 }
 
-/** Everything about the request that needs no dependency call: disk UUID, CSR shape, name and address. */
+/**
+ * Everything about the request that needs no dependency call, against who the peer is (from the
+ * metadata): its role, its name in the CSR, its address, the disk UUID's form.
+ */
 export function checkJoinRequest(
   req: IssueJoinTicketRequest,
-  peerAddress: string,
+  peer: PeerIdentity,
   deps: RequestCheckDeps,
 ): CheckedJoinRequest {
+  const { node, role } = peer
+  if (req.isControlPlane !== (role === 'control-plane'))
+    throw new JoinRefusedError(
+      'permission-denied',
+      `is_control_plane: ${req.isControlPlane}, but the cluster's metadata lists ${peer.address} as ${role} ${JSON.stringify(node)}`,
+      node,
+    )
   let csr: CsrFields
   try {
     csr = deps.parseCsr(req.certificateRequest)
   } catch (err) {
     const why = err instanceof Error ? err.message : String(err)
-    throw new JoinRefusedError('invalid-argument', `certificate_request: not a PKCS#10 request: ${why}`)
+    throw new JoinRefusedError('invalid-argument', `certificate_request: not a PKCS#10 request: ${why}`, node)
   }
-  const node = claimedNodeName(csr) ?? ''
-  let diskUuid: string
-  try {
-    diskUuid = checkDiskUuid(req.diskUuid)
-  } catch (err) {
-    throw err instanceof JoinRefusedError ? new JoinRefusedError(err.status, err.message, node) : err
-  }
-  const problems = csrProblems(csr, { peerAddress, expectedNodeName: deps.expectedNodeName?.(peerAddress) })
+  const diskUuid = checkDiskUuid(req.diskUuid, node)
+  const problems = csrProblems(csr, { peerAddress: peer.address, expectedNodeName: node })
   if (problems.length > 0)
     throw new JoinRefusedError(
       problems.some((p) => p.kind === 'forbidden') ? 'permission-denied' : 'invalid-argument',
       `certificate_request: ${problems.map((p) => `${p.field}: ${p.reason}`).join('; ')}`,
       node,
     )
-  return { node, role: req.isControlPlane ? 'control-plane' : 'worker', diskUuid, csr }
+  return { peer, node, role, diskUuid, csr }
 }
 
 const step = <T>(name: string, run: () => Promise<T>): Promise<T> =>
@@ -136,19 +120,22 @@ const measurementSecret = (deps: Pick<TicketDeps, 'dataKey'>) =>
 const diskKey = (deps: Pick<TicketDeps, 'dataKey'>, uuid: string) =>
   step('getting the disk key from the key service', () => deps.dataKey(uuid, STATE_DISK_KEY_BYTES))
 
-/** The steps are independent, so they run at once: a ticket costs the slowest, not the sum. */
+/**
+ * A join is for a new disk: its record is created (create-only) before any key is derived, so a
+ * node can never name another node's disk and get its key. The same node asking again for the same
+ * disk (its answer was lost) finds its own record and is served again. Then the steps are
+ * independent and run at once: a ticket costs the slowest, not the sum.
+ */
 export async function issueJoinTicket(
   req: CheckedJoinRequest,
   deps: TicketDeps,
 ): Promise<IssueJoinTicketResponse> {
+  await claimDisk(req, deps)
   const controlPlane = req.role === 'control-plane'
   const [secret, key, , token, components, kubeletCert, serviceFiles] = await Promise.all([
     measurementSecret(deps),
     diskKey(deps, req.diskUuid),
-    // the disk is known before its node gets the key: a node that joined can always rejoin
-    step('registering the state disk', () =>
-      deps.stateDisks.register(req.diskUuid, { node: req.node, role: req.role }),
-    ),
+    step("removing the node's earlier disk records", () => dropEarlierDisks(req, deps.stateDisks)),
     step('issuing a bootstrap token', () => deps.tokens.issue()),
     step('reading the Kubernetes components', () => deps.components()),
     step('signing the kubelet certificate', () => deps.kubeletSigner.sign(req.csr)),
@@ -175,23 +162,70 @@ export async function issueJoinTicket(
   }
 }
 
+/** The record this peer would make for a disk now. */
+export const diskRecordFor = (peer: PeerIdentity, clock: () => Date): StateDiskRecord => ({
+  node: peer.node,
+  role: peer.role,
+  address: peer.address,
+  tpm: peer.tpm,
+  recordedAt: clock().toISOString(),
+})
+
+/** Whether `record` was made by this peer: the same node, at the same address, with the same TPM. */
+export const recordedFor = (record: StateDiskRecord, peer: PeerIdentity): boolean =>
+  record.node === peer.node && sameIp(record.address, peer.address) && record.tpm === peer.tpm
+
+async function claimDisk(req: CheckedJoinRequest, deps: Pick<TicketDeps, 'stateDisks' | 'clock'>) {
+  try {
+    await deps.stateDisks.create(req.diskUuid, diskRecordFor(req.peer, deps.clock))
+  } catch (err) {
+    if (!(err instanceof DiskRecordExistsError)) throw new TicketStepError('recording the state disk', err)
+    if (err.owner && recordedFor(err.owner, req.peer)) return // a retried join of the same node
+    throw new JoinRefusedError(
+      'permission-denied',
+      `disk_uuid: ${req.diskUuid} is the state disk of node ${JSON.stringify(err.owner?.node ?? 'unknown')} already; a join is for a new disk (a rebooted node asks for a rejoin ticket)`,
+      req.node,
+    )
+  }
+}
+
+/** A node has one disk: a node that joins with a new one (reinstalled) retires its earlier records. */
+async function dropEarlierDisks(req: CheckedJoinRequest, stateDisks: StateDiskRegistry): Promise<void> {
+  const earlier = (await stateDisks.disksOf(req.node)).filter((uuid) => uuid !== req.diskUuid)
+  await Promise.all(earlier.map((uuid) => stateDisks.remove(uuid)))
+}
+
 /**
- * After a reboot: the disk key and measurement secret only, and only for a disk the cluster issued a
- * ticket for. `onKnown` learns whose disk it is (for the audit line) before the keys are fetched.
+ * After a reboot: the disk key and measurement secret only, and only for the disk the cluster
+ * recorded for this very peer (its node name and address in the metadata, its TPM).
  */
 export async function issueRejoinTicket(
   req: IssueRejoinTicketRequest,
+  peer: PeerIdentity,
   deps: Pick<TicketDeps, 'dataKey' | 'stateDisks'>,
-  onKnown?: (record: StateDiskRecord) => void,
 ): Promise<IssueRejoinTicketResponse> {
-  const uuid = checkDiskUuid(req.diskUuid)
+  const uuid = checkDiskUuid(req.diskUuid, peer.node)
   const known = await step('looking up the state disk', () => deps.stateDisks.lookup(uuid))
   if (!known)
     throw new JoinRefusedError(
       'permission-denied',
       `disk_uuid: ${uuid} is not a state disk of this cluster (no node joined with it)`,
+      peer.node,
     )
-  onKnown?.(known)
+  const mismatch = rejoinMismatch(known, peer)
+  if (mismatch) throw new JoinRefusedError('permission-denied', `disk_uuid: ${uuid} ${mismatch}`, peer.node)
   const [stateDiskKey, secret] = await Promise.all([diskKey(deps, uuid), measurementSecret(deps)])
   return { stateDiskKey, measurementSecret: secret }
 }
+
+function rejoinMismatch(record: StateDiskRecord, peer: PeerIdentity): string | undefined {
+  if (record.node !== peer.node)
+    return `is the state disk of node ${JSON.stringify(record.node)}, not of ${JSON.stringify(peer.node)} (the metadata's instance at ${peer.address})`
+  if (!sameIp(record.address, peer.address))
+    return `was recorded for ${JSON.stringify(record.node)} at ${record.address}; this request comes from ${peer.address}`
+  if (record.tpm !== peer.tpm)
+    return `was recorded with another TPM (attestation key ${short(record.tpm)}); this node attested with ${short(peer.tpm)}`
+  return undefined
+}
+
+const short = (hexName: string) => `${hexName.slice(4, 20)}…`

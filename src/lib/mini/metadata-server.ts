@@ -32,8 +32,11 @@ const plainAddress = (address: string) => address.replace(/^::ffff:(?=\d+\.\d+\.
 export class MetadataServer {
   private server?: Server
 
-  /** `view` is read on every request: members added later are seen at once. */
-  constructor(private readonly view: () => MetadataView) {}
+  /**
+   * `view` is read on every request, with the caller's address: members added later are seen at
+   * once (a test double may answer callers differently, as a load balancer may pick another host).
+   */
+  constructor(private readonly view: (caller: string) => MetadataView) {}
 
   /** Listens on HOST:PORT (port 0: any free one); resolves with the URL nodes put in their config. */
   async start(listen: string): Promise<string> {
@@ -42,8 +45,8 @@ export class MetadataServer {
       const send = (status: number, body: string, type = 'application/json') => {
         res.writeHead(status, { 'content-type': type }).end(body)
       }
-      const view = this.view()
       const caller = plainAddress(req.socket.remoteAddress ?? '')
+      const view = this.view(caller)
       if (req.method !== 'GET') return send(405, JSON.stringify({ error: 'only GET' }))
       switch (req.url) {
         case '/self': {

@@ -19,7 +19,7 @@ const MAX_NODE_CONFIG_BYTES = 1024 * 1024
 
 export { nodeConfigSchema }
 export { readNodeState, writeNodeState } from './node-state.js'
-export { httpMetadataClient, resolveMetadata } from './metadata.js'
+export { fetchMetadataPeers, httpMetadataClient, resolveMetadata } from './metadata.js'
 export type { MetadataClient, ResolvedNodeConfig } from './metadata.js'
 export type { NodeState, NodeStateRole } from './node-state.js'
 
@@ -63,6 +63,15 @@ export interface StaticMetadata {
   loadBalancerEndpoint?: string
 }
 
+/**
+ * Static metadata as a daemon holds it after resolveMetadata: from an http provider it also says
+ * where to ask again (the join service follows the cluster's membership) and which address this
+ * node's requests leave from.
+ */
+export interface ResolvedMetadata extends StaticMetadata {
+  service?: { url: string; sourceAddress?: string }
+}
+
 /** The same, fetched at start from a metadata service (resolveMetadata). */
 export interface HttpMetadata {
   provider: 'http'
@@ -91,7 +100,7 @@ export const BOOTSTRAPPER_REQUIRED_KEYS: readonly OptionalKey[] = ['initSecretHa
 export type BootstrapperNodeConfigFile = NodeConfig & Required<Pick<NodeConfig, OptionalKey>>
 /** ... and as the bootstrapper uses it, its metadata resolved. */
 export type BootstrapperNodeConfig = Omit<BootstrapperNodeConfigFile, 'metadata'> & {
-  metadata: StaticMetadata
+  metadata: ResolvedMetadata
 }
 
 export interface LoadNodeConfigOptions {

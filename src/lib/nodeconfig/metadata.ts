@@ -8,10 +8,10 @@
 import { request } from 'node:http'
 import { isIP } from 'node:net'
 import { formatHostPort, retry, type RetryOptions } from '../system/index.js'
-import type { NodeConfig, NodeMember, StaticMetadata } from './index.js'
+import type { NodeConfig, NodeMember, ResolvedMetadata } from './index.js'
 
 /** A node config whose metadata (if any) is static: what every daemon works with. */
-export type ResolvedNodeConfig = Omit<NodeConfig, 'metadata'> & { metadata?: StaticMetadata }
+export type ResolvedNodeConfig = Omit<NodeConfig, 'metadata'> & { metadata?: ResolvedMetadata }
 
 export interface MetadataClient {
   /**
@@ -85,11 +85,7 @@ export async function resolveMetadata(
     }
   }
   const self = await ask('/self', (b) => member(JSON.parse(b)))
-  const peers = await ask('/peers', (b) => {
-    const list: unknown = JSON.parse(b)
-    if (!Array.isArray(list)) throw new Error('not a list')
-    return list.map(member)
-  })
+  const peers = await ask('/peers', parsePeers)
   const endpointHost = await ask('/endpoint', (b) => {
     const host: unknown = JSON.parse(b)
     if (typeof host !== 'string' || host === '' || /[\s/]/.test(host)) throw new Error('not a host name')
@@ -101,13 +97,33 @@ export async function resolveMetadata(
       if (!/^\$2[aby]\$\d\d\$[./A-Za-z0-9]{53}$/.test(b.trim())) throw new Error('not a bcrypt hash')
       return b.trim()
     }))
-  const resolved: StaticMetadata = {
+  const resolved: ResolvedMetadata = {
     provider: 'static',
     self,
     peers,
     loadBalancerEndpoint: formatHostPort(endpointHost, API_SERVER_PORT),
+    service: { url, ...(sourceAddress ? { sourceAddress } : {}) },
   }
   return { ...config, initSecretHash, metadata: resolved }
+}
+
+/** GET /peers once, without retries (a caller that asks again has its own pace): every instance listed. */
+export async function fetchMetadataPeers(
+  client: MetadataClient,
+  service: { url: string; sourceAddress?: string },
+): Promise<NodeMember[]> {
+  const body = await client.get(service.url, '/peers', service.sourceAddress)
+  try {
+    return parsePeers(body)
+  } catch (cause) {
+    throw new Error(`the metadata service ${service.url} answered /peers with something else`, { cause })
+  }
+}
+
+function parsePeers(body: string): NodeMember[] {
+  const list: unknown = JSON.parse(body)
+  if (!Array.isArray(list)) throw new Error('not a list')
+  return list.map(member)
 }
 
 /** Constellation's InstanceMetadata (Go field names; Role "ControlPlane" or "Worker"). */

@@ -2,6 +2,7 @@
 import { TpmWriter } from './buffer.js'
 import { TPM_ALG, TPM_ECC_NIST_P256, TPM_RH, TPMA_OBJECT } from './constants.js'
 import { createPrimary, flushContext, type CreatedPrimary } from './commands.js'
+import { objectName } from './names.js'
 import type { TpmTransport } from './transport.js'
 
 /**
@@ -37,4 +38,9 @@ export async function withAttestationKey<T>(
   } finally {
     await flushContext(t, ak.handle)
   }
+}
+
+/** The AK's Name: what a verifier records to know this TPM again (the AK derives from its endorsement seed). */
+export function attestationKeyName(t: TpmTransport): Promise<Buffer> {
+  return withAttestationKey(t, async (ak) => objectName(ak.publicArea))
 }
