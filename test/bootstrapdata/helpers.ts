@@ -84,11 +84,31 @@ export async function tempWorkspace(withPki = true): Promise<TempDir> {
   return ws
 }
 
-/** `cloud-init schema` (needs `#cloud-config` first, so the jinja header is stripped). */
+/** What the tests' nodes find in cloud-init's instance data. */
+export const TEST_INSTANCE_DATA = {
+  v1: { local_hostname: 'node-1' },
+  ds: { meta_data: { local_hostname: 'node-1' } },
+}
+
+/**
+ * The document as cloud-init parses it: a `## template: jinja` document rendered by the real
+ * cloud-init (`cloud-init devel render`) against TEST_INSTANCE_DATA, anything else as it is.
+ */
+export async function renderedByCloudInit(document: string): Promise<string> {
+  if (!document.startsWith('## template: jinja\n')) return document
+  return withTempDir(async (dir) => {
+    const userData = path.join(dir, 'user-data')
+    const instanceData = path.join(dir, 'instance-data.json')
+    await writeFile(userData, document)
+    await writeFile(instanceData, JSON.stringify(TEST_INSTANCE_DATA))
+    const { stdout } = await run('cloud-init', ['devel', 'render', '-i', instanceData, userData])
+    return stdout
+  }, 'constell-bd-render-')
+}
+
+/** `cloud-init schema` of the document cloud-init parses (schema needs `#cloud-config` first). */
 export async function validateCloudConfig(document: string): Promise<void> {
-  const body = document.startsWith('## template: jinja\n')
-    ? document.slice('## template: jinja\n'.length)
-    : document
+  const body = await renderedByCloudInit(document)
   await withFile('user-data.yaml', body, (file) => run('cloud-init', ['schema', '--config-file', file]))
 }
 

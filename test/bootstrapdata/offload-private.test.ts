@@ -136,7 +136,7 @@ describe('bootstrap data offload keeps secrets private (s3rver with private buck
         const second = await cloudInitParts(stub, { errorOnFailure: true, include: out })
         expect(second.parts?.map((p) => [p.type, p.handled])).to.deep.equal([
           ['text/cloud-boothook', true],
-          ['text/jinja2', true],
+          ['text/cloud-config', true], // the worker's data refers to no instance data: no template
         ])
         expect(second.parts?.[1]?.payload).to.equal(full)
         await validateCloudConfig(full)

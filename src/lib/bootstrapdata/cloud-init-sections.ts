@@ -12,14 +12,19 @@ export const SENTINEL_COMMAND =
 
 type Section = Record<string, unknown>
 
-/** The plan's files, then the kubeadm config runcmd points at. */
+/**
+ * The plan's files, then the kubeadm config runcmd points at. Only the kubeadm config may refer to
+ * instance data (CABPK's `nodeRegistration.name: '{{ ds.meta_data.local_hostname }}'`); every other
+ * file is data and reaches the node byte for byte.
+ */
 export function writeFilesSection(plan: Pick<BootstrapPlan, 'files' | 'kubeadm'>): Section[] | undefined {
-  const files = [...plan.files]
+  const files = plan.files.map((f) => writeFile(f, false))
   if (plan.kubeadm) {
     const configPath = USER_DATA_PATHS.cloudInitKubeadmConfig[plan.kubeadm.phase]
-    files.push({ path: configPath, content: plan.kubeadm.config, owner: 'root:root', permissions: '0640' })
+    const config = { path: configPath, content: plan.kubeadm.config, owner: 'root:root', permissions: '0640' }
+    files.push(writeFile(config, true))
   }
-  return files.length > 0 ? files.map(writeFile) : undefined
+  return files.length > 0 ? files : undefined
 }
 
 export function bootcmdSection(bootCommands: readonly string[]): string[] | undefined {
@@ -82,16 +87,19 @@ export function mountsSection(mounts: readonly string[][]): string[][] | undefin
   return mounts.length > 0 ? [...mounts] : undefined
 }
 
-function writeFile(f: NodeFile): Section {
+function writeFile(f: NodeFile, mayReferToInstanceData: boolean): Section {
   // A trailing newline, as CABPK's literal blocks always produce; encoded content stays as given.
   const content = f.encoding || f.content.endsWith('\n') ? f.content : `${f.content}\n`
+  // Base64 has no "{", so nothing in a body can open Jinja; base64 and gzip+base64 bodies are
+  // checked to be base64 already, and a raw gzip body is the same bytes as gzip+base64.
+  const asBase64 = !mayReferToInstanceData && content.includes('{') && (!f.encoding || f.encoding === 'gzip')
   return dropUndefined({
     path: f.path,
-    encoding: f.encoding,
+    encoding: asBase64 ? (f.encoding === 'gzip' ? 'gzip+base64' : 'base64') : f.encoding,
     owner: f.owner,
     permissions: f.permissions,
     append: f.append,
-    content,
+    content: asBase64 ? Buffer.from(content).toString('base64') : content,
   })
 }
 

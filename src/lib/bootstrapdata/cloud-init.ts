@@ -1,10 +1,12 @@
 /**
- * Renders a plan as cloud-config (capi.md §3). The `## template: jinja` header makes cloud-init
- * fill instance data such as `{{ ds.meta_data.local_hostname }}` before it parses the YAML, as
- * CABPK's templates rely on. kubeadm runs from runcmd. Each section is built in
- * cloud-init-sections.ts; this file only fixes their order.
+ * Renders a plan as cloud-config (capi.md §3). A document that refers to instance data such as
+ * `{{ ds.meta_data.local_hostname }}`, as CABPK's templates do, gets the `## template: jinja` header
+ * so cloud-init fills it in; nothing else the user wrote is ever evaluated (cloud-init-jinja.ts).
+ * kubeadm runs from runcmd. Each section is built in cloud-init-sections.ts; this file only fixes
+ * their order.
  */
 import { stringifyYaml } from '../yaml/index.js'
+import { jinjaSafeDocument } from './cloud-init-jinja.js'
 import { dropUndefined } from './drop-undefined.js'
 import {
   bootcmdSection,
@@ -18,7 +20,7 @@ import {
 } from './cloud-init-sections.js'
 import type { BootstrapPlan } from './types.js'
 
-export const CLOUD_CONFIG_HEADER = '## template: jinja\n#cloud-config\n'
+export const CLOUD_CONFIG_HEADER = '#cloud-config\n'
 
 export function renderCloudConfig(plan: BootstrapPlan): string {
   const doc = dropUndefined({
@@ -31,5 +33,5 @@ export function renderCloudConfig(plan: BootstrapPlan): string {
     fs_setup: fsSetupSection(plan.diskSetup),
     mounts: mountsSection(plan.mounts),
   })
-  return CLOUD_CONFIG_HEADER + stringifyYaml(doc)
+  return jinjaSafeDocument(CLOUD_CONFIG_HEADER + stringifyYaml(doc))
 }

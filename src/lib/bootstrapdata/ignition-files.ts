@@ -22,8 +22,12 @@ export function dataUrl(content: Uint8Array | string): string {
   return text.length <= base64.length ? text : base64
 }
 
+/** Ignition names a user or group by name or by id; validation has checked the owner's shape. */
+const account = (nameOrId: string | undefined): Json | undefined =>
+  !nameOrId ? undefined : /^[0-9]+$/.test(nameOrId) ? { id: Number(nameOrId) } : { name: nameOrId }
+
 export function ignitionFile(f: NodeFile): Json {
-  const owner = f.owner?.split(':')
+  const [user, group] = f.owner?.split(':') ?? []
   const source =
     f.encoding === 'base64'
       ? dataUrl(Buffer.from(f.content, 'base64'))
@@ -31,8 +35,8 @@ export function ignitionFile(f: NodeFile): Json {
   return dropUndefined({
     path: f.path,
     mode: f.permissions !== undefined ? parseInt(f.permissions, 8) : undefined,
-    user: owner?.[0] ? { name: owner[0] } : undefined,
-    group: owner?.[1] ? { name: owner[1] } : undefined,
+    user: account(user),
+    group: account(group),
     // Spec 3 keeps an existing file unless told otherwise; CABPK's files replace what the image has.
     overwrite: f.append ? undefined : true,
     contents: f.append ? undefined : { source },

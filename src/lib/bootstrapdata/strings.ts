@@ -16,6 +16,12 @@ const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/
 /** A Linux user or group name as useradd and sudo accept it; no path separator, no whitespace. */
 const USER_NAME = /^[A-Za-z_][A-Za-z0-9_.-]*\$?$/
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/
+/** Read/write/execute for owner, group and others; no setuid, setgid or sticky bit. */
+const FILE_MODE = /^0?[0-7]{3}$/
+const SPECIAL_FILE_MODE = /^[0-7]{4}$/
+const NUMERIC_ID = /^(0|[1-9][0-9]{0,9})$/
+/** (uid_t)-1 means "leave unchanged" to chown, so it can never name an owner. */
+const MAX_ID = 0xffff_fffe
 
 /**
  * Kubernetes name rules per kind: a Cluster name is a DNS label (CAPI uses it as the
@@ -45,6 +51,41 @@ export function userNameProblem(name: string, path: KeyPath): Problem | undefine
     path,
     message: `${JSON.stringify(name)} is not a valid user name: letters, digits, "_", "." and "-", not starting with a digit, "." or "-" (it becomes a file name under /etc/sudoers.d)`,
   }
+}
+
+/**
+ * A file mode as 3 octal digits, optionally after a leading 0. A setuid, setgid or sticky bit is
+ * refused: a setuid file written from user data is a root foothold, and sticky means nothing on a file.
+ */
+export function fileModeProblem(mode: string, path: KeyPath): Problem | undefined {
+  if (FILE_MODE.test(mode)) return undefined
+  const message = SPECIAL_FILE_MODE.test(mode)
+    ? `${JSON.stringify(mode)} sets a setuid, setgid or sticky bit, which bootstrap data never writes (a setuid file from user data is a root foothold); use "0${mode.slice(1)}"`
+    : `${JSON.stringify(mode)} is not a file mode: 3 octal digits, optionally after a leading 0, e.g. "0644"`
+  return { path, message }
+}
+
+/**
+ * `user` or `user:group`, each a name as users[].name takes it (so a user the spec creates can own
+ * a file) or a numeric id. cloud-init looks both up by name only, so ids work with Ignition alone.
+ */
+export function fileOwnerProblem(owner: string, path: KeyPath, numericIds: boolean): Problem | undefined {
+  if (CONTROL.test(owner)) return undefined // reported once, by the walk
+  const parts = owner.split(':')
+  const isId = (p: string) => NUMERIC_ID.test(p) && Number(p) <= MAX_ID
+  if (parts.length > 2 || !parts.every((p) => USER_NAME.test(p) || isId(p))) {
+    return {
+      path,
+      message: `${JSON.stringify(owner)} is not a valid owner: "user" or "user:group", each a name (letters, digits, "_", "." and "-", not starting with a digit, "." or "-") or a numeric id`,
+    }
+  }
+  if (!numericIds && parts.some(isId)) {
+    return {
+      path,
+      message: `numeric ids do not work with cloud-config: cloud-init looks owners up by name ("Unknown user or group"); use names, or the ignition format`,
+    }
+  }
+  return undefined
 }
 
 /**

@@ -3,7 +3,14 @@
  * port adds because it has no controller to catch them later. Pure: spec in, problems out.
  */
 import type { KeyPath, Problem } from '../yaml/index.js'
-import { controlCharacterProblems, isBase64, isGzipBase64, userNameProblem } from './strings.js'
+import {
+  controlCharacterProblems,
+  fileModeProblem,
+  fileOwnerProblem,
+  isBase64,
+  isGzipBase64,
+  userNameProblem,
+} from './strings.js'
 import type { KubeadmConfigSpec, SecretRef } from './types.js'
 
 export type SpecFormat = 'cloud-config' | 'ignition'
@@ -21,6 +28,7 @@ export function validateSpec(
     problems.push({ path: [...prefix, ...path], message })
   for (const p of controlCharacterProblems(spec, [], isMultiLine)) add([...p.path], p.message)
   checkFiles(spec, add, secrets)
+  checkFileAttributes(spec, format, add)
   checkEncodings(spec, add, secrets)
   checkUsers(spec, add, secrets)
   checkDiscovery(spec, add)
@@ -96,6 +104,18 @@ function checkFiles(
       if (first !== undefined)
         add(['files', i, 'path'], `path must be unique among all files (also files[${first}])`)
       else seen.set(file.path, i)
+    }
+  })
+}
+
+// Ignition and cloud-init take both as they are; checked here, where the input line can be named.
+function checkFileAttributes(spec: KubeadmConfigSpec, format: SpecFormat, add: Add) {
+  spec.files?.forEach((file, i) => {
+    for (const problem of [
+      file.permissions !== undefined && fileModeProblem(file.permissions, ['files', i, 'permissions']),
+      file.owner !== undefined && fileOwnerProblem(file.owner, ['files', i, 'owner'], format === 'ignition'),
+    ]) {
+      if (problem) add([...problem.path], problem.message)
     }
   })
 }
