@@ -20,3 +20,10 @@ export { runStepsSilently } from './progress.js'
 export type { Step, Progress } from './progress.js'
 export { parseHostPort, isHostPort, formatHostPort, readEndpoint } from './host-port.js'
 export type { HostPort } from './host-port.js'
+export {
+  unixSocketPath,
+  unixAddressProblem,
+  prepareOwnerOnlySocket,
+  restrictSocketToOwner,
+  MAX_SOCKET_PATH_BYTES,
+} from './unix-socket.js'
