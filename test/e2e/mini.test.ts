@@ -9,13 +9,16 @@
  * Slow (about 10–40 s each): each case boots a whole cluster, and the steps of a case depend on
  * each other (a reboot needs a cluster that was initialized), so they are one test each.
  */
-import { readdir, readFile, stat } from 'node:fs/promises'
+import { chmod, readdir, readFile, stat } from 'node:fs/promises'
 import path from 'node:path'
 import { miniPaths, readMiniRecord, rebootNode, type MiniRecord } from '../../src/lib/mini/index.js'
-import { markedProcesses, CLUSTER_MARKER } from '../../src/lib/mini/daemons.js'
+import { markedProcesses, CLUSTER_MARKER, NODE_MARKER } from '../../src/lib/mini/daemons.js'
 import { miniNetwork } from '../../src/lib/mini/network.js'
+import { nodeMarker } from '../../src/lib/mini/node-boot.js'
+import { loadNodeConfig } from '../../src/lib/nodeconfig/index.js'
 import { createRunner } from '../../src/lib/system/index.js'
 import { miniIo } from '../../src/wiring/mini.js'
+import { connectAsNobody } from '../support/as-nobody.js'
 import { expect } from '../support/chai.js'
 import { runCli, type CliResult } from '../support/cli.js'
 import { eventually } from '../support/eventually.js'
@@ -56,6 +59,43 @@ async function leftovers(record: MiniRecord, workspace: string): Promise<string[
   return found
 }
 
+/** Where the node's swtpm serves commands and control, read from its argv: HOST:PORT or unix:/path. */
+async function swtpmChannels(record: MiniRecord, node: string): Promise<string[]> {
+  const channels: string[] = []
+  for (const pid of await markedProcesses(NODE_MARKER, nodeMarker(record.network.id, node))) {
+    const argv = (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).split('\0')
+    if (path.basename(argv[0] ?? '') !== 'swtpm') continue
+    for (const [i, arg] of argv.entries()) {
+      if (arg !== '--server' && arg !== '--ctrl') continue
+      const opts = new Map((argv[i + 1] ?? '').split(',').map((kv) => kv.split('=') as [string, string]))
+      channels.push(
+        opts.get('type') === 'unixio'
+          ? `unix:${opts.get('path')}`
+          : `${opts.get('bindaddr') ?? '127.0.0.1'}:${opts.get('port')}`,
+      )
+    }
+  }
+  return channels
+}
+
+/**
+ * DESIGN §5: the key service and the TPM are the node's alone. Another local user is refused at
+ * every one of them; a unix socket is 0600 in a 0700 folder.
+ */
+async function expectPrivateToTheNode(record: MiniRecord, ws: string, node: string): Promise<void> {
+  const config = await loadNodeConfig(miniPaths(ws).node(node).config)
+  const tpm = await swtpmChannels(record, node)
+  expect(tpm, `${node}'s swtpm: its command and control channels`).to.have.length(2)
+  const keyService = node.startsWith('control-plane') ? [config.keyService.listen] : []
+  for (const address of [...keyService, ...tpm]) {
+    expect(await connectAsNobody(address), `nobody connecting to ${address}`).to.equal('EACCES')
+    if (!address.startsWith('unix:')) continue
+    const socket = address.slice('unix:'.length)
+    expect((await stat(socket)).mode & 0o777, socket).to.equal(0o600)
+    expect((await stat(path.dirname(socket))).mode & 0o777, path.dirname(socket)).to.equal(0o700)
+  }
+}
+
 function expectHealthy(result: CliResult, names: string[]): UpJson['status'] {
   expect(result.code, result.stdout + result.stderr).to.equal(0)
   const status =
@@ -84,7 +124,10 @@ describe('constellation mini: a local cluster (CLI processes)', function () {
     await cleanup()
   })
 
-  it('1 control plane + 2 workers on loopback addresses: up, status, verify, a second up refused, down leaves nothing', async () => {
+  it('1 control plane + 2 workers on loopback addresses: up, status, verify, key service and TPMs private to their node, a second up refused, down leaves nothing', async () => {
+    expect(process.getuid?.(), 'acting as user nobody needs root (CI runs as root)').to.equal(0)
+    // others may enter the test's folder: only what mini itself sets keeps them out
+    await chmod(dir, 0o755)
     const ws = path.join(dir, 'ws')
     const up = await runCli(['mini', 'up', '-C', ws, '--network', 'loopback', '--json'], {
       env,
@@ -112,6 +155,8 @@ describe('constellation mini: a local cluster (CLI processes)', function () {
     const verify = await runCli(['verify', '-C', ws])
     expect(verify.code, verify.stderr).to.equal(0)
     expect(verify.stdout).to.match(/is trusted/)
+    const record = (await readMiniRecord(ws))!
+    for (const node of ['control-plane-0', 'worker-0']) await expectPrivateToTheNode(record, ws, node)
 
     // one cluster per workspace: refused, and the running one is untouched
     const again = await runCli(['mini', 'up', '-C', ws, '--network', 'loopback'], { env })
@@ -119,7 +164,6 @@ describe('constellation mini: a local cluster (CLI processes)', function () {
     expect(again.stderr).to.match(/a mini cluster already runs in .*ws/)
     expectHealthy(await runCli(['status', '-C', ws, '--json'], { env }), names)
 
-    const record = (await readMiniRecord(ws))!
     const down = await runCli(['mini', 'down', '-C', ws, '--json'])
     expect(down.code, down.stderr).to.equal(0)
     expect((JSON.parse(down.stdout) as { stoppedProcesses: number }).stoppedProcesses).to.be.greaterThan(0)
