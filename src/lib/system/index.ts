@@ -1,6 +1,7 @@
 export {
   writeFileExclusive,
   writeFileAtomic,
+  copyFileAtomic,
   readRegularFile,
   lstatIfPresent,
   exists,
