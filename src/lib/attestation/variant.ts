@@ -37,8 +37,9 @@ const ASSURANCES: Readonly<Record<AttestationVariant, Omit<AttestationAssurance,
   'tpm-ek': {
     anchored: true,
     proves:
-      'that a genuine TPM holds the key that quoted the PCR values: its EK certificate chains to a manufacturer root the operator pinned (attestation.tpmEK.roots), and it activated a credential for that key',
-    doesNotProve: "that the VM's memory is encrypted, nor which machine the TPM sits in",
+      'that a TPM certified by a manufacturer root the operator pinned holds the key that quoted the PCR values: its EK certificate chains to attestation.tpmEK.roots, and it activated a credential for that key',
+    doesNotProve:
+      "that the VM's memory is encrypted, nor which machine the TPM sits in; it rests on the pinned roots alone (mini pins the cluster's own local CA)",
   },
 }
 
