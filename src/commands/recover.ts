@@ -1,11 +1,10 @@
 import { Flags } from '@oclif/core'
 import { BaseCommand } from '../base-command.js'
-import type { RecoverResult } from '../lib/recover/index.js'
-import { runRecover } from '../wiring/recover.js'
+import { runRecover, type RecoverOutcome } from '../wiring/recover.js'
 
 export default class Recover extends BaseCommand {
   static override description =
-    "Give a rebooted node its state-disk key when no join service can (every control plane rebooted): attest the node's recovery endpoint against the workspace's measurements, then send the master secret (exit 0 recovered, 1 refused, 3 unreachable, 4 attestation failed)"
+    "Give a rebooted node its state-disk key when no join service can (every control plane rebooted): attest the node's recovery endpoint against the workspace's measurements, then send the master secret; asks first when the workspace's attestation variant anchors no key (qemu-vtpm) (exit 0 recovered or declined, 1 refused, 2 no confirmation, 3 unreachable, 4 attestation failed)"
   static override examples = [
     '<%= config.bin %> recover -C my-cluster',
     '<%= config.bin %> recover --endpoint 10.0.0.5',
@@ -21,16 +20,24 @@ export default class Recover extends BaseCommand {
       description: 'how long to keep trying while the node does not answer yet (e.g. 90s, 5m)',
       default: '5m',
     }),
+    yes: Flags.boolean({
+      char: 'y',
+      description:
+        "send the master secret without asking, also when the workspace's attestation variant does not anchor the node's key (qemu-vtpm)",
+    }),
   }
 
-  async run(): Promise<RecoverResult> {
+  async run(): Promise<RecoverOutcome> {
     const { flags } = await this.parse(Recover)
-    const result = await runRecover({
-      workspace: flags.workspace,
-      endpoint: flags.endpoint,
-      timeout: flags.timeout,
-    })
-    this.log(`Recovered the node at ${result.endpoint}: it opens its state disk and boots.`)
+    const result = await runRecover(
+      { workspace: flags.workspace, endpoint: flags.endpoint, timeout: flags.timeout, yes: flags.yes },
+      { warn: (line) => this.logToStderr(line), json: this.jsonEnabled() },
+    )
+    this.log(
+      result.recovered
+        ? `Recovered the node at ${result.endpoint}: it opens its state disk and boots.`
+        : 'Nothing was sent.',
+    )
     return result
   }
 }

@@ -141,8 +141,9 @@ function joinConfigMap(api: KubeApi): JoinConfigMap {
   }
 }
 
-/** A wildcard listen address is dialled on loopback: the key service runs on this node. */
+/** A wildcard listen address is dialled on loopback: the key service runs on this node (or on its socket). */
 function dialAddress(listen: string): string {
+  if (listen.startsWith('unix:')) return listen
   const { host, port } = parseHostPort(listen, { requirePort: true })
   const local = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host
   return formatHostPort(local, port)

@@ -2,13 +2,15 @@
 import { createIssuer, readTrustRoots, type Issuer, type ValidatorOptions } from '../lib/attestation/index.js'
 import { CliError } from '../lib/errors/index.js'
 import type { NodeConfig } from '../lib/nodeconfig/index.js'
-import { parseHostPort } from '../lib/system/index.js'
+import { parseHostPort, unixSocketPath } from '../lib/system/index.js'
 import { nodePaths } from '../lib/paths.js'
-import { openSwtpm, openTpmDevice, type OpenTpm, type TpmConfig } from '../lib/tpm/index.js'
+import { openSwtpm, openSwtpmSocket, openTpmDevice, type OpenTpm, type TpmConfig } from '../lib/tpm/index.js'
 
-/** The TPM the node config names: swtpm's command port (tests, local clusters) or the device. */
+/** The TPM the node config names: swtpm's command channel (tests, local clusters) or the device. */
 export function openTpmFromConfig(tpm: TpmConfig): OpenTpm {
   if (tpm.swtpm !== undefined) {
+    const socket = unixSocketPath(tpm.swtpm)
+    if (socket !== undefined) return openSwtpmSocket(socket)
     const { host, port } = parseHostPort(tpm.swtpm, { requirePort: true })
     return openSwtpm(host, port)
   }

@@ -46,6 +46,7 @@ export async function statusDeps(s: StatusSettings): Promise<StatusDeps> {
     },
     releases: async () =>
       (await detectHelm({ runner: createRunner(), env: process.env }, kubeconfig)).listReleases(),
+    variant,
     fallbackHost: endpoint
       ? readEndpoint(endpoint, `${paths.state}: infrastructure.clusterEndpoint`, s.verifyPort).host
       : undefined,

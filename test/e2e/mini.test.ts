@@ -2,20 +2,24 @@
  * `constellation mini` end to end, as a user runs it: `mini up` as a CLI process (real swtpm per
  * node, LUKS2 images, aTLS init and attested joins, the real helm 4 for the releases; Kubernetes
  * SIMULATED by the contract fakes), then `status`, `verify`, reboots (rejoin), every control plane
- * rebooted (recover), a node's link cut while it boots (network namespaces), a tpm-ek cluster (its
- * TPMs manufactured by a local CA of the cluster), and `mini down`, which must leave no process,
- * namespace, link, mount, loop device or file behind.
+ * rebooted (recover), a node's link cut while it boots (network namespaces), tpm-ek (the default:
+ * TPMs manufactured by a local CA of the cluster) and qemu-vtpm (which every command says anchors
+ * no key), and `mini down`, which must leave no process, namespace, link, mount, loop device or
+ * file behind.
  *
  * Slow (about 10–40 s each): each case boots a whole cluster, and the steps of a case depend on
  * each other (a reboot needs a cluster that was initialized), so they are one test each.
  */
-import { readdir, readFile, stat } from 'node:fs/promises'
+import { chmod, readdir, readFile, stat } from 'node:fs/promises'
 import path from 'node:path'
 import { miniPaths, readMiniRecord, rebootNode, type MiniRecord } from '../../src/lib/mini/index.js'
-import { markedProcesses, CLUSTER_MARKER } from '../../src/lib/mini/daemons.js'
+import { markedProcesses, CLUSTER_MARKER, NODE_MARKER } from '../../src/lib/mini/daemons.js'
 import { miniNetwork } from '../../src/lib/mini/network.js'
+import { nodeMarker } from '../../src/lib/mini/node-boot.js'
+import { loadNodeConfig } from '../../src/lib/nodeconfig/index.js'
 import { createRunner } from '../../src/lib/system/index.js'
 import { miniIo } from '../../src/wiring/mini.js'
+import { connectAsNobody } from '../support/as-nobody.js'
 import { expect } from '../support/chai.js'
 import { runCli, type CliResult } from '../support/cli.js'
 import { eventually } from '../support/eventually.js'
@@ -56,6 +60,43 @@ async function leftovers(record: MiniRecord, workspace: string): Promise<string[
   return found
 }
 
+/** Where the node's swtpm serves commands and control, read from its argv: HOST:PORT or unix:/path. */
+async function swtpmChannels(record: MiniRecord, node: string): Promise<string[]> {
+  const channels: string[] = []
+  for (const pid of await markedProcesses(NODE_MARKER, nodeMarker(record.network.id, node))) {
+    const argv = (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).split('\0')
+    if (path.basename(argv[0] ?? '') !== 'swtpm') continue
+    for (const [i, arg] of argv.entries()) {
+      if (arg !== '--server' && arg !== '--ctrl') continue
+      const opts = new Map((argv[i + 1] ?? '').split(',').map((kv) => kv.split('=') as [string, string]))
+      channels.push(
+        opts.get('type') === 'unixio'
+          ? `unix:${opts.get('path')}`
+          : `${opts.get('bindaddr') ?? '127.0.0.1'}:${opts.get('port')}`,
+      )
+    }
+  }
+  return channels
+}
+
+/**
+ * DESIGN §5: the key service and the TPM are the node's alone. Another local user is refused at
+ * every one of them; a unix socket is 0600 in a 0700 folder.
+ */
+async function expectPrivateToTheNode(record: MiniRecord, ws: string, node: string): Promise<void> {
+  const config = await loadNodeConfig(miniPaths(ws).node(node).config)
+  const tpm = await swtpmChannels(record, node)
+  expect(tpm, `${node}'s swtpm: its command and control channels`).to.have.length(2)
+  const keyService = node.startsWith('control-plane') ? [config.keyService.listen] : []
+  for (const address of [...keyService, ...tpm]) {
+    expect(await connectAsNobody(address), `nobody connecting to ${address}`).to.equal('EACCES')
+    if (!address.startsWith('unix:')) continue
+    const socket = address.slice('unix:'.length)
+    expect((await stat(socket)).mode & 0o777, socket).to.equal(0o600)
+    expect((await stat(path.dirname(socket))).mode & 0o777, path.dirname(socket)).to.equal(0o700)
+  }
+}
+
 function expectHealthy(result: CliResult, names: string[]): UpJson['status'] {
   expect(result.code, result.stdout + result.stderr).to.equal(0)
   const status =
@@ -84,7 +125,10 @@ describe('constellation mini: a local cluster (CLI processes)', function () {
     await cleanup()
   })
 
-  it('1 control plane + 2 workers on loopback addresses: up, status, verify, a second up refused, down leaves nothing', async () => {
+  it('1 control plane + 2 workers on loopback addresses, tpm-ek by default: up, status, verify (EK chain and credential activation), key service and TPMs private to their node, a second up refused, down leaves nothing', async () => {
+    expect(process.getuid?.(), 'acting as user nobody needs root (CI runs as root)').to.equal(0)
+    // others may enter the test's folder: only what mini itself sets keeps them out
+    await chmod(dir, 0o755)
     const ws = path.join(dir, 'ws')
     const up = await runCli(['mini', 'up', '-C', ws, '--network', 'loopback', '--json'], {
       env,
@@ -92,7 +136,12 @@ describe('constellation mini: a local cluster (CLI processes)', function () {
     })
     expect(up.code, up.stderr).to.equal(0)
     expect(up.stderr).to.include('Kubernetes is SIMULATED')
-    const result = JSON.parse(up.stdout) as UpJson
+    expect(up.stderr).to.match(/attestation tpm-ek: manufacturing 3 TPMs with EK certificates/)
+    expect(up.stderr).to.match(
+      /constellation init: attesting control-plane-0 .*\(tpm-ek: EK certificate chain/,
+    )
+    const result = JSON.parse(up.stdout) as UpJson & { attestation: string }
+    expect(result.attestation, 'the default').to.equal('tpm-ek')
     expect(result.simulated).to.match(/Kubernetes is SIMULATED/)
     const names = ['control-plane-0', 'worker-0', 'worker-1']
     expect(result.nodes.map((n) => n.name)).to.deep.equal(names)
@@ -104,61 +153,6 @@ describe('constellation mini: a local cluster (CLI processes)', function () {
       ['cert-manager', 'deployed'],
     ])
 
-    const status = await runCli(['status', '-C', ws, '--json'], { env })
-    expectHealthy(status, names)
-    expect((JSON.parse(status.stdout) as { simulated?: string }).simulated).to.match(/SIMULATED/)
-    const plain = await runCli(['status', '-C', ws], { env })
-    expect(plain.stdout).to.include('Kubernetes is SIMULATED')
-    const verify = await runCli(['verify', '-C', ws])
-    expect(verify.code, verify.stderr).to.equal(0)
-    expect(verify.stdout).to.match(/is trusted/)
-
-    // one cluster per workspace: refused, and the running one is untouched
-    const again = await runCli(['mini', 'up', '-C', ws, '--network', 'loopback'], { env })
-    expect(again.code).to.equal(1)
-    expect(again.stderr).to.match(/a mini cluster already runs in .*ws/)
-    expectHealthy(await runCli(['status', '-C', ws, '--json'], { env }), names)
-
-    const record = (await readMiniRecord(ws))!
-    const down = await runCli(['mini', 'down', '-C', ws, '--json'])
-    expect(down.code, down.stderr).to.equal(0)
-    expect((JSON.parse(down.stdout) as { stoppedProcesses: number }).stoppedProcesses).to.be.greaterThan(0)
-    expect(await leftovers(record, ws)).to.deep.equal([])
-    const twice = await runCli(['mini', 'down', '-C', ws])
-    expect(twice.code).to.equal(1)
-    expect(twice.stderr).to.match(/no mini cluster in/)
-  })
-
-  it('--attestation tpm-ek, 1 control plane + 1 worker: TPMs from the cluster CA, init, join and verify activate credentials, down leaves nothing', async () => {
-    const ws = path.join(dir, 'ws')
-    const up = await runCli(
-      [
-        'mini',
-        'up',
-        '-C',
-        ws,
-        '--attestation',
-        'tpm-ek',
-        '--control-planes',
-        '1',
-        '--workers',
-        '1',
-        '--json',
-      ],
-      { env, timeoutMs: 120_000 },
-    )
-    expect(up.code, up.stderr).to.equal(0)
-    expect(up.stderr).to.include('Kubernetes is SIMULATED')
-    expect(up.stderr).to.match(/attestation tpm-ek: manufacturing 2 TPMs with EK certificates/)
-    expect(up.stderr).to.match(
-      /constellation init: attesting control-plane-0 .*\(tpm-ek: EK certificate chain/,
-    )
-    const result = JSON.parse(up.stdout) as UpJson & { attestation: string }
-    expect(result.attestation).to.equal('tpm-ek')
-    expect(result.simulated).to.match(/Kubernetes is SIMULATED/)
-    const names = ['control-plane-0', 'worker-0']
-    expectHealthy({ ...up, stdout: JSON.stringify(result.status) }, names)
-
     // the workspace trusts the cluster CA's issuing certificate; every node config names it too
     const paths = miniPaths(ws)
     const config = await readFile(path.join(ws, 'constellation-conf.yaml'), 'utf8')
@@ -169,7 +163,7 @@ describe('constellation mini: a local cluster (CLI processes)', function () {
       expect(nodeConfig).to.match(/^attestationVariant: tpm-ek$/m)
       expect(nodeConfig).to.include(`- ${paths.tpmCa.issuerCert}`)
     }
-    // init activated a credential on cp-0; the worker's join passed the challenge with its EK
+    // init activated a credential on cp-0; the workers' joins passed the challenge with their EKs
     const unitLog = (node: string, unit: string) =>
       readFile(path.join(paths.node(node).unitState, `${unit}.service.log`), 'utf8')
     expect(await readFile(paths.node('control-plane-0').log('bootstrap'), 'utf8')).to.include(
@@ -179,21 +173,92 @@ describe('constellation mini: a local cluster (CLI processes)', function () {
       /"rpc":"IssueJoinTicket","node":"worker-0","role":"worker".*"verdict":"ok"/,
     )
 
-    const verify = await runCli(['verify', '-C', ws, '--json'])
+    const status = await runCli(['status', '-C', ws, '--json'], { env })
+    expectHealthy(status, names)
+    const statusJson = JSON.parse(status.stdout) as {
+      simulated?: string
+      attestation?: { anchored: boolean }
+    }
+    expect(statusJson.simulated).to.match(/SIMULATED/)
+    expect(statusJson.attestation).to.include({ variant: 'tpm-ek', anchored: true })
+    const plain = await runCli(['status', '-C', ws], { env })
+    expect(plain.stdout).to.include('Kubernetes is SIMULATED')
+    expect(plain.stdout).to.match(/^Attestation: tpm-ek is anchored: /m)
+    const verify = await runCli(['verify', '-C', ws])
     expect(verify.code, verify.stderr).to.equal(0)
-    const report = JSON.parse(verify.stdout) as {
+    expect(verify.stdout).to.match(/is trusted: .*its TPM activated a credential/)
+    expect(verify.stdout).to.match(/^tpm-ek is anchored: /m)
+    const verifyJson = await runCli(['verify', '-C', ws, '--json'])
+    expect(verifyJson.code, verifyJson.stderr).to.equal(0)
+    const report = JSON.parse(verifyJson.stdout) as {
       variant: string
       trusted: boolean
       activation?: { activated: boolean }
+      attestation?: { anchored: boolean }
     }
     expect(report).to.include({ variant: 'tpm-ek', trusted: true })
     expect(report.activation?.activated).to.equal(true)
-    expect(await readFile(paths.node('control-plane-0').log('verifyservice'), 'utf8')).to.include(
-      'Credential activated for an attesting client',
-    )
-
+    expect(report.attestation).to.include({ variant: 'tpm-ek', anchored: true })
     const record = (await readMiniRecord(ws))!
     expect(record.attestation).to.equal('tpm-ek')
+    for (const node of ['control-plane-0', 'worker-0']) await expectPrivateToTheNode(record, ws, node)
+
+    // one cluster per workspace: refused, and the running one is untouched
+    const again = await runCli(['mini', 'up', '-C', ws, '--network', 'loopback'], { env })
+    expect(again.code).to.equal(1)
+    expect(again.stderr).to.match(/a mini cluster already runs in .*ws/)
+    expectHealthy(await runCli(['status', '-C', ws, '--json'], { env }), names)
+
+    const down = await runCli(['mini', 'down', '-C', ws, '--json'])
+    expect(down.code, down.stderr).to.equal(0)
+    expect((JSON.parse(down.stdout) as { stoppedProcesses: number }).stoppedProcesses).to.be.greaterThan(0)
+    expect(await leftovers(record, ws)).to.deep.equal([])
+    const twice = await runCli(['mini', 'down', '-C', ws])
+    expect(twice.code).to.equal(1)
+    expect(twice.stderr).to.match(/no mini cluster in/)
+  })
+
+  it('--attestation qemu-vtpm, 1 control plane + 1 worker: works, and verify, status and recover say it anchors no key; recover asks before sending', async () => {
+    const ws = path.join(dir, 'ws')
+    const up = await runCli(
+      [
+        'mini',
+        'up',
+        '-C',
+        ws,
+        '--attestation',
+        'qemu-vtpm',
+        '--control-planes',
+        '1',
+        '--workers',
+        '1',
+        '--json',
+      ],
+      { env, timeoutMs: 120_000 },
+    )
+    expect(up.code, up.stderr).to.equal(0)
+    expect(up.stderr).to.not.match(/manufacturing/)
+    const result = JSON.parse(up.stdout) as UpJson & { attestation: string }
+    expect(result.attestation).to.equal('qemu-vtpm')
+    const names = ['control-plane-0', 'worker-0']
+    expectHealthy({ ...up, stdout: JSON.stringify(result.status) }, names)
+    expect(up.stdout).to.include('"anchored": false')
+
+    const verify = await runCli(['verify', '-C', ws])
+    expect(verify.code, verify.stderr).to.equal(0)
+    expect(verify.stdout).to.match(/^qemu-vtpm is NOT anchored: it proves .*any TPM or program/m)
+    const status = await runCli(['status', '-C', ws], { env })
+    expect(status.code, status.stderr).to.equal(0)
+    expect(status.stdout).to.match(/^Attestation: qemu-vtpm is NOT anchored: /m)
+    const cp0 = result.nodes[0]!
+    const recover = await runCli(['recover', '-C', ws, '--endpoint', `${cp0.address}:9999`, '--json'])
+    expect(recover.code, recover.stdout + recover.stderr).to.equal(2)
+    expect(recover.stdout).to.match(
+      /refusing to send the master secret without confirmation: qemu-vtpm is NOT anchored/,
+    )
+    expect(JSON.parse(recover.stdout)).to.nested.include({ 'attestation.anchored': false })
+
+    const record = (await readMiniRecord(ws))!
     const down = await runCli(['mini', 'down', '-C', ws])
     expect(down.code, down.stderr).to.equal(0)
     expect(await leftovers(record, ws)).to.deep.equal([])

@@ -125,7 +125,8 @@ describe('nodes across reboots: rejoin, recover, reset (CLI processes)', functio
       }),
       { mode: 0o600 },
     )
-    const refused = await runCli(['recover', '-C', other, '--endpoint', disk0.recoveryEndpoint])
+    // qemu-vtpm workspaces: --yes, as recover otherwise asks before sending to an unanchored key
+    const refused = await runCli(['recover', '-C', other, '--endpoint', disk0.recoveryEndpoint, '--yes'])
     expect(refused.code, refused.stdout + refused.stderr).to.equal(1)
     expect(refused.stderr).to.match(/refused the master secret/)
     expect(disk0.mounter.mounts).to.deep.equal([])
@@ -137,6 +138,7 @@ describe('nodes across reboots: rejoin, recover, reset (CLI processes)', functio
       cp0.local.workspace,
       '--endpoint',
       disk0.recoveryEndpoint,
+      '--yes',
     ])
     expect(recovered.code, recovered.stdout + recovered.stderr).to.equal(0)
     expect(await disk0.done).to.equal('recovered')

@@ -1,6 +1,9 @@
 import { credentials, status } from '@grpc/grpc-js'
-import { chmod, mkdir, rm, symlink, writeFile } from 'node:fs/promises'
-import { createServer } from 'node:net'
+import { execFile } from 'node:child_process'
+import { chmod, mkdir, rm, stat, symlink, writeFile } from 'node:fs/promises'
+import { createServer, type Server } from 'node:net'
+import path from 'node:path'
+import { connectAsNobody } from '../support/as-nobody.js'
 import { expect } from '../support/chai.js'
 import { makeTempDir } from '../support/temp.js'
 import { freePort, holdPort } from '../support/ports.js'
@@ -306,6 +309,82 @@ describe('key service', () => {
       expect(warning?.msg).to.include('reachable from other hosts')
     })
   })
+  describe('on a unix socket (unix:/path): only its owner can connect', () => {
+    let dir: string
+    let cleanup: () => Promise<void>
+    const others: Server[] = []
+    beforeEach(async () => {
+      ;({ dir, cleanup } = await makeTempDir())
+      await chmod(dir, 0o755) // others may enter the test's folder: only the service's own modes count
+    })
+    afterEach(async () => {
+      others.splice(0).forEach((s) => s.close())
+      await cleanup()
+    })
+
+    it('creates its folder 0700 and the socket 0600, serves its owner and refuses another user', async () => {
+      const socket = path.join(dir, 'node', 'keyservice.sock')
+      const { address } = await serve({ listen: `unix:${socket}` })
+      expect(address).to.equal(`unix:${socket}`)
+      expect((await stat(socket)).mode & 0o777).to.equal(0o600)
+      expect((await stat(path.dirname(socket))).mode & 0o777).to.equal(0o700)
+      expect(await getDataKey(address, 'disk', 32)).to.have.length(32)
+      expect(process.getuid?.(), 'acting as user nobody needs root (CI runs as root)').to.equal(0)
+      expect(await connectAsNobody(address)).to.equal('EACCES')
+    })
+
+    it('replaces the socket a killed service left behind', async () => {
+      const socket = path.join(dir, 'node', 'keyservice.sock')
+      await mkdir(path.dirname(socket), { mode: 0o700 })
+      await leaveStaleSocket(socket)
+      const { address } = await serve({ listen: `unix:${socket}` })
+      expect(await getDataKey(address, 'disk', 32)).to.have.length(32)
+    })
+
+    const refusals: Record<
+      string,
+      { listen?: string; prepare: (socket: string) => Promise<void>; says: RegExp }
+    > = {
+      'a folder other users can enter (0755)': {
+        prepare: async (socket) => {
+          await mkdir(path.dirname(socket))
+          await chmod(path.dirname(socket), 0o755)
+        },
+        says: /is mode 0755: other users could reach .*keyservice\.sock/,
+      },
+      'a file that is not a socket at its path': {
+        prepare: async (socket) => {
+          await mkdir(path.dirname(socket), { mode: 0o700 })
+          await writeFile(socket, 'x')
+        },
+        says: /keyservice\.sock exists and is not a socket/,
+      },
+      'a socket another process listens on': {
+        prepare: async (socket) => {
+          await mkdir(path.dirname(socket), { mode: 0o700 })
+          const other = createServer()
+          others.push(other)
+          await new Promise<void>((resolve) => other.listen(socket, resolve))
+        },
+        says: /another process listens on .*keyservice\.sock/,
+      },
+      'a relative path': {
+        listen: 'unix:relative.sock',
+        prepare: async () => {},
+        says: /"unix:relative\.sock".*absolute/,
+      },
+    }
+    for (const [name, tc] of Object.entries(refusals))
+      it(`refuses ${name}, naming keyService.listen`, async () => {
+        const socket = path.join(dir, 'node', 'keyservice.sock')
+        await tc.prepare(socket)
+        const err = await serve({ listen: tc.listen ?? `unix:${socket}` }).catch((e: unknown) => e)
+        expect(err).to.be.instanceOf(CliError)
+        expect((err as Error).message).to.match(tc.says)
+        expect((err as CliError).hint).to.include('keyService.listen')
+      })
+  })
+
   describe('getDataKey, the client', () => {
     it('returns the key the service derived', async () => {
       const { address } = await serve()
@@ -379,6 +458,12 @@ describe('key service', () => {
     })
   })
 })
+
+/** A socket file whose listener was killed (SIGKILL: no chance to remove it). */
+function leaveStaleSocket(socket: string): Promise<void> {
+  const listenThenDie = `require('node:net').createServer().listen(process.argv[1], () => process.kill(process.pid, 'SIGKILL'))`
+  return new Promise((resolve) => execFile(process.execPath, ['-e', listenThenDie, socket], () => resolve()))
+}
 
 async function rmAndLink(target: string, link: string): Promise<void> {
   await rm(link)

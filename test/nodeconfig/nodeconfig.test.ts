@@ -52,6 +52,16 @@ describe('node config', () => {
     expect((cfg.metadata as StaticMetadata | undefined)?.peers).to.deep.equal([])
   })
 
+  it('takes the key service and swtpm on unix sockets (unix:/path), which only their owner can use', () => {
+    const cfg = parseNodeConfig(
+      full.replace('swtpm: 127.0.0.1:2321', 'swtpm: unix:/run/swtpm/swtpm.sock') +
+        'keyService:\n  listen: unix:/run/constellation/keyservice.sock\n',
+      'node.yaml',
+    )
+    expect(cfg.tpm.swtpm).to.equal('unix:/run/swtpm/swtpm.sock')
+    expect(cfg.keyService.listen).to.equal('unix:/run/constellation/keyservice.sock')
+  })
+
   const cases: Record<
     string,
     { text: string; require?: Array<'initSecretHash' | 'stateDisk' | 'metadata'>; want: string[] }
@@ -83,6 +93,18 @@ describe('node config', () => {
     'a bad key service address': {
       text: full + 'keyService:\n  listen: "[::1]"\n',
       want: ['16: keyService.listen: "[::1]" is not HOST:PORT'],
+    },
+    'a key service socket with a relative path': {
+      text: full + 'keyService:\n  listen: unix:run/keyservice.sock\n',
+      want: ['16: keyService.listen: "unix:run/keyservice.sock" is not unix:/absolute/path'],
+    },
+    'a swtpm socket path longer than a unix socket address holds (107 bytes)': {
+      text: full.replace('swtpm: 127.0.0.1:2321', `swtpm: unix:/${'s'.repeat(107)}`),
+      want: ['3: tpm.swtpm: a unix socket path holds at most 107 bytes, this one has 108'],
+    },
+    'a unix socket for a service other nodes dial': {
+      text: full.replace('listen: 127.0.0.1:9000', 'listen: unix:/run/init.sock'),
+      want: ['6: initServer.listen: "unix:/run/init.sock" is not HOST:PORT'],
     },
     'a relative kubeconfig path': {
       text: full + 'kubeconfig: admin.conf\n',

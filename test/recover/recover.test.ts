@@ -12,7 +12,7 @@ import {
   createAttestedChannelCredentials,
   createAttestedServerCredentials,
 } from '../../src/lib/atls/index.js'
-import { createIssuer } from '../../src/lib/attestation/index.js'
+import { attestationAssurance, createIssuer } from '../../src/lib/attestation/index.js'
 import { loadConfig, validatorForConfig } from '../../src/lib/config/index.js'
 import { clusterKmsUri, writeMasterSecret } from '../../src/lib/kms/index.js'
 import { workspacePaths } from '../../src/lib/paths.js'
@@ -20,6 +20,7 @@ import { RecoveryRefusedError, RecoveryServer } from '../../src/lib/statedisk/in
 import { createLogger } from '../../src/lib/system/index.js'
 import { expect } from '../support/chai.js'
 import { runCli } from '../support/cli.js'
+import { runCliOnTerminal } from '../support/terminal.js'
 import { expectPcr4, setClusterEndpoint, startLocalNode, type LocalNode } from '../support/local-node.js'
 import { freePort } from '../support/ports.js'
 
@@ -60,14 +61,17 @@ describe('constellation recover (CLI process) and the node recovery endpoint (aT
     })
     endpoint = await server.start()
   }
+  // the workspace is qemu-vtpm: recover sends the master secret only when told to (--yes)
   const recover = (...args: string[]) =>
-    runCli(['recover', '-C', node.workspace, '--endpoint', endpoint, ...args])
+    runCli(['recover', '-C', node.workspace, '--endpoint', endpoint, '--yes', ...args])
 
   it('sends the master secret to an attested node, once; the node recovers and later calls are told so', async () => {
     await serve()
     const ok = await recover('--json')
     expect(ok.code, ok.stderr).to.equal(0)
-    expect(JSON.parse(ok.stdout)).to.deep.equal({ endpoint, recovered: true })
+    const result = JSON.parse(ok.stdout) as { attestation: { anchored: boolean } }
+    expect(result).to.deep.include({ endpoint, recovered: true })
+    expect(result.attestation).to.include({ variant: 'qemu-vtpm', anchored: false })
     expect(offered).to.deep.equal([MASTER])
     const again = await recover()
     expect(again.code).to.equal(1)
@@ -82,6 +86,34 @@ describe('constellation recover (CLI process) and the node recovery endpoint (aT
         .filter((l) => l.includes('Recovery request'))
         .map((l) => (JSON.parse(l) as { verdict: string }).verdict),
     ).to.deep.equal(['recovered', 'refused'])
+  })
+
+  it('qemu-vtpm anchors no key: off a terminal without --yes it says so and exits 2, nothing sent; on a terminal it asks', async () => {
+    await serve()
+    for (const args of [[], ['--json']]) {
+      const refused = await runCli(['recover', '-C', node.workspace, '--endpoint', endpoint, ...args])
+      expect(refused.code, refused.stdout + refused.stderr).to.equal(2)
+      expect(refused.stdout + refused.stderr).to.match(
+        /refusing to send the master secret without confirmation: qemu-vtpm is NOT anchored: it proves .*any TPM or program/,
+      )
+    }
+    const json = await runCli(['recover', '-C', node.workspace, '--endpoint', endpoint, '--json'])
+    expect(JSON.parse(json.stdout)).to.deep.include({ attestation: attestationAssurance('qemu-vtpm') })
+    const declined = await runCliOnTerminal(
+      ['recover', '-C', node.workspace, '--endpoint', endpoint],
+      process.env,
+      { when: 'Send the master secret', keys: 'n\r' },
+    )
+    expect(declined.code, declined.output).to.equal(0)
+    expect(declined.output).to.include('Nothing was sent')
+    expect(offered).to.deep.equal([])
+    const confirmed = await runCliOnTerminal(
+      ['recover', '-C', node.workspace, '--endpoint', endpoint],
+      process.env,
+      { when: 'Send the master secret', keys: 'y\r' },
+    )
+    expect(confirmed.code, confirmed.output).to.equal(0)
+    expect(offered).to.deep.equal([MASTER])
   })
 
   it('a master secret the node refuses: exit 1 with the reason, and the node keeps serving', async () => {
@@ -126,7 +158,7 @@ describe('constellation recover (CLI process) and the node recovery endpoint (aT
 
   it('the default endpoint is the host of the state clusterEndpoint at port 9999 (its port is the InitServer one); a bad --endpoint is a usage error', async () => {
     await setClusterEndpoint(node.workspace, '127.0.0.1:9000')
-    const byState = await runCli(['recover', '-C', node.workspace, '--timeout', '1s'])
+    const byState = await runCli(['recover', '-C', node.workspace, '--timeout', '1s', '--yes'])
     expect(byState.code).to.not.equal(0)
     expect(byState.stderr).to.include('the node at 127.0.0.1:9999')
     const bad = await runCli(['recover', '-C', node.workspace, '--endpoint', 'bad host:x'])

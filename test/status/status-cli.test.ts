@@ -109,13 +109,16 @@ describe('constellation status (built CLI; swtpm verification services, API fake
     expect(res.stdout).to.include('Kubernetes v1.31.13; 2 nodes')
     expect(res.stdout).to.include('Helm releases: coredns 1.0.0 (deployed)')
     expect(res.stdout).to.include('Healthy.')
+    expect(res.stdout).to.match(/^Attestation: qemu-vtpm is NOT anchored: /m)
     const json = await status(env, '--json')
     expect(json.code, json.stderr).to.equal(0)
     const report = JSON.parse(json.stdout) as {
       healthy: boolean
       nodes: Array<{ name: string; attestation: string }>
+      attestation?: { variant: string; anchored: boolean }
     }
     expect(report.healthy).to.equal(true)
+    expect(report.attestation).to.include({ variant: 'qemu-vtpm', anchored: false })
     expect(report.nodes.map((n) => [n.name, n.attestation])).to.deep.equal([
       ['cp-0', 'trusted'],
       ['worker-0', 'trusted'],

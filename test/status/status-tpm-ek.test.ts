@@ -21,6 +21,7 @@ const sha256 = (b: Buffer) => createHash('sha256').update(b).digest()
 interface StatusJson {
   healthy: boolean
   nodes: Array<{ name: string; attestation: string; clusterIdPcr: string; reason?: string }>
+  attestation?: { variant: string; anchored: boolean }
 }
 
 describe('constellation status on a tpm-ek workspace (built CLI; swtpms with EK certificates, API fake)', function () {
@@ -90,6 +91,7 @@ describe('constellation status on a tpm-ek workspace (built CLI; swtpms with EK 
     expect(healthy.code, healthy.stdout + healthy.stderr).to.equal(0)
     const both = JSON.parse(healthy.stdout) as StatusJson
     expect(both.healthy).to.equal(true)
+    expect(both.attestation).to.include({ variant: 'tpm-ek', anchored: true })
     expect(both.nodes.map((n) => [n.name, n.attestation, n.clusterIdPcr])).to.deep.equal([
       ['cp-0', 'trusted', 'match'],
       ['worker-0', 'trusted', 'match'],

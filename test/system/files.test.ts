@@ -1,8 +1,8 @@
-import { mkdir, symlink, writeFile } from 'node:fs/promises'
+import { lstat, mkdir, readdir, readFile, symlink, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { expect } from '../support/chai.js'
 import { makeTempDir } from '../support/temp.js'
-import { exists, lstatIfPresent } from '../../src/lib/system/index.js'
+import { exists, lstatIfPresent, writeFileAtomic, writeFileExclusive } from '../../src/lib/system/index.js'
 
 describe('file helpers', () => {
   let dir: string
@@ -34,4 +34,44 @@ describe('file helpers', () => {
       expect(await exists(path.join(dir, tc.name))).to.equal(tc.want !== 'missing' && tc.want !== 'error')
     })
   }
+})
+
+describe('secret file writers never write through a symlink', () => {
+  let dir: string
+  let outside: string
+  let cleanup: () => Promise<void>
+  beforeEach(async () => {
+    ;({ dir, cleanup } = await makeTempDir())
+    outside = path.join(dir, 'outside')
+    await writeFile(outside, 'outside')
+    await mkdir(path.join(dir, 'root'))
+  })
+  afterEach(() => cleanup())
+
+  it('writeFileAtomic replaces a symlink at the target with a 0600 file; the link target stays', async () => {
+    const file = path.join(dir, 'root', 'kubelet.key')
+    await symlink(outside, file)
+    await writeFileAtomic(file, 'secret')
+    expect(await readFile(outside, 'utf8')).to.equal('outside')
+    const written = await lstat(file)
+    expect(written.isFile()).to.equal(true)
+    expect(written.mode & 0o777).to.equal(0o600)
+    expect(await readdir(path.dirname(file)), 'no temp file left').to.deep.equal(['kubelet.key'])
+  })
+
+  it('writeFileAtomic: links planted at guessable temp names (pid and clock) neither get the data nor stop the write', async () => {
+    const file = path.join(dir, 'root', 'ca.key')
+    const now = Date.now()
+    for (let t = now; t < now + 2_000; t++) await symlink(outside, `${file}.tmp-${process.pid}-${t}`)
+    await writeFileAtomic(file, 'secret')
+    expect(await readFile(outside, 'utf8')).to.equal('outside')
+    expect(await readFile(file, 'utf8')).to.equal('secret')
+  })
+
+  it('writeFileExclusive refuses a symlink at the target, even a dangling one, and writes nothing', async () => {
+    const file = path.join(dir, 'root', 'mastersecret.json')
+    await symlink(path.join(dir, 'nowhere'), file)
+    await expect(writeFileExclusive(file, 'secret')).to.be.rejectedWith(/already exists/)
+    expect(await exists(path.join(dir, 'nowhere'))).to.equal(false)
+  })
 })

@@ -43,6 +43,8 @@ describe('constellation verify against constellation verifyservice on swtpm', fu
     expect(ok.stdout).to.match(/^PCR\s+VALUE\s+EXPECTATION\s+STATUS/m)
     expect(ok.stdout).to.match(/^9\s+0{64}\s+enforced\s+ok$/m)
     expect(ok.stdout).to.include('is trusted')
+    // qemu-vtpm takes the attestation key as presented: the verdict says how little that proves
+    expect(ok.stdout).to.match(/^qemu-vtpm is NOT anchored: it proves .*any TPM or program/m)
 
     await extendPcr(tpm.open, 9, sha256(Buffer.from('another kernel')))
     const bad = await verify()
@@ -67,8 +69,11 @@ describe('constellation verify against constellation verifyservice on swtpm', fu
     const report = JSON.parse(res.stdout) as {
       trusted: boolean
       pcrs: Array<{ index: number; status: string }>
+      attestation?: { variant: string; anchored: boolean; proves: string }
     }
     expect(report.trusted).to.be.true
+    expect(report.attestation).to.include({ variant: 'qemu-vtpm', anchored: false })
+    expect(report.attestation?.proves).to.match(/PCR values/)
     expect(report.pcrs.find((p) => p.index === 15)?.status).to.equal('ok')
     expect(report.pcrs).to.have.length(24)
   })

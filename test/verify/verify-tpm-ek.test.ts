@@ -65,6 +65,7 @@ describe('constellation verify on a tpm-ek workspace (verifyservice on swtpm wit
       `Node ${node.endpoint} (tpm-ek) is trusted: every enforced measurement matches, its EK certificate chains to the configured roots, and its TPM activated a credential for the AK that quoted.`,
     )
     expect(node.logs()).to.include('Credential activated for an attesting client')
+    expect(ok.stdout).to.match(/^tpm-ek is anchored: it proves .*manufacturer root/m)
 
     const json = await verify(node.endpoint, '--json')
     expect(json.code, json.stderr).to.equal(0)
@@ -72,8 +73,10 @@ describe('constellation verify on a tpm-ek workspace (verifyservice on swtpm wit
       variant: string
       trusted: boolean
       activation?: { akName: string; activated: boolean }
+      attestation?: { variant: string; anchored: boolean }
     }
     expect(report).to.include({ variant: 'tpm-ek', trusted: true })
+    expect(report.attestation).to.include({ variant: 'tpm-ek', anchored: true })
     expect(report.activation?.activated).to.equal(true)
     // nameAlg SHA-256 (000b) || SHA-256 of the AK's public area
     expect(report.activation?.akName).to.match(/^000b[0-9a-f]{64}$/)

@@ -14,7 +14,7 @@ export default class MiniUp extends BaseCommand {
     '<%= config.bin %> mini up -C ./mini',
     '<%= config.bin %> mini up -C ./mini --control-planes 3 --workers 3',
     '<%= config.bin %> mini up -C ./mini --json',
-    '<%= config.bin %> mini up -C ./mini --attestation tpm-ek',
+    '<%= config.bin %> mini up -C ./mini --attestation qemu-vtpm',
   ]
   static override flags = {
     ...BaseCommand.workspaceFlag,
@@ -33,9 +33,9 @@ export default class MiniUp extends BaseCommand {
     attestation: Flags.string({
       char: 'a',
       description:
-        "attestation variant; tpm-ek manufactures every node's swtpm with EK certificates from a local CA of the cluster (swtpm_setup, swtpm_localca), which the workspace config trusts",
+        "attestation variant; tpm-ek (the default) manufactures every node's swtpm with EK certificates from a local CA of the cluster (swtpm_setup, swtpm_localca), which the workspace config trusts as the stand-in for a TPM manufacturer; qemu-vtpm takes any attestation key (development of the attestation itself)",
       options: [...ATTESTATION_VARIANTS],
-      default: 'qemu-vtpm',
+      default: 'tpm-ek',
     }),
     network: Flags.string({
       description:

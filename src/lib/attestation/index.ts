@@ -39,8 +39,14 @@ export {
   JoinConfigError,
   JOIN_CONFIG_MAP,
 } from './join-config.js'
-export { ATTESTATION_VARIANTS, VARIANT_OIDS, isAttestationVariant } from './variant.js'
-export type { AttestationVariant } from './variant.js'
+export {
+  ATTESTATION_VARIANTS,
+  VARIANT_OIDS,
+  isAttestationVariant,
+  attestationAssurance,
+  describeAssurance,
+} from './variant.js'
+export type { AttestationVariant, AttestationAssurance } from './variant.js'
 
 export function createIssuer(variant: AttestationVariant, open: OpenTpm, opts?: IssuerOptions): Issuer {
   switch (variant) {

@@ -5,11 +5,11 @@
  */
 import { createHash } from 'node:crypto'
 import { createReadStream } from 'node:fs'
-import { chmod, copyFile, cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { messageOf } from '../errors/index.js'
 import type { Logger } from '../system/index.js'
-import { retry, sleepMs } from '../system/index.js'
+import { copyFileAtomic, retry, sleepMs } from '../system/index.js'
 import {
   DEFAULT_DOWNLOAD_LIMITS,
   DownloadTooLargeError,
@@ -123,13 +123,12 @@ async function stageComponent(i: number, component: Component, dir: string, deps
 async function installStaged(staged: readonly Staged[], log: Logger): Promise<void> {
   for (const { component, target, source } of staged) {
     if (component.extract) {
-      // merges into what is there, like extracting in place; links are copied as links
+      // merges into what is there, like extracting in place; links are copied as links (cp
+      // unlinks a file or link in the way, and refuses a link where a directory goes)
       await cp(source, target, { recursive: true, force: true, verbatimSymlinks: true })
     } else {
-      await mkdir(path.dirname(target), { recursive: true })
-      await rm(target, { force: true })
-      await copyFile(source, target)
-      await chmod(target, INSTALLED_FILE_MODE)
+      // replaces what is at the target (a running binary, a planted link), never writes through it
+      await copyFileAtomic(source, target, INSTALLED_FILE_MODE)
     }
     log.info('Installed component', { url: describeUrl(component.url), installPath: component.installPath })
   }

@@ -3,10 +3,10 @@
  * directory, up to three attempts within five minutes, every attempt's output in the node's log
  * (credentials redacted) and every failure logged with kubeadm's own words.
  */
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { mkdir, mkdtemp, rm } from 'node:fs/promises'
 import path from 'node:path'
 import { chainMessage } from '../errors/index.js'
-import { CommandFailedError, retry } from '../system/index.js'
+import { CommandFailedError, retry, writeFileAtomic, writeFileExclusive } from '../system/index.js'
 import type { KubeadmDeps } from './kubeadm.js'
 import { renderAuditPolicy } from './kubeadm-config.js'
 import { renderKubeadmJoinConfig, type KubeadmJoinInput } from './kubeadm-join-config.js'
@@ -31,10 +31,7 @@ export async function runKubeadmJoin(input: KubeadmJoinInput, deps: KubeadmJoinD
   const timeoutMs = deps.timeoutMs ?? KUBEADM_JOIN_TIMEOUT_MS
   const deadline = Date.now() + timeoutMs
   const version = await installedVersion(deps)
-  if (input.controlPlane) {
-    await mkdir(path.dirname(paths.auditPolicy), { recursive: true })
-    await writeFile(paths.auditPolicy, renderAuditPolicy(), { mode: 0o600 })
-  }
+  if (input.controlPlane) await writeFileAtomic(paths.auditPolicy, renderAuditPolicy())
   await mkdir(paths.runtimeDir, { recursive: true, mode: 0o700 })
   const dir = await mkdtemp(path.join(paths.runtimeDir, 'kubeadm-join.'))
   const config = path.join(dir, 'kubeadm-join.yaml')
@@ -44,7 +41,7 @@ export async function runKubeadmJoin(input: KubeadmJoinInput, deps: KubeadmJoinD
       kubernetesVersion: version,
       paths: { caCertPath: path.join(paths.kubernetesPki, 'ca.crt'), patchesDir: paths.kubeadmPatchDir },
     })
-    await writeFile(config, yaml, { mode: 0o600 })
+    await writeFileExclusive(config, yaml)
     const attempts = deps.attempts ?? KUBEADM_JOIN_ATTEMPTS
     await retry(
       async (attempt) => {

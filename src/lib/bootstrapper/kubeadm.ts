@@ -1,8 +1,14 @@
 /** Runs `kubeadm init` the way Constellation does: preflight, certs, init without those phases, then the admin kubeconfig. */
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises'
 import path from 'node:path'
 import type { NodePaths } from '../paths.js'
-import { CommandFailedError, type Logger, type Runner } from '../system/index.js'
+import {
+  CommandFailedError,
+  writeFileAtomic,
+  writeFileExclusive,
+  type Logger,
+  type Runner,
+} from '../system/index.js'
 import {
   renderAuditPolicy,
   renderKubeadmInitConfig,
@@ -24,13 +30,12 @@ export interface KubeadmDeps {
 /** Returns the admin kubeconfig (`kubeadm kubeconfig user … --org system:masters`). */
 export async function runKubeadmInit(input: KubeadmInitInput, deps: KubeadmDeps): Promise<Buffer> {
   const { paths } = deps
-  await mkdir(path.dirname(paths.auditPolicy), { recursive: true })
-  await writeFile(paths.auditPolicy, renderAuditPolicy(), { mode: 0o600 })
+  await writeFileAtomic(paths.auditPolicy, renderAuditPolicy())
   await mkdir(paths.runtimeDir, { recursive: true, mode: 0o700 })
   const dir = await mkdtemp(path.join(paths.runtimeDir, 'kubeadm-init.'))
   const config = path.join(dir, 'kubeadm-init.yaml')
   try {
-    await writeFile(config, renderKubeadmInitConfig(input), { mode: 0o600 })
+    await writeFileExclusive(config, renderKubeadmInitConfig(input))
     const kubeadm = (step: string, args: string[]) => runStep(step, args, deps)
     // The kubelet's key and extensions are made while kubeadm runs; only the CA signature waits for it.
     const kubeletCert = startKubeletCert(input, deps)
@@ -88,9 +93,9 @@ async function writeKubeletCert(
     await readFile(path.join(pki, 'ca.crt'), 'utf8'),
     await readFile(path.join(pki, 'ca.key'), 'utf8'),
   )
-  await mkdir(path.dirname(input.paths.kubeletCert), { recursive: true })
-  await writeFile(input.paths.kubeletCert, certPem, { mode: 0o644 })
-  await writeFile(input.paths.kubeletKey, keyPem, { mode: 0o600 })
+  // 0600 like a joined node's: only the kubelet (root) reads them
+  await writeFileAtomic(input.paths.kubeletCert, certPem)
+  await writeFileAtomic(input.paths.kubeletKey, keyPem)
 }
 
 async function runStep(step: string, args: string[], deps: KubeadmDeps): Promise<string> {

@@ -1,13 +1,20 @@
 /**
  * The key service (`kms.API/GetDataKey`): data keys derived from the master secret, over plain gRPC
- * as in Constellation. Nothing authenticates the caller, so it listens on loopback unless told otherwise.
+ * as in Constellation. Nothing authenticates the caller, so it listens on loopback unless told
+ * otherwise, or on a unix socket only its own user can connect to (hosts shared with other users).
  */
 import * as grpc from '@grpc/grpc-js'
 import { BlockList, isIP } from 'node:net'
 import { APIService, type GetDataKeyRequest, type GetDataKeyResponse } from '../../gen/keyservice.js'
-import { chainMessage } from '../errors/index.js'
+import { chainMessage, CliError } from '../errors/index.js'
 import { listenOn, shutdownGracefully } from '../grpc/index.js'
-import { parseHostPort, type Logger } from '../system/index.js'
+import {
+  parseHostPort,
+  prepareOwnerOnlySocket,
+  restrictSocketToOwner,
+  unixSocketPath,
+  type Logger,
+} from '../system/index.js'
 import { ClusterKms } from './hkdf.js'
 import type { MasterSecret } from './master-secret.js'
 
@@ -24,7 +31,7 @@ export interface DataKeySource {
 }
 
 export interface KeyServiceOptions {
-  /** HOST:PORT; port 0 picks a free one. */
+  /** HOST:PORT (port 0 picks a free one), or unix:/path for a socket only this user can connect to. */
   listen: string
   masterSecret: MasterSecret
   logger: Logger
@@ -59,15 +66,33 @@ export class KeyService {
     this.server.addService(APIService, { getDataKey: this.getDataKey })
   }
 
-  /** Binds and serves; resolves with the bound HOST:PORT. */
+  /** Binds and serves; resolves with the bound HOST:PORT (or the unix: address). */
   async start(): Promise<string> {
     const credentials = grpc.ServerCredentials.createInsecure()
-    const address = await listenOn(this.server, this.listen, credentials, 'keyService.listen')
+    const socket = unixSocketPath(this.listen)
+    const address =
+      socket === undefined
+        ? await listenOn(this.server, this.listen, credentials, 'keyService.listen')
+        : await this.listenOnSocket(socket, credentials)
     // Plain gRPC: whoever reaches the port can fetch every cluster key.
-    if (!isLoopback(parseHostPort(address).host))
+    if (socket === undefined && !isLoopback(parseHostPort(address).host))
       this.log.warn('Key service reachable from other hosts; it authenticates no caller', { address })
     this.log.info('Key service listening', { address })
     return address
+  }
+
+  private async listenOnSocket(socket: string, credentials: grpc.ServerCredentials): Promise<string> {
+    await prepareOwnerOnlySocket(socket, 'keyService.listen')
+    await new Promise<void>((resolve, reject) =>
+      this.server.bindAsync(this.listen, credentials, (err) => (err ? reject(err) : resolve())),
+    ).catch((cause: unknown) => {
+      throw new CliError(`listening on ${this.listen}`, {
+        hint: 'check keyService.listen in the node config',
+        cause,
+      })
+    })
+    await restrictSocketToOwner(socket)
+    return this.listen
   }
 
   /** Lets calls in flight answer, force-stops after graceMs; safe to call more than once. */

@@ -15,6 +15,7 @@ import {
   exists,
   SIGNAL_EXIT_CODES,
   writeFileAtomic,
+  unixAddressProblem,
   type InterruptSignal,
   type Runner,
 } from '../system/index.js'
@@ -117,13 +118,15 @@ export async function miniUp(opts: MiniUpOptions, io: MiniIo): Promise<MiniUpRes
       throw new CliError(`${file} already exists: ${workspace} holds another cluster's workspace`, {
         hint: 'mini up makes a workspace of its own: give it an empty or new folder with -C; nothing was changed',
       })
+  const names = [
+    ...Array.from({ length: opts.controlPlanes }, (_, i) => nodeName('control-plane', i)),
+    ...Array.from({ length: opts.workers }, (_, i) => nodeName('worker', i)),
+  ]
+  refuseLongSocketPaths(workspace, names)
   const createdWorkspace = !(await exists(workspace))
   await mkdir(workspace, { recursive: true })
   const network = miniNetwork(await chooseNetwork(opts.mode, io.runner), io.runner)
-  const nodes: MiniNodeRecord[] = [
-    ...Array.from({ length: opts.controlPlanes }, (_, i) => nodeName('control-plane', i)),
-    ...Array.from({ length: opts.workers }, (_, i) => nodeName('worker', i)),
-  ].map((name, index) => ({
+  const nodes: MiniNodeRecord[] = names.map((name, index) => ({
     name,
     role: name.startsWith('control-plane') ? 'control-plane' : 'worker',
     index,
@@ -277,6 +280,18 @@ async function startCluster(
     nodes,
     elapsedMs: Date.now() - started,
   }
+}
+
+/** A node's TPM and key service are sockets in its folder, whose path a socket address must hold. */
+function refuseLongSocketPaths(workspace: string, names: readonly string[]): void {
+  for (const name of names)
+    for (const socket of Object.values(miniPaths(workspace).node(name).sockets)) {
+      const problem = unixAddressProblem(`unix:${socket}`)
+      if (problem)
+        throw new CliError(`${socket}: ${problem}`, {
+          hint: 'give mini up a shorter workspace path (-C); nothing was changed',
+        })
+    }
 }
 
 /** The signal the command aborted with (SIGINT unless it said otherwise). */

@@ -13,15 +13,17 @@ import { localCaFiles } from './tpm-ca.js'
 
 export const MINI_DIR = 'constellation-mini'
 
-/** Ports every node uses on its own address (Constellation's where it has one). */
+/**
+ * Ports every node uses on its own address (Constellation's where it has one). Its TPM and key
+ * service have none: they are unix sockets in the node's folder (MiniNodeFiles.sockets), which
+ * only the cluster's user can reach.
+ */
 export const NODE_PORTS = {
   init: 9000,
-  keyService: 9001,
   recovery: 9999,
   verify: 30081,
   join: 30090,
   apiServer: 6443,
-  swtpm: 2321,
 } as const
 export const METADATA_PORT = 8080
 
@@ -66,6 +68,12 @@ export type MiniPaths = ReturnType<typeof miniPaths>
 function nodeFiles(dir: string) {
   return {
     dir,
+    /** The node's local services, each a 0600 socket in the node's 0700 folder. */
+    sockets: {
+      keyService: path.join(dir, 'keyservice.sock'),
+      swtpm: path.join(dir, 'swtpm.sock'),
+      swtpmCtrl: path.join(dir, 'swtpm-ctrl.sock'),
+    },
     root: path.join(dir, 'root'),
     tpmState: path.join(dir, 'tpm'),
     disk: path.join(dir, 'state-disk.img'),

@@ -55,18 +55,16 @@ export function miniNodeConfig(
   attestation: MiniAttestation = { variant: 'qemu-vtpm' },
 ): NodeConfig {
   const at = (port: number) => `${node.address}:${port}`
-  // in a namespace, the TPM and the key service are the node's own (127.0.0.1 there); on a shared
-  // loopback they sit on the node's address like everything else
-  const local = network.mode === 'netns' ? '127.0.0.1' : node.address
   return {
     attestationVariant: attestation.variant,
     ...(attestation.variant === 'tpm-ek' && { attestation: { tpmEK: { roots: attestation.roots } } }),
-    tpm: { swtpm: `${local}:${NODE_PORTS.swtpm}` },
+    // the node's alone: a port on a loopback address would let every user of the host in
+    tpm: { swtpm: `unix:${files.sockets.swtpm}` },
     root: files.root,
     initServer: { listen: at(NODE_PORTS.init) },
     verifyService: { listen: at(NODE_PORTS.verify) },
     joinService: { listen: at(NODE_PORTS.join) },
-    keyService: { listen: `${local}:${NODE_PORTS.keyService}` },
+    keyService: { listen: `unix:${files.sockets.keyService}` },
     recoveryServer: { listen: at(NODE_PORTS.recovery) },
     kubeconfig: path.join(files.root, 'etc/kubernetes/admin.conf'),
     kubeadm: path.join(files.root, 'run/state/bin/kubeadm'),
@@ -128,8 +126,8 @@ export async function bootNode(
     SYSTEMCTL_FAKE_UNIT_DIR: files.units,
     SYSTEMCTL_FAKE_STATE_DIR: files.unitState,
   }
-  const tpmHost = ctx.network.mode === 'netns' ? '127.0.0.1' : node.address
-  // --daemon: swtpm forks once its sockets listen, so the TPM is there when this resolves
+  // --daemon: swtpm forks once its sockets listen, so the TPM is there when this resolves; it
+  // replaces a socket a killed swtpm left behind
   const [swtpm = 'swtpm', ...swtpmArgs] = [
     ...prefix,
     'swtpm',
@@ -137,9 +135,9 @@ export async function bootNode(
     '--tpm2',
     '--daemon',
     '--server',
-    `type=tcp,port=${NODE_PORTS.swtpm},bindaddr=${tpmHost}`,
+    `type=unixio,path=${files.sockets.swtpm},mode=0600`,
     '--ctrl',
-    `type=tcp,port=${NODE_PORTS.swtpm + 1},bindaddr=${tpmHost}`,
+    `type=unixio,path=${files.sockets.swtpmCtrl},mode=0600`,
     '--tpmstate',
     `dir=${files.tpmState}`,
     '--log',

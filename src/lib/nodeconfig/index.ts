@@ -3,7 +3,7 @@ import { isIP } from 'node:net'
 import { validateNodeConfig } from '../../gen/schemas.js'
 import { readTrustRoots, type AttestationVariant } from '../attestation/index.js'
 import { nodePaths } from '../paths.js'
-import { isHostPort, type RetryOptions } from '../system/index.js'
+import { isHostPort, unixAddressProblem, unixSocketPath, type RetryOptions } from '../system/index.js'
 import type { TpmConfig } from '../tpm/index.js'
 import { checkSchema, parseYaml, readYamlFile, throwIfProblems, type Problem } from '../yaml/index.js'
 import {
@@ -39,7 +39,7 @@ export interface NodeConfig {
   verifyService: { listen: string }
   /** Where control planes serve joins; a joining node dials this port on its control-plane peers. */
   joinService?: { listen: string }
-  /** The control plane's key service (kms.API); its join service dials it. */
+  /** The control plane's key service (kms.API); its join service dials it. HOST:PORT or unix:/path. */
   keyService: { listen: string }
   /** How the join service reaches the Kubernetes API (tokens, join-config, the control-plane lease). */
   kubeconfig: string
@@ -174,9 +174,16 @@ function semanticProblems(raw: Record<string, unknown>): Problem[] {
     if (typeof value === 'string' && !isHostPort(value, { requirePort: true }))
       problems.push({ path, message: `${JSON.stringify(value)} is not HOST:PORT` })
   }
+  // the node's own services (its TPM, its key service) may sit on a unix socket only it can use
+  const checkLocalAddress = (value: unknown, path: string[]) => {
+    if (typeof value !== 'string' || unixSocketPath(value) === undefined) return checkHostPort(value, path)
+    const problem = unixAddressProblem(value)
+    if (problem) problems.push({ path, message: problem })
+  }
   const tpm = raw.tpm as { swtpm?: unknown } | undefined
-  checkHostPort(tpm?.swtpm, ['tpm', 'swtpm'])
-  for (const service of ['initServer', 'verifyService', 'joinService', 'keyService', 'recoveryServer'])
+  checkLocalAddress(tpm?.swtpm, ['tpm', 'swtpm'])
+  checkLocalAddress((raw.keyService as { listen?: unknown } | undefined)?.listen, ['keyService', 'listen'])
+  for (const service of ['initServer', 'verifyService', 'joinService', 'recoveryServer'])
     checkHostPort((raw[service] as { listen?: unknown } | undefined)?.listen, [service, 'listen'])
   const metadata = raw.metadata as
     | {

@@ -59,7 +59,11 @@ export const nodeConfigSchema = {
       maxProperties: 1,
       properties: {
         device: { type: 'string', pattern: '^/', description: 'TPM device, e.g. /dev/tpmrm0' },
-        swtpm: { ...hostPort, description: "swtpm's TCP server port, HOST:PORT" },
+        swtpm: {
+          type: 'string',
+          description:
+            "swtpm's command channel: its TCP server port as HOST:PORT, or its unix socket as unix:/path",
+        },
       },
     },
     root: { type: 'string', pattern: '^/', description: 'prefix of every node path (default /)' },
@@ -69,7 +73,7 @@ export const nodeConfigSchema = {
       "the join service's HOST:PORT (default 0.0.0.0:30090); joining nodes dial its port on the control planes",
     ),
     keyService: listenAt(
-      "the key service's HOST:PORT (default 127.0.0.1:9000); it authenticates no caller, so keep it on loopback",
+      "the key service's HOST:PORT (default 127.0.0.1:9000), or unix:/path for a socket only its user can connect to (created 0600, its folder 0700); it authenticates no caller, so keep it on loopback where the host is the node alone",
     ),
     recoveryServer: listenAt(
       'where a rebooted node that waits for its disk key serves `constellation recover` (default 0.0.0.0:9999)',

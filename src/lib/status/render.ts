@@ -1,4 +1,5 @@
 /** The plain text of `constellation status`: one table of nodes, then the cluster's versions. */
+import { describeAssurance } from '../attestation/index.js'
 import { renderTable } from '../ui/index.js'
 import type { StatusReport } from './status.js'
 
@@ -29,6 +30,7 @@ export function renderStatus(r: StatusReport): string {
         : `Helm releases: ${r.releases.map((x) => `${x.name} ${x.version} (${x.status})`).join(', ')}`,
     )
   else if (r.releasesError) lines.push(`Helm releases: ${r.releasesError}`)
+  lines.push(`Attestation: ${describeAssurance(r.attestation)}`)
   lines.push(r.healthy ? 'Healthy.' : 'NOT healthy: see the rows above.')
   return lines.join('\n')
 }

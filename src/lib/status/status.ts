@@ -4,6 +4,11 @@
  * Kubernetes says of it; the cluster's Kubernetes version and Helm releases. Every node is asked
  * at once (bounded), and one that does not answer is a row, not an error.
  */
+import {
+  attestationAssurance,
+  type AttestationAssurance,
+  type AttestationVariant,
+} from '../attestation/index.js'
 import { messageOf } from '../errors/index.js'
 import type { InstalledRelease } from '../helm/index.js'
 import { formatHostPort } from '../system/index.js'
@@ -20,6 +25,8 @@ export interface StatusDeps {
   readCluster(): Promise<ClusterView>
   /** Attests the node at `endpoint` against the workspace's measurements and cluster ID. */
   verify(endpoint: string): Promise<NodeVerdict>
+  /** The workspace's attestation variant, which every node is verified with. */
+  variant: AttestationVariant
   /** Undefined when helm is not there to ask. */
   releases?(): Promise<InstalledRelease[]>
   /** Asked alone when the API does not answer: the first node, from the workspace state. */
@@ -50,6 +57,8 @@ export interface StatusReport {
   releasesError?: string
   /** Every node reachable, trusted, of this cluster and Ready, and the API answered. */
   healthy: boolean
+  /** What "trusted" proves with the workspace's variant. */
+  attestation: AttestationAssurance
 }
 
 export async function clusterStatus(deps: StatusDeps): Promise<StatusReport> {
@@ -84,6 +93,7 @@ export async function clusterStatus(deps: StatusDeps): Promise<StatusReport> {
   )
   const report: StatusReport = {
     nodes,
+    attestation: attestationAssurance(deps.variant),
     healthy:
       'view' in cluster &&
       nodes.every((n) => n.attestation === 'trusted' && n.clusterIdPcr === 'match' && n.kubernetes?.ready),

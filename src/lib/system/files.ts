@@ -2,8 +2,9 @@
  * File I/O with the project's rules: secrets 0600, create-exclusive where nothing may be clobbered,
  * and reads that are bounded and refuse anything but a regular file.
  */
+import { randomBytes } from 'node:crypto'
 import { constants, type Stats } from 'node:fs'
-import { lstat, mkdir, open, rename, writeFile, rm } from 'node:fs/promises'
+import { chmod, copyFile, lstat, mkdir, open, rename, rm } from 'node:fs/promises'
 import path from 'node:path'
 import { CliError, isErrnoException } from '../errors/index.js'
 
@@ -55,12 +56,36 @@ export async function writeFileExclusive(file: string, data: string | Uint8Array
   }
 }
 
-/** Replaces a file atomically (temp file + rename), so a crash never leaves it half-written. */
+/**
+ * Replaces a file atomically (temp file + rename), so a crash never leaves it half-written. The
+ * rename replaces whatever is at `file`, a symlink too, and never writes through it; the temp name
+ * is random and created exclusively, so nothing planted beside the file receives the data.
+ */
 export async function writeFileAtomic(file: string, data: string | Uint8Array, mode = SECRET_FILE_MODE) {
+  await replaceAtomically(file, async (tmp) => {
+    const handle = await open(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, mode)
+    try {
+      await handle.writeFile(data)
+      await handle.chmod(mode) // the umask may have narrowed or widened open()'s mode
+    } finally {
+      await handle.close()
+    }
+  })
+}
+
+/** Copies `source` over `file` as writeFileAtomic writes: a random temp name beside it, then rename. */
+export async function copyFileAtomic(source: string, file: string, mode: number) {
+  await replaceAtomically(file, async (tmp) => {
+    await copyFile(source, tmp, constants.COPYFILE_EXCL)
+    await chmod(tmp, mode)
+  })
+}
+
+async function replaceAtomically(file: string, fill: (tmp: string) => Promise<void>): Promise<void> {
   await mkdir(path.dirname(file), { recursive: true })
-  const tmp = `${file}.tmp-${process.pid}-${Date.now()}`
+  const tmp = `${file}.tmp-${randomBytes(8).toString('hex')}`
   try {
-    await writeFile(tmp, data, { mode, flag: 'wx' })
+    await fill(tmp)
     await rename(tmp, file)
   } catch (err) {
     await rm(tmp, { force: true })

@@ -1,6 +1,7 @@
 export {
   writeFileExclusive,
   writeFileAtomic,
+  copyFileAtomic,
   readRegularFile,
   lstatIfPresent,
   exists,
@@ -20,3 +21,10 @@ export { runStepsSilently } from './progress.js'
 export type { Step, Progress } from './progress.js'
 export { parseHostPort, isHostPort, formatHostPort, readEndpoint } from './host-port.js'
 export type { HostPort } from './host-port.js'
+export {
+  unixSocketPath,
+  unixAddressProblem,
+  prepareOwnerOnlySocket,
+  restrictSocketToOwner,
+  MAX_SOCKET_PATH_BYTES,
+} from './unix-socket.js'

@@ -1,9 +1,9 @@
-/** TPM 2.0 client speaking the command protocol over /dev/tpmrm0 or swtpm's TCP port. */
+/** TPM 2.0 client speaking the command protocol over /dev/tpmrm0 or swtpm's command channel (TCP or unix socket). */
 import { pcrExtend, pcrRead } from './commands.js'
 import type { OpenTpm, TpmTransport } from './transport.js'
 
 export { TpmParseError } from './buffer.js'
-export { openTpmDevice, openSwtpm } from './transport.js'
+export { openTpmDevice, openSwtpm, openSwtpmSocket } from './transport.js'
 export type { OpenTpm, TpmConfig } from './transport.js'
 export { pcrRead, quote } from './commands.js'
 export { attestationKeyName, withAttestationKey } from './ak.js'

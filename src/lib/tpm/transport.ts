@@ -1,6 +1,6 @@
-/** Ways to reach a TPM: the kernel resource manager device, or swtpm's TCP command port. */
+/** Ways to reach a TPM: the kernel resource manager device, or swtpm's command channel (TCP or unix socket). */
 import { open as openFile } from 'node:fs/promises'
-import { connect, type Socket } from 'node:net'
+import { connect, type NetConnectOpts, type Socket } from 'node:net'
 import { TpmError, TpmUnavailableError } from './errors.js'
 
 export interface TpmTransport {
@@ -8,7 +8,7 @@ export interface TpmTransport {
   send(command: Uint8Array): Promise<Buffer>
   close(): Promise<void>
 }
-/** Which TPM a node uses: its device, or swtpm's TCP command port as HOST:PORT. */
+/** Which TPM a node uses: its device, or swtpm's command channel as HOST:PORT or unix:/path. */
 export type TpmConfig = { device: string; swtpm?: undefined } | { swtpm: string; device?: undefined }
 
 /** Opened per operation, closed by the caller (swtpm serves one connection at a time). */
@@ -43,6 +43,15 @@ export function openTpmDevice(path: string): OpenTpm {
  * as /dev/tpmrm0's resource manager makes them take turns in the kernel.
  */
 export function openSwtpm(host: string, port: number): OpenTpm {
+  return openSwtpmAt({ host, port }, `${host}:${port}`)
+}
+
+/** swtpm's command channel on a unix socket (`--server type=unixio`), which only its owner can reach. */
+export function openSwtpmSocket(socketPath: string): OpenTpm {
+  return openSwtpmAt({ path: socketPath }, `unix:${socketPath}`)
+}
+
+function openSwtpmAt(target: NetConnectOpts, shown: string): OpenTpm {
   let previous = Promise.resolve()
   return async () => {
     let release!: () => void
@@ -52,7 +61,7 @@ export function openSwtpm(host: string, port: number): OpenTpm {
     let socket: Socket
     try {
       socket = await new Promise<Socket>((resolve, reject) => {
-        const s = connect({ host, port }, () => {
+        const s = connect(target, () => {
           s.off('error', reject)
           resolve(s)
         })
@@ -60,7 +69,7 @@ export function openSwtpm(host: string, port: number): OpenTpm {
       })
     } catch (cause) {
       release()
-      throw new TpmUnavailableError(`connecting to swtpm at ${host}:${port}`, cause)
+      throw new TpmUnavailableError(`connecting to swtpm at ${shown}`, cause)
     }
     return {
       send: (command) => exchange(socket, command),

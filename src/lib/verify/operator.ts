@@ -1,6 +1,7 @@
 /** Operator side of `constellation verify`: attest one node with a fresh nonce against expected measurements. */
 import * as grpc from '@grpc/grpc-js'
 import {
+  attestationAssurance,
   AttestationError,
   CLUSTER_ID_PCR,
   clusterIdPcrValue,
@@ -11,6 +12,7 @@ import {
   type ValidationResult,
   type Validator,
   type ValidatorOptions,
+  type AttestationAssurance,
   type AttestationVariant,
 } from '../attestation/index.js'
 import { createAttestedChannelCredentials, isAttestationFailure } from '../atls/index.js'
@@ -63,6 +65,8 @@ export interface VerifyReport {
    * credential for the AK that quoted (akName: nameAlg || H(AK public area), hex).
    */
   activation?: { akName: string; activated: boolean }
+  /** What passing this variant's attestation proves (qemu-vtpm: nothing about the key). */
+  attestation: AttestationAssurance
 }
 export interface VerifyOutcome {
   report?: VerifyReport
@@ -276,5 +280,14 @@ function report(
   const activation = verified?.activation && {
     activation: { akName: verified.activation.akName.toString('hex'), activated: verified.activation.proven },
   }
-  return { endpoint: req.endpoint, variant, trusted, pcrs: rows, warnings, ...clusterId, ...activation }
+  return {
+    endpoint: req.endpoint,
+    variant,
+    trusted,
+    pcrs: rows,
+    warnings,
+    ...clusterId,
+    ...activation,
+    attestation: attestationAssurance(req.variant),
+  }
 }

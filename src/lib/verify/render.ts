@@ -1,4 +1,5 @@
 /** Text rendering of a verify report (the command prints it; --json prints the report itself). */
+import { describeAssurance } from '../attestation/index.js'
 import { renderTable } from '../ui/index.js'
 import type { VerifyReport } from './operator.js'
 
@@ -22,5 +23,7 @@ export function renderVerifyReport(r: VerifyReport): string {
     '',
     ...r.warnings.map((w) => `Warning: ${w}`),
     verdict,
+    // what "trusted" is worth: said beside every verdict that trusts
+    ...(r.trusted ? [describeAssurance(r.attestation)] : []),
   ].join('\n')
 }
