@@ -9,17 +9,13 @@ import * as grpc from '@grpc/grpc-js'
 import { createServer as createTlsServer, type TLSSocket } from 'node:tls'
 import type { Issuer, ValidationResult, Validator } from '../attestation/index.js'
 import { AttestationError } from '../attestation/index.js'
+import { peerAddress } from '../grpc/index.js'
 import type { Logger } from '../system/index.js'
 import type { MadeCredential } from '../tpm/index.js'
 import { createAttestedCertificate, verifyAttestedCertificate } from './certificate.js'
 import { createUnattestedServerCredentials } from './channel-credentials.js'
-import {
-  type ChallengeRegistry,
-  ChallengeService,
-  CHALLENGE_PATH,
-  decodeCredential,
-  encodeCredential,
-} from './challenge.js'
+import { ChallengeService, CHALLENGE_PATH, decodeCredential, encodeCredential } from './challenge.js'
+import { ChallengeLimitError, type ChallengeRegistry } from './challenge-registry.js'
 import { REFUSAL_PREFIX } from './failure.js'
 import { decodeNonce, encodeNonce, NONCE_BYTES } from './nonce.js'
 
@@ -151,12 +147,17 @@ async function verifyClient(
   if (!cert?.raw) throw new NoClientCertificate('client presented no certificate')
   const cn = Array.isArray(cert.subject?.CN) ? undefined : cert.subject?.CN
   const nonce = decodeNonce(cn, 'client certificate subject CN')
-  const issued = opts.challenges.take(nonce)
+  const issued = opts.challenges.open(nonce)
   if (!issued)
     throw new AttestationError(
       'client nonce was not issued by this server, expired, or already used (replay)',
     )
-  return verifyAttestedCertificate(cert.raw, opts.validators, nonce, { expected: issued.expected })
+  const result = await verifyAttestedCertificate(cert.raw, opts.validators, nonce, {
+    expected: issued.expected,
+  })
+  // spent only now: a connection that fails attestation cannot burn a genuine node's nonce
+  opts.challenges.spend(nonce)
+  return result
 }
 
 /**
@@ -178,7 +179,17 @@ export function addChallengeService(
       if (!validator?.challengeActivation)
         return cb({ code: grpc.status.INVALID_ARGUMENT, details: 'this server takes no activation request' })
       validator.challengeActivation(call.request).then(
-        ({ made, expected }) => cb(null, Buffer.concat([challenges.issue(expected), encodeCredential(made)])),
+        ({ made, expected }) => {
+          let nonce: Buffer
+          try {
+            nonce = challenges.issue(expected, peerAddress(call.getPeer()))
+          } catch (err) {
+            const code =
+              err instanceof ChallengeLimitError ? grpc.status.RESOURCE_EXHAUSTED : grpc.status.INTERNAL
+            return cb({ code, details: err instanceof Error ? err.message : String(err) })
+          }
+          cb(null, Buffer.concat([nonce, encodeCredential(made)]))
+        },
         (err: unknown) => {
           const reason = err instanceof Error ? err.message : String(err)
           onRefused?.(call.getPeer(), reason)
