@@ -49,6 +49,20 @@ function tlsFrom(port: number, localAddress: string, servername: string): TLSSoc
   return tlsConnect({ socket: tcp, servername, ALPNProtocols: ['h2'], rejectUnauthorized: false, ca: [] })
 }
 
+/** A TLS connection from `localAddress` that, once the handshake is done, says nothing more. */
+export async function connectTlsSilently(
+  port: number,
+  localAddress: string,
+  servername: string,
+): Promise<SilentSocket> {
+  const socket = tlsFrom(port, localAddress, servername)
+  socket.on('error', () => {})
+  socket.resume() // read and drop what the server sends, so that its hang-up is seen
+  const closed = once(socket, 'close').then(() => undefined)
+  await Promise.race([once(socket, 'secureConnect'), closed])
+  return { socket, closed }
+}
+
 export interface RawCallResult {
   code: number
   details: string

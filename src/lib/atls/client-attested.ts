@@ -6,10 +6,11 @@
  * nonce and the certificate key. The server verifies it before gRPC ever sees the connection.
  */
 import * as grpc from '@grpc/grpc-js'
+import { createServer as createNetServer } from 'node:net'
 import { createServer as createTlsServer, type TLSSocket } from 'node:tls'
 import type { Issuer, ValidationResult, Validator } from '../attestation/index.js'
 import { AttestationError } from '../attestation/index.js'
-import { peerAddress } from '../grpc/index.js'
+import { ConnectionLimiter, peerAddress, type ConnectionLimits } from '../grpc/index.js'
 import type { Logger } from '../system/index.js'
 import type { MadeCredential } from '../tpm/index.js'
 import { createAttestedCertificate, verifyAttestedCertificate } from './certificate.js'
@@ -18,6 +19,7 @@ import { ChallengeService, CHALLENGE_PATH, decodeCredential, encodeCredential } 
 import { ChallengeLimitError, type ChallengeRegistry } from './challenge-registry.js'
 import { REFUSAL_PREFIX } from './failure.js'
 import { decodeNonce, encodeNonce, NONCE_BYTES } from './nonce.js'
+import { SERVER_HANDSHAKE_TIMEOUT_MS } from './server-credentials.js'
 
 export interface AttestedClientListenerOptions {
   validators: Validator[]
@@ -27,6 +29,10 @@ export interface AttestedClientListenerOptions {
   onVerified?: (r: ValidationResult, peer: string) => void
   /** Called for each call refused because its connection is not attested (an audit trail per request). */
   onRefusedCall?: (peer: string, method: string, reason: string) => void
+  /** Connections per peer address and in all; the defaults fit any genuine node. */
+  limits?: ConnectionLimits
+  /** A connection whose TLS handshake is not done by then is closed. */
+  handshakeTimeoutMs?: number
 }
 
 export interface AttestedClientListener {
@@ -96,6 +102,7 @@ export async function listenForAttestedClients(
       ca: [], // no CA is trusted, so Node builds no root store for client certificates
       ALPNProtocols: ['h2'],
       minVersion: 'TLSv1.2',
+      handshakeTimeout: opts.handshakeTimeoutMs ?? SERVER_HANDSHAKE_TIMEOUT_MS,
     },
     (socket: TLSSocket) => {
       const peer = `${socket.remoteAddress}:${socket.remotePort}`
@@ -117,12 +124,20 @@ export async function listenForAttestedClients(
       )
     },
   )
-  tlsServer.on('tlsClientError', () => {}) // failed handshakes concern only that client
-  await new Promise<void>((resolve, reject) => {
-    tlsServer.once('error', reject)
-    tlsServer.listen(listen.port, listen.host, () => resolve())
+  // a failed or timed-out handshake concerns only that client; Node's TLS server only reports it
+  tlsServer.on('tlsClientError', (_err, socket) => socket.destroy())
+  // counted from accept, before TLS, so that sockets which never speak count too
+  const limiter = new ConnectionLimiter(opts.limits, (refusal) =>
+    opts.log?.warn('Refusing connections over a limit', { ...refusal }),
+  )
+  const tcp = createNetServer((socket) => {
+    if (limiter.admit(socket)) tlsServer.emit('connection', socket)
   })
-  const address = tlsServer.address()
+  await new Promise<void>((resolve, reject) => {
+    tcp.once('error', reject)
+    tcp.listen(listen.port, listen.host, () => resolve())
+  })
+  const address = tcp.address()
   return {
     port: typeof address === 'object' && address ? address.port : listen.port,
     attestation: (peer) => {
@@ -131,7 +146,7 @@ export async function listenForAttestedClients(
     },
     close: () =>
       new Promise<void>((resolve) => {
-        tlsServer.close(() => resolve())
+        tcp.close(() => resolve())
         injector.destroy()
       }),
   }

@@ -8,7 +8,13 @@
 import * as grpc from '@grpc/grpc-js'
 import { APIService, type RecoverMessage, type RecoverResponse } from '../../gen/recover.js'
 import { chainMessage } from '../errors/index.js'
-import { listenOn, shutdownGracefully } from '../grpc/index.js'
+import {
+  boundedServerOptions,
+  listenBounded,
+  shutdownGracefully,
+  type BoundedListener,
+  type ConnectionLimits,
+} from '../grpc/index.js'
 import { NO_STORE_URI, parseClusterKmsUri } from '../kms/index.js'
 import type { Logger } from '../system/index.js'
 import { RecoveryRefusedError } from './recovery-refused.js'
@@ -25,35 +31,45 @@ export interface RecoveryServerOptions {
   /** Tries the master secret on the disk: RecoveryRefusedError when it does not open it. */
   recover: (master: { key: Buffer; salt: Buffer }) => Promise<void>
   log: Logger
+  /** Connections per peer address and in all; the defaults fit any genuine operator. */
+  limits?: ConnectionLimits
 }
 
 export class RecoveryServer {
-  private readonly server = new grpc.Server({ 'grpc.max_receive_message_length': MAX_RECOVER_REQUEST_BYTES })
+  private readonly server: grpc.Server
   private readonly log: Logger
   /** One master secret at a time: the disk is tried once per request, in order. */
   private queue: Promise<unknown> = Promise.resolve()
   private done = false
+  private listener?: BoundedListener
   private stopping?: Promise<void>
 
   constructor(private readonly opts: RecoveryServerOptions) {
     this.log = opts.log.child('recovery')
+    this.server = new grpc.Server({
+      'grpc.max_receive_message_length': MAX_RECOVER_REQUEST_BYTES,
+      ...boundedServerOptions(opts.limits),
+    })
     this.server.addService(APIService, { recover: this.handle })
   }
 
   /** Listens; resolves with the bound HOST:PORT. */
   async start(): Promise<string> {
-    const address = await listenOn(
+    this.listener = await listenBounded(
       this.server,
       this.opts.listen,
       this.opts.credentials,
       'recoveryServer.listen',
+      { limits: this.opts.limits, log: this.log },
     )
+    const { address } = this.listener
     this.log.info('Serving recovery: `constellation recover` can send the master secret here', { address })
     return address
   }
 
   /** Lets a request in flight answer, then stops; idempotent. */
   stop(graceMs = STOP_GRACE_MS): Promise<void> {
+    this.listener?.close()
     this.stopping ??= shutdownGracefully(this.server, graceMs)
     return this.stopping
   }
