@@ -38,7 +38,7 @@ const servers: Record<string, (limits: ConnectionLimits, handshakeTimeoutMs: num
       credentials: createAttestedServerCredentials({ issuer: fake.issuer(), handshakeTimeoutMs }),
       recover: () => Promise.resolve(),
       log: silentLog,
-      limits,
+      connections: limits,
     })
     const address = await server.start()
     return {
