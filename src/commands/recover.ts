@@ -1,6 +1,6 @@
 import { Flags } from '@oclif/core'
 import { BaseCommand } from '../base-command.js'
-import type { RecoverResult } from '../lib/recover/index.js'
+import { renderRecoverResult, type RecoverResult } from '../lib/recover/index.js'
 import { runRecover } from '../wiring/recover.js'
 
 export default class Recover extends BaseCommand {
@@ -30,7 +30,7 @@ export default class Recover extends BaseCommand {
       endpoint: flags.endpoint,
       timeout: flags.timeout,
     })
-    this.log(`Recovered the node at ${result.endpoint}: it opens its state disk and boots.`)
+    this.log(renderRecoverResult(result))
     return result
   }
 }
