@@ -63,7 +63,11 @@ export async function connectTlsSilently(
   return { socket, closed }
 }
 
+/** The code of a call that could not be sent or got no status: the connection is gone. */
+export const GONE = -1
+
 export interface RawCallResult {
+  /** A gRPC status code, or GONE. */
   code: number
   details: string
   message?: Buffer
@@ -110,12 +114,20 @@ function rawCall(
   cancel?: AbortSignal,
 ): Promise<RawCallResult> {
   return new Promise((resolve) => {
-    const stream = session.request({
-      ':method': 'POST',
-      ':path': path,
-      'content-type': 'application/grpc',
-      te: 'trailers',
-    })
+    if (session.closed || session.destroyed)
+      return resolve({ code: GONE, details: 'the connection is gone', headers: {} })
+    let stream: http2.ClientHttp2Stream
+    try {
+      stream = session.request({
+        ':method': 'POST',
+        ':path': path,
+        'content-type': 'application/grpc',
+        te: 'trailers',
+      })
+    } catch (err) {
+      // the server sent GOAWAY (it stopped, or closed an idle connection)
+      return resolve({ code: GONE, details: err instanceof Error ? err.message : String(err), headers: {} })
+    }
     const frame = Buffer.alloc(5)
     frame.writeUInt32BE(message.length, 1)
     stream.end(Buffer.concat([frame, message]))
@@ -130,7 +142,7 @@ function rawCall(
       const body = Buffer.concat(chunks)
       const status = headers['grpc-status']
       resolve({
-        code: status === undefined ? -1 : Number(status),
+        code: status === undefined ? GONE : Number(status),
         details: decodeURIComponent(String(headers['grpc-message'] ?? '')),
         message: body.length >= 5 ? body.subarray(5, 5 + body.readUInt32BE(1)) : undefined,
         headers,
