@@ -66,6 +66,14 @@ describe('join listener: handshake timeout and per-peer connection caps', functi
     await idle.closed
   })
 
+  it('close ends a connection still in its TLS handshake', async () => {
+    const port = await listen({}, 30_000)
+    const quiet = await silent(port, '127.0.0.2')
+    await listener?.close()
+    listener = undefined
+    await quiet.closed // before: close waited for it until its handshake timeout
+  })
+
   it("refuses an address's connection beyond its cap while another address still connects", async () => {
     const port = await listen({ perPeer: 3 }, 30_000)
     for (let i = 0; i < 3; i++) await silent(port, '127.0.0.2')

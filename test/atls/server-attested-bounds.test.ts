@@ -117,6 +117,14 @@ for (const [name, start] of Object.entries(servers))
       await idle.closed
     })
 
+    it('stop closes a connection still in its TLS handshake', async () => {
+      running = await start({}, 30_000)
+      const quiet = await silent('127.0.0.2')
+      await running.stop()
+      running = undefined
+      await quiet.closed // before: open until its handshake timeout, keeping the node's process alive
+    })
+
     it("refuses an address's connection beyond its cap while another address still connects", async () => {
       running = await start({ perPeer: 3 }, 30_000)
       for (let i = 0; i < 3; i++) await silent('127.0.0.2')

@@ -6,7 +6,7 @@
  * nonce and the certificate key. The server verifies it before gRPC ever sees the connection.
  */
 import * as grpc from '@grpc/grpc-js'
-import { createServer as createNetServer } from 'node:net'
+import { createServer as createNetServer, type Socket } from 'node:net'
 import { createServer as createTlsServer, type TLSSocket } from 'node:tls'
 import type { Issuer, ValidationResult, Validator } from '../attestation/index.js'
 import { AttestationError } from '../attestation/index.js'
@@ -92,6 +92,8 @@ export async function listenForAttestedClients(
     })
   }
   const injector = server.createConnectionInjector(new InjectedConnectionCredentials(interceptor))
+  /** Connections not through their TLS handshake yet, by peer: close() ends them, grpc-js never saw them. */
+  const handshaking = new Map<string, Socket>()
   const tlsServer = createTlsServer(
     // the client certificate is self-signed by design; trust comes from its attestation
     {
@@ -106,6 +108,7 @@ export async function listenForAttestedClients(
     },
     (socket: TLSSocket) => {
       const peer = `${socket.remoteAddress}:${socket.remotePort}`
+      handshaking.delete(peer)
       socket.once('close', () => peers.delete(peer))
       socket.on('error', () => {}) // a client hanging up mid-stream is not our error
       verifyClient(socket, opts).then(
@@ -131,7 +134,11 @@ export async function listenForAttestedClients(
     opts.log?.warn('Refusing connections over a limit', { ...refusal }),
   )
   const tcp = createNetServer((socket) => {
-    if (limiter.admit(socket)) tlsServer.emit('connection', socket)
+    if (!limiter.admit(socket)) return
+    const peer = `${socket.remoteAddress}:${socket.remotePort}`
+    handshaking.set(peer, socket)
+    socket.once('close', () => handshaking.delete(peer))
+    tlsServer.emit('connection', socket)
   })
   await new Promise<void>((resolve, reject) => {
     tcp.once('error', reject)
@@ -148,6 +155,7 @@ export async function listenForAttestedClients(
       new Promise<void>((resolve) => {
         tcp.close(() => resolve())
         injector.destroy()
+        for (const socket of handshaking.values()) socket.destroy()
       }),
   }
 }

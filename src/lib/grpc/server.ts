@@ -1,6 +1,6 @@
 /** What the node daemons share about serving gRPC: binding with a useful error, and grpc-js' own log lines. */
 import { setLogger, type Server, type ServerCredentials } from '@grpc/grpc-js'
-import { createServer as createNetServer } from 'node:net'
+import { createServer as createNetServer, type Socket } from 'node:net'
 import { format } from 'node:util'
 import { CliError } from '../errors/index.js'
 import { formatHostPort, parseHostPort, type Logger } from '../system/index.js'
@@ -48,6 +48,11 @@ export interface BoundedListener {
   address: string
   /** Stops accepting; the connections already handed over end with the gRPC server's shutdown. */
   close(): void
+  /**
+   * Closes every connection still open: after the gRPC server's shutdown, those are the ones still
+   * in their TLS handshake, which grpc-js does not know of and which would keep the process alive.
+   */
+  destroy(): void
 }
 
 /**
@@ -68,8 +73,12 @@ export async function listenBounded(
   const limiter = new ConnectionLimiter(opts.limits, (refusal) =>
     opts.log?.warn('Refusing connections over a limit', { ...refusal }),
   )
+  const open = new Set<Socket>()
   const tcp = createNetServer((socket) => {
-    if (limiter.admit(socket)) injector.injectConnection(socket)
+    if (!limiter.admit(socket)) return
+    open.add(socket)
+    socket.once('close', () => open.delete(socket))
+    injector.injectConnection(socket)
   })
   await new Promise<void>((resolve, reject) => {
     tcp.once('error', reject)
@@ -84,6 +93,9 @@ export async function listenBounded(
   return {
     address: formatHostPort(host, typeof bound === 'object' && bound ? bound.port : port),
     close: () => tcp.close(),
+    destroy: () => {
+      for (const socket of open) socket.destroy()
+    },
   }
 }
 

@@ -101,8 +101,11 @@ export class RecoveryServer {
 
   /** Lets a request in flight answer, then stops; idempotent. */
   stop(graceMs = STOP_GRACE_MS): Promise<void> {
-    this.listener?.close()
-    this.stopping ??= shutdownGracefully(this.server, graceMs)
+    this.stopping ??= (async () => {
+      this.listener?.close()
+      await shutdownGracefully(this.server, graceMs)
+      this.listener?.destroy()
+    })()
     return this.stopping
   }
 

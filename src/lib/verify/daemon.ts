@@ -69,6 +69,7 @@ export class VerifyServiceDaemon {
     this.stopping ??= (async () => {
       this.listener?.close()
       await shutdownGracefully(this.server, graceMs)
+      this.listener?.destroy()
       this.log.info('Verification service stopped')
       this.resolveDone()
     })()
