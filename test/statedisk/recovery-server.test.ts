@@ -125,7 +125,7 @@ describe('recovery endpoint under a flood of master secrets (aTLS, real gRPC)', 
   })
 
   it('400 wrong secrets at once from one address: the disk tries one, the rest are refused RESOURCE_EXHAUSTED with a retry hint', async () => {
-    await serve()
+    await serve({ requests: { backoffInitialMs: 60_000 } }) // longer than the flood, however slow the machine
     const flood = await attacker('127.0.0.2')
     const results = await Promise.all(Array.from({ length: 400 }, () => flood.call(RECOVER, wrongSecret())))
     expect(tried, 'master secrets tried on the disk').to.have.length(1)
