@@ -117,6 +117,8 @@ export default async function join() {
       members: staticMembers(benchMembers(Math.max(...ROUNDS))),
       clock: () => new Date(),
       logger: silentLogger,
+      // every joiner sits on 127.0.0.1, one address for 500 nodes: lift the per-address cap
+      limits: { connections: { perPeer: 4_096, total: 4_096 } },
     })
     const endpoint = await service.start()
     const results = []

@@ -1,5 +1,6 @@
 import { Flags } from '@oclif/core'
 import { BaseCommand } from '../base-command.js'
+import { renderRecoverResult } from '../lib/recover/index.js'
 import { runRecover, type RecoverOutcome } from '../wiring/recover.js'
 
 export default class Recover extends BaseCommand {
@@ -33,11 +34,7 @@ export default class Recover extends BaseCommand {
       { workspace: flags.workspace, endpoint: flags.endpoint, timeout: flags.timeout, yes: flags.yes },
       { warn: (line) => this.logToStderr(line), json: this.jsonEnabled() },
     )
-    this.log(
-      result.recovered
-        ? `Recovered the node at ${result.endpoint}: it opens its state disk and boots.`
-        : 'Nothing was sent.',
-    )
+    this.log('declined' in result ? 'Nothing was sent.' : renderRecoverResult(result))
     return result
   }
 }

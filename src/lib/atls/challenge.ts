@@ -1,55 +1,9 @@
-/** Server-chosen, single-use nonces for the join direction (an attested client proves freshness with one). */
-import { randomBytes } from 'node:crypto'
+/** The join direction's challenge RPC on the wire: its method, and the credential a tpm-ek answer carries. */
 import type { ServiceDefinition } from '@grpc/grpc-js'
-import { AttestationError, type ActivationExpectation } from '../attestation/index.js'
+import { AttestationError } from '../attestation/index.js'
 import type { MadeCredential } from '../tpm/index.js'
-import { NONCE_BYTES } from './nonce.js'
 
-export const CHALLENGE_TTL_MS = 60_000
-/** Bounds memory when clients ask for nonces and never use them. */
-export const MAX_OUTSTANDING_CHALLENGES = 10_000
 export const CHALLENGE_PATH = '/atls.Challenge/Issue'
-
-interface Outstanding {
-  expires: number
-  /** The activation challenge sent with this nonce (tpm-ek), which the client's document must meet. */
-  expected?: ActivationExpectation
-}
-
-export class ChallengeRegistry {
-  private readonly outstanding = new Map<string, Outstanding>()
-
-  constructor(private readonly now: () => number = Date.now) {}
-
-  issue(expected?: ActivationExpectation): Buffer {
-    this.expire()
-    if (this.outstanding.size >= MAX_OUTSTANDING_CHALLENGES) {
-      const oldest = this.outstanding.keys().next().value
-      if (oldest !== undefined) this.outstanding.delete(oldest)
-    }
-    const nonce = randomBytes(NONCE_BYTES)
-    this.outstanding.set(nonce.toString('hex'), { expires: this.now() + CHALLENGE_TTL_MS, expected })
-    return nonce
-  }
-
-  /** Exactly once per issued, unexpired nonce: what was issued with it; undefined otherwise. */
-  take(nonce: Buffer): { expected?: ActivationExpectation } | undefined {
-    const key = nonce.toString('hex')
-    const entry = this.outstanding.get(key)
-    this.outstanding.delete(key)
-    return entry !== undefined && entry.expires >= this.now() ? { expected: entry.expected } : undefined
-  }
-
-  /** True exactly once per issued, unexpired nonce. */
-  consume(nonce: Buffer): boolean {
-    return this.take(nonce) !== undefined
-  }
-
-  private expire(): void {
-    const now = this.now()
-    for (const [key, { expires }] of this.outstanding) if (expires < now) this.outstanding.delete(key)
-  }
-}
 
 const raw = (b: Buffer) => b
 /**

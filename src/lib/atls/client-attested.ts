@@ -6,22 +6,20 @@
  * nonce and the certificate key. The server verifies it before gRPC ever sees the connection.
  */
 import * as grpc from '@grpc/grpc-js'
+import { createServer as createNetServer, type Socket } from 'node:net'
 import { createServer as createTlsServer, type TLSSocket } from 'node:tls'
 import type { Issuer, ValidationResult, Validator } from '../attestation/index.js'
 import { AttestationError } from '../attestation/index.js'
+import { ConnectionLimiter, peerAddress, type ConnectionLimits } from '../grpc/index.js'
 import type { Logger } from '../system/index.js'
 import type { MadeCredential } from '../tpm/index.js'
 import { createAttestedCertificate, verifyAttestedCertificate } from './certificate.js'
 import { createUnattestedServerCredentials } from './channel-credentials.js'
-import {
-  type ChallengeRegistry,
-  ChallengeService,
-  CHALLENGE_PATH,
-  decodeCredential,
-  encodeCredential,
-} from './challenge.js'
+import { ChallengeService, CHALLENGE_PATH, decodeCredential, encodeCredential } from './challenge.js'
+import { ChallengeLimitError, type ChallengeRegistry } from './challenge-registry.js'
 import { REFUSAL_PREFIX } from './failure.js'
 import { decodeNonce, encodeNonce, NONCE_BYTES } from './nonce.js'
+import { SERVER_HANDSHAKE_TIMEOUT_MS } from './server-credentials.js'
 
 export interface AttestedClientListenerOptions {
   validators: Validator[]
@@ -31,6 +29,10 @@ export interface AttestedClientListenerOptions {
   onVerified?: (r: ValidationResult, peer: string) => void
   /** Called for each call refused because its connection is not attested (an audit trail per request). */
   onRefusedCall?: (peer: string, method: string, reason: string) => void
+  /** Connections per peer address and in all; the defaults fit any genuine node. */
+  limits?: ConnectionLimits
+  /** A connection whose TLS handshake is not done by then is closed. */
+  handshakeTimeoutMs?: number
 }
 
 export interface AttestedClientListener {
@@ -90,6 +92,8 @@ export async function listenForAttestedClients(
     })
   }
   const injector = server.createConnectionInjector(new InjectedConnectionCredentials(interceptor))
+  /** Connections not through their TLS handshake yet, by peer: close() ends them, grpc-js never saw them. */
+  const handshaking = new Map<string, Socket>()
   const tlsServer = createTlsServer(
     // the client certificate is self-signed by design; trust comes from its attestation
     {
@@ -100,9 +104,11 @@ export async function listenForAttestedClients(
       ca: [], // no CA is trusted, so Node builds no root store for client certificates
       ALPNProtocols: ['h2'],
       minVersion: 'TLSv1.2',
+      handshakeTimeout: opts.handshakeTimeoutMs ?? SERVER_HANDSHAKE_TIMEOUT_MS,
     },
     (socket: TLSSocket) => {
       const peer = `${socket.remoteAddress}:${socket.remotePort}`
+      handshaking.delete(peer)
       socket.once('close', () => peers.delete(peer))
       socket.on('error', () => {}) // a client hanging up mid-stream is not our error
       verifyClient(socket, opts).then(
@@ -121,12 +127,24 @@ export async function listenForAttestedClients(
       )
     },
   )
-  tlsServer.on('tlsClientError', () => {}) // failed handshakes concern only that client
-  await new Promise<void>((resolve, reject) => {
-    tlsServer.once('error', reject)
-    tlsServer.listen(listen.port, listen.host, () => resolve())
+  // a failed or timed-out handshake concerns only that client; Node's TLS server only reports it
+  tlsServer.on('tlsClientError', (_err, socket) => socket.destroy())
+  // counted from accept, before TLS, so that sockets which never speak count too
+  const limiter = new ConnectionLimiter(opts.limits, (refusal) =>
+    opts.log?.warn('Refusing connections over a limit', { ...refusal }),
+  )
+  const tcp = createNetServer((socket) => {
+    if (!limiter.admit(socket)) return
+    const peer = `${socket.remoteAddress}:${socket.remotePort}`
+    handshaking.set(peer, socket)
+    socket.once('close', () => handshaking.delete(peer))
+    tlsServer.emit('connection', socket)
   })
-  const address = tlsServer.address()
+  await new Promise<void>((resolve, reject) => {
+    tcp.once('error', reject)
+    tcp.listen(listen.port, listen.host, () => resolve())
+  })
+  const address = tcp.address()
   return {
     port: typeof address === 'object' && address ? address.port : listen.port,
     attestation: (peer) => {
@@ -135,8 +153,9 @@ export async function listenForAttestedClients(
     },
     close: () =>
       new Promise<void>((resolve) => {
-        tlsServer.close(() => resolve())
+        tcp.close(() => resolve())
         injector.destroy()
+        for (const socket of handshaking.values()) socket.destroy()
       }),
   }
 }
@@ -151,12 +170,17 @@ async function verifyClient(
   if (!cert?.raw) throw new NoClientCertificate('client presented no certificate')
   const cn = Array.isArray(cert.subject?.CN) ? undefined : cert.subject?.CN
   const nonce = decodeNonce(cn, 'client certificate subject CN')
-  const issued = opts.challenges.take(nonce)
+  const issued = opts.challenges.open(nonce)
   if (!issued)
     throw new AttestationError(
       'client nonce was not issued by this server, expired, or already used (replay)',
     )
-  return verifyAttestedCertificate(cert.raw, opts.validators, nonce, { expected: issued.expected })
+  const result = await verifyAttestedCertificate(cert.raw, opts.validators, nonce, {
+    expected: issued.expected,
+  })
+  // spent only now: a connection that fails attestation cannot burn a genuine node's nonce
+  opts.challenges.spend(nonce)
+  return result
 }
 
 /**
@@ -178,7 +202,17 @@ export function addChallengeService(
       if (!validator?.challengeActivation)
         return cb({ code: grpc.status.INVALID_ARGUMENT, details: 'this server takes no activation request' })
       validator.challengeActivation(call.request).then(
-        ({ made, expected }) => cb(null, Buffer.concat([challenges.issue(expected), encodeCredential(made)])),
+        ({ made, expected }) => {
+          let nonce: Buffer
+          try {
+            nonce = challenges.issue(expected, peerAddress(call.getPeer()))
+          } catch (err) {
+            const code =
+              err instanceof ChallengeLimitError ? grpc.status.RESOURCE_EXHAUSTED : grpc.status.INTERNAL
+            return cb({ code, details: err instanceof Error ? err.message : String(err) })
+          }
+          cb(null, Buffer.concat([nonce, encodeCredential(made)]))
+        },
         (err: unknown) => {
           const reason = err instanceof Error ? err.message : String(err)
           onRefused?.(call.getPeer(), reason)

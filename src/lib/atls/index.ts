@@ -3,7 +3,8 @@ export { createAttestedServerCredentials } from './server-credentials.js'
 export { createAttestedChannelCredentials } from './channel-credentials.js'
 export { attestationRefusalOf, isAttestationFailure, REFUSAL_PREFIX } from './failure.js'
 export { prepareCertificateEncoder } from './certificate.js'
-export { ChallengeRegistry } from './challenge.js'
+export { ChallengeLimitError, ChallengeRegistry } from './challenge-registry.js'
+export type { ChallengeLimits } from './challenge-registry.js'
 export {
   listenForAttestedClients,
   addChallengeService,

@@ -11,7 +11,16 @@ import { decodeNonce } from './nonce.js'
 export interface AttestedServerOptions {
   issuer: Issuer
   log?: Logger
+  /** A connection whose TLS handshake (the node's quote included) is not done by then is closed. */
+  handshakeTimeoutMs?: number
 }
+
+/**
+ * How long a server gives a client to finish its TLS handshake: a TPM quote queued behind a bounded
+ * number of others fits; a peer that connects and says nothing is gone after it (Node's default:
+ * 120 s).
+ */
+export const SERVER_HANDSHAKE_TIMEOUT_MS = 10_000
 
 class AttestedServerCredentials extends ServerCredentials implements CredentialsWithServices {
   constructor(private readonly opts: AttestedServerOptions) {
@@ -28,7 +37,9 @@ class AttestedServerCredentials extends ServerCredentials implements Credentials
         },
       )
     }
-    super({ SNICallback, minVersion: 'TLSv1.2' }, {})
+    // handshakeTimeout: the http2 secure server destroys a socket whose handshake timed out
+    const handshakeTimeout = opts.handshakeTimeoutMs ?? SERVER_HANDSHAKE_TIMEOUT_MS
+    super({ SNICallback, minVersion: 'TLSv1.2', handshakeTimeout }, {})
   }
   override _equals(other: ServerCredentials): boolean {
     return other === this

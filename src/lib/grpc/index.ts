@@ -1,3 +1,6 @@
-export { listenOn, routeGrpcLogs, shutdownGracefully } from './server.js'
-export type { CredentialsWithServices } from './server.js'
+export { listenBounded, listenOn, routeGrpcLogs, shutdownGracefully } from './server.js'
+export type { BoundedListener, CredentialsWithServices } from './server.js'
+export { boundedServerOptions, ConnectionLimiter, DEFAULT_CONNECTION_LIMITS } from './connection-limits.js'
+export type { ConnectionLimits, ConnectionRefusal } from './connection-limits.js'
 export { withoutRpcInternals } from './messages.js'
+export { normalizeAddress, peerAddress } from './peer-address.js'

@@ -1,8 +1,10 @@
 /** What the node daemons share about serving gRPC: binding with a useful error, and grpc-js' own log lines. */
 import { setLogger, type Server, type ServerCredentials } from '@grpc/grpc-js'
+import { createServer as createNetServer, type Socket } from 'node:net'
 import { format } from 'node:util'
 import { CliError } from '../errors/index.js'
 import { formatHostPort, parseHostPort, type Logger } from '../system/index.js'
+import { ConnectionLimiter, type ConnectionLimits } from './connection-limits.js'
 
 /**
  * Server credentials that come with a service of their own, which every server using them must
@@ -39,6 +41,62 @@ export async function listenOn(
     })
   })
   return formatHostPort(host, bound)
+}
+
+export interface BoundedListener {
+  /** The bound HOST:PORT. */
+  address: string
+  /** Stops accepting; the connections already handed over end with the gRPC server's shutdown. */
+  close(): void
+  /**
+   * Closes every connection still open: after the gRPC server's shutdown, those are the ones still
+   * in their TLS handshake, which grpc-js does not know of and which would keep the process alive.
+   */
+  destroy(): void
+}
+
+/**
+ * listenOn for a server that unauthenticated peers reach: its own TCP listener counts connections
+ * per remote address and in all (ConnectionLimiter) before grpc-js sees them, and hands the rest
+ * to the gRPC server, whose credentials run the TLS handshake (with their handshake timeout).
+ */
+export async function listenBounded(
+  server: Server,
+  listen: string,
+  credentials: ServerCredentials,
+  configKey: string,
+  opts: { limits?: ConnectionLimits; log?: Logger } = {},
+): Promise<BoundedListener> {
+  if (bringsServices(credentials)) credentials.addServicesTo(server)
+  const { host, port } = parseHostPort(listen, { requirePort: true, allowPortZero: true })
+  const injector = server.createConnectionInjector(credentials)
+  const limiter = new ConnectionLimiter(opts.limits, (refusal) =>
+    opts.log?.warn('Refusing connections over a limit', { ...refusal }),
+  )
+  const open = new Set<Socket>()
+  const tcp = createNetServer((socket) => {
+    if (!limiter.admit(socket)) return
+    open.add(socket)
+    socket.once('close', () => open.delete(socket))
+    injector.injectConnection(socket)
+  })
+  await new Promise<void>((resolve, reject) => {
+    tcp.once('error', reject)
+    tcp.listen(port, host, () => resolve())
+  }).catch((cause: unknown) => {
+    throw new CliError(`listening on ${listen}`, {
+      hint: `is another process listening there? stop it, or change ${configKey} in the node config`,
+      cause,
+    })
+  })
+  const bound = tcp.address()
+  return {
+    address: formatHostPort(host, typeof bound === 'object' && bound ? bound.port : port),
+    close: () => tcp.close(),
+    destroy: () => {
+      for (const socket of open) socket.destroy()
+    },
+  }
 }
 
 /** Lets calls in flight finish, then force-stops whatever is left once graceMs has passed. */

@@ -19,6 +19,7 @@ import {
   type AttestedClientListener,
 } from '../atls/index.js'
 import { chainMessage } from '../errors/index.js'
+import { boundedServerOptions, type ConnectionLimits } from '../grpc/index.js'
 import { KeyServiceUnreachableError } from '../kms/index.js'
 import { formatHostPort, parseHostPort, type Logger } from '../system/index.js'
 import { parseCsr } from '../x509/index.js'
@@ -50,6 +51,8 @@ const MAX_JOIN_REQUEST_BYTES = 64 * 1024
 export interface JoinServiceLimits extends AdmissionLimits {
   /** Bytes of one request; larger ones are refused by grpc-js before any handler runs. */
   maxRequestBytes?: number
+  /** Connections per peer address and in all; the defaults fit any genuine node. */
+  connections?: ConnectionLimits
 }
 
 export interface JoinServiceOptions {
@@ -121,6 +124,7 @@ export class JoinService {
     this.checkDeps = { parseCsr: opts.parseCsr ?? parseCsr }
     this.server = new grpc.Server({
       'grpc.max_receive_message_length': opts.limits?.maxRequestBytes ?? MAX_JOIN_REQUEST_BYTES,
+      ...boundedServerOptions(opts.limits?.connections),
     })
     this.server.addService(APIService, {
       issueJoinTicket: this.issueJoinTicket,
@@ -146,6 +150,7 @@ export class JoinService {
         validators: [handshakeValidator(this.opts.validatorSource)],
         challenges: this.challenges,
         log: this.log,
+        limits: this.opts.limits?.connections,
         onVerified: (result, peer) => {
           for (const warning of result.warnings)
             this.log.warn('Joining node attested with a warning', { peer, warning })

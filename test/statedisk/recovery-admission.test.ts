@@ -1,0 +1,92 @@
+/**
+ * Which recovery requests a rebooted node takes into its queue (RecoveryAdmission): a small queue,
+ * one waiting request per address, and a backoff per address after each wrong master secret.
+ */
+import { RecoveryAdmission, type RecoveryLimits } from '../../src/lib/statedisk/recovery-admission.js'
+import { expect } from '../support/chai.js'
+
+const LIMITS: Required<RecoveryLimits> = {
+  queued: 3,
+  queuedPerPeer: 1,
+  backoffInitialMs: 1_000,
+  backoffMaxMs: 8_000,
+  trackedPeers: 4,
+}
+
+/** `a` asks, `-a` leaves the queue (answered), `!a` leaves it refused (a wrong secret), `+5000` lets time pass. */
+const cases: Record<string, { steps: string[]; want: string[] }> = {
+  'the queue takes three, refuses the fourth, and takes one again once one left': {
+    steps: ['a', 'b', 'c', 'd', '-a', 'd'],
+    want: ['ok', 'ok', 'ok', 'busy 1000', 'ok'],
+  },
+  'one waiting request per address; another address still gets in': {
+    steps: ['a', 'a', 'b', '-a', 'a'],
+    want: ['ok', 'peer 1000', 'ok', 'ok'],
+  },
+  'a wrong secret makes its address wait, doubling each time up to the cap': {
+    steps: [
+      'a',
+      '!a',
+      'a',
+      '+1000',
+      'a',
+      '!a',
+      'a',
+      '+2000',
+      'a',
+      '!a',
+      'a',
+      '+4000',
+      'a',
+      '!a',
+      'a',
+      '+8000',
+      'a',
+      '!a',
+      'a',
+    ],
+    want: [
+      'ok',
+      'backoff 1000',
+      'ok',
+      'backoff 2000',
+      'ok',
+      'backoff 4000',
+      'ok',
+      'backoff 8000',
+      'ok',
+      'backoff 8000',
+    ],
+  },
+  "an address backing off does not slow down another's": {
+    steps: ['a', '!a', 'b', 'a'],
+    want: ['ok', 'ok', 'backoff 1000'],
+  },
+  'the wait counts from the refusal, not from the request': {
+    steps: ['a', '+500', '!a', '+500', 'a'],
+    want: ['ok', 'backoff 500'],
+  },
+  'beyond the tracked addresses the longest-quiet one is forgotten, not the others': {
+    steps: ['a', '!a', 'b', '!b', 'c', '!c', 'd', '!d', 'e', '!e', 'a', 'b', 'e'],
+    want: ['ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'backoff 1000', 'backoff 1000'],
+  },
+}
+
+describe('RecoveryAdmission', () => {
+  for (const [name, tc] of Object.entries(cases))
+    it(name, () => {
+      let now = 0
+      const admission = new RecoveryAdmission(LIMITS, () => now)
+      const got: string[] = []
+      for (const step of tc.steps) {
+        if (step.startsWith('+')) now += Number(step.slice(1))
+        else if (step.startsWith('-')) admission.leave(step.slice(1), 'answered')
+        else if (step.startsWith('!')) admission.leave(step.slice(1), 'wrong-secret')
+        else {
+          const verdict = admission.admit(step)
+          got.push(verdict.admitted ? 'ok' : `${verdict.reason} ${verdict.retryAfterMs}`)
+        }
+      }
+      expect(got).to.deep.equal(tc.want)
+    })
+})
