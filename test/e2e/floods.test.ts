@@ -156,6 +156,7 @@ describe('floods against real node processes: recovery and join (CLI processes)'
       endpoint,
       '--timeout',
       '2m',
+      '--yes', // the harness's nodes attest with qemu-vtpm, which anchors no key
     ])
     secrets.stop()
     const answers = (await secrets.done).filter((a) => a.code !== GONE)
@@ -194,6 +195,8 @@ describe('floods against real node processes: recovery and join (CLI processes)'
     const lateCredentials = await createAttestedClientChannelCredentials(
       target,
       nodeIssuer(late.local.nodeConfig('127.0.0.1:0'), late.local.swtpm.open),
+      10_000,
+      late.member.vpcIP, // its own address, which the metadata lists for it
     )
 
     const conns = await Promise.all(attackers(4).map((from) => open(cluster.joinPort, from, 'constellation')))
@@ -208,7 +211,11 @@ describe('floods against real node processes: recovery and join (CLI processes)'
 
     const joined = await joining.exited
     expect(joined.code, joined.stderr).to.equal(0)
-    const ticket = await issueJoinTicket(target, lateCredentials, await genuineJoinRequest('worker-1'))
+    const ticket = await issueJoinTicket(
+      target,
+      lateCredentials,
+      await genuineJoinRequest('worker-1', late.member.vpcIP),
+    )
     expect(ticket.stateDiskKey).to.have.length(32)
     expect(
       cluster.api
