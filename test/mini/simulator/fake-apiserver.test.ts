@@ -1,7 +1,12 @@
 import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node'
 import { connect } from 'node:net'
 import { expect } from '../../support/chai.js'
-import { startFakeApiServer, type FakeApiServer } from '../../../src/lib/mini/simulator/index.js'
+import { writeFile } from 'node:fs/promises'
+import path from 'node:path'
+import { apiTokenRegistrar, createTokenIssuer, openNodeKubeApi } from '../../../src/lib/kube/index.js'
+import { FakeApiServer, startFakeApiServer } from '../../../src/lib/mini/simulator/index.js'
+import { eventually } from '../../support/eventually.js'
+import { makeTempDir } from '../../support/temp.js'
 import { strategicMergePatch } from '../../../src/lib/mini/simulator/fake-apiserver-rest.js'
 
 // The fake is a test double; this checks it speaks what the real client sends and expects.
@@ -115,3 +120,65 @@ describe('FakeApiServer.stop', () => {
     }
   })
 })
+
+describe("FakeApiServer (test double): kubeadm's tokencleaner", () => {
+  const tokenSecrets = (api: FakeApiServer) =>
+    api
+      .list('v1', 'secrets', 'kube-system')
+      .map((s) => s.metadata.name)
+      .sort()
+
+  it('deletes expired bootstrap tokens, keeping live ones, tokens without expiry and other Secrets', async () => {
+    const api = await startFakeApiServer()
+    try {
+      const registrar = apiTokenRegistrar(await openKubeApiFor(api))
+      const longAgo = () => new Date(Date.now() - 60 * 60_000)
+      await createTokenIssuer(registrar, longAgo).issue() // its 15 minutes are over
+      const live = await createTokenIssuer(registrar, () => new Date()).issue()
+      api.put('v1', 'secrets', {
+        apiVersion: 'v1',
+        kind: 'Secret',
+        type: 'bootstrap.kubernetes.io/token',
+        metadata: { name: 'bootstrap-token-noexp', namespace: 'kube-system' },
+        data: { 'token-id': Buffer.from('noexp').toString('base64') },
+      })
+      api.put('v1', 'secrets', {
+        apiVersion: 'v1',
+        kind: 'Secret',
+        type: 'Opaque',
+        metadata: { name: 'other', namespace: 'kube-system' },
+        data: { expiration: Buffer.from('2000-01-01T00:00:00Z').toString('base64') },
+      })
+      expect(tokenSecrets(api)).to.have.length(4)
+      expect(api.cleanExpiredTokens()).to.have.length(1)
+      expect(tokenSecrets(api)).to.deep.equal(
+        [`bootstrap-token-${live.split('.')[0]}`, 'bootstrap-token-noexp', 'other'].sort(),
+      )
+    } finally {
+      await api.stop()
+    }
+  })
+
+  it('runs by itself while the server runs', async () => {
+    const api = await new FakeApiServer({ tokenCleanIntervalMs: 20 }).start()
+    try {
+      const registrar = apiTokenRegistrar(await openKubeApiFor(api))
+      await createTokenIssuer(registrar, () => new Date(Date.now() - 60 * 60_000)).issue()
+      await eventually('the expired token gone', async () =>
+        tokenSecrets(api).length === 0 ? true : undefined,
+      )
+    } finally {
+      await api.stop()
+    }
+  })
+})
+
+/** A node-side KubeApi for `api`, its kubeconfig in a temp folder that `cleanup` removes. */
+async function openKubeApiFor(api: FakeApiServer) {
+  const { dir, cleanup } = await makeTempDir()
+  const file = path.join(dir, 'admin.conf')
+  await writeFile(file, api.kubeconfig())
+  const client = await openNodeKubeApi(file)
+  await cleanup() // read once: nothing needs the file after
+  return client
+}

@@ -30,6 +30,9 @@
  * request (the bearer token of its kubeconfig, else 401) and stores a Secret's write-only
  * stringData as base64 data. It records every request.
  *
+ * Expired bootstrap tokens are deleted, as kube-controller-manager's tokencleaner does in a kubeadm
+ * cluster (`cleanExpiredTokens`, every `tokenCleanIntervalMs` while it runs).
+ *
  * Faults on request: `failOn` (a request fails with a status), `keepUnready` / `makeReady` (a
  * workload never gets ready until released), `goAway` / `comeBack` (connection refused, or a
  * server that accepts and never answers, then back on the same URL).
@@ -131,7 +134,11 @@ export interface FakeApiServerOptions {
   port?: number
   /** More IP addresses or DNS names for the serving certificate's subjectAltName. */
   certHosts?: string[]
+  /** How often expired bootstrap tokens are deleted (default 30 s; the real tokencleaner acts at expiry). */
+  tokenCleanIntervalMs?: number
 }
+
+const BOOTSTRAP_TOKEN_TYPE = 'bootstrap.kubernetes.io/token'
 
 /** 0.0.0.0, :: and the like: every address of the machine. */
 const isWildcard = (host: string) => isIP(host) !== 0 && /^[0:.]+$/.test(host)
@@ -150,11 +157,14 @@ export class FakeApiServer {
   private readonly host: string
   private readonly cert: { certPem: string; keyPem: string }
   private mode: 'up' | 'refuse' | 'hang' = 'up'
+  private tokenCleaner?: NodeJS.Timeout
+  private readonly tokenCleanIntervalMs: number
   url = ''
 
   constructor(opts: FakeApiServerOptions = {}) {
     this.host = opts.host ?? '127.0.0.1'
     this.port = opts.port ?? 0
+    this.tokenCleanIntervalMs = opts.tokenCleanIntervalMs ?? 30_000
     this.cert = servingCert([...(isWildcard(this.host) ? [] : [this.host]), ...(opts.certHosts ?? [])])
     this.objects = opts.dir ? new DirStore(opts.dir) : new Map<string, KubeObject>()
     this.hub = new WatchHub(opts.watchHistory ?? 1000)
@@ -178,6 +188,7 @@ export class FakeApiServer {
       socket.once('close', () => this.sockets.delete(socket))
     })
     await this.listen()
+    this.tokenCleaner = setInterval(() => this.cleanExpiredTokens(), this.tokenCleanIntervalMs).unref()
     // a wildcard address is no address to dial: clients on this machine use loopback
     const dial = isWildcard(this.host) ? '127.0.0.1' : this.host
     this.url = `https://${formatHostPort(dial, this.port)}`
@@ -186,6 +197,7 @@ export class FakeApiServer {
 
   /** Ends open watches, pending controller work and every connection, in any goAway mode. */
   async stop(): Promise<void> {
+    clearInterval(this.tokenCleaner)
     this.controllers.stop()
     this.hub.closeAll()
     const server = this.server
@@ -281,6 +293,22 @@ export class FakeApiServer {
 
   list(apiVersion: string, resource: string, namespace?: string): KubeObject[] {
     return this.select({ apiVersion, resource, namespace })
+  }
+
+  /**
+   * Deletes the bootstrap-token Secrets in kube-system whose `expiration` has passed (a token
+   * without one never expires), as the tokencleaner controller does; returns their names.
+   */
+  cleanExpiredTokens(now = new Date()): string[] {
+    const p = { apiVersion: 'v1', resource: 'secrets', namespace: 'kube-system' }
+    const expired = this.select(p).filter((secret) => {
+      if (secret.type !== BOOTSTRAP_TOKEN_TYPE) return false
+      const encoded = (secret.data as Record<string, string> | undefined)?.expiration
+      const expiration = encoded === undefined ? NaN : Date.parse(Buffer.from(encoded, 'base64').toString())
+      return expiration <= now.getTime()
+    })
+    for (const secret of expired) this.remove({ ...p, name: secret.metadata.name }, secret, false)
+    return expired.map((s) => s.metadata.name)
   }
 
   failOn(rule: FailRule): void {
