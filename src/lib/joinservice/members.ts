@@ -5,6 +5,7 @@
  * metadata service is asked again as the cluster changes, at a bounded rate.
  */
 import type { NodeMember } from '../nodeconfig/index.js'
+import { sleepMs } from '../system/index.js'
 import { ipBytes } from './ip-address.js'
 
 export interface MemberDirectory {
@@ -32,12 +33,14 @@ export interface RefreshingMembersOptions {
   /** Every instance the metadata lists (GET /peers). */
   fetch: () => Promise<NodeMember[]>
   clock: () => number
+  /** Waits that long (sleepMs; tests pass one that moves their clock). */
+  sleep?: (ms: number) => Promise<void>
   /** A list older than this is fetched again before it answers. */
   maxAgeMs?: number
   /**
-   * An address the list lacks is asked about again only if the list is older than this: a new node
-   * is found within a second, and a flood of unknown addresses costs the metadata service at most
-   * one request per second.
+   * An address the list lacks is looked up again in a list at most this old, waiting for it if
+   * need be: a node added a moment ago is found, and a flood of unknown addresses costs the
+   * metadata service at most one request per this interval.
    */
   recheckAfterMs?: number
 }
@@ -49,8 +52,10 @@ export const MEMBERS_RECHECK_AFTER_MS = 1_000
 export function refreshingMembers(opts: RefreshingMembersOptions): MemberDirectory {
   const maxAgeMs = opts.maxAgeMs ?? MEMBERS_MAX_AGE_MS
   const recheckAfterMs = opts.recheckAfterMs ?? MEMBERS_RECHECK_AFTER_MS
+  const sleep = opts.sleep ?? ((ms: number) => sleepMs(ms))
   let cached: { at: number; index: Map<string, NodeMember[]> } | undefined
   let inFlight: Promise<Map<string, NodeMember[]>> | undefined
+  const age = () => (cached ? opts.clock() - cached.at : Infinity)
   const refresh = () =>
     (inFlight ??= opts
       .fetch()
@@ -62,9 +67,13 @@ export function refreshingMembers(opts: RefreshingMembersOptions): MemberDirecto
   return {
     async at(address) {
       const key = addressKey(address)
-      const age = cached ? opts.clock() - cached.at : Infinity
-      const stale = age >= maxAgeMs || (age >= recheckAfterMs && !cached?.index.has(key))
-      const index = stale || !cached ? await refresh() : cached.index
+      let index = !cached || age() >= maxAgeMs ? await refresh() : cached.index
+      if (!index.has(key)) {
+        const wait = recheckAfterMs - age()
+        if (wait > 0) await sleep(wait)
+        // another caller may have asked meanwhile: its answer is fresh enough
+        index = age() >= recheckAfterMs ? await refresh() : (cached?.index ?? index)
+      }
       return index.get(key) ?? []
     },
   }
