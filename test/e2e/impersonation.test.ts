@@ -179,5 +179,12 @@ describe('impersonation: attested callers that claim another node, disk or role 
       ['IssueJoinTicket', 'worker-1'],
     ])
     expect(audit.filter((l) => l.verdict === 'refused')).to.have.length(9)
+    // one record per node, each naming its own node: the attacks left none behind
+    const records = cluster.api
+      .list('v1', 'configmaps', 'kube-system')
+      .filter((cm) => cm.metadata.name.startsWith('constellation-state-disk-'))
+      .map((cm) => (cm.data as { node: string }).node)
+      .sort()
+    expect(records).to.deep.equal(['cp-0', 'worker-0', 'worker-1'])
   })
 })
