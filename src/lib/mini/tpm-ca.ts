@@ -6,7 +6,8 @@
  * (issuercert.pem) and the TPMs carry no intermediate in NV, so that certificate is the root
  * verifiers trust. Both programs are Debian's swtpm-tools.
  */
-import { mkdir, writeFile } from 'node:fs/promises'
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
+import os from 'node:os'
 import path from 'node:path'
 import { CliError, messageOf } from '../errors/index.js'
 import type { Runner } from '../system/index.js'
@@ -75,14 +76,19 @@ export async function manufactureTpm(
   env?: NodeJS.ProcessEnv,
 ): Promise<void> {
   await mkdir(tpmState, { recursive: true, mode: 0o700 })
-  const run = runner.run('swtpm_setup', manufactureArgs(tpmState, ca), {
-    env,
-    timeoutMs: MANUFACTURE_TIMEOUT_MS,
-  })
-  await run.catch((cause: unknown) => {
+  // swtpm_setup and swtpm_localca leave scratch files in TMPDIR: a folder of our own, removed after
+  const scratch = await mkdtemp(path.join(os.tmpdir(), 'constell-swtpm-setup-'))
+  try {
+    await runner.run('swtpm_setup', manufactureArgs(tpmState, ca), {
+      env: { ...(env ?? process.env), TMPDIR: scratch },
+      timeoutMs: MANUFACTURE_TIMEOUT_MS,
+    })
+  } catch (cause) {
     throw new CliError(`manufacturing the TPM in ${tpmState} with EK certificates: ${messageOf(cause)}`, {
       cause,
       hint: "swtpm_setup and swtpm_localca come with Debian's swtpm-tools; or use --attestation qemu-vtpm",
     })
-  })
+  } finally {
+    await rm(scratch, { recursive: true, force: true })
+  }
 }
