@@ -7,7 +7,6 @@
  * verifiers trust. Both programs are Debian's swtpm-tools.
  */
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
-import os from 'node:os'
 import path from 'node:path'
 import { CliError, messageOf } from '../errors/index.js'
 import type { Runner } from '../system/index.js'
@@ -76,8 +75,9 @@ export async function manufactureTpm(
   env?: NodeJS.ProcessEnv,
 ): Promise<void> {
   await mkdir(tpmState, { recursive: true, mode: 0o700 })
-  // swtpm_setup and swtpm_localca leave scratch files in TMPDIR: a folder of our own, removed after
-  const scratch = await mkdtemp(path.join(os.tmpdir(), 'constell-swtpm-setup-'))
+  // swtpm_setup and swtpm_localca leave scratch files in TMPDIR: a folder of our own beside the
+  // TPM's state, removed after (or with the node, should this process be killed meanwhile)
+  const scratch = await mkdtemp(path.join(path.dirname(path.resolve(tpmState)), '.swtpm-setup-'))
   try {
     await runner.run('swtpm_setup', manufactureArgs(tpmState, ca), {
       env: { ...(env ?? process.env), TMPDIR: scratch },
