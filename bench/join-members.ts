@@ -4,7 +4,7 @@
  */
 import type { NodeMember } from '../src/lib/nodeconfig/index.js'
 
-export const benchNodeAddress = (i: number): string => `127.3.${i >> 8}.${(i & 255) + 1}`
+export const benchNodeAddress = (i: number): string => `127.3.${(i + 1) >> 8}.${(i + 1) & 255}`
 
 /** As many as the largest round has joiners. */
 export const benchMembers = (count: number): NodeMember[] =>
