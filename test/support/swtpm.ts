@@ -19,9 +19,10 @@ export interface SwtpmHandle {
   stop(): Promise<void>
   /**
    * A reboot of the machine the TPM sits in: a new swtpm process over the same state (NV kept, PCRs
-   * reset), on new ports; host, port, endpoint and open name the new one afterwards.
+   * reset), on new ports; host, port, endpoint and open name the new one afterwards. `powerCut`
+   * SIGKILLs the old one (no chance of a TPM2_Shutdown of its own), else it gets SIGTERM.
    */
-  restart(): Promise<void>
+  restart(opts?: { powerCut?: boolean }): Promise<void>
 }
 
 const HOST = '127.0.0.1'
@@ -59,8 +60,8 @@ export async function startSwtpm(opts: SwtpmOptions = {}): Promise<SwtpmHandle> 
       await kill(running.child)
       await cleanup()
     }),
-    async restart() {
-      await kill(running.child)
+    async restart({ powerCut = false } = {}) {
+      await kill(running.child, powerCut ? 'SIGKILL' : 'SIGTERM')
       running = await spawnSwtpm(stateDir)
       handle.port = running.port
       handle.endpoint = `${HOST}:${running.port}`
@@ -139,11 +140,11 @@ async function waitUntilAccepting(child: ChildProcess, port: number, stderr: () 
   throw new Error(`swtpm did not accept connections on port ${port}: ${stderr()}`)
 }
 
-function kill(child: ChildProcess): Promise<void> {
+function kill(child: ChildProcess, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve()
   return new Promise((resolve) => {
     child.once('exit', () => resolve())
-    child.kill('SIGTERM')
+    child.kill(signal)
   })
 }
 

@@ -107,7 +107,13 @@ describe('credential activation: MakeCredential in TypeScript, ActivateCredentia
         const blobs = await withAttestationKeyUnderEk(t, ek, async (ak) => {
           const A = TPMA_OBJECT
           const want =
-            A.fixedTPM | A.fixedParent | A.sensitiveDataOrigin | A.userWithAuth | A.restricted | A.sign
+            A.fixedTPM |
+            A.fixedParent |
+            A.sensitiveDataOrigin |
+            A.userWithAuth |
+            A.noDA |
+            A.restricted |
+            A.sign
           expect(ak.public.attributes).to.equal(want)
           expect(ak.name).to.deep.equal(objectName(ak.publicArea))
           const q = await quote(t, ak.handle, nonce, [0, 15])

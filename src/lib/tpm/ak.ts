@@ -6,16 +6,30 @@ import { objectName } from './names.js'
 import type { TpmTransport } from './transport.js'
 
 /**
+ * The attributes of every attestation key: a restricted signing key that never leaves its TPM, used
+ * with its empty authValue, and noDA as Constellation's (go-tpm-tools') AK templates: a key used
+ * with an authValue on every boot would otherwise count as a dictionary-attack failure at each
+ * startup after a power cut, and lock the TPM out after a few (docs/protocol.md §6).
+ */
+export const AK_ATTRIBUTES =
+  TPMA_OBJECT.fixedTPM |
+  TPMA_OBJECT.fixedParent |
+  TPMA_OBJECT.sensitiveDataOrigin |
+  TPMA_OBJECT.userWithAuth |
+  TPMA_OBJECT.noDA |
+  TPMA_OBJECT.restricted |
+  TPMA_OBJECT.sign
+
+/**
  * Deterministic template (no unique, no auth), so the TPM derives the same AK from its endorsement
  * seed every time. ECC P-256 rather than RSA-2048: deriving an RSA primary takes the TPM hundreds of
  * milliseconds per handshake, an ECC primary a few.
  */
 export function akTemplate(): Buffer {
-  const A = TPMA_OBJECT
   return new TpmWriter()
     .u16(TPM_ALG.ECC)
     .u16(TPM_ALG.SHA256)
-    .u32(A.fixedTPM | A.fixedParent | A.sensitiveDataOrigin | A.userWithAuth | A.restricted | A.sign)
+    .u32(AK_ATTRIBUTES)
     .sized(Buffer.alloc(0)) // authPolicy
     .u16(TPM_ALG.NULL) // symmetric
     .u16(TPM_ALG.ECDSA)

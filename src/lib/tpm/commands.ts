@@ -110,6 +110,15 @@ export async function startup(t: TpmTransport): Promise<void> {
   )
 }
 
+/**
+ * TPM2_Shutdown(CLEAR): what an operating system sends before it powers the machine off. The TPM
+ * records an orderly shutdown, so the next startup counts no dictionary-attack failure whatever
+ * was used in this boot; any command but Startup fails until then.
+ */
+export async function shutdown(t: TpmTransport): Promise<void> {
+  await runCommand(t, { name: 'Shutdown', params: new TpmWriter().u16(TPM_SU_CLEAR).toBuffer() })
+}
+
 export async function getRandom(t: TpmTransport, bytes: number): Promise<Buffer> {
   const { params } = await runCommand(t, { name: 'GetRandom', params: new TpmWriter().u16(bytes).toBuffer() })
   return params.sized('randomBytes')

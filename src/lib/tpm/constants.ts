@@ -5,6 +5,8 @@ export const TPM_GENERATED_VALUE = 0xff544347
 export const TPM_CC = {
   ActivateCredential: 0x147,
   PolicySecret: 0x151,
+  PolicyOR: 0x171,
+  Shutdown: 0x145,
   Create: 0x153,
   Load: 0x157,
   NV_Read: 0x14e,
@@ -64,6 +66,15 @@ export const EK_CHAIN_NV_INDEX_FIRST = 0x01c00100
 /** TPM_CAP_TPM_PROPERTIES and the property naming the largest NV_Read a TPM serves. */
 export const TPM_CAP_TPM_PROPERTIES = 0x00000006
 export const TPM_PT_NV_BUFFER_MAX = 0x0000012c
+/** Dictionary-attack properties (TPM_PT_PERMANENT carries TPMA_PERMANENT, whose bit 9 is inLockout). */
+export const TPM_PT_DA = {
+  PERMANENT: 0x00000200,
+  LOCKOUT_COUNTER: 0x0000020e,
+  MAX_AUTH_FAIL: 0x0000020f,
+  LOCKOUT_INTERVAL: 0x00000210,
+  LOCKOUT_RECOVERY: 0x00000211,
+} as const
+export const TPMA_PERMANENT_IN_LOCKOUT = 1 << 9
 /** TPMA_NV bits that say who may read an index. */
 export const TPMA_NV = { OWNERREAD: 1 << 17, AUTHREAD: 1 << 18 } as const
 

@@ -5,8 +5,8 @@
  */
 import { TpmWriter } from './buffer.js'
 import { flushContext, runCommand } from './commands.js'
-import { TPM_ALG, TPMA_OBJECT } from './constants.js'
-import { akTemplate } from './ak.js'
+import { TPM_ALG } from './constants.js'
+import { AK_ATTRIBUTES, akTemplate } from './ak.js'
 import { withEkAuthorization, type EndorsementKey } from './ek.js'
 import { TpmError } from './errors.js'
 import { objectName } from './names.js'
@@ -30,11 +30,10 @@ export interface AttestationKey {
 
 /** RSA 2048 RSASSA-SHA256, tpm2_createak's default; ECC is akTemplate() (P-256 ECDSA-SHA256). */
 function rsaAkTemplate(): Buffer {
-  const A = TPMA_OBJECT
   return new TpmWriter()
     .u16(TPM_ALG.RSA)
     .u16(TPM_ALG.SHA256)
-    .u32(A.fixedTPM | A.fixedParent | A.sensitiveDataOrigin | A.userWithAuth | A.restricted | A.sign)
+    .u32(AK_ATTRIBUTES)
     .sized(Buffer.alloc(0)) // authPolicy
     .u16(TPM_ALG.NULL) // symmetric
     .u16(TPM_ALG.RSASSA)

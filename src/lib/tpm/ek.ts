@@ -12,7 +12,6 @@ import {
   TPM_ECC_NIST_P256,
   TPM_ECC_NIST_P384,
   TPM_RH,
-  TPM_RS_PW,
   TPMA_OBJECT,
 } from './constants.js'
 import { CliError } from '../errors/index.js'
@@ -39,6 +38,20 @@ export const EK_POLICY_B_SHA384 = Buffer.from(
   'b26e7d28d11a50bc53d882bcf5fd3a1a074148bb35d3b4e4cb1c0ad9bde419cacb47ba09699646150f9fc000f3f80e12',
   'hex',
 )
+/** Policy A under SHA-384: PolicySecret(TPM_RH_ENDORSEMENT), policy B's first branch. */
+export const EK_POLICY_A_SHA384 = Buffer.from(
+  '8bbf2266537c171cb56e403c4dc1d4b64f432611dc386e6f532050c3278c930e143e8bb1133824ccb431053871c6db53',
+  'hex',
+)
+/** Policy C under SHA-384: PolicyAuthorizeNV of the profile's EK policy index, policy B's second branch. */
+export const EK_POLICY_C_SHA384 = Buffer.from(
+  'd6032ce61f2fb3c240eb3cf6a33237ef2b6a16f4293c22b455e261cffd217ad5b4947c2d73e63005eed2dc2b3593d165',
+  'hex',
+)
+/** PolicyOR branches of policy B, by the EK's nameAlg (the high-range kinds this client knows). */
+const POLICY_B_BRANCHES: ReadonlyMap<number, readonly Buffer[]> = new Map([
+  [TPM_ALG.SHA384, [EK_POLICY_A_SHA384, EK_POLICY_C_SHA384]],
+])
 
 const A = TPMA_OBJECT
 /** fixedTPM | fixedParent | sensitiveDataOrigin | adminWithPolicy | restricted | decrypt */
@@ -154,16 +167,26 @@ export async function withEndorsementKey<T>(
 
 /**
  * Runs one command that uses the EK in the USER role (as a parent, or ActivateCredential's key):
- * fn gets the session handle to authorize it with. Low-range EKs answer only to policy A, a fresh
- * PolicySecret(endorsement) session each time; high-range EKs take their empty authValue.
+ * fn gets the session handle to authorize it with, always a fresh policy session: policy A
+ * (PolicySecret(endorsement)) for low-range EKs, policy B (policy A, then PolicyOR(A, C)) for
+ * high-range ones. High-range EKs would also take their empty authValue, but the EK's template has
+ * no noDA (the certificate fixes it), so an authValue use counts toward dictionary-attack lockout
+ * after a power cut; a policy session without PolicyAuthValue uses none (docs/protocol.md §6).
  */
 export function withEkAuthorization<T>(
   t: TpmTransport,
   ek: Pick<EndorsementKey, 'public'>,
   fn: (session: number) => Promise<T>,
 ): Promise<T> {
-  if (ek.public.attributes & TPMA_OBJECT.userWithAuth) return fn(TPM_RS_PW)
-  return withEndorsementPolicy(t, ek.public.nameAlg, fn)
+  const { nameAlg, attributes } = ek.public
+  if (!(attributes & TPMA_OBJECT.userWithAuth)) return withEndorsementPolicy(t, nameAlg, fn)
+  // an EK whose authPolicy is not policy B fails the command with TPM_RC_POLICY_FAIL
+  const branches = POLICY_B_BRANCHES.get(nameAlg)
+  if (!branches)
+    throw new TpmError(
+      `no EK Credential Profile policy B is known for name algorithm 0x${nameAlg.toString(16)}: this client cannot authorize the EK without its authValue`,
+    )
+  return withEndorsementPolicy(t, nameAlg, fn, branches)
 }
 
 /** The TPM carries no EK certificate of this kind: it was not provisioned with one. */

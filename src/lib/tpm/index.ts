@@ -1,11 +1,13 @@
 /** TPM 2.0 client speaking the command protocol over /dev/tpmrm0 or swtpm's command channel (TCP or unix socket). */
-import { pcrExtend, pcrRead } from './commands.js'
+import { pcrExtend, pcrRead, shutdown } from './commands.js'
 import type { OpenTpm, TpmTransport } from './transport.js'
 
 export { TpmParseError } from './buffer.js'
 export { openTpmDevice, openSwtpm, openSwtpmSocket } from './transport.js'
 export type { OpenTpm, TpmConfig } from './transport.js'
 export { pcrRead, quote } from './commands.js'
+export { readDictionaryAttackState } from './dictionary-attack.js'
+export type { DictionaryAttackState } from './dictionary-attack.js'
 export { attestationKeyName, withAttestationKey } from './ak.js'
 export { verifyTpmSignature } from './signature.js'
 export { parseQuoteAttest, parseSignature, parsePublic } from './structures.js'
@@ -46,6 +48,11 @@ export async function withTpm<T>(open: OpenTpm, fn: (t: TpmTransport) => Promise
 /** SHA-256 bank. */
 export function readPcrs(open: OpenTpm, indices: readonly number[]): Promise<Map<number, Buffer>> {
   return withTpm(open, (t) => pcrRead(t, indices))
+}
+
+/** TPM2_Shutdown(CLEAR), as an operating system sends it before the power goes off. */
+export function shutdownTpm(open: OpenTpm): Promise<void> {
+  return withTpm(open, shutdown)
 }
 
 /** TPM2_PCR_Extend on the SHA-256 bank with a 32-byte digest. */

@@ -43,18 +43,29 @@ export async function policySecret(t: TpmTransport, session: number, authHandle:
   await runCommand(t, { name: 'PolicySecret', handles: [authHandle, session], authorized: 1, params })
 }
 
+/** TPM2_PolicyOR: the session's digest, one of `branches`, becomes their OR (at most 8 branches). */
+export async function policyOr(t: TpmTransport, session: number, branches: readonly Buffer[]): Promise<void> {
+  const params = new TpmWriter().u32(branches.length)
+  for (const branch of branches) params.sized(branch)
+  await runCommand(t, { name: 'PolicyOR', handles: [session], params: params.toBuffer() })
+}
+
 /**
  * A policy session satisfying PolicySecret(TPM_RH_ENDORSEMENT), the EK Credential Profile's policy A,
- * for one command; the session is flushed afterwards whatever happens (no resource manager on swtpm).
+ * for one command; with `orBranches` (policy A among them) followed by their PolicyOR, as the
+ * profile's policy B of the high-range EKs. The session is flushed afterwards whatever happens (no
+ * resource manager on swtpm).
  */
 export async function withEndorsementPolicy<T>(
   t: TpmTransport,
   authHash: number,
   fn: (session: number) => Promise<T>,
+  orBranches?: readonly Buffer[],
 ): Promise<T> {
   const session = await startPolicySession(t, authHash)
   try {
     await policySecret(t, session, TPM_RH.ENDORSEMENT)
+    if (orBranches) await policyOr(t, session, orBranches)
     return await fn(session)
   } finally {
     await flushContext(t, session)
