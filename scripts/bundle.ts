@@ -1,7 +1,7 @@
 /**
  * Bundles src/ into dist/ with esbuild: one file per command (oclif loads them through the
  * manifest) plus src/cli.ts and the framework-free src/bootstrap-run.ts, src/service-run.ts and src/init-run.ts for
- * bin/run.js, and src/mini-simulator.ts and src/mini-metadata.ts (processes of `mini`), with shared code
+ * bin/run.js, and src/mini-simulator.ts, src/mini-metadata.ts and src/mini-node.ts (processes of `mini`), with shared code
  * split into chunks. Node's ESM loader pays per file; loading init's ~400 modules one by one cost
  * about 0.3 s of every `constellation init`.
  */
@@ -23,6 +23,7 @@ await build({
     'src/service-run.ts',
     'src/mini-simulator.ts',
     'src/mini-metadata.ts',
+    'src/mini-node.ts',
     ...commands,
   ],
   outdir,

@@ -67,18 +67,67 @@ export async function markedProcesses(name: string, value: string): Promise<numb
   return pids
 }
 
-/** SIGTERM to every marked process, SIGKILL to what is left after `graceMs`; resolves once all are gone. */
-export async function stopMarked(name: string, value: string, graceMs = 10_000): Promise<number> {
-  const pids = await markedProcesses(name, value)
-  for (const pid of pids) signal(pid, 'SIGTERM')
+/**
+ * SIGTERM to every marked process (but `except`), SIGKILL to what is left after `graceMs` (at once
+ * with 0: a power cut); resolves once all are gone.
+ */
+export async function stopMarked(
+  name: string,
+  value: string,
+  graceMs = 10_000,
+  except: readonly number[] = [],
+): Promise<number> {
+  const pids = (await markedProcesses(name, value)).filter((pid) => !except.includes(pid))
+  for (const pid of pids) signal(pid, graceMs > 0 ? 'SIGTERM' : 'SIGKILL')
   const deadline = Date.now() + graceMs
   while (pids.some(alive) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
   for (const pid of pids.filter(alive)) signal(pid, 'SIGKILL')
   while (pids.some(alive)) await new Promise((r) => setTimeout(r, 20))
   // a process that started one more while being stopped (systemctl start mid-shutdown)
-  const late = await markedProcesses(name, value)
-  if (late.length > 0) return pids.length + (await stopMarked(name, value, graceMs))
+  const late = (await markedProcesses(name, value)).filter((pid) => !except.includes(pid))
+  if (late.length > 0) return pids.length + (await stopMarked(name, value, graceMs, except))
   return pids.length
+}
+
+/** How a supervised process ended. */
+export interface GroupExit {
+  code: number | null
+  signal: NodeJS.Signals | null
+}
+
+/**
+ * Starts argv as the leader of a process group of its own (its pid is the group's id), under
+ * `umask` when given, stdout and stderr appended to `logFile`; the caller keeps it (not unref'd).
+ */
+export function spawnInGroup(spec: {
+  argv: readonly string[]
+  env: NodeJS.ProcessEnv
+  logFile: string
+  umask?: string
+}): { pid: number; exited: Promise<GroupExit> } {
+  const [file, ...args] = spec.argv
+  if (!file) throw new Error('spawnInGroup: empty argv')
+  // as systemd's UMask=: the shell sets it and execs the command, which stays the group's leader
+  const [command, argv] = spec.umask
+    ? ['/bin/sh', ['-c', `umask ${spec.umask} && exec "$@"`, 'sh', file, ...args]]
+    : [file, args]
+  const log = openSync(spec.logFile, 'a', 0o600)
+  try {
+    const child = spawn(command, argv, { detached: true, env: spec.env, stdio: ['ignore', log, log] })
+    const exited = new Promise<GroupExit>((resolve) => {
+      child.once('error', () => resolve({ code: 127, signal: null }))
+      child.once('exit', (code, sig) => resolve({ code, signal: sig }))
+    })
+    if (child.pid === undefined) return { pid: -1, exited }
+    return { pid: child.pid, exited }
+  } finally {
+    closeSync(log)
+  }
+}
+
+/** Signals process group `pgid`; a group that is gone is not an error. */
+export function killGroup(pgid: number, sig: NodeJS.Signals): void {
+  if (pgid > 1) signal(-pgid, sig)
 }
 
 function signal(pid: number, sig: NodeJS.Signals): void {
