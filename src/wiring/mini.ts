@@ -32,6 +32,8 @@ export function miniIo(opts: { skipHelm: boolean; progress: (line: string) => vo
     files: {
       unitTemplates: packageFile('templates', 'systemd'),
       kubeletUnit: simulator.kubeletUnit,
+      miniUnits: packageFile('templates', 'mini'),
+      nodeEntry: packageFile('dist', 'mini-node.js'),
       kubeadmFake: simulator.kubeadmFake,
       systemctlFakeDir: simulator.systemctlFakeDir,
       apiEntry: simulator.apiEntry,
@@ -94,9 +96,10 @@ export const runMiniDown = (workspace: string) => miniDown(workspace, createRunn
 export const runMiniReboot = (
   workspace: string,
   node: string,
-  opts: { timeoutMs: number; signal: AbortSignal; progress: (line: string) => void },
+  opts: { timeoutMs: number; signal: AbortSignal; hard: boolean; progress: (line: string) => void },
 ) =>
   rebootNode(workspace, node, miniIo({ skipHelm: true, progress: opts.progress }), {
     timeoutMs: opts.timeoutMs,
     signal: opts.signal,
+    hard: opts.hard,
   })

@@ -21,7 +21,13 @@ import {
 } from '../system/index.js'
 import { stringifyYaml } from '../yaml/index.js'
 import { CLUSTER_MARKER, startDaemon, stopMarked, type Daemon } from './daemons.js'
-import { waitForExit, waitForPort } from './wait.js'
+import { waitForPort } from './wait.js'
+import {
+  NodeBootInterruptedError,
+  NodeBootTimeoutError,
+  waitUntilBooted,
+  type BootWatchOptions,
+} from './boot-watch.js'
 import {
   METADATA_PORT,
   MINI_DIR,
@@ -34,7 +40,14 @@ import {
   type MiniRecord,
 } from './layout.js'
 import { chooseNetwork, miniNetwork, removeNetwork, type NetworkMode } from './network.js'
-import { bootNode, miniAttestation, powerOffNode, provisionNode, type NodeBootContext } from './node-boot.js'
+import {
+  miniAttestation,
+  powerOffNode,
+  powerOnNode,
+  provisionNode,
+  type NodeBoot,
+  type NodeBootContext,
+} from './node-boot.js'
 import { manufactureTpm, writeLocalCaConfig } from './tpm-ca.js'
 import type { MetadataView } from './metadata-server.js'
 
@@ -50,6 +63,10 @@ export interface MiniIo {
   files: {
     unitTemplates: string
     kubeletUnit: string
+    /** mini's own units (the verification service, a DaemonSet in Constellation). */
+    miniUnits: string
+    /** The node supervisor's entry (dist/mini-node.js), run by nodeBinary. */
+    nodeEntry: string
     kubeadmFake: string
     systemctlFakeDir: string
     apiEntry: string
@@ -236,39 +253,52 @@ async function startCluster(
   ])
 
   io.progress(
-    `booting ${nodes.length} nodes: swtpm (attestation ${opts.attestation}), state-disk setup, bootstrap run`,
+    `booting ${nodes.length} nodes, a supervisor each (its systemd): swtpm (attestation ${opts.attestation}), state-disk setup, bootstrap run`,
   )
-  const booted = await Promise.all(
+  const boots = await Promise.all(
     nodes.map(async (node) => {
       const files = paths.node(node.name)
       await provisionNode(ctx, node, files)
-      return { node, files, ...(await bootNode(ctx, node, files, network.id, opts)) }
+      return powerOnNode(ctx, node, files, network.id)
     }),
   )
-  const first = booted[0]!
-  await waitForPort(cp0.address, NODE_PORTS.init, {
-    what: `${cp0.name}'s Init server`,
-    log: first.files.log('bootstrap'),
-    gaveUp: exitedEarly(first.bootstrap),
+  // every node is watched from here on: a refusal is reported while it happens, a failure ends the wait
+  const watchOpts = (boot: NodeBoot): BootWatchOptions => ({
+    timeoutMs: opts.timeoutMs,
+    signal: opts.signal,
+    progress: io.progress,
+    recoverCommand: recoverCommand(opts.workspace, boot.node),
   })
+  let failed = false
+  const booted = boots.map((boot) =>
+    waitUntilBooted(boot, watchOpts(boot)).catch((err: unknown) => {
+      failed = true
+      throw err
+    }),
+  )
+  booted.forEach((b) => b.catch(() => {}))
+  const first = boots[0]!
+  await Promise.race([
+    waitForPort(cp0.address, NODE_PORTS.init, {
+      what: `${cp0.name}'s Init server`,
+      log: first.files.log('bootstrap'),
+      timeoutMs: opts.timeoutMs,
+      gaveUp: () => failed,
+    }),
+    // a node that failed says why, rather than the port that stayed closed
+    Promise.all(booted).then(() => {}),
+  ])
   opts.signal?.throwIfAborted()
   io.progress(
     `constellation init: attesting ${cp0.name} at ${cp0.address}:${NODE_PORTS.init} (${opts.attestation}${opts.attestation === 'tpm-ek' ? ': EK certificate chain, then credential activation' : ''})`,
   )
   await io.init(workspace)
   opts.signal?.throwIfAborted()
-  io.progress(`waiting for ${nodes.length - 1} nodes to join`)
-  await Promise.all(
-    booted.map(({ node, files, bootstrap }) =>
-      waitForExit(bootstrap, {
-        what: `${node.name}'s bootstrap run`,
-        log: files.log('bootstrap'),
-        timeoutMs: opts.timeoutMs,
-        signal: opts.signal,
-      }),
-    ),
+  io.progress(
+    `waiting for ${nodes.length - 1} nodes to join (each: its bootstrap run, after attesting to ${cp0.name}'s join service)`,
   )
-  for (const cp of booted.filter((b) => b.node.role === 'control-plane'))
+  await Promise.all(booted)
+  for (const cp of boots.filter((b) => b.node.role === 'control-plane'))
     await waitForPort(cp.node.address, NODE_PORTS.join, {
       what: `${cp.node.name}'s join service`,
       log: path.join(cp.files.unitState, 'constellation-joinservice.service.log'),
@@ -307,6 +337,8 @@ function bootContext(record: MiniRecord, paths: MiniPaths, io: MiniIo): NodeBoot
     cli: io.cli,
     unitTemplates: io.files.unitTemplates,
     kubeletUnit: io.files.kubeletUnit,
+    miniUnits: io.files.miniUnits,
+    supervisor: [io.nodeBinary, io.files.nodeEntry],
     env: {
       ...io.env,
       [CLUSTER_MARKER]: record.network.id,
@@ -321,15 +353,25 @@ function bootContext(record: MiniRecord, paths: MiniPaths, io: MiniIo): NodeBoot
 export interface RebootHooks {
   /** Runs while the node is off (e.g. to unplug its link). */
   whilePoweredOff?: () => Promise<void>
+  /** A power cut (every process SIGKILLed, no TPM2_Shutdown) instead of an orderly reboot. */
+  hard?: boolean
   signal?: AbortSignal
   timeoutMs?: number
 }
 
+/** How long `rebootNode` waits for the node to be back unless told otherwise. */
+export const DEFAULT_REBOOT_TIMEOUT_MS = 300_000
+
+/** The command that gives `node` its disk key when no join service can. */
+const recoverCommand = (workspace: string, node: MiniNodeRecord) =>
+  `constellation recover -C ${workspace} --endpoint ${node.address}:${NODE_PORTS.recovery}`
+
 /**
- * Reboots one node: its processes stop, its TPM restarts (PCRs reset), its /run is emptied; then
- * it boots again. `state-disk setup` gets the disk key from a control plane's join service, or
- * waits for `constellation recover` when none answers; `bootstrap run` then starts the node as
- * before. Resolves once `bootstrap run` is done.
+ * Reboots one node: it powers off (in order, or `hooks.hard`: a power cut), and on again: its
+ * supervisor starts, its TPM comes up (PCRs reset), its /run is empty. `state-disk setup` gets the
+ * disk key from a control plane's join service, or waits for `constellation recover` when none
+ * answers; `bootstrap run` then starts the node as before. Resolves once `bootstrap run` is done.
+ * The node boots on its own: a timeout or `hooks.signal` ends the wait, not the boot.
  */
 export async function rebootNode(workspace: string, name: string, io: MiniIo, hooks: RebootHooks = {}) {
   const record = await readMiniRecord(workspace)
@@ -344,18 +386,47 @@ export async function rebootNode(workspace: string, name: string, io: MiniIo, ho
     })
   const paths = miniPaths(workspace)
   const files = paths.node(name)
-  await powerOffNode(record.network.id, name, files)
+  io.progress(
+    hooks.hard
+      ? `${name}: power cut (every process killed, its TPM without TPM2_Shutdown)`
+      : `${name}: shutting down (its services stop, then its TPM gets TPM2_Shutdown)`,
+  )
+  const { orderly } = await powerOffNode(record.network.id, name, { hard: hooks.hard })
+  if (!hooks.hard && !orderly)
+    io.progress(
+      `${name}: its supervisor was not running or did not stop in time: it was stopped as by a power cut`,
+    )
   await hooks.whilePoweredOff?.()
   io.progress(
-    `${name} boots: its disk key comes from a control plane's join service, or from \`constellation recover -C ${workspace} --endpoint ${node.address}:${NODE_PORTS.recovery}\` when none is up`,
+    `${name} boots: its disk key comes from a control plane's join service, or from \`${recoverCommand(workspace, node)}\` when none is up`,
   )
-  const { bootstrap } = await bootNode(bootContext(record, paths, io), node, files, record.network.id, hooks)
-  await waitForExit(bootstrap, {
-    what: `${name}'s bootstrap run`,
-    log: files.log('bootstrap'),
-    timeoutMs: hooks.timeoutMs ?? 300_000,
-    signal: hooks.signal,
-  })
+  const boot = await powerOnNode(bootContext(record, paths, io), node, files, record.network.id)
+  const timeoutMs = hooks.timeoutMs ?? DEFAULT_REBOOT_TIMEOUT_MS
+  const status = `\`constellation status -C ${workspace}\` shows when it is back`
+  try {
+    await waitUntilBooted(boot, {
+      timeoutMs,
+      signal: hooks.signal,
+      progress: io.progress,
+      announceWaits: true,
+      rebooted: true,
+      recoverCommand: recoverCommand(workspace, node),
+    })
+  } catch (err) {
+    if (err instanceof NodeBootInterruptedError)
+      throw new CliError(
+        `mini reboot was interrupted (${err.signal}): ${name} is still booting (waiting for ${err.waitingFor}); ${status}`,
+        { exitCode: err.exitCode, cause: err },
+      )
+    if (err instanceof NodeBootTimeoutError)
+      throw new CliError(err.message, {
+        exitCode: err.exitCode,
+        cause: err,
+        data: err.data,
+        hint: `it keeps booting on its own: ${status}; \`constellation mini reboot ${name} -C ${workspace}\` starts it over; its logs: ${files.dir}`,
+      })
+    throw err
+  }
   return node
 }
 

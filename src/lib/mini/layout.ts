@@ -73,6 +73,8 @@ function nodeFiles(dir: string) {
       keyService: path.join(dir, 'keyservice.sock'),
       swtpm: path.join(dir, 'swtpm.sock'),
       swtpmCtrl: path.join(dir, 'swtpm-ctrl.sock'),
+      /** The node's supervisor, which its systemctl asks to start units. */
+      systemd: path.join(dir, 'systemd.sock'),
     },
     root: path.join(dir, 'root'),
     tpmState: path.join(dir, 'tpm'),
@@ -80,6 +82,9 @@ function nodeFiles(dir: string) {
     config: path.join(dir, 'node-config.yaml'),
     units: path.join(dir, 'systemd', 'units'),
     unitState: path.join(dir, 'systemd', 'state'),
+    /** What the node's supervisor runs (machine.ts), and the status of its current boot. */
+    machine: path.join(dir, 'systemd', 'machine.json'),
+    bootStatus: path.join(dir, 'systemd', 'boot.json'),
     log: (what: string) => path.join(dir, `${what}.log`),
   }
 }

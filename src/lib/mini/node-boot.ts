@@ -1,21 +1,24 @@
 /**
- * One node of a local cluster, booted as a machine image would boot it: its TPM (swtpm) comes up,
- * systemd runs `state-disk setup`, then `bootstrap run` and the verification service. Control
- * planes' key and join services are started by `bootstrap run` itself through systemctl (the
- * simulator's systemctl, over the project's real unit files).
+ * One node of a local cluster, provisioned as a machine image would be (its folders, an empty disk
+ * image, its config, the project's systemd units) and powered on and off. Powered on, a node is its
+ * supervisor (supervisor.ts, its "systemd"), which brings up its TPM (swtpm) and runs its units:
+ * `state-disk setup`, then `bootstrap run` and the verification service; control planes' key and
+ * join services are started by `bootstrap run` through systemctl (the simulator's systemctl, which
+ * asks the supervisor), or at boot once the master secret is on the node.
  */
-import { chmod, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises'
+import { chmod, mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises'
 import { open } from 'node:fs/promises'
+import { randomBytes } from 'node:crypto'
 import path from 'node:path'
 import type { AttestationVariant } from '../attestation/index.js'
 import type { NodeConfig } from '../nodeconfig/index.js'
 import { nodePaths } from '../paths.js'
 import type { Runner } from '../system/index.js'
 import { stringifyYaml } from '../yaml/index.js'
-import { CLUSTER_MARKER, NODE_MARKER, startDaemon, stopMarked, type Daemon } from './daemons.js'
+import { alive, CLUSTER_MARKER, markedProcesses, NODE_MARKER, startDaemon, stopMarked } from './daemons.js'
 import { METADATA_PORT, NODE_PORTS, type MiniNodeFiles, type MiniNodeRecord } from './layout.js'
+import { SUPERVISOR_MARKER, type MachineSpec } from './machine.js'
 import type { MiniNetwork } from './network.js'
-import { waitForExit } from './wait.js'
 
 /** Big enough for a LUKS2 header (16 MiB) and its tokens; nothing is written past it (no mapping). */
 const DISK_BYTES = 32 * 1024 * 1024
@@ -25,9 +28,12 @@ export interface NodeBootContext {
   runner: Runner
   /** argv that runs this CLI (node + bin/run.js). */
   cli: readonly string[]
-  /** The project's systemd unit templates and the simulator's kubelet unit. */
+  /** The project's systemd unit templates, the simulator's kubelet unit and mini's own units. */
   unitTemplates: string
   kubeletUnit: string
+  miniUnits: string
+  /** argv that runs a node's supervisor (node + dist/mini-node.js). */
+  supervisor: readonly string[]
   /** The environment every node process gets (markers, the simulator's variables, PATH). */
   env: NodeJS.ProcessEnv
   attestation: MiniAttestation
@@ -38,11 +44,6 @@ export type MiniAttestation = { variant: 'qemu-vtpm' } | { variant: 'tpm-ek'; ro
 
 export function miniAttestation(variant: AttestationVariant, issuerCert: string): MiniAttestation {
   return variant === 'tpm-ek' ? { variant, roots: [issuerCert] } : { variant }
-}
-
-export interface BootedNode {
-  /** `bootstrap run`: exits 0 once initialized, joined, or (after a reboot) started as before. */
-  bootstrap: Daemon
 }
 
 export const nodeMarker = (clusterId: string, node: string) => `${clusterId}/${node}`
@@ -93,6 +94,35 @@ export async function provisionNode(
     mode: 0o600,
   })
   await renderUnits(ctx, files)
+  await writeFile(files.machine, JSON.stringify(machineSpec(node, files), null, 2) + '\n', { mode: 0o600 })
+}
+
+/** The units whose output goes to the node's folder (the rest: systemd/state/UNIT.log, "the journal"). */
+export const UNIT_LOGS = {
+  'constellation-state-disk.service': 'state-disk',
+  'constellation-bootstrapper.service': 'bootstrap',
+  'constellation-verifyservice.service': 'verifyservice',
+} as const
+
+/** What the node's supervisor runs: its TPM, its units, where their output goes, what /run holds. */
+function machineSpec(node: MiniNodeRecord, files: MiniNodeFiles): MachineSpec {
+  const paths = nodePaths(files.root)
+  return {
+    node: node.name,
+    tpm: {
+      stateDir: files.tpmState,
+      socket: files.sockets.swtpm,
+      ctrlSocket: files.sockets.swtpmCtrl,
+      log: files.log('swtpm'),
+    },
+    unitDir: files.units,
+    journalDir: files.unitState,
+    unitLogs: Object.fromEntries(Object.entries(UNIT_LOGS).map(([unit, log]) => [unit, files.log(log)])),
+    status: files.bootStatus,
+    control: files.sockets.systemd,
+    // memory-backed on a machine: gone at power-off (the state disk's mount point, run/state, is not)
+    volatile: [paths.runtimeDir, path.dirname(paths.stateDiskInitialKeyFile)],
+  }
 }
 
 /** The project's units with this node's CLI, config and root, as the image would install them. */
@@ -100,88 +130,100 @@ async function renderUnits(ctx: NodeBootContext, files: MiniNodeFiles): Promise<
   const launcher = path.join(files.dir, 'constellation')
   await writeFile(launcher, `#!/bin/sh\nexec ${ctx.cli.map((a) => `'${a}'`).join(' ')} "$@"\n`)
   await chmod(launcher, 0o755)
-  for (const unit of await readdir(ctx.unitTemplates)) {
-    const text = (await readFile(path.join(ctx.unitTemplates, unit), 'utf8'))
-      .replaceAll('/usr/bin/constellation', launcher)
-      .replaceAll('/etc/constellation/node-config.yaml', files.config)
-      .replaceAll('/var/config/', path.join(files.root, 'var/config') + '/')
-    await writeFile(path.join(files.units, unit), text)
-  }
+  for (const dir of [ctx.unitTemplates, ctx.miniUnits])
+    for (const unit of await readdir(dir)) {
+      const text = (await readFile(path.join(dir, unit), 'utf8'))
+        .replaceAll('/usr/bin/constellation', launcher)
+        .replaceAll('/etc/constellation/node-config.yaml', files.config)
+        .replaceAll('/var/config/', path.join(files.root, 'var/config') + '/')
+        // no device-mapper here: the key is checked, the disk is not mapped (simulated-mounter.ts)
+        .replace(/^(ExecStart=\S+ state-disk setup .*)$/m, '$1 --simulate-mapping')
+      await writeFile(path.join(files.units, unit), text)
+    }
   await writeFile(path.join(files.units, 'kubelet.service'), await readFile(ctx.kubeletUnit))
 }
 
-/** Powers the node on: TPM, state disk, then `bootstrap run` and the verification service. */
-export async function bootNode(
+/** One power-on of a node: its supervisor, and where its logs stood before (what is new is this boot's). */
+export interface NodeBoot {
+  node: MiniNodeRecord
+  files: MiniNodeFiles
+  bootId: string
+  supervisorPid: number
+  /** Sizes of the node's logs at power-on. */
+  logStart: Record<string, number>
+}
+
+/**
+ * Powers the node on: starts its supervisor, detached and marked, which outlives the command that
+ * started it (Ctrl-C or a timeout in it leave the node booting). Resolves at once; watch the boot
+ * with boot-watch.ts.
+ */
+export async function powerOnNode(
   ctx: NodeBootContext,
   node: MiniNodeRecord,
   files: MiniNodeFiles,
   clusterId: string,
-  wait: { signal?: AbortSignal; timeoutMs?: number } = {},
-): Promise<BootedNode> {
-  const prefix = ctx.network.execPrefix(node.index)
-  const env: NodeJS.ProcessEnv = {
-    ...ctx.env,
-    [CLUSTER_MARKER]: clusterId,
-    [NODE_MARKER]: nodeMarker(clusterId, node.name),
-    SYSTEMCTL_FAKE_UNIT_DIR: files.units,
-    SYSTEMCTL_FAKE_STATE_DIR: files.unitState,
-  }
-  // --daemon: swtpm forks once its sockets listen, so the TPM is there when this resolves; it
-  // replaces a socket a killed swtpm left behind
-  const [swtpm = 'swtpm', ...swtpmArgs] = [
-    ...prefix,
-    'swtpm',
-    'socket',
-    '--tpm2',
-    '--daemon',
-    '--server',
-    `type=unixio,path=${files.sockets.swtpm},mode=0600`,
-    '--ctrl',
-    `type=unixio,path=${files.sockets.swtpmCtrl},mode=0600`,
-    '--tpmstate',
-    `dir=${files.tpmState}`,
-    '--log',
-    `file=${files.log('swtpm')}`,
-    '--flags',
-    'not-need-init,startup-clear',
-  ]
-  await ctx.runner.run(swtpm, swtpmArgs, { env })
-  const cli = (...args: string[]) => [...prefix, ...ctx.cli, ...args]
-  const setup = startDaemon({
-    argv: cli('state-disk', 'setup', '--config', files.config, '--simulate-mapping'),
-    env,
-    awaited: true,
-    logFile: files.log('state-disk'),
+): Promise<NodeBoot> {
+  const marker = nodeMarker(clusterId, node.name)
+  const logStart: Record<string, number> = {}
+  for (const log of Object.values(UNIT_LOGS))
+    logStart[log] = await stat(files.log(log)).then(
+      (s) => s.size,
+      () => 0,
+    )
+  const bootId = randomBytes(8).toString('hex')
+  const supervisor = startDaemon({
+    argv: [
+      ...ctx.network.execPrefix(node.index),
+      ...ctx.supervisor,
+      '--machine',
+      files.machine,
+      '--boot-id',
+      bootId,
+    ],
+    env: {
+      ...ctx.env,
+      [CLUSTER_MARKER]: clusterId,
+      [NODE_MARKER]: marker,
+      [SUPERVISOR_MARKER]: marker,
+      SYSTEMCTL_FAKE_UNIT_DIR: files.units,
+      SYSTEMCTL_FAKE_STATE_DIR: files.unitState,
+    },
+    logFile: files.log('supervisor'),
   })
-  await waitForExit(setup, {
-    what: `${node.name}'s state-disk setup`,
-    log: files.log('state-disk'),
-    timeoutMs: wait.timeoutMs ?? 300_000,
-    signal: wait.signal,
-  })
-  startDaemon({
-    argv: cli('verifyservice', '--config', files.config),
-    env,
-    logFile: files.log('verifyservice'),
-  })
-  const bootstrap = startDaemon({
-    argv: cli('bootstrap', 'run', '--config', files.config),
-    env,
-    awaited: true,
-    logFile: files.log('bootstrap'),
-  })
-  return { bootstrap }
+  return { node, files, bootId, supervisorPid: supervisor.pid, logStart }
 }
 
+/** A node's supervisor gets this long to stop its units and its TPM in order (units: 15 s each at most). */
+export const ORDERLY_POWER_OFF_MS = 45_000
+
 /**
- * Powers the node off: every process of it stops (TPM included), and its memory-backed /run is
- * gone. The disk image, the TPM's persistent state and what the state disk holds stay.
+ * Powers the node off. In order (the default): its supervisor stops every unit, sends
+ * TPM2_Shutdown and stops swtpm, as an operating system shuts a machine down; what is left then
+ * (or everything, when no supervisor runs) is stopped as by `mini down`. `hard`: a power cut, every
+ * process of the node SIGKILLed at once, the TPM without a shutdown. Either way the disk image,
+ * the TPM's state and the state disk's content stay; /run is emptied at the next power-on.
  */
-export async function powerOffNode(clusterId: string, node: string, files: MiniNodeFiles): Promise<void> {
-  await stopMarked(NODE_MARKER, nodeMarker(clusterId, node))
-  const paths = nodePaths(files.root)
-  await rm(paths.runtimeDir, { recursive: true, force: true })
-  await rm(path.dirname(paths.stateDiskInitialKeyFile), { recursive: true, force: true })
-  for (const f of await readdir(files.unitState).catch(() => []))
-    if (f.endsWith('.pid')) await rm(path.join(files.unitState, f), { force: true })
+export async function powerOffNode(
+  clusterId: string,
+  node: string,
+  opts: { hard?: boolean } = {},
+): Promise<{ orderly: boolean }> {
+  const marker = nodeMarker(clusterId, node)
+  if (opts.hard) {
+    await stopMarked(NODE_MARKER, marker, 0)
+    return { orderly: false }
+  }
+  const supervisors = await markedProcesses(SUPERVISOR_MARKER, marker)
+  for (const pid of supervisors)
+    try {
+      process.kill(pid, 'SIGTERM')
+    } catch {
+      // gone already: the sweep below finds what it left
+    }
+  const deadline = Date.now() + ORDERLY_POWER_OFF_MS
+  while (supervisors.some(alive) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
+  const orderly = supervisors.length > 0 && !supervisors.some(alive)
+  await stopMarked(NODE_MARKER, marker)
+  return { orderly }
 }

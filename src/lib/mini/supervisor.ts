@@ -8,7 +8,7 @@
  * SIGKILL after TimeoutStopSec), the TPM gets TPM2_Shutdown as an operating system sends it, then
  * swtpm stops. A power cut is everything SIGKILLed at once, by `mini reboot --hard`.
  */
-import { readdir, readFile, rm } from 'node:fs/promises'
+import { readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import type { Server } from 'node:net'
 import { existsSync } from 'node:fs'
@@ -249,6 +249,8 @@ export class NodeSupervisor {
       umask: spec.umask,
     })
     run.proc = proc
+    // as the simulator's systemctl kept them (bench/mini.bench.ts reads a service's pid there)
+    await writeFile(this.pidFile(name), `${proc.pid}\n`, { mode: 0o600 }).catch(() => {})
     run.exitCode = undefined
     run.signal = undefined
     run.message = undefined
@@ -272,6 +274,7 @@ export class NodeSupervisor {
   private exited(name: string, run: UnitRun, proc: GroupProcess, exit: ProcessExit): void {
     if (run.proc !== proc) return
     run.proc = undefined
+    void rm(this.pidFile(name), { force: true })
     run.exitCode = exit.code
     run.signal = exit.signal
     const spec = run.spec
@@ -400,6 +403,10 @@ export class NodeSupervisor {
     run.state = state
     run.since = new Date().toISOString()
     this.publish()
+  }
+
+  private pidFile(unit: string): string {
+    return path.join(this.machine.journalDir, `${unit}.pid`)
   }
 
   private logOf(unit: string): string {
