@@ -416,12 +416,11 @@ export async function rebootNode(workspace: string, name: string, io: MiniIo, ho
     if (err instanceof NodeBootInterruptedError)
       throw new CliError(
         `mini reboot was interrupted (${err.signal}): ${name} is still booting (waiting for ${err.waitingFor}); ${status}`,
-        { exitCode: err.exitCode, cause: err },
+        { exitCode: err.exitCode, data: { node: name, waitingFor: err.waitingFor } },
       )
     if (err instanceof NodeBootTimeoutError)
       throw new CliError(err.message, {
         exitCode: err.exitCode,
-        cause: err,
         data: err.data,
         hint: `it keeps booting on its own: ${status}; \`constellation mini reboot ${name} -C ${workspace}\` starts it over; its logs: ${files.dir}`,
       })
