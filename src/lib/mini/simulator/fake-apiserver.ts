@@ -79,6 +79,14 @@ import {
 } from './fake-apiserver-rest.js'
 import { fieldMatcher, labelMatcher, SelectorError, type Matcher } from './fake-apiserver-selectors.js'
 import { DirStore, keyOf, type ObjectStore } from './fake-apiserver-store.js'
+import {
+  asTable,
+  includeObjectOf,
+  printerFor,
+  TableRequestError,
+  tableVersionWanted,
+  type TableListMeta,
+} from './fake-apiserver-tables.js'
 import { WatchHub } from './fake-apiserver-watch.js'
 import { servingCert } from './serving-cert.js'
 
@@ -471,10 +479,18 @@ export class FakeApiServer {
     if (p.subresource && p.subresource !== 'status')
       return send(res, 404, status(404, 'NotFound', `the fake serves no ${p.subresource} subresource`))
 
+    const accept = req.headers.accept
     try {
-      if (method === 'GET' && !p.name) return this.respondList(res, p, url.searchParams)
+      if (method === 'GET' && !p.name) return this.respondList(res, p, url.searchParams, accept)
+      if (method === 'GET' && p.name && !p.subresource && tableVersionWanted(accept)) {
+        const found = this.objects.get(keyOf(p))
+        if (!found) return send(res, 404, status(404, 'NotFound', `${p.resource} "${p.name}" not found`))
+        const meta = { resourceVersion: found.metadata.resourceVersion }
+        return send(res, 200, this.table([found], p, url.searchParams, accept, meta))
+      }
     } catch (err) {
-      if (err instanceof SelectorError) return send(res, 400, status(400, 'BadRequest', err.message))
+      if (err instanceof SelectorError || err instanceof TableRequestError)
+        return send(res, 400, status(400, 'BadRequest', err.message))
       throw err
     }
     if (method === 'POST' && !p.name) {
@@ -553,11 +569,37 @@ export class FakeApiServer {
     return undefined
   }
 
-  private respondList(res: http.ServerResponse, p: ParsedPath, q: URLSearchParams) {
+  /**
+   * A Table of `objects` if `accept` asks for one, else undefined (as kube-apiserver's content
+   * negotiation does: kubectl asks for a Table first and takes JSON when there is none).
+   */
+  private table(
+    objects: KubeObject[],
+    p: ParsedPath,
+    q: URLSearchParams,
+    accept: string | undefined,
+    listMeta: TableListMeta,
+  ) {
+    const version = tableVersionWanted(accept)
+    if (!version) return undefined
+    return asTable(objects, printerFor(p.apiVersion, p.resource), {
+      version,
+      includeObject: includeObjectOf(q),
+      listMeta,
+    })
+  }
+
+  private respondList(
+    res: http.ServerResponse,
+    p: ParsedPath,
+    q: URLSearchParams,
+    accept: string | undefined,
+  ) {
     const labels = labelMatcher(q.get('labelSelector'))
     const fields = fieldMatcher(q.get('fieldSelector'), p.resource)
     const matches = (o: KubeObject) => labels(o) && fields(o)
-    if (q.get('watch') === 'true' || q.get('watch') === '1') return this.respondWatch(res, p, q, matches)
+    if (q.get('watch') === 'true' || q.get('watch') === '1')
+      return this.respondWatch(res, p, q, matches, accept)
     const all = this.select(p, matches)
     const offset = q.get('continue')
       ? Number(Buffer.from(q.get('continue') ?? '', 'base64url').toString())
@@ -571,22 +613,38 @@ export class FakeApiServer {
         ? Buffer.from(String(offset + limit)).toString('base64url')
         : undefined
     const kind = `${page[0]?.kind ?? this.kindOf(p) ?? ''}List`
-    send(res, 200, {
-      apiVersion: p.apiVersion,
-      kind,
-      metadata: {
-        resourceVersion: String(this.rv),
-        ...(next ? { continue: next, remainingItemCount: all.length - offset - page.length } : {}),
-      },
-      items: page,
-    })
+    const metadata = {
+      resourceVersion: String(this.rv),
+      ...(next ? { continue: next, remainingItemCount: all.length - offset - page.length } : {}),
+    }
+    const table = this.table(page, p, q, accept, metadata)
+    send(res, 200, table ?? { apiVersion: p.apiVersion, kind, metadata, items: page })
   }
 
-  private respondWatch(res: http.ServerResponse, p: ParsedPath, q: URLSearchParams, matches: Matcher) {
+  private respondWatch(
+    res: http.ServerResponse,
+    p: ParsedPath,
+    q: URLSearchParams,
+    matches: Matcher,
+    accept: string | undefined,
+  ) {
     const rv = q.get('resourceVersion')
     const from = rv ? Number(rv) : 0
     if (!Number.isInteger(from) || from < 0)
       return send(res, 400, status(400, 'BadRequest', `invalid resourceVersion "${rv}"`))
+    const version = tableVersionWanted(accept)
+    // read before the stream starts: a bad includeObject is a 400, not a broken stream
+    const includeObject = version && includeObjectOf(q)
+    const printer = printerFor(p.apiVersion, p.resource)
+    const asRow =
+      version && includeObject
+        ? (object: KubeObject) =>
+            asTable([object], printer, {
+              version,
+              includeObject,
+              listMeta: { resourceVersion: object.metadata.resourceVersion },
+            })
+        : undefined
     const initial = q.get('sendInitialEvents')
     this.hub.serve(res, {
       collection: `${p.apiVersion}|${p.resource}`,
@@ -600,6 +658,7 @@ export class FakeApiServer {
       currentRv: () => this.rv,
       kind: this.kindOf(p) ?? '',
       apiVersion: p.apiVersion,
+      encode: asRow,
     })
   }
 
