@@ -1,10 +1,12 @@
 /**
  * The Kubernetes API contract fake (a TEST DOUBLE) held to the REAL kubectl 1.35.2 for its everyday
  * reads: human-readable `get` (kube-apiserver answers those with Table responses, whose columns are
- * its printers'), and the short names of apps/v1. The expected lines are what
+ * its printers'), short names and discovery of apps/v1, the namespaces every cluster has, health
+ * and version endpoints, and `auth whoami` (a SelfSubjectReview). The expected lines are what
  * kubectl prints from the columns and cells kube-apiserver's printers produce for these objects.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
+import https from 'node:https'
 import { mkdir, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { runProcess } from '../../../src/lib/system/process.js'
@@ -32,7 +34,7 @@ const readyCondition = (status: string) => ({
   message: '',
 })
 
-describe('Kubernetes API contract fake: the everyday reads of the real kubectl 1.35', function () {
+describe('Kubernetes API contract fake: the everyday reads of the real kubectl 1.35 (Tables, namespaces, health, whoami)', function () {
   this.timeout(60_000)
   let tmp: TempDir
   let api: FakeApiServer
@@ -385,4 +387,84 @@ metadata: {name: robot, namespace: demo}
       expect(out.match(/^NAME\s+STATUS\s+ROLES\s+AGE\s+VERSION$/gm)).to.have.length(1)
     })
   })
+
+  it('get ns: the four namespaces every cluster has, one created and one an object was created in, all Active', async () => {
+    await ok('create', 'namespace', 'demo')
+    await ok('create', 'configmap', 'settings', '-n', 'implied', '--from-literal=a=1')
+    const ns = await ok('get', 'ns')
+    expect(header(ns)).to.deep.equal(['NAME', 'STATUS', 'AGE'])
+    const rows = ns
+      .split('\n')
+      .slice(1)
+      .filter(Boolean)
+      .map((l) => l.split(/\s+/).slice(0, 2).join(' '))
+    expect(rows).to.deep.equal([
+      'default Active',
+      'demo Active',
+      'implied Active',
+      'kube-node-lease Active',
+      'kube-public Active',
+      'kube-system Active',
+    ])
+    expect(await ok('get', 'ns', 'demo', '-o', 'jsonpath={.metadata.labels}')).to.equal(
+      '{"kubernetes.io/metadata.name":"demo"}',
+    )
+  })
+
+  it("auth whoami: a SelfSubjectReview of the kubeconfig's user, the cluster admin of a kubeadm cluster", async () => {
+    const out = await ok('auth', 'whoami')
+    expect(out).to.match(/^ATTRIBUTE\s+VALUE$/m)
+    expect(out).to.match(/^Username\s+kubernetes-admin$/m)
+    expect(out).to.match(/^Groups\s+\[kubeadm:cluster-admins system:authenticated\]$/m)
+    expect(JSON.parse(await ok('auth', 'whoami', '-o', 'json'))).to.deep.include({
+      apiVersion: 'authentication.k8s.io/v1',
+      kind: 'SelfSubjectReview',
+    })
+  })
+
+  it('get --raw /readyz, /livez and their ?verbose lists, /version; health and version need no credentials', async () => {
+    expect(await ok('get', '--raw', '/readyz')).to.equal('ok')
+    expect(await ok('get', '--raw', '/livez')).to.equal('ok')
+    expect(await ok('get', '--raw', '/readyz/ping')).to.equal('ok')
+    const verbose = await ok('get', '--raw', '/readyz?verbose')
+    expect(verbose).to.match(/^\[\+\]ping ok$/m)
+    expect(verbose.trim().split('\n').at(-1)).to.equal('readyz check passed')
+    expect((await ok('get', '--raw', '/livez?verbose')).trim().split('\n').at(-1)).to.equal(
+      'livez check passed',
+    )
+    const unknownCheck = await kubectl('get', '--raw', '/readyz/no-such-check')
+    expect(unknownCheck.code).to.equal(1)
+    const version = JSON.parse(await ok('version', '-o', 'json')) as {
+      serverVersion?: Record<string, string>
+    }
+    expect(version.serverVersion).to.include({ major: '1', minor: '31', gitVersion: 'v1.31.13' })
+    expect(version.serverVersion).to.have.keys(
+      'major',
+      'minor',
+      'gitVersion',
+      'gitCommit',
+      'gitTreeState',
+      'buildDate',
+      'goVersion',
+      'compiler',
+      'platform',
+    )
+    // as kube-apiserver's system:public-info-viewer role allows anyone
+    for (const p of ['/readyz', '/livez', '/healthz', '/version'])
+      expect((await anonymous(api, p)).status, p).to.equal(200)
+    expect((await anonymous(api, '/api/v1/namespaces')).status).to.equal(401)
+  })
 })
+
+/** A GET without credentials. */
+function anonymous(api: FakeApiServer, pathAndQuery: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    https
+      .get(`${api.url}${pathAndQuery}`, { ca: api.caPem }, (res) => {
+        let body = ''
+        res.on('data', (d: Buffer) => (body += d.toString()))
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }))
+      })
+      .on('error', reject)
+  })
+}

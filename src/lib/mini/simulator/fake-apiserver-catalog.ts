@@ -15,6 +15,8 @@ export interface ResourceType {
   statusSubresource?: boolean
   /** Groups `kubectl get <category>` expands to (`all`: the workloads and services). */
   categories?: string[]
+  /** Only `create`: a review the server answers and never stores (SelfSubjectReview). */
+  createOnly?: boolean
 }
 
 const VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch']
@@ -23,6 +25,7 @@ interface TypeOptions {
   namespaced?: boolean
   shortNames?: string[]
   categories?: string[]
+  createOnly?: boolean
 }
 
 /** A built-in type; short names and categories are the real server's, as its discovery lists them. */
@@ -36,6 +39,7 @@ const grouped =
     namespaced: opts.namespaced ?? true,
     ...(opts.shortNames ? { shortNames: opts.shortNames } : {}),
     ...(opts.categories ? { categories: opts.categories } : {}),
+    ...(opts.createOnly ? { createOnly: true } : {}),
   })
 const core = grouped('')
 const apps = grouped('apps')
@@ -68,6 +72,10 @@ export const BUILT_IN_TYPES: readonly ResourceType[] = [
   grouped('apiextensions.k8s.io')('customresourcedefinitions', 'CustomResourceDefinition', {
     ...clusterScoped,
     shortNames: ['crd', 'crds'],
+  }),
+  grouped('authentication.k8s.io')('selfsubjectreviews', 'SelfSubjectReview', {
+    ...clusterScoped,
+    createOnly: true,
   }),
   grouped('coordination.k8s.io')('leases', 'Lease'),
   grouped('policy')('poddisruptionbudgets', 'PodDisruptionBudget', { shortNames: ['pdb'] }),
@@ -158,17 +166,21 @@ export function apiResourceList(types: readonly ResourceType[], groupVersion: st
         singularName: t.kind.toLowerCase(),
         namespaced: t.namespaced,
         kind: t.kind,
-        verbs: VERBS,
+        verbs: t.createOnly ? ['create'] : VERBS,
         ...(t.shortNames ? { shortNames: t.shortNames } : {}),
         ...(t.categories ? { categories: t.categories } : {}),
       },
-      {
-        name: `${t.resource}/status`,
-        singularName: '',
-        namespaced: t.namespaced,
-        kind: t.kind,
-        verbs: ['get', 'patch', 'update'],
-      },
+      ...(t.createOnly
+        ? []
+        : [
+            {
+              name: `${t.resource}/status`,
+              singularName: '',
+              namespaced: t.namespaced,
+              kind: t.kind,
+              verbs: ['get', 'patch', 'update'],
+            },
+          ]),
     ]),
   }
 }

@@ -22,13 +22,16 @@
  * `--wait`, `kubectl rollout status` and `kubectl wait` look at. No pods run.
  *
  * For the real helm 3/4 and kubectl (test/upgrade/helm-api.test.ts and
- * test/mini/simulator/fake-apiserver-workloads.test.ts hold it to them) it also serves discovery
- * (/version, /api, /apis, resource lists; a stored CRD registers its resources and is Established
- * at once), OpenAPI
- * v3 documents that leave validation to the server, and decodes the protobuf bodies of client-go's
- * typed clients for Secrets, ConfigMaps and Namespaces. Like the real server it authenticates every
- * request (the bearer token of its kubeconfig, else 401) and stores a Secret's write-only
- * stringData as base64 data. It records every request.
+ * test/mini/simulator/fake-apiserver-{workloads,kubectl}.test.ts hold it to them) it also serves
+ * discovery (/api, /apis, resource lists with the real short names; a stored CRD registers its
+ * resources and is Established at once), OpenAPI v3 documents that leave validation to the server,
+ * Table responses with kube-apiserver's printer columns for kubectl's human-readable `get`
+ * (fake-apiserver-tables.ts), /version, /livez and /readyz, and `kubectl auth whoami`
+ * (fake-apiserver-info.ts); and it decodes the protobuf bodies of client-go's typed clients for
+ * Secrets, ConfigMaps, Namespaces and SelfSubjectReviews. Like the real server it authenticates
+ * every request but the public version and health ones (the bearer token of its kubeconfig, else
+ * 401), starts with the namespaces default, kube-system, kube-public and kube-node-lease, and stores
+ * a Secret's write-only stringData as base64 data. It records every request.
  *
  * Expired bootstrap tokens are deleted, as kube-controller-manager's tokencleaner does in a kubeadm
  * cluster (`cleanExpiredTokens`, every `tokenCleanIntervalMs` while it runs).
@@ -65,6 +68,7 @@ import {
 } from './fake-apiserver-catalog.js'
 import { WorkloadControllers, type WorkloadRef } from './fake-apiserver-controllers.js'
 import { protobufDeleteOptions, type DeleteOptions } from './fake-apiserver-deleteoptions.js'
+import { healthResponse, selfSubjectReview, versionInfo } from './fake-apiserver-info.js'
 import { decodeProtobufObject, UnsupportedProtobufError } from './fake-apiserver-protobuf.js'
 import {
   asStored,
@@ -74,6 +78,7 @@ import {
   parsePath,
   readBody,
   send,
+  sendText,
   status,
   type ParsedPath,
 } from './fake-apiserver-rest.js'
@@ -148,6 +153,9 @@ export interface FakeApiServerOptions {
 
 const BOOTSTRAP_TOKEN_TYPE = 'bootstrap.kubernetes.io/token'
 
+/** The namespaces kube-apiserver creates when it starts (and kube-node-lease, for the kubelets' Leases). */
+const SYSTEM_NAMESPACES = ['default', 'kube-system', 'kube-public', 'kube-node-lease']
+
 /** 0.0.0.0, :: and the like: every address of the machine. */
 const isWildcard = (host: string) => isIP(host) !== 0 && /^[0:.]+$/.test(host)
 
@@ -185,6 +193,7 @@ export class FakeApiServer {
         return this.commit(p, obj, this.objects.get(keyOf(p)))
       },
     })
+    for (const name of SYSTEM_NAMESPACES) this.ensureNamespace(name)
   }
 
   async start(): Promise<this> {
@@ -373,6 +382,7 @@ export class FakeApiServer {
    * watch event and the controller's turn.
    */
   private commit(p: ParsedPath, obj: KubeObject, existing: KubeObject | undefined): KubeObject {
+    if (p.namespace !== undefined) this.ensureNamespace(p.namespace)
     const name = p.name ?? obj.metadata.name
     const before = existing?.metadata
     const specChanged = JSON.stringify(obj.spec) !== JSON.stringify(existing?.spec)
@@ -405,6 +415,17 @@ export class FakeApiServer {
     })
     this.controllers.written(p.apiVersion, p.resource, stored)
     return stored
+  }
+
+  /**
+   * Creates the Namespace `name` if there is none. The real server refuses objects in a namespace
+   * that does not exist (404); the fake has always taken them, and lists their namespace instead.
+   */
+  private ensureNamespace(name: string): void {
+    const p = { apiVersion: 'v1', resource: 'namespaces', name }
+    if (this.objects.has(keyOf(p))) return
+    const ns = { apiVersion: 'v1', kind: 'Namespace', metadata: { name } }
+    this.commit(p, this.controllers.admit('namespaces', ns, undefined), undefined)
   }
 
   /** Deletes, with a DELETED event; objects it controls or owns follow unless orphaned (the GC's job). */
@@ -452,6 +473,10 @@ export class FakeApiServer {
     }
     const method = req.method ?? 'GET'
     this.requests.push({ method, path: url.pathname, query: url.searchParams, body })
+    // public information, as kube-apiserver's system:public-info-viewer role grants it to anyone
+    if (method === 'GET' && url.pathname === '/version') return send(res, 200, versionInfo())
+    const health = method === 'GET' ? healthResponse(url.pathname, url.searchParams) : undefined
+    if (health) return sendText(res, health.code, health.body)
     if (req.headers.authorization !== `Bearer ${ADMIN_TOKEN}`)
       return send(res, 401, status(401, 'Unauthorized', 'Unauthorized'))
 
@@ -478,6 +503,7 @@ export class FakeApiServer {
     if (!p) return send(res, 404, status(404, 'NotFound', `no route for ${url.pathname}`))
     if (p.subresource && p.subresource !== 'status')
       return send(res, 404, status(404, 'NotFound', `the fake serves no ${p.subresource} subresource`))
+    if (this.isCreateOnly(p)) return this.respondReview(res, p, method, body)
 
     const accept = req.headers.accept
     try {
@@ -553,11 +579,9 @@ export class FakeApiServer {
     }
   }
 
-  /** /version, /api, /apis and each group version's resource list; undefined for any other path. */
+  /** /api, /apis, each group version's resource list and OpenAPI; undefined for any other path. */
   private discovery(pathname: string, host: string): unknown {
     const parts = pathname.split('/').filter(Boolean)
-    if (pathname === '/version')
-      return { major: '1', minor: '31', gitVersion: 'v1.31.13', platform: 'linux/amd64', goVersion: 'go1.22' }
     if (parts.length === 1 && parts[0] === 'api') return apiVersions(host)
     if (parts.length === 1 && parts[0] === 'apis') return apiGroupList(this.resourceTypes())
     if (parts.length === 2 && parts[0] === 'api') return apiResourceList(this.resourceTypes(), parts[1] ?? '')
@@ -587,6 +611,26 @@ export class FakeApiServer {
       includeObject: includeObjectOf(q),
       listMeta,
     })
+  }
+
+  private isCreateOnly(p: ParsedPath): boolean {
+    return this.resourceTypes().some(
+      (t) => t.createOnly && groupVersionOf(t) === p.apiVersion && t.resource === p.resource,
+    )
+  }
+
+  /** A review (SelfSubjectReview): answered, never stored; create is its only verb. */
+  private respondReview(res: http.ServerResponse, p: ParsedPath, method: string, body: unknown) {
+    if (method !== 'POST' || p.name)
+      return send(
+        res,
+        405,
+        status(405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource'),
+      )
+    const kind = (body as { kind?: unknown } | undefined)?.kind
+    if (kind !== undefined && kind !== 'SelfSubjectReview')
+      return send(res, 400, status(400, 'BadRequest', `a ${String(kind)} is no SelfSubjectReview`))
+    send(res, 201, selfSubjectReview(p.apiVersion))
   }
 
   private respondList(
