@@ -34,7 +34,9 @@
  * a Secret's write-only stringData as base64 data. It records every request.
  *
  * Expired bootstrap tokens are deleted, as kube-controller-manager's tokencleaner does in a kubeadm
- * cluster (`cleanExpiredTokens`, every `tokenCleanIntervalMs` while it runs).
+ * cluster (`cleanExpiredTokens`, every `tokenCleanIntervalMs` while it runs). A Node whose kubelet
+ * stopped renewing its Lease and posting its status is marked Unknown after the grace period, as its
+ * node lifecycle controller does (fake-apiserver-node-lifecycle.ts, `nodeMonitorGracePeriodMs`).
  *
  * Faults on request: `failOn` (a request fails with a status), `keepUnready` / `makeReady` (a
  * workload never gets ready until released), `goAway` / `comeBack` (connection refused, or a
@@ -68,6 +70,11 @@ import {
 } from './fake-apiserver-catalog.js'
 import { WorkloadControllers, type WorkloadRef } from './fake-apiserver-controllers.js'
 import { protobufDeleteOptions, type DeleteOptions } from './fake-apiserver-deleteoptions.js'
+import {
+  NODE_MONITOR_GRACE_PERIOD_MS,
+  NODE_MONITOR_PERIOD_MS,
+  NodeLifecycleController,
+} from './fake-apiserver-node-lifecycle.js'
 import { healthResponse, selfSubjectReview, versionInfo } from './fake-apiserver-info.js'
 import { decodeProtobufObject, UnsupportedProtobufError } from './fake-apiserver-protobuf.js'
 import {
@@ -149,6 +156,13 @@ export interface FakeApiServerOptions {
   certHosts?: string[]
   /** How often expired bootstrap tokens are deleted (default 30 s; the real tokencleaner acts at expiry). */
   tokenCleanIntervalMs?: number
+  /**
+   * How long a Node may go without a heartbeat (a status post or a Lease renewal) before it is
+   * marked Unknown: kube-controller-manager's --node-monitor-grace-period, default 40 s.
+   */
+  nodeMonitorGracePeriodMs?: number
+  /** How often Nodes are looked at: --node-monitor-period, default 5 s or a quarter of a shorter grace. */
+  nodeMonitorPeriodMs?: number
 }
 
 const BOOTSTRAP_TOKEN_TYPE = 'bootstrap.kubernetes.io/token'
@@ -175,6 +189,7 @@ export class FakeApiServer {
   private mode: 'up' | 'refuse' | 'hang' = 'up'
   private tokenCleaner?: NodeJS.Timeout
   private readonly tokenCleanIntervalMs: number
+  private readonly nodeLifecycle: NodeLifecycleController
   url = ''
 
   constructor(opts: FakeApiServerOptions = {}) {
@@ -193,6 +208,30 @@ export class FakeApiServer {
         return this.commit(p, obj, this.objects.get(keyOf(p)))
       },
     })
+    const nodes = { apiVersion: 'v1', resource: 'nodes' }
+    const gracePeriodMs = opts.nodeMonitorGracePeriodMs ?? NODE_MONITOR_GRACE_PERIOD_MS
+    this.nodeLifecycle = new NodeLifecycleController(
+      {
+        nodes: () => this.select(nodes),
+        lease: (name) =>
+          this.objects.get(
+            keyOf({
+              apiVersion: 'coordination.k8s.io/v1',
+              resource: 'leases',
+              namespace: 'kube-node-lease',
+              name,
+            }),
+          ),
+        store: (node) => {
+          const p = { ...nodes, name: node.metadata.name }
+          this.commit(p, node, this.objects.get(keyOf(p)))
+        },
+      },
+      {
+        gracePeriodMs,
+        monitorPeriodMs: opts.nodeMonitorPeriodMs ?? Math.min(NODE_MONITOR_PERIOD_MS, gracePeriodMs / 4),
+      },
+    )
     for (const name of SYSTEM_NAMESPACES) this.ensureNamespace(name)
   }
 
@@ -206,6 +245,7 @@ export class FakeApiServer {
     })
     await this.listen()
     this.tokenCleaner = setInterval(() => this.cleanExpiredTokens(), this.tokenCleanIntervalMs).unref()
+    this.nodeLifecycle.start()
     // a wildcard address is no address to dial: clients on this machine use loopback
     const dial = isWildcard(this.host) ? '127.0.0.1' : this.host
     this.url = `https://${formatHostPort(dial, this.port)}`
@@ -215,6 +255,7 @@ export class FakeApiServer {
   /** Ends open watches, pending controller work and every connection, in any goAway mode. */
   async stop(): Promise<void> {
     clearInterval(this.tokenCleaner)
+    this.nodeLifecycle.stop()
     this.controllers.stop()
     this.hub.closeAll()
     const server = this.server
