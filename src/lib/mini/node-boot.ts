@@ -15,6 +15,7 @@ import { stringifyYaml } from '../yaml/index.js'
 import { CLUSTER_MARKER, NODE_MARKER, startDaemon, stopMarked, type Daemon } from './daemons.js'
 import { METADATA_PORT, NODE_PORTS, type MiniNodeFiles, type MiniNodeRecord } from './layout.js'
 import type { MiniNetwork } from './network.js'
+import { kubeletUnitFor } from './simulator/index.js'
 import { waitForExit } from './wait.js'
 
 /** Big enough for a LUKS2 header (16 MiB) and its tokens; nothing is written past it (no mapping). */
@@ -107,7 +108,10 @@ async function renderUnits(ctx: NodeBootContext, files: MiniNodeFiles): Promise<
       .replaceAll('/var/config/', path.join(files.root, 'var/config') + '/')
     await writeFile(path.join(files.units, unit), text)
   }
-  await writeFile(path.join(files.units, 'kubelet.service'), await readFile(ctx.kubeletUnit))
+  await writeFile(
+    path.join(files.units, 'kubelet.service'),
+    await kubeletUnitFor(ctx.kubeletUnit, files.root),
+  )
 }
 
 /** Powers the node on: TPM, state disk, then `bootstrap run` and the verification service. */

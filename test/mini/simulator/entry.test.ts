@@ -56,6 +56,8 @@ describe('mini-simulator (the API contract fake as a process)', () => {
       expect((await stat(file)).isFile(), file).to.equal(true)
     expect((await stat(path.join(paths.systemctlFakeDir, 'systemctl'))).mode & 0o111).to.not.equal(0)
     expect((await stat(paths.kubeadmFake)).mode & 0o111).to.not.equal(0)
+    // the unit's /usr/bin/kubelet: the stand-in beside it
+    expect((await stat(path.join(path.dirname(paths.kubeletUnit), 'kubelet'))).mode & 0o111).to.not.equal(0)
   })
 
   for (const [what, args] of [

@@ -1,14 +1,30 @@
 /**
- * Nodes age as in a real cluster: the API contract fake's node lifecycle controller marks a node
- * without heartbeats (status posts, Lease renewals) Unknown after the grace period, as
- * kube-controller-manager's does. The controller runs here on a clock of the test's.
+ * Nodes age as in a real cluster: the kubelet stand-in (simulator/kubelet-unit/kubelet, a TEST
+ * DOUBLE) renews its node's Lease and posts its status, and the API contract fake's node lifecycle
+ * controller marks a node without heartbeats Unknown after the grace period, as
+ * kube-controller-manager's does. The controller alone runs on a clock of the test's; the whole
+ * chain (kubeadm init starting kubelet.service through the simulator's systemctl, the stand-in, the
+ * controller) runs as processes with a short grace and is read back with the real kubectl 1.35.
  */
+import { mkdir, readFile, writeFile } from 'node:fs/promises'
+import path from 'node:path'
+import { runKubeadmInit } from '../../../src/lib/bootstrapper/index.js'
+import { kubeadmPaths } from '../../../src/lib/bootstrapper/kubeadm-config.js'
 import {
   NodeLifecycleController,
   type NodeLifecycleHost,
 } from '../../../src/lib/mini/simulator/fake-apiserver-node-lifecycle.js'
-import type { KubeObject } from '../../../src/lib/mini/simulator/index.js'
+import { FakeApiServer, type KubeObject } from '../../../src/lib/mini/simulator/index.js'
+import { nodePaths } from '../../../src/lib/paths.js'
+import { silentLogger } from '../../../src/lib/system/logger.js'
+import { runProcess } from '../../../src/lib/system/process.js'
 import { expect } from '../../support/chai.js'
+import { eventually } from '../../support/eventually.js'
+import { installFakeSystemd, type FakeSystemd } from '../../support/fake-systemd.js'
+import { realKubectl } from '../../support/helm.js'
+import { KUBEADM_FAKE } from '../../support/kubeadm-fake.js'
+import { spyingRunner } from '../../support/runner.js'
+import { makeTempDir, type TempDir } from '../../support/temp.js'
 
 const GRACE_MS = 10_000
 const T0 = Date.parse('2030-01-01T00:00:00Z')
@@ -149,5 +165,124 @@ describe("the node lifecycle controller of the API contract fake (a clock of the
       ]),
     )
     expect(never.ready()?.lastHeartbeatTime, "the node's creation").to.equal(at(0))
+  })
+})
+
+describe('a node whose kubelet stops goes NotReady, and Ready again once it is back (kubeadm fake, kubelet stand-in, API fake; real kubectl)', function () {
+  this.timeout(120_000)
+  /** Short, so that the test need not wait 40 s; the stand-in renews every quarter of it. */
+  const GRACE = '4s'
+  let tmp: TempDir
+  let api: FakeApiServer
+  let systemd: FakeSystemd | undefined
+  beforeEach(async () => (tmp = await makeTempDir()))
+  afterEach(async () => {
+    await systemd?.stop()
+    await api?.stop()
+    await tmp.cleanup()
+  })
+
+  it('kubeadm init starts kubelet.service; its Lease and status keep the Node Ready; killed, the Node is NotReady (NodeStatusUnknown, unreachable taints); started again, Ready', async () => {
+    const apiDir = path.join(tmp.dir, 'api')
+    api = await new FakeApiServer({ dir: apiDir, nodeMonitorGracePeriodMs: 4_000 }).start()
+    const admin = path.join(tmp.dir, 'admin.conf')
+    await writeFile(admin, api.kubeconfig(), { mode: 0o600 })
+    const root = path.join(tmp.dir, 'root')
+    await mkdir(root)
+    systemd = await installFakeSystemd({ dir: path.join(tmp.dir, 'systemd'), nodeConfig: '/unused', root })
+    const env = {
+      ...systemd.env,
+      KUBEADM_FAKE_API_DIR: apiDir,
+      KUBEADM_FAKE_ADMIN_KUBECONFIG: admin,
+      CONSTELL_MINI_NODE_GRACE_PERIOD: GRACE,
+    }
+    await runKubeadmInit(
+      {
+        kubernetesVersion: 'v1.31.13',
+        clusterName: 'constell',
+        nodeName: 'cp-0',
+        nodeIP: '10.0.0.2',
+        controlPlaneEndpoint: '10.0.0.2',
+        certSANs: [],
+        serviceCIDR: '10.96.0.0/12',
+        conformance: false,
+        paths: kubeadmPaths(nodePaths(root)),
+      },
+      {
+        runner: spyingRunner(() => {}, env),
+        kubeadm: KUBEADM_FAKE,
+        paths: nodePaths(root),
+        recordOutput: () => {},
+        log: silentLogger,
+      },
+    )
+    expect(await readFile(path.join(root, 'var/lib/kubelet/kubeadm-flags.env'), 'utf8')).to.include(
+      '--hostname-override=cp-0',
+    )
+    const kubelet = await systemd.pid('kubelet.service')
+    expect(kubelet, 'kubeadm started kubelet.service').to.be.a('number')
+
+    const home = path.join(tmp.dir, 'home')
+    await mkdir(home)
+    const kubectl = async (...args: string[]) => {
+      const r = await runProcess(await realKubectl(), ['--kubeconfig', admin, ...args], {
+        env: { PATH: process.env.PATH, HOME: home },
+        timeoutMs: 30_000,
+      })
+      expect(r.code, `kubectl ${args.join(' ')}: ${r.stderr}`).to.equal(0)
+      return r.stdout
+    }
+    const lease = () => api.get('coordination.k8s.io/v1', 'leases', 'cp-0', 'kube-node-lease')
+    const renewals = new Set<string>()
+    await eventually(
+      'the Lease renewed twice',
+      async () => {
+        renewals.add(String((lease()?.spec as { renewTime?: string } | undefined)?.renewTime))
+        return renewals.size > 2 ? true : undefined
+      },
+      30_000,
+    )
+    expect(lease()?.spec).to.include({ holderIdentity: 'cp-0', leaseDurationSeconds: 4 })
+    expect(await kubectl('get', 'nodes')).to.match(/^cp-0\s+Ready\s+control-plane\s/m)
+
+    process.kill(kubelet!, 'SIGKILL') // the kubelet crashes, or its machine is gone
+    await eventually(
+      'the Node NotReady',
+      async () => (/^cp-0\s+NotReady\s/m.test(await kubectl('get', 'nodes')) ? true : undefined),
+      60_000,
+    )
+    const node = JSON.parse(await kubectl('get', 'node', 'cp-0', '-o', 'json')) as {
+      spec: { taints?: Array<{ key: string; effect: string }> }
+      status: { conditions: Condition[] }
+    }
+    expect(node.status.conditions.find((c) => c.type === 'Ready')).to.include({
+      status: 'Unknown',
+      reason: 'NodeStatusUnknown',
+      message: 'Kubelet stopped posting node status.',
+    })
+    expect(node.spec.taints?.map((t) => `${t.key}:${t.effect}`)).to.have.members([
+      'node.kubernetes.io/unreachable:NoSchedule',
+      'node.kubernetes.io/unreachable:NoExecute',
+    ])
+
+    // as a rebooted node's bootstrapper does
+    const start = await runProcess('systemctl', ['start', 'kubelet.service'], {
+      env: { ...process.env, ...env },
+    })
+    expect(start.code, start.stderr).to.equal(0)
+    await eventually(
+      'the Node Ready again',
+      async () => (/^cp-0\s+Ready\s/m.test(await kubectl('get', 'nodes')) ? true : undefined),
+      60_000,
+    )
+    await eventually(
+      'the unreachable taints gone',
+      async () =>
+        (await kubectl('get', 'node', 'cp-0', '-o', 'jsonpath={.spec.taints}')).trim() === ''
+          ? true
+          : undefined,
+      30_000,
+    )
+    expect(await systemd.journal('kubelet.service')).to.match(/kubelet \(SIMULATED\) for node cp-0/)
   })
 })
