@@ -1,19 +1,15 @@
 /* global process */
 /**
- * The Node object a kubelet registers once kubeadm started it. No kubelet runs here, so the
- * kubeadm contract fake writes it, with the status a healthy kubelet would report: the node's
- * address (its `node-ip` kubelet argument), the kubelet version, and Ready, whose message says the
- * kubelet is SIMULATED.
+ * The Node object a kubelet registers once kubeadm started it. The kubelet stand-in
+ * (simulator/kubelet-unit/kubelet) posts no registration, so the kubeadm contract fake writes it,
+ * with the status a healthy kubelet would first report: the node's address (its `node-ip` kubelet
+ * argument), the kubelet version, no pressure, and Ready, whose message says the kubelet is
+ * SIMULATED. From then on the stand-in keeps the status and the node's Lease fresh.
  */
 import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import { parse } from 'yaml'
-
-/** `node-ip` from kubeletExtraArgs: a map (v1beta3) or a list of {name, value} (v1beta4). */
-function nodeIp(args) {
-  if (Array.isArray(args)) return args.find((a) => a?.name === 'node-ip')?.value
-  return args?.['node-ip']
-}
+import { nodeIp } from './kubelet-start.js'
 
 /** The cluster's version as kubeadm init uploaded it (what a joining node's kubelet runs). */
 export function uploadedKubernetesVersion(apiDir) {
@@ -45,6 +41,18 @@ export function registeredNode({ name, labels, nodeRegistration, kubernetesVersi
           osImage: `${process.platform} (SIMULATED kubelet)`,
         },
         conditions: [
+          ...[
+            ['MemoryPressure', 'KubeletHasSufficientMemory', 'kubelet has sufficient memory available'],
+            ['DiskPressure', 'KubeletHasNoDiskPressure', 'kubelet has no disk pressure'],
+            ['PIDPressure', 'KubeletHasSufficientPID', 'kubelet has sufficient PID available'],
+          ].map(([type, reason, message]) => ({
+            type,
+            status: 'False',
+            reason,
+            message,
+            lastHeartbeatTime: now,
+            lastTransitionTime: now,
+          })),
           {
             type: 'Ready',
             status: 'True',

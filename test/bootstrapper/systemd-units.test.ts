@@ -8,6 +8,7 @@ import { readdir, readFile, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { promisify } from 'node:util'
 import { CONTROL_PLANE_UNITS } from '../../src/lib/bootstrapper/index.js'
+import { kubeletUnitFor } from '../../src/lib/mini/simulator/index.js'
 import { expect } from '../support/chai.js'
 import { REPO_ROOT, runCli } from '../support/cli.js'
 import { makeTempDir } from '../support/temp.js'
@@ -68,7 +69,10 @@ describe('systemd units', () => {
       )
       // the kubelet stand-in FakeSystemctl starts for rebooted nodes must be a unit systemd accepts too
       const kubelet = path.join(dir, 'kubelet.service')
-      await writeFile(kubelet, await readFile(path.join(REPO_ROOT, 'simulator/kubelet-unit/kubelet.service')))
+      await writeFile(
+        kubelet,
+        await kubeletUnitFor(path.join(REPO_ROOT, 'simulator/kubelet-unit/kubelet.service'), dir),
+      )
       files.push(kubelet)
       const { stderr } = await run('systemd-analyze', ['verify', '--man=no', ...files])
       expect(stderr).to.equal('')

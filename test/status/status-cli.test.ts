@@ -56,7 +56,17 @@ describe('constellation status (built CLI; swtpm verification services, API fake
         },
         status: {
           addresses: [{ type: 'InternalIP', address: n.address }],
-          conditions: [{ type: 'Ready', status: n.ready === false ? 'False' : 'True' }],
+          conditions: [
+            n.ready === false
+              ? // as the node lifecycle controller leaves a node whose kubelet went silent
+                {
+                  type: 'Ready',
+                  status: 'Unknown',
+                  reason: 'NodeStatusUnknown',
+                  message: 'Kubelet stopped posting node status.',
+                }
+              : { type: 'Ready', status: 'True' },
+          ],
           nodeInfo: { kubeletVersion: 'v1.31.13' },
         },
       })
@@ -142,6 +152,9 @@ describe('constellation status (built CLI; swtpm verification services, API fake
       /^worker-0: attestation of \S+:30081 failed: [\s\S]*at index 15\n {2}PCR 15 holds another cluster ID/m,
     )
     expect(res.stdout).to.match(/^worker-1: node \S+:30081 is not reachable/m)
+    expect(res.stdout).to.match(
+      /^cp-0: NotReady: Ready is Unknown \(NodeStatusUnknown: Kubelet stopped posting node status\.\)$/m,
+    )
     expect(res.stdout).to.match(/^Helm releases: .*helm/m)
     expect(res.stdout).to.include('NOT healthy')
     expect(res.stderr).to.include('not every node is trusted, of this cluster and Ready')

@@ -6,7 +6,7 @@
  */
 import { chmod, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import path from 'node:path'
-import { simulatorPaths } from '../../src/lib/mini/simulator/index.js'
+import { kubeletUnitFor, simulatorPaths } from '../../src/lib/mini/simulator/index.js'
 import { alive } from '../../src/lib/mini/daemons.js'
 import { CLI_ARGS, REPO_ROOT } from './cli.js'
 
@@ -55,7 +55,7 @@ export async function installFakeSystemd(opts: FakeSystemdOptions): Promise<Fake
       .replaceAll('/var/config/', path.join(opts.root, 'var/config') + '/')
     await writeFile(path.join(unitDir, unit), text)
   }
-  await writeFile(path.join(unitDir, 'kubelet.service'), await readFile(KUBELET_UNIT))
+  await writeFile(path.join(unitDir, 'kubelet.service'), await kubeletUnitFor(KUBELET_UNIT, opts.root))
   const pid = async (unit: string) => {
     const text = await readFile(path.join(stateDir, `${unit}.pid`), 'utf8').catch(() => undefined)
     return text === undefined ? undefined : Number(text)

@@ -19,6 +19,7 @@ import { alive, CLUSTER_MARKER, markedProcesses, NODE_MARKER, startDaemon, stopM
 import { METADATA_PORT, NODE_PORTS, type MiniNodeFiles, type MiniNodeRecord } from './layout.js'
 import { SUPERVISOR_MARKER, type MachineSpec } from './machine.js'
 import type { MiniNetwork } from './network.js'
+import { kubeletUnitFor } from './simulator/index.js'
 
 /** Big enough for a LUKS2 header (16 MiB) and its tokens; nothing is written past it (no mapping). */
 const DISK_BYTES = 32 * 1024 * 1024
@@ -140,7 +141,10 @@ async function renderUnits(ctx: NodeBootContext, files: MiniNodeFiles): Promise<
         .replace(/^(ExecStart=\S+ state-disk setup .*)$/m, '$1 --simulate-mapping')
       await writeFile(path.join(files.units, unit), text)
     }
-  await writeFile(path.join(files.units, 'kubelet.service'), await readFile(ctx.kubeletUnit))
+  await writeFile(
+    path.join(files.units, 'kubelet.service'),
+    await kubeletUnitFor(ctx.kubeletUnit, files.root),
+  )
 }
 
 /** One power-on of a node: its supervisor, and where its logs stood before (what is new is this boot's). */

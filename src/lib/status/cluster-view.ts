@@ -11,6 +11,8 @@ export interface KubernetesNode {
   roles: string[]
   internalIP?: string
   ready: boolean
+  /** Why it is not Ready, from its Ready condition (a node lifecycle controller's NodeStatusUnknown). */
+  notReady?: string
   kubeletVersion?: string
 }
 
@@ -49,7 +51,16 @@ function nodeOf(n: ClientNode.V1Node): KubernetesNode {
     name: n.metadata?.name ?? '',
     roles: roles.length > 0 ? roles.sort() : ['worker'],
     internalIP: n.status?.addresses?.find((a) => a.type === 'InternalIP')?.address,
-    ready: n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false,
+    ...readiness(n.status?.conditions?.find((c) => c.type === 'Ready')),
     kubeletVersion: n.status?.nodeInfo?.kubeletVersion,
   }
+}
+
+function readiness(
+  ready: ClientNode.V1NodeCondition | undefined,
+): Pick<KubernetesNode, 'ready' | 'notReady'> {
+  if (ready?.status === 'True') return { ready: true }
+  if (!ready) return { ready: false, notReady: 'it reports no Ready condition' }
+  const why = [ready.reason, ready.message].filter(Boolean).join(': ')
+  return { ready: false, notReady: `Ready is ${ready.status}${why ? ` (${why})` : ''}` }
 }

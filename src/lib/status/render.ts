@@ -18,6 +18,8 @@ export function renderStatus(r: StatusReport): string {
   ]
   for (const n of r.nodes.filter((x) => x.reason))
     lines.push(`${n.name}: ${(n.reason ?? '').replaceAll('\n', '\n  ')}`)
+  for (const n of r.nodes.filter((x) => x.kubernetes?.notReady))
+    lines.push(`${n.name}: NotReady: ${n.kubernetes?.notReady ?? ''}`)
   lines.push(
     r.apiError
       ? `Kubernetes API: ${r.apiError}`

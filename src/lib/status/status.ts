@@ -46,7 +46,7 @@ export interface NodeStatus {
   /** PCR 15 against the workspace's cluster ID: known only when the node sent its quote. */
   clusterIdPcr: 'match' | 'mismatch' | 'unknown'
   /** Undefined when the Kubernetes API was not reachable. */
-  kubernetes?: { ready: boolean; kubeletVersion?: string }
+  kubernetes?: { ready: boolean; notReady?: string; kubeletVersion?: string }
 }
 
 export interface StatusReport {
@@ -80,7 +80,11 @@ export async function clusterStatus(deps: StatusDeps): Promise<StatusReport> {
         : []
   const nodes = await Promise.all(
     targets.map(async (t): Promise<NodeStatus> => {
-      const kubernetes = t.node && { ready: t.node.ready, kubeletVersion: t.node.kubeletVersion }
+      const kubernetes = t.node && {
+        ready: t.node.ready,
+        ...(t.node.notReady ? { notReady: t.node.notReady } : {}),
+        kubeletVersion: t.node.kubeletVersion,
+      }
       const base = { name: t.name, roles: t.roles, address: t.address, ...(kubernetes ? { kubernetes } : {}) }
       if (!t.address) return { ...base, attestation: 'no address', clusterIdPcr: 'unknown' }
       const verdict = await deps.verify(formatHostPort(t.address, deps.verifyPort))

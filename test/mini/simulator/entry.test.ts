@@ -7,6 +7,7 @@ import { spawn } from 'node:child_process'
 import { readdir, stat, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { expect } from '../../support/chai.js'
+import { eventually } from '../../support/eventually.js'
 import { REPO_ROOT } from '../../support/cli.js'
 import { freePort, ownLoopback } from '../../support/ports.js'
 import { makeTempDir, type TempDir } from '../../support/temp.js'
@@ -22,8 +23,11 @@ interface Run {
   kill: (signal: NodeJS.Signals) => void
 }
 
-function run(args: string[]): Run {
-  const child = spawn(process.execPath, [ENTRY, ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
+function run(args: string[], env: NodeJS.ProcessEnv = {}): Run {
+  const child = spawn(process.execPath, [ENTRY, ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...env },
+  })
   let out = ''
   let err = ''
   child.stderr.on('data', (d: Buffer) => (err += d.toString()))
@@ -52,6 +56,8 @@ describe('mini-simulator (the API contract fake as a process)', () => {
       expect((await stat(file)).isFile(), file).to.equal(true)
     expect((await stat(path.join(paths.systemctlFakeDir, 'systemctl'))).mode & 0o111).to.not.equal(0)
     expect((await stat(paths.kubeadmFake)).mode & 0o111).to.not.equal(0)
+    // the unit's /usr/bin/kubelet: the stand-in beside it
+    expect((await stat(path.join(path.dirname(paths.kubeletUnit), 'kubelet'))).mode & 0o111).to.not.equal(0)
   })
 
   for (const [what, args] of [
@@ -60,6 +66,10 @@ describe('mini-simulator (the API contract fake as a process)', () => {
     ['an unknown flag', ['--dir', '/tmp/x', '--kubeconfig', '/tmp/y', '--port', '1']],
     ['a positional argument', ['--dir', '/tmp/x', '--kubeconfig', '/tmp/y', 'extra']],
     ['--listen without a port', ['--dir', '/tmp/x', '--kubeconfig', '/tmp/y', '--listen', '127.0.0.1']],
+    [
+      'a grace period that is no duration',
+      ['--dir', '/tmp/x', '--kubeconfig', '/tmp/y', '--node-monitor-grace-period', 'soon'],
+    ],
   ] as const)
     it(`exits 2 with the usage on stderr for ${what}`, async () => {
       const r = run([...args])
@@ -97,6 +107,34 @@ describe('mini-simulator (the API contract fake as a process)', () => {
     expect(await r.exited).to.deep.equal({ code: 0, signal: null })
     expect(r.stderr()).to.equal('')
   })
+
+  const graces: Record<string, { args: string[]; env: NodeJS.ProcessEnv }> = {
+    '--node-monitor-grace-period': { args: ['--node-monitor-grace-period', '300ms'], env: {} },
+    'CONSTELL_MINI_NODE_GRACE_PERIOD, as mini passes it on': {
+      args: [],
+      env: { CONSTELL_MINI_NODE_GRACE_PERIOD: '300ms' },
+    },
+  }
+  for (const [name, tc] of Object.entries(graces))
+    it(`marks a Node without heartbeats NotReady after the grace period of ${name}`, async () => {
+      const kubeconfig = path.join(tmp.dir, 'admin.conf')
+      const r = run(['--dir', path.join(tmp.dir, 'api'), '--kubeconfig', kubeconfig, ...tc.args], tc.env)
+      try {
+        await r.firstLine
+        const kc = new KubeConfig()
+        kc.loadFromFile(kubeconfig)
+        const core = kc.makeApiClient(CoreV1Api)
+        await core.createNode({ body: { metadata: { name: 'silent' } } })
+        const ready = await eventually('the Node marked', async () => {
+          const node = await core.readNode({ name: 'silent' })
+          return node.status?.conditions?.find((c) => c.type === 'Ready')
+        })
+        expect(ready).to.include({ status: 'Unknown', reason: 'NodeStatusNeverUpdated' })
+      } finally {
+        r.kill('SIGTERM')
+      }
+      expect((await r.exited).code).to.equal(0)
+    })
 
   it('exits 1 with the reason when it cannot listen', async () => {
     const r = run(['--dir', tmp.dir, '--kubeconfig', path.join(tmp.dir, 'k'), '--listen', '192.0.2.1:6443'])

@@ -62,6 +62,21 @@ describe('FakeApiServer (test double) with @kubernetes/client-node', () => {
     expect(new Set(names).size).to.equal(25)
   })
 
+  it('keeps a Namespace as a file with dir, and lists it again from there', async () => {
+    const { dir, cleanup } = await makeTempDir()
+    const files = await new FakeApiServer({ dir }).start()
+    try {
+      const client = new KubeConfig()
+      client.loadFromString(files.kubeconfig())
+      await client.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: 'on-disk' } } })
+      const names = (await client.makeApiClient(CoreV1Api).listNamespace()).items.map((n) => n.metadata?.name)
+      expect(names).to.include('on-disk')
+    } finally {
+      await files.stop()
+      await cleanup()
+    }
+  })
+
   it('fails a request when told to', async () => {
     api.failOn({ pathIncludes: '/secrets', status: 500 })
     const core = kc.makeApiClient(CoreV1Api)

@@ -13,69 +13,86 @@ export interface ResourceType {
   shortNames?: string[]
   /** A CRD version with `subresources.status`: writes to the object keep its status, as the real server does. */
   statusSubresource?: boolean
+  /** Groups `kubectl get <category>` expands to (`all`: the workloads and services). */
+  categories?: string[]
+  /** Only `create`: a review the server answers and never stores (SelfSubjectReview). */
+  createOnly?: boolean
 }
 
 const VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch']
 
-const core = (resource: string, kind: string, namespaced = true, shortNames?: string[]): ResourceType => ({
-  group: '',
-  version: 'v1',
-  resource,
-  kind,
-  namespaced,
-  shortNames,
-})
+interface TypeOptions {
+  namespaced?: boolean
+  shortNames?: string[]
+  categories?: string[]
+  createOnly?: boolean
+}
+
+/** A built-in type; short names and categories are the real server's, as its discovery lists them. */
 const grouped =
   (group: string, version = 'v1') =>
-  (resource: string, kind: string, namespaced = true): ResourceType => ({
+  (resource: string, kind: string, opts: TypeOptions = {}): ResourceType => ({
     group,
     version,
     resource,
     kind,
-    namespaced,
+    namespaced: opts.namespaced ?? true,
+    ...(opts.shortNames ? { shortNames: opts.shortNames } : {}),
+    ...(opts.categories ? { categories: opts.categories } : {}),
+    ...(opts.createOnly ? { createOnly: true } : {}),
   })
+const core = grouped('')
 const apps = grouped('apps')
 const batch = grouped('batch')
 const rbac = grouped('rbac.authorization.k8s.io')
+const all = ['all']
+const clusterScoped = { namespaced: false }
 
 export const BUILT_IN_TYPES: readonly ResourceType[] = [
-  core('namespaces', 'Namespace', false, ['ns']),
-  core('nodes', 'Node', false, ['no']),
-  core('configmaps', 'ConfigMap', true, ['cm']),
+  core('namespaces', 'Namespace', { ...clusterScoped, shortNames: ['ns'] }),
+  core('nodes', 'Node', { ...clusterScoped, shortNames: ['no'] }),
+  core('configmaps', 'ConfigMap', { shortNames: ['cm'] }),
   core('secrets', 'Secret'),
-  core('services', 'Service', true, ['svc']),
-  core('serviceaccounts', 'ServiceAccount', true, ['sa']),
-  core('pods', 'Pod', true, ['po']),
-  core('endpoints', 'Endpoints', true, ['ep']),
-  core('events', 'Event', true, ['ev']),
-  core('persistentvolumeclaims', 'PersistentVolumeClaim', true, ['pvc']),
-  apps('deployments', 'Deployment'),
-  apps('daemonsets', 'DaemonSet'),
-  apps('statefulsets', 'StatefulSet'),
-  apps('replicasets', 'ReplicaSet'),
-  batch('jobs', 'Job'),
-  batch('cronjobs', 'CronJob'),
+  core('services', 'Service', { shortNames: ['svc'], categories: all }),
+  core('serviceaccounts', 'ServiceAccount', { shortNames: ['sa'] }),
+  core('pods', 'Pod', { shortNames: ['po'], categories: all }),
+  core('endpoints', 'Endpoints', { shortNames: ['ep'] }),
+  core('events', 'Event', { shortNames: ['ev'] }),
+  core('persistentvolumeclaims', 'PersistentVolumeClaim', { shortNames: ['pvc'] }),
+  apps('deployments', 'Deployment', { shortNames: ['deploy'], categories: all }),
+  apps('daemonsets', 'DaemonSet', { shortNames: ['ds'], categories: all }),
+  apps('statefulsets', 'StatefulSet', { shortNames: ['sts'], categories: all }),
+  apps('replicasets', 'ReplicaSet', { shortNames: ['rs'], categories: all }),
+  batch('jobs', 'Job', { categories: all }),
+  batch('cronjobs', 'CronJob', { shortNames: ['cj'], categories: all }),
   rbac('roles', 'Role'),
   rbac('rolebindings', 'RoleBinding'),
-  rbac('clusterroles', 'ClusterRole', false),
-  rbac('clusterrolebindings', 'ClusterRoleBinding', false),
-  grouped('apiextensions.k8s.io')('customresourcedefinitions', 'CustomResourceDefinition', false),
+  rbac('clusterroles', 'ClusterRole', clusterScoped),
+  rbac('clusterrolebindings', 'ClusterRoleBinding', clusterScoped),
+  grouped('apiextensions.k8s.io')('customresourcedefinitions', 'CustomResourceDefinition', {
+    ...clusterScoped,
+    shortNames: ['crd', 'crds'],
+  }),
+  grouped('authentication.k8s.io')('selfsubjectreviews', 'SelfSubjectReview', {
+    ...clusterScoped,
+    createOnly: true,
+  }),
   grouped('coordination.k8s.io')('leases', 'Lease'),
-  grouped('policy')('poddisruptionbudgets', 'PodDisruptionBudget'),
-  grouped('networking.k8s.io')('networkpolicies', 'NetworkPolicy'),
+  grouped('policy')('poddisruptionbudgets', 'PodDisruptionBudget', { shortNames: ['pdb'] }),
+  grouped('networking.k8s.io')('networkpolicies', 'NetworkPolicy', { shortNames: ['netpol'] }),
   grouped('admissionregistration.k8s.io')(
     'validatingwebhookconfigurations',
     'ValidatingWebhookConfiguration',
-    false,
+    clusterScoped,
   ),
   grouped('admissionregistration.k8s.io')(
     'mutatingwebhookconfigurations',
     'MutatingWebhookConfiguration',
-    false,
+    clusterScoped,
   ),
-  grouped('apiregistration.k8s.io')('apiservices', 'APIService', false),
-  grouped('scheduling.k8s.io')('priorityclasses', 'PriorityClass', false),
-  grouped('storage.k8s.io')('storageclasses', 'StorageClass', false),
+  grouped('apiregistration.k8s.io')('apiservices', 'APIService', clusterScoped),
+  grouped('scheduling.k8s.io')('priorityclasses', 'PriorityClass', { ...clusterScoped, shortNames: ['pc'] }),
+  grouped('storage.k8s.io')('storageclasses', 'StorageClass', { ...clusterScoped, shortNames: ['sc'] }),
 ]
 
 /** The resources a stored CRD adds (every served version). */
@@ -83,7 +100,7 @@ export function crdTypes(crd: {
   spec?: {
     group?: string
     scope?: string
-    names?: { plural?: string; kind?: string; shortNames?: string[] }
+    names?: { plural?: string; kind?: string; shortNames?: string[]; categories?: string[] }
     versions?: Array<{ name?: string; served?: boolean; subresources?: { status?: object } }>
   }
 }): ResourceType[] {
@@ -98,6 +115,7 @@ export function crdTypes(crd: {
       kind: s.names?.kind ?? '',
       namespaced: s.scope !== 'Cluster',
       shortNames: s.names?.shortNames,
+      ...(s.names?.categories ? { categories: s.names.categories } : {}),
       ...(v.subresources?.status ? { statusSubresource: true } : {}),
     }))
 }
@@ -148,16 +166,21 @@ export function apiResourceList(types: readonly ResourceType[], groupVersion: st
         singularName: t.kind.toLowerCase(),
         namespaced: t.namespaced,
         kind: t.kind,
-        verbs: VERBS,
+        verbs: t.createOnly ? ['create'] : VERBS,
         ...(t.shortNames ? { shortNames: t.shortNames } : {}),
+        ...(t.categories ? { categories: t.categories } : {}),
       },
-      {
-        name: `${t.resource}/status`,
-        singularName: '',
-        namespaced: t.namespaced,
-        kind: t.kind,
-        verbs: ['get', 'patch', 'update'],
-      },
+      ...(t.createOnly
+        ? []
+        : [
+            {
+              name: `${t.resource}/status`,
+              singularName: '',
+              namespaced: t.namespaced,
+              kind: t.kind,
+              verbs: ['get', 'patch', 'update'],
+            },
+          ]),
     ]),
   }
 }

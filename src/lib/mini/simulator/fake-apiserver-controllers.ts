@@ -8,7 +8,8 @@
  *
  * Also the admission defaults those checks depend on: the real server defaults a Deployment's
  * replicas and rolling-update strategy, a Job's backoffLimit (helm 3 dereferences it), allocates a
- * Service's clusterIP, and keeps status out of main-resource writes.
+ * Service's clusterIP (and defaults its ports' protocol and targetPort), gives a Namespace its name
+ * label, finalizer and phase, types a Secret Opaque, and keeps status out of main-resource writes.
  */
 import { createHash } from 'node:crypto'
 import type { KubeObject } from './fake-apiserver.js'
@@ -118,7 +119,22 @@ export class WorkloadControllers {
         break
       case 'services':
         this.allocateClusterIp(spec, existing)
+        if (Array.isArray(spec.ports))
+          spec.ports = (spec.ports as Array<Record<string, unknown>>).map((port) => ({
+            ...port,
+            protocol: port.protocol ?? 'TCP',
+            targetPort: port.targetPort ?? port.port,
+          }))
         break
+      case 'namespaces':
+        // the name label and the finalizer every namespace gets; its phase is the server's
+        obj.metadata.labels = { ...obj.metadata.labels, 'kubernetes.io/metadata.name': obj.metadata.name }
+        spec.finalizers ??= ['kubernetes']
+        obj.status = existing?.status ?? { phase: 'Active' }
+        break
+      case 'secrets':
+        obj.type ??= 'Opaque'
+        return obj
       case 'persistentvolumeclaims':
         obj.status ??= { phase: 'Pending' }
         break

@@ -9,7 +9,7 @@ import protobuf from 'protobufjs'
 import { packageFile } from '../../paths.js'
 
 const MAGIC = Buffer.from([0x6b, 0x38, 0x73, 0x00]) // "k8s\0"
-const KINDS = ['Secret', 'ConfigMap', 'Namespace'] as const
+const KINDS = ['Secret', 'ConfigMap', 'Namespace', 'SelfSubjectReview'] as const
 
 let root: protobuf.Root | undefined
 const types = () => (root ??= protobuf.loadSync(packageFile('simulator', 'kube-protobuf.proto')))

@@ -82,6 +82,12 @@ export function send(res: http.ServerResponse, code: number, body: unknown) {
   res.end(JSON.stringify(body))
 }
 
+/** A plain-text answer (the health endpoints'). */
+export function sendText(res: http.ServerResponse, code: number, body: string) {
+  res.writeHead(code, { 'content-type': 'text/plain; charset=utf-8', 'x-content-type-options': 'nosniff' })
+  res.end(body)
+}
+
 export function readBody(req: http.IncomingMessage): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = []

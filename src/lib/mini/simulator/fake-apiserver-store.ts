@@ -51,7 +51,8 @@ export class DirStore implements ObjectStore {
   *entries(): Iterable<[string, KubeObject]> {
     for (const file of walk(this.dir)) {
       const rel = path.relative(this.dir, file).split(path.sep)
-      const namespace = rel[0] === 'namespaces' ? rel[1] : undefined
+      // namespaces/<ns>/<resource>/<name>.json is a namespaced object; namespaces/<name>.json a Namespace
+      const namespace = rel[0] === 'namespaces' && rel.length > 2 ? rel[1] : undefined
       const [folder, name] = namespace === undefined ? rel : rel.slice(2)
       if (!folder || !name?.endsWith('.json')) continue
       const dot = folder.indexOf('.')

@@ -37,6 +37,8 @@ export interface WatchRequest {
   /** For BOOKMARK objects, which carry only kind, apiVersion and resourceVersion. */
   kind: string
   apiVersion: string
+  /** What an event carries for an object (a Table of its one row, when the client asked for Tables). */
+  encode?: (object: KubeObject) => unknown
 }
 
 interface Watcher {
@@ -91,7 +93,7 @@ export class WatchHub {
     }
     if (from === 0 || req.sendInitialEvents) {
       if (req.sendInitialEvents !== false) {
-        for (const object of req.current()) write(res, { type: 'ADDED', object })
+        for (const object of req.current()) emit(watcher, 'ADDED', object)
         // the watch-list protocol (KEP-3157): a bookmark marks the end of the initial state
         if (req.sendInitialEvents) bookmark(watcher, req.currentRv(), { 'k8s.io/initial-events-end': 'true' })
       }
@@ -132,9 +134,13 @@ function deliver(w: Watcher, e: WatchEvent): void {
     w.req.matches(o)
   const now = inScope(e.object)
   const before = e.type === 'MODIFIED' && inScope(e.previous)
-  if (e.type === 'MODIFIED' && now && !before) write(w.res, { type: 'ADDED', object: e.object })
-  else if (e.type === 'MODIFIED' && !now && before) write(w.res, { type: 'DELETED', object: e.object })
-  else if (now) write(w.res, { type: e.type, object: e.object })
+  if (e.type === 'MODIFIED' && now && !before) emit(w, 'ADDED', e.object)
+  else if (e.type === 'MODIFIED' && !now && before) emit(w, 'DELETED', e.object)
+  else if (now) emit(w, e.type, e.object)
+}
+
+function emit(w: Watcher, type: EventType, object: KubeObject): void {
+  write(w.res, { type, object: w.req.encode ? w.req.encode(object) : object })
 }
 
 function bookmark(w: Watcher, rv: number, annotations?: Record<string, string>): void {

@@ -22,16 +22,21 @@
  * `--wait`, `kubectl rollout status` and `kubectl wait` look at. No pods run.
  *
  * For the real helm 3/4 and kubectl (test/upgrade/helm-api.test.ts and
- * test/mini/simulator/fake-apiserver-workloads.test.ts hold it to them) it also serves discovery
- * (/version, /api, /apis, resource lists; a stored CRD registers its resources and is Established
- * at once), OpenAPI
- * v3 documents that leave validation to the server, and decodes the protobuf bodies of client-go's
- * typed clients for Secrets, ConfigMaps and Namespaces. Like the real server it authenticates every
- * request (the bearer token of its kubeconfig, else 401) and stores a Secret's write-only
- * stringData as base64 data. It records every request.
+ * test/mini/simulator/fake-apiserver-{workloads,kubectl}.test.ts hold it to them) it also serves
+ * discovery (/api, /apis, resource lists with the real short names; a stored CRD registers its
+ * resources and is Established at once), OpenAPI v3 documents that leave validation to the server,
+ * Table responses with kube-apiserver's printer columns for kubectl's human-readable `get`
+ * (fake-apiserver-tables.ts), /version, /livez and /readyz, and `kubectl auth whoami`
+ * (fake-apiserver-info.ts); and it decodes the protobuf bodies of client-go's typed clients for
+ * Secrets, ConfigMaps, Namespaces and SelfSubjectReviews. Like the real server it authenticates
+ * every request but the public version and health ones (the bearer token of its kubeconfig, else
+ * 401), starts with the namespaces default, kube-system, kube-public and kube-node-lease, and stores
+ * a Secret's write-only stringData as base64 data. It records every request.
  *
  * Expired bootstrap tokens are deleted, as kube-controller-manager's tokencleaner does in a kubeadm
- * cluster (`cleanExpiredTokens`, every `tokenCleanIntervalMs` while it runs).
+ * cluster (`cleanExpiredTokens`, every `tokenCleanIntervalMs` while it runs). A Node whose kubelet
+ * stopped renewing its Lease and posting its status is marked Unknown after the grace period, as its
+ * node lifecycle controller does (fake-apiserver-node-lifecycle.ts, `nodeMonitorGracePeriodMs`).
  *
  * Faults on request: `failOn` (a request fails with a status), `keepUnready` / `makeReady` (a
  * workload never gets ready until released), `goAway` / `comeBack` (connection refused, or a
@@ -65,6 +70,12 @@ import {
 } from './fake-apiserver-catalog.js'
 import { WorkloadControllers, type WorkloadRef } from './fake-apiserver-controllers.js'
 import { protobufDeleteOptions, type DeleteOptions } from './fake-apiserver-deleteoptions.js'
+import {
+  NODE_MONITOR_GRACE_PERIOD_MS,
+  NODE_MONITOR_PERIOD_MS,
+  NodeLifecycleController,
+} from './fake-apiserver-node-lifecycle.js'
+import { healthResponse, selfSubjectReview, versionInfo } from './fake-apiserver-info.js'
 import { decodeProtobufObject, UnsupportedProtobufError } from './fake-apiserver-protobuf.js'
 import {
   asStored,
@@ -74,11 +85,20 @@ import {
   parsePath,
   readBody,
   send,
+  sendText,
   status,
   type ParsedPath,
 } from './fake-apiserver-rest.js'
 import { fieldMatcher, labelMatcher, SelectorError, type Matcher } from './fake-apiserver-selectors.js'
 import { DirStore, keyOf, type ObjectStore } from './fake-apiserver-store.js'
+import {
+  asTable,
+  includeObjectOf,
+  printerFor,
+  TableRequestError,
+  tableVersionWanted,
+  type TableListMeta,
+} from './fake-apiserver-tables.js'
 import { WatchHub } from './fake-apiserver-watch.js'
 import { servingCert } from './serving-cert.js'
 
@@ -136,9 +156,19 @@ export interface FakeApiServerOptions {
   certHosts?: string[]
   /** How often expired bootstrap tokens are deleted (default 30 s; the real tokencleaner acts at expiry). */
   tokenCleanIntervalMs?: number
+  /**
+   * How long a Node may go without a heartbeat (a status post or a Lease renewal) before it is
+   * marked Unknown: kube-controller-manager's --node-monitor-grace-period, default 40 s.
+   */
+  nodeMonitorGracePeriodMs?: number
+  /** How often Nodes are looked at: --node-monitor-period, default 5 s or a quarter of a shorter grace. */
+  nodeMonitorPeriodMs?: number
 }
 
 const BOOTSTRAP_TOKEN_TYPE = 'bootstrap.kubernetes.io/token'
+
+/** The namespaces kube-apiserver creates when it starts (and kube-node-lease, for the kubelets' Leases). */
+const SYSTEM_NAMESPACES = ['default', 'kube-system', 'kube-public', 'kube-node-lease']
 
 /** 0.0.0.0, :: and the like: every address of the machine. */
 const isWildcard = (host: string) => isIP(host) !== 0 && /^[0:.]+$/.test(host)
@@ -159,6 +189,7 @@ export class FakeApiServer {
   private mode: 'up' | 'refuse' | 'hang' = 'up'
   private tokenCleaner?: NodeJS.Timeout
   private readonly tokenCleanIntervalMs: number
+  private readonly nodeLifecycle: NodeLifecycleController
   url = ''
 
   constructor(opts: FakeApiServerOptions = {}) {
@@ -177,6 +208,31 @@ export class FakeApiServer {
         return this.commit(p, obj, this.objects.get(keyOf(p)))
       },
     })
+    const nodes = { apiVersion: 'v1', resource: 'nodes' }
+    const gracePeriodMs = opts.nodeMonitorGracePeriodMs ?? NODE_MONITOR_GRACE_PERIOD_MS
+    this.nodeLifecycle = new NodeLifecycleController(
+      {
+        nodes: () => this.select(nodes),
+        lease: (name) =>
+          this.objects.get(
+            keyOf({
+              apiVersion: 'coordination.k8s.io/v1',
+              resource: 'leases',
+              namespace: 'kube-node-lease',
+              name,
+            }),
+          ),
+        store: (node) => {
+          const p = { ...nodes, name: node.metadata.name }
+          this.commit(p, node, this.objects.get(keyOf(p)))
+        },
+      },
+      {
+        gracePeriodMs,
+        monitorPeriodMs: opts.nodeMonitorPeriodMs ?? Math.min(NODE_MONITOR_PERIOD_MS, gracePeriodMs / 4),
+      },
+    )
+    for (const name of SYSTEM_NAMESPACES) this.ensureNamespace(name)
   }
 
   async start(): Promise<this> {
@@ -189,6 +245,7 @@ export class FakeApiServer {
     })
     await this.listen()
     this.tokenCleaner = setInterval(() => this.cleanExpiredTokens(), this.tokenCleanIntervalMs).unref()
+    this.nodeLifecycle.start()
     // a wildcard address is no address to dial: clients on this machine use loopback
     const dial = isWildcard(this.host) ? '127.0.0.1' : this.host
     this.url = `https://${formatHostPort(dial, this.port)}`
@@ -198,6 +255,7 @@ export class FakeApiServer {
   /** Ends open watches, pending controller work and every connection, in any goAway mode. */
   async stop(): Promise<void> {
     clearInterval(this.tokenCleaner)
+    this.nodeLifecycle.stop()
     this.controllers.stop()
     this.hub.closeAll()
     const server = this.server
@@ -365,6 +423,7 @@ export class FakeApiServer {
    * watch event and the controller's turn.
    */
   private commit(p: ParsedPath, obj: KubeObject, existing: KubeObject | undefined): KubeObject {
+    if (p.namespace !== undefined) this.ensureNamespace(p.namespace)
     const name = p.name ?? obj.metadata.name
     const before = existing?.metadata
     const specChanged = JSON.stringify(obj.spec) !== JSON.stringify(existing?.spec)
@@ -397,6 +456,17 @@ export class FakeApiServer {
     })
     this.controllers.written(p.apiVersion, p.resource, stored)
     return stored
+  }
+
+  /**
+   * Creates the Namespace `name` if there is none. The real server refuses objects in a namespace
+   * that does not exist (404); the fake has always taken them, and lists their namespace instead.
+   */
+  private ensureNamespace(name: string): void {
+    const p = { apiVersion: 'v1', resource: 'namespaces', name }
+    if (this.objects.has(keyOf(p))) return
+    const ns = { apiVersion: 'v1', kind: 'Namespace', metadata: { name } }
+    this.commit(p, this.controllers.admit('namespaces', ns, undefined), undefined)
   }
 
   /** Deletes, with a DELETED event; objects it controls or owns follow unless orphaned (the GC's job). */
@@ -444,6 +514,10 @@ export class FakeApiServer {
     }
     const method = req.method ?? 'GET'
     this.requests.push({ method, path: url.pathname, query: url.searchParams, body })
+    // public information, as kube-apiserver's system:public-info-viewer role grants it to anyone
+    if (method === 'GET' && url.pathname === '/version') return send(res, 200, versionInfo())
+    const health = method === 'GET' ? healthResponse(url.pathname, url.searchParams) : undefined
+    if (health) return sendText(res, health.code, health.body)
     if (req.headers.authorization !== `Bearer ${ADMIN_TOKEN}`)
       return send(res, 401, status(401, 'Unauthorized', 'Unauthorized'))
 
@@ -470,11 +544,20 @@ export class FakeApiServer {
     if (!p) return send(res, 404, status(404, 'NotFound', `no route for ${url.pathname}`))
     if (p.subresource && p.subresource !== 'status')
       return send(res, 404, status(404, 'NotFound', `the fake serves no ${p.subresource} subresource`))
+    if (this.isCreateOnly(p)) return this.respondReview(res, p, method, body)
 
+    const accept = req.headers.accept
     try {
-      if (method === 'GET' && !p.name) return this.respondList(res, p, url.searchParams)
+      if (method === 'GET' && !p.name) return this.respondList(res, p, url.searchParams, accept)
+      if (method === 'GET' && p.name && !p.subresource && tableVersionWanted(accept)) {
+        const found = this.objects.get(keyOf(p))
+        if (!found) return send(res, 404, status(404, 'NotFound', `${p.resource} "${p.name}" not found`))
+        const meta = { resourceVersion: found.metadata.resourceVersion }
+        return send(res, 200, this.table([found], p, url.searchParams, accept, meta))
+      }
     } catch (err) {
-      if (err instanceof SelectorError) return send(res, 400, status(400, 'BadRequest', err.message))
+      if (err instanceof SelectorError || err instanceof TableRequestError)
+        return send(res, 400, status(400, 'BadRequest', err.message))
       throw err
     }
     if (method === 'POST' && !p.name) {
@@ -537,11 +620,9 @@ export class FakeApiServer {
     }
   }
 
-  /** /version, /api, /apis and each group version's resource list; undefined for any other path. */
+  /** /api, /apis, each group version's resource list and OpenAPI; undefined for any other path. */
   private discovery(pathname: string, host: string): unknown {
     const parts = pathname.split('/').filter(Boolean)
-    if (pathname === '/version')
-      return { major: '1', minor: '31', gitVersion: 'v1.31.13', platform: 'linux/amd64', goVersion: 'go1.22' }
     if (parts.length === 1 && parts[0] === 'api') return apiVersions(host)
     if (parts.length === 1 && parts[0] === 'apis') return apiGroupList(this.resourceTypes())
     if (parts.length === 2 && parts[0] === 'api') return apiResourceList(this.resourceTypes(), parts[1] ?? '')
@@ -553,11 +634,57 @@ export class FakeApiServer {
     return undefined
   }
 
-  private respondList(res: http.ServerResponse, p: ParsedPath, q: URLSearchParams) {
+  /**
+   * A Table of `objects` if `accept` asks for one, else undefined (as kube-apiserver's content
+   * negotiation does: kubectl asks for a Table first and takes JSON when there is none).
+   */
+  private table(
+    objects: KubeObject[],
+    p: ParsedPath,
+    q: URLSearchParams,
+    accept: string | undefined,
+    listMeta: TableListMeta,
+  ) {
+    const version = tableVersionWanted(accept)
+    if (!version) return undefined
+    return asTable(objects, printerFor(p.apiVersion, p.resource), {
+      version,
+      includeObject: includeObjectOf(q),
+      listMeta,
+    })
+  }
+
+  private isCreateOnly(p: ParsedPath): boolean {
+    return this.resourceTypes().some(
+      (t) => t.createOnly && groupVersionOf(t) === p.apiVersion && t.resource === p.resource,
+    )
+  }
+
+  /** A review (SelfSubjectReview): answered, never stored; create is its only verb. */
+  private respondReview(res: http.ServerResponse, p: ParsedPath, method: string, body: unknown) {
+    if (method !== 'POST' || p.name)
+      return send(
+        res,
+        405,
+        status(405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource'),
+      )
+    const kind = (body as { kind?: unknown } | undefined)?.kind
+    if (kind !== undefined && kind !== 'SelfSubjectReview')
+      return send(res, 400, status(400, 'BadRequest', `a ${String(kind)} is no SelfSubjectReview`))
+    send(res, 201, selfSubjectReview(p.apiVersion))
+  }
+
+  private respondList(
+    res: http.ServerResponse,
+    p: ParsedPath,
+    q: URLSearchParams,
+    accept: string | undefined,
+  ) {
     const labels = labelMatcher(q.get('labelSelector'))
     const fields = fieldMatcher(q.get('fieldSelector'), p.resource)
     const matches = (o: KubeObject) => labels(o) && fields(o)
-    if (q.get('watch') === 'true' || q.get('watch') === '1') return this.respondWatch(res, p, q, matches)
+    if (q.get('watch') === 'true' || q.get('watch') === '1')
+      return this.respondWatch(res, p, q, matches, accept)
     const all = this.select(p, matches)
     const offset = q.get('continue')
       ? Number(Buffer.from(q.get('continue') ?? '', 'base64url').toString())
@@ -571,22 +698,38 @@ export class FakeApiServer {
         ? Buffer.from(String(offset + limit)).toString('base64url')
         : undefined
     const kind = `${page[0]?.kind ?? this.kindOf(p) ?? ''}List`
-    send(res, 200, {
-      apiVersion: p.apiVersion,
-      kind,
-      metadata: {
-        resourceVersion: String(this.rv),
-        ...(next ? { continue: next, remainingItemCount: all.length - offset - page.length } : {}),
-      },
-      items: page,
-    })
+    const metadata = {
+      resourceVersion: String(this.rv),
+      ...(next ? { continue: next, remainingItemCount: all.length - offset - page.length } : {}),
+    }
+    const table = this.table(page, p, q, accept, metadata)
+    send(res, 200, table ?? { apiVersion: p.apiVersion, kind, metadata, items: page })
   }
 
-  private respondWatch(res: http.ServerResponse, p: ParsedPath, q: URLSearchParams, matches: Matcher) {
+  private respondWatch(
+    res: http.ServerResponse,
+    p: ParsedPath,
+    q: URLSearchParams,
+    matches: Matcher,
+    accept: string | undefined,
+  ) {
     const rv = q.get('resourceVersion')
     const from = rv ? Number(rv) : 0
     if (!Number.isInteger(from) || from < 0)
       return send(res, 400, status(400, 'BadRequest', `invalid resourceVersion "${rv}"`))
+    const version = tableVersionWanted(accept)
+    // read before the stream starts: a bad includeObject is a 400, not a broken stream
+    const includeObject = version && includeObjectOf(q)
+    const printer = printerFor(p.apiVersion, p.resource)
+    const asRow =
+      version && includeObject
+        ? (object: KubeObject) =>
+            asTable([object], printer, {
+              version,
+              includeObject,
+              listMeta: { resourceVersion: object.metadata.resourceVersion },
+            })
+        : undefined
     const initial = q.get('sendInitialEvents')
     this.hub.serve(res, {
       collection: `${p.apiVersion}|${p.resource}`,
@@ -600,6 +743,7 @@ export class FakeApiServer {
       currentRv: () => this.rv,
       kind: this.kindOf(p) ?? '',
       apiVersion: p.apiVersion,
+      encode: asRow,
     })
   }
 

@@ -4,6 +4,7 @@
  * package's simulator/ folder). Tests use them in place of the real parts; `mini` runs them because
  * no Kubernetes can run on these machines, and says so on every output.
  */
+import { readFile } from 'node:fs/promises'
 import path from 'node:path'
 import { packageFile } from '../../paths.js'
 
@@ -23,7 +24,7 @@ export interface SimulatorPaths {
   kubeadmFake: string
   /** The folder holding the systemctl fake: put it first on PATH. */
   systemctlFakeDir: string
-  /** The stand-in for the machine image's kubelet.service. */
+  /** The stand-in for the machine image's kubelet.service (render it with kubeletUnitFor). */
   kubeletUnit: string
   /** The API contract fake as a process: `node apiEntry --dir D --kubeconfig F [--listen H:P]`. */
   apiEntry: string
@@ -38,4 +39,16 @@ export function simulatorPaths(packageRoot: string = packageFile()): SimulatorPa
     kubeletUnit: at('simulator', 'kubelet-unit', 'kubelet.service'),
     apiEntry: at('dist', 'mini-simulator.js'),
   }
+}
+
+/**
+ * The kubelet unit `unitFile` as a node's image would install it under `root`: its /usr/bin/kubelet
+ * is the kubelet stand-in beside the unit file, and the kubelet's files (/etc/kubernetes,
+ * /var/lib/kubelet) are the node's.
+ */
+export async function kubeletUnitFor(unitFile: string, root: string): Promise<string> {
+  return (await readFile(unitFile, 'utf8'))
+    .replaceAll('/usr/bin/kubelet', path.join(path.dirname(unitFile), 'kubelet'))
+    .replaceAll('/etc/kubernetes/', path.join(root, 'etc/kubernetes') + '/')
+    .replaceAll('/var/lib/kubelet', path.join(root, 'var/lib/kubelet'))
 }
