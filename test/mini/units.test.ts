@@ -55,8 +55,14 @@ describe('mini: unit files (the supervisor reads systemd units)', () => {
       startsAtBoot: true,
     })
     expect(units['kubelet.service']).to.deep.include({
-      startsAtBoot: false,
-      execStart: ['/bin/sleep', '3600'],
+      startsAtBoot: false, // kubeadm starts it (the simulator's kubeadm, through systemctl)
+      execStart: [
+        '/usr/bin/kubelet',
+        '--kubeconfig=/etc/kubernetes/kubelet.conf',
+        '--root-dir=/var/lib/kubelet',
+      ],
+      restart: 'always',
+      restartMs: 10_000,
     })
   })
 
