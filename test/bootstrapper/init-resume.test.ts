@@ -220,6 +220,23 @@ describe('an initialized node hands its answer to a resume, and only to one that
     expect(answer.kubeconfig?.toString()).to.equal(KUBECONFIG)
   })
 
+  it('a waiting resume that goes away too: the answer is kept once, for the next resume', async () => {
+    const n = (node = await startStubNode(dir))
+    await cutInit(n)
+    const gone = new AbortController()
+    const waiting = callInit(n.client, resumeRequest(n), gone.signal)
+    await logged(n, 'Resume proven')
+    gone.abort()
+    await waiting
+    await logged(n, 'The resume caller went away')
+    n.kubeadmRelease.resolve()
+    await eventually('the kept answer', () => fileMode(keptFile(n)), 5_000)
+    const resumed = await callInit(n.client, resumeRequest(n))
+    expect(resumed.code, resumed.details).to.equal(status.OK)
+    expect(resumed.kubeconfig?.toString()).to.equal(KUBECONFIG)
+    expect(n.lines.filter((l) => l.includes('"level":"error"'))).to.deep.equal([])
+  })
+
   const refusals: Record<string, { request: (n: StubNode) => InitRequest; code: status; failure: RegExp }> = {
     'a wrong init secret': {
       request: (n) => resumeRequest(n, { initSecret: Buffer.from('not the init secret') }),

@@ -36,6 +36,7 @@ export class InitResultKeeper {
   private readonly settled_ = new Promise<InitSettled>((resolve) => (this.settle = resolve))
   /** The answer is on the state disk (removed once handed over). */
   private onDisk = false
+  private keeping?: Promise<void>
 
   constructor(private readonly paths: NodePaths) {}
 
@@ -79,17 +80,25 @@ export class InitResultKeeper {
     this.settle({ ok: false, error })
   }
 
-  /** Nobody received the answer: it goes to the state disk, so that a reboot does not lose it either. */
-  async keep(answer: InitAnswer): Promise<void> {
-    if (this.state_ !== 'pending' || this.onDisk) return
-    await writeFileExclusive(this.paths.initResultFile, encodeAnswer(answer))
-    this.onDisk = true
+  /**
+   * Nobody received the answer: it goes to the state disk, so that a reboot does not lose it
+   * either. Written once, however many callers went away (the original and waiting resumes).
+   */
+  keep(answer: InitAnswer): Promise<void> {
+    if (this.state_ !== 'pending') return Promise.resolve()
+    this.keeping ??= this.onDisk
+      ? Promise.resolve()
+      : writeFileExclusive(this.paths.initResultFile, encodeAnswer(answer)).then(() => {
+          this.onDisk = true
+        })
+    return this.keeping
   }
 
   /** A caller who proved the init secret (and, resuming, the master secret) received it on an open call. */
   async handOver(): Promise<void> {
     if (this.state_ !== 'pending') return
     this.state_ = 'handed-over'
+    await this.keeping?.catch(() => {}) // a write under way would otherwise land after the removal
     if (this.onDisk) await rm(this.paths.initResultFile, { force: true })
     this.onDisk = false
   }

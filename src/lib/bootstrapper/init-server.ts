@@ -174,6 +174,7 @@ export class InitHandler {
     }
     this.admission.leave(peer, 'answered')
     this.log.info('Resume proven; answering with the kept Init answer once there is one', { peer: caller })
+    call.once('cancelled', () => this.log.warn('The resume caller went away', { peer: caller }))
     const settled = await this.keeper.settled()
     if (!settled.ok)
       return this.fail(
