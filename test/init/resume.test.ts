@@ -4,7 +4,7 @@
  * proves the init secret and the master secret, bound to that handshake. The rules in detail, on
  * stub parts: test/bootstrapper/init-resume.test.ts.
  */
-import { readFile, stat } from 'node:fs/promises'
+import { readFile, stat, writeFile } from 'node:fs/promises'
 import { status } from '@grpc/grpc-js'
 import { APIClient, InitRequest } from '../../src/gen/init.js'
 import {
@@ -14,17 +14,24 @@ import {
   type ValidationResult,
 } from '../../src/lib/attestation/index.js'
 import { createAttestedChannelCredentials } from '../../src/lib/atls/index.js'
-import { loadConfig, validatorSettingsForConfig } from '../../src/lib/config/index.js'
+import { loadConfig, loadState, validatorSettingsForConfig } from '../../src/lib/config/index.js'
+import { CliError } from '../../src/lib/errors/index.js'
+import { initCluster } from '../../src/lib/init/index.js'
+import { recordMeasurementSalt } from '../../src/lib/init/workspace.js'
 import {
+  clusterKmsUri,
   ClusterKms,
   deriveClusterId,
   deriveResumeKey,
+  generateMasterSecret,
   parseClusterKmsUri,
   resumeProof,
+  writeMasterSecret,
   type MasterSecret,
 } from '../../src/lib/kms/index.js'
 import { nodePaths, workspacePaths } from '../../src/lib/paths.js'
-import { settledWithin } from '../../src/lib/system/index.js'
+import { runStepsSilently, settledWithin } from '../../src/lib/system/index.js'
+import { silentLogger } from '../../src/lib/system/logger.js'
 import { expect } from '../support/chai.js'
 import { eventually } from '../support/eventually.js'
 import {
@@ -36,7 +43,34 @@ import {
   type InitReply,
   type RunningNode,
 } from '../support/init-client.js'
-import { startLocalNode, type LocalNode } from '../support/local-node.js'
+import { setClusterEndpoint, startLocalNode, type LocalNode } from '../support/local-node.js'
+
+/** `constellation init` in-process, as flow.test.ts runs it (no releases). */
+function init(workspace: string) {
+  return initCluster(
+    { workspace, conformance: false, mergeKubeconfig: false, timeoutMs: 30_000, skipHelm: true },
+    {
+      progress: runStepsSilently,
+      env: {},
+      credentials: (_config, handshake) => createAttestedChannelCredentials(handshake),
+      log: silentLogger,
+      retryInitialDelayMs: 200,
+      printLastResort: () => {},
+    },
+  )
+}
+
+/** Everything init may touch in the workspace, to show a refused run changed none of it. */
+async function workspaceFiles(dir: string): Promise<Record<string, string | undefined>> {
+  const ws = workspacePaths(dir)
+  const read = (file: string) => readFile(file, 'utf8').catch(() => undefined)
+  const entries = await Promise.all(
+    (['state', 'masterSecret', 'adminConf', 'clusterLog', 'config'] as const).map(
+      async (k) => [k, await read(ws[k])] as const,
+    ),
+  )
+  return Object.fromEntries(entries)
+}
 
 /** The client side of a resume, as `constellation init` does it: attest first, then prove, bound to that handshake. */
 async function resumeOverAtls(
@@ -89,10 +123,16 @@ describe('resume over aTLS (swtpm, cryptsetup, kubeadm contract fake)', function
     await node.stop()
   })
 
-  /** An Init whose caller goes away while kubeadm runs (past the node lock); kubeadm then finishes. */
-  async function interruptedInit(): Promise<{ r: RunningNode; request: InitRequest }> {
+  /**
+   * An Init whose caller goes away while kubeadm runs (past the node lock); kubeadm then finishes.
+   * `workspace`: the request carries the workspace's master secret and salt, as a cut-off `init`
+   * leaves them there.
+   */
+  async function interruptedInit(
+    opts: { workspace?: boolean } = {},
+  ): Promise<{ r: RunningNode; request: InitRequest }> {
     const r = (running = await startNode(node))
-    const request = await initRequest(node)
+    const request = opts.workspace ? await workspaceRequest() : await initRequest(node)
     const hold = await node.holdKubeadm()
     const client = await attestedClient(node, r.address)
     const gone = new AbortController()
@@ -138,6 +178,70 @@ describe('resume over aTLS (swtpm, cryptsetup, kubeadm contract fake)', function
     expect(r.daemon.outcome).to.equal('initialized')
     expect(await stat(kept).catch(() => undefined), 'the kept copy is gone').to.equal(undefined)
     expect(await pcr15(node)).to.not.deep.equal(Buffer.alloc(32))
+  })
+
+  /** What a cut-off `init` left: the master secret (0600) and the salt in the state; the request it sent. */
+  async function workspaceRequest(): Promise<InitRequest> {
+    const ws = workspacePaths(node.workspace)
+    const secret = generateMasterSecret()
+    const measurementSalt = Buffer.alloc(32, 0x33)
+    await writeMasterSecret(ws.masterSecret, secret)
+    await recordMeasurementSalt(ws.state, await loadState(ws.state), measurementSalt)
+    return initRequest(node, { kmsUri: clusterKmsUri(secret), measurementSalt })
+  }
+
+  it('init run again in the workspace resumes: resumed, the kubeconfig 0600 and the cluster ID in the state', async () => {
+    const { r, request } = await interruptedInit({ workspace: true })
+    await setClusterEndpoint(node.workspace, r.address)
+    const result = await init(node.workspace)
+    const master = parseClusterKmsUri(request.kmsUri)
+    const clusterId = deriveClusterId(
+      new ClusterKms(master.key, master.salt).measurementSecret(),
+      request.measurementSalt,
+    )
+    expect(result).to.include({
+      resumed: true,
+      masterSecretSource: 'reused',
+      clusterID: clusterId.toString('hex'),
+    })
+    const ws = workspacePaths(node.workspace)
+    expect((await stat(ws.adminConf)).mode & 0o777).to.equal(0o600)
+    expect((await loadState(ws.state)).clusterValues).to.include({
+      clusterID: clusterId.toString('hex'),
+      measurementSalt: request.measurementSalt.toString('hex'),
+    })
+    await r.daemon.done
+  })
+
+  it('a file at constellation-admin.conf: refused before anything is sent; the node keeps its answer', async () => {
+    const { r } = await interruptedInit({ workspace: true })
+    await setClusterEndpoint(node.workspace, r.address)
+    const ws = workspacePaths(node.workspace)
+    await writeFile(ws.adminConf, "the operator's own\n")
+    const before = await workspaceFiles(node.workspace)
+    const err = await init(node.workspace).catch((e: unknown) => e)
+    expect(err).to.be.instanceOf(CliError)
+    expect((err as Error).message).to.include(`${ws.adminConf} already exists`)
+    expect(await workspaceFiles(node.workspace)).to.deep.equal(before)
+    expect(await stat(nodePaths(node.root).initResultFile).then(() => true)).to.equal(true)
+    expect(await settledWithin(r.daemon.done, 200), 'still serving').to.equal(false)
+  })
+
+  it('a resume the node refuses (another init secret in the state) changes nothing in the workspace', async () => {
+    const { r } = await interruptedInit({ workspace: true })
+    await setClusterEndpoint(node.workspace, r.address)
+    const ws = workspacePaths(node.workspace)
+    const state = await readFile(ws.state, 'utf8')
+    await writeFile(ws.state, state.replace(/initSecret: \w+/, `initSecret: ${'ab'.repeat(32)}`))
+    const before = await workspaceFiles(node.workspace)
+    const err = await init(node.workspace).catch((e: unknown) => e)
+    expect(err).to.be.instanceOf(CliError)
+    expect((err as Error).message).to.equal(
+      'resuming the earlier init failed on the node: invalid init secret',
+    )
+    expect((err as CliError).hint).to.include('nothing changed on the node or in this workspace')
+    expect(await workspaceFiles(node.workspace)).to.deep.equal(before)
+    expect(await stat(nodePaths(node.root).initResultFile).then(() => true)).to.equal(true)
   })
 
   const refused: Record<
