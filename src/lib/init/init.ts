@@ -14,8 +14,7 @@ import type { Logger, Progress } from '../system/index.js'
 import { prepareBringUp, type BringUp, type HelmProcessDeps } from '../helm/index.js'
 import { initFailed, resumeFailed, unreachable } from './failure.js'
 import { saveAnswer } from './finish.js'
-import { interruptedLine, releasesInterrupted, type Phase } from './interrupted.js'
-import { finishCommand } from './next-steps.js'
+import { interruptedLine, type Phase } from './interrupted.js'
 import { buildInitRequest, initEndpoint } from './request.js'
 import { expectedClusterId, nodeFound, resumableValidator, resumeRequest, type NodeFound } from './resume.js'
 import { callInit, type InitOutcome } from './rpc.js'
@@ -249,6 +248,8 @@ export async function initCluster(opts: InitOptions, deps: InitDeps): Promise<In
 /** Constellation's helm timeout for the bring-up. */
 export const DEFAULT_INIT_HELM_TIMEOUT = '10m'
 
+const finishCommand = (workspace: string) => `constellation upgrade execute --helm --yes -C ${workspace}`
+
 /** The cluster is initialized; what is missing is releases, and one command installs them. */
 function releasesFailed(err: unknown, result: InitResult, installed: string[], workspace: string): CliError {
   const so = installed.length ? ` (installed: ${installed.join(', ')})` : ''
@@ -259,6 +260,11 @@ function releasesFailed(err: unknown, result: InitResult, installed: string[], w
     cause: err,
     data: { ...result, releases: installed },
   })
+}
+
+function releasesInterrupted(installed: string[], workspace: string): string {
+  const so = installed.length ? `${installed.join(', ')} installed so far` : 'none installed yet'
+  return `init interrupted while installing the Helm releases (${so}): the cluster is initialized; finish with \`${finishCommand(workspace)}\``
 }
 
 function missingHelmDeps(): never {

@@ -3,8 +3,6 @@
  * CLI can know it. Before the attestation passed nothing was sent; after it, the request may have
  * reached the node and the node may be initialized, which `init` run again finds out and resumes.
  */
-import { finishCommand } from './next-steps.js'
-
 /** Where init is. `resuming`: a resume was sent to a node an earlier run of this workspace initialized. */
 export type Phase = 'preparing' | 'sent' | 'resuming' | 'answered' | 'releases'
 
@@ -32,9 +30,4 @@ export function interruptedLine(phase: Exclude<Phase, 'releases'>, f: InterruptF
     case 'answered':
       return `init interrupted while saving: the node at ${f.address} is initialized; keep ${f.masterSecret} and check the kubeconfig and the state file in the workspace`
   }
-}
-
-export function releasesInterrupted(installed: string[], workspace: string): string {
-  const so = installed.length ? `${installed.join(', ')} installed so far` : 'none installed yet'
-  return `init interrupted while installing the Helm releases (${so}): the cluster is initialized; finish with \`${finishCommand(workspace)}\``
 }

@@ -8,16 +8,12 @@ export interface NextStepsInput {
   conformance: boolean
 }
 
-/** The one command that installs whichever pinned release is missing. */
-export const finishCommand = (workspace: string): string =>
-  `constellation upgrade execute --helm --yes -C ${workspace}`
-
 export function nextSteps(input: NextStepsInput): string[] {
   const missing = input.conformance
     ? 'no network plugin (CNI) and no cluster DNS'
     : 'no network plugin (CNI), no cluster DNS and no kube-proxy'
   return [
     `The cluster has ${missing} yet (--skip-helm): nodes stay NotReady until a CNI runs. Install the pinned releases (Cilium, CoreDNS, cert-manager) with:`,
-    `  ${finishCommand(input.workspace)}`,
+    `  constellation upgrade execute --helm --yes -C ${input.workspace}`,
   ]
 }
