@@ -204,7 +204,7 @@ describe('an initialized node hands its answer to a resume, and only to one that
     expect(resumed.code, resumed.details).to.equal(status.OK)
     expect(resumed.kubeconfig?.toString()).to.equal(KUBECONFIG)
     expect(await fileMode(keptFile(n)), 'nothing left on the node').to.equal(undefined)
-    expect(await settledWithin(n.daemon.done, 2_000)).to.equal(true)
+    await n.daemon.done // it stops by itself (mocha's timeout bounds the wait)
     expect(n.daemon.outcome).to.equal('initialized')
     expect(n.events.filter((e) => e === 'lock')).to.have.length(1)
   })
@@ -322,7 +322,7 @@ describe('an initialized node hands its answer to a resume, and only to one that
     const init = await callInit(n.client, fullRequest)
     expect(init.code).to.equal(status.OK)
     expect(await fileMode(keptFile(n))).to.equal(undefined)
-    expect(await settledWithin(n.daemon.done, 2_000)).to.equal(true)
+    await n.daemon.done // it stops by itself (mocha's timeout bounds the wait)
   })
 
   it('the Init failed after the lock: a waiting resume learns it, and gets no kubeconfig', async () => {
