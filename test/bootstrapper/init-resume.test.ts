@@ -21,6 +21,7 @@ import { createLogger, settledWithin } from '../../src/lib/system/index.js'
 import { expect } from '../support/chai.js'
 import { eventually } from '../support/eventually.js'
 import { callInit, type InitReply } from '../support/init-client.js'
+import { callInit as cliCallInit } from '../../src/lib/init/rpc.js'
 import { makeTempDir } from '../support/temp.js'
 
 const secret = Buffer.from('init-secret-0123456789abcdef0123')
@@ -116,6 +117,7 @@ async function startStubNode(dir: string, opts: StubOptions = {}) {
   const client = new APIClient(address, credentials.createInsecure(), { 'grpc.enable_retries': 0 })
   return {
     daemon,
+    address,
     client,
     events,
     attested,
@@ -323,6 +325,22 @@ describe('an initialized node hands its answer to a resume, and only to one that
     expect(init.code).to.equal(status.OK)
     expect(await fileMode(keptFile(n))).to.equal(undefined)
     await n.daemon.done // it stops by itself (mocha's timeout bounds the wait)
+  })
+
+  it("the CLI's call, which hangs up as soon as it has the answer, is not taken for a caller gone", async () => {
+    const n = (node = await startStubNode(dir))
+    n.kubeadmRelease.resolve()
+    const outcome = await cliCallInit(fullRequest, {
+      address: n.address,
+      credentials: credentials.createInsecure(),
+      signal: AbortSignal.timeout(10_000),
+      deadline: new Date(Date.now() + 10_000),
+      log: createLogger({ format: 'json', write: () => {} }),
+    })
+    expect(outcome.ok).to.equal(true)
+    await n.daemon.done
+    expect(await fileMode(keptFile(n))).to.equal(undefined)
+    expect(n.lines.filter((l) => l.includes('went away'))).to.deep.equal([])
   })
 
   it('the Init failed after the lock: a waiting resume learns it, and gets no kubeconfig', async () => {

@@ -61,6 +61,8 @@ export class InitHandler {
   private readonly admission: RecoveryAdmission
   /** Resumes refused before any check, for logging the 1st, 2nd, 4th, … only. */
   private untried = 0
+  /** Calls that have their answer (or failure) on the wire. */
+  private readonly answered = new WeakSet<InitCall>()
   readonly keeper: InitResultKeeper
 
   constructor(
@@ -106,7 +108,7 @@ export class InitHandler {
       return this.fail(call, status.RESOURCE_EXHAUSTED, 'too many Init calls at once; try again', false)
     }
     this.log.info('Init request received', { peer })
-    call.once('cancelled', () =>
+    this.whenGone(call, () =>
       this.log.warn('The Init caller went away', {
         peer,
         then: this.deps.nodeLock.isLocked
@@ -174,7 +176,7 @@ export class InitHandler {
     }
     this.admission.leave(peer, 'answered')
     this.log.info('Resume proven; answering with the kept Init answer once there is one', { peer: caller })
-    call.once('cancelled', () => this.log.warn('The resume caller went away', { peer: caller }))
+    this.whenGone(call, () => this.log.warn('The resume caller went away', { peer: caller }))
     const settled = await this.keeper.settled()
     if (!settled.ok)
       return this.fail(
@@ -200,6 +202,7 @@ export class InitHandler {
         },
       }))
     if (delivered) {
+      this.answered.add(call)
       // the kept copy goes before the status: once the caller sees OK, nothing is left on the node
       await this.keeper
         .handOver()
@@ -228,6 +231,7 @@ export class InitHandler {
     sendLog: boolean,
     metadata?: Metadata,
   ): Promise<void> {
+    this.answered.add(call)
     try {
       await write(call, {
         kind: {
@@ -243,6 +247,16 @@ export class InitHandler {
     } finally {
       call.emit('error', { code, details: message, ...(metadata ? { metadata } : {}) })
     }
+  }
+
+  /**
+   * `onGone` when the caller hangs up before its answer. The CLI cancels its call as soon as it has
+   * init_success; that is no news.
+   */
+  private whenGone(call: InitCall, onGone: () => void): void {
+    call.once('cancelled', () => {
+      if (!this.answered.has(call)) onGone()
+    })
   }
 
   /** A resume answered without a check: logged at the 1st, 2nd, 4th, … so that a flood costs a few lines. */
