@@ -39,6 +39,13 @@ export interface InitRequest {
    * against exactly what the operator trusted at init.
    */
   measurements: { [key: number]: Measurement };
+  /**
+   * A resume: the operator whose Init was cut off asks an initialized node for its answer again.
+   * SHA-256 of the node certificate's key the caller attested (32 bytes), then HMAC-SHA256 under a
+   * key derived from the master secret over it (32 bytes). With it, the request carries only
+   * init_secret: never the master secret.
+   */
+  resumeProof: Buffer;
 }
 
 export interface InitRequest_MeasurementsEntry {
@@ -93,6 +100,7 @@ function createBaseInitRequest(): InitRequest {
     apiserverCertSans: [],
     serviceCidr: "",
     measurements: {},
+    resumeProof: Buffer.alloc(0),
   };
 }
 
@@ -131,6 +139,9 @@ export const InitRequest: MessageFns<InitRequest> = {
     globalThis.Object.entries(message.measurements).forEach(([key, value]: [string, Measurement]) => {
       InitRequest_MeasurementsEntry.encode({ key: key as any, value }, writer.uint32(802).fork()).join();
     });
+    if (message.resumeProof.length !== 0) {
+      writer.uint32(810).bytes(message.resumeProof);
+    }
     return writer;
   },
 
@@ -238,6 +249,14 @@ export const InitRequest: MessageFns<InitRequest> = {
             }
             continue;
           }
+          case 101: {
+            if (tag !== 810) {
+              break;
+            }
+
+            message.resumeProof = Buffer.from(reader.bytes());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -274,6 +293,7 @@ export const InitRequest: MessageFns<InitRequest> = {
       },
       {},
     );
+    message.resumeProof = object.resumeProof ?? Buffer.alloc(0);
     return message;
   },
 };

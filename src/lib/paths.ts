@@ -66,6 +66,8 @@ export function nodePaths(root = '/') {
     componentsFile: at('var/config/components.json'),
     /** Role, measurement salt and disk UUID (Constellation's node_state.json, on the state disk). */
     nodeStateFile: at('run/state/constellation/node_state.json'),
+    /** The answer of an Init whose caller was gone, kept (0600, on the state disk) until a resume fetched it. */
+    initResultFile: at('run/state/constellation/init-result.json'),
     /** Written once state-disk setup is done in this boot (memory-backed, gone at the next). */
     stateDiskReadyFile: at('run/constellation/state-disk-ready'),
     /** The random key a fresh state disk is formatted with; memory-backed, gone at the next boot. */

@@ -4,17 +4,20 @@
  * issuer for Init and for the JoinClient. Shared by the oclif command (src/commands/bootstrap/run.ts)
  * and src/bootstrap-run.ts.
  */
-import type { ServerCredentials } from '@grpc/grpc-js'
+import type { Issuer } from '../lib/attestation/index.js'
 import { createAttestedServerCredentials } from '../lib/atls/index.js'
 import {
   attestedJoinTicketRequester,
+  AttestedKeys,
   Bootstrapper,
   CLUSTER_ID_PCR,
   httpGet,
+  InitResultKeeper,
   LogCollector,
   NodeJoinClient,
   NodeLock,
   rebootedNodeState,
+  recordingIssuer,
   runKubeadmInit,
   runKubeadmJoin,
   stageComponents,
@@ -55,17 +58,26 @@ export interface BootstrapperIo {
   downloads?: Pick<InstallerDeps, 'attempts' | 'initialDelayMs' | 'limits' | 'maxExtractedBytes'>
   logs: LogCollector
   log: Logger
-  /** aTLS with the node's issuer (nodeIssuer) in production. */
-  credentials: ServerCredentials
+  /** The node's issuer (nodeIssuer in production): the init server's aTLS attests with it. */
+  issuer: Issuer
   /** The JoinClient's way to the join services (aTLS with the node's issuer); no JoinClient without it. */
   join?: { requestTicket: JoinTicketRequester; retry?: JoinRetrySettings }
   /** Replaces the JoinClient built from `join` (tests of the daemon's lock race). */
   joinClient?: JoinClient
 }
 
-/** Builds the daemon's lock, disk, installer and kubeadm from the config and the node's outside world. */
-export function buildBootstrapper(config: BootstrapperConfig, io: BootstrapperIo): Bootstrapper {
+/**
+ * Builds the daemon's lock, disk, installer and kubeadm from the config and the node's outside
+ * world. With `kept` (an answer an earlier run kept for a resume) the daemon serves resumes only.
+ */
+export function buildBootstrapper(
+  config: BootstrapperConfig,
+  io: BootstrapperIo,
+  kept?: InitResultKeeper,
+): Bootstrapper {
   const paths = nodePaths(config.root)
+  // every key the init server attests, so that a resume proof is accepted only for one of them
+  const attestedKeys = new AttestedKeys()
   const disk = new CryptsetupDisk(
     config.stateDisk.device,
     io.runner,
@@ -97,7 +109,12 @@ export function buildBootstrapper(config: BootstrapperConfig, io: BootstrapperIo
       }),
     logs: io.logs,
     log: io.log,
-    credentials: io.credentials,
+    credentials: createAttestedServerCredentials({
+      issuer: recordingIssuer(io.issuer, attestedKeys),
+      log: io.log,
+    }),
+    attestedKeys,
+    kept,
     joinClient: io.joinClient ?? (io.join && buildJoinClient(config, io, io.join, { disk, installer })),
   })
 }
@@ -141,19 +158,24 @@ export function createNodeBootstrapper(
   config: BootstrapperConfig,
   logs: LogCollector,
   log: Logger,
+  kept?: InitResultKeeper,
 ): Bootstrapper {
   const openTpm = openTpmFromConfig(config.tpm)
   const issuer = nodeIssuer(config, openTpm)
-  return buildBootstrapper(config, {
-    openTpm,
-    runner: createRunner(),
-    httpGet,
-    logs,
-    log,
-    credentials: createAttestedServerCredentials({ issuer, log }),
-    // from the address the metadata lists for this node: the join service knows it by that address
-    join: { requestTicket: attestedJoinTicketRequester(issuer, undefined, config.metadata.self.vpcIP) },
-  })
+  return buildBootstrapper(
+    config,
+    {
+      openTpm,
+      runner: createRunner(),
+      httpGet,
+      logs,
+      log,
+      issuer,
+      // from the address the metadata lists for this node: the join service knows it by that address
+      join: { requestTicket: attestedJoinTicketRequester(issuer, undefined, config.metadata.self.vpcIP) },
+    },
+    kept,
+  )
 }
 
 /** `bootstrap run` itself: load the node config, serve until the node is initialized (or stopped). */
@@ -169,7 +191,16 @@ export async function runBootstrapService(configPath: string): Promise<void> {
     async () => (await readPcrs(openTpm, [CLUSTER_ID_PCR])).get(CLUSTER_ID_PCR),
     nodePaths(config.root),
   )
-  if (rebooted) return startRebootedNode(runner, rebooted, log)
+  if (rebooted) {
+    const kept = await keptInitAnswer(config, log)
+    if (!kept) return startRebootedNode(runner, rebooted, log)
+    // This node's Init answer never reached anyone, and the node rebooted before a resume fetched
+    // it. Its key service would take port 9000 (its default shares it with initServer.listen), so
+    // it starts once the answer was handed over or the bootstrapper is stopped, as in the first boot.
+    await startRebootedNode(runner, rebooted, log, { controlPlaneServices: false })
+    await serveUntilStopped(createNodeBootstrapper(config, logs, log, kept))
+    return startControlPlaneServices(runner, log)
+  }
   const daemon = createNodeBootstrapper(config, logs, log)
   await serveUntilStopped(daemon)
   const controlPlane =
@@ -185,6 +216,19 @@ export async function runBootstrapService(configPath: string): Promise<void> {
         hint: 'the log above says why; the state disk is marked for reset: the next boot formats it and the node starts fresh',
       },
     )
+  }
+}
+
+/** The answer an earlier boot kept for a resume; one the node cannot read must not stop it from starting. */
+async function keptInitAnswer(
+  config: BootstrapperConfig,
+  log: Logger,
+): Promise<InitResultKeeper | undefined> {
+  try {
+    return await InitResultKeeper.restore(nodePaths(config.root))
+  } catch (err) {
+    log.error('The kept Init answer cannot be read; no resume can fetch it', { error: chainMessage(err) })
+    return undefined
   }
 }
 

@@ -4,7 +4,6 @@
  * (src/commands/init.ts) and the framework-free entry bin/run.js uses (src/init-run.ts).
  */
 import { createAttestedChannelCredentials } from '../lib/atls/index.js'
-import { validatorForConfig } from '../lib/config/index.js'
 import { initCluster, type InitResult } from '../lib/init/index.js'
 import { createLogger, createRunner, parseDuration } from '../lib/system/index.js'
 import { parseHelmTimeout } from '../lib/helm/index.js'
@@ -41,7 +40,7 @@ export function runInit(flags: InitFlags): Promise<InitResult> {
       progress: stepProgress(terminal, { quiet: flags.json }),
       env: terminal.env,
       onInterrupt: (describe) => onInterrupt(describe),
-      credentials: (config) => createAttestedChannelCredentials({ validators: [validatorForConfig(config)] }),
+      credentials: (_config, handshake) => createAttestedChannelCredentials(handshake),
       log: createLogger({ format: 'text', level: debug ? 'debug' : 'warn' }),
       printLastResort: (kubeconfig) => process.stdout.write(kubeconfig),
       helm: { runner: createRunner(), env: process.env },

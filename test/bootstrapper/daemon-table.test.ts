@@ -163,13 +163,14 @@ describe('Bootstrapper on stub parts', function () {
         wantOutcome: 'initialized',
         wantDone: true,
       },
-      'lock already taken (a join won): FAILED_PRECONDITION, the disk and kubeadm untouched': {
-        stub: { lockTaken: true },
-        want: { code: status.FAILED_PRECONDITION, failure: /node is already being activated/ },
-        wantEvents: ['stage'],
-        wantOutcome: 'joined',
-        wantDone: false,
-      },
+      'lock already taken (a join won): FAILED_PRECONDITION before the secret is checked or anything staged':
+        {
+          stub: { lockTaken: true },
+          want: { code: status.FAILED_PRECONDITION, failure: /node is already being activated/ },
+          wantEvents: [],
+          wantOutcome: 'joined',
+          wantDone: false,
+        },
       'disk failure after the lock: INTERNAL, kubeadm never runs, the node is spent': {
         stub: { changeKeyFails: true },
         want: { code: status.INTERNAL, failure: /setting the state disk key: cryptsetup exited 2/ },

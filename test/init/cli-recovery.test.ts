@@ -64,7 +64,7 @@ describe('constellation init: interrupts, leftovers and files in the way (CLI pr
       }
     })
 
-    it(`${signal} after the node took the request: exit ${code}, says the node may be spent and to keep the master secret`, async () => {
+    it(`${signal} after the node took the request: exit ${code}, says the node may be initialized, to keep the master secret, and that init run again resumes`, async () => {
       const hold = await node.holdKubeadm()
       const daemon = await startDaemonProcess(node)
       try {
@@ -75,8 +75,10 @@ describe('constellation init: interrupts, leftovers and files in the way (CLI pr
         expect(res.code, res.stderr).to.equal(code)
         const ws = workspacePaths(node.workspace)
         expect(res.stderr)
-          .to.include('the node has the request and may be initialized (spent)')
-          .and.include(`keep ${ws.masterSecret}`)
+          .to.include('the node may be initialized')
+          .and.include(`the master secret in ${ws.masterSecret} (keep it)`)
+          .and.include(`Run \`constellation init -C ${node.workspace}\` again: it resumes`)
+          .and.not.include('spent')
         expect(await pcr15IsZero(node)).to.equal(false)
       } finally {
         await hold.release()

@@ -4,7 +4,6 @@ import path from 'node:path'
 import { parse } from 'yaml'
 import { expect } from '../support/chai.js'
 import { clusterIdPcrValue, parseJoinConfig } from '../../src/lib/attestation/index.js'
-import { validatorForConfig } from '../../src/lib/config/index.js'
 import { createAttestedChannelCredentials } from '../../src/lib/atls/index.js'
 import type { JoinClient } from '../../src/lib/bootstrapper/index.js'
 import { CryptsetupDisk } from '../../src/lib/statedisk/index.js'
@@ -34,7 +33,7 @@ function init(workspace: string, timeoutMs = 30_000) {
     {
       progress: runStepsSilently,
       env: {},
-      credentials: (config) => createAttestedChannelCredentials({ validators: [validatorForConfig(config)] }),
+      credentials: (_config, handshake) => createAttestedChannelCredentials(handshake),
       log: silentLogger,
       retryInitialDelayMs: 200,
       printLastResort: (kubeconfig) => process.stdout.write(kubeconfig),

@@ -79,4 +79,42 @@ describe('init call retry rule', function () {
       ).to.equal(true)
     })
   })
+
+  it('pickRequest: the message waits for the connection, then the picked request is what the node gets', async () => {
+    const received: InitRequest[] = []
+    const server = await startServer((c) => {
+      received.push(c.request)
+      c.write({
+        kind: {
+          $case: 'initSuccess',
+          value: { kubeconfig: Buffer.from('k'), clusterId: Buffer.alloc(32), ownerId: Buffer.alloc(0) },
+        },
+      })
+      c.end()
+    })
+    let connected = false
+    try {
+      const outcome = await callInit(request, {
+        address: server.address,
+        credentials: credentials.createInsecure(),
+        signal: AbortSignal.timeout(5_000),
+        deadline: new Date(Date.now() + 5_000),
+        log: silentLogger,
+        onConnected: () => (connected = true),
+        pickRequest: () => {
+          expect(connected, 'picked only once connected').to.equal(true)
+          return InitRequest.fromPartial({
+            initSecret: Buffer.from('picked'),
+            resumeProof: Buffer.alloc(64, 1),
+          })
+        },
+      })
+      expect(outcome.ok).to.equal(true)
+      expect(received).to.have.length(1)
+      expect(received[0]?.initSecret.toString()).to.equal('picked')
+      expect(received[0]?.resumeProof).to.deep.equal(Buffer.alloc(64, 1))
+    } finally {
+      await server.stop()
+    }
+  })
 })

@@ -12,6 +12,9 @@ import { appendClusterLog, saveInitResult } from '../../src/lib/init/save.js'
 import { buildInitRequest, initEndpoint } from '../../src/lib/init/request.js'
 import { mergeKubeconfig, nameEntriesAfterCluster, pointAtEndpoint } from '../../src/lib/init/kubeconfig.js'
 import { defaultConfig, defaultState } from '../../src/lib/config/generate.js'
+import { loadState } from '../../src/lib/config/index.js'
+import { interruptedLine } from '../../src/lib/init/interrupted.js'
+import { chooseMeasurementSalt, recordMeasurementSalt } from '../../src/lib/init/workspace.js'
 
 const kubeconfig = (name: string, server = 'https://10.0.0.1:6443') =>
   stringifyYaml({
@@ -151,5 +154,54 @@ describe('operator init units', () => {
         .and.not.include('nothing was changed')
       expect(await readFile(paths.state, 'utf8')).to.include(`clusterID: ${'ab'.repeat(32)}`)
     })
+  })
+
+  it("the measurement salt: an earlier run's only with its master secret; recorded in the state before anything is sent", () =>
+    withTempDir(async (dir) => {
+      const state = defaultState('c', '10.0.0.5', (n) => Buffer.alloc(n, 0x41), Buffer.alloc(32, 0x41))
+      const fresh = (n: number) => Buffer.alloc(n, 0x66)
+      expect(chooseMeasurementSalt(state, 'reused', fresh)).to.deep.equal({
+        salt: fresh(32),
+        recorded: false,
+      })
+      const file = path.join(dir, 'constellation-state.yaml')
+      const recorded = await recordMeasurementSalt(file, state, Buffer.alloc(32, 0x77))
+      expect((await stat(file)).mode & 0o777).to.equal(0o600)
+      const loaded = await loadState(file)
+      expect(loaded).to.deep.equal(recorded)
+      expect(loaded.clusterValues).to.deep.equal({
+        clusterID: '',
+        ownerID: '',
+        measurementSalt: '77'.repeat(32),
+      })
+      expect(chooseMeasurementSalt(loaded, 'reused', fresh)).to.deep.equal({
+        salt: Buffer.alloc(32, 0x77),
+        recorded: true,
+      })
+      // a new master secret never goes with an old salt: another cluster ID, another node
+      expect(chooseMeasurementSalt(loaded, 'generated', fresh)).to.deep.equal({
+        salt: fresh(32),
+        recorded: false,
+      })
+    }))
+
+  it('what a Ctrl-C says, by how far init got', () => {
+    const facts = {
+      secretOnDisk: true,
+      masterSecret: '/ws/ms.json',
+      address: '10.0.0.5:9000',
+      workspace: 'ws',
+    }
+    expect(interruptedLine('preparing', facts))
+      .to.include('nothing was sent')
+      .and.include('/ws/ms.json can be reused')
+    expect(interruptedLine('sent', facts))
+      .to.include('the node may be initialized')
+      .and.include('/ws/ms.json (keep it)')
+      .and.include('`constellation init -C ws` again: it resumes')
+      .and.not.include('nothing was sent')
+    expect(interruptedLine('resuming', facts))
+      .to.include('the node keeps the answer')
+      .and.include('`constellation init -C ws` again to resume')
   })
 })

@@ -11,7 +11,10 @@ import * as join from '../../src/gen/join.js'
 import * as kms from '../../src/gen/keyservice.js'
 import * as recover from '../../src/gen/recover.js'
 
-/** Field numbers exactly as Constellation's protos (shared/reference/constellation.md §2). */
+/**
+ * Field numbers exactly as Constellation's protos (shared/reference/constellation.md §2), plus ours
+ * from 100 on (InitRequest's measurements and resume_proof), which Constellation's nodes skip.
+ */
 const WIRE: Record<string, Record<string, number>> = {
   'components.Component': { url: 1, hash: 2, install_path: 3, extract: 4 },
   'init.InitRequest': {
@@ -26,6 +29,7 @@ const WIRE: Record<string, Record<string, number>> = {
     apiserver_cert_sans: 10,
     service_cidr: 11,
     measurements: 100,
+    resume_proof: 101,
   },
   'init.InitResponse': { init_success: 1, init_failure: 2, log: 3 },
   'init.InitSuccessResponse': { kubeconfig: 1, owner_id: 2, cluster_id: 3 },
@@ -94,6 +98,7 @@ const samples: Array<{
         4: { expected: Buffer.alloc(32, 1), warnOnly: false },
         15: { expected: Buffer.alloc(32), warnOnly: true },
       },
+      resumeProof: Buffer.alloc(64, 7),
     },
   },
   {

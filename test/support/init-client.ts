@@ -6,10 +6,7 @@ import { readFile } from 'node:fs/promises'
 import type { Metadata, ServiceError } from '@grpc/grpc-js'
 import { createIssuer } from '../../src/lib/attestation/index.js'
 import { validatorForConfig } from '../../src/lib/config/index.js'
-import {
-  createAttestedChannelCredentials,
-  createAttestedServerCredentials,
-} from '../../src/lib/atls/index.js'
+import { createAttestedChannelCredentials } from '../../src/lib/atls/index.js'
 import { APIClient, InitRequest, type InitResponse } from '../../src/gen/init.js'
 import { httpGet, LogCollector, type Bootstrapper } from '../../src/lib/bootstrapper/index.js'
 import { loadConfig } from '../../src/lib/config/index.js'
@@ -57,7 +54,7 @@ export async function startNode(
     httpGet,
     logs,
     log: createLogger({ format: 'json', write: logs.write }),
-    credentials: createAttestedServerCredentials({ issuer: createIssuer('qemu-vtpm', node.swtpm.open) }),
+    issuer: createIssuer('qemu-vtpm', node.swtpm.open),
     ...io,
   })
   const address = await daemon.start()

@@ -1,13 +1,20 @@
-/** The node bootstrapper daemon: refuses a bootstrapped node, serves Init until one Init took the node lock. */
+/**
+ * The node bootstrapper daemon: refuses a bootstrapped node, serves Init until one Init took the
+ * node lock and its answer reached a caller (the one who sent it, or a resume).
+ */
 import { Server, type ServerCredentials } from '@grpc/grpc-js'
 import { APIService } from '../../gen/init.js'
 import { prepareCertificateEncoder } from '../atls/index.js'
 import { chainMessage, CliError } from '../errors/index.js'
-import { listenOn } from '../grpc/index.js'
+import { boundedServerOptions, listenBounded, type BoundedListener } from '../grpc/index.js'
 import type { NodeConfig, ResolvedMetadata } from '../nodeconfig/index.js'
 import type { NodePaths } from '../paths.js'
+import type { RecoveryLimits } from '../statedisk/index.js'
 import { settledWithin, type Logger } from '../system/index.js'
+import { AttestedKeys } from './attested-keys.js'
+import type { AttestedKeySet } from './resume.js'
 import type { StateDisk } from './init-node.js'
+import { InitResultKeeper } from './init-result.js'
 import { InitHandler } from './init-server.js'
 import type { Component, StagedComponents } from './installer.js'
 import type { KubeadmInitInput } from './kubeadm-config.js'
@@ -30,8 +37,17 @@ export interface BootstrapperParts {
   kubeadm: (input: KubeadmInitInput) => Promise<Buffer>
   logs: LogCollector
   log: Logger
-  /** aTLS (server attested) in production. */
+  /** aTLS (server attested) in production, its issuer wrapped by recordingIssuer(…, attestedKeys). */
   credentials: ServerCredentials
+  /** The certificate keys `credentials` attested: a resume proof must be bound to one. None: no resume passes. */
+  attestedKeys?: AttestedKeySet
+  /**
+   * The answer an earlier run of the bootstrapper kept for a resume (InitResultKeeper.restore): the
+   * node is initialized already, and the daemon serves only resumes, until one received it.
+   */
+  kept?: InitResultKeeper
+  /** Resumes checked at once and the backoff per address after a wrong secret (RESUME_LIMITS by default). */
+  resumeLimits?: RecoveryLimits
   /** The join side; it arrives with the join issue and competes with Init for the same node lock. */
   joinClient?: JoinClient
 }
@@ -73,6 +89,7 @@ export class NodeBootstrappedError extends CliError {
 
 export class Bootstrapper {
   private server?: Server
+  private listener?: BoundedListener
   private stopping?: Promise<void>
   private serverStopping?: Promise<void>
   /** An Init took the node lock. */
@@ -90,6 +107,7 @@ export class Bootstrapper {
     private readonly config: BootstrapperSettings,
     private readonly parts: BootstrapperParts,
   ) {
+    this.nodeLocked = parts.kept !== undefined
     const log = parts.log.child('init-server')
     this.handler = new InitHandler(
       {
@@ -110,31 +128,54 @@ export class Bootstrapper {
       },
       parts.logs,
       log,
+      {
+        attestedKeys: parts.attestedKeys ?? new AttestedKeys(),
+        keeper: parts.kept ?? new InitResultKeeper(parts.paths),
+        resumeLimits: parts.resumeLimits,
+      },
     )
   }
 
-  /** Checks PCR 15, then serves Init; resolves with the bound address. */
+  /**
+   * Checks PCR 15, then serves Init; resolves with the bound address. With a kept answer (`kept`)
+   * the node is initialized already: it serves resumes only, and no join.
+   */
   async start(): Promise<string> {
-    const pcr = await this.parts.readClusterIdPcr()
-    if (!pcr) throw new Error(`the TPM returned no value for PCR ${CLUSTER_ID_PCR}`)
-    if (pcr.some((b) => b !== 0)) throw new NodeBootstrappedError(pcr)
-    const server = new Server({ 'grpc.keepalive_time_ms': 15_000 })
+    if (!this.parts.kept) {
+      const pcr = await this.parts.readClusterIdPcr()
+      if (!pcr) throw new Error(`the TPM returned no value for PCR ${CLUSTER_ID_PCR}`)
+      if (pcr.some((b) => b !== 0)) throw new NodeBootstrappedError(pcr)
+    }
+    // The server may live on after init, until a resume fetched a kept answer: it bounds what an
+    // unauthenticated peer can hold, as every long-lived server here does.
+    const server = new Server({ 'grpc.keepalive_time_ms': 15_000, ...boundedServerOptions() })
     server.addService(APIService, {
       init: (call: Parameters<InitHandler['init']>[0]) => {
         this.handler.init(call)
-        // After the Init that took the lock the node is committed: stop serving once it answered.
-        void this.handler.settled().then(() => (this.nodeLocked ? this.stop() : undefined))
+        // After the Init that took the lock the node is committed: stop serving once its answer
+        // reached a caller (or it failed). An answer nobody received is served to a resume first.
+        void this.handler
+          .settled()
+          .then(() => (this.nodeLocked && this.handler.finished ? this.stop() : undefined))
       },
     })
-    const address = await listenOn(
+    const listener = await listenBounded(
       server,
       this.config.initServer.listen,
       this.parts.credentials,
       'initServer.listen',
+      { log: this.parts.log.child('init-server') },
     )
     this.server = server
+    this.listener = listener
+    const address = listener.address
     if (this.stopping) {
       server.forceShutdown() // stopped while starting
+      listener.destroy()
+      return address
+    }
+    if (this.parts.kept) {
+      this.parts.log.info('Serving resumes: an Init answer nobody received is kept on this node', { address })
       return address
     }
     // A join that took the lock ends this node's init service at once, and the daemon once it is done.
@@ -196,8 +237,10 @@ export class Bootstrapper {
       this.stopSignal.abort(new Error('the node bootstrapper is stopping'))
       const server = this.server
       if (!server) return
+      this.listener?.close()
       if (!(await settledWithin(this.handler.settled(), graceMs))) server.forceShutdown()
       await new Promise<void>((resolve) => server.tryShutdown(() => resolve()))
+      this.listener?.destroy() // handshakes grpc-js never saw
     })()
     return this.serverStopping
   }

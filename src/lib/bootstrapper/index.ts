@@ -3,6 +3,9 @@
  * JoinClient, the node lock, installer and kubeadm, and the rebooted node's start.
  */
 export { Bootstrapper } from './daemon.js'
+export { AttestedKeys, recordingIssuer } from './attested-keys.js'
+export { InitResultKeeper } from './init-result.js'
+export type { InitAnswer } from './init-result.js'
 export type { BootstrapperConfig, JoinClient } from './daemon.js'
 export { NodeLock, CLUSTER_ID_PCR, extendClusterIdPcr } from './node-lock.js'
 export { stageComponents } from './installer.js'

@@ -53,10 +53,20 @@ export class ComponentsUnavailableError extends Error {
   }
 }
 
+/** The caller hung up before the node took its lock: nothing was changed, and no lock is taken for nobody. */
+export class CallerGoneError extends Error {
+  constructor() {
+    super('the caller went away before the node lock; nothing was changed on the node')
+    this.name = 'CallerGoneError'
+  }
+}
+
 export interface InitNodeDeps {
   initSecretHash: string
   /** Called once the caller proved the init secret. */
   onSecretProven?: () => void
+  /** True once the caller went away: checked right before the lock, the point of no return. */
+  callerGone?: () => boolean
   nodeLock: NodeLock
   /** Called right after the lock was taken: stop the JoinClient; the server stops after this call. */
   onLocked: () => void
@@ -101,6 +111,7 @@ export async function initializeNode(req: InitRequest, deps: InitNodeDeps): Prom
   try {
     if (deps.signal?.aborted)
       throw new NodeNotReadyError('the node is stopping; nothing was changed on the node')
+    if (deps.callerGone?.()) throw new CallerGoneError()
     if (!(await deps.nodeLock.tryLockOnce(clusterId))) throw new NodeLockedError()
     deps.onLocked()
     log.info('Node lock taken; PCR 15 now carries the cluster ID', { clusterId: clusterId.toString('hex') })

@@ -27,8 +27,15 @@ export async function rebootedNodeState(
   })
 }
 
-export async function startRebootedNode(runner: Runner, state: NodeState, log: Logger): Promise<void> {
-  const units = [KUBELET_UNIT, ...(state.role === 'control-plane' ? CONTROL_PLANE_UNITS : [])]
+/** `controlPlaneServices: false` leaves a control plane's key and join services to the caller. */
+export async function startRebootedNode(
+  runner: Runner,
+  state: NodeState,
+  log: Logger,
+  opts: { controlPlaneServices?: boolean } = {},
+): Promise<void> {
+  const services = state.role === 'control-plane' && opts.controlPlaneServices !== false
+  const units = [KUBELET_UNIT, ...(services ? CONTROL_PLANE_UNITS : [])]
   try {
     await runner.run('systemctl', ['start', ...units], { timeoutMs: SYSTEMCTL_TIMEOUT_MS })
   } catch (cause) {

@@ -59,6 +59,37 @@ export async function initFailed(
   })
 }
 
+/**
+ * A resume the node refused or could not serve. Nothing was written in the workspace, and the
+ * node's answer (if it has one) stays kept there; the hint says what decides the next step.
+ */
+export function resumeFailed(
+  outcome: Extract<InitOutcome, { ok: false }>,
+  masterSecret: string,
+  debug: boolean,
+): CliError {
+  const error = debug ? outcome.error : withoutRpcInternals(outcome.error)
+  const unchanged = 'nothing changed on the node or in this workspace'
+  let hint: string
+  switch (outcome.code) {
+    case status.PERMISSION_DENIED:
+      hint = `the node keeps its answer for the init secret and the master secret it was initialized with: this workspace's (constellation-state.yaml, ${path.basename(masterSecret)}) are not those; ${unchanged}`
+      break
+    case status.RESOURCE_EXHAUSTED:
+      hint = `${unchanged}; run init again once the wait the node names is over`
+      break
+    case status.FAILED_PRECONDITION:
+      hint = `${unchanged}: the node has no answer to hand over (another run of init received it already)`
+      break
+    case status.INTERNAL:
+      hint = `the node cannot be used: terminate it and create a new one; keep ${path.basename(masterSecret)} and run init again against the new node`
+      break
+    default:
+      hint = `${unchanged}; run init again to resume`
+  }
+  return new CliError(`resuming the earlier init failed on the node: ${error}`, { hint })
+}
+
 /** The node refuses with these codes before it takes its lock: it is unchanged and can still be initialized. */
 function whatToDoAfter(code: status | undefined, masterSecret: string): string {
   const again = 'then run init again (it reuses the master secret)'

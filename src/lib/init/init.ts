@@ -1,26 +1,30 @@
-/** `constellation init`: master secret first, then one attested Init call, then kubeconfig and state. */
+/**
+ * `constellation init`: master secret first, then one attested Init call (or, when an earlier run
+ * of this workspace initialized the node, a resume of it), then kubeconfig and state.
+ */
 import { randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import type { ChannelCredentials } from '@grpc/grpc-js'
-import { MEASUREMENT_SALT_BYTES } from '../attestation/index.js'
-import { loadConfig, loadState, type ClusterConfig, type ClusterState } from '../config/index.js'
-import { chainMessage, CliError, ExitCode, messageOf } from '../errors/index.js'
+import type { ValidationResult, Validator } from '../attestation/index.js'
+import { loadConfig, loadState, validatorForConfig, type ClusterConfig } from '../config/index.js'
+import { CliError, ExitCode } from '../errors/index.js'
 import { encodeMasterSecret, writeMasterSecret } from '../kms/index.js'
-import { workspacePaths, type WorkspacePaths } from '../paths.js'
+import { workspacePaths } from '../paths.js'
 import type { Logger, Progress } from '../system/index.js'
 import { prepareBringUp, type BringUp, type HelmProcessDeps } from '../helm/index.js'
-import { initFailed, unreachable } from './failure.js'
-import {
-  mergeIntoUserKubeconfig,
-  nameEntriesAfterCluster,
-  pointAtEndpoint,
-  userKubeconfigPath,
-} from './kubeconfig.js'
-import { nextSteps } from './next-steps.js'
+import { initFailed, resumeFailed, unreachable } from './failure.js'
+import { saveAnswer } from './finish.js'
+import { interruptedLine, type Phase } from './interrupted.js'
 import { buildInitRequest, initEndpoint } from './request.js'
+import { expectedClusterId, nodeFound, resumableValidator, resumeRequest, type NodeFound } from './resume.js'
 import { callInit, type InitOutcome } from './rpc.js'
-import { saveInitResult } from './save.js'
-import { checkPreInit, chooseMasterSecret, type MasterSecretSource } from './workspace.js'
+import {
+  checkPreInit,
+  chooseMasterSecret,
+  chooseMeasurementSalt,
+  recordMeasurementSalt,
+  type MasterSecretSource,
+} from './workspace.js'
 
 export interface InitOptions {
   workspace: string
@@ -44,8 +48,11 @@ export interface InitDeps {
   progress: Progress
   /** The environment that names the user's kubeconfig ($KUBECONFIG, $HOME) for --merge-kubeconfig. */
   env: NodeJS.ProcessEnv
-  /** aTLS credentials that validate the node against these measurements. */
-  credentials: (config: ClusterConfig) => ChannelCredentials
+  /**
+   * aTLS credentials that validate the node with `handshake.validators` (the config's measurements;
+   * PCR 15 as the workspace expects it) and report each verified handshake to `onVerified`.
+   */
+  credentials: (config: ClusterConfig, handshake: InitHandshake) => ChannelCredentials
   log: Logger
   random?: (n: number) => Buffer
   retryInitialDelayMs?: number
@@ -61,7 +68,18 @@ export interface InitDeps {
   helm?: HelmProcessDeps
 }
 
+/** How init wants the node attested, and where the verified result goes. */
+export interface InitHandshake {
+  validators: Validator[]
+  onVerified: (result: ValidationResult) => void
+}
+
 export interface InitResult {
+  /**
+   * True when the node had been initialized by an earlier run of init in this workspace (cut off
+   * after it sent its request), and this run fetched the node's answer instead.
+   */
+  resumed: boolean
   clusterID: string
   kubeconfig: string
   masterSecret: string
@@ -76,19 +94,27 @@ export interface InitResult {
   nextSteps: string[]
 }
 
-/** Where init is, for the line a Ctrl-C prints. */
-type Phase = 'preparing' | 'sent' | 'answered' | 'releases'
-
 export async function initCluster(opts: InitOptions, deps: InitDeps): Promise<InitResult> {
   const paths = workspacePaths(opts.workspace)
   const config = await loadConfig(paths.config)
-  const state = await loadState(paths.state)
+  let state = await loadState(paths.state)
   await checkPreInit(state, paths)
   const random = deps.random ?? randomBytes
   const { secret, source } = await chooseMasterSecret(paths.masterSecret, random)
-  const measurementSalt = random(MEASUREMENT_SALT_BYTES)
+  const { salt: measurementSalt, recorded } = chooseMeasurementSalt(state, source, random)
+  // An earlier run left both: it may have initialized the node, which then shows their cluster ID.
+  const mayResume = source === 'reused' && recorded
+  const clusterId = expectedClusterId(secret, measurementSalt)
   const endpoint = initEndpoint(state.infrastructure.clusterEndpoint)
   const request = buildInitRequest(config, state, secret, measurementSalt, opts.conformance)
+  let verified: ValidationResult | undefined
+  const found = (): NodeFound => (mayResume && verified ? nodeFound(verified) : 'fresh')
+  const handshake: InitHandshake = {
+    validators: [
+      mayResume ? resumableValidator(config, clusterId, paths.masterSecret) : validatorForConfig(config),
+    ],
+    onVerified: (r) => (verified = r),
+  }
   let phase: Phase = 'preparing'
   let writing = false
   let written = source === 'reused'
@@ -99,7 +125,14 @@ export async function initCluster(opts: InitOptions, deps: InitDeps): Promise<In
     deps.onInterrupt?.(() =>
       phase === 'releases'
         ? [releasesInterrupted(bringUp?.installed() ?? [], opts.workspace)]
-        : [interruptedLine(phase, secretOnDisk(), paths.masterSecret, endpoint.address)],
+        : [
+            interruptedLine(phase, {
+              secretOnDisk: secretOnDisk(),
+              masterSecret: paths.masterSecret,
+              address: endpoint.address,
+              workspace: opts.workspace,
+            }),
+          ],
     ) ?? (() => {})
   try {
     let call: Promise<InitOutcome> | undefined
@@ -114,6 +147,8 @@ export async function initCluster(opts: InitOptions, deps: InitDeps): Promise<In
           writing = true
           if (source === 'generated') await writeMasterSecret(paths.masterSecret, secret)
           written = true
+          // with the master secret, the salt: together they let init run again recognise the node
+          if (!recorded) state = await recordMeasurementSalt(paths.state, state, measurementSalt)
         },
       },
       {
@@ -121,40 +156,59 @@ export async function initCluster(opts: InitOptions, deps: InitDeps): Promise<In
         run: async () => {
           const signal = AbortSignal.timeout(opts.timeoutMs)
           let connected = () => {}
-          const verified = new Promise<void>((resolve) => (connected = resolve))
+          const verifiedNow = new Promise<void>((resolve) => (connected = resolve))
           call = callInit(request, {
             address: endpoint.address,
-            credentials: deps.credentials(config),
+            credentials: deps.credentials(config, handshake),
             signal,
             deadline: new Date(Date.now() + opts.timeoutMs),
             log: deps.log,
             retryInitialDelayMs: deps.retryInitialDelayMs,
             onConnected: () => {
-              phase = 'sent'
+              phase = found() === 'initialized' ? 'resuming' : 'sent'
               connected()
             },
+            pickRequest: mayResume
+              ? () =>
+                  found() === 'initialized' && verified
+                    ? resumeRequest(request.initSecret, secret, verified.userData)
+                    : request
+              : undefined,
           }).catch((err: unknown) => {
             throw unreachable(err, endpoint.address, signal, {
               timeout: opts.timeout ?? `${opts.timeoutMs} ms`,
               debug: opts.debug ?? false,
             })
           })
-          await Promise.race([verified, call])
+          await Promise.race([verifiedNow, call])
         },
       },
+    ])
+    const resumed = found() === 'initialized'
+    await deps.progress([
       {
-        title: `Initializing the cluster on ${endpoint.address}`,
+        title: resumed
+          ? `Resuming: the node at ${endpoint.address} took its lock for an earlier init of this workspace; fetching its answer`
+          : `Initializing the cluster on ${endpoint.address}`,
         run: async () => {
           const outcome = await call
           if (!outcome) throw new Error('the Init call was not started')
-          if (!outcome.ok) throw await initFailed(outcome, paths, opts.debug ?? false)
+          if (!outcome.ok)
+            throw resumed
+              ? resumeFailed(outcome, paths.masterSecret, opts.debug ?? false)
+              : await initFailed(outcome, paths, opts.debug ?? false)
+          if (resumed && !outcome.clusterId.equals(clusterId))
+            throw new CliError(
+              `the node answered cluster ID ${outcome.clusterId.toString('hex')}, not ${clusterId.toString('hex')}, which its PCR 15 showed`,
+              { hint: 'nothing was saved; the node may not be the one it attested to be' },
+            )
           phase = 'answered'
           answer = outcome
         },
       },
     ])
     if (!answer) throw new Error('init finished without an outcome')
-    const result = await finish(answer, {
+    const result = await saveAnswer(answer, {
       opts,
       deps,
       paths,
@@ -163,6 +217,7 @@ export async function initCluster(opts: InitOptions, deps: InitDeps): Promise<In
       endpoint,
       config,
       source,
+      resumed,
     })
     if (opts.skipHelm) return result
     phase = 'releases'
@@ -216,92 +271,10 @@ function missingHelmDeps(): never {
   throw new Error('init was wired without helm; pass --skip-helm or wire deps.helm')
 }
 
-/** After the node answered: save everything it sent, then the optional merge (a warning if it fails). */
-async function finish(
-  outcome: Extract<InitOutcome, { ok: true }>,
-  c: {
-    opts: InitOptions
-    deps: InitDeps
-    paths: WorkspacePaths
-    state: ClusterState
-    measurementSalt: Buffer
-    endpoint: { host: string }
-    config: ClusterConfig
-    source: MasterSecretSource
-  },
-): Promise<InitResult> {
-  const clusterID = outcome.clusterId.toString('hex')
-  const warnings: string[] = []
-  let kubeconfig: string
-  try {
-    kubeconfig = pointAtEndpoint(outcome.kubeconfig, c.endpoint.host)
-  } catch (err) {
-    kubeconfig = outcome.kubeconfig.toString('utf8') // kept as the node sent it rather than lost
-    warnings.push(`the kubeconfig could not be pointed at ${c.endpoint.host}: ${messageOf(err)}`)
-  }
-  const saved = await saveInitResult(
-    {
-      paths: c.paths,
-      state: c.state,
-      clusterID,
-      measurementSalt: c.measurementSalt.toString('hex'),
-      kubeconfig,
-    },
-    {
-      now: c.deps.now ?? (() => new Date()),
-      printLastResort: c.deps.printLastResort,
-    },
-  )
-  warnings.push(...saved.warnings)
-  let mergedInto: string | undefined
-  if (c.opts.mergeKubeconfig) {
-    const entryName = `${c.state.infrastructure.name}-${clusterID.slice(0, 8)}`
-    const file = userKubeconfigPath(c.deps.env)
-    mergedInto = await mergeIntoUserKubeconfig(nameEntriesAfterCluster(kubeconfig, entryName), file).then(
-      () => file,
-      (err: unknown) => {
-        warnings.push(`not merged into ${file}: ${chainMessage(err)}; use ${saved.kubeconfig} directly`)
-        return undefined
-      },
-    )
-  }
-  return {
-    clusterID,
-    kubeconfig: saved.kubeconfig,
-    masterSecret: c.paths.masterSecret,
-    masterSecretSource: c.source,
-    state: c.paths.state,
-    mergedInto,
-    warnings,
-    releases: [],
-    nextSteps: c.opts.skipHelm
-      ? nextSteps({ workspace: c.opts.workspace, conformance: c.opts.conformance })
-      : [],
-  }
-}
-
 function fileHolds(file: string, content: string): boolean {
   try {
     return readFileSync(file, 'utf8') === content
   } catch {
     return false
-  }
-}
-
-function interruptedLine(
-  phase: Exclude<Phase, 'releases'>,
-  secretOnDisk: boolean,
-  masterSecret: string,
-  address: string,
-): string {
-  switch (phase) {
-    case 'preparing':
-      return secretOnDisk
-        ? `init interrupted: nothing was sent to the node; the master secret in ${masterSecret} can be reused: run init again`
-        : 'init interrupted: nothing was sent to the node and no master secret was written'
-    case 'sent':
-      return `init interrupted after the request reached ${address}: the node has the request and may be initialized (spent); keep ${masterSecret}, its keys derive from it`
-    case 'answered':
-      return `init interrupted while saving: the node at ${address} is initialized; keep ${masterSecret} and check the kubeconfig and the state file in the workspace`
   }
 }

@@ -4,7 +4,9 @@ import type { InitResult } from './init.js'
 /** The lines init prints to stdout on success (without --json). */
 export function initSummary(result: InitResult): string[] {
   return [
-    'Your Constellation cluster was successfully initialized.',
+    result.resumed
+      ? 'Your Constellation cluster was initialized by an earlier init of this workspace, which was cut off; this run resumed it and saved its results.'
+      : 'Your Constellation cluster was successfully initialized.',
     `  Cluster identifier        ${result.clusterID}`,
     `  Kubernetes configuration  ${result.kubeconfig}`,
     `  Master secret             ${result.masterSecret} (${result.masterSecretSource === 'reused' ? 'reused from an earlier attempt; ' : ''}keep it safe: it recovers the cluster)`,

@@ -38,6 +38,7 @@ export function buildInitRequest(
     apiserverCertSans: state.infrastructure.apiServerCertSANs,
     serviceCidr: config.serviceCIDR,
     measurements,
+    resumeProof: Buffer.alloc(0),
   }
 }
 

@@ -1,5 +1,11 @@
 /** The Init call: retried only while nothing reached the node; once connected, one answer or one failure. */
-import { connectivityState, status, type ChannelCredentials } from '@grpc/grpc-js'
+import {
+  connectivityState,
+  InterceptingCall,
+  status,
+  type ChannelCredentials,
+  type Interceptor,
+} from '@grpc/grpc-js'
 import { APIClient, type InitRequest, type InitResponse } from '../../gen/init.js'
 import { isAttestationFailure } from '../atls/index.js'
 import { retry, sleepMs, type Logger } from '../system/index.js'
@@ -26,6 +32,12 @@ export interface InitRpcOptions {
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>
   /** Called when an attempt reached the node (TLS + attestation passed): the request is on its way. */
   onConnected?: () => void
+  /**
+   * Picks the request once the attempt's connection is verified (what the node's attestation
+   * showed decides between a full request and a resume); `request` is sent when absent. The
+   * message is held back until then.
+   */
+  pickRequest?: () => InitRequest
 }
 
 const RETRY_MAX_DELAY_MS = 5_000
@@ -68,9 +80,15 @@ export async function callInit(request: InitRequest, opts: InitRpcOptions): Prom
 /** One fresh channel per attempt, so grpc-js' own reconnect backoff does not stretch our retries. */
 function attempt(request: InitRequest, opts: InitRpcOptions): Promise<InitOutcome> {
   const client = new APIClient(opts.address, opts.credentials, { 'grpc.enable_retries': 0 })
-  const connected = watchReady(client, opts.onConnected)
+  let ready = () => {}
+  const verified = new Promise<void>((resolve) => (ready = resolve))
+  const connected = watchReady(client, () => {
+    ready()
+    opts.onConnected?.()
+  })
+  const interceptors = opts.pickRequest ? [sendOnceVerified(verified, opts.pickRequest)] : []
   return new Promise<InitOutcome>((resolve, reject) => {
-    const call = client.init(request, { deadline: opts.deadline })
+    const call = client.init(request, { deadline: opts.deadline, interceptors })
     const abort = () => call.cancel()
     opts.signal.addEventListener('abort', abort, { once: true })
     let failure: { error: string } | undefined
@@ -131,6 +149,18 @@ function attempt(request: InitRequest, opts: InitRpcOptions): Promise<InitOutcom
       ),
     )
   })
+}
+
+/**
+ * Holds the request message back until the connection is verified, then sends what `pick` says
+ * (grpc-js lets a message requester call `next` later; the half-close waits for it). A connection
+ * that never verifies fails the call, and the message is never sent.
+ */
+function sendOnceVerified(verified: Promise<void>, pick: () => InitRequest): Interceptor {
+  return (options, nextCall) =>
+    new InterceptingCall(nextCall(options), {
+      sendMessage: (_message, next) => void verified.then(() => next(pick())),
+    })
 }
 
 /** Tracks whether the channel reached READY (handshake and attestation passed). */

@@ -1,9 +1,14 @@
-/** What init finds in the workspace before it sends anything: files in the way, and the master secret to use. */
+/**
+ * What init finds in the workspace before it sends anything: files in the way, and the master
+ * secret and measurement salt to use.
+ */
+import { MEASUREMENT_SALT_BYTES } from '../attestation/index.js'
 import type { ClusterState } from '../config/index.js'
 import { CliError } from '../errors/index.js'
 import { generateMasterSecret, readMasterSecret, type MasterSecret } from '../kms/index.js'
 import type { WorkspacePaths } from '../paths.js'
-import { lstatIfPresent } from '../system/index.js'
+import { lstatIfPresent, writeFileAtomic } from '../system/index.js'
+import { stringifyYaml } from '../yaml/index.js'
 
 export type MasterSecretSource = 'generated' | 'reused'
 
@@ -35,4 +40,39 @@ export async function chooseMasterSecret(
   const existing = await readMasterSecret(file)
   if (existing) return { secret: existing, source: 'reused' }
   return { secret: generateMasterSecret(random), source: 'generated' }
+}
+
+/**
+ * The measurement salt: the one an earlier run recorded in the state when the master secret is
+ * reused too (the two derive the cluster ID a node it reached shows in PCR 15, so that init run
+ * again can recognise that node and resume), a new one otherwise. `recorded` says whether the state
+ * holds it already.
+ */
+export function chooseMeasurementSalt(
+  state: ClusterState,
+  source: MasterSecretSource,
+  random: (n: number) => Buffer,
+): { salt: Buffer; recorded: boolean } {
+  const earlier = state.clusterValues.measurementSalt
+  if (source === 'reused' && earlier) return { salt: Buffer.from(earlier, 'hex'), recorded: true }
+  return { salt: random(MEASUREMENT_SALT_BYTES), recorded: false }
+}
+
+/** Writes the salt into the state (atomically) before anything is sent; resolves with the state as written. */
+export async function recordMeasurementSalt(
+  file: string,
+  state: ClusterState,
+  salt: Buffer,
+): Promise<ClusterState> {
+  const updated: ClusterState = {
+    ...state,
+    clusterValues: { ...state.clusterValues, measurementSalt: salt.toString('hex') },
+  }
+  await writeFileAtomic(file, stringifyYaml(updated)).catch((cause: unknown) => {
+    throw new CliError(`recording the measurement salt in ${file}`, {
+      cause,
+      hint: 'nothing was sent to the node; fix what the message names and run init again',
+    })
+  })
+  return updated
 }

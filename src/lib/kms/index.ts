@@ -18,6 +18,13 @@ export {
   MASTER_SALT_BYTES,
 } from './master-secret.js'
 export type { MasterSecret, NodeMasterSecretFiles } from './master-secret.js'
+export {
+  deriveResumeKey,
+  resumeProof,
+  resumeProofKey,
+  resumeProofMatches,
+  RESUME_PROOF_BYTES,
+} from './init-resume.js'
 export { clusterKmsUri, parseClusterKmsUri, KmsUriError, NO_STORE_URI } from './uri.js'
 export {
   generateInitSecret,
