@@ -4,7 +4,6 @@
  * (aTLS against the workspace's measurements, helm from PATH).
  */
 import { createAttestedChannelCredentials } from '../lib/atls/index.js'
-import { validatorForConfig } from '../lib/config/index.js'
 import { CliError } from '../lib/errors/index.js'
 import { detectHelm } from '../lib/helm/index.js'
 import { initCluster, DEFAULT_INIT_HELM_TIMEOUT } from '../lib/init/index.js'
@@ -59,8 +58,8 @@ export function miniIo(opts: { skipHelm: boolean; progress: (line: string) => vo
         {
           progress: runStepsSilently,
           env: process.env,
-          credentials: (config) =>
-            createAttestedChannelCredentials({ validators: [validatorForConfig(config)] }),
+          // init's own handshake: a fresh node, or (PCR 15 this workspace's cluster ID) a resume
+          credentials: (_config, handshake) => createAttestedChannelCredentials(handshake),
           log: createLogger({ format: 'text', level: 'error' }),
           printLastResort: () => {},
           helm: { runner: createRunner(), env: process.env },
