@@ -197,8 +197,12 @@ describe('attested bootstrap data end to end: init, then the worker joins throug
       expect(workerPcr?.some((b) => b !== 0)).to.equal(true)
       expect(workerPcr).to.deep.equal(cpPcr)
       // kubeadm join ran against the cluster endpoint from the generated data, and registered the Node
-      const kubeletConf = await readFile(path.join(wp.kubernetesDir, 'kubelet.conf'), 'utf8')
-      expect(kubeletConf).to.include(`server: https://${workerConfig.metadata.loadBalancerEndpoint}`)
+      // (its kubelet.conf is the harness API fake's kubeconfig, where the fake's kubelet stand-in reports)
+      const joinedLine = joined.stderr.split('\n').find((l) => l.includes('Node joined the cluster')) ?? ''
+      expect(JSON.parse(joinedLine)).to.include({
+        apiServerEndpoint: workerConfig.metadata.loadBalancerEndpoint,
+      })
+      expect((await stat(path.join(wp.kubernetesDir, 'kubelet.conf'))).isFile()).to.equal(true)
       const nodes = cluster.api
         .list('v1', 'nodes')
         .map((n) => n.metadata.name)

@@ -93,11 +93,12 @@ export async function joinNode(plan: JoinPlan, deps: JoinNodeDeps): Promise<bool
     )
     await step("writing the control plane's service files", () => writeServiceFiles(ticket, deps.paths))
   }
+  const apiServerEndpoint = plan.loadBalancerEndpoint ?? ticket.apiServerEndpoint
   await step('running kubeadm join', () =>
     deps.kubeadmJoin({
       nodeName: plan.nodeName,
       nodeIP: plan.nodeIP,
-      apiServerEndpoint: plan.loadBalancerEndpoint ?? ticket.apiServerEndpoint,
+      apiServerEndpoint,
       token: ticket.token,
       caCertHash: ticket.caCertHash,
       controlPlane,
@@ -105,6 +106,7 @@ export async function joinNode(plan: JoinPlan, deps: JoinNodeDeps): Promise<bool
   )
   deps.log.info('Node joined the cluster', {
     role: controlPlane ? 'control-plane' : 'worker',
+    apiServerEndpoint,
     clusterId: clusterId.toString('hex'),
     pkiFiles: controlPlane ? ticket.controlPlaneFiles.map((f) => f.name) : undefined,
   })
