@@ -1,6 +1,7 @@
 /** The base of every command: `--json`, workspace flag, and the one place errors are rendered. */
 import { confirm } from '@inquirer/prompts'
-import { Command, Flags } from '@oclif/core'
+import { Command, Flags, type Interfaces } from '@oclif/core'
+import { checkWorkspaceFolder } from './workspace-flag.js'
 import { exitCodeOf, ExitCode, renderError, UsageError } from './lib/errors/index.js'
 import { exitAfterGrace } from './lib/system/index.js'
 import { canPrompt, processTerminal, promptOrAbort } from './lib/ui/index.js'
@@ -10,6 +11,18 @@ export abstract class BaseCommand extends Command {
 
   static workspaceFlag = {
     workspace: Flags.directory({ char: 'C', description: 'workspace directory', default: '.' }),
+  }
+
+  /** oclif's parse, then the checks every command's shared flags need (a file given as -C is exit 2). */
+  protected override async parse<
+    F extends Interfaces.FlagOutput,
+    B extends Interfaces.FlagOutput,
+    A extends Interfaces.ArgOutput,
+  >(options?: Interfaces.Input<F, B, A>, argv?: string[]): Promise<Interfaces.ParserOutput<F, B, A>> {
+    const parsed = await super.parse(options, argv)
+    const { workspace } = parsed.flags as { workspace?: unknown }
+    if (typeof workspace === 'string') await checkWorkspaceFolder(workspace)
+    return parsed
   }
 
   /**
