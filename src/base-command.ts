@@ -15,9 +15,9 @@ export abstract class BaseCommand extends Command {
 
   /** oclif's parse, then the checks every command's shared flags need (a file given as -C is exit 2). */
   protected override async parse<
-    F extends Interfaces.FlagOutput,
-    B extends Interfaces.FlagOutput,
-    A extends Interfaces.ArgOutput,
+    F extends Record<string, unknown>,
+    B extends Record<string, unknown>,
+    A extends Record<string, unknown>,
   >(options?: Interfaces.Input<F, B, A>, argv?: string[]): Promise<Interfaces.ParserOutput<F, B, A>> {
     const parsed = await super.parse(options, argv)
     const { workspace } = parsed.flags as { workspace?: unknown }
