@@ -4,13 +4,31 @@ import { Command, Flags, type Interfaces } from '@oclif/core'
 import { checkWorkspaceFolder } from './workspace-flag.js'
 import { exitCodeOf, ExitCode, renderError, UsageError } from './lib/errors/index.js'
 import { exitAfterGrace } from './lib/system/index.js'
-import { canPrompt, processTerminal, promptOrAbort } from './lib/ui/index.js'
+import { canPrompt, onInterrupt, processTerminal, promptOrAbort } from './lib/ui/index.js'
 
 export abstract class BaseCommand extends Command {
   static override enableJsonFlag = true
 
   static workspaceFlag = {
     workspace: Flags.directory({ char: 'C', description: 'workspace directory', default: '.' }),
+  }
+
+  private releaseInterrupt?: () => void
+
+  /**
+   * What a Ctrl-C or SIGTERM leaves behind, completing "<command> interrupted: …"; evaluated when
+   * the signal arrives. A command that changes something says what; a flow that claims the
+   * signals itself while it runs (init, upgrade execute, mini up) speaks instead of this.
+   */
+  protected interruptedState(): string {
+    return 'nothing was changed'
+  }
+
+  /** Every command answers Ctrl-C (130) and SIGTERM (143) with one line on the state it leaves. */
+  override async init(): Promise<void> {
+    await super.init()
+    const name = (this.id ?? 'constellation').replaceAll(':', ' ')
+    this.releaseInterrupt = onInterrupt(() => [`${name} interrupted: ${this.interruptedState()}`])
   }
 
   /** oclif's parse, then the checks every command's shared flags need (a file given as -C is exit 2). */
@@ -54,6 +72,7 @@ export abstract class BaseCommand extends Command {
 
   // Runs after catch has set the exit code: the result is out, so nothing may keep the process.
   protected override async finally(err: Error | undefined): Promise<unknown> {
+    this.releaseInterrupt?.()
     exitAfterGrace()
     return super.finally(err)
   }

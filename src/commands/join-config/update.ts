@@ -34,6 +34,10 @@ export default class JoinConfigUpdate extends BaseCommand {
     yes: Flags.boolean({ char: 'y', description: 'update without asking' }),
   }
 
+  protected override interruptedState(): string {
+    return "the cluster's join-config is as it was, or fully updated (it is written in one request); `join-config update` again shows which"
+  }
+
   async run(): Promise<JoinConfigUpdateResult> {
     const { flags } = await this.parse(JoinConfigUpdate)
     const ws = workspacePaths(flags.workspace)

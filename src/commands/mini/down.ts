@@ -8,6 +8,10 @@ export default class MiniDown extends BaseCommand {
   static override examples = ['<%= config.bin %> mini down -C ./mini']
   static override flags = { ...BaseCommand.workspaceFlag }
 
+  protected override interruptedState(): string {
+    return 'part of the cluster may be left; `mini down` again removes the rest (it is safe to repeat)'
+  }
+
   async run(): Promise<MiniDownResult & { simulated: string }> {
     const { flags } = await this.parse(MiniDown)
     const result = await runMiniDown(flags.workspace)

@@ -15,8 +15,14 @@ export { createRunner, CommandFailedError } from './runner.js'
 export type { Runner, CommandOutput, CommandFailure } from './runner.js'
 export { parseDuration, formatDuration, MAX_DURATION_MS } from './duration.js'
 export { exitAfterGrace } from './exit.js'
-export { SIGNAL_EXIT_CODES, abortOnInterrupt, processSignalIo, serveUntilStopped } from './signals.js'
-export type { InterruptSignal, SignalIo } from './signals.js'
+export {
+  SIGNAL_EXIT_CODES,
+  abortOnInterrupt,
+  claimInterrupts,
+  processSignalIo,
+  serveUntilStopped,
+} from './signals.js'
+export type { InterruptClaim, InterruptSignal, SignalIo } from './signals.js'
 export { runStepsSilently } from './progress.js'
 export type { Step, Progress } from './progress.js'
 export { parseHostPort, isHostPort, formatHostPort, readEndpoint } from './host-port.js'

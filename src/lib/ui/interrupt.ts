@@ -5,7 +5,7 @@
  */
 import { writeSync } from 'node:fs'
 import { CliError } from '../errors/index.js'
-import { processSignalIo, SIGNAL_EXIT_CODES, type InterruptSignal, type SignalIo } from '../system/index.js'
+import { claimInterrupts, processSignalIo, SIGNAL_EXIT_CODES, type SignalIo } from '../system/index.js'
 
 export interface InterruptIO extends SignalIo {
   stderr: (line: string) => void
@@ -24,20 +24,15 @@ export const processInterruptIO = (): InterruptIO => ({
  */
 export function onInterrupt(describe: () => string[], io: InterruptIO = processInterruptIO()): () => void {
   let seen = false
-  const handlers = Object.keys(SIGNAL_EXIT_CODES).map((name) => {
-    const signal = name as InterruptSignal
-    const listener = () => {
-      const code = SIGNAL_EXIT_CODES[signal]
-      if (seen) return io.exit(code)
-      seen = true
-      io.stderr('')
-      for (const line of describe()) io.stderr(line)
-      io.exit(code)
-    }
-    io.on(signal, listener)
-    return { signal, listener }
-  })
-  return () => handlers.forEach(({ signal, listener }) => io.off(signal, listener))
+  // claimed, not added: while it is active no outer handler (a command's default) speaks too
+  return claimInterrupts((signal) => {
+    const code = SIGNAL_EXIT_CODES[signal]
+    if (seen) return io.exit(code)
+    seen = true
+    io.stderr('')
+    for (const line of describe()) io.stderr(line)
+    io.exit(code)
+  }, io)
 }
 
 /** The error for a prompt closed with Ctrl-C (inquirer's ExitPromptError): nothing was changed. */
