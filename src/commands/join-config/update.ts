@@ -4,6 +4,7 @@ import { encodeJoinConfig, JOIN_CONFIG_MAP } from '../../lib/attestation/index.j
 import {
   clusterJoinMeasurements,
   joinConfigChanged,
+  JOIN_CONFIG_REQUEST_TIMEOUT_MS,
   joinMeasurementsFromConfig,
   planJoinConfigUpdate,
   renderJoinConfigUpdate,
@@ -42,7 +43,9 @@ export default class JoinConfigUpdate extends BaseCommand {
     const { flags } = await this.parse(JoinConfigUpdate)
     const ws = workspacePaths(flags.workspace)
     const next = await joinMeasurementsFromConfig(ws.config)
-    const api = await openKubeApi(flags.kubeconfig ?? ws.adminConf)
+    const api = await openKubeApi(flags.kubeconfig ?? ws.adminConf, {
+      requestTimeoutMs: JOIN_CONFIG_REQUEST_TIMEOUT_MS,
+    })
     const { namespace, name, key } = JOIN_CONFIG_MAP
     const current = clusterJoinMeasurements((await api.getConfigMap(namespace, name))?.data[key])
     const changes = planJoinConfigUpdate(current, next)
