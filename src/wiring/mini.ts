@@ -20,7 +20,7 @@ import {
 import { packageFile } from '../lib/paths.js'
 import { clusterStatus, type StatusReport } from '../lib/status/index.js'
 import { createLogger, createRunner } from '../lib/system/index.js'
-import { runStepsSilently } from '../lib/system/index.js'
+import { linesProgress } from '../lib/ui/index.js'
 import { statusDeps } from './status.js'
 
 export function miniIo(opts: { skipHelm: boolean; progress: (line: string) => void }): MiniIo {
@@ -55,7 +55,9 @@ export function miniIo(opts: { skipHelm: boolean; progress: (line: string) => vo
           helmTimeout: parseHelmTimeout(DEFAULT_INIT_HELM_TIMEOUT),
         },
         {
-          progress: runStepsSilently,
+          // init's steps under mini's own line, so that its waits (the API, each release) say what
+          // they wait for and each retry is seen
+          progress: linesProgress(opts.progress),
           env: process.env,
           credentials: (config) =>
             createAttestedChannelCredentials({ validators: [validatorForConfig(config)] }),

@@ -9,7 +9,7 @@ export {
 } from './files.js'
 export { createLogger } from './logger.js'
 export type { Logger } from './logger.js'
-export { retry, settledWithin, sleepMs } from './retry.js'
+export { describeRetry, retry, settledWithin, sleepMs } from './retry.js'
 export type { RetryOptions } from './retry.js'
 export { createRunner, CommandFailedError } from './runner.js'
 export type { Runner, CommandOutput, CommandFailure } from './runner.js'

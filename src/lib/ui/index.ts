@@ -52,10 +52,27 @@ export function stepProgress(t: Terminal, opts: { quiet?: boolean } = {}): Progr
   if (opts.quiet) return runStepsSilently
   return (steps) =>
     runTasks(
-      steps.map((s) => ({ title: s.title, task: s.run })),
+      steps.map((s) => ({
+        title: s.title,
+        // listr2 shows a task's output under its title ("› …"), on a terminal and in plain lines alike
+        task: (_ctx: unknown, task: { output: string }) => s.run((line) => (task.output = line)),
+      })),
       {},
       t,
     ).then(() => {})
+}
+
+/**
+ * Steps as plain lines through `print`, for output that is itself a list of lines (mini up's "•"
+ * progress): each title, and each line a step reports under it, indented.
+ */
+export function linesProgress(print: (line: string) => void, indent = '  '): Progress {
+  return async (steps) => {
+    for (const step of steps) {
+      print(`${indent}${step.title}`)
+      await step.run((line) => print(`${indent}  ${line}`))
+    }
+  }
 }
 
 export function renderTable(headers: readonly string[], rows: ReadonlyArray<readonly string[]>): string {
