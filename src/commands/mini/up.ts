@@ -5,6 +5,8 @@ import { SIMULATED_NOTICE, type MiniUpResult, type NetworkMode } from '../../lib
 import { renderStatus, type StatusReport } from '../../lib/status/index.js'
 import { abortOnInterrupt, parseDuration } from '../../lib/system/index.js'
 import { DEFAULT_KUBERNETES_MINOR } from '../../lib/versions/index.js'
+import { packageFile } from '../../lib/paths.js'
+import { commandForUser, shellQuote } from '../../lib/ui/index.js'
 import { runMiniUp } from '../../wiring/mini.js'
 
 export default class MiniUp extends BaseCommand {
@@ -86,10 +88,11 @@ export default class MiniUp extends BaseCommand {
           `${up.nodes.length} nodes up in ${(up.elapsedMs / 1000).toFixed(1)} s (${mode === 'netns' ? 'a network namespace each' : 'a loopback address each'}, ${up.network.prefix}.0/24; attestation ${up.attestation}).`,
         )
         this.log(SIMULATED_NOTICE)
-        this.log(
-          `Look at it: constellation status -C ${flags.workspace}; constellation verify -C ${flags.workspace}`,
-        )
-        this.log(`Remove it: constellation mini down -C ${flags.workspace}`)
+        // as the user can type them here: the CLI their PATH finds, the workspace as they gave it
+        const cli = await commandForUser(process.env, packageFile())
+        const ws = `-C ${shellQuote(flags.workspace)}`
+        this.log(`Look at it: ${cli} status ${ws}; ${cli} verify ${ws}`)
+        this.log(`Remove it: ${cli} mini down ${ws}`)
       }
       return { ...up, simulated: SIMULATED_NOTICE, status }
     } finally {

@@ -86,3 +86,5 @@ export function renderTable(headers: readonly string[], rows: ReadonlyArray<read
 }
 
 export { onInterrupt, promptOrAbort } from './interrupt.js'
+export { CLI_NAME, commandForUser, shellQuote } from './self-command.js'
+export type { SelfCommandFs } from './self-command.js'
