@@ -14,6 +14,7 @@ import {
   miniUp,
   rebootNode,
   simulatorPaths,
+  type MiniDownOptions,
   type MiniIo,
   type MiniUpOptions,
 } from '../lib/mini/index.js'
@@ -91,7 +92,8 @@ export async function runMiniUp(
   return { up, status }
 }
 
-export const runMiniDown = (workspace: string) => miniDown(workspace, createRunner())
+export const runMiniDown = (workspace: string, opts: MiniDownOptions = {}) =>
+  miniDown(workspace, createRunner(), opts)
 
 export const runMiniReboot = (
   workspace: string,

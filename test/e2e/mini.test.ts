@@ -125,7 +125,7 @@ describe('constellation mini: a local cluster (CLI processes)', function () {
     await cleanup()
   })
 
-  it('1 control plane + 2 workers on loopback addresses, tpm-ek by default: up, status, verify (EK chain and credential activation), key service and TPMs private to their node, a second up refused, down leaves nothing', async () => {
+  it('1 control plane + 2 workers on loopback addresses, tpm-ek by default: up, status, verify (EK chain and credential activation), key service and TPMs private to their node, a second up refused, down leaves only the master secret', async () => {
     expect(process.getuid?.(), 'acting as user nobody needs root (CI runs as root)').to.equal(0)
     // others may enter the test's folder: only what mini itself sets keeps them out
     await chmod(dir, 0o755)
@@ -211,8 +211,11 @@ describe('constellation mini: a local cluster (CLI processes)', function () {
 
     const down = await runCli(['mini', 'down', '-C', ws, '--json'])
     expect(down.code, down.stderr).to.equal(0)
-    expect((JSON.parse(down.stdout) as { stoppedProcesses: number }).stoppedProcesses).to.be.greaterThan(0)
-    expect(await leftovers(record, ws)).to.deep.equal([])
+    const downResult = JSON.parse(down.stdout) as { stoppedProcesses: number; kept: string[] }
+    expect(downResult.stoppedProcesses).to.be.greaterThan(0)
+    // all gone but the master secret, which mini down keeps unless --purge
+    expect(downResult.kept).to.deep.equal([path.join(ws, 'constellation-mastersecret.json')])
+    expect(await leftovers(record, ws)).to.deep.equal(['files: constellation-mastersecret.json'])
     const twice = await runCli(['mini', 'down', '-C', ws])
     expect(twice.code).to.equal(1)
     expect(twice.stderr).to.match(/no mini cluster in/)
@@ -259,7 +262,7 @@ describe('constellation mini: a local cluster (CLI processes)', function () {
     expect(JSON.parse(recover.stdout)).to.nested.include({ 'attestation.anchored': false })
 
     const record = (await readMiniRecord(ws))!
-    const down = await runCli(['mini', 'down', '-C', ws])
+    const down = await runCli(['mini', 'down', '-C', ws, '--purge'])
     expect(down.code, down.stderr).to.equal(0)
     expect(await leftovers(record, ws)).to.deep.equal([])
   })
@@ -279,7 +282,7 @@ describe('constellation mini: a local cluster (CLI processes)', function () {
     expect(upProcess, 'the mini up process').to.be.a('number')
     process.kill(upProcess!, 'SIGKILL')
     expect((await up).code).to.equal(null)
-    const down = await runCli(['mini', 'down', '-C', ws])
+    const down = await runCli(['mini', 'down', '-C', ws, '--purge'])
     expect(down.code, down.stderr).to.equal(0)
     expect(await leftovers(record, ws)).to.deep.equal([])
   })
@@ -359,7 +362,7 @@ describe('constellation mini: a local cluster (CLI processes)', function () {
       expect(await setupLog(cp.name)).to.match(/PCR 15 carries the cluster ID again/)
     expectHealthy(await runCli(['status', '-C', ws, '--json'], { env }), names)
 
-    const down = await runCli(['mini', 'down', '-C', ws])
+    const down = await runCli(['mini', 'down', '-C', ws, '--purge'])
     expect(down.code, down.stderr).to.equal(0)
     expect(await leftovers(record, ws)).to.deep.equal([])
   })

@@ -115,9 +115,17 @@ export async function miniUp(opts: MiniUpOptions, io: MiniIo): Promise<MiniUpRes
   const ws = workspacePaths(workspace)
   for (const file of [ws.config, ws.state, ws.masterSecret, ws.adminConf])
     if (await exists(file))
-      throw new CliError(`${file} already exists: ${workspace} holds another cluster's workspace`, {
-        hint: 'mini up makes a workspace of its own: give it an empty or new folder with -C; nothing was changed',
-      })
+      throw new CliError(
+        file === ws.masterSecret
+          ? `${file} already exists: a cluster's master secret (\`mini down\` keeps a removed cluster's)`
+          : `${file} already exists: ${workspace} holds another cluster's workspace`,
+        {
+          hint:
+            file === ws.masterSecret
+              ? 'remove it once you no longer need that cluster, or give mini up another folder with -C; nothing was changed'
+              : 'mini up makes a workspace of its own: give it an empty or new folder with -C; nothing was changed',
+        },
+      )
   const names = [
     ...Array.from({ length: opts.controlPlanes }, (_, i) => nodeName('control-plane', i)),
     ...Array.from({ length: opts.workers }, (_, i) => nodeName('worker', i)),
@@ -162,7 +170,8 @@ export async function miniUp(opts: MiniUpOptions, io: MiniIo): Promise<MiniUpRes
     })
     if (opts.retain) throw failure
     io.progress('mini up failed: removing what it started (--retain keeps it)')
-    await miniDown(workspace, io.runner).catch(() => {})
+    // purge: a cluster that never came up was never handed over, its secret guards nothing
+    await miniDown(workspace, io.runner, { purge: true }).catch(() => {})
     throw failure
   }
 }
@@ -440,10 +449,24 @@ export interface MiniDownResult {
   workspace: string
   stoppedProcesses: number
   removed: string[]
+  /** What `mini up` created and is left on purpose: the master secret, unless purged. */
+  kept: string[]
 }
 
-/** Stops every process of the cluster and removes everything `mini up` created; safe to repeat. */
-export async function miniDown(workspace: string, runner: Runner): Promise<MiniDownResult> {
+export interface MiniDownOptions {
+  /** Remove the master secret too: every disk key derives from it, so nothing can be decrypted after. */
+  purge?: boolean
+}
+
+/**
+ * Stops every process of the cluster and removes everything `mini up` created but the master
+ * secret (unless `purge`); safe to repeat.
+ */
+export async function miniDown(
+  workspace: string,
+  runner: Runner,
+  opts: MiniDownOptions = {},
+): Promise<MiniDownResult> {
   const dir = path.resolve(workspace)
   const record = await readMiniRecord(dir)
   if (!record)
@@ -454,8 +477,14 @@ export async function miniDown(workspace: string, runner: Runner): Promise<MiniD
   const removed = await removeNetwork(record.network, runner)
   const paths = miniPaths(dir)
   removed.push(...(await releaseDiskImages(paths.dir, runner)))
+  const kept: string[] = []
+  const keep = opts.purge ? undefined : workspacePaths(dir).masterSecret
   for (const file of record.createdFiles)
     if (await exists(file)) {
+      if (file === keep) {
+        kept.push(file)
+        continue
+      }
       await rm(file, { force: true })
       removed.push(file)
     }
@@ -465,7 +494,7 @@ export async function miniDown(workspace: string, runner: Runner): Promise<MiniD
     await rmdir(dir)
     removed.push(dir)
   }
-  return { workspace: dir, stoppedProcesses, removed }
+  return { workspace: dir, stoppedProcesses, removed, kept }
 }
 
 /** Mounts under the cluster's folder and loop devices over its disk images (none unless a user made them). */

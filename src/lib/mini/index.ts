@@ -7,7 +7,14 @@ export type { MetadataView } from './metadata-server.js'
 export { FakeApiServer, simulatorPaths } from './simulator/index.js'
 export type { FakeApiServerOptions, SimulatorPaths } from './simulator/index.js'
 export { miniDown, miniUp, rebootNode, refuseIfRunning, SIMULATED_NOTICE } from './cluster.js'
-export type { MiniDownResult, MiniIo, MiniUpOptions, MiniUpResult, RebootHooks } from './cluster.js'
+export type {
+  MiniDownOptions,
+  MiniDownResult,
+  MiniIo,
+  MiniUpOptions,
+  MiniUpResult,
+  RebootHooks,
+} from './cluster.js'
 export { miniPaths, readMiniRecord, NODE_PORTS } from './layout.js'
 export type { MiniNodeRecord, MiniRecord } from './layout.js'
 export type { NetworkMode } from './network.js'
