@@ -5,20 +5,22 @@
  */
 import { createAttestedChannelCredentials } from '../lib/atls/index.js'
 import { validatorForConfig } from '../lib/config/index.js'
-import { CliError } from '../lib/errors/index.js'
+import { chainMessage, CliError } from '../lib/errors/index.js'
 import { detectHelm } from '../lib/helm/index.js'
 import { initCluster, DEFAULT_INIT_HELM_TIMEOUT } from '../lib/init/index.js'
 import { parseHelmTimeout } from '../lib/helm/index.js'
 import {
+  mergeMiniKubeconfig,
   miniDown,
   miniUp,
   rebootNode,
   simulatorPaths,
+  type MergedKubeconfig,
   type MiniDownOptions,
   type MiniIo,
   type MiniUpOptions,
 } from '../lib/mini/index.js'
-import { packageFile } from '../lib/paths.js'
+import { packageFile, workspacePaths } from '../lib/paths.js'
 import { clusterStatus, type StatusReport } from '../lib/status/index.js'
 import { createLogger, createRunner } from '../lib/system/index.js'
 import { linesProgress } from '../lib/ui/index.js'
@@ -84,12 +86,29 @@ export async function checkHelmPresent(): Promise<void> {
 export async function runMiniUp(
   opts: MiniUpOptions,
   progress: (line: string) => void,
-): Promise<{ up: Awaited<ReturnType<typeof miniUp>>; status: StatusReport }> {
+  extra: { mergeKubeconfig?: boolean } = {},
+): Promise<{
+  up: Awaited<ReturnType<typeof miniUp>>
+  status: StatusReport
+  mergedKubeconfig?: MergedKubeconfig
+  warnings: string[]
+}> {
   const up = await miniUp(opts, miniIo({ skipHelm: opts.skipHelm, progress }))
+  const warnings: string[] = []
+  // after the cluster is up, as `init --merge-kubeconfig` does it: a merge that fails (an entry of
+  // that name, different) leaves a working cluster and says so
+  const mergedKubeconfig = extra.mergeKubeconfig
+    ? await mergeMiniKubeconfig(opts.workspace, process.env).catch((err: unknown) => {
+        warnings.push(
+          `not merged into your kubeconfig: ${chainMessage(err)}; use ${workspacePaths(opts.workspace).adminConf} directly`,
+        )
+        return undefined
+      })
+    : undefined
   const status = await clusterStatus(
     await statusDeps({ workspace: opts.workspace, verifyPort: 30081, timeoutMs: 15_000 }),
   )
-  return { up, status }
+  return { up, status, mergedKubeconfig, warnings }
 }
 
 export const runMiniDown = (workspace: string, opts: MiniDownOptions = {}) =>

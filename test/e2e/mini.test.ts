@@ -10,7 +10,7 @@
  * Slow (about 10–40 s each): each case boots a whole cluster, and the steps of a case depend on
  * each other (a reboot needs a cluster that was initialized), so they are one test each.
  */
-import { chmod, readdir, readFile, stat } from 'node:fs/promises'
+import { chmod, mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { miniPaths, readMiniRecord, rebootNode, type MiniRecord } from '../../src/lib/mini/index.js'
 import { markedProcesses, CLUSTER_MARKER, NODE_MARKER } from '../../src/lib/mini/daemons.js'
@@ -221,8 +221,14 @@ describe('constellation mini: a local cluster (CLI processes)', function () {
     expect(twice.stderr).to.match(/no mini cluster in/)
   })
 
-  it('--attestation qemu-vtpm, 1 control plane + 1 worker: works, and verify, status and recover say it anchors no key; recover asks before sending', async () => {
+  it('--attestation qemu-vtpm, 1 control plane + 1 worker, --merge-kubeconfig: works, and verify, status and recover say it anchors no key; recover asks before sending; down unmerges', async () => {
     const ws = path.join(dir, 'ws')
+    const kubeconfig = path.join(dir, 'kube', 'config')
+    await mkdir(path.dirname(kubeconfig))
+    await writeFile(
+      kubeconfig,
+      'apiVersion: v1\nkind: Config\nclusters: [{ name: work, cluster: { server: "https://work.example:6443" } }]\nusers: []\ncontexts: []\n',
+    )
     const up = await runCli(
       [
         'mini',
@@ -235,13 +241,22 @@ describe('constellation mini: a local cluster (CLI processes)', function () {
         '1',
         '--workers',
         '1',
+        '--merge-kubeconfig',
         '--json',
       ],
-      { env, timeoutMs: 120_000 },
+      { env: { ...env, KUBECONFIG: kubeconfig }, timeoutMs: 120_000 },
     )
     expect(up.code, up.stderr).to.equal(0)
     expect(up.stderr).to.not.match(/manufacturing/)
-    const result = JSON.parse(up.stdout) as UpJson & { attestation: string }
+    const result = JSON.parse(up.stdout) as UpJson & {
+      attestation: string
+      mergedKubeconfig: { file: string; context: string }
+    }
+    // merged as kind does: beside the user's own entry, and current
+    expect(result.mergedKubeconfig.file).to.equal(kubeconfig)
+    const merged = await readFile(kubeconfig, 'utf8')
+    expect(merged).to.match(/name: work\b/)
+    expect(merged).to.match(new RegExp(`^current-context: ${result.mergedKubeconfig.context}$`, 'm'))
     expect(result.attestation).to.equal('qemu-vtpm')
     const names = ['control-plane-0', 'worker-0']
     expectHealthy({ ...up, stdout: JSON.stringify(result.status) }, names)
@@ -265,6 +280,10 @@ describe('constellation mini: a local cluster (CLI processes)', function () {
     const down = await runCli(['mini', 'down', '-C', ws, '--purge'])
     expect(down.code, down.stderr).to.equal(0)
     expect(await leftovers(record, ws)).to.deep.equal([])
+    // what it merged is gone again, the user's own entry is not
+    const after = await readFile(kubeconfig, 'utf8')
+    expect(after).to.match(/name: work\b/)
+    expect(after).to.not.include(result.mergedKubeconfig.context)
   })
 
   it('mini up killed half way: mini down still removes everything', async () => {

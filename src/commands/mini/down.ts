@@ -34,6 +34,7 @@ export default class MiniDown extends BaseCommand {
         )
       this.log(`(${SIMULATED_NOTICE.split(':')[0]}: there was no Kubernetes to stop.)`)
     }
+    for (const warning of result.warnings) this.logToStderr(`Warning: ${warning}`)
     return { ...result, simulated: SIMULATED_NOTICE }
   }
 }

@@ -9,7 +9,7 @@ import { mkdir, readdir, rm, rmdir } from 'node:fs/promises'
 import path from 'node:path'
 import type { AttestationVariant } from '../attestation/index.js'
 import { generateWorkspace, initSecretHashFor, loadConfig } from '../config/index.js'
-import { CliError } from '../errors/index.js'
+import { chainMessage, CliError } from '../errors/index.js'
 import { workspacePaths } from '../paths.js'
 import {
   exists,
@@ -35,6 +35,7 @@ import {
 } from './layout.js'
 import { chooseNetwork, miniNetwork, removeNetwork, type NetworkMode } from './network.js'
 import { bootNode, miniAttestation, powerOffNode, provisionNode, type NodeBootContext } from './node-boot.js'
+import { unmergeMiniKubeconfig } from './kubeconfig.js'
 import { manufactureTpm, writeLocalCaConfig } from './tpm-ca.js'
 import type { MetadataView } from './metadata-server.js'
 
@@ -451,6 +452,8 @@ export interface MiniDownResult {
   removed: string[]
   /** What `mini up` created and is left on purpose: the master secret, unless purged. */
   kept: string[]
+  /** What could not be undone, and how to do it by hand. */
+  warnings: string[]
 }
 
 export interface MiniDownOptions {
@@ -475,6 +478,16 @@ export async function miniDown(
     })
   const stoppedProcesses = await stopMarked(CLUSTER_MARKER, record.network.id)
   const removed = await removeNetwork(record.network, runner)
+  const warnings: string[] = []
+  // a kubeconfig it cannot rewrite must not keep the cluster's processes and files around
+  const unmerged = await unmergeMiniKubeconfig(record).catch((err: unknown) => {
+    const { file, context } = record.mergedKubeconfig ?? {}
+    warnings.push(
+      `the entries of context ${context} are still in ${file} (${chainMessage(err)}): \`kubectl config delete-context ${context}\` and delete-cluster, delete-user remove them`,
+    )
+    return undefined
+  })
+  if (unmerged) removed.push(unmerged)
   const paths = miniPaths(dir)
   removed.push(...(await releaseDiskImages(paths.dir, runner)))
   const kept: string[] = []
@@ -494,7 +507,7 @@ export async function miniDown(
     await rmdir(dir)
     removed.push(dir)
   }
-  return { workspace: dir, stoppedProcesses, removed, kept }
+  return { workspace: dir, stoppedProcesses, removed, kept, warnings }
 }
 
 /** Mounts under the cluster's folder and loop devices over its disk images (none unless a user made them). */

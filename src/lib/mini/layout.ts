@@ -45,6 +45,8 @@ export interface MiniRecord {
   nodes: MiniNodeRecord[]
   /** How the nodes attest; absent in records from before tpm-ek (then qemu-vtpm). */
   attestation?: AttestationVariant
+  /** `mini up --merge-kubeconfig`: what it added to which kubeconfig, for `mini down` to take out. */
+  mergedKubeconfig?: { file: string; cluster: string; user: string; context: string }
 }
 
 export function miniPaths(workspace: string) {
