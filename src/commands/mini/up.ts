@@ -105,6 +105,7 @@ export default class MiniUp extends BaseCommand {
         const cli = await commandForUser(process.env, packageFile())
         const ws = `-C ${shellQuote(flags.workspace)}`
         this.log(`Look at it: ${cli} status ${ws}; ${cli} verify ${ws}`)
+        this.log(`A node's logs: ${cli} mini logs ${up.nodes[0]?.name ?? 'NODE'} ${ws} (-f follows them)`)
         if (mergedKubeconfig)
           this.log(
             `kubectl uses it now: context ${mergedKubeconfig.context} in ${mergedKubeconfig.file} (\`mini down\` removes it)`,
