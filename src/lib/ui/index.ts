@@ -75,6 +75,25 @@ export function linesProgress(print: (line: string) => void, indent = '  '): Pro
   }
 }
 
+/**
+ * Draws each frame over the last one on a terminal: up as many rows as the last frame took (long
+ * lines wrap at `columns`), clear to the end of the screen, draw. A frame taller than the screen
+ * scrolls, and the next redraw then starts lower: the cost of keeping the scrollback.
+ */
+export function inPlace(
+  write: (text: string) => void,
+  columns: () => number | undefined,
+): (frame: string) => void {
+  let rows = 0
+  return (frame) => {
+    const width = columns()
+    write(`${rows > 0 ? `\u001b[${rows}A\u001b[J` : ''}${frame}\n`)
+    rows = frame
+      .split('\n')
+      .reduce((n, line) => n + (width && line.length > width ? Math.ceil(line.length / width) : 1), 0)
+  }
+}
+
 export function renderTable(headers: readonly string[], rows: ReadonlyArray<readonly string[]>): string {
   const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)))
   const line = (cells: readonly string[]) =>
