@@ -157,23 +157,36 @@ export async function miniUp(opts: MiniUpOptions, io: MiniIo): Promise<MiniUpRes
   } catch (err) {
     const known = err instanceof CliError ? err : undefined
     const interrupted = opts.signal?.aborted ? interruptedBy(opts.signal) : undefined
-    const message = interrupted
-      ? `mini up was interrupted (${interrupted})`
-      : known
-        ? known.message
-        : `mini up: ${err instanceof Error ? err.message : String(err)}`
-    const failure = new CliError(message, {
-      cause: err,
-      exitCode: interrupted ? SIGNAL_EXIT_CODES[interrupted] : known?.exitCode,
-      hint: opts.retain
-        ? `what was started is kept (--retain): logs under ${miniPaths(workspace).dir}; \`constellation mini down -C ${opts.workspace}\` removes it`
-        : known?.hint,
-    })
-    if (opts.retain) throw failure
-    io.progress('mini up failed: removing what it started (--retain keeps it)')
-    // purge: a cluster that never came up was never handed over, its secret guards nothing
-    await miniDown(workspace, io.runner, { purge: true }).catch(() => {})
-    throw failure
+    const down = `\`constellation mini down --purge -C ${opts.workspace}\``
+    let left: string
+    if (opts.retain)
+      left = `what was started is kept (--retain): logs under ${miniPaths(workspace).dir}; ${down} removes it`
+    else {
+      io.progress('mini up failed: removing what it started (--retain keeps it)')
+      // purge: a cluster that never came up was never handed over, its secret guards nothing
+      const removed = await miniDown(workspace, io.runner, { purge: true }).then(
+        () => true,
+        () => false,
+      )
+      left = removed
+        ? 'what it started is removed'
+        : `removing what it started failed; ${down} removes the rest`
+    }
+    // Interrupted: the one sentence on the state. What the signal did to the steps in flight (a
+    // helm "context canceled", a log's tail) is its echo, and an inner hint would name a cluster
+    // that is gone.
+    if (interrupted)
+      throw new CliError(`mini up was interrupted (${interrupted}); ${left}`, {
+        exitCode: SIGNAL_EXIT_CODES[interrupted],
+      })
+    throw new CliError(
+      known ? known.message : `mini up: ${err instanceof Error ? err.message : String(err)}`,
+      {
+        cause: err,
+        exitCode: known?.exitCode,
+        hint: opts.retain ? left : `${left}; --retain keeps it, for its logs`,
+      },
+    )
   }
 }
 
