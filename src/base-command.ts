@@ -4,7 +4,7 @@ import { Command, Flags, type Interfaces } from '@oclif/core'
 import { checkWorkspaceFolder } from './workspace-flag.js'
 import { exitCodeOf, ExitCode, renderError, UsageError } from './lib/errors/index.js'
 import { exitAfterGrace } from './lib/system/index.js'
-import { canPrompt, onInterrupt, processTerminal, promptOrAbort } from './lib/ui/index.js'
+import { canPrompt, ignoreClosedPipes, onInterrupt, processTerminal, promptOrAbort } from './lib/ui/index.js'
 
 export abstract class BaseCommand extends Command {
   static override enableJsonFlag = true
@@ -27,6 +27,7 @@ export abstract class BaseCommand extends Command {
   /** Every command answers Ctrl-C (130) and SIGTERM (143) with one line on the state it leaves. */
   override async init(): Promise<void> {
     await super.init()
+    ignoreClosedPipes()
     const name = (this.id ?? 'constellation').replaceAll(':', ' ')
     this.releaseInterrupt = onInterrupt(() => [`${name} interrupted: ${this.interruptedState()}`])
   }

@@ -1,9 +1,12 @@
-import { writeFile } from 'node:fs/promises'
+import { spawn } from 'node:child_process'
+import { readFile, writeFile } from 'node:fs/promises'
 import { createServer, type Server, type Socket } from 'node:net'
 import path from 'node:path'
 import { generateWorkspace } from '../../src/lib/config/index.js'
 import { expect } from '../support/chai.js'
-import { spawnCli } from '../support/cli.js'
+import { CLI_ARGS, spawnCli } from '../support/cli.js'
+import { eventually } from '../support/eventually.js'
+import { freePort } from '../support/ports.js'
 import { makeTempDir, type TempDir } from '../support/temp.js'
 
 /** A peer that accepts and never answers, and says when a connection came: the CLI is then waiting. */
@@ -111,4 +114,38 @@ current-context: c
       expect(res.stderr).to.contain(tc.says)
       expect(res.stderr).not.to.contain('This is a bug')
     })
+
+  it('`2>&1 | cat` whose cat took the same Ctrl-C: the command still ends as it says, 130', async () => {
+    const closed = path.join(tmp.dir, 'closed.conf')
+    await writeFile(
+      closed,
+      (await readFile(kubeconfig, 'utf8')).replace(String(peer.port), String(await freePort())),
+    )
+    const argv = [
+      ...CLI_ARGS,
+      'status',
+      '-C',
+      ws,
+      '--kubeconfig',
+      closed,
+      '--watch',
+      '--interval',
+      '0.1s',
+      '--verify-port',
+      '1',
+    ]
+    // stdout and stderr one pipe, as `2>&1 | cat` makes them
+    const child = spawn('bash', ['-c', 'exec "$@" 2>&1', 'bash', process.execPath, ...argv], {
+      stdio: ['ignore', 'pipe', 'ignore'],
+      env: { ...process.env, CONSTELL_NO_SPINNER: '1' },
+    })
+    const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)))
+    let out = ''
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()))
+    await eventually('the first table', async () => (out.includes('NOT healthy') ? true : undefined))
+    child.stdout.destroy() // cat is gone: every write to stdout or stderr from now on is EPIPE
+    await new Promise((resolve) => setTimeout(resolve, 1_000)) // rounds that write into the closed pipe
+    child.kill('SIGINT') // the interrupt's sentence goes into the closed pipe too
+    expect(await exited).to.equal(130)
+  })
 })

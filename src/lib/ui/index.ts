@@ -104,6 +104,6 @@ export function renderTable(headers: readonly string[], rows: ReadonlyArray<read
   return [line(headers), ...rows.map(line)].join('\n')
 }
 
-export { onInterrupt, promptOrAbort } from './interrupt.js'
+export { ignoreClosedPipes, onInterrupt, promptOrAbort } from './interrupt.js'
 export { CLI_NAME, commandForUser, shellQuote } from './self-command.js'
 export type { SelfCommandFs } from './self-command.js'

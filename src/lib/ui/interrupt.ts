@@ -14,9 +14,33 @@ export interface InterruptIO extends SignalIo {
 export const processInterruptIO = (): InterruptIO => ({
   ...processSignalIo(),
   // Straight to fd 2: while listr2 draws it holds back process.stderr writes until it finishes,
-  // which an exit now would never let happen.
-  stderr: (line) => writeSync(2, `${line}\n`),
+  // which an exit now would never let happen. A reader that is gone (`2>&1 | cat`, whose cat took
+  // the same Ctrl-C) cannot be told; the exit code still is.
+  stderr: (line) => {
+    try {
+      writeSync(2, `${line}\n`)
+    } catch {
+      // nobody reads stderr any more
+    }
+  },
 })
+
+let pipesGuarded = false
+
+/**
+ * A closed stdout or stderr (`| head`, or a pipe whose reader took the same Ctrl-C) makes every
+ * later write fail with EPIPE, which Node throws from the stream unless someone listens. A command
+ * then dies in the middle of what it still has to do (mini up removing what it started), so EPIPE
+ * is dropped: there is nobody left to tell. Other stream errors still throw.
+ */
+export function ignoreClosedPipes(): void {
+  if (pipesGuarded) return
+  pipesGuarded = true
+  for (const stream of [process.stdout, process.stderr])
+    stream.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EPIPE') throw err
+    })
+}
 
 /**
  * Until the returned function is called, SIGINT/SIGTERM print `describe()` (what is left behind,
