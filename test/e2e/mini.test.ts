@@ -325,7 +325,9 @@ describe('constellation mini: a local cluster (CLI processes)', function () {
     expect(result.stderr).to.match(/removing what it started/)
     // one sentence on the state; not what the interrupt did to the steps in flight (a log's tail,
     // a hint to finish a cluster that is gone)
-    expect(result.stderr).to.match(/^Error: mini up was interrupted \(SIGINT\); what it started is removed\n/m)
+    expect(result.stderr).to.match(
+      /^Error: mini up was interrupted \(SIGINT\); what it started is removed\n/m,
+    )
     expect(result.stderr).to.not.match(/ends with:|is empty|Hint:/)
     expect(await leftovers(record, ws)).to.deep.equal([])
   })
