@@ -15,6 +15,7 @@ const REQUIRED: Record<string, string[]> = {
   'config measurements': ['-e', '127.0.0.1'],
   'bootstrap-data generate': ['-f', 'objects.yaml'],
   'mini reboot': ['worker-0'],
+  'mini logs': ['worker-0'],
   'upgrade execute': ['--helm'],
 }
 
