@@ -36,6 +36,7 @@ fi
 ln -sfn "$wrapper" "$link"
 echo "setup: linked $link -> $wrapper (remove the link to undo)"
 if ! on_path "$dir"; then
-  echo "setup: $dir is not on your PATH; until it is, call $link (the CLI prints that path), or:"
+  echo "setup: $dir is not on your PATH; put it there (then \`constellation\` works as the CLI prints it):"
   echo "  export PATH=\"$dir:\$PATH\""
+  echo "setup: until then the CLI prints its commands with the full path $wrapper"
 fi
