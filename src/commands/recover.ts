@@ -28,6 +28,10 @@ export default class Recover extends BaseCommand {
     }),
   }
 
+  protected override interruptedState(): string {
+    return 'the master secret is sent only after the node attested (and, with qemu-vtpm, after your yes); a node that got it goes on booting, one that did not still waits: run recover again'
+  }
+
   async run(): Promise<RecoverOutcome> {
     const { flags } = await this.parse(Recover)
     const result = await runRecover(

@@ -4,22 +4,25 @@
  * (aTLS against the workspace's measurements, helm from PATH).
  */
 import { createAttestedChannelCredentials } from '../lib/atls/index.js'
-import { CliError } from '../lib/errors/index.js'
+import { chainMessage, CliError } from '../lib/errors/index.js'
 import { detectHelm } from '../lib/helm/index.js'
 import { initCluster, DEFAULT_INIT_HELM_TIMEOUT } from '../lib/init/index.js'
 import { parseHelmTimeout } from '../lib/helm/index.js'
 import {
+  mergeMiniKubeconfig,
   miniDown,
   miniUp,
   rebootNode,
   simulatorPaths,
+  type MergedKubeconfig,
+  type MiniDownOptions,
   type MiniIo,
   type MiniUpOptions,
 } from '../lib/mini/index.js'
-import { packageFile } from '../lib/paths.js'
+import { packageFile, workspacePaths } from '../lib/paths.js'
 import { clusterStatus, type StatusReport } from '../lib/status/index.js'
 import { createLogger, createRunner } from '../lib/system/index.js'
-import { runStepsSilently } from '../lib/system/index.js'
+import { linesProgress } from '../lib/ui/index.js'
 import { statusDeps } from './status.js'
 
 export function miniIo(opts: { skipHelm: boolean; progress: (line: string) => void }): MiniIo {
@@ -56,7 +59,9 @@ export function miniIo(opts: { skipHelm: boolean; progress: (line: string) => vo
           helmTimeout: parseHelmTimeout(DEFAULT_INIT_HELM_TIMEOUT),
         },
         {
-          progress: runStepsSilently,
+          // init's steps under mini's own line, so that its waits (the API, each release) say what
+          // they wait for and each retry is seen
+          progress: linesProgress(opts.progress),
           env: process.env,
           // init's own handshake: a fresh node, or (PCR 15 this workspace's cluster ID) a resume
           credentials: (_config, handshake) => createAttestedChannelCredentials(handshake),
@@ -82,15 +87,33 @@ export async function checkHelmPresent(): Promise<void> {
 export async function runMiniUp(
   opts: MiniUpOptions,
   progress: (line: string) => void,
-): Promise<{ up: Awaited<ReturnType<typeof miniUp>>; status: StatusReport }> {
+  extra: { mergeKubeconfig?: boolean } = {},
+): Promise<{
+  up: Awaited<ReturnType<typeof miniUp>>
+  status: StatusReport
+  mergedKubeconfig?: MergedKubeconfig
+  warnings: string[]
+}> {
   const up = await miniUp(opts, miniIo({ skipHelm: opts.skipHelm, progress }))
+  const warnings: string[] = []
+  // after the cluster is up, as `init --merge-kubeconfig` does it: a merge that fails (an entry of
+  // that name, different) leaves a working cluster and says so
+  const mergedKubeconfig = extra.mergeKubeconfig
+    ? await mergeMiniKubeconfig(opts.workspace, process.env).catch((err: unknown) => {
+        warnings.push(
+          `not merged into your kubeconfig: ${chainMessage(err)}; use ${workspacePaths(opts.workspace).adminConf} directly`,
+        )
+        return undefined
+      })
+    : undefined
   const status = await clusterStatus(
     await statusDeps({ workspace: opts.workspace, verifyPort: 30081, timeoutMs: 15_000 }),
   )
-  return { up, status }
+  return { up, status, mergedKubeconfig, warnings }
 }
 
-export const runMiniDown = (workspace: string) => miniDown(workspace, createRunner())
+export const runMiniDown = (workspace: string, opts: MiniDownOptions = {}) =>
+  miniDown(workspace, createRunner(), opts)
 
 export const runMiniReboot = (
   workspace: string,

@@ -32,7 +32,16 @@ import {
   RecoveryServer,
   type StateDiskMounter,
 } from '../lib/statedisk/index.js'
-import { createLogger, createRunner, parseHostPort, type Logger, type Runner } from '../lib/system/index.js'
+import {
+  claimInterrupts,
+  createLogger,
+  createRunner,
+  parseHostPort,
+  processSignalIo,
+  SIGNAL_EXIT_CODES,
+  type Logger,
+  type Runner,
+} from '../lib/system/index.js'
 import { extendPcr, readPcrs, type OpenTpm } from '../lib/tpm/index.js'
 import { nodeIssuer, openTpmFromConfig } from './node.js'
 
@@ -121,9 +130,12 @@ export async function runStateDiskSetup(
   const issuer = nodeIssuer(config, openTpm)
   const runner = createRunner()
   const stop = new AbortController()
-  const onSignal = () => stop.abort(new Error('state-disk setup was stopped'))
-  process.once('SIGINT', onSignal)
-  process.once('SIGTERM', onSignal)
+  // claimed, so that the command's default answer to a signal (exit at once) waits for this one
+  const release = claimInterrupts((signal) =>
+    stop.signal.aborted
+      ? processSignalIo().exit(SIGNAL_EXIT_CODES[signal])
+      : stop.abort(new Error('state-disk setup was stopped')),
+  )
   try {
     return await buildStateDiskSetup(
       config,
@@ -141,7 +153,6 @@ export async function runStateDiskSetup(
       stop.signal,
     )
   } finally {
-    process.off('SIGINT', onSignal)
-    process.off('SIGTERM', onSignal)
+    release()
   }
 }

@@ -172,7 +172,7 @@ describe('constellation bootstrap-data generate (CLI)', function () {
     'a missing input file': {
       file: 'nope.yaml',
       args: () => [],
-      code: 2,
+      code: 1,
       stderr: /input .*nope\.yaml does not exist/,
     },
     'an unknown format': {

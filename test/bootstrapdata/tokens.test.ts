@@ -88,7 +88,7 @@ describe('bootstrap tokens', () => {
         )
         expect(exitCodeOf(err)).to.equal(3)
         expect((err as Error).message).to.match(
-          /creating Secret kube-system\/bootstrap-token-abcdef at https:\/\/127\.0\.0\.1:\d+: no answer within 300 ms/,
+          /creating Secret kube-system\/bootstrap-token-abcdef at https:\/\/127\.0\.0\.1:\d+: no answer within 0.3s/,
         )
       } finally {
         await silent.close()

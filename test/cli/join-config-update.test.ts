@@ -7,6 +7,7 @@ import { expect } from '../support/chai.js'
 import { runCli } from '../support/cli.js'
 import { FakeApiServer } from '../../src/lib/mini/simulator/index.js'
 import { freePort } from '../support/ports.js'
+import { startSilentPeer } from '../support/silent-peer.js'
 import { makeTempDir } from '../support/temp.js'
 
 /** `constellation join-config update` against the Kubernetes API test double (FakeApiServer). */
@@ -82,5 +83,21 @@ describe('constellation join-config update', function () {
     expect(res.stderr).to.match(
       /reading ConfigMap kube-system\/join-config at https:\/\/127\.0\.0\.1:\d+: .*ECONNREFUSED/,
     )
+    // the same words as upgrade's for the same cluster: which kubeconfig to look at
+    expect(res.stderr).to.include(`Hint: check that the cluster in ${closed} is reachable from here`)
+  })
+
+  it('a cluster that accepts and never answers: exit 3 at the bound upgrade has (10 s), not 30 s', async () => {
+    const silent = await startSilentPeer()
+    try {
+      const hung = path.join(dir, 'hung.conf')
+      await writeFile(hung, api.kubeconfig().replace(api.url, `https://127.0.0.1:${silent.port}`))
+      const res = await runCli(['join-config', 'update', '-C', dir, '--kubeconfig', hung, '--yes'])
+      expect(res.code, res.stderr).to.equal(3)
+      expect(res.stderr).to.include('reading ConfigMap kube-system/join-config')
+      expect(res.stderr).to.include('no answer within 10s')
+    } finally {
+      await silent.stop()
+    }
   })
 })

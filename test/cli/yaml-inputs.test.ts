@@ -84,8 +84,11 @@ describe('hostile YAML through the CLI', () => {
     const input = await runCli(['bootstrap-data', 'generate', '-f', fifo, '-o', path.join(ws.dir, 'out')])
     expect(input.code).to.equal(1)
     expect(input.stderr).to.contain(`input ${fifo} is not a regular file (it is a FIFO)`)
+    // one rule for every input (README, exit codes): a missing file is a failure (1), as a missing config is
     const missing = await runCli(['bootstrap-data', 'generate', '-f', path.join(ws.dir, 'nope.yaml')])
-    expect(missing.code, 'a missing -f file is a usage error').to.equal(2)
+    expect(missing.code, 'a missing -f file is exit 1, as a missing config').to.equal(1)
+    const noConfig = await runCli(['config', 'validate', '-C', path.join(ws.dir, 'no-workspace')])
+    expect(noConfig.code, 'a missing config').to.equal(1)
 
     const chart = `{ name: x, chart: x, version: 1.0.0, namespace: x, valuesFile: ${fifo} }`
     await appendFile(config, `upgrade:\n  charts:\n    - ${chart}\n`)

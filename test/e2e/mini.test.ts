@@ -10,7 +10,7 @@
  * Slow (about 10–40 s each): each case boots a whole cluster, and the steps of a case depend on
  * each other (a reboot needs a cluster that was initialized), so they are one test each.
  */
-import { chmod, readdir, readFile, stat } from 'node:fs/promises'
+import { chmod, mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { miniPaths, readMiniRecord, rebootNode, type MiniRecord } from '../../src/lib/mini/index.js'
 import { markedProcesses, CLUSTER_MARKER, NODE_MARKER } from '../../src/lib/mini/daemons.js'
@@ -125,7 +125,7 @@ describe('constellation mini: a local cluster (CLI processes)', function () {
     await cleanup()
   })
 
-  it('1 control plane + 2 workers on loopback addresses, tpm-ek by default: up, status, verify (EK chain and credential activation), key service and TPMs private to their node, a second up refused, down leaves nothing', async () => {
+  it('1 control plane + 2 workers on loopback addresses, tpm-ek by default: up, status, verify (EK chain and credential activation), key service and TPMs private to their node, a second up refused, down leaves only the master secret', async () => {
     expect(process.getuid?.(), 'acting as user nobody needs root (CI runs as root)').to.equal(0)
     // others may enter the test's folder: only what mini itself sets keeps them out
     await chmod(dir, 0o755)
@@ -211,15 +211,24 @@ describe('constellation mini: a local cluster (CLI processes)', function () {
 
     const down = await runCli(['mini', 'down', '-C', ws, '--json'])
     expect(down.code, down.stderr).to.equal(0)
-    expect((JSON.parse(down.stdout) as { stoppedProcesses: number }).stoppedProcesses).to.be.greaterThan(0)
-    expect(await leftovers(record, ws)).to.deep.equal([])
+    const downResult = JSON.parse(down.stdout) as { stoppedProcesses: number; kept: string[] }
+    expect(downResult.stoppedProcesses).to.be.greaterThan(0)
+    // all gone but the master secret, which mini down keeps unless --purge
+    expect(downResult.kept).to.deep.equal([path.join(ws, 'constellation-mastersecret.json')])
+    expect(await leftovers(record, ws)).to.deep.equal(['files: constellation-mastersecret.json'])
     const twice = await runCli(['mini', 'down', '-C', ws])
     expect(twice.code).to.equal(1)
     expect(twice.stderr).to.match(/no mini cluster in/)
   })
 
-  it('--attestation qemu-vtpm, 1 control plane + 1 worker: works, and verify, status and recover say it anchors no key; recover asks before sending', async () => {
+  it('--attestation qemu-vtpm, 1 control plane + 1 worker, --merge-kubeconfig: works, and verify, status and recover say it anchors no key; recover asks before sending; down unmerges', async () => {
     const ws = path.join(dir, 'ws')
+    const kubeconfig = path.join(dir, 'kube', 'config')
+    await mkdir(path.dirname(kubeconfig))
+    await writeFile(
+      kubeconfig,
+      'apiVersion: v1\nkind: Config\nclusters: [{ name: work, cluster: { server: "https://work.example:6443" } }]\nusers: []\ncontexts: []\n',
+    )
     const up = await runCli(
       [
         'mini',
@@ -232,13 +241,22 @@ describe('constellation mini: a local cluster (CLI processes)', function () {
         '1',
         '--workers',
         '1',
+        '--merge-kubeconfig',
         '--json',
       ],
-      { env, timeoutMs: 120_000 },
+      { env: { ...env, KUBECONFIG: kubeconfig }, timeoutMs: 120_000 },
     )
     expect(up.code, up.stderr).to.equal(0)
     expect(up.stderr).to.not.match(/manufacturing/)
-    const result = JSON.parse(up.stdout) as UpJson & { attestation: string }
+    const result = JSON.parse(up.stdout) as UpJson & {
+      attestation: string
+      mergedKubeconfig: { file: string; context: string }
+    }
+    // merged as kind does: beside the user's own entry, and current
+    expect(result.mergedKubeconfig.file).to.equal(kubeconfig)
+    const merged = await readFile(kubeconfig, 'utf8')
+    expect(merged).to.match(/name: work\b/)
+    expect(merged).to.match(new RegExp(`^current-context: ${result.mergedKubeconfig.context}$`, 'm'))
     expect(result.attestation).to.equal('qemu-vtpm')
     const names = ['control-plane-0', 'worker-0']
     expectHealthy({ ...up, stdout: JSON.stringify(result.status) }, names)
@@ -259,9 +277,13 @@ describe('constellation mini: a local cluster (CLI processes)', function () {
     expect(JSON.parse(recover.stdout)).to.nested.include({ 'attestation.anchored': false })
 
     const record = (await readMiniRecord(ws))!
-    const down = await runCli(['mini', 'down', '-C', ws])
+    const down = await runCli(['mini', 'down', '-C', ws, '--purge'])
     expect(down.code, down.stderr).to.equal(0)
     expect(await leftovers(record, ws)).to.deep.equal([])
+    // what it merged is gone again, the user's own entry is not
+    const after = await readFile(kubeconfig, 'utf8')
+    expect(after).to.match(/name: work\b/)
+    expect(after).to.not.include(result.mergedKubeconfig.context)
   })
 
   it('mini up killed half way: mini down still removes everything', async () => {
@@ -279,7 +301,7 @@ describe('constellation mini: a local cluster (CLI processes)', function () {
     expect(upProcess, 'the mini up process').to.be.a('number')
     process.kill(upProcess!, 'SIGKILL')
     expect((await up).code).to.equal(null)
-    const down = await runCli(['mini', 'down', '-C', ws])
+    const down = await runCli(['mini', 'down', '-C', ws, '--purge'])
     expect(down.code, down.stderr).to.equal(0)
     expect(await leftovers(record, ws)).to.deep.equal([])
   })
@@ -301,6 +323,12 @@ describe('constellation mini: a local cluster (CLI processes)', function () {
     expect(result.code, result.stderr).to.equal(130)
     expect(result.stderr).to.match(/mini up was interrupted \(SIGINT\)/)
     expect(result.stderr).to.match(/removing what it started/)
+    // one sentence on the state; not what the interrupt did to the steps in flight (a log's tail,
+    // a hint to finish a cluster that is gone)
+    expect(result.stderr).to.match(
+      /^Error: mini up was interrupted \(SIGINT\); what it started is removed\n/m,
+    )
+    expect(result.stderr).to.not.match(/ends with:|is empty|Hint:/)
     expect(await leftovers(record, ws)).to.deep.equal([])
   })
 
@@ -359,7 +387,7 @@ describe('constellation mini: a local cluster (CLI processes)', function () {
       expect(await setupLog(cp.name)).to.match(/PCR 15 carries the cluster ID again/)
     expectHealthy(await runCli(['status', '-C', ws, '--json'], { env }), names)
 
-    const down = await runCli(['mini', 'down', '-C', ws])
+    const down = await runCli(['mini', 'down', '-C', ws, '--purge'])
     expect(down.code, down.stderr).to.equal(0)
     expect(await leftovers(record, ws)).to.deep.equal([])
   })

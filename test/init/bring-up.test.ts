@@ -61,6 +61,9 @@ describe('constellation init brings the cluster up with the real helm 3 and 4', 
       const { daemon, env, helm, deployed } = await startNode(major)
       const res = await runCli(['init', '-C', node.workspace], { env: { ...env, CONSTELL_NO_SPINNER: '1' } })
       await daemon.expectInitSucceeded(res)
+      expect(res.stdout + res.stderr).to.match(
+        /Waiting for the Kubernetes API at https:\/\/\S+ to answer helm/,
+      )
       expect(res.stdout + res.stderr).to.match(/Installing cilium 1\.0\.0 in kube-system/)
       expect(res.stdout + res.stderr).to.match(/Installing cert-manager 1\.0\.0 in cert-manager/)
       expect(res.stdout).to.match(/Helm releases +cilium 1\.0\.0, coredns 1\.0\.0, cert-manager 1\.0\.0/)

@@ -147,7 +147,7 @@ for (const [implementation, openKubeApi] of Object.entries(IMPLEMENTATIONS))
           (await openKubeApi(file, { requestTimeoutMs: 300 })).getConfigMap('kube-system', 'x'),
         )
         expect(err.message).to.match(
-          /reading ConfigMap kube-system\/x at https:\/\/127\.0\.0\.1:\d+: no answer within 300 ms/,
+          /reading ConfigMap kube-system\/x at https:\/\/127\.0\.0\.1:\d+: no answer within 0.3s/,
         )
         expect(exitCodeOf(err)).to.equal(3)
       } finally {

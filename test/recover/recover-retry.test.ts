@@ -19,6 +19,7 @@ import { recoverNode, type RecoverResult } from '../../src/lib/recover/index.js'
 import { createLogger } from '../../src/lib/system/index.js'
 import { expect } from '../support/chai.js'
 import { createFakeAttestation } from '../support/fake-attestation.js'
+import { freePort } from '../support/ports.js'
 import { makeTempDir, type TempDir } from '../support/temp.js'
 
 const fake = createFakeAttestation()
@@ -119,5 +120,19 @@ describe('constellation recover when the node is busy or an answer is lost', fun
     const err = await recover(endpoint, 300).catch((e: unknown) => e)
     expect((err as CliError).exitCode).to.equal(ExitCode.Unreachable)
     expect((err as CliError).hint).to.match(/may have recovered.*run recover again/)
+  })
+
+  it('a node that does not answer yet: every retry names the node, the attempt and why', async () => {
+    const endpoint = `127.0.0.1:${await freePort()}`
+    await recover(endpoint, 1_000).catch(() => undefined)
+    const retries = log.filter((l) => /trying again/.test(l))
+    expect(retries.length).to.be.greaterThan(1)
+    retries.forEach((line, i) =>
+      expect(line).to.match(
+        new RegExp(
+          `Waiting for the node at ${endpoint} to answer: attempt ${i + 1} failed: .*ECONNREFUSED.*; trying again in 0\\.05s`,
+        ),
+      ),
+    )
   })
 })

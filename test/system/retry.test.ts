@@ -1,5 +1,5 @@
 import { expect } from '../support/chai.js'
-import { retry } from '../../src/lib/system/index.js'
+import { describeRetry, retry } from '../../src/lib/system/index.js'
 import { type RetryOptions } from '../../src/lib/system/retry.js'
 
 /** Runs `retry` over a function that fails `failures` times; returns the delays it slept. */
@@ -52,5 +52,44 @@ describe('retry: backoff and jitter', () => {
     expect(slept).to.have.length(20)
     expect(seen).to.deep.equal(slept)
     expect(new Set(slept)).to.deep.equal(new Set([90]))
+  })
+})
+
+describe('describeRetry: one line per retry, for the person waiting', () => {
+  const cases: Record<
+    string,
+    { err: unknown; attempt: number; attempts: number; delayMs: number; want: string }
+  > = {
+    'which attempt of how many, why, and the wait': {
+      err: new Error('connect ECONNREFUSED 10.0.0.1:6443'),
+      attempt: 2,
+      attempts: 5,
+      delayMs: 4_000,
+      want: 'attempt 2 of 5 failed: connect ECONNREFUSED 10.0.0.1:6443; trying again in 4s',
+    },
+    'unbounded attempts leave out "of N"': {
+      err: new Error('node not reachable yet'),
+      attempt: 7,
+      attempts: Number.POSITIVE_INFINITY,
+      delayMs: 500,
+      want: 'attempt 7 failed: node not reachable yet; trying again in 0.5s',
+    },
+    'the cause chain on one line': {
+      err: new Error('reading the releases', {
+        cause: new Error('helm list exited with code 1:\nError: unreachable'),
+      }),
+      attempt: 1,
+      attempts: 3,
+      delayMs: 30_000,
+      want: 'attempt 1 of 3 failed: reading the releases: helm list exited with code 1: Error: unreachable; trying again in 30s',
+    },
+  }
+  for (const [name, tc] of Object.entries(cases))
+    it(name, () => expect(describeRetry(tc.err, tc.attempt, tc.attempts, tc.delayMs)).to.equal(tc.want))
+
+  it('a page of output is cut to one readable line', () => {
+    const line = describeRetry(new Error('x'.repeat(5_000)), 1, 2, 1_000)
+    expect(line.length).to.be.below(400)
+    expect(line).to.match(/x…; trying again in 1s$/)
   })
 })

@@ -2,6 +2,7 @@ import { chmod, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { CommandFailedError, createRunner, type CommandFailure } from '../../src/lib/system/index.js'
 import type { RunOptions } from '../../src/lib/system/runner.js'
+import { exitCodeOf, hintOf, renderError } from '../../src/lib/errors/index.js'
 import { expect } from '../support/chai.js'
 import { withTempDir } from '../support/temp.js'
 
@@ -140,4 +141,24 @@ describe('system runner: the one way lib code runs a program', () => {
     expect(reworded).to.include({ command: 'tool', exitCode: 2, stdout: 'o', stderr: 'e', timedOut: false })
     expect(reworded.cause).to.equal(undefined)
   })
+})
+
+describe('system runner: a program that fails is the outside world, not a bug', () => {
+  const runner = createRunner()
+  const cases: Record<string, { file: string; args: string[]; hint?: RegExp }> = {
+    'a program that is not installed (blkid on a PATH without /usr/sbin)': {
+      file: 'constellation-no-such-program',
+      args: ['--probe'],
+      hint: /install constellation-no-such-program, or put the folder that holds it on PATH/,
+    },
+    'a program that exits 1': { file: NODE, args: ['-e', 'process.exit(1)'] },
+  }
+  for (const [name, tc] of Object.entries(cases))
+    it(`${name}: exit 1, never "This is a bug" (70)`, async () => {
+      const err = await runner.run(tc.file, tc.args).catch((e: unknown) => e)
+      expect(err).to.be.instanceOf(CommandFailedError)
+      expect(exitCodeOf(err)).to.equal(1)
+      expect(renderError(err).lines.join('\n')).to.not.contain('This is a bug')
+      if (tc.hint) expect(hintOf(err)).to.match(tc.hint)
+    })
 })

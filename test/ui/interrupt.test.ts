@@ -1,6 +1,6 @@
 import { expect } from '../support/chai.js'
 import { exitCodeOf } from '../../src/lib/errors/index.js'
-import type { InterruptSignal } from '../../src/lib/system/index.js'
+import { abortOnInterrupt, type InterruptSignal } from '../../src/lib/system/index.js'
 import { onInterrupt, promptOrAbort } from '../../src/lib/ui/index.js'
 import { type InterruptIO } from '../../src/lib/ui/interrupt.js'
 
@@ -67,5 +67,50 @@ describe('promptOrAbort', () => {
     expect(await promptOrAbort('x', () => Promise.resolve(true))).to.equal(true)
     const other = new Error('boom')
     expect(await promptOrAbort('x', () => Promise.reject(other)).catch((e: unknown) => e)).to.equal(other)
+  })
+})
+
+describe('one owner per signal: the innermost claim decides', () => {
+  it('an inner onInterrupt speaks alone while it is active; the outer one is back after release', () => {
+    const io = recordingIO()
+    onInterrupt(() => ['status interrupted: nothing was changed'], io)
+    const inner = onInterrupt(() => ['init interrupted: the node has the request'], io)
+    io.fire('SIGINT')
+    expect(io.lines).to.deep.equal(['', 'init interrupted: the node has the request'])
+    expect(io.exits).to.deep.equal([130])
+    inner()
+    const again = recordingIO()
+    onInterrupt(() => ['outer'], again)
+    onInterrupt(() => ['inner'], again)()
+    again.fire('SIGTERM')
+    expect(again.lines).to.deep.equal(['', 'outer'])
+    expect(again.exits).to.deep.equal([143])
+  })
+
+  it('one process listener per signal however deep the claims nest, none once all are released', () => {
+    const io = recordingIO()
+    const releases = [
+      onInterrupt(() => ['a'], io),
+      onInterrupt(() => ['b'], io),
+      onInterrupt(() => ['c'], io),
+    ]
+    expect(io.count()).to.equal(2)
+    releases.reverse().forEach((release) => release())
+    expect(io.count()).to.equal(0)
+  })
+
+  it('abortOnInterrupt inside a command: the command cleans up itself, nothing exits behind its back', () => {
+    const io = recordingIO()
+    onInterrupt(() => ['mini up interrupted'], io)
+    const interrupt = abortOnInterrupt(io)
+    io.fire('SIGINT')
+    expect(interrupt.signal.aborted).to.equal(true)
+    expect(interrupt.signal.reason).to.equal('SIGINT')
+    expect(io.exits, 'the outer handler must not exit while mini up removes what it started').to.deep.equal(
+      [],
+    )
+    io.fire('SIGINT')
+    expect(io.exits, 'a second Ctrl-C exits at once').to.deep.equal([130])
+    interrupt.release()
   })
 })

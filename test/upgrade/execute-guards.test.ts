@@ -159,8 +159,25 @@ describe('upgrade execute (lib): guards before any change, helm detection (real 
       times: 4,
     })
     const sleeps: number[] = []
-    const report = await h.upgrade(ws, { deps: { retry: { sleep: async (ms) => void sleeps.push(ms) } } })
+    const said: string[] = []
+    const report = await h.upgrade(ws, {
+      deps: {
+        retry: { sleep: async (ms) => void sleeps.push(ms) },
+        progress: async (steps) => {
+          for (const s of steps) await s.run((line) => said.push(`${s.title}: ${line}`))
+        },
+      },
+    })
     expect(sleeps).to.deep.equal([30_000, 30_000, 30_000])
+    // every retry says which attempt of how many failed, why, what Helm left, and the wait
+    expect(said).to.have.length(3)
+    said.forEach((line, i) =>
+      expect(line).to.match(
+        new RegExp(
+          `^Upgrade cilium 1\\.1\\.0: attempt ${i + 1} of 4 failed: .*the server is currently unable to handle the request.*; trying again in 30s \\(Helm rolled the release back\\)$`,
+        ),
+      ),
+    )
     expect(report.releases[0]).to.include({ name: 'cilium', outcome: 'rolled-back', attempts: 4 })
     expect(report.failure?.error).to.match(/the server is currently unable to handle the request/)
     expect(await h.deployed()).to.deep.equal(all('1.0.0'))

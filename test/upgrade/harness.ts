@@ -173,7 +173,7 @@ export class UpgradeHarness {
     return {
       openReader: () => createClusterReader(kc),
       progress: async (steps) => {
-        for (const s of steps) await s.run()
+        for (const s of steps) await s.run(() => {})
       },
       now: () => new Date('2026-01-02T03:04:05Z'),
       retry: { intervalMs: 7, sleep: async (ms) => void this.sleeps.push(ms) },

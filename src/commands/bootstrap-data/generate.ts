@@ -94,6 +94,10 @@ export default class BootstrapDataGenerate extends BaseCommand {
     }),
   }
 
+  protected override interruptedState(): string {
+    return 'its files are written only at the very end; if that had begun, some may be there, the last perhaps cut short: it never overwrites, so remove them before running it again'
+  }
+
   async run(): Promise<GenerateResult> {
     const { flags } = await this.parse(BootstrapDataGenerate)
     const presignedUrlSeconds = this.presignedUrlSeconds(flags['presigned-url'], flags['presign-expiry'])

@@ -21,6 +21,10 @@ export default class BootstrapDataRefreshToken extends BaseCommand {
     'token-ttl': Flags.string({ description: 'new lifetime from now', default: '15m' }),
   }
 
+  protected override interruptedState(): string {
+    return "the token's expiry is as it was, or extended (one request)"
+  }
+
   async run(): Promise<TokenRefresh & { tokenId: string }> {
     const { args, flags } = await this.parse(BootstrapDataRefreshToken)
     const tokenId = args['token-id']

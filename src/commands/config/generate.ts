@@ -34,6 +34,10 @@ export default class ConfigGenerate extends BaseCommand {
     }),
   }
 
+  protected override interruptedState(): string {
+    return 'if it had begun writing, constellation-conf.yaml and constellation-state.yaml may be there, the last perhaps cut short; it never overwrites, so remove them before running it again'
+  }
+
   async run(): Promise<GenerateResult> {
     const { args, flags } = await this.parse(ConfigGenerate)
     const result = await generateWorkspace({

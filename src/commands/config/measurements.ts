@@ -42,6 +42,10 @@ export default class ConfigMeasurements extends BaseCommand {
     ...attestTimeoutFlag,
   }
 
+  protected override interruptedState(): string {
+    return 'the config is as it was, or fully updated (it is replaced in one step)'
+  }
+
   async run(): Promise<MeasurementsResult> {
     const { flags } = await this.parse(ConfigMeasurements)
     const timeoutMs = parseAttestTimeout(flags.timeout)

@@ -4,6 +4,7 @@ import { encodeJoinConfig, JOIN_CONFIG_MAP } from '../../lib/attestation/index.j
 import {
   clusterJoinMeasurements,
   joinConfigChanged,
+  JOIN_CONFIG_REQUEST_TIMEOUT_MS,
   joinMeasurementsFromConfig,
   planJoinConfigUpdate,
   renderJoinConfigUpdate,
@@ -34,11 +35,17 @@ export default class JoinConfigUpdate extends BaseCommand {
     yes: Flags.boolean({ char: 'y', description: 'update without asking' }),
   }
 
+  protected override interruptedState(): string {
+    return "the cluster's join-config is as it was, or fully updated (it is written in one request); `join-config update` again shows which"
+  }
+
   async run(): Promise<JoinConfigUpdateResult> {
     const { flags } = await this.parse(JoinConfigUpdate)
     const ws = workspacePaths(flags.workspace)
     const next = await joinMeasurementsFromConfig(ws.config)
-    const api = await openKubeApi(flags.kubeconfig ?? ws.adminConf)
+    const api = await openKubeApi(flags.kubeconfig ?? ws.adminConf, {
+      requestTimeoutMs: JOIN_CONFIG_REQUEST_TIMEOUT_MS,
+    })
     const { namespace, name, key } = JOIN_CONFIG_MAP
     const current = clusterJoinMeasurements((await api.getConfigMap(namespace, name))?.data[key])
     const changes = planJoinConfigUpdate(current, next)

@@ -1,10 +1,17 @@
 import { Flags } from '@oclif/core'
 import { BaseCommand } from '../../base-command.js'
 import { ATTESTATION_VARIANTS, type AttestationVariant } from '../../lib/attestation/index.js'
-import { SIMULATED_NOTICE, type MiniUpResult, type NetworkMode } from '../../lib/mini/index.js'
+import {
+  SIMULATED_NOTICE,
+  type MergedKubeconfig,
+  type MiniUpResult,
+  type NetworkMode,
+} from '../../lib/mini/index.js'
 import { renderStatus, type StatusReport } from '../../lib/status/index.js'
 import { abortOnInterrupt, parseDuration } from '../../lib/system/index.js'
 import { DEFAULT_KUBERNETES_MINOR } from '../../lib/versions/index.js'
+import { packageFile } from '../../lib/paths.js'
+import { commandForUser, shellQuote } from '../../lib/ui/index.js'
 import { runMiniUp } from '../../wiring/mini.js'
 
 export default class MiniUp extends BaseCommand {
@@ -48,12 +55,18 @@ export default class MiniUp extends BaseCommand {
       description: 'give up when the nodes have not joined after this long',
       default: '5m',
     }),
+    'merge-kubeconfig': Flags.boolean({
+      description:
+        "merge the cluster's admin kubeconfig into ~/.kube/config (or $KUBECONFIG's first file) beside what is there, and make it current, as kind and minikube do; `mini down` takes it out again",
+    }),
     retain: Flags.boolean({
       description: 'on failure or Ctrl-C, keep what was started (for its logs) instead of removing it',
     }),
   }
 
-  async run(): Promise<MiniUpResult & { simulated: string; status: StatusReport }> {
+  async run(): Promise<
+    MiniUpResult & { simulated: string; status: StatusReport; mergedKubeconfig?: MergedKubeconfig }
+  > {
     const { flags } = await this.parse(MiniUp)
     const mode: NetworkMode =
       flags.network === 'auto'
@@ -64,7 +77,7 @@ export default class MiniUp extends BaseCommand {
     process.stderr.write(`${SIMULATED_NOTICE}\n`)
     const interrupt = abortOnInterrupt()
     try {
-      const { up, status } = await runMiniUp(
+      const { up, status, mergedKubeconfig, warnings } = await runMiniUp(
         {
           workspace: flags.workspace,
           controlPlanes: flags['control-planes'],
@@ -78,7 +91,9 @@ export default class MiniUp extends BaseCommand {
           signal: interrupt.signal,
         },
         (line) => process.stderr.write(`• ${line}\n`),
+        { mergeKubeconfig: flags['merge-kubeconfig'] },
       )
+      for (const warning of warnings) this.logToStderr(`Warning: ${warning}`)
       if (!this.jsonEnabled()) {
         this.log(renderStatus(status))
         this.log('')
@@ -86,12 +101,18 @@ export default class MiniUp extends BaseCommand {
           `${up.nodes.length} nodes up in ${(up.elapsedMs / 1000).toFixed(1)} s (${mode === 'netns' ? 'a network namespace each' : 'a loopback address each'}, ${up.network.prefix}.0/24; attestation ${up.attestation}).`,
         )
         this.log(SIMULATED_NOTICE)
-        this.log(
-          `Look at it: constellation status -C ${flags.workspace}; constellation verify -C ${flags.workspace}`,
-        )
-        this.log(`Remove it: constellation mini down -C ${flags.workspace}`)
+        // as the user can type them here: the CLI their PATH finds, the workspace as they gave it
+        const cli = await commandForUser(process.env, packageFile())
+        const ws = `-C ${shellQuote(flags.workspace)}`
+        this.log(`Look at it: ${cli} status ${ws}; ${cli} verify ${ws}`)
+        this.log(`A node's logs: ${cli} mini logs ${up.nodes[0]?.name ?? 'NODE'} ${ws} (-f follows them)`)
+        if (mergedKubeconfig)
+          this.log(
+            `kubectl uses it now: context ${mergedKubeconfig.context} in ${mergedKubeconfig.file} (\`mini down\` removes it)`,
+          )
+        this.log(`Remove it: ${cli} mini down ${ws}`)
       }
-      return { ...up, simulated: SIMULATED_NOTICE, status }
+      return { ...up, simulated: SIMULATED_NOTICE, status, mergedKubeconfig }
     } finally {
       interrupt.release()
     }

@@ -14,6 +14,13 @@ import { renderTable } from '../ui/index.js'
 import { configuredAttestation } from './attestation.js'
 import { loadConfig } from './load.js'
 
+/**
+ * Each request of `join-config update` (a ConfigMap of a few hundred bytes) may take this long. A
+ * cluster that accepts and never answers is then reported as unreachable when upgrade reports it:
+ * helm gives up on a TLS handshake after 10 s.
+ */
+export const JOIN_CONFIG_REQUEST_TIMEOUT_MS = 10_000
+
 export interface JoinConfigChange {
   pcr: number
   /** Hex the cluster enforces now; undefined when it names no such PCR (or has no join-config). */

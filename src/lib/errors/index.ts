@@ -42,6 +42,19 @@ export class UsageError extends CliError {
   }
 }
 
+/**
+ * An error the outside world caused without our code deciding it (a program that failed, or that
+ * is not installed): a failure (1), never "a bug" (70), also where no layer wrapped it.
+ */
+export interface ExternalFailure {
+  readonly external: true
+  /** What to do, when there is something (install the program). */
+  readonly externalHint?: string
+}
+
+export const isExternalFailure = (err: unknown): err is Error & ExternalFailure =>
+  err instanceof Error && (err as Partial<ExternalFailure>).external === true
+
 export const messageOf = (err: unknown): string => (err instanceof Error ? err.message : String(err))
 
 /** The message of an error and of every cause below it, joined like Go's wrapped errors. */
@@ -57,17 +70,21 @@ export function chainMessage(err: unknown): string {
 }
 
 export function exitCodeOf(err: unknown): number {
+  let external = false
   for (let cur: unknown = err, depth = 0; cur instanceof Error && depth < 10; cur = cur.cause, depth++) {
     if (cur instanceof CliError) return cur.exitCode
+    external ||= isExternalFailure(cur)
   }
-  return ExitCode.Bug
+  return external ? ExitCode.Failure : ExitCode.Bug
 }
 
 export function hintOf(err: unknown): string | undefined {
+  let external: string | undefined
   for (let cur: unknown = err, depth = 0; cur instanceof Error && depth < 10; cur = cur.cause, depth++) {
     if (cur instanceof CliError && cur.hint) return cur.hint
+    if (isExternalFailure(cur)) external ??= cur.externalHint
   }
-  return undefined
+  return external
 }
 
 function dataOf(err: unknown): Record<string, unknown> | undefined {

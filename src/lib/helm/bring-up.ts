@@ -8,6 +8,7 @@ import type { ClusterConfig, ClusterState } from '../config/index.js'
 import type { Step } from '../system/index.js'
 import { stringifyYaml } from '../yaml/index.js'
 import { factsFromWorkspace } from './cluster-facts.js'
+import { API_COMING_UP, kubeconfigServer, listInstalledReleases } from './cluster-reachable.js'
 import { detectHelm, type HelmProcessDeps } from './helm.js'
 import { checkLocalCharts } from './local-charts.js'
 import { upgradeRelease } from './release-upgrade.js'
@@ -29,28 +30,42 @@ export interface BringUpOptions {
 
 export interface BringUp {
   releases: readonly ReleaseTarget[]
-  /** One step per release, in apply order; a failed one throws and stops the rest. */
+  /** A wait for the API, then one step per release, in apply order; a failed one throws and stops the rest. */
   steps: Step[]
   /** Which releases are installed so far (for the report and an interrupt). */
   installed: () => string[]
 }
 
-export async function prepareBringUp(opts: BringUpOptions, deps: HelmProcessDeps): Promise<BringUp> {
+export interface BringUpDeps extends HelmProcessDeps {
+  /** Between retries (tests record instead of waiting). */
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>
+}
+
+export async function prepareBringUp(opts: BringUpOptions, deps: BringUpDeps): Promise<BringUp> {
   const facts = { ...factsFromWorkspace(opts), kubeProxyReplacement: !opts.conformance }
   const overrides = await loadChartOverrides(opts.config, opts.workspaceDir)
   const releases = resolveReleases(opts.config.kubernetesVersion, overrides, facts)
   const helm = await detectHelm(deps, opts.kubeconfig)
   await checkLocalCharts(helm, releases)
+  const server = (await kubeconfigServer(opts.kubeconfig)) ?? `the cluster in ${opts.kubeconfig}`
+  // Upgrade's first question, with init's patience: an unreachable cluster is exit 3 within
+  // seconds, each retry said, not after a release's 30 s retries in silence.
+  const waitForApi: Step = {
+    title: `Waiting for the Kubernetes API at ${server} to answer helm`,
+    run: async (report) => {
+      await listInstalledReleases(helm, opts.kubeconfig, { ...API_COMING_UP, sleep: deps.sleep, report })
+    },
+  }
   const done: string[] = []
   const steps = releases.map((target): Step => ({
     title: `Installing ${target.name} ${target.version} in ${target.namespace}${opts.wait ? '' : ' (not waiting for it)'}`,
-    run: async () => {
+    run: async (report) => {
       // nothing is installed yet: an install, which helm removes again if it fails
       const result = await upgradeRelease(
         helm,
         { target },
         { yaml: stringifyYaml(target.values) },
-        { timeout: opts.helmTimeout, wait: opts.wait },
+        { timeout: opts.helmTimeout, wait: opts.wait, sleep: deps.sleep, report },
       )
       if (result.error) throw new Error(`${target.name}: ${result.error} (${result.reason})`)
       done.push(target.name)
@@ -58,7 +73,7 @@ export async function prepareBringUp(opts: BringUpOptions, deps: HelmProcessDeps
   }))
   return {
     releases,
-    steps,
+    steps: [waitForApi, ...steps],
     installed: () => [...done],
   }
 }

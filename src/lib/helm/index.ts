@@ -26,4 +26,6 @@ export { describeCluster, factsFromWorkspace, KUBEADM_CONFIG } from './cluster-f
 export type { ClusterDescription, WorkspaceFacts } from './cluster-facts.js'
 export { checkLocalCharts } from './local-charts.js'
 export { prepareBringUp } from './bring-up.js'
-export type { BringUp, BringUpOptions } from './bring-up.js'
+export type { BringUp, BringUpDeps, BringUpOptions } from './bring-up.js'
+export { API_COMING_UP, kubeconfigServer, listInstalledReleases } from './cluster-reachable.js'
+export type { ListReleasesOptions } from './cluster-reachable.js'

@@ -5,7 +5,7 @@
  * with a timeout of its own.
  */
 import { chainMessage } from '../errors/index.js'
-import { CommandFailedError, retry, sleepMs } from '../system/index.js'
+import { CommandFailedError, describeRetry, retry, sleepMs } from '../system/index.js'
 import type { Helm, ValuesSource } from './helm.js'
 import type { ReleaseTarget } from './releases.js'
 
@@ -26,6 +26,8 @@ export interface RetryPolicy {
   sleep: (ms: number, signal?: AbortSignal) => Promise<void>
   /** false: helm neither waits for readiness nor rolls back (init --skip-helm-wait). */
   wait: boolean
+  /** Told each retry: which attempt of how many failed, why, and the wait until the next. */
+  report: (line: string) => void
 }
 
 export const HELM_RETRY_ATTEMPTS = 4
@@ -42,6 +44,14 @@ export interface ReleaseResult {
 /** Failures worth another attempt once Helm has put the release back: the cluster was slow or away. */
 const TRANSIENT =
   /timed out|deadline exceeded|connection refused|connection reset|i\/o timeout|TLS handshake timeout|ServiceUnavailable|the server is currently unable|etcdserver/i
+
+/** What a retried attempt left, said in its retry line. */
+const SETTLED = {
+  'helm-rolled-back': 'Helm rolled the release back',
+  'install-removed': 'Helm removed the failed install',
+  'left-behind': 'the release was left as it is',
+  'status-unknown': 'the release status is unknown',
+} as const
 
 class AttemptFailure extends Error {
   constructor(
@@ -67,6 +77,7 @@ export async function upgradeRelease(
   const { target } = release
   const isInstall = release.installed === undefined
   let attempts = 0
+  const maxAttempts = policy.attempts ?? HELM_RETRY_ATTEMPTS
   try {
     await retry(
       async () => {
@@ -83,13 +94,17 @@ export async function upgradeRelease(
         }
       },
       {
-        attempts: policy.attempts ?? HELM_RETRY_ATTEMPTS,
+        attempts: maxAttempts,
         initialDelayMs: policy.intervalMs ?? HELM_RETRY_INTERVAL_MS,
         maxDelayMs: policy.intervalMs ?? HELM_RETRY_INTERVAL_MS,
         // Only retry once Helm has put things back; a half-applied release is never upgraded again.
         retryable: (err) =>
           err instanceof AttemptFailure && err.settled !== 'left-behind' && TRANSIENT.test(err.message),
         sleep: policy.sleep ?? sleepMs,
+        onRetry: (err, attempt, delayMs) =>
+          policy.report?.(
+            `${describeRetry(err, attempt, maxAttempts, delayMs)}${err instanceof AttemptFailure ? ` (${SETTLED[err.settled]})` : ''}`,
+          ),
       },
     )
   } catch (err) {

@@ -2,3 +2,10 @@
 export { DEFAULT_INIT_HELM_TIMEOUT, initCluster } from './init.js'
 export type { InitResult } from './init.js'
 export { initSummary, initWarnings } from './render.js'
+export {
+  mergeIntoUserKubeconfig,
+  nameEntriesAfterCluster,
+  removeFromUserKubeconfig,
+  userKubeconfigPath,
+} from './kubeconfig.js'
+export type { MergedEntries } from './kubeconfig.js'

@@ -113,6 +113,40 @@ export async function mergeIntoUserKubeconfig(ours: string, file: string): Promi
   await chmod(target, mode) // the umask may have narrowed the mode the file had
 }
 
+/** The names one merge added: the cluster, its user and its context. */
+export interface MergedEntries {
+  cluster: string
+  user: string
+  context: string
+}
+
+/**
+ * The kubeconfig without the merged entries of those names, everything else as it was; a current
+ * context that named the removed one is unset (as `kind delete cluster` does), not left dangling.
+ */
+export function removeKubeconfigEntries(text: string, entries: MergedEntries, file: string): string {
+  const doc = parseKubeconfig(text, file)
+  const drop = { clusters: entries.cluster, users: entries.user, contexts: entries.context } as const
+  for (const key of ['clusters', 'contexts', 'users'] as const)
+    if (doc[key]) doc[key] = doc[key].filter((e) => e.name !== drop[key])
+  if (doc['current-context'] === entries.context) delete doc['current-context']
+  return stringifyYaml(doc)
+}
+
+/**
+ * Takes a merge out of `file` again (symlinks followed, mode kept, atomically, as the merge wrote
+ * it); false when there is no such file.
+ */
+export async function removeFromUserKubeconfig(file: string, entries: MergedEntries): Promise<boolean> {
+  const entry = await lstatIfPresent(file)
+  if (!entry) return false
+  const target = entry.isSymbolicLink() ? await realpath(file) : file
+  const mode = (await lstat(target)).mode & 0o777
+  await writeFileAtomic(target, removeKubeconfigEntries(await readFile(target, 'utf8'), entries, file), mode)
+  await chmod(target, mode)
+  return true
+}
+
 /** $KUBECONFIG's first file, or ~/.kube/config: where kubectl looks first. */
 export function userKubeconfigPath(env: NodeJS.ProcessEnv): string {
   return (

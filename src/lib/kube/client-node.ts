@@ -81,7 +81,7 @@ function openClientNodeKubeApi(k8s: Library, kubeconfigPath: string, opts: KubeA
   const timeoutMs = opts.requestTimeoutMs ?? API_REQUEST_TIMEOUT_MS
   const server = kc.getCurrentCluster()?.server ?? kubeconfigPath
   const options = () => requestTimeout(k8s, timeoutMs)
-  const call = requestCaller(server, timeoutMs)
+  const call = requestCaller(server, timeoutMs, kubeconfigPath)
   const leaseBody = (
     namespace: string,
     name: string,

@@ -4,6 +4,7 @@
  * how an error says what happened.
  */
 import { CliError, ExitCode, messageOf } from '../errors/index.js'
+import { formatDuration } from '../system/index.js'
 
 /** How long one API request (connect, TLS, response and body) may take. */
 export const API_REQUEST_TIMEOUT_MS = 30_000
@@ -47,7 +48,7 @@ export class KubeApiError extends CliError {
  * the server (never the response body, which can echo a Secret back), a 404 may mean "absent", and
  * no answer at all is "unreachable" (exit 3).
  */
-export function requestCaller(server: string, timeoutMs: number) {
+export function requestCaller(server: string, timeoutMs: number, kubeconfigPath?: string) {
   return async <T>(what: string, run: () => Promise<T>, absentOn404 = false): Promise<T | undefined> => {
     try {
       return await run()
@@ -55,10 +56,15 @@ export function requestCaller(server: string, timeoutMs: number) {
       const status = statusOf(err)
       if (status === 404 && absentOn404) return undefined
       if (status !== undefined) throw new KubeApiError(`${what} at ${server}`, status)
-      const why = timedOut(err) ? `no answer within ${timeoutMs} ms` : messageOf(err).split('\n')[0]
+      const why = timedOut(err)
+        ? `no answer within ${formatDuration(timeoutMs)}`
+        : messageOf(err).split('\n')[0]
       throw new CliError(`${what} at ${server}: ${why}`, {
         exitCode: ExitCode.Unreachable,
-        hint: 'check that the kubeconfig points at the cluster and that it is reachable from here',
+        // upgrade's words (helm's list) for the same cluster: the file to look at
+        hint: kubeconfigPath
+          ? `check that the cluster in ${kubeconfigPath} is reachable from here`
+          : 'check that the kubeconfig points at the cluster and that it is reachable from here',
       })
     }
   }

@@ -6,6 +6,7 @@
  */
 import { request, type RequestOptions } from 'node:https'
 import { CliError, ExitCode, messageOf } from '../errors/index.js'
+import { formatDuration } from '../system/index.js'
 import type { KubeApi, KubeApiOptions, Lease, LeaseSpec, NamedConfigMap } from './api.js'
 import { API_REQUEST_TIMEOUT_MS, KubeApiError } from './client.js'
 import { readNodeKubeconfig, type NodeKubeconfig } from './node-kubeconfig.js'
@@ -198,7 +199,7 @@ function call(kc: NodeKubeconfig, c: Call): Promise<unknown> {
 function unreachable(where: string, err: Error, timeoutMs: number): CliError {
   const timedOut = err.name === 'AbortError' || err.name === 'TimeoutError'
   return new CliError(
-    `${where}: ${timedOut ? `no answer within ${timeoutMs} ms` : messageOf(err).split('\n')[0]}`,
+    `${where}: ${timedOut ? `no answer within ${formatDuration(timeoutMs)}` : messageOf(err).split('\n')[0]}`,
     {
       exitCode: ExitCode.Unreachable,
       hint: 'check that the kubeconfig points at the cluster and that it is reachable from here',

@@ -9,7 +9,7 @@ import { mkdir, readdir, rm, rmdir } from 'node:fs/promises'
 import path from 'node:path'
 import type { AttestationVariant } from '../attestation/index.js'
 import { generateWorkspace, initSecretHashFor, loadConfig } from '../config/index.js'
-import { CliError } from '../errors/index.js'
+import { chainMessage, CliError } from '../errors/index.js'
 import { workspacePaths } from '../paths.js'
 import {
   exists,
@@ -48,6 +48,7 @@ import {
   type NodeBoot,
   type NodeBootContext,
 } from './node-boot.js'
+import { unmergeMiniKubeconfig } from './kubeconfig.js'
 import { manufactureTpm, writeLocalCaConfig } from './tpm-ca.js'
 import type { MetadataView } from './metadata-server.js'
 
@@ -132,9 +133,17 @@ export async function miniUp(opts: MiniUpOptions, io: MiniIo): Promise<MiniUpRes
   const ws = workspacePaths(workspace)
   for (const file of [ws.config, ws.state, ws.masterSecret, ws.adminConf])
     if (await exists(file))
-      throw new CliError(`${file} already exists: ${workspace} holds another cluster's workspace`, {
-        hint: 'mini up makes a workspace of its own: give it an empty or new folder with -C; nothing was changed',
-      })
+      throw new CliError(
+        file === ws.masterSecret
+          ? `${file} already exists: a cluster's master secret (\`mini down\` keeps a removed cluster's)`
+          : `${file} already exists: ${workspace} holds another cluster's workspace`,
+        {
+          hint:
+            file === ws.masterSecret
+              ? 'remove it once you no longer need that cluster, or give mini up another folder with -C; nothing was changed'
+              : 'mini up makes a workspace of its own: give it an empty or new folder with -C; nothing was changed',
+        },
+      )
   const names = [
     ...Array.from({ length: opts.controlPlanes }, (_, i) => nodeName('control-plane', i)),
     ...Array.from({ length: opts.workers }, (_, i) => nodeName('worker', i)),
@@ -165,22 +174,36 @@ export async function miniUp(opts: MiniUpOptions, io: MiniIo): Promise<MiniUpRes
   } catch (err) {
     const known = err instanceof CliError ? err : undefined
     const interrupted = opts.signal?.aborted ? interruptedBy(opts.signal) : undefined
-    const message = interrupted
-      ? `mini up was interrupted (${interrupted})`
-      : known
-        ? known.message
-        : `mini up: ${err instanceof Error ? err.message : String(err)}`
-    const failure = new CliError(message, {
-      cause: err,
-      exitCode: interrupted ? SIGNAL_EXIT_CODES[interrupted] : known?.exitCode,
-      hint: opts.retain
-        ? `what was started is kept (--retain): logs under ${miniPaths(workspace).dir}; \`constellation mini down -C ${opts.workspace}\` removes it`
-        : known?.hint,
-    })
-    if (opts.retain) throw failure
-    io.progress('mini up failed: removing what it started (--retain keeps it)')
-    await miniDown(workspace, io.runner).catch(() => {})
-    throw failure
+    const down = `\`constellation mini down --purge -C ${opts.workspace}\``
+    let left: string
+    if (opts.retain)
+      left = `what was started is kept (--retain): logs under ${miniPaths(workspace).dir}; ${down} removes it`
+    else {
+      io.progress('mini up failed: removing what it started (--retain keeps it)')
+      // purge: a cluster that never came up was never handed over, its secret guards nothing
+      const removed = await miniDown(workspace, io.runner, { purge: true }).then(
+        () => true,
+        () => false,
+      )
+      left = removed
+        ? 'what it started is removed'
+        : `removing what it started failed; ${down} removes the rest`
+    }
+    // Interrupted: the one sentence on the state. What the signal did to the steps in flight (a
+    // helm "context canceled", a log's tail) is its echo, and an inner hint would name a cluster
+    // that is gone.
+    if (interrupted)
+      throw new CliError(`mini up was interrupted (${interrupted}); ${left}`, {
+        exitCode: SIGNAL_EXIT_CODES[interrupted],
+      })
+    throw new CliError(
+      known ? known.message : `mini up: ${err instanceof Error ? err.message : String(err)}`,
+      {
+        cause: err,
+        exitCode: known?.exitCode,
+        hint: opts.retain ? left : `${left}; --retain keeps it, for its logs`,
+      },
+    )
   }
 }
 
@@ -510,10 +533,26 @@ export interface MiniDownResult {
   workspace: string
   stoppedProcesses: number
   removed: string[]
+  /** What `mini up` created and is left on purpose: the master secret, unless purged. */
+  kept: string[]
+  /** What could not be undone, and how to do it by hand. */
+  warnings: string[]
 }
 
-/** Stops every process of the cluster and removes everything `mini up` created; safe to repeat. */
-export async function miniDown(workspace: string, runner: Runner): Promise<MiniDownResult> {
+export interface MiniDownOptions {
+  /** Remove the master secret too: every disk key derives from it, so nothing can be decrypted after. */
+  purge?: boolean
+}
+
+/**
+ * Stops every process of the cluster and removes everything `mini up` created but the master
+ * secret (unless `purge`); safe to repeat.
+ */
+export async function miniDown(
+  workspace: string,
+  runner: Runner,
+  opts: MiniDownOptions = {},
+): Promise<MiniDownResult> {
   const dir = path.resolve(workspace)
   const record = await readMiniRecord(dir)
   if (!record)
@@ -522,10 +561,26 @@ export async function miniDown(workspace: string, runner: Runner): Promise<MiniD
     })
   const stoppedProcesses = await stopMarked(CLUSTER_MARKER, record.network.id)
   const removed = await removeNetwork(record.network, runner)
+  const warnings: string[] = []
+  // a kubeconfig it cannot rewrite must not keep the cluster's processes and files around
+  const unmerged = await unmergeMiniKubeconfig(record).catch((err: unknown) => {
+    const { file, context } = record.mergedKubeconfig ?? {}
+    warnings.push(
+      `the entries of context ${context} are still in ${file} (${chainMessage(err)}): \`kubectl config delete-context ${context}\` and delete-cluster, delete-user remove them`,
+    )
+    return undefined
+  })
+  if (unmerged) removed.push(unmerged)
   const paths = miniPaths(dir)
   removed.push(...(await releaseDiskImages(paths.dir, runner)))
+  const kept: string[] = []
+  const keep = opts.purge ? undefined : workspacePaths(dir).masterSecret
   for (const file of record.createdFiles)
     if (await exists(file)) {
+      if (file === keep) {
+        kept.push(file)
+        continue
+      }
       await rm(file, { force: true })
       removed.push(file)
     }
@@ -535,7 +590,7 @@ export async function miniDown(workspace: string, runner: Runner): Promise<MiniD
     await rmdir(dir)
     removed.push(dir)
   }
-  return { workspace: dir, stoppedProcesses, removed }
+  return { workspace: dir, stoppedProcesses, removed, kept, warnings }
 }
 
 /** Mounts under the cluster's folder and loop devices over its disk images (none unless a user made them). */

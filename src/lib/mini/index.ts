@@ -7,7 +7,14 @@ export type { MetadataView } from './metadata-server.js'
 export { FakeApiServer, simulatorPaths } from './simulator/index.js'
 export type { FakeApiServerOptions, SimulatorPaths } from './simulator/index.js'
 export { miniDown, miniUp, rebootNode, refuseIfRunning, SIMULATED_NOTICE } from './cluster.js'
-export type { MiniDownResult, MiniIo, MiniUpOptions, MiniUpResult, RebootHooks } from './cluster.js'
+export type {
+  MiniDownOptions,
+  MiniDownResult,
+  MiniIo,
+  MiniUpOptions,
+  MiniUpResult,
+  RebootHooks,
+} from './cluster.js'
 export { miniPaths, readMiniRecord, NODE_PORTS } from './layout.js'
 export type { MiniNodeRecord, MiniRecord } from './layout.js'
 export type { NetworkMode } from './network.js'
@@ -16,3 +23,7 @@ export { NodeSupervisor } from './supervisor.js'
 export type { SupervisorDeps } from './supervisor.js'
 export { readMachineSpec, SUPERVISOR_MARKER, SYSTEMCTL_SOCKET_ENV } from './machine.js'
 export { NODE_MARKER, killGroup, spawnInGroup, stopMarked } from './daemons.js'
+export { mergeMiniKubeconfig } from './kubeconfig.js'
+export type { MergedKubeconfig } from './kubeconfig.js'
+export { LOG_FOLLOW_INTERVAL_MS, showNodeLogs } from './logs.js'
+export type { MiniLogsOptions } from './logs.js'

@@ -3,7 +3,7 @@
  * `mini down`) and the record `mini down` works from. The record is written before anything is
  * started, and again as the cluster grows, so a crashed `mini up` still leaves enough to undo it.
  */
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises'
+import { mkdir, readdir, readFile, rename, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import type { AttestationVariant } from '../attestation/index.js'
 import { isErrnoException } from '../errors/index.js'
@@ -45,6 +45,8 @@ export interface MiniRecord {
   nodes: MiniNodeRecord[]
   /** How the nodes attest; absent in records from before tpm-ek (then qemu-vtpm). */
   attestation?: AttestationVariant
+  /** `mini up --merge-kubeconfig`: what it added to which kubeconfig, for `mini down` to take out. */
+  mergedKubeconfig?: { file: string; cluster: string; user: string; context: string }
 }
 
 export function miniPaths(workspace: string) {
@@ -114,4 +116,29 @@ export async function writeMiniRecord(workspace: string, record: MiniRecord): Pr
   await mkdir(path.dirname(file), { recursive: true, mode: 0o700 })
   await writeFile(`${file}.tmp`, JSON.stringify(record, null, 2) + '\n', { mode: 0o600 })
   await rename(`${file}.tmp`, file)
+}
+
+/** One service's log on a node: what `mini logs` shows. */
+export interface NodeLogFile {
+  /** bootstrap, state-disk, swtpm, verifyservice, joinservice, keyservice, kubelet, … */
+  service: string
+  file: string
+}
+
+/**
+ * A node's log files, by service, sorted: the processes `mini` starts write `<node>/<service>.log`,
+ * the units its systemctl starts `<node>/systemd/state/<unit>.service.log`. The one place that
+ * knows where a node's logs are: `mini logs` reads only this.
+ */
+export async function nodeLogFiles(workspace: string, node: string): Promise<NodeLogFile[]> {
+  const files = miniPaths(workspace).node(node)
+  const list = async (dir: string, suffix: string, name: (base: string) => string) =>
+    (await readdir(dir).catch(() => [] as string[]))
+      .filter((f) => f.endsWith(suffix))
+      .map((f) => ({ service: name(f.slice(0, -suffix.length)), file: path.join(dir, f) }))
+  const found = [
+    ...(await list(files.dir, '.log', (base) => base)),
+    ...(await list(files.unitState, '.service.log', (base) => base.replace(/^constellation-/, ''))),
+  ]
+  return found.sort((a, b) => a.service.localeCompare(b.service))
 }

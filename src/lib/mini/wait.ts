@@ -50,15 +50,23 @@ export async function waitForExit(
   w: { what: string; log: string; timeoutMs: number; signal?: AbortSignal },
 ): Promise<void> {
   let timer: NodeJS.Timeout | undefined
+  let onAbort: (() => void) | undefined
   const outcome = await Promise.race([
     daemon.exited.then((code) => ({ code })),
     new Promise<{ timedOut: true }>((resolve) => {
       timer = setTimeout(() => resolve({ timedOut: true }), w.timeoutMs)
     }),
     new Promise<{ aborted: true }>((resolve) => {
-      w.signal?.addEventListener('abort', () => resolve({ aborted: true }), { once: true })
+      onAbort = () => resolve({ aborted: true })
+      if (w.signal?.aborted) onAbort()
+      else w.signal?.addEventListener('abort', onAbort, { once: true })
     }),
-  ]).finally(() => clearTimeout(timer))
+  ]).finally(() => {
+    clearTimeout(timer)
+    // One signal serves every wait of a `mini up` (two per node): a listener left behind per wait
+    // is a leak, and Node warns about it from the 11th on.
+    if (onAbort) w.signal?.removeEventListener('abort', onAbort)
+  })
   if ('code' in outcome && outcome.code === 0) return
   const why =
     'code' in outcome

@@ -12,7 +12,7 @@ import { CliError, ExitCode } from '../errors/index.js'
 import { withoutRpcInternals } from '../grpc/index.js'
 import { clusterKmsUri, NO_STORE_URI, readMasterSecret } from '../kms/index.js'
 import { workspacePaths } from '../paths.js'
-import { formatHostPort, readEndpoint, retry, sleepMs, type Logger } from '../system/index.js'
+import { describeRetry, formatHostPort, readEndpoint, retry, sleepMs, type Logger } from '../system/index.js'
 
 /** Constellation's RecoveryPort. */
 export const RECOVERY_PORT = 9999
@@ -114,7 +114,9 @@ async function sendUntilAnswered(
             attempt,
           })
         unanswered = true
-        deps.log.info('The node does not answer yet; trying again', { endpoint, attempt, delayMs })
+        deps.log.info(
+          `Waiting for the node at ${endpoint} to answer: ${describeRetry(withoutRpcInternals((err as Partial<ServiceError>).details ?? String(err)), attempt, Number.POSITIVE_INFINITY, delayMs)}`,
+        )
       },
     })
   } catch (err) {

@@ -100,8 +100,6 @@ export interface BoundedReadOptions {
   what: string
   /** What to do when the file does not exist. */
   missingHint?: string
-  /** Exit code for a missing file: 1, or 2 where the path came straight from a flag. */
-  missingExitCode?: number
 }
 
 const READ_CHUNK_BYTES = 64 * 1024
@@ -116,11 +114,10 @@ export async function readRegularFile(file: string, opts: BoundedReadOptions): P
   try {
     handle = await open(file, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY)
   } catch (err) {
+    // exit 1 whether the path came from a flag (-f) or from the workspace: a missing input is
+    // the world's state, not a wrong command line (README, exit codes)
     if (isErrnoException(err, 'ENOENT'))
-      throw new CliError(`${opts.what} ${file} does not exist`, {
-        exitCode: opts.missingExitCode ?? 1,
-        hint: opts.missingHint,
-      })
+      throw new CliError(`${opts.what} ${file} does not exist`, { hint: opts.missingHint })
     throw new CliError(`reading ${opts.what} ${file}`, { cause: err })
   }
   try {

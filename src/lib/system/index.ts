@@ -9,14 +9,20 @@ export {
 } from './files.js'
 export { createLogger } from './logger.js'
 export type { Logger } from './logger.js'
-export { retry, settledWithin, sleepMs } from './retry.js'
+export { describeRetry, retry, settledWithin, sleepMs } from './retry.js'
 export type { RetryOptions } from './retry.js'
 export { createRunner, CommandFailedError } from './runner.js'
 export type { Runner, CommandOutput, CommandFailure } from './runner.js'
 export { parseDuration, formatDuration, MAX_DURATION_MS } from './duration.js'
 export { exitAfterGrace } from './exit.js'
-export { SIGNAL_EXIT_CODES, abortOnInterrupt, processSignalIo, serveUntilStopped } from './signals.js'
-export type { InterruptSignal, SignalIo } from './signals.js'
+export {
+  SIGNAL_EXIT_CODES,
+  abortOnInterrupt,
+  claimInterrupts,
+  processSignalIo,
+  serveUntilStopped,
+} from './signals.js'
+export type { InterruptClaim, InterruptSignal, SignalIo } from './signals.js'
 export { runStepsSilently } from './progress.js'
 export type { Step, Progress } from './progress.js'
 export { parseHostPort, isHostPort, formatHostPort, readEndpoint } from './host-port.js'

@@ -1,4 +1,7 @@
 /** The one retry helper: exponential backoff with optional jitter, a predicate that decides what is transient, abortable. */
+import { chainMessage } from '../errors/index.js'
+import { formatDuration } from './duration.js'
+
 export interface RetryOptions {
   /** Total attempts including the first; Infinity retries until success, a refusal or the signal. */
   attempts: number
@@ -32,6 +35,20 @@ export async function retry<T>(fn: (attempt: number) => Promise<T>, opts: RetryO
       delay = Math.min(delay * 2, opts.maxDelayMs ?? Number.POSITIVE_INFINITY)
     }
   }
+}
+
+/** How much of the failure a retry line quotes: helm and gRPC errors can run to pages. */
+const RETRY_REASON_CHARS = 300
+
+/**
+ * How a retry is told to the person waiting, in one line, from `onRetry`'s arguments: "attempt 2 of
+ * 5 failed: <why>; trying again in 4s" (without "of N" when the attempts are unbounded).
+ */
+export function describeRetry(err: unknown, attempt: number, attempts: number, delayMs: number): string {
+  const of = Number.isFinite(attempts) ? ` of ${attempts}` : ''
+  const why = chainMessage(err).replace(/\s*\n\s*/g, ' ')
+  const short = why.length > RETRY_REASON_CHARS ? `${why.slice(0, RETRY_REASON_CHARS - 1)}…` : why
+  return `attempt ${attempt}${of} failed: ${short}; trying again in ${formatDuration(delayMs)}`
 }
 
 function withJitter(delayMs: number, jitter: number, random: () => number): number {

@@ -3,7 +3,7 @@
  * exits 0 and rejects with a CommandFailedError otherwise. Callers with their own wording (helm)
  * reword the error; they never get a second kind of runner.
  */
-import { isErrnoException } from '../errors/index.js'
+import { isErrnoException, type ExternalFailure } from '../errors/index.js'
 import { runProcess, type ProcessOptions } from './process.js'
 
 export type RunOptions = ProcessOptions
@@ -31,7 +31,13 @@ export interface CommandFailure extends CommandOutput {
 
 const STDERR_TAIL_CHARS = 2_000
 
-export class CommandFailedError extends Error implements CommandFailure {
+/**
+ * A program that failed, or could not start: the outside world's doing, so a failure (exit 1) where
+ * nothing more specific catches it, never "a bug", and what to do when the program is missing.
+ */
+export class CommandFailedError extends Error implements CommandFailure, ExternalFailure {
+  readonly external = true
+  readonly externalHint?: string
   readonly command: string
   readonly args: readonly string[]
   readonly exitCode: number | null | undefined
@@ -46,6 +52,7 @@ export class CommandFailedError extends Error implements CommandFailure {
       opts.cause === undefined ? undefined : { cause: opts.cause },
     )
     this.name = 'CommandFailedError'
+    this.externalHint = hintFor(failure)
     this.command = failure.command
     this.args = failure.args
     this.exitCode = failure.exitCode
@@ -53,6 +60,14 @@ export class CommandFailedError extends Error implements CommandFailure {
     this.stderr = failure.stderr
     this.timedOut = failure.timedOut
   }
+}
+
+function hintFor(f: CommandFailure): string | undefined {
+  if (f.exitCode !== undefined) return undefined
+  if (f.stderr === 'no such program')
+    return `install ${f.command}, or put the folder that holds it on PATH (on Debian, scripts/setup.sh installs what this tool runs; some of it lives in /usr/sbin)`
+  if (f.stderr === 'not executable') return `make ${f.command} executable, or put another first on PATH`
+  return undefined
 }
 
 /** `<command and args> <how it ended>: <the tail of stderr>`. */

@@ -17,11 +17,50 @@ export interface SignalIo {
   exit: (code: number) => void
 }
 
-export const processSignalIo = (): SignalIo => ({
+// One object for the process: claims are grouped by the io's `on`, and every caller must land in
+// the same group, or two handlers would both act on one Ctrl-C.
+const PROCESS_SIGNAL_IO: SignalIo = {
   on: (s, l) => process.on(s, l),
   off: (s, l) => process.off(s, l),
   exit: (code) => process.exit(code),
-})
+}
+export const processSignalIo = (): SignalIo => PROCESS_SIGNAL_IO
+
+/** What a claim does with a signal (the first, and any later one while it is still the owner). */
+export type InterruptClaim = (signal: InterruptSignal) => void
+
+interface ClaimStack {
+  claims: InterruptClaim[]
+  listeners: ReadonlyArray<{ signal: InterruptSignal; listener: () => void }>
+}
+const stacks = new WeakMap<SignalIo['on'], ClaimStack>()
+
+/**
+ * Makes `claim` the only handler of SIGINT and SIGTERM until the returned function is called.
+ * Claims nest: a command's default ("status interrupted: nothing was changed") sits below what a
+ * flow claims while it runs (init's own account, mini up's cleanup), and only the innermost acts,
+ * so a Ctrl-C is never answered twice, nor with an exit behind the back of a cleanup. The process
+ * gets one listener per signal, however deep the claims go.
+ */
+export function claimInterrupts(claim: InterruptClaim, io: SignalIo = processSignalIo()): () => void {
+  let stack = stacks.get(io.on)
+  if (!stack) {
+    const claims: InterruptClaim[] = []
+    const listeners = SIGNALS.map((signal) => ({ signal, listener: () => claims.at(-1)?.(signal) }))
+    stack = { claims, listeners }
+    stacks.set(io.on, stack)
+  }
+  const { claims, listeners } = stack
+  if (claims.length === 0) for (const { signal, listener } of listeners) io.on(signal, listener)
+  claims.push(claim)
+  let released = false
+  return () => {
+    if (released) return
+    released = true
+    claims.splice(claims.lastIndexOf(claim), 1)
+    if (claims.length === 0) for (const { signal, listener } of listeners) io.off(signal, listener)
+  }
+}
 
 export interface DaemonSignalIo extends SignalIo {
   /** Exits with process.exitCode once a grace has passed, unless the process ended before. */
@@ -50,16 +89,11 @@ export function stopOnSignals(
   io: DaemonSignalIo = processDaemonSignalIo(),
 ): () => void {
   let stopping = false
-  const listeners = SIGNALS.map((signal) => {
-    const listener = () => {
-      if (stopping) return io.exit(SIGNAL_EXIT_CODES[signal])
-      stopping = true
-      void daemon.stop().finally(() => io.exitAfterGrace())
-    }
-    io.on(signal, listener)
-    return { signal, listener }
-  })
-  return () => listeners.forEach(({ signal, listener }) => io.off(signal, listener))
+  return claimInterrupts((signal) => {
+    if (stopping) return io.exit(SIGNAL_EXIT_CODES[signal])
+    stopping = true
+    void daemon.stop().finally(() => io.exitAfterGrace())
+  }, io)
 }
 
 /** Starts the daemon and resolves once it stopped; signals stop it as stopOnSignals says. */
@@ -75,16 +109,14 @@ export async function serveUntilStopped(daemon: NodeDaemon, io?: DaemonSignalIo)
 
 /**
  * An AbortSignal aborted at the first SIGINT or SIGTERM (its reason is the signal's name), for a
- * command that stops what it is doing and cleans up itself; `release()` hands the signals back.
+ * command that stops what it is doing and cleans up itself; a second signal exits at once (130/143).
+ * `release()` hands the signals back.
  */
-export function abortOnInterrupt(): { signal: AbortSignal; release(): void } {
+export function abortOnInterrupt(io: SignalIo = processSignalIo()): { signal: AbortSignal; release(): void } {
   const stop = new AbortController()
-  const onSignal = (signal: NodeJS.Signals) => stop.abort(signal)
-  for (const signal of SIGNALS) process.once(signal, onSignal)
-  return {
-    signal: stop.signal,
-    release: () => {
-      for (const signal of SIGNALS) process.off(signal, onSignal)
-    },
-  }
+  const release = claimInterrupts((signal) => {
+    if (stop.signal.aborted) return io.exit(SIGNAL_EXIT_CODES[signal])
+    stop.abort(signal)
+  }, io)
+  return { signal: stop.signal, release }
 }

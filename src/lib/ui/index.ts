@@ -52,10 +52,46 @@ export function stepProgress(t: Terminal, opts: { quiet?: boolean } = {}): Progr
   if (opts.quiet) return runStepsSilently
   return (steps) =>
     runTasks(
-      steps.map((s) => ({ title: s.title, task: s.run })),
+      steps.map((s) => ({
+        title: s.title,
+        // listr2 shows a task's output under its title ("› …"), on a terminal and in plain lines alike
+        task: (_ctx: unknown, task: { output: string }) => s.run((line) => (task.output = line)),
+      })),
       {},
       t,
     ).then(() => {})
+}
+
+/**
+ * Steps as plain lines through `print`, for output that is itself a list of lines (mini up's "•"
+ * progress): each title, and each line a step reports under it, indented.
+ */
+export function linesProgress(print: (line: string) => void, indent = '  '): Progress {
+  return async (steps) => {
+    for (const step of steps) {
+      print(`${indent}${step.title}`)
+      await step.run((line) => print(`${indent}  ${line}`))
+    }
+  }
+}
+
+/**
+ * Draws each frame over the last one on a terminal: up as many rows as the last frame took (long
+ * lines wrap at `columns`), clear to the end of the screen, draw. A frame taller than the screen
+ * scrolls, and the next redraw then starts lower: the cost of keeping the scrollback.
+ */
+export function inPlace(
+  write: (text: string) => void,
+  columns: () => number | undefined,
+): (frame: string) => void {
+  let rows = 0
+  return (frame) => {
+    const width = columns()
+    write(`${rows > 0 ? `\u001b[${rows}A\u001b[J` : ''}${frame}\n`)
+    rows = frame
+      .split('\n')
+      .reduce((n, line) => n + (width && line.length > width ? Math.ceil(line.length / width) : 1), 0)
+  }
 }
 
 export function renderTable(headers: readonly string[], rows: ReadonlyArray<readonly string[]>): string {
@@ -68,4 +104,6 @@ export function renderTable(headers: readonly string[], rows: ReadonlyArray<read
   return [line(headers), ...rows.map(line)].join('\n')
 }
 
-export { onInterrupt, promptOrAbort } from './interrupt.js'
+export { ignoreClosedPipes, onInterrupt, promptOrAbort } from './interrupt.js'
+export { CLI_NAME, commandForUser, shellQuote } from './self-command.js'
+export type { SelfCommandFs } from './self-command.js'

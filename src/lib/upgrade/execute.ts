@@ -175,7 +175,7 @@ function releaseStep(
 ): Step {
   return {
     title: `${r.verdict.action === 'install' ? 'Install' : 'Upgrade'} ${r.target.name} ${r.target.version}`,
-    run: async () => {
+    run: async (say) => {
       live.running = r.target.name
       const result = await upgradeRelease(
         helm,
@@ -183,6 +183,7 @@ function releaseStep(
         { file: valuesFile() },
         {
           timeout: opts.helmTimeout,
+          report: say,
           ...deps.retry,
         },
       ).finally(() => (live.running = undefined))

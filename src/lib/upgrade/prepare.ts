@@ -8,20 +8,17 @@ import { access } from 'node:fs/promises'
 import { loadConfigIfPresent, loadStateIfPresent } from '../config/index.js'
 import { CliError, ExitCode, exitCodeOf, isErrnoException } from '../errors/index.js'
 import { workspacePaths } from '../paths.js'
-import { CommandFailedError } from '../system/index.js'
 import {
   checkLocalCharts,
   describeCluster,
   detectHelm,
   type Helm,
-  helmRefusedKubeconfig,
-  helmSaidUnreachable,
+  listInstalledReleases,
   loadChartOverrides,
   mergeValues,
   resolveReleases,
   valueChanges,
   type HelmProcessDeps,
-  type InstalledRelease,
 } from '../helm/index.js'
 import type { ClusterReader } from './kube-reader.js'
 import { planUpgrade, type UpgradePlan } from './plan.js'
@@ -60,7 +57,7 @@ export async function prepareUpgrade(opts: PrepareOptions, deps: HelmDeps): Prom
     )
   })
   const helm = await detectHelm(deps, kubeconfig)
-  const installed = await listInstalled(helm, kubeconfig)
+  const installed = await listInstalledReleases(helm, kubeconfig)
   const reader = await deps.openReader(kubeconfig)
   const cluster = await describeCluster(reader, { config, state }).catch((err: unknown) => {
     const unreachable = exitCodeOf(err) === ExitCode.Unreachable
@@ -75,22 +72,6 @@ export async function prepareUpgrade(opts: PrepareOptions, deps: HelmDeps): Prom
   const plan = planUpgrade(targets, installed, { force: opts.force })
   await keepUserValues(helm, plan)
   return { plan, helm, kubeconfig, reader, kubernetesVersion: cluster.kubernetesVersion }
-}
-
-async function listInstalled(helm: Helm, kubeconfig: string): Promise<InstalledRelease[]> {
-  return helm.listReleases().catch((err: unknown) => {
-    // Blame the cluster only when helm did, or when the read got no answer in time.
-    const unreachable = helmSaidUnreachable(err) || (err instanceof CommandFailedError && err.timedOut)
-    throw new CliError('reading the installed Helm releases', {
-      exitCode: unreachable ? ExitCode.Unreachable : ExitCode.Failure,
-      hint: unreachable
-        ? `check that the cluster in ${kubeconfig} is reachable from here`
-        : helmRefusedKubeconfig(err)
-          ? `${kubeconfig} is not a kubeconfig helm can load; fix it, or pass another with --kubeconfig`
-          : "see helm's message above; check the helm installation",
-      cause: err,
-    })
-  })
 }
 
 /**

@@ -74,7 +74,6 @@ export interface ReadYamlOptions {
   /** What the file is, for messages ("config", "values file"). */
   what: string
   missingHint?: string
-  missingExitCode?: number
   maxBytes?: number
 }
 
