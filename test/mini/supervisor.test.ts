@@ -221,31 +221,8 @@ describe('mini: a node supervisor (its systemd), real processes and swtpm', func
     await supervisor.stop()
     expect(journal.join('\n')).to.include('TPM2_Shutdown sent')
     // the next boot's TPM: the same state, a swtpm of the test's own
-    const swtpm = spawnInGroup({
-      argv: [
-        'swtpm',
-        'socket',
-        '--tpm2',
-        '--server',
-        `type=unixio,path=${machine.tpm.socket},mode=0600`,
-        '--tpmstate',
-        `dir=${machine.tpm.stateDir}`,
-        '--flags',
-        'not-need-init,startup-clear',
-      ],
-      env: process.env,
-      logFile: machine.tpm.log,
-    })
-    try {
-      const state = await eventually('the TPM again', () =>
-        withTpm(open, readDictionaryAttackState).catch(() => undefined),
-      )
-      expect(state).to.include({ lockoutCounter: 0, inLockout: false })
-      // the control: the same use, then a power cut, counts one
-      await useDaProtectedKey(open)
-      killGroup(swtpm.pid, 'SIGKILL')
-      await swtpm.exited
-      const again = spawnInGroup({
+    const startSwtpm = () =>
+      spawnInGroup({
         argv: [
           'swtpm',
           'socket',
@@ -260,6 +237,17 @@ describe('mini: a node supervisor (its systemd), real processes and swtpm', func
         env: process.env,
         logFile: machine.tpm.log,
       })
+    const swtpm = startSwtpm()
+    try {
+      const state = await eventually('the TPM again', () =>
+        withTpm(open, readDictionaryAttackState).catch(() => undefined),
+      )
+      expect(state).to.include({ lockoutCounter: 0, inLockout: false })
+      // the control: the same use, then a power cut, counts one
+      await useDaProtectedKey(open)
+      killGroup(swtpm.pid, 'SIGKILL')
+      await swtpm.exited
+      const again = startSwtpm()
       try {
         const counted = await eventually('the TPM after a power cut', () =>
           withTpm(open, readDictionaryAttackState).catch(() => undefined),

@@ -3,10 +3,10 @@
  * `mini down`) and the record `mini down` works from. The record is written before anything is
  * started, and again as the cluster grows, so a crashed `mini up` still leaves enough to undo it.
  */
-import { mkdir, readdir, readFile, rename, writeFile } from 'node:fs/promises'
+import { mkdir, readdir, rename, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import type { AttestationVariant } from '../attestation/index.js'
-import { isErrnoException } from '../errors/index.js'
+import { readTextIfPresent } from '../system/index.js'
 import type { NodeRole } from '../nodeconfig/index.js'
 import type { NetworkRecord } from './network.js'
 import { localCaFiles } from './tpm-ca.js'
@@ -94,13 +94,8 @@ export type MiniNodeFiles = ReturnType<typeof nodeFiles>
 
 export async function readMiniRecord(workspace: string): Promise<MiniRecord | undefined> {
   const file = miniPaths(workspace).record
-  let text: string
-  try {
-    text = await readFile(file, 'utf8')
-  } catch (err) {
-    if (isErrnoException(err, 'ENOENT')) return undefined
-    throw err
-  }
+  const text = await readTextIfPresent(file)
+  if (text === undefined) return undefined
   try {
     const record = JSON.parse(text) as MiniRecord
     if (record.version !== 1 || !record.network?.id) throw new Error('not a version 1 record')

@@ -4,8 +4,7 @@
  * and the boot status it keeps (boot.json, rewritten on every change, read by whoever waits).
  */
 import { readFile } from 'node:fs/promises'
-import { isErrnoException } from '../errors/index.js'
-import { writeFileAtomic } from '../system/index.js'
+import { readTextIfPresent, writeFileAtomic } from '../system/index.js'
 
 /** The supervisor's own process carries this marker (its children do not): `mini reboot` finds it by it. */
 export const SUPERVISOR_MARKER = 'CONSTELL_MINI_SUPERVISOR'
@@ -72,13 +71,8 @@ export async function readMachineSpec(file: string): Promise<MachineSpec> {
 
 /** The node's boot status, or undefined before its supervisor wrote one (or while it is gone). */
 export async function readBootStatus(file: string): Promise<BootStatus | undefined> {
-  let text: string
-  try {
-    text = await readFile(file, 'utf8')
-  } catch (err) {
-    if (isErrnoException(err, 'ENOENT')) return undefined
-    throw err
-  }
+  const text = await readTextIfPresent(file)
+  if (text === undefined) return undefined
   const status = parseJson(file, text) as Partial<BootStatus>
   if (typeof status.bootId !== 'string' || typeof status.units !== 'object' || !status.tpm)
     throw new Error(`${file} is not a node's boot status`)

@@ -4,7 +4,7 @@
  */
 import { randomBytes } from 'node:crypto'
 import { constants, type Stats } from 'node:fs'
-import { chmod, copyFile, lstat, mkdir, open, rename, rm } from 'node:fs/promises'
+import { chmod, copyFile, lstat, mkdir, open, readFile, rename, rm } from 'node:fs/promises'
 import path from 'node:path'
 import { CliError, isErrnoException } from '../errors/index.js'
 
@@ -17,6 +17,16 @@ export const SECRET_FILE_MODE = 0o600
 export async function lstatIfPresent(file: string): Promise<Stats | undefined> {
   try {
     return await lstat(file)
+  } catch (err) {
+    if (isErrnoException(err, 'ENOENT')) return undefined
+    throw err
+  }
+}
+
+/** The text of `file`, or undefined when nothing is there; any other failure is thrown. */
+export async function readTextIfPresent(file: string): Promise<string | undefined> {
+  try {
+    return await readFile(file, 'utf8')
   } catch (err) {
     if (isErrnoException(err, 'ENOENT')) return undefined
     throw err

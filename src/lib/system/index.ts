@@ -4,6 +4,7 @@ export {
   copyFileAtomic,
   readRegularFile,
   lstatIfPresent,
+  readTextIfPresent,
   exists,
   SECRET_FILE_MODE,
 } from './files.js'

@@ -5,16 +5,11 @@
  * and version endpoints, and `auth whoami` (a SelfSubjectReview). The expected lines are what
  * kubectl prints from the columns and cells kube-apiserver's printers produce for these objects.
  */
-import { spawn, type ChildProcess } from 'node:child_process'
 import https from 'node:https'
-import { mkdir, writeFile } from 'node:fs/promises'
-import path from 'node:path'
-import { runProcess } from '../../../src/lib/system/process.js'
-import { FakeApiServer, type KubeObject } from '../../../src/lib/mini/simulator/index.js'
+import { type FakeApiServer, type KubeObject } from '../../../src/lib/mini/simulator/index.js'
 import { expect } from '../../support/chai.js'
 import { eventually } from '../../support/eventually.js'
-import { realKubectl } from '../../support/helm.js'
-import { makeTempDir, type TempDir } from '../../support/temp.js'
+import { KubectlHarness } from '../../support/kubectl-harness.js'
 
 const AGE = String.raw`\d+s`
 
@@ -36,45 +31,17 @@ const readyCondition = (status: string) => ({
 
 describe('Kubernetes API contract fake: the everyday reads of the real kubectl 1.35 (Tables, namespaces, health, whoami)', function () {
   this.timeout(60_000)
-  let tmp: TempDir
+  let h: KubectlHarness
   let api: FakeApiServer
-  let kubeconfig: string
-  let env: NodeJS.ProcessEnv
-  const children = new Set<ChildProcess>()
-
   beforeEach(async () => {
-    tmp = await makeTempDir()
-    api = await new FakeApiServer().start()
-    kubeconfig = path.join(tmp.dir, 'kubeconfig')
-    await writeFile(kubeconfig, api.kubeconfig(), { mode: 0o600 })
-    const home = path.join(tmp.dir, 'home')
-    await mkdir(home)
-    env = { PATH: process.env.PATH, HOME: home, XDG_CACHE_HOME: home, XDG_CONFIG_HOME: home }
+    h = await KubectlHarness.start({ timeoutMs: 30_000 })
+    api = h.api
   })
-  afterEach(async () => {
-    for (const child of children) {
-      if (child.exitCode !== null || child.signalCode !== null) continue
-      const exited = new Promise((resolve) => child.once('exit', resolve))
-      child.kill('SIGKILL')
-      await exited
-    }
-    children.clear()
-    await api.stop()
-    await tmp.cleanup()
-  })
+  afterEach(async () => h?.stop())
 
-  const kubectl = async (...args: string[]) =>
-    runProcess(await realKubectl(), ['--kubeconfig', kubeconfig, ...args], { env, timeoutMs: 30_000 })
-  const ok = async (...args: string[]) => {
-    const r = await kubectl(...args)
-    expect(r.code, `kubectl ${args.join(' ')}: ${r.stderr}`).to.equal(0)
-    return r.stdout
-  }
-  const apply = async (yaml: string) => {
-    const file = path.join(tmp.dir, `manifest-${Date.now()}-${Math.random()}.yaml`)
-    await writeFile(file, yaml)
-    return ok('apply', '-f', file)
-  }
+  const kubectl = (...args: string[]) => h.kubectl(...args)
+  const ok = (...args: string[]) => h.ok(...args)
+  const apply = (yaml: string) => h.apply(yaml)
   /** The header line, its columns split where kubectl's tabwriter put 3+ spaces (names hold 1). */
   const header = (out: string) => (out.split('\n')[0] ?? '').trim().split(/\s{2,}/)
 
@@ -369,22 +336,20 @@ metadata: {name: robot, namespace: demo}
     })
 
     it('get -w: each change is a row under the same header', async () => {
-      const child = spawn(await realKubectl(), ['--kubeconfig', kubeconfig, 'get', 'nodes', '-w'], {
-        env,
-        stdio: ['ignore', 'pipe', 'pipe'],
-      })
-      children.add(child)
-      let out = ''
-      child.stdout.on('data', (d: Buffer) => (out += d.toString()))
-      await eventually('the initial rows', async () => (/^worker-1\s/m.test(out) ? true : undefined), 20_000)
+      const watch = await h.background('get', 'nodes', '-w')
+      await eventually(
+        'the initial rows',
+        async () => (/^worker-1\s/m.test(watch.stdout) ? true : undefined),
+        20_000,
+      )
       const worker = api.get('v1', 'nodes', 'worker-1')!
       api.put('v1', 'nodes', { ...worker, status: { conditions: [readyCondition('True')] } })
       await eventually(
         'the changed row',
-        async () => (/^worker-1\s+Ready\s/m.test(out) ? true : undefined),
+        async () => (/^worker-1\s+Ready\s/m.test(watch.stdout) ? true : undefined),
         20_000,
       )
-      expect(out.match(/^NAME\s+STATUS\s+ROLES\s+AGE\s+VERSION$/gm)).to.have.length(1)
+      expect(watch.stdout.match(/^NAME\s+STATUS\s+ROLES\s+AGE\s+VERSION$/gm)).to.have.length(1)
     })
   })
 

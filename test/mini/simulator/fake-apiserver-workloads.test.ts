@@ -4,16 +4,14 @@
  * from it), and a server that goes away. Raw HTTPS requests check the watch protocol details no
  * binary shows directly (resourceVersion replay, 410 Expired, cleanup of closed watches).
  */
-import { spawn, type ChildProcess } from 'node:child_process'
 import https from 'node:https'
-import { mkdir, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { runProcess } from '../../../src/lib/system/process.js'
 import { expect } from '../../support/chai.js'
 import { eventually } from '../../support/eventually.js'
 import { ADMIN_TOKEN, FakeApiServer, type KubeObject } from '../../../src/lib/mini/simulator/index.js'
 import { FIXTURE_CHARTS, realHelm, realKubectl, type HelmMajor } from '../../support/helm.js'
-import { makeTempDir, type TempDir } from '../../support/temp.js'
+import { KubectlHarness } from '../../support/kubectl-harness.js'
 
 const CHART = path.join(FIXTURE_CHARTS, 'workloads', '1.0.0')
 
@@ -31,65 +29,20 @@ spec:
 
 describe('Kubernetes API contract fake: watches, workload readiness and faults (real kubectl, helm 3 and 4)', function () {
   this.timeout(120_000)
-  let tmp: TempDir
+  let h: KubectlHarness
   let api: FakeApiServer
   let kubeconfig: string
   let env: NodeJS.ProcessEnv
-  const children = new Set<ChildProcess>()
-
   beforeEach(async () => {
-    tmp = await makeTempDir()
-    api = await new FakeApiServer().start()
-    kubeconfig = path.join(tmp.dir, 'kubeconfig')
-    await writeFile(kubeconfig, api.kubeconfig(), { mode: 0o600 })
-    // helm and kubectl cache and configure under HOME / XDG dirs: keep them in the temp dir
-    const home = path.join(tmp.dir, 'home')
-    await mkdir(home)
-    env = {
-      PATH: process.env.PATH,
-      HOME: home,
-      XDG_CACHE_HOME: home,
-      XDG_CONFIG_HOME: home,
-      XDG_DATA_HOME: home,
-    }
+    h = await KubectlHarness.start({ timeoutMs: 60_000 })
+    ;({ api, kubeconfig, env } = h)
   })
-  afterEach(async () => {
-    for (const child of children) {
-      if (child.exitCode === null && child.signalCode === null) {
-        const exited = new Promise((resolve) => child.once('exit', resolve))
-        child.kill('SIGKILL')
-        await exited
-      }
-    }
-    children.clear()
-    await api.stop()
-    await tmp.cleanup()
-  })
+  afterEach(async () => h?.stop())
 
-  const kubectl = async (...args: string[]) =>
-    runProcess(await realKubectl(), ['--kubeconfig', kubeconfig, ...args], { env, timeoutMs: 60_000 })
-  const ok = async (...args: string[]) => {
-    const r = await kubectl(...args)
-    expect(r.code, `kubectl ${args.join(' ')}: ${r.stderr}`).to.equal(0)
-    return r.stdout
-  }
-  const apply = async (yaml: string) => {
-    const file = path.join(tmp.dir, `manifest-${Date.now()}-${Math.random()}.yaml`)
-    await writeFile(file, yaml)
-    return ok('apply', '-f', file)
-  }
-  /** A long-running kubectl (a watch): its output so far; killed in afterEach. */
-  const background = async (...args: string[]) => {
-    const child = spawn(await realKubectl(), ['--kubeconfig', kubeconfig, ...args], {
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
-    children.add(child)
-    const out = { stdout: '', stderr: '' }
-    child.stdout.on('data', (d: Buffer) => (out.stdout += d.toString()))
-    child.stderr.on('data', (d: Buffer) => (out.stderr += d.toString()))
-    return out
-  }
+  const kubectl = (...args: string[]) => h.kubectl(...args)
+  const ok = (...args: string[]) => h.ok(...args)
+  const apply = (yaml: string) => h.apply(yaml)
+  const background = (...args: string[]) => h.background(...args)
   const helm = async (major: HelmMajor, ...args: string[]) =>
     runProcess(await realHelm(major), ['--kubeconfig', kubeconfig, ...args], { env, timeoutMs: 90_000 })
 
