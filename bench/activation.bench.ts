@@ -8,13 +8,12 @@ import { X509Certificate } from 'node:crypto'
 import * as grpc from '@grpc/grpc-js'
 import {
   createIssuer,
-  createTpmEkIssuer,
-  createTpmEkValidator,
   createValidator,
   type Issuer,
   type Measurements,
   type Validator,
 } from '../src/lib/attestation/index.js'
+import { createTpmEkIssuer, createTpmEkValidator } from '../src/lib/attestation/tpm-ek.js'
 import { createAttestedChannelCredentials, createAttestedServerCredentials } from '../src/lib/atls/index.js'
 import { listenOn } from '../src/lib/grpc/index.js'
 import { readPcrs } from '../src/lib/tpm/index.js'

@@ -6,12 +6,8 @@
  */
 import { randomBytes, X509Certificate } from 'node:crypto'
 import * as grpc from '@grpc/grpc-js'
-import {
-  createTpmEkIssuer,
-  createTpmEkValidator,
-  type Issuer,
-  type ValidationResult,
-} from '../../src/lib/attestation/index.js'
+import { type Issuer, type ValidationResult } from '../../src/lib/attestation/index.js'
+import { createTpmEkIssuer, createTpmEkValidator } from '../../src/lib/attestation/tpm-ek.js'
 import {
   addChallengeService,
   ChallengeRegistry,
@@ -19,7 +15,8 @@ import {
   listenForAttestedClients,
 } from '../../src/lib/atls/index.js'
 import { createAttestedClientChannelCredentials } from '../../src/lib/atls/client-attested.js'
-import { CredentialActivationError, readPcrs } from '../../src/lib/tpm/index.js'
+import { readPcrs } from '../../src/lib/tpm/index.js'
+import { CredentialActivationError } from '../../src/lib/tpm/activate-credential.js'
 import { expect } from '../support/chai.js'
 import { startSwtpm, type SwtpmHandle } from '../support/swtpm.js'
 import { echo, EchoService } from './echo-service.js'

@@ -6,12 +6,8 @@
  */
 import { X509Certificate } from 'node:crypto'
 import type * as grpc from '@grpc/grpc-js'
-import {
-  createTpmEkIssuer,
-  createTpmEkValidator,
-  type Issuer,
-  type ValidationResult,
-} from '../../src/lib/attestation/index.js'
+import { type Issuer, type ValidationResult } from '../../src/lib/attestation/index.js'
+import { createTpmEkIssuer, createTpmEkValidator } from '../../src/lib/attestation/tpm-ek.js'
 import {
   createAttestedChannelCredentials,
   createAttestedServerCredentials,

@@ -3,14 +3,16 @@ import { expect } from '../support/chai.js'
 import { mutate, seededRandom } from '../support/fuzz.js'
 import { startSwtpm } from '../support/swtpm.js'
 import { readPcrs } from '../../src/lib/tpm/index.js'
+import { AttestationError } from '../../src/lib/attestation/index.js'
 import {
-  AttestationError,
   createTpmEkIssuer,
   createTpmEkValidator,
+  type TpmEkValidator,
+} from '../../src/lib/attestation/tpm-ek.js'
+import {
   decodeActivationRequest,
   encodeActivationRequest,
-  type TpmEkValidator,
-} from '../../src/lib/attestation/index.js'
+} from '../../src/lib/attestation/activation-request.js'
 import { decodeDocument, encodeDocument } from '../../src/lib/attestation/document.js'
 
 /** Replaces top-level keys of the document's JSON. */

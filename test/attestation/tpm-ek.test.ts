@@ -7,7 +7,6 @@ import { makeTempDir, type TempDir } from '../support/temp.js'
 import { testCertificate } from '../support/test-ca.js'
 import { tpm2Tools } from '../tpm/tpm2-tools.js'
 import {
-  CredentialActivationError,
   objectName,
   readEkCertificate,
   readPcrs,
@@ -15,19 +14,24 @@ import {
   withTpm,
   type OpenTpm,
 } from '../../src/lib/tpm/index.js'
+import { CredentialActivationError } from '../../src/lib/tpm/activate-credential.js'
 import {
   AttestationError,
   createIssuer,
+  createValidator,
+  type Measurements,
+} from '../../src/lib/attestation/index.js'
+import {
   createTpmEkIssuer,
   createTpmEkValidator,
-  createValidator,
-  decodeActivationRequest,
-  encodeActivationRequest,
-  VARIANT_OIDS,
-  type Measurements,
   type TpmEkIssuer,
   type TpmEkValidator,
-} from '../../src/lib/attestation/index.js'
+} from '../../src/lib/attestation/tpm-ek.js'
+import {
+  decodeActivationRequest,
+  encodeActivationRequest,
+} from '../../src/lib/attestation/activation-request.js'
+import { VARIANT_OIDS } from '../../src/lib/attestation/variant.js'
 import {
   decodeDocument,
   encodeDocument,

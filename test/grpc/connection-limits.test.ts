@@ -1,5 +1,6 @@
 /** Counting connections per peer address and in all (ConnectionLimiter), and naming the peer. */
-import { ConnectionLimiter, peerAddress, type ConnectionRefusal } from '../../src/lib/grpc/index.js'
+import { ConnectionLimiter, peerAddress } from '../../src/lib/grpc/index.js'
+import { type ConnectionRefusal } from '../../src/lib/grpc/connection-limits.js'
 import { expect } from '../support/chai.js'
 
 type Step = string // 'a' opens a connection from a, '-a' closes one of a's

@@ -10,12 +10,12 @@ import path from 'node:path'
 import * as grpc from '@grpc/grpc-js'
 import { APIClient, type IssueJoinTicketResponse } from '../../src/gen/join.js'
 import {
-  createTpmEkIssuer,
   createValidator,
   encodeJoinConfig,
   type Issuer,
   type Measurements,
 } from '../../src/lib/attestation/index.js'
+import { createTpmEkIssuer } from '../../src/lib/attestation/tpm-ek.js'
 import { isAttestationFailure } from '../../src/lib/atls/index.js'
 import { createAttestedClientChannelCredentials } from '../../src/lib/atls/client-attested.js'
 import {

@@ -13,14 +13,8 @@ import { readBootStatus, type BootStatus, type MachineSpec } from '../../src/lib
 import { NodeSupervisor, type SupervisorDeps } from '../../src/lib/mini/supervisor.js'
 import { simulatorPaths } from '../../src/lib/mini/simulator/index.js'
 import { createLogger, sleepMs } from '../../src/lib/system/index.js'
-import {
-  openSwtpmSocket,
-  quote,
-  readDictionaryAttackState,
-  shutdownTpm,
-  withTpm,
-  type OpenTpm,
-} from '../../src/lib/tpm/index.js'
+import { openSwtpmSocket, quote, shutdownTpm, withTpm, type OpenTpm } from '../../src/lib/tpm/index.js'
+import { readDictionaryAttackState } from '../../src/lib/tpm/dictionary-attack.js'
 import { createPrimary, flushContext } from '../../src/lib/tpm/commands.js'
 import { akTemplate } from '../../src/lib/tpm/ak.js'
 import { TPM_RH, TPMA_OBJECT } from '../../src/lib/tpm/constants.js'

@@ -7,15 +7,15 @@ import { makeTempDir, type TempDir } from '../support/temp.js'
 import {
   activateCredential,
   ekPublicKeyFromCertificate,
-  ekPublicKeyFromPublicArea,
   makeCredential,
   readEkCertificate,
-  withAttestationKeyUnderEk,
   withEndorsementKey,
   withTpm,
   type EkKind,
   type EkPublicKey,
 } from '../../src/lib/tpm/index.js'
+import { ekPublicKeyFromPublicArea } from '../../src/lib/tpm/make-credential.js'
+import { withAttestationKeyUnderEk } from '../../src/lib/tpm/ek-ak.js'
 import {
   decodeTss2Credential,
   encodeTss2Credential,

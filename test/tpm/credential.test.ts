@@ -5,10 +5,7 @@ import { startSwtpm, type SwtpmHandle } from '../support/swtpm.js'
 import { makeTempDir, type TempDir } from '../support/temp.js'
 import {
   activateCredential,
-  CredentialActivationError,
   ekPublicKeyFromCertificate,
-  ekPublicKeyFromPublicArea,
-  loadAttestationKey,
   makeCredential,
   objectName,
   parseQuoteAttest,
@@ -18,14 +15,15 @@ import {
   TpmParseError,
   verifyTpmSignature,
   withAttestationKey,
-  withAttestationKeyUnderEk,
   withEndorsementKey,
   withTpm,
   TPMA_OBJECT,
-  type AkAlgorithm,
   type EkKind,
   type MadeCredential,
 } from '../../src/lib/tpm/index.js'
+import { CredentialActivationError } from '../../src/lib/tpm/activate-credential.js'
+import { ekPublicKeyFromPublicArea } from '../../src/lib/tpm/make-credential.js'
+import { loadAttestationKey, withAttestationKeyUnderEk, type AkAlgorithm } from '../../src/lib/tpm/ek-ak.js'
 import { flushContext } from '../../src/lib/tpm/commands.js'
 import { tpm2Tools } from './tpm2-tools.js'
 

@@ -13,21 +13,21 @@ import { makeTempDir, type TempDir } from '../support/temp.js'
 import {
   activateCredential,
   attestationKeyName,
-  ekPublicKeyFromPublicArea,
   extendPcr,
   makeCredential,
   objectName,
   quote,
   readEkCertificate,
-  readDictionaryAttackState,
   readEkCertificateChain,
   shutdownTpm,
   withAttestationKey,
-  withAttestationKeyUnderEk,
   withEndorsementKey,
   withTpm,
   type EkKind,
 } from '../../src/lib/tpm/index.js'
+import { ekPublicKeyFromPublicArea } from '../../src/lib/tpm/make-credential.js'
+import { readDictionaryAttackState } from '../../src/lib/tpm/dictionary-attack.js'
+import { withAttestationKeyUnderEk } from '../../src/lib/tpm/ek-ak.js'
 import { createPrimary, flushContext } from '../../src/lib/tpm/commands.js'
 import { akTemplate } from '../../src/lib/tpm/ak.js'
 import { TPM_RH, TPMA_OBJECT } from '../../src/lib/tpm/constants.js'

@@ -5,15 +5,15 @@ import { expect } from '../support/chai.js'
 import { startSwtpm, type SwtpmHandle } from '../support/swtpm.js'
 import { makeTempDir, type TempDir } from '../support/temp.js'
 import {
-  createEndorsementKey,
   EkCertificateMissingError,
   ekPublicKeyFromCertificate,
-  ekPublicKeyFromPublicArea,
   readEkCertificate,
   withEndorsementKey,
   withTpm,
   type EkKind,
 } from '../../src/lib/tpm/index.js'
+import { createEndorsementKey } from '../../src/lib/tpm/ek.js'
+import { ekPublicKeyFromPublicArea } from '../../src/lib/tpm/make-credential.js'
 import { flushContext } from '../../src/lib/tpm/commands.js'
 import { EK_POLICY_A_SHA256, ekTemplate } from '../../src/lib/tpm/ek.js'
 import { TPM_CC, TPM_RH } from '../../src/lib/tpm/constants.js'

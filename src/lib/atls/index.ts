@@ -1,10 +1,10 @@
 /** Attested TLS: certificates carrying attestation documents, nonce transport, grpc-js credentials. */
 export { createAttestedServerCredentials } from './server-credentials.js'
 export { createAttestedChannelCredentials } from './channel-credentials.js'
-export { attestationRefusalOf, isAttestationFailure, REFUSAL_PREFIX } from './failure.js'
+export { attestationRefusalOf, isAttestationFailure } from './failure.js'
 export { prepareCertificateEncoder } from './certificate.js'
-export { ChallengeLimitError, ChallengeRegistry } from './challenge-registry.js'
-export type { ChallengeLimits } from './challenge-registry.js'
+export { ChallengeRegistry } from './challenge-registry.js'
+
 export {
   listenForAttestedClients,
   addChallengeService,

@@ -1,19 +1,14 @@
 /** Attestation variants: issue a document bound to (userData, nonce), validate it against measurements. */
 export { createIssuer, createValidator, requireMeasurements } from './variants.js'
 export type {
-  ActivationChallenge,
   ActivationExpectation,
   ActivationTarget,
   Issuer,
-  IssuerOptions,
   ValidationResult,
   Validator,
   ValidatorOptions,
 } from './types.js'
-export { createTpmEkIssuer, createTpmEkValidator, ACTIVATION_SECRET_BYTES } from './tpm-ek.js'
-export type { TpmEkIssuer, TpmEkValidator } from './tpm-ek.js'
-export { encodeActivationRequest, decodeActivationRequest } from './activation-request.js'
-export type { ActivationRequest } from './activation-request.js'
+
 export { readTrustRoots } from './trust-roots.js'
 export type { Measurements, MeasurementEntry, MeasurementsConfig } from './measurements.js'
 export {
@@ -31,11 +26,5 @@ export {
   JoinConfigError,
   JOIN_CONFIG_MAP,
 } from './join-config.js'
-export {
-  ATTESTATION_VARIANTS,
-  VARIANT_OIDS,
-  isAttestationVariant,
-  attestationAssurance,
-  describeAssurance,
-} from './variant.js'
+export { ATTESTATION_VARIANTS, attestationAssurance, describeAssurance } from './variant.js'
 export type { AttestationVariant, AttestationAssurance } from './variant.js'

@@ -6,9 +6,9 @@ export * from './types.js'
 export { validateWorkspace, formatFinding } from './validate.js'
 export type { WorkspaceValidation } from './validate.js'
 export { validatorForConfig, validatorSettingsForConfig } from './validator.js'
-export type { ValidatorSettings } from './validator.js'
-export { configuredAttestation, configTrustRoots } from './attestation.js'
-export type { ConfiguredAttestation } from './attestation.js'
+
+export { configuredAttestation } from './attestation.js'
+
 export { initSecretHashFor } from './init-secret-hash.js'
 export * from './measurements-update.js'
 export * from './join-config-update.js'

@@ -3,7 +3,6 @@ export {
   ExitCode,
   CliError,
   UsageError,
-  isExternalFailure,
   messageOf,
   chainMessage,
   exitCodeOf,
@@ -11,4 +10,4 @@ export {
   renderError,
   isErrnoException,
 } from './errors.js'
-export type { ExitCodeValue, CliErrorOptions, ExternalFailure, RenderedError } from './errors.js'
+export type { CliErrorOptions, ExternalFailure } from './errors.js'

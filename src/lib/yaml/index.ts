@@ -3,8 +3,6 @@
  * semantic) can name the file, the key path and the line:column where it sits.
  */
 export {
-  MAX_YAML_FILE_BYTES,
-  MAX_LISTED_PROBLEMS,
   YamlProblemsError,
   listLines,
   formatPath,
@@ -15,6 +13,6 @@ export {
   throwIfProblems,
   stringifyYaml,
 } from './loader.js'
-export type { KeyPath, Problem, Located, YamlSource, ReadYamlOptions } from './loader.js'
+export type { KeyPath, Problem, Located, YamlSource } from './loader.js'
 export { checkSchema } from './schema.js'
 export type { JsonSchema } from './schema.js'
