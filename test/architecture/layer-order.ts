@@ -8,6 +8,7 @@ export const LAYERS: readonly (readonly string[])[] = [
   ['atls', 'statedisk'],
   ['config'],
   ['nodeconfig', 'helm'],
+  ['simulator'],
   ['bootstrapper', 'init', 'verify', 'upgrade', 'bootstrapdata', 'joinservice', 'recover'],
   ['mini', 'status'],
 ]

@@ -11,7 +11,7 @@ import { promisify } from 'node:util'
 import { alive, killGroup, markedProcesses, spawnInGroup, stopMarked } from '../../src/lib/mini/daemons.js'
 import { readBootStatus, type BootStatus, type MachineSpec } from '../../src/lib/mini/machine.js'
 import { NodeSupervisor, type SupervisorDeps } from '../../src/lib/mini/supervisor.js'
-import { simulatorPaths } from '../../src/lib/mini/simulator/index.js'
+import { simulatorPaths } from '../../src/lib/simulator/index.js'
 import { createLogger, sleepMs } from '../../src/lib/system/index.js'
 import {
   openSwtpmSocket,

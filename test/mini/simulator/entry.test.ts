@@ -11,7 +11,7 @@ import { eventually } from '../../support/eventually.js'
 import { REPO_ROOT } from '../../support/cli.js'
 import { freePort, ownLoopback } from '../../support/ports.js'
 import { makeTempDir, type TempDir } from '../../support/temp.js'
-import { simulatorPaths } from '../../../src/lib/mini/simulator/index.js'
+import { simulatorPaths } from '../../../src/lib/simulator/index.js'
 
 const ENTRY = simulatorPaths(REPO_ROOT).apiEntry
 

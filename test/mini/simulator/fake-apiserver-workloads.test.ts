@@ -9,7 +9,7 @@ import path from 'node:path'
 import { runProcess } from '../../../src/lib/system/process.js'
 import { expect } from '../../support/chai.js'
 import { eventually } from '../../support/eventually.js'
-import { ADMIN_TOKEN, FakeApiServer, type KubeObject } from '../../../src/lib/mini/simulator/index.js'
+import { ADMIN_TOKEN, FakeApiServer, type KubeObject } from '../../../src/lib/simulator/index.js'
 import { FIXTURE_CHARTS, realHelm, realKubectl, type HelmMajor } from '../../support/helm.js'
 import { KubectlHarness } from '../../support/kubectl-harness.js'
 

@@ -13,8 +13,8 @@ import { kubeadmPaths } from '../../../src/lib/bootstrapper/kubeadm-config.js'
 import {
   NodeLifecycleController,
   type NodeLifecycleHost,
-} from '../../../src/lib/mini/simulator/fake-apiserver-node-lifecycle.js'
-import { FakeApiServer, type KubeObject } from '../../../src/lib/mini/simulator/index.js'
+} from '../../../src/lib/simulator/fake-apiserver-node-lifecycle.js'
+import { FakeApiServer, type KubeObject } from '../../../src/lib/simulator/index.js'
 import { nodePaths } from '../../../src/lib/paths.js'
 import { silentLogger } from '../../../src/lib/system/logger.js'
 import { runProcess } from '../../../src/lib/system/process.js'

@@ -55,8 +55,8 @@ import { randomUUID } from 'node:crypto'
 import type http from 'node:http'
 import https from 'node:https'
 import { isIP, type AddressInfo, type Socket } from 'node:net'
-import { formatHostPort } from '../../system/index.js'
-import { parseYaml } from '../../yaml/index.js'
+import { formatHostPort } from '../system/index.js'
+import { parseYaml } from '../yaml/index.js'
 import {
   apiGroupList,
   apiResourceList,
