@@ -22,7 +22,7 @@
  * `--wait`, `kubectl rollout status` and `kubectl wait` look at. No pods run.
  *
  * For the real helm 3/4 and kubectl (test/upgrade/helm-api.test.ts and
- * test/mini/simulator/fake-apiserver-{workloads,kubectl}.test.ts hold it to them) it also serves
+ * test/simulator/fake-apiserver-{workloads,kubectl}.test.ts hold it to them) it also serves
  * discovery (/api, /apis, resource lists with the real short names; a stored CRD registers its
  * resources and is Established at once), OpenAPI v3 documents that leave validation to the server,
  * Table responses with kube-apiserver's printer columns for kubectl's human-readable `get`
