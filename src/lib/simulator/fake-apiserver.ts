@@ -42,10 +42,9 @@
  * workload never gets ready until released), `goAway` / `comeBack` (connection refused, or a
  * server that accepts and never answers, then back on the same URL).
  *
- * With `dir` its objects live as JSON files there (`namespaces/<ns>/<resource>/<name>.json`,
- * cluster-scoped `<resource>/<name>.json`, a group's resource as `<resource>.<group>`): the storage
- * the kubeadm contract fake reads and writes, as kubeadm would through this API (such writes by
- * another process raise no watch events).
+ * With `dir` its objects live as JSON files there, laid out as simulator/api-layout.js says: the
+ * storage the kubeadm contract fake reads and writes, as kubeadm would through this API (such
+ * writes by another process raise no watch events).
  *
  * It listens on 127.0.0.1 at a random port unless told a `host` and `port`; its serving
  * certificate names localhost, 127.0.0.1, that host and any `certHosts`, so a kubeconfig naming
