@@ -6,9 +6,9 @@ export const LAYERS: readonly (readonly string[])[] = [
   ['tpm', 'versions', 'x509', 'grpc', 'kube'],
   ['kms', 'attestation'],
   ['atls', 'statedisk'],
+  ['simulator'],
   ['config'],
   ['nodeconfig', 'helm'],
-  ['simulator'],
   ['bootstrapper', 'init', 'verify', 'upgrade', 'bootstrapdata', 'joinservice', 'recover'],
   ['mini', 'status'],
 ]
