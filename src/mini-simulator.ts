@@ -19,7 +19,7 @@
 import { chmod, writeFile } from 'node:fs/promises'
 import { parseArgs } from 'node:util'
 import { ExitCode, renderError, UsageError } from './lib/errors/index.js'
-import { FakeApiServer, type FakeApiServerOptions } from './lib/mini/index.js'
+import { FakeApiServer, type FakeApiServerOptions } from './lib/simulator/index.js'
 import { parseDuration, parseHostPort, serveUntilStopped } from './lib/system/index.js'
 
 const USAGE =

@@ -7,15 +7,18 @@
  * SIMULATED. From then on the stand-in keeps the status and the node's Lease fresh.
  */
 import { readFileSync } from 'node:fs'
-import path from 'node:path'
 import { parse } from 'yaml'
+import { objectFile } from '../api-layout.js'
 import { nodeIp } from './kubelet-start.js'
 
 /** The cluster's version as kubeadm init uploaded it (what a joining node's kubelet runs). */
 export function uploadedKubernetesVersion(apiDir) {
   try {
     const cm = JSON.parse(
-      readFileSync(path.join(apiDir, 'namespaces/kube-system/configmaps/kubeadm-config.json'), 'utf8'),
+      readFileSync(
+        objectFile(apiDir, { resource: 'configmaps', namespace: 'kube-system', name: 'kubeadm-config' }),
+        'utf8',
+      ),
     )
     return parse(cm.data.ClusterConfiguration).kubernetesVersion
   } catch {

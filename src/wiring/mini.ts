@@ -13,13 +13,13 @@ import {
   miniDown,
   miniUp,
   rebootNode,
-  simulatorPaths,
   type MergedKubeconfig,
   type MiniDownOptions,
   type MiniIo,
   type MiniUpOptions,
 } from '../lib/mini/index.js'
 import { packageFile, workspacePaths } from '../lib/paths.js'
+import { simulatorPaths } from '../lib/simulator/index.js'
 import { clusterStatus, type StatusReport } from '../lib/status/index.js'
 import { createLogger, createRunner } from '../lib/system/index.js'
 import { linesProgress } from '../lib/ui/index.js'

@@ -24,7 +24,7 @@ import {
   type ResolvedNodeConfig,
   type ResolvedMetadata,
 } from '../lib/nodeconfig/index.js'
-import { simulatedMounter } from '../lib/mini/index.js'
+import { simulatedMounter } from '../lib/simulator/index.js'
 import { nodePaths } from '../lib/paths.js'
 import {
   CryptsetupDisk,

@@ -6,6 +6,7 @@ export const LAYERS: readonly (readonly string[])[] = [
   ['tpm', 'versions', 'x509', 'grpc', 'kube'],
   ['kms', 'attestation'],
   ['atls', 'statedisk'],
+  ['simulator'],
   ['config'],
   ['nodeconfig', 'helm'],
   ['bootstrapper', 'init', 'verify', 'upgrade', 'bootstrapdata', 'joinservice', 'recover'],

@@ -15,7 +15,7 @@ import type { KeyPair } from '../../src/lib/bootstrapdata/types.js'
 import { chainMessage, hintOf } from '../../src/lib/errors/index.js'
 import { openKubeApi, type KubeApi } from '../../src/lib/kube/index.js'
 import { expect } from '../support/chai.js'
-import { FakeApiServer, type KubeObject } from '../../src/lib/mini/simulator/index.js'
+import { FakeApiServer, type KubeObject } from '../../src/lib/simulator/index.js'
 import { makeTempDir, type TempDir } from '../support/temp.js'
 import { FIXED_NOW, fixtureText, seededRandom } from './helpers.js'
 

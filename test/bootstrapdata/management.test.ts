@@ -7,7 +7,7 @@ import { readdir, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { expect } from '../support/chai.js'
 import { runCli } from '../support/cli.js'
-import { startFakeApiServer, type FakeApiServer } from '../../src/lib/mini/simulator/index.js'
+import { startFakeApiServer, type FakeApiServer } from '../../src/lib/simulator/index.js'
 import { makeTempDir, type TempDir } from '../support/temp.js'
 import { fixtureText } from './helpers.js'
 

@@ -6,7 +6,7 @@ import { expect } from '../support/chai.js'
 import { runCli } from '../support/cli.js'
 import { makeTempDir } from '../support/temp.js'
 import { freePort } from '../support/ports.js'
-import { FakeApiServer, type KubeObject } from '../../src/lib/mini/simulator/index.js'
+import { FakeApiServer, type KubeObject } from '../../src/lib/simulator/index.js'
 import { registerTokenSecret, tokenSecret } from '../../src/lib/bootstrapdata/tokens.js'
 import { FIXED_NOW, FIXTURES, fixtureText } from './helpers.js'
 

@@ -19,7 +19,8 @@ describe('build output', () => {
   it('has no oclif update warning even when a newer oclif is known', async function () {
     this.timeout(120_000)
     const repo = path.join(tmp.dir, 'repo')
-    for (const entry of ['package.json', 'tsconfig.json', 'scripts', 'src', 'bin'])
+    // simulator/: the API fake's storage layout (api-layout.js) is bundled from there
+    for (const entry of ['package.json', 'tsconfig.json', 'scripts', 'src', 'bin', 'simulator'])
       await cp(path.join(REPO_ROOT, entry), path.join(repo, entry), { recursive: true })
     await symlink(path.join(REPO_ROOT, 'node_modules'), path.join(repo, 'node_modules'))
     const cache = path.join(tmp.dir, 'cache')

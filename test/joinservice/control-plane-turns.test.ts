@@ -4,7 +4,7 @@ import { CONTROL_PLANE_LEASE, leaseControlPlaneTurns } from '../../src/lib/joins
 import { openKubeApi, type KubeApi } from '../../src/lib/kube/index.js'
 import { createLogger } from '../../src/lib/system/index.js'
 import { expect } from '../support/chai.js'
-import { FakeApiServer } from '../../src/lib/mini/simulator/index.js'
+import { FakeApiServer } from '../../src/lib/simulator/index.js'
 import { makeTempDir } from '../support/temp.js'
 
 /** Control-plane turns through the Lease, two join services on one API (FakeApiServer, a test double). */

@@ -5,7 +5,7 @@
 import { mkdir, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { openNodeKubeApi, type KubeApi } from '../../src/lib/kube/index.js'
-import { FakeApiServer } from '../../src/lib/mini/simulator/index.js'
+import { FakeApiServer } from '../../src/lib/simulator/index.js'
 import { collectStateDisks } from '../../src/lib/joinservice/state-disk-collector.js'
 import { recordOwnDisk } from '../../src/lib/joinservice/own-disk.js'
 import {

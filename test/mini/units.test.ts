@@ -1,7 +1,7 @@
 /** Unit files as a mini node's supervisor reads them: the project's own, and what it refuses. */
 import { readdir, readFile } from 'node:fs/promises'
 import path from 'node:path'
-import { simulatorPaths } from '../../src/lib/mini/simulator/index.js'
+import { simulatorPaths } from '../../src/lib/simulator/index.js'
 import { parseUnitFile, timeSpan } from '../../src/lib/mini/units.js'
 import { expect } from '../support/chai.js'
 import { REPO_ROOT } from '../support/cli.js'

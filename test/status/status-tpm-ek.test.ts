@@ -7,7 +7,7 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { readFile, writeFile } from 'node:fs/promises'
 import path from 'node:path'
-import { startFakeApiServer, type FakeApiServer } from '../../src/lib/mini/simulator/index.js'
+import { startFakeApiServer, type FakeApiServer } from '../../src/lib/simulator/index.js'
 import { extendPcr } from '../../src/lib/tpm/index.js'
 import { expect } from '../support/chai.js'
 import { runCli } from '../support/cli.js'

@@ -1,14 +1,18 @@
 /**
  * FakeKubeApiDir — a TEST DOUBLE for the Kubernetes API objects `kubeadm join` reads, kept as files
- * in a directory that the kubeadm contract fake reads through KUBEADM_FAKE_API_DIR
- * (simulator/kubeadm-fake/join.js has the layout). Its registrar is where a test's join service
- * registers bootstrap tokens, as the production one creates their Secrets through the API.
+ * in a directory that the kubeadm contract fake reads through KUBEADM_FAKE_API_DIR, laid out as
+ * simulator/api-layout.js says. Its registrar is where a test's join service registers bootstrap
+ * tokens, as the production one creates their Secrets through the API.
  */
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises'
 import path from 'node:path'
+import { objectFile, resourceDir } from '../../simulator/api-layout.js'
 import { isErrnoException } from '../../src/lib/errors/index.js'
 import { TokenIdTakenError, type SecretObject, type TokenRegistrar } from '../../src/lib/kube/index.js'
 import { stringifyYaml } from '../../src/lib/yaml/index.js'
+
+/** Where bootstrap token Secrets live. */
+const TOKEN_SECRETS = { resource: 'secrets', namespace: 'kube-system' }
 
 export class FakeKubeApiDir {
   constructor(readonly dir: string) {}
@@ -16,7 +20,7 @@ export class FakeKubeApiDir {
   /** Creates a token's Secret; a taken name is the API's 409. */
   readonly registrar: TokenRegistrar = {
     register: async (secret: SecretObject) => {
-      const file = path.join(this.dir, 'namespaces/kube-system/secrets', `${secret.metadata.name}.json`)
+      const file = objectFile(this.dir, { ...TOKEN_SECRETS, name: secret.metadata.name })
       await mkdir(path.dirname(file), { recursive: true })
       try {
         await writeFile(file, JSON.stringify(storedSecret(secret)), { flag: 'wx', mode: 0o600 })
@@ -43,7 +47,11 @@ export class FakeKubeApiDir {
         },
       ],
     })
-    const file = path.join(this.dir, 'namespaces/kube-public/configmaps/cluster-info.json')
+    const file = objectFile(this.dir, {
+      resource: 'configmaps',
+      namespace: 'kube-public',
+      name: 'cluster-info',
+    })
     await mkdir(path.dirname(file), { recursive: true })
     await writeFile(
       file,
@@ -58,16 +66,17 @@ export class FakeKubeApiDir {
 
   /** Token IDs with a Secret. */
   async tokenIds(): Promise<string[]> {
-    const names = await readdir(path.join(this.dir, 'namespaces/kube-system/secrets')).catch(() => [])
+    const names = await readdir(resourceDir(this.dir, TOKEN_SECRETS)).catch(() => [])
     return names.map((n) => n.replace(/^bootstrap-token-(.*)\.json$/, '$1')).sort()
   }
 
   /** The Nodes that joined, with their labels. */
   async nodes(): Promise<Array<{ name: string; labels: Record<string, string> }>> {
-    const names = await readdir(path.join(this.dir, 'nodes')).catch(() => [])
+    const nodes = resourceDir(this.dir, { resource: 'nodes' })
+    const names = await readdir(nodes).catch(() => [])
     return Promise.all(
       names.sort().map(async (n) => {
-        const node = JSON.parse(await readFile(path.join(this.dir, 'nodes', n), 'utf8')) as {
+        const node = JSON.parse(await readFile(path.join(nodes, n), 'utf8')) as {
           metadata: { name: string; labels: Record<string, string> }
         }
         return { name: node.metadata.name, labels: node.metadata.labels }
@@ -77,7 +86,7 @@ export class FakeKubeApiDir {
 
   /** A token's Secret changed in place (expired, another secret), as a test needs it. */
   async editToken(id: string, data: Record<string, string>): Promise<void> {
-    const file = path.join(this.dir, 'namespaces/kube-system/secrets', `bootstrap-token-${id}.json`)
+    const file = objectFile(this.dir, { ...TOKEN_SECRETS, name: `bootstrap-token-${id}` })
     const secret = JSON.parse(await readFile(file, 'utf8')) as StoredSecret
     for (const [k, v] of Object.entries(data)) secret.data[k] = Buffer.from(v).toString('base64')
     await writeFile(file, JSON.stringify(secret))

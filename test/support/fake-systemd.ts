@@ -6,7 +6,7 @@
  */
 import { chmod, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import path from 'node:path'
-import { kubeletUnitFor, simulatorPaths } from '../../src/lib/mini/simulator/index.js'
+import { kubeletUnitFor, simulatorPaths } from '../../src/lib/simulator/index.js'
 import { alive } from '../../src/lib/mini/daemons.js'
 import { CLI_ARGS, REPO_ROOT } from './cli.js'
 

@@ -4,7 +4,7 @@
  * --test-passphrase`, a fresh file system's directories emptied), and a record of each mount.
  */
 import type { NodePaths } from '../../src/lib/paths.js'
-import { simulatedMounter } from '../../src/lib/mini/simulated-mounter.js'
+import { simulatedMounter } from '../../src/lib/simulator/simulated-mounter.js'
 import type { StateDiskMounter } from '../../src/lib/statedisk/index.js'
 import { createRunner } from '../../src/lib/system/index.js'
 

@@ -4,7 +4,7 @@ import path from 'node:path'
 import { generateWorkspace } from '../../src/lib/config/index.js'
 import { workspacePaths } from '../../src/lib/paths.js'
 import type { Helm } from '../../src/lib/helm/index.js'
-import type { FakeApiServer } from '../../src/lib/mini/simulator/index.js'
+import type { FakeApiServer } from '../../src/lib/simulator/index.js'
 import { FIXTURE_CHARTS } from './helm.js'
 
 export const RELEASE_NAMESPACES: Record<string, string> = {

@@ -4,7 +4,7 @@ import { KubeConfig } from '@kubernetes/client-node'
 import { chainMessage, exitCodeOf } from '../../src/lib/errors/index.js'
 import { createClusterReader } from '../../src/lib/upgrade/index.js'
 import { expect } from '../support/chai.js'
-import { startSilentApiServer, type SilentApiServer } from '../../src/lib/mini/simulator/index.js'
+import { startSilentApiServer, type SilentApiServer } from '../../src/lib/simulator/index.js'
 import { readFakeHelmState } from '../support/helm.js'
 import { all, UpgradeHarness } from './harness.js'
 

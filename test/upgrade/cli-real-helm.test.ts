@@ -12,7 +12,7 @@ import { Helm } from '../../src/lib/helm/helm.js'
 import { expect } from '../support/chai.js'
 import { CLI_ARGS, REPO_ROOT, runCli } from '../support/cli.js'
 import { eventually } from '../support/eventually.js'
-import { FakeApiServer } from '../../src/lib/mini/simulator/index.js'
+import { FakeApiServer } from '../../src/lib/simulator/index.js'
 import { HELM_MAJORS, realHelmEnv } from '../support/helm.js'
 import { makeTempDir } from '../support/temp.js'
 import {

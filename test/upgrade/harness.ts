@@ -17,7 +17,7 @@ import {
 } from '../../src/lib/upgrade/index.js'
 import { Helm, type HelmBounds, type InstalledRelease } from '../../src/lib/helm/helm.js'
 import { makeTempDir } from '../support/temp.js'
-import { startFakeApiServer, type FakeApiServer } from '../../src/lib/mini/simulator/index.js'
+import { startFakeApiServer, type FakeApiServer } from '../../src/lib/simulator/index.js'
 import {
   fakeHelmEnv,
   readFakeHelmState,

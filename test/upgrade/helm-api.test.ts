@@ -12,7 +12,7 @@ import { createRunner } from '../../src/lib/system/index.js'
 import { runProcess } from '../../src/lib/system/process.js'
 import { Helm } from '../../src/lib/helm/helm.js'
 import { expect } from '../support/chai.js'
-import { FakeApiServer } from '../../src/lib/mini/simulator/index.js'
+import { FakeApiServer } from '../../src/lib/simulator/index.js'
 import { FIXTURE_CHARTS, HELM_MAJORS, realHelm, realKubectl } from '../support/helm.js'
 import { makeTempDir } from '../support/temp.js'
 

@@ -1,11 +1,9 @@
 /**
  * `constellation mini`: a local multi-node cluster of real node software, Kubernetes SIMULATED by
- * the project's contract fakes, and the metadata service its nodes ask.
+ * the project's contract fakes (the simulator domain), and the metadata service its nodes ask.
  */
 export { MetadataServer } from './metadata-server.js'
 export type { MetadataView } from './metadata-server.js'
-export { FakeApiServer, simulatorPaths } from './simulator/index.js'
-export type { FakeApiServerOptions, SimulatorPaths } from './simulator/index.js'
 export { miniDown, miniUp, rebootNode, refuseIfRunning, SIMULATED_NOTICE } from './cluster.js'
 export type {
   MiniDownOptions,
@@ -18,7 +16,6 @@ export type {
 export { miniPaths, readMiniRecord, NODE_PORTS } from './layout.js'
 export type { MiniNodeRecord, MiniRecord } from './layout.js'
 export type { NetworkMode } from './network.js'
-export { simulatedMounter } from './simulated-mounter.js'
 export { NodeSupervisor } from './supervisor.js'
 export type { SupervisorDeps } from './supervisor.js'
 export { readMachineSpec, SUPERVISOR_MARKER, SYSTEMCTL_SOCKET_ENV } from './machine.js'

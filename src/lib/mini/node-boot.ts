@@ -19,7 +19,7 @@ import { alive, CLUSTER_MARKER, markedProcesses, NODE_MARKER, startDaemon, stopM
 import { METADATA_PORT, NODE_PORTS, type MiniNodeFiles, type MiniNodeRecord } from './layout.js'
 import { SUPERVISOR_MARKER, type MachineSpec } from './machine.js'
 import type { MiniNetwork } from './network.js'
-import { kubeletUnitFor } from './simulator/index.js'
+import { kubeletUnitFor } from '../simulator/index.js'
 
 /** Big enough for a LUKS2 header (16 MiB) and its tokens; nothing is written past it (no mapping). */
 const DISK_BYTES = 32 * 1024 * 1024

@@ -6,6 +6,7 @@
  */
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
+import { objectAt, objectFile, type ObjectLocation } from '../../../simulator/api-layout.js'
 import type { KubeObject } from './fake-apiserver.js'
 
 export const keyOf = (p: { apiVersion: string; resource: string; namespace?: string; name?: string }) =>
@@ -25,8 +26,12 @@ export class DirStore implements ObjectStore {
   constructor(private readonly dir: string) {}
 
   get(key: string): KubeObject | undefined {
+    return this.read(objectFile(this.dir, locationOf(key)))
+  }
+
+  private read(file: string): KubeObject | undefined {
     try {
-      const obj = JSON.parse(readFileSync(this.file(key), 'utf8')) as KubeObject
+      const obj = JSON.parse(readFileSync(file, 'utf8')) as KubeObject
       // objects another process wrote carry no resourceVersion yet
       return { ...obj, metadata: { ...obj.metadata, resourceVersion: obj.metadata.resourceVersion ?? '1' } }
     } catch {
@@ -39,40 +44,31 @@ export class DirStore implements ObjectStore {
   }
 
   set(key: string, obj: KubeObject): void {
-    const file = this.file(key)
+    const file = objectFile(this.dir, locationOf(key))
     mkdirSync(path.dirname(file), { recursive: true })
     writeFileSync(file, JSON.stringify(obj) + '\n', { mode: key.includes('|secrets|') ? 0o600 : 0o644 })
   }
 
   delete(key: string): void {
-    rmSync(this.file(key), { force: true })
+    rmSync(objectFile(this.dir, locationOf(key)), { force: true })
   }
 
   *entries(): Iterable<[string, KubeObject]> {
     for (const file of walk(this.dir)) {
-      const rel = path.relative(this.dir, file).split(path.sep)
-      // namespaces/<ns>/<resource>/<name>.json is a namespaced object; namespaces/<name>.json a Namespace
-      const namespace = rel[0] === 'namespaces' && rel.length > 2 ? rel[1] : undefined
-      const [folder, name] = namespace === undefined ? rel : rel.slice(2)
-      if (!folder || !name?.endsWith('.json')) continue
-      const dot = folder.indexOf('.')
-      const resource = dot < 0 ? folder : folder.slice(0, dot)
-      const obj = this.get(`x|${folder}|${namespace ?? ''}|${name.slice(0, -5)}`)
-      if (!obj) continue
-      const apiVersion = dot < 0 ? 'v1' : (obj.apiVersion ?? `${folder.slice(dot + 1)}/v1`)
-      yield [keyOf({ apiVersion, resource, namespace, name: name.slice(0, -5) }), obj]
+      const at = objectAt(path.relative(this.dir, file))
+      const obj = at && this.read(file)
+      if (!at || !obj) continue
+      const apiVersion = at.group === undefined ? 'v1' : (obj.apiVersion ?? `${at.group}/v1`)
+      yield [keyOf({ ...at, apiVersion }), obj]
     }
   }
+}
 
-  /** key = apiVersion|resource|namespace|name; a group's resource folder is `<resource>.<group>`. */
-  private file(key: string): string {
-    const [apiVersion = '', resource = '', namespace = '', name = ''] = key.split('|')
-    const group = apiVersion.includes('/') ? apiVersion.split('/')[0] : undefined
-    const folder = apiVersion === 'x' || !group ? resource : `${resource}.${group}`
-    return namespace
-      ? path.join(this.dir, 'namespaces', namespace, folder, `${name}.json`)
-      : path.join(this.dir, folder, `${name}.json`)
-  }
+/** key = apiVersion|resource|namespace|name, as a place in the layout (the group from apiVersion). */
+function locationOf(key: string): ObjectLocation {
+  const [apiVersion = '', resource = '', namespace = '', name = ''] = key.split('|')
+  const group = apiVersion.includes('/') ? apiVersion.split('/')[0] : undefined
+  return { resource, group, namespace: namespace || undefined, name }
 }
 
 function* walk(dir: string): Iterable<string> {

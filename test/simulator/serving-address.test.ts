@@ -6,9 +6,9 @@ import { CoreV1Api, KubeConfig } from '@kubernetes/client-node'
 import https from 'node:https'
 import { checkServerIdentity, type PeerCertificate } from 'node:tls'
 import { X509Certificate } from 'node:crypto'
-import { expect } from '../../support/chai.js'
-import { freePort, ownLoopback } from '../../support/ports.js'
-import { ADMIN_TOKEN, FakeApiServer } from '../../../src/lib/mini/simulator/index.js'
+import { expect } from '../support/chai.js'
+import { freePort, ownLoopback } from '../support/ports.js'
+import { ADMIN_TOKEN, FakeApiServer } from '../../src/lib/simulator/index.js'
 
 /** A GET over HTTPS that trusts only `ca`, checking the certificate against `servername` if given. */
 function getVersion(url: string, ca: string, servername?: string): Promise<number> {

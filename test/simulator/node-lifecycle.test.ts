@@ -8,23 +8,23 @@
  */
 import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import path from 'node:path'
-import { runKubeadmInit } from '../../../src/lib/bootstrapper/index.js'
-import { kubeadmPaths } from '../../../src/lib/bootstrapper/kubeadm-config.js'
+import { runKubeadmInit } from '../../src/lib/bootstrapper/index.js'
+import { kubeadmPaths } from '../../src/lib/bootstrapper/kubeadm-config.js'
 import {
   NodeLifecycleController,
   type NodeLifecycleHost,
-} from '../../../src/lib/mini/simulator/fake-apiserver-node-lifecycle.js'
-import { FakeApiServer, type KubeObject } from '../../../src/lib/mini/simulator/index.js'
-import { nodePaths } from '../../../src/lib/paths.js'
-import { silentLogger } from '../../../src/lib/system/logger.js'
-import { runProcess } from '../../../src/lib/system/process.js'
-import { expect } from '../../support/chai.js'
-import { eventually } from '../../support/eventually.js'
-import { installFakeSystemd, type FakeSystemd } from '../../support/fake-systemd.js'
-import { realKubectl } from '../../support/helm.js'
-import { KUBEADM_FAKE } from '../../support/kubeadm-fake.js'
-import { spyingRunner } from '../../support/runner.js'
-import { makeTempDir, type TempDir } from '../../support/temp.js'
+} from '../../src/lib/simulator/fake-apiserver-node-lifecycle.js'
+import { FakeApiServer, type KubeObject } from '../../src/lib/simulator/index.js'
+import { nodePaths } from '../../src/lib/paths.js'
+import { silentLogger } from '../../src/lib/system/logger.js'
+import { runProcess } from '../../src/lib/system/process.js'
+import { expect } from '../support/chai.js'
+import { eventually } from '../support/eventually.js'
+import { installFakeSystemd, type FakeSystemd } from '../support/fake-systemd.js'
+import { realKubectl } from '../support/helm.js'
+import { KUBEADM_FAKE } from '../support/kubeadm-fake.js'
+import { spyingRunner } from '../support/runner.js'
+import { makeTempDir, type TempDir } from '../support/temp.js'
 
 const GRACE_MS = 10_000
 const T0 = Date.parse('2030-01-01T00:00:00Z')

@@ -6,10 +6,10 @@
  * kubectl prints from the columns and cells kube-apiserver's printers produce for these objects.
  */
 import https from 'node:https'
-import { type FakeApiServer, type KubeObject } from '../../../src/lib/mini/simulator/index.js'
-import { expect } from '../../support/chai.js'
-import { eventually } from '../../support/eventually.js'
-import { KubectlHarness } from '../../support/kubectl-harness.js'
+import { type FakeApiServer, type KubeObject } from '../../src/lib/simulator/index.js'
+import { expect } from '../support/chai.js'
+import { eventually } from '../support/eventually.js'
+import { KubectlHarness } from '../support/kubectl-harness.js'
 
 const AGE = String.raw`\d+s`
 

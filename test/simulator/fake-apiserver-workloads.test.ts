@@ -6,12 +6,12 @@
  */
 import https from 'node:https'
 import path from 'node:path'
-import { runProcess } from '../../../src/lib/system/process.js'
-import { expect } from '../../support/chai.js'
-import { eventually } from '../../support/eventually.js'
-import { ADMIN_TOKEN, FakeApiServer, type KubeObject } from '../../../src/lib/mini/simulator/index.js'
-import { FIXTURE_CHARTS, realHelm, realKubectl, type HelmMajor } from '../../support/helm.js'
-import { KubectlHarness } from '../../support/kubectl-harness.js'
+import { runProcess } from '../../src/lib/system/process.js'
+import { expect } from '../support/chai.js'
+import { eventually } from '../support/eventually.js'
+import { ADMIN_TOKEN, FakeApiServer, type KubeObject } from '../../src/lib/simulator/index.js'
+import { FIXTURE_CHARTS, realHelm, realKubectl, type HelmMajor } from '../support/helm.js'
+import { KubectlHarness } from '../support/kubectl-harness.js'
 
 const CHART = path.join(FIXTURE_CHARTS, 'workloads', '1.0.0')
 

@@ -6,7 +6,7 @@
  * package) are understood.
  */
 import protobuf from 'protobufjs'
-import { packageFile } from '../../paths.js'
+import { packageFile } from '../paths.js'
 
 const MAGIC = Buffer.from([0x6b, 0x38, 0x73, 0x00]) // "k8s\0"
 const KINDS = ['Secret', 'ConfigMap', 'Namespace', 'SelfSubjectReview'] as const

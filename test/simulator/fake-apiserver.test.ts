@@ -1,13 +1,13 @@
 import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node'
 import { connect } from 'node:net'
-import { expect } from '../../support/chai.js'
+import { expect } from '../support/chai.js'
 import { writeFile } from 'node:fs/promises'
 import path from 'node:path'
-import { apiTokenRegistrar, createTokenIssuer, openNodeKubeApi } from '../../../src/lib/kube/index.js'
-import { FakeApiServer, startFakeApiServer } from '../../../src/lib/mini/simulator/index.js'
-import { eventually } from '../../support/eventually.js'
-import { makeTempDir } from '../../support/temp.js'
-import { strategicMergePatch } from '../../../src/lib/mini/simulator/fake-apiserver-rest.js'
+import { apiTokenRegistrar, createTokenIssuer, openNodeKubeApi } from '../../src/lib/kube/index.js'
+import { FakeApiServer, startFakeApiServer } from '../../src/lib/simulator/index.js'
+import { eventually } from '../support/eventually.js'
+import { makeTempDir } from '../support/temp.js'
+import { strategicMergePatch } from '../../src/lib/simulator/fake-apiserver-rest.js'
 
 // The fake is a test double; this checks it speaks what the real client sends and expects.
 describe('FakeApiServer (test double) with @kubernetes/client-node', () => {

@@ -22,7 +22,7 @@
  * `--wait`, `kubectl rollout status` and `kubectl wait` look at. No pods run.
  *
  * For the real helm 3/4 and kubectl (test/upgrade/helm-api.test.ts and
- * test/mini/simulator/fake-apiserver-{workloads,kubectl}.test.ts hold it to them) it also serves
+ * test/simulator/fake-apiserver-{workloads,kubectl}.test.ts hold it to them) it also serves
  * discovery (/api, /apis, resource lists with the real short names; a stored CRD registers its
  * resources and is Established at once), OpenAPI v3 documents that leave validation to the server,
  * Table responses with kube-apiserver's printer columns for kubectl's human-readable `get`
@@ -42,10 +42,9 @@
  * workload never gets ready until released), `goAway` / `comeBack` (connection refused, or a
  * server that accepts and never answers, then back on the same URL).
  *
- * With `dir` its objects live as JSON files there (`namespaces/<ns>/<resource>/<name>.json`,
- * cluster-scoped `<resource>/<name>.json`, a group's resource as `<resource>.<group>`): the storage
- * the kubeadm contract fake reads and writes, as kubeadm would through this API (such writes by
- * another process raise no watch events).
+ * With `dir` its objects live as JSON files there, laid out as simulator/api-layout.js says: the
+ * storage the kubeadm contract fake reads and writes, as kubeadm would through this API (such
+ * writes by another process raise no watch events).
  *
  * It listens on 127.0.0.1 at a random port unless told a `host` and `port`; its serving
  * certificate names localhost, 127.0.0.1, that host and any `certHosts`, so a kubeconfig naming
@@ -55,8 +54,8 @@ import { randomUUID } from 'node:crypto'
 import type http from 'node:http'
 import https from 'node:https'
 import { isIP, type AddressInfo, type Socket } from 'node:net'
-import { formatHostPort } from '../../system/index.js'
-import { parseYaml } from '../../yaml/index.js'
+import { formatHostPort } from '../system/index.js'
+import { parseYaml } from '../yaml/index.js'
 import {
   apiGroupList,
   apiResourceList,

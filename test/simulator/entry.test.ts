@@ -6,12 +6,12 @@ import { CoreV1Api, KubeConfig } from '@kubernetes/client-node'
 import { spawn } from 'node:child_process'
 import { readdir, stat, writeFile } from 'node:fs/promises'
 import path from 'node:path'
-import { expect } from '../../support/chai.js'
-import { eventually } from '../../support/eventually.js'
-import { REPO_ROOT } from '../../support/cli.js'
-import { freePort, ownLoopback } from '../../support/ports.js'
-import { makeTempDir, type TempDir } from '../../support/temp.js'
-import { simulatorPaths } from '../../../src/lib/mini/simulator/index.js'
+import { expect } from '../support/chai.js'
+import { eventually } from '../support/eventually.js'
+import { REPO_ROOT } from '../support/cli.js'
+import { freePort, ownLoopback } from '../support/ports.js'
+import { makeTempDir, type TempDir } from '../support/temp.js'
+import { simulatorPaths } from '../../src/lib/simulator/index.js'
 
 const ENTRY = simulatorPaths(REPO_ROOT).apiEntry
 

@@ -12,7 +12,7 @@ import {
   signCertificate,
   subjectAltName,
   toPem,
-} from '../../x509/index.js'
+} from '../x509/index.js'
 
 export interface ServingCert {
   certPem: string
