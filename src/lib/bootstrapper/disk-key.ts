@@ -8,8 +8,8 @@ import { chainMessage } from '../errors/index.js'
 import { ClusterKms } from '../kms/index.js'
 import { RecoveryRefusedError } from '../statedisk/index.js'
 import { retry, type Logger } from '../system/index.js'
-import { DEFAULT_JOIN_RETRY, type JoinRetrySettings } from './join-client.js'
-import { logJoinServiceRefusal, type RejoinTicketRequester } from './join-ticket-request.js'
+import { DEFAULT_JOIN_RETRY, type JoinRetrySettings } from './join/join-client.js'
+import { logJoinServiceRefusal, type RejoinTicketRequester } from './join/join-ticket-request.js'
 
 export interface DiskKeys {
   diskKey: Buffer
