@@ -4,12 +4,12 @@
  * `constellation recover` (the master secret, through the node's recovery endpoint). A key counts
  * only once cryptsetup confirmed that it opens this disk.
  */
-import { chainMessage } from '../errors/index.js'
-import { ClusterKms } from '../kms/index.js'
-import { RecoveryRefusedError } from '../statedisk/index.js'
-import { retry, type Logger } from '../system/index.js'
-import { DEFAULT_JOIN_RETRY, type JoinRetrySettings } from './join/join-client.js'
-import { logJoinServiceRefusal, type RejoinTicketRequester } from './join/join-ticket-request.js'
+import { chainMessage } from '../../errors/index.js'
+import { ClusterKms } from '../../kms/index.js'
+import { RecoveryRefusedError } from '../../statedisk/index.js'
+import { retry, type Logger } from '../../system/index.js'
+import { DEFAULT_JOIN_RETRY, type JoinRetrySettings } from '../join/join-client.js'
+import { logJoinServiceRefusal, type RejoinTicketRequester } from '../join/join-ticket-request.js'
 
 export interface DiskKeys {
   diskKey: Buffer

@@ -6,19 +6,19 @@
  * ID back into PCR 15, so that `bootstrap run` finds a bootstrapped node.
  */
 import { randomBytes } from 'node:crypto'
-import { CliError } from '../errors/index.js'
-import { deriveClusterId } from '../kms/index.js'
-import { readNodeState } from '../nodeconfig/index.js'
-import type { NodePaths } from '../paths.js'
+import { CliError } from '../../errors/index.js'
+import { deriveClusterId } from '../../kms/index.js'
+import { readNodeState } from '../../nodeconfig/index.js'
+import type { NodePaths } from '../../paths.js'
 import {
   STATE_DISK_TOKEN_TYPE,
   type DiskContent,
   type StateDiskMark,
   type StateDiskMounter,
-} from '../statedisk/index.js'
-import { exists, writeFileAtomic, type Logger } from '../system/index.js'
+} from '../../statedisk/index.js'
+import { exists, writeFileAtomic, type Logger } from '../../system/index.js'
 import { acquireDiskKey, type DiskKeyDeps } from './disk-key.js'
-import { extendClusterIdPcr, type PcrExtender } from './node-lock.js'
+import { extendClusterIdPcr, type PcrExtender } from '../node-lock.js'
 
 /** The header operations setup needs (statedisk's CryptsetupDisk). */
 export interface SetupDisk {

@@ -14,18 +14,18 @@ import {
   type RecoveryEndpoint,
   type RejoinTicketRequester,
   type StateDiskSetupDeps,
-} from '../../src/lib/bootstrapper/index.js'
-import { ClusterKms, deriveClusterId } from '../../src/lib/kms/index.js'
-import { writeNodeState } from '../../src/lib/nodeconfig/index.js'
-import { nodePaths } from '../../src/lib/paths.js'
-import { CryptsetupDisk, RecoveryRefusedError } from '../../src/lib/statedisk/index.js'
-import { createLogger, createRunner } from '../../src/lib/system/index.js'
-import { extendPcr, readPcrs } from '../../src/lib/tpm/index.js'
-import { expect } from '../support/chai.js'
-import { createBlankImage, TEST_PBKDF } from '../support/luks-image.js'
-import { RecordingMounter } from '../support/recording-mounter.js'
-import { startSwtpm, type SwtpmHandle } from '../support/swtpm.js'
-import { makeTempDir } from '../support/temp.js'
+} from '../../../src/lib/bootstrapper/index.js'
+import { ClusterKms, deriveClusterId } from '../../../src/lib/kms/index.js'
+import { writeNodeState } from '../../../src/lib/nodeconfig/index.js'
+import { nodePaths } from '../../../src/lib/paths.js'
+import { CryptsetupDisk, RecoveryRefusedError } from '../../../src/lib/statedisk/index.js'
+import { createLogger, createRunner } from '../../../src/lib/system/index.js'
+import { extendPcr, readPcrs } from '../../../src/lib/tpm/index.js'
+import { expect } from '../../support/chai.js'
+import { createBlankImage, TEST_PBKDF } from '../../support/luks-image.js'
+import { RecordingMounter } from '../../support/recording-mounter.js'
+import { startSwtpm, type SwtpmHandle } from '../../support/swtpm.js'
+import { makeTempDir } from '../../support/temp.js'
 
 const MASTER = { key: randomBytes(32), salt: randomBytes(32) }
 const MEASUREMENT_SALT = randomBytes(32)
