@@ -8,7 +8,13 @@ import {
   type Measurements,
 } from '../../attestation/index.js'
 import { chainMessage } from '../../errors/index.js'
-import { checkInitSecret, ClusterKms, deriveClusterId, parseClusterKmsUri } from '../../kms/index.js'
+import {
+  checkInitSecret,
+  ClusterKms,
+  deriveClusterId,
+  parseClusterKmsUri,
+  type MasterSecret,
+} from '../../kms/index.js'
 import { kubernetesNodeName, writeNodeState, type NodeMember } from '../../nodeconfig/index.js'
 import type { NodePaths } from '../../paths.js'
 import { formatHostPort, parseHostPort, type Logger } from '../../system/index.js'
@@ -68,8 +74,11 @@ export interface InitNodeDeps {
   /** True once the caller went away: checked right before the lock, the point of no return. */
   callerGone?: () => boolean
   nodeLock: NodeLock
-  /** Called right after the lock was taken: stop the JoinClient; the server stops after this call. */
-  onLocked: () => void
+  /**
+   * Called right after the lock was taken, with the request's master secret: stop the JoinClient;
+   * the server stops after this call.
+   */
+  onLocked: (master: MasterSecret) => void
   disk: StateDisk
   paths: NodePaths
   self: NodeMember
@@ -92,7 +101,7 @@ export async function initializeNode(req: InitRequest, deps: InitNodeDeps): Prom
   const { log } = deps
   if (!(await checkInitSecret(req.initSecret, deps.initSecretHash))) throw new InitSecretError()
   deps.onSecretProven?.()
-  const { kms, measurementSecret, clusterId } = deriveClusterSecrets(req)
+  const { master, kms, measurementSecret, clusterId } = deriveClusterSecrets(req)
   const joinConfig = joinConfigOf(req, log)
   // Everything that can fail for reasons outside kubeadm happens before the lock: the disk is read
   // while the components are fetched and verified.
@@ -113,11 +122,15 @@ export async function initializeNode(req: InitRequest, deps: InitNodeDeps): Prom
       throw new NodeNotReadyError('the node is stopping; nothing was changed on the node')
     if (deps.callerGone?.()) throw new CallerGoneError()
     if (!(await deps.nodeLock.tryLockOnce(clusterId))) throw new NodeLockedError()
-    deps.onLocked()
+    deps.onLocked(master)
     log.info('Node lock taken; PCR 15 now carries the cluster ID', { clusterId: clusterId.toString('hex') })
     // Re-keying (a slow key derivation in cryptsetup) and copying the components need nothing from each other.
     const prepared = await Promise.allSettled([
-      prepareStateDisk(req, kms.diskKey(diskUuid), diskUuid, measurementSecret, deps).then(() =>
+      prepareStateDisk(
+        req,
+        { master, diskUuid, diskKey: kms.diskKey(diskUuid), measurementSecret },
+        deps,
+      ).then(() =>
         writeClusterFiles(deps.paths, { joinConfig, components: req.kubernetesComponents }).catch(
           wrapWith('writing the join-config and components'),
         ),
@@ -144,11 +157,10 @@ function readDiskUuid(deps: InitNodeDeps): Promise<string> {
 /** Re-keys the state disk with the cluster's disk key, then writes what the node's services need. */
 async function prepareStateDisk(
   req: InitRequest,
-  diskKey: Buffer,
-  diskUuid: string,
-  measurementSecret: Buffer,
+  secrets: { master: MasterSecret; diskUuid: string; diskKey: Buffer; measurementSecret: Buffer },
   deps: InitNodeDeps,
 ): Promise<void> {
+  const { master, diskUuid, diskKey, measurementSecret } = secrets
   await rekeyStateDisk(deps.disk, deps.paths, diskKey).catch(wrapWith('setting the state disk key'))
   deps.log.info('State disk key set', { diskUUID: diskUuid.toLowerCase() })
 
@@ -157,7 +169,6 @@ async function prepareStateDisk(
     measurementSalt: req.measurementSalt,
     diskUuid: diskUuid.toLowerCase(),
   }).catch(wrapWith('writing node state'))
-  const master = parseClusterKmsUri(req.kmsUri)
   await writeServiceSecrets(deps.paths, {
     masterSecret: master.key,
     salt: master.salt,
@@ -184,7 +195,12 @@ function deriveClusterSecrets(req: InitRequest) {
     )
   const kms = new ClusterKms(master.key, master.salt)
   const measurementSecret = kms.measurementSecret()
-  return { kms, measurementSecret, clusterId: deriveClusterId(measurementSecret, req.measurementSalt) }
+  return {
+    master,
+    kms,
+    measurementSecret,
+    clusterId: deriveClusterId(measurementSecret, req.measurementSalt),
+  }
 }
 
 /**

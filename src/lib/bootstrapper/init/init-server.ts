@@ -9,7 +9,7 @@ import { Metadata, status, type ServerWritableStream } from '@grpc/grpc-js'
 import type { InitRequest, InitResponse } from '../../../gen/init.js'
 import { chainMessage } from '../../errors/index.js'
 import { peerAddress } from '../../grpc/index.js'
-import { deriveResumeKey, parseClusterKmsUri } from '../../kms/index.js'
+import { deriveResumeKey } from '../../kms/index.js'
 import { RecoveryAdmission, type RecoveryLimits, type RefusalReason } from '../../statedisk/index.js'
 import type { Logger } from '../../system/index.js'
 import {
@@ -129,11 +129,10 @@ export class InitHandler {
         ...this.deps,
         onSecretProven: secretProven,
         callerGone: () => call.cancelled,
-        onLocked: () => {
-          // the request was checked before the lock: its KMS URI parses
-          resumeKey = deriveResumeKey(parseClusterKmsUri(call.request.kmsUri))
+        onLocked: (master) => {
+          resumeKey = deriveResumeKey(master)
           this.keeper.begin(resumeKey)
-          this.deps.onLocked()
+          this.deps.onLocked(master)
         },
       })
       const answer = { ...result, ownerId: Buffer.alloc(0), resumeKey: resumeKey ?? Buffer.alloc(0) }
