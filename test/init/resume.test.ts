@@ -48,7 +48,13 @@ import { setClusterEndpoint, startLocalNode, type LocalNode } from '../support/l
 /** `constellation init` in-process, as flow.test.ts runs it (no releases). */
 function init(workspace: string) {
   return initCluster(
-    { workspace, conformance: false, mergeKubeconfig: false, timeoutMs: 30_000, skipHelm: true },
+    {
+      workspace,
+      conformance: false,
+      mergeKubeconfig: false,
+      timeout: { text: '30000 ms', ms: 30_000 },
+      skipHelm: true,
+    },
     {
       progress: runStepsSilently,
       env: {},
