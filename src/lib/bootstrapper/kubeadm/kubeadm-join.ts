@@ -3,12 +3,12 @@
  * directory, up to three attempts within five minutes, every attempt's output in the node's log
  * (credentials redacted) and every failure logged with kubeadm's own words.
  */
-import { mkdir, mkdtemp, rm } from 'node:fs/promises'
+import { mkdir, rm } from 'node:fs/promises'
 import path from 'node:path'
 import { chainMessage } from '../../errors/index.js'
-import { CommandFailedError, retry, writeFileAtomic, writeFileExclusive } from '../../system/index.js'
+import { CommandFailedError, retry } from '../../system/index.js'
 import type { KubeadmDeps } from './kubeadm.js'
-import { renderAuditPolicy } from './kubeadm-config.js'
+import { withKubeadmConfig, writeAuditPolicy } from './kubeadm-files.js'
 import { renderKubeadmJoinConfig, type KubeadmJoinInput } from './kubeadm-join-config.js'
 import { redactCredentials } from '../logs.js'
 
@@ -31,17 +31,14 @@ export async function runKubeadmJoin(input: KubeadmJoinInput, deps: KubeadmJoinD
   const timeoutMs = deps.timeoutMs ?? KUBEADM_JOIN_TIMEOUT_MS
   const deadline = Date.now() + timeoutMs
   const version = await installedVersion(deps)
-  if (input.controlPlane) await writeFileAtomic(paths.auditPolicy, renderAuditPolicy())
-  await mkdir(paths.runtimeDir, { recursive: true, mode: 0o700 })
-  const dir = await mkdtemp(path.join(paths.runtimeDir, 'kubeadm-join.'))
-  const config = path.join(dir, 'kubeadm-join.yaml')
-  try {
-    const yaml = renderKubeadmJoinConfig({
+  if (input.controlPlane) await writeAuditPolicy(paths)
+  const render = () =>
+    renderKubeadmJoinConfig({
       ...input,
       kubernetesVersion: version,
       paths: { caCertPath: path.join(paths.kubernetesPki, 'ca.crt'), patchesDir: paths.kubeadmPatchDir },
     })
-    await writeFileExclusive(config, yaml)
+  await withKubeadmConfig(paths, 'join', render, async (config) => {
     const attempts = deps.attempts ?? KUBEADM_JOIN_ATTEMPTS
     await retry(
       async (attempt) => {
@@ -64,9 +61,7 @@ export async function runKubeadmJoin(input: KubeadmJoinInput, deps: KubeadmJoinD
       const within = `${Math.round(timeoutMs / 1000)} s`
       throw new Error(`kubeadm join failed (at most ${attempts} attempts within ${within})`, { cause })
     })
-  } finally {
-    await rm(dir, { recursive: true, force: true })
-  }
+  })
 }
 
 /** The kubeadm API version follows the installed kubeadm, not the cluster: ask it. */

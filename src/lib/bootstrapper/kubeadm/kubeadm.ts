@@ -1,20 +1,10 @@
 /** Runs `kubeadm init` the way Constellation does: preflight, certs, init without those phases, then the admin kubeconfig. */
-import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises'
+import { mkdir, readFile, rm } from 'node:fs/promises'
 import path from 'node:path'
 import type { NodePaths } from '../../paths.js'
-import {
-  CommandFailedError,
-  writeFileAtomic,
-  writeFileExclusive,
-  type Logger,
-  type Runner,
-} from '../../system/index.js'
-import {
-  renderAuditPolicy,
-  renderKubeadmInitConfig,
-  skippedInitPhases,
-  type KubeadmInitInput,
-} from './kubeadm-config.js'
+import { CommandFailedError, writeFileAtomic, type Logger, type Runner } from '../../system/index.js'
+import { renderKubeadmInitConfig, skippedInitPhases, type KubeadmInitInput } from './kubeadm-config.js'
+import { withKubeadmConfig, writeAuditPolicy } from './kubeadm-files.js'
 
 export interface KubeadmDeps {
   runner: Runner
@@ -30,12 +20,9 @@ export interface KubeadmDeps {
 /** Returns the admin kubeconfig (`kubeadm kubeconfig user … --org system:masters`). */
 export async function runKubeadmInit(input: KubeadmInitInput, deps: KubeadmDeps): Promise<Buffer> {
   const { paths } = deps
-  await writeFileAtomic(paths.auditPolicy, renderAuditPolicy())
-  await mkdir(paths.runtimeDir, { recursive: true, mode: 0o700 })
-  const dir = await mkdtemp(path.join(paths.runtimeDir, 'kubeadm-init.'))
-  const config = path.join(dir, 'kubeadm-init.yaml')
-  try {
-    await writeFileExclusive(config, renderKubeadmInitConfig(input))
+  await writeAuditPolicy(paths)
+  const render = () => renderKubeadmInitConfig(input)
+  return withKubeadmConfig(paths, 'init', render, async (config) => {
     const kubeadm = (step: string, args: string[]) => runStep(step, args, deps)
     // The kubelet's key and extensions are made while kubeadm runs; only the CA signature waits for it.
     const kubeletCert = startKubeletCert(input, deps)
@@ -68,9 +55,7 @@ export async function runKubeadmInit(input: KubeadmInitInput, deps: KubeadmDeps)
       'system:masters',
     ])
     return Buffer.from(admin)
-  } finally {
-    await rm(dir, { recursive: true, force: true })
-  }
+  })
 }
 
 async function startKubeletCert(input: KubeadmInitInput, deps: KubeadmDeps) {
