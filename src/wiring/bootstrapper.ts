@@ -194,7 +194,7 @@ export async function runBootstrapService(configPath: string): Promise<void> {
     log,
     readClusterIdPcr: async () => (await readPcrs(openTpm, [CLUSTER_ID_PCR])).get(CLUSTER_ID_PCR),
     createDaemon: (kept) => createNodeBootstrapper(config, logs, log, kept, paths),
-    serve: serveUntilStopped,
+    serve: (daemon) => serveUntilStopped(daemon),
     disk: new CryptsetupDisk(config.stateDisk.device, runner, paths.runtimeDir),
   })
 }

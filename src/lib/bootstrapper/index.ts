@@ -22,7 +22,6 @@ export type { JoinTicketRequester, RejoinTicketRequester } from './join/join-tic
 export { runKubeadmJoin } from './kubeadm/kubeadm-join.js'
 export { startControlPlaneServices, CONTROL_PLANE_UNITS } from './control-plane-services.js'
 export { runNode } from './node-run.js'
-export type { NodeRunDeps, ResettableDisk } from './node-run.js'
 export { setupStateDisk } from './state-disk/state-disk-setup.js'
 export type { SetupDisk, SetupOutcome, StateDiskSetupDeps } from './state-disk/state-disk-setup.js'
 export { acquireDiskKey } from './state-disk/disk-key.js'

@@ -20,7 +20,12 @@ export interface ResettableDisk {
   writeMark(mark: StateDiskMark): Promise<void>
 }
 
-export interface NodeRunDeps {
+/** What runNode reads of the daemon once it was served. */
+export interface ServedDaemon {
+  readonly outcome: Bootstrapper['outcome']
+}
+
+export interface NodeRunDeps<D extends ServedDaemon = Bootstrapper> {
   paths: NodePaths
   /** This node's role in the metadata: a control plane that joined starts the control-plane services. */
   role: NodeRole
@@ -29,13 +34,13 @@ export interface NodeRunDeps {
   /** PCR 15 as the TPM reports it now. */
   readClusterIdPcr: () => Promise<Buffer | undefined>
   /** The daemon; with `kept` (an answer an earlier boot kept for a resume), one that serves resumes only. */
-  createDaemon: (kept?: InitResultKeeper) => Bootstrapper
+  createDaemon: (kept?: InitResultKeeper) => D
   /** Runs the daemon until it is done or stopped (serveUntilStopped in production). */
-  serve: (daemon: Bootstrapper) => Promise<void>
+  serve: (daemon: D) => Promise<void>
   disk: ResettableDisk
 }
 
-export async function runNode(deps: NodeRunDeps): Promise<void> {
+export async function runNode<D extends ServedDaemon>(deps: NodeRunDeps<D>): Promise<void> {
   const { runner, log } = deps
   const rebooted = await rebootedNodeState(deps.readClusterIdPcr, deps.paths)
   if (rebooted) {
