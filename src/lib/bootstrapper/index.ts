@@ -1,6 +1,8 @@
 /**
- * The node side of a cluster's life: state-disk setup at boot, the daemon with its Init RPC and
- * JoinClient, the node lock, installer and kubeadm, and the rebooted node's start.
+ * The node side of a cluster's life, one subfolder per job: init/ (the Init RPC and what the node
+ * does for it), join/ (the JoinClient and its tickets), kubeadm/, components/ (download, verify,
+ * extract), state-disk/ (boot-time setup and a rebooted node's disk key). Here at the root: the
+ * daemon, the node lock, runNode (what `bootstrap run` does around the daemon) and this façade.
  */
 export { Bootstrapper } from './daemon.js'
 export { AttestedKeys, recordingIssuer } from './init/attested-keys.js'
