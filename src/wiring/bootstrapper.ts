@@ -21,7 +21,7 @@ import {
   runKubeadmJoin,
   runNode,
   stageComponents,
-  staticJoinEndpoints,
+  nodeJoinEndpoints,
   type BootstrapperConfig,
   type HttpGet,
   type InstallerDeps,
@@ -31,13 +31,12 @@ import {
   type JoinTicketRequester,
 } from '../lib/bootstrapper/index.js'
 import { routeGrpcLogs } from '../lib/grpc/index.js'
-import { DEFAULT_JOIN_SERVICE_LISTEN, loadBootstrapperNodeConfig } from '../lib/nodeconfig/index.js'
+import { loadBootstrapperNodeConfig } from '../lib/nodeconfig/index.js'
 import { nodePaths, type NodePaths } from '../lib/paths.js'
 import { CryptsetupDisk } from '../lib/statedisk/index.js'
 import {
   createLogger,
   createRunner,
-  parseHostPort,
   serveUntilStopped,
   type Logger,
   type Runner,
@@ -124,13 +123,9 @@ function buildJoinClient(
   join: NonNullable<BootstrapperIo['join']>,
   shared: { paths: NodePaths; disk: CryptsetupDisk; installer: JoinClientDeps['stageComponents'] },
 ): JoinClient {
-  const { port } = parseHostPort(config.joinService?.listen ?? DEFAULT_JOIN_SERVICE_LISTEN, {
-    requirePort: true,
-    allowPortZero: true,
-  })
   return new NodeJoinClient({
     self: config.metadata.self,
-    endpoints: staticJoinEndpoints(config.metadata, port),
+    endpoints: nodeJoinEndpoints(config),
     loadBalancerEndpoint: config.metadata.loadBalancerEndpoint,
     requestTicket: join.requestTicket,
     disk: shared.disk,

@@ -1,5 +1,5 @@
 /** Where a joining node looks for join services: as Constellation's JoinClient, the load balancer first, then every control plane. */
-import type { StaticMetadata } from '../../nodeconfig/index.js'
+import { DEFAULT_JOIN_SERVICE_LISTEN, type NodeConfig, type StaticMetadata } from '../../nodeconfig/index.js'
 import { formatHostPort, parseHostPort } from '../../system/index.js'
 
 /**
@@ -16,4 +16,17 @@ export function staticJoinEndpoints(
     ...metadata.peers.filter((p) => p.role === 'control-plane').map((p) => p.vpcIP),
   ]
   return [...new Set(hosts)].map((host) => formatHostPort(host, joinServicePort))
+}
+
+/** The join services a node asks (staticJoinEndpoints), at the port its config's joinService.listen names. */
+export function nodeJoinEndpoints(
+  config: Pick<NodeConfig, 'joinService'> & {
+    metadata: Pick<StaticMetadata, 'peers' | 'loadBalancerEndpoint'>
+  },
+): string[] {
+  const { port } = parseHostPort(config.joinService?.listen ?? DEFAULT_JOIN_SERVICE_LISTEN, {
+    requirePort: true,
+    allowPortZero: true,
+  })
+  return staticJoinEndpoints(config.metadata, port)
 }
