@@ -12,18 +12,16 @@ import {
   Bootstrapper,
   CLUSTER_ID_PCR,
   httpGet,
-  InitResultKeeper,
+  type InitResultKeeper,
   LogCollector,
   NodeJoinClient,
   NodeLock,
-  rebootedNodeState,
   recordingIssuer,
   runKubeadmInit,
   runKubeadmJoin,
+  runNode,
   stageComponents,
-  startControlPlaneServices,
-  startRebootedNode,
-  staticJoinEndpoints,
+  nodeJoinEndpoints,
   type BootstrapperConfig,
   type HttpGet,
   type InstallerDeps,
@@ -32,15 +30,13 @@ import {
   type JoinRetrySettings,
   type JoinTicketRequester,
 } from '../lib/bootstrapper/index.js'
-import { chainMessage, CliError } from '../lib/errors/index.js'
 import { routeGrpcLogs } from '../lib/grpc/index.js'
-import { DEFAULT_JOIN_SERVICE_LISTEN, loadBootstrapperNodeConfig } from '../lib/nodeconfig/index.js'
-import { nodePaths } from '../lib/paths.js'
+import { loadBootstrapperNodeConfig } from '../lib/nodeconfig/index.js'
+import { nodePaths, type NodePaths } from '../lib/paths.js'
 import { CryptsetupDisk } from '../lib/statedisk/index.js'
 import {
   createLogger,
   createRunner,
-  parseHostPort,
   serveUntilStopped,
   type Logger,
   type Runner,
@@ -74,8 +70,8 @@ export function buildBootstrapper(
   config: BootstrapperConfig,
   io: BootstrapperIo,
   kept?: InitResultKeeper,
+  paths: NodePaths = nodePaths(config.root),
 ): Bootstrapper {
-  const paths = nodePaths(config.root)
   // every key the init server attests, so that a resume proof is accepted only for one of them
   const attestedKeys = new AttestedKeys()
   const disk = new CryptsetupDisk(
@@ -115,7 +111,8 @@ export function buildBootstrapper(
     }),
     attestedKeys,
     kept,
-    joinClient: io.joinClient ?? (io.join && buildJoinClient(config, io, io.join, { disk, installer })),
+    joinClient:
+      io.joinClient ?? (io.join && buildJoinClient(config, io, io.join, { paths, disk, installer })),
   })
 }
 
@@ -124,26 +121,21 @@ function buildJoinClient(
   config: BootstrapperConfig,
   io: BootstrapperIo,
   join: NonNullable<BootstrapperIo['join']>,
-  shared: { disk: CryptsetupDisk; installer: JoinClientDeps['stageComponents'] },
+  shared: { paths: NodePaths; disk: CryptsetupDisk; installer: JoinClientDeps['stageComponents'] },
 ): JoinClient {
-  const paths = nodePaths(config.root)
-  const { port } = parseHostPort(config.joinService?.listen ?? DEFAULT_JOIN_SERVICE_LISTEN, {
-    requirePort: true,
-    allowPortZero: true,
-  })
   return new NodeJoinClient({
     self: config.metadata.self,
-    endpoints: staticJoinEndpoints(config.metadata, port),
+    endpoints: nodeJoinEndpoints(config),
     loadBalancerEndpoint: config.metadata.loadBalancerEndpoint,
     requestTicket: join.requestTicket,
     disk: shared.disk,
-    paths,
+    paths: shared.paths,
     stageComponents: shared.installer,
     kubeadmJoin: (input, signal) =>
       runKubeadmJoin(input, {
         runner: io.runner,
         kubeadm: config.kubeadm,
-        paths,
+        paths: shared.paths,
         recordOutput: (text) => io.logs.append(text),
         log: io.log.child('kubeadm'),
         signal,
@@ -159,6 +151,7 @@ export function createNodeBootstrapper(
   logs: LogCollector,
   log: Logger,
   kept?: InitResultKeeper,
+  paths: NodePaths = nodePaths(config.root),
 ): Bootstrapper {
   const openTpm = openTpmFromConfig(config.tpm)
   const issuer = nodeIssuer(config, openTpm)
@@ -175,73 +168,28 @@ export function createNodeBootstrapper(
       join: { requestTicket: attestedJoinTicketRequester(issuer, undefined, config.metadata.self.vpcIP) },
     },
     kept,
+    paths,
   )
 }
 
 /** `bootstrap run` itself: load the node config, serve until the node is initialized (or stopped). */
 export async function runBootstrapService(configPath: string): Promise<void> {
   const config = await loadBootstrapperNodeConfig(configPath)
+  const paths = nodePaths(config.root)
   // every line goes to stderr (journald) and to the node's log, which a failed Init's caller may get
   const logs = new LogCollector((line) => process.stderr.write(line + '\n'))
   const log = createLogger({ format: 'json', write: logs.write, component: 'bootstrapper' })
   routeGrpcLogs(log)
   const openTpm = openTpmFromConfig(config.tpm)
   const runner = createRunner()
-  const rebooted = await rebootedNodeState(
-    async () => (await readPcrs(openTpm, [CLUSTER_ID_PCR])).get(CLUSTER_ID_PCR),
-    nodePaths(config.root),
-  )
-  if (rebooted) {
-    const kept = await keptInitAnswer(config, log)
-    if (!kept) return startRebootedNode(runner, rebooted, log)
-    // This node's Init answer never reached anyone, and the node rebooted before a resume fetched
-    // it. Its key service would take port 9000 (its default shares it with initServer.listen), so
-    // it starts once the answer was handed over or the bootstrapper is stopped, as in the first boot.
-    await startRebootedNode(runner, rebooted, log, { controlPlaneServices: false })
-    await serveUntilStopped(createNodeBootstrapper(config, logs, log, kept))
-    return startControlPlaneServices(runner, log)
-  }
-  const daemon = createNodeBootstrapper(config, logs, log)
-  await serveUntilStopped(daemon)
-  const controlPlane =
-    daemon.outcome === 'initialized' ||
-    (daemon.outcome === 'joined' && config.metadata.self.role === 'control-plane')
-  if (controlPlane) await startControlPlaneServices(runner, log)
-  if (daemon.outcome === 'failed' || daemon.outcome === 'join-failed') {
-    await markForReset(config, runner, log)
-    const what = daemon.outcome === 'failed' ? 'init' : 'joining the cluster'
-    throw new CliError(
-      `${what} failed after the node lock was taken; this node cannot be used in this boot`,
-      {
-        hint: 'the log above says why; the state disk is marked for reset: the next boot formats it and the node starts fresh',
-      },
-    )
-  }
-}
-
-/** The answer an earlier boot kept for a resume; one the node cannot read must not stop it from starting. */
-async function keptInitAnswer(
-  config: BootstrapperConfig,
-  log: Logger,
-): Promise<InitResultKeeper | undefined> {
-  try {
-    return await InitResultKeeper.restore(nodePaths(config.root))
-  } catch (err) {
-    log.error('The kept Init answer cannot be read; no resume can fetch it', { error: chainMessage(err) })
-    return undefined
-  }
-}
-
-/** Past the point of no return the node cannot be used again as it is: the next boot starts it fresh. */
-async function markForReset(config: BootstrapperConfig, runner: Runner, log: Logger): Promise<void> {
-  const disk = new CryptsetupDisk(config.stateDisk.device, runner, nodePaths(config.root).runtimeDir)
-  try {
-    await disk.writeMark('reset')
-    log.warn('State disk marked for reset: the next boot formats it', { device: disk.device })
-  } catch (err) {
-    log.error('Marking the state disk for reset failed; the next boot asks for its key instead', {
-      device: disk.device,
-      error: chainMessage(err),
-    })
-  }
+  await runNode({
+    paths,
+    role: config.metadata.self.role,
+    runner,
+    log,
+    readClusterIdPcr: async () => (await readPcrs(openTpm, [CLUSTER_ID_PCR])).get(CLUSTER_ID_PCR),
+    createDaemon: (kept) => createNodeBootstrapper(config, logs, log, kept, paths),
+    serve: (daemon) => serveUntilStopped(daemon),
+    disk: new CryptsetupDisk(config.stateDisk.device, runner, paths.runtimeDir),
+  })
 }

@@ -14,25 +14,23 @@ import {
   leaseControlPlaneTurns,
   loadClusterCa,
   MeasurementsStore,
+  ownDiskRecord,
   recordOwnDisk,
   refreshingMembers,
   staticMembers,
   validatorSourceFrom,
   type JoinConfigMap,
   type MemberDirectory,
-  type OwnDisk,
 } from '../lib/joinservice/index.js'
 import { KeyServiceClient, readNodeMasterSecret } from '../lib/kms/index.js'
 import { apiTokenRegistrar, createTokenIssuer, openNodeKubeApi, type KubeApi } from '../lib/kube/index.js'
 import {
   fetchMetadataPeers,
   httpMetadataClient,
-  kubernetesNodeName,
   loadResolvedNodeConfig,
-  readNodeState,
   type ResolvedNodeConfig,
 } from '../lib/nodeconfig/index.js'
-import { nodePaths, type ControlPlaneServiceFileName, type NodePaths } from '../lib/paths.js'
+import { nodePaths, type ControlPlaneServiceFileName } from '../lib/paths.js'
 import {
   createLogger,
   formatHostPort,
@@ -105,7 +103,14 @@ export async function createNodeJoinService(
     async start() {
       const address = await service.start()
       await sync.start()
-      void recordOwnDisk(stateDisks, () => ownDisk(config, paths, clock), log, stopped.signal)
+      const own = () =>
+        ownDiskRecord({
+          paths,
+          self: config.metadata?.self,
+          readAttestationKeyName: () => withTpm(openTpmFromConfig(config.tpm), attestationKeyName),
+          clock,
+        })
+      void recordOwnDisk(stateDisks, own, log, stopped.signal)
       collectStateDisksPeriodically({
         stateDisks,
         hasNode: (n) => api.hasNode(n),
@@ -164,25 +169,4 @@ function memberDirectory(config: ResolvedNodeConfig): MemberDirectory {
   if (!service) return staticMembers([metadata.self, ...metadata.peers])
   const client = httpMetadataClient()
   return refreshingMembers({ fetch: () => fetchMetadataPeers(client, service), clock: Date.now })
-}
-
-/** This control plane's disk record: its name and address in the metadata, its TPM. */
-async function ownDisk(
-  config: ResolvedNodeConfig,
-  paths: NodePaths,
-  clock: () => Date,
-): Promise<OwnDisk | undefined> {
-  const state = await readNodeState(paths)
-  if (!state.diskUuid || !config.metadata) return undefined
-  const tpm = await withTpm(openTpmFromConfig(config.tpm), attestationKeyName)
-  return {
-    uuid: state.diskUuid,
-    record: {
-      node: kubernetesNodeName(config.metadata.self.name),
-      role: state.role,
-      address: config.metadata.self.vpcIP,
-      tpm: tpm.toString('hex'),
-      recordedAt: clock().toISOString(),
-    },
-  }
 }

@@ -10,7 +10,7 @@ import {
   attestedRejoinTicketRequester,
   CLUSTER_ID_PCR,
   setupStateDisk,
-  staticJoinEndpoints,
+  nodeJoinEndpoints,
   type JoinRetrySettings,
   type RecoveryEndpoint,
   type RejoinTicketRequester,
@@ -18,7 +18,6 @@ import {
 } from '../lib/bootstrapper/index.js'
 import { routeGrpcLogs } from '../lib/grpc/index.js'
 import {
-  DEFAULT_JOIN_SERVICE_LISTEN,
   loadResolvedNodeConfig,
   type NodeConfig,
   type ResolvedNodeConfig,
@@ -36,7 +35,6 @@ import {
   claimInterrupts,
   createLogger,
   createRunner,
-  parseHostPort,
   processSignalIo,
   SIGNAL_EXIT_CODES,
   type Logger,
@@ -65,10 +63,6 @@ export function buildStateDiskSetup(
   signal: AbortSignal,
 ): Promise<SetupOutcome> {
   const paths = nodePaths(config.root)
-  const { port } = parseHostPort(config.joinService?.listen ?? DEFAULT_JOIN_SERVICE_LISTEN, {
-    requirePort: true,
-    allowPortZero: true,
-  })
   return setupStateDisk({
     disk: new CryptsetupDisk(config.stateDisk.device, io.runner, paths.runtimeDir, config.stateDisk.pbkdf),
     mounter: io.mounter,
@@ -76,7 +70,7 @@ export function buildStateDiskSetup(
     readClusterIdPcr: async () => (await readPcrs(io.openTpm, [CLUSTER_ID_PCR])).get(CLUSTER_ID_PCR),
     tpm: { extendPcr: (index, digest) => extendPcr(io.openTpm, index, digest) },
     diskKey: {
-      endpoints: staticJoinEndpoints(config.metadata, port),
+      endpoints: nodeJoinEndpoints(config),
       requestRejoinTicket: io.requestRejoinTicket,
       recoveryEndpoint: io.recoveryEndpoint,
       retry: io.retry,

@@ -1,7 +1,7 @@
 /**
  * The Bootstrapper with every part stubbed (lock, disk, installer, kubeadm; insecure gRPC on
  * loopback): its Init handler and stop() without swtpm or cryptsetup. The real parts run in
- * test/init (flow, node-components) and test/bootstrapper/init-node.test.ts.
+ * test/init (flow, node-components) and test/bootstrapper/init/init-node.test.ts.
  */
 import { credentials, ServerCredentials, status } from '@grpc/grpc-js'
 import { APIClient, InitRequest } from '../../src/gen/init.js'

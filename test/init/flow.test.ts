@@ -29,7 +29,13 @@ const commandsThatChange = (argv: string[][]) =>
 function init(workspace: string, timeoutMs = 30_000) {
   return initCluster(
     // the releases after kubeadm are test/init/bring-up.test.ts's
-    { workspace, conformance: false, mergeKubeconfig: false, timeoutMs, skipHelm: true },
+    {
+      workspace,
+      conformance: false,
+      mergeKubeconfig: false,
+      timeout: { text: `${timeoutMs} ms`, ms: timeoutMs },
+      skipHelm: true,
+    },
     {
       progress: runStepsSilently,
       env: {},

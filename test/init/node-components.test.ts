@@ -18,7 +18,7 @@ import {
   type RunningNode,
 } from '../support/init-client.js'
 import { startLocalNode, type LocalNode } from '../support/local-node.js'
-import { type Component } from '../../src/lib/bootstrapper/installer.js'
+import { type Component } from '../../src/lib/bootstrapper/components/installer.js'
 
 const changedNothing = async (node: LocalNode, running: RunningNode) => {
   expect((await pcr15(node)).equals(Buffer.alloc(32))).to.equal(true)

@@ -2,7 +2,7 @@
  * Resume over real aTLS: a node (swtpm, LUKS2 image, kubeadm contract fake) whose Init caller went
  * away after the node lock keeps the answer, and hands it to a caller who attests the node and
  * proves the init secret and the master secret, bound to that handshake. The rules in detail, on
- * stub parts: test/bootstrapper/init-resume.test.ts.
+ * stub parts: test/bootstrapper/init/init-resume.test.ts.
  */
 import { readFile, stat, writeFile } from 'node:fs/promises'
 import { status } from '@grpc/grpc-js'
@@ -48,7 +48,13 @@ import { setClusterEndpoint, startLocalNode, type LocalNode } from '../support/l
 /** `constellation init` in-process, as flow.test.ts runs it (no releases). */
 function init(workspace: string) {
   return initCluster(
-    { workspace, conformance: false, mergeKubeconfig: false, timeoutMs: 30_000, skipHelm: true },
+    {
+      workspace,
+      conformance: false,
+      mergeKubeconfig: false,
+      timeout: { text: '30000 ms', ms: 30_000 },
+      skipHelm: true,
+    },
     {
       progress: runStepsSilently,
       env: {},

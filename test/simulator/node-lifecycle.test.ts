@@ -9,7 +9,7 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { runKubeadmInit } from '../../src/lib/bootstrapper/index.js'
-import { kubeadmPaths } from '../../src/lib/bootstrapper/kubeadm-config.js'
+import { kubeadmPaths } from '../../src/lib/bootstrapper/kubeadm/kubeadm-config.js'
 import {
   NodeLifecycleController,
   type NodeLifecycleHost,

@@ -17,7 +17,7 @@ import { readPcrs } from '../../src/lib/tpm/index.js'
 import { buildBootstrapper, type BootstrapperIo } from '../../src/wiring/bootstrapper.js'
 import type { LocalNode } from './local-node.js'
 import { spyingRunner } from './runner.js'
-import { type Component } from '../../src/lib/bootstrapper/installer.js'
+import { type Component } from '../../src/lib/bootstrapper/components/installer.js'
 
 export interface InitReply {
   code: number

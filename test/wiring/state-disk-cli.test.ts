@@ -2,7 +2,7 @@
  * `constellation state-disk setup` as systemd runs it (the CLI process, production wiring): real
  * cryptsetup, blkid and swtpm. These machines have no device-mapper, so the production mount step
  * fails here, after the header work is done; the test shows that it gets that far and says why it
- * stops. The steps beyond are tested with the mount double (test/bootstrapper/state-disk-setup.test.ts,
+ * stops. The steps beyond are tested with the mount double (test/bootstrapper/state-disk/state-disk-setup.test.ts,
  * test/e2e/node-lifecycle.test.ts).
  */
 import { readFile, stat, writeFile } from 'node:fs/promises'

@@ -30,9 +30,8 @@ export interface InitOptions {
   workspace: string
   conformance: boolean
   mergeKubeconfig: boolean
-  timeoutMs: number
-  /** The --timeout as the operator wrote it, for messages. */
-  timeout?: string
+  /** How long to wait for the node: --timeout as the operator wrote it (for messages), and in ms. */
+  timeout: { text: string; ms: number }
   /** Keep gRPC/TLS internals in messages (CONSTELL_DEBUG=1). */
   debug?: boolean
   /** Initialize Kubernetes only; the releases are left to `upgrade execute --helm`. */
@@ -154,14 +153,14 @@ export async function initCluster(opts: InitOptions, deps: InitDeps): Promise<In
       {
         title: `Verifying the attestation of the node at ${endpoint.address}`,
         run: async () => {
-          const signal = AbortSignal.timeout(opts.timeoutMs)
+          const signal = AbortSignal.timeout(opts.timeout.ms)
           let connected = () => {}
           const verifiedNow = new Promise<void>((resolve) => (connected = resolve))
           call = callInit(request, {
             address: endpoint.address,
             credentials: deps.credentials(config, handshake),
             signal,
-            deadline: new Date(Date.now() + opts.timeoutMs),
+            deadline: new Date(Date.now() + opts.timeout.ms),
             log: deps.log,
             retryInitialDelayMs: deps.retryInitialDelayMs,
             onConnected: () => {
@@ -176,7 +175,7 @@ export async function initCluster(opts: InitOptions, deps: InitDeps): Promise<In
               : undefined,
           }).catch((err: unknown) => {
             throw unreachable(err, endpoint.address, signal, {
-              timeout: opts.timeout ?? `${opts.timeoutMs} ms`,
+              timeout: opts.timeout.text,
               debug: opts.debug ?? false,
             })
           })

@@ -4,12 +4,40 @@
  * The API may not answer yet right after kubeadm: ask until it does.
  */
 import { chainMessage } from '../errors/index.js'
+import { kubernetesNodeName, readNodeState, type NodeMember } from '../nodeconfig/index.js'
+import type { NodePaths } from '../paths.js'
 import { retry, type Logger } from '../system/index.js'
 import { DiskRecordExistsError, type StateDiskRecord, type StateDiskRegistry } from './state-disks.js'
 
 export interface OwnDisk {
   uuid: string
   record: StateDiskRecord
+}
+
+export interface OwnDiskSource {
+  paths: NodePaths
+  /** This node in the metadata; no record without it. */
+  self?: NodeMember
+  /** The name of this node's TPM attestation key, which the record binds the disk to. */
+  readAttestationKeyName: () => Promise<Buffer>
+  clock: () => Date
+}
+
+/** This control plane's disk record (undefined: no disk recorded in its node state, or no metadata). */
+export async function ownDiskRecord(source: OwnDiskSource): Promise<OwnDisk | undefined> {
+  const state = await readNodeState(source.paths)
+  if (!state.diskUuid || !source.self) return undefined
+  const tpm = await source.readAttestationKeyName()
+  return {
+    uuid: state.diskUuid,
+    record: {
+      node: kubernetesNodeName(source.self.name),
+      role: state.role,
+      address: source.self.vpcIP,
+      tpm: tpm.toString('hex'),
+      recordedAt: source.clock().toISOString(),
+    },
+  }
 }
 
 /** Records `own()` (undefined: this node has no disk to record); logs what happened, never rejects. */

@@ -5,7 +5,14 @@ import { readTrustRoots, type AttestationVariant } from '../attestation/index.js
 import { nodePaths } from '../paths.js'
 import { isHostPort, unixAddressProblem, unixSocketPath, type RetryOptions } from '../system/index.js'
 import type { TpmConfig } from '../tpm/index.js'
-import { checkSchema, parseYaml, readYamlFile, throwIfProblems, type Problem } from '../yaml/index.js'
+import {
+  checkSchema,
+  parseYaml,
+  readYamlFile,
+  throwIfProblems,
+  type Problem,
+  type YamlSource,
+} from '../yaml/index.js'
 import {
   httpMetadataClient,
   resolveMetadata,
@@ -147,14 +154,19 @@ export function parseBootstrapperNodeConfig(text: string, file: string): Bootstr
 
 /** The init secret's hash may come from an http metadata service instead. */
 function parseBootstrapperFile(text: string, file: string): BootstrapperNodeConfigFile {
-  const raw = parseYaml(text, file).value as { metadata?: { provider?: unknown } } | undefined
+  const source = parseYaml(text, file)
+  const raw = source.value as { metadata?: { provider?: unknown } } | undefined
   const fromService = raw?.metadata?.provider === 'http'
   const require = BOOTSTRAPPER_REQUIRED_KEYS.filter((k) => !(fromService && k === 'initSecretHash'))
-  return parseNodeConfig(text, file, { require }) as BootstrapperNodeConfigFile
+  return checkNodeConfig(source, { require }) as BootstrapperNodeConfigFile
 }
 
 export function parseNodeConfig(text: string, file: string, opts: LoadNodeConfigOptions = {}): NodeConfig {
-  const source = parseYaml(text, file)
+  return checkNodeConfig(parseYaml(text, file), opts)
+}
+
+/** The node config from its parsed YAML: schema, required keys, semantics, defaults. */
+function checkNodeConfig(source: YamlSource, opts: LoadNodeConfigOptions): NodeConfig {
   const problems = checkSchema(validateNodeConfig, source.value)
   const raw = (typeof source.value === 'object' && source.value !== null ? source.value : {}) as Record<
     string,

@@ -1,0 +1,131 @@
+/**
+ * One IssueJoinTicket (or IssueRejoinTicket) call over the join-direction aTLS: fetch the join service's single-use
+ * challenge, present a certificate whose attestation binds it, ask once, close. The join service is
+ * not attested in this direction (as in Constellation): the ticket's secrets are only worth anything
+ * to a node whose own attestation the service accepted.
+ */
+import * as grpc from '@grpc/grpc-js'
+import {
+  APIClient,
+  type IssueJoinTicketRequest,
+  type IssueJoinTicketResponse,
+  type IssueRejoinTicketRequest,
+  type IssueRejoinTicketResponse,
+} from '../../../gen/join.js'
+import type { Issuer } from '../../attestation/index.js'
+import { createAttestedClientChannelCredentials, isAttestationFailure } from '../../atls/index.js'
+import { chainMessage } from '../../errors/index.js'
+import { withoutRpcInternals } from '../../grpc/index.js'
+import type { Logger } from '../../system/index.js'
+
+/** Constellation's JoinClient gives each call 30 s. */
+export const JOIN_TICKET_TIMEOUT_MS = 30_000
+/** A fixed name: the server is not attested here, and the node's view of its address is not a name. */
+const SERVER_NAME_OVERRIDE = 'constellation'
+
+/** Asks the join service at HOST:PORT for a ticket; rejects with the gRPC error, or the signal's reason. */
+export type JoinTicketRequester = (
+  endpoint: string,
+  request: IssueJoinTicketRequest,
+  signal: AbortSignal,
+) => Promise<IssueJoinTicketResponse>
+
+/** `localAddress`: the address the node's requests leave from, which the join service knows it by. */
+export function attestedJoinTicketRequester(
+  issuer: Issuer,
+  timeoutMs = JOIN_TICKET_TIMEOUT_MS,
+  localAddress?: string,
+): JoinTicketRequester {
+  return (endpoint, request, signal) =>
+    attestedCall({ issuer, timeoutMs, localAddress }, endpoint, signal, (client, options, done) =>
+      client.issueJoinTicket(request, new grpc.Metadata(), options, done),
+    )
+}
+
+/** Asks the join service at HOST:PORT for a rebooted node's disk key and measurement secret. */
+export type RejoinTicketRequester = (
+  endpoint: string,
+  request: IssueRejoinTicketRequest,
+  signal: AbortSignal,
+) => Promise<IssueRejoinTicketResponse>
+
+/** IssueRejoinTicket over the same join-direction aTLS: the node attests itself as on its first boot. */
+export function attestedRejoinTicketRequester(
+  issuer: Issuer,
+  timeoutMs = JOIN_TICKET_TIMEOUT_MS,
+  localAddress?: string,
+): RejoinTicketRequester {
+  return (endpoint, request, signal) =>
+    attestedCall({ issuer, timeoutMs, localAddress }, endpoint, signal, (client, options, done) =>
+      client.issueRejoinTicket(request, new grpc.Metadata(), options, done),
+    )
+}
+
+/** One unary call on a fresh attested channel: a fresh challenge and certificate per call, as the server consumes the nonce. */
+async function attestedCall<Res>(
+  { issuer, timeoutMs, localAddress }: { issuer: Issuer; timeoutMs: number; localAddress?: string },
+  endpoint: string,
+  signal: AbortSignal,
+  invoke: (
+    client: APIClient,
+    options: grpc.CallOptions,
+    done: (err: grpc.ServiceError | null, response: Res) => void,
+  ) => grpc.ClientUnaryCall,
+): Promise<Res> {
+  signal.throwIfAborted()
+  const credentials = await untilAborted(
+    createAttestedClientChannelCredentials(endpoint, issuer, timeoutMs, localAddress),
+    signal,
+  )
+  const client = new APIClient(endpoint, credentials, {
+    'grpc.ssl_target_name_override': SERVER_NAME_OVERRIDE,
+    'grpc.enable_retries': 0,
+  })
+  try {
+    return await new Promise<Res>((resolve, reject) => {
+      const cancel = () => call.cancel()
+      const call = invoke(client, { deadline: Date.now() + timeoutMs }, (err, response) => {
+        signal.removeEventListener('abort', cancel)
+        if (signal.aborted) reject(signal.reason)
+        else if (err) reject(err)
+        else resolve(response)
+      })
+      signal.addEventListener('abort', cancel, { once: true })
+    })
+  } finally {
+    client.close()
+  }
+}
+
+/** The work's result, or the signal's reason as soon as it aborts (the work is left to time out). */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  // work that outlives the abort still settles: its failure then concerns nobody, and must not
+  // surface as an unhandled rejection that ends the daemon
+  work.catch(() => {})
+  signal.throwIfAborted()
+  let onAbort = () => {}
+  const aborted = new Promise<never>((_resolve, reject) => {
+    onAbort = () => reject(signal.reason)
+    signal.addEventListener('abort', onAbort, { once: true })
+  })
+  return Promise.race([work, aborted]).finally(() => signal.removeEventListener('abort', onAbort))
+}
+
+/**
+ * Logs why one join service gave this node nothing, in the service's own words without gRPC's
+ * wrapping: a refused attestation as such (the operator may update the measurements), anything
+ * else under `otherwise`. Returns the reason, for the round's summary.
+ */
+export function logJoinServiceRefusal(
+  log: Logger,
+  endpoint: string,
+  err: unknown,
+  otherwise: string,
+): string {
+  const details = typeof err === 'object' && err !== null ? (err as { details?: unknown }).details : undefined
+  const reason = withoutRpcInternals(typeof details === 'string' && details ? details : chainMessage(err))
+  if (isAttestationFailure(err))
+    log.warn("The join service refused this node's attestation", { endpoint, reason })
+  else log.warn(otherwise, { endpoint, reason })
+  return reason
+}
