@@ -37,7 +37,11 @@ describe('Kubernetes API contract fake: watches, workload readiness and faults (
     h = await KubectlHarness.start({ timeoutMs: 60_000 })
     ;({ api, kubeconfig, env } = h)
   })
-  afterEach(async () => h?.stop())
+  afterEach(async () => {
+    // a test that put a server of its own in place stops it here (stop() is idempotent)
+    if (api !== h?.api) await api?.stop()
+    await h?.stop()
+  })
 
   const kubectl = (...args: string[]) => h.kubectl(...args)
   const ok = (...args: string[]) => h.ok(...args)
