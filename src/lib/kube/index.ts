@@ -16,7 +16,6 @@ export { API_REQUEST_TIMEOUT_MS, KubeApiError, statusOf, isNoAnswer, requestCall
 export {
   apiTokenRegistrar,
   bootstrapTokenSecret,
-  BOOTSTRAP_TOKEN_PATTERN,
   BOOTSTRAP_TOKEN_TTL_MS,
   createTokenIssuer,
   generateBootstrapToken,
