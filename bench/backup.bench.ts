@@ -2,7 +2,6 @@
 import { mkdtemp, rm } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
-import { KubeConfig } from '@kubernetes/client-node'
 import { createClusterReader } from '../src/lib/upgrade/index.js'
 import { startFakeApiServer } from '../src/lib/simulator/index.js'
 import { seedCustomResources } from '../test/support/upgrade-workspace.js'
@@ -17,8 +16,7 @@ export default async function backup() {
   const samples: number[] = []
   try {
     seedCustomResources(api, CUSTOM_RESOURCES)
-    const kc = new KubeConfig()
-    kc.loadFromString(api.kubeconfig())
+    const kc = { text: api.kubeconfig(), what: 'the fake API server kubeconfig' }
     const reader = await createClusterReader(kc)
     for (let i = 0; i < RUNS; i++) {
       const dir = await mkdtemp(path.join(os.tmpdir(), 'constell-bench-backup-'))

@@ -12,7 +12,7 @@ import {
   loadOrCreateCaSecrets,
   loadTemplates,
   openCapiApi,
-  type CapiObject,
+  type CapiCluster,
   type ControllerOptions,
 } from '../lib/bootstrapdata/index.js'
 import { openKubeApi } from '../lib/kube/index.js'
@@ -54,7 +54,7 @@ export async function createBootstrapProvider(
     resources: capiResources(s.apiVersion),
     workload: (text: string, cluster: string) =>
       openCapiApi({ text, what: `the kubeconfig of Cluster ${cluster} (its -kubeconfig Secret)` }),
-    authorities: async (cluster: CapiObject, generate: boolean) =>
+    authorities: async (cluster: CapiCluster, generate: boolean) =>
       (
         await loadOrCreateCaSecrets(kube, {
           namespace: cluster.metadata.namespace ?? 'default',

@@ -3,6 +3,7 @@
  * through the Kubernetes API), the local key service, bootstrap tokens and the control-plane lease
  * in the Kubernetes API, the cluster CA kubeadm wrote on this control plane, JSON logs.
  */
+import { apiServerEndpoint } from '../lib/contract/index.js'
 import { createValidator, encodeJoinConfig, JOIN_CONFIG_MAP } from '../lib/attestation/index.js'
 import { routeGrpcLogs } from '../lib/grpc/index.js'
 import {
@@ -28,6 +29,7 @@ import {
   fetchMetadataPeers,
   httpMetadataClient,
   loadResolvedNodeConfig,
+  type ResolvedMetadata,
   type ResolvedNodeConfig,
 } from '../lib/nodeconfig/index.js'
 import { nodePaths, type ControlPlaneServiceFileName } from '../lib/paths.js'
@@ -42,9 +44,6 @@ import {
 import { readComponentsFile } from '../lib/versions/index.js'
 import { attestationKeyName, withTpm } from '../lib/tpm/index.js'
 import { nodeValidatorOptions, openTpmFromConfig } from './node.js'
-
-/** kubeadm's default API server port, where controlPlaneEndpoint names none. */
-const API_SERVER_PORT = 6443
 
 /** The join service and what runs beside it; stop() ends all of it. */
 export interface NodeJoinService {
@@ -92,7 +91,7 @@ export async function createNodeJoinService(
       Promise.resolve(Object.entries(serviceFiles).map(([name, data]) => ({ name, data: data() }))),
     components: () => readComponentsFile(paths.componentsFile),
     stateDisks,
-    cluster: { measurementSalt, apiServerEndpoint: apiServerEndpoint(config) },
+    cluster: { measurementSalt, apiServerEndpoint: apiServerEndpoint(metadataOf(config)) },
     members: memberDirectory(config),
     controlPlaneTurns: leaseControlPlaneTurns({ api, clock, logger: log.child('joinservice') }),
     clock,
@@ -154,17 +153,14 @@ function dialAddress(listen: string): string {
   return formatHostPort(local, port)
 }
 
-/** Where kubeadm init pointed the cluster: the load balancer, else this control plane itself. */
-function apiServerEndpoint(config: ResolvedNodeConfig): string {
-  const { loadBalancerEndpoint, self } = config.metadata ?? {}
-  const host = loadBalancerEndpoint ? parseHostPort(loadBalancerEndpoint).host : (self?.vpcIP ?? '')
-  return formatHostPort(host, API_SERVER_PORT)
+function metadataOf(config: ResolvedNodeConfig): ResolvedMetadata {
+  if (!config.metadata) throw new Error('the join service needs metadata') // runJoinService requires it
+  return config.metadata
 }
 
 /** Who is in the cluster: the metadata service's list as it changes, or the static list (this node's peers and itself). */
 function memberDirectory(config: ResolvedNodeConfig): MemberDirectory {
-  const metadata = config.metadata
-  if (!metadata) throw new Error('the join service needs metadata') // runJoinService requires it
+  const metadata = metadataOf(config)
   const service = metadata.service
   if (!service) return staticMembers([metadata.self, ...metadata.peers])
   const client = httpMetadataClient()

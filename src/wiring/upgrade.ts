@@ -3,7 +3,6 @@
  * runner, the cluster reader from the kubeconfig, prompts and progress on the process's terminal.
  */
 import { confirm } from '@inquirer/prompts'
-import { loadClientNode } from '../lib/kube/index.js'
 import { createRunner } from '../lib/system/index.js'
 import { canPrompt, onInterrupt, processTerminal, promptOrAbort, stepProgress } from '../lib/ui/index.js'
 import {
@@ -17,8 +16,7 @@ export function helmDeps(): HelmDeps {
   return {
     runner: createRunner(),
     env: process.env,
-    openReader: async (kubeconfig) =>
-      createClusterReader((await loadClientNode()).readKubeconfig(kubeconfig)),
+    openReader: (kubeconfig) => createClusterReader({ file: kubeconfig }),
   }
 }
 

@@ -2,7 +2,7 @@
 export const LAYERS: readonly (readonly string[])[] = [
   ['errors'],
   ['system'],
-  ['yaml', 'ui'],
+  ['yaml', 'ui', 'contract'],
   ['tpm', 'versions', 'x509', 'grpc', 'kube'],
   ['kms', 'attestation'],
   ['atls', 'statedisk'],

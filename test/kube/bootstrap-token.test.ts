@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { expect } from '../support/chai.js'
+import { BOOTSTRAP_TOKEN_PATTERN } from '../../src/lib/contract/index.js'
 import {
-  BOOTSTRAP_TOKEN_PATTERN,
   BOOTSTRAP_TOKEN_TTL_MS,
   bootstrapTokenSecret,
   createTokenIssuer,

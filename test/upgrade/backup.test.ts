@@ -1,6 +1,5 @@
 import { readdir, readFile, stat } from 'node:fs/promises'
 import path from 'node:path'
-import { KubeConfig } from '@kubernetes/client-node'
 import { createClusterReader } from '../../src/lib/upgrade/index.js'
 import { parseYaml } from '../../src/lib/yaml/index.js'
 import { expect } from '../support/chai.js'
@@ -20,8 +19,7 @@ describe('pre-upgrade backup of CRDs and custom resources (FakeApiServer)', func
   beforeEach(async () => {
     api = await startFakeApiServer()
     tmp = await makeTempDir()
-    const kc = new KubeConfig()
-    kc.loadFromString(api.kubeconfig())
+    const kc = { text: api.kubeconfig(), what: 'the fake API server kubeconfig' }
     retried = []
     reader = await createClusterReader(kc, { sleep: async (ms) => void retried.push(ms) })
   })

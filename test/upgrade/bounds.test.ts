@@ -1,6 +1,5 @@
 import { readFile } from 'node:fs/promises'
 import path from 'node:path'
-import { KubeConfig } from '@kubernetes/client-node'
 import { chainMessage, exitCodeOf } from '../../src/lib/errors/index.js'
 import { createClusterReader } from '../../src/lib/upgrade/index.js'
 import { expect } from '../support/chai.js'
@@ -84,8 +83,7 @@ describe('upgrade: bounded waits for helm and the API server', function () {
 
     it('each request times out; the backup stops with exit 3 and nothing is changed', async () => {
       const ws = await h.setup({ helm: 'fake', installed: all('1.0.0'), targets: all('1.1.0') })
-      const kc = new KubeConfig()
-      kc.loadFromString(silent.kubeconfig())
+      const kc = { text: silent.kubeconfig(), what: 'the silent API server kubeconfig' }
       const openReader = () =>
         createClusterReader(kc, { requestTimeoutMs: 300, attempts: 2, sleep: async () => {} })
       const err: unknown = await h.upgrade(ws, { deps: { openReader } }).then(

@@ -6,8 +6,8 @@
  */
 import { access, writeFile } from 'node:fs/promises'
 import path from 'node:path'
-import { KubeConfig } from '@kubernetes/client-node'
 import { createRunner, type Runner } from '../../src/lib/system/index.js'
+import type { KubeconfigSource } from '../../src/lib/kube/index.js'
 import {
   createClusterReader,
   executeUpgrade,
@@ -161,11 +161,9 @@ export class UpgradeHarness {
     )
   }
 
-  /** The FakeApiServer's kubeconfig, loaded. */
-  kubeConfig(): KubeConfig {
-    const kc = new KubeConfig()
-    kc.loadFromString(this.api.kubeconfig())
-    return kc
+  /** The FakeApiServer's kubeconfig. */
+  kubeConfig(): KubeconfigSource {
+    return { text: this.api.kubeconfig(), what: 'the fake API server kubeconfig' }
   }
 
   private deps(over: Partial<ExecuteDeps> = {}): ExecuteDeps {

@@ -16,7 +16,6 @@ export {
   clusterIdPcrValue,
   compareMeasurements,
   CLUSTER_ID_PCR,
-  MEASUREMENT_SALT_BYTES,
 } from './measurements.js'
 export { AttestationError } from './errors.js'
 export {

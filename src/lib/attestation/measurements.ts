@@ -14,9 +14,6 @@ export type MeasurementsConfig = Record<string, MeasurementEntry>
 
 export const CLUSTER_ID_PCR = 15
 
-/** Bytes of the measurement salt that init chooses and the node mixes into the cluster ID. */
-export const MEASUREMENT_SALT_BYTES = 32
-
 export function measurementsFromConfig(m: MeasurementsConfig): Measurements {
   const out: Measurements = new Map()
   for (const [index, entry] of Object.entries(m)) {

@@ -4,6 +4,7 @@
  */
 import path from 'node:path'
 import type { ChartConfig, ClusterConfig } from '../config/index.js'
+import { API_SERVER_PORT } from '../contract/index.js'
 import { CliError, exitCodeOf, hintOf, messageOf } from '../errors/index.js'
 import { kubernetesMinor } from '../versions/index.js'
 import { parseYaml, readYamlFile } from '../yaml/index.js'
@@ -44,7 +45,7 @@ const CERT_MANAGER_REPO = 'https://charts.jetstack.io'
 const ciliumValues = (facts: ClusterFacts): Values => ({
   ...(facts.kubeProxyReplacement === undefined ? {} : { kubeProxyReplacement: facts.kubeProxyReplacement }),
   encryption: { enabled: true, type: 'wireguard', strictMode: { enabled: true } },
-  ...(facts.apiServerHost ? { k8sServiceHost: facts.apiServerHost, k8sServicePort: 6443 } : {}),
+  ...(facts.apiServerHost ? { k8sServiceHost: facts.apiServerHost, k8sServicePort: API_SERVER_PORT } : {}),
 })
 const corednsValues = (facts: ClusterFacts): Values =>
   facts.serviceCIDR ? { service: { clusterIP: clusterDnsAddress(facts.serviceCIDR) } } : {}

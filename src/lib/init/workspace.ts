@@ -2,7 +2,7 @@
  * What init finds in the workspace before it sends anything: files in the way, and the master
  * secret and measurement salt to use.
  */
-import { MEASUREMENT_SALT_BYTES } from '../attestation/index.js'
+import { MEASUREMENT_SALT_BYTES } from '../contract/index.js'
 import type { ClusterState } from '../config/index.js'
 import { CliError } from '../errors/index.js'
 import { generateMasterSecret, readMasterSecret, type MasterSecret } from '../kms/index.js'

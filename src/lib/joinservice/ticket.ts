@@ -10,6 +10,7 @@ import type {
   IssueRejoinTicketRequest,
   IssueRejoinTicketResponse,
 } from '../../gen/join.js'
+import { canonicalDiskUuid, MEASUREMENT_SECRET_BYTES, STATE_DISK_KEY_BYTES } from '../contract/index.js'
 import { MEASUREMENT_SECRET_KEY_ID } from '../kms/index.js'
 import type { NodeRole } from '../nodeconfig/index.js'
 import { toPem } from '../x509/index.js'
@@ -22,8 +23,6 @@ import type { PeerIdentity } from './peer-identity.js'
 import { JoinRefusedError, TicketStepError } from './refusals.js'
 import { DiskRecordExistsError, type StateDiskRecord, type StateDiskRegistry } from './state-disks.js'
 
-export const STATE_DISK_KEY_BYTES = 32
-export const MEASUREMENT_SECRET_BYTES = 32
 /** A LUKS UUID. Anything else could name another cluster key (`measurementSecret`, an SSH CA seed…). */
 const DISK_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
@@ -69,7 +68,7 @@ export function checkDiskUuid(uuid: string, node = ''): string {
       `disk_uuid: ${JSON.stringify(uuid.slice(0, 64))} is not a UUID`,
       node,
     )
-  return uuid.toLowerCase()
+  return canonicalDiskUuid(uuid)
 }
 
 /**

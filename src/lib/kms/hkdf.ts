@@ -1,5 +1,6 @@
 /** Key derivation: HKDF-SHA256 (RFC 5869), the one way every cluster key comes from the master secret. */
 import { hkdfSync } from 'node:crypto'
+import { canonicalDiskUuid } from '../contract/index.js'
 
 export const DEK_PREFIX = 'key-'
 export const DERIVED_KEY_LENGTH = 32
@@ -31,7 +32,7 @@ export class ClusterKms {
 
   /** The state disk's passphrase; the UUID is lower-cased as the InitServer does. */
   diskKey(diskUuid: string): Buffer {
-    return this.deriveDataKey(diskUuid.toLowerCase())
+    return this.deriveDataKey(canonicalDiskUuid(diskUuid))
   }
 
   measurementSecret(): Buffer {

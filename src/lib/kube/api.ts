@@ -4,7 +4,7 @@
  * control-plane joins. Every request is bounded; an error names the request and its HTTP status,
  * never the response body, which can echo a Secret back.
  */
-import { loadClientNode } from './client-node.js'
+import { openClientNodeKubeApi } from './client-node.js'
 
 export interface KubeObjectMeta {
   name: string
@@ -92,5 +92,5 @@ export interface KubeApiOptions {
  * (openNodeKubeApi).
  */
 export async function openKubeApi(kubeconfigPath: string, opts: KubeApiOptions = {}): Promise<KubeApi> {
-  return (await loadClientNode()).openKubeApi(kubeconfigPath, opts)
+  return openClientNodeKubeApi(kubeconfigPath, opts)
 }

@@ -8,7 +8,6 @@ import type { KubeApi, SecretObject } from './api.js'
 import { KubeApiError } from './client.js'
 
 export type RandomBytes = (size: number) => Uint8Array
-export const BOOTSTRAP_TOKEN_PATTERN = /^([a-z0-9]{6})\.([a-z0-9]{16})$/
 /** Constellation's KubernetesJoinTokenTTL: long enough for one `kubeadm join`, short if leaked. */
 export const BOOTSTRAP_TOKEN_TTL_MS = 15 * 60_000
 /** kubeadm's NodeBootstrapTokenAuthGroup: the group its RBAC lets post CSRs and read cluster-info. */

@@ -16,25 +16,17 @@ import { CliError } from '../errors/index.js'
 import type { KubeApi, KubeApiOptions, LeaseSpec } from './api.js'
 import { API_REQUEST_TIMEOUT_MS, requestCaller } from './client.js'
 
-type Library = typeof ClientNode
+export type Library = typeof ClientNode
 let library: Promise<Library> | undefined
 
-/** The library's helpers, bound to it once it is loaded. */
-export async function loadClientNode() {
-  const k8s = await (library ??= import('@kubernetes/client-node'))
-  return {
-    readKubeconfig: (kubeconfigPath: string) => readKubeconfig(k8s, kubeconfigPath),
-    requestTimeout: (ms: number) => requestTimeout(k8s, ms),
-    openKubeApi: (kubeconfigPath: string, opts?: KubeApiOptions) =>
-      openClientNodeKubeApi(k8s, kubeconfigPath, opts),
-  }
-}
+/** The library, imported once, on first use. */
+export const clientNodeLibrary = (): Promise<Library> => (library ??= import('@kubernetes/client-node'))
 
 /**
  * The library's own parse error quotes the lines around the problem, which can hold a token or a
  * key: only the file and the error's kind are kept.
  */
-function readKubeconfig(k8s: Library, kubeconfigPath: string): KubeConfig {
+export function readKubeconfig(k8s: Library, kubeconfigPath: string): KubeConfig {
   const kc = new k8s.KubeConfig()
   try {
     kc.loadFromFile(kubeconfigPath)
@@ -52,7 +44,7 @@ function readKubeconfig(k8s: Library, kubeconfigPath: string): KubeConfig {
 }
 
 /** Aborts each request that takes longer than `ms`. */
-function requestTimeout(k8s: Library, ms: number): ConfigurationOptions {
+export function requestTimeout(k8s: Library, ms: number): ConfigurationOptions {
   const { Observable } = k8s
   return {
     middleware: [
@@ -74,7 +66,11 @@ const decodeData = (data: Record<string, string> | undefined): Record<string, st
     Object.entries(data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]),
   )
 
-function openClientNodeKubeApi(k8s: Library, kubeconfigPath: string, opts: KubeApiOptions = {}): KubeApi {
+export async function openClientNodeKubeApi(
+  kubeconfigPath: string,
+  opts: KubeApiOptions = {},
+): Promise<KubeApi> {
+  const k8s = await clientNodeLibrary()
   const kc = readKubeconfig(k8s, kubeconfigPath)
   const core = kc.makeApiClient(k8s.CoreV1Api)
   const coordination = kc.makeApiClient(k8s.CoordinationV1Api)
@@ -97,7 +93,7 @@ function openClientNodeKubeApi(k8s: Library, kubeconfigPath: string, opts: KubeA
       renewTime: spec.renewed,
     },
   })
-  return {
+  const api: KubeApi = {
     async createSecret(secret) {
       await call(`creating Secret ${secret.metadata.namespace}/${secret.metadata.name}`, () =>
         core.createNamespacedSecret({ namespace: secret.metadata.namespace, body: secret }, options()),
@@ -122,7 +118,7 @@ function openClientNodeKubeApi(k8s: Library, kubeconfigPath: string, opts: KubeA
     async applyConfigMap(namespace, name, data) {
       const what = `writing ConfigMap ${namespace}/${name}`
       const body = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace }, data }
-      const existing = await this.getConfigMap(namespace, name)
+      const existing = await api.getConfigMap(namespace, name)
       if (existing === undefined)
         await call(what, () => core.createNamespacedConfigMap({ namespace, body }, options()))
       else
@@ -194,4 +190,5 @@ function openClientNodeKubeApi(k8s: Library, kubeconfigPath: string, opts: KubeA
       )
     },
   }
+  return api
 }

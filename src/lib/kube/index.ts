@@ -1,6 +1,8 @@
 /** The Kubernetes API as the tool uses it: a bounded client, bootstrap tokens, ConfigMaps, Leases. */
 export { openKubeApi } from './api.js'
-export { loadClientNode } from './client-node.js'
+export { openClusterClient } from './cluster-client.js'
+export type { ClusterClient, ClusterClientOptions } from './cluster-client.js'
+export type { KubeconfigSource, KubeNode, KubeObject, ObjectMeta, ResourceRef } from './objects.js'
 export { openNodeKubeApi } from './node-api.js'
 export type {
   KubeApi,
@@ -16,7 +18,6 @@ export { API_REQUEST_TIMEOUT_MS, KubeApiError, statusOf, isNoAnswer, requestCall
 export {
   apiTokenRegistrar,
   bootstrapTokenSecret,
-  BOOTSTRAP_TOKEN_PATTERN,
   BOOTSTRAP_TOKEN_TTL_MS,
   createTokenIssuer,
   generateBootstrapToken,

@@ -6,6 +6,7 @@
 import { mkdir, readdir, rename, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import type { AttestationVariant } from '../attestation/index.js'
+import { API_SERVER_PORT } from '../contract/index.js'
 import { readTextIfPresent } from '../system/index.js'
 import type { NodeRole } from '../nodeconfig/index.js'
 import type { NetworkRecord } from './network.js'
@@ -23,7 +24,7 @@ export const NODE_PORTS = {
   recovery: 9999,
   verify: 30081,
   join: 30090,
-  apiServer: 6443,
+  apiServer: API_SERVER_PORT,
 } as const
 export const METADATA_PORT = 8080
 

@@ -11,7 +11,7 @@ import { formatHostPort, parseHostPort } from '../system/index.js'
 
 export interface MetadataView {
   members: readonly NodeMember[]
-  /** The control-plane endpoint's host (the API server port is always 6443). */
+  /** The control-plane endpoint's host (the API server port is always API_SERVER_PORT). */
   endpointHost: string
   initSecretHash: string
 }

@@ -1,12 +1,13 @@
 /**
  * A node's metadata from a metadata service, in the shape of Constellation's QEMU metadata API
  * (constellation.md §3.4): GET /self and /peers (InstanceMetadata: Name, Role, VPCIP, …),
- * /endpoint (a JSON string, the load balancer's host; the API server port is always 6443) and
+ * /endpoint (a JSON string, the load balancer's host; the API server port is always API_SERVER_PORT) and
  * /initsecrethash (the raw bcrypt hash). Answers are checked like the node config itself, and a
  * service that is not up yet is asked again for a while, as a booting VM may start before it.
  */
 import { request } from 'node:http'
 import { isIP } from 'node:net'
+import { API_SERVER_PORT } from '../contract/index.js'
 import { formatHostPort, retry, type RetryOptions } from '../system/index.js'
 import type { NodeConfig, NodeMember, ResolvedMetadata } from './index.js'
 
@@ -21,8 +22,6 @@ export interface MetadataClient {
   get(url: string, path: string, localAddress?: string): Promise<string>
 }
 
-/** Kubernetes' API server port behind Constellation's load balancer. */
-const API_SERVER_PORT = 6443
 const MAX_BODY_BYTES = 1024 * 1024
 const REQUEST_TIMEOUT_MS = 10_000
 

@@ -3,7 +3,7 @@
  * what the operator sets. The file is Constellation's node_state.json (Role as its name, salt in
  * standard base64), with the disk UUID added for the join service's own registration.
  */
-import { MEASUREMENT_SALT_BYTES } from '../attestation/index.js'
+import { canonicalDiskUuid, MEASUREMENT_SALT_BYTES } from '../contract/index.js'
 import { CliError } from '../errors/index.js'
 import type { NodePaths } from '../paths.js'
 import { readRegularFile, writeFileAtomic } from '../system/index.js'
@@ -50,5 +50,9 @@ export async function readNodeState(paths: NodePaths): Promise<NodeState> {
   if (salt?.length !== MEASUREMENT_SALT_BYTES)
     throw bad(`MeasurementSalt: want ${MEASUREMENT_SALT_BYTES} bytes in standard base64`)
   if (raw.DiskUUID !== undefined && typeof raw.DiskUUID !== 'string') throw bad('DiskUUID: not a string')
-  return { role, measurementSalt: salt, diskUuid: raw.DiskUUID?.toLowerCase() }
+  return {
+    role,
+    measurementSalt: salt,
+    diskUuid: raw.DiskUUID === undefined ? undefined : canonicalDiskUuid(raw.DiskUUID),
+  }
 }

@@ -3,8 +3,7 @@
  * internal address, readiness and kubelet version. Bounded like every API read; an error names the
  * request, never a response body.
  */
-import type * as ClientNode from '@kubernetes/client-node'
-import { API_REQUEST_TIMEOUT_MS, loadClientNode, requestCaller } from '../kube/index.js'
+import { API_REQUEST_TIMEOUT_MS, openClusterClient, requestCaller, type KubeNode } from '../kube/index.js'
 
 export interface KubernetesNode {
   name: string
@@ -27,22 +26,19 @@ export async function readClusterView(
   kubeconfigPath: string,
   timeoutMs = API_REQUEST_TIMEOUT_MS,
 ): Promise<ClusterView> {
-  const k8s: typeof ClientNode = await import('@kubernetes/client-node')
-  const helpers = await loadClientNode()
-  const kc = helpers.readKubeconfig(kubeconfigPath)
-  const call = requestCaller(kc.getCurrentCluster()?.server ?? kubeconfigPath, timeoutMs)
-  const bound = () => helpers.requestTimeout(timeoutMs)
-  const version = await call('reading the API server version', () =>
-    kc.makeApiClient(k8s.VersionApi).getCode(bound()),
-  )
-  const list = await call('listing Nodes', () => kc.makeApiClient(k8s.CoreV1Api).listNode({}, bound()))
+  const api = await openClusterClient({ file: kubeconfigPath }, { requestTimeoutMs: timeoutMs })
+  const call = requestCaller(api.server, timeoutMs)
+  const version = await call('reading the API server version', () => api.serverVersion())
+  const nodes = await call('listing Nodes', () => api.listNodes())
   return {
-    kubernetesVersion: version?.gitVersion ?? '',
-    nodes: (list?.items ?? []).map(nodeOf).sort((a, b) => a.name.localeCompare(b.name)),
+    kubernetesVersion: version ?? '',
+    nodes: (nodes ?? []).map(nodeOf).sort((a, b) => a.name.localeCompare(b.name)),
   }
 }
 
-function nodeOf(n: ClientNode.V1Node): KubernetesNode {
+type NodeCondition = NonNullable<NonNullable<KubeNode['status']>['conditions']>[number]
+
+function nodeOf(n: KubeNode): KubernetesNode {
   const labels = n.metadata?.labels ?? {}
   const roles = Object.keys(labels)
     .filter((k) => k.startsWith(ROLE_LABEL))
@@ -56,9 +52,7 @@ function nodeOf(n: ClientNode.V1Node): KubernetesNode {
   }
 }
 
-function readiness(
-  ready: ClientNode.V1NodeCondition | undefined,
-): Pick<KubernetesNode, 'ready' | 'notReady'> {
+function readiness(ready: NodeCondition | undefined): Pick<KubernetesNode, 'ready' | 'notReady'> {
   if (ready?.status === 'True') return { ready: true }
   if (!ready) return { ready: false, notReady: 'it reports no Ready condition' }
   const why = [ready.reason, ready.message].filter(Boolean).join(': ')

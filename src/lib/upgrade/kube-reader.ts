@@ -1,16 +1,16 @@
 /**
- * The upgrade's reads of the cluster through @kubernetes/client-node: its Kubernetes version, a
+ * The upgrade's reads of the cluster through kube's cluster client: its Kubernetes version, a
  * ConfigMap (kubeadm's cluster configuration), and paged cluster-wide lists for the backup. Every
  * request has a timeout and transient failures are retried: an API server that accepts and never
  * answers must not hang the plan or the backup.
  */
-import type { ConfigurationOptions, KubeConfig } from '@kubernetes/client-node'
 import { CliError, ExitCode } from '../errors/index.js'
 import {
   API_REQUEST_TIMEOUT_MS,
   isNoAnswer as noHttpAnswer,
-  loadClientNode,
+  openClusterClient,
   statusOf,
+  type KubeconfigSource,
 } from '../kube/index.js'
 import { retry } from '../system/index.js'
 
@@ -42,24 +42,20 @@ export interface ReaderOptions {
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>
 }
 
-/** Async: the library is imported on first use, so that init (which imports this domain) stays quick. */
-export async function createClusterReader(kc: KubeConfig, opts: ReaderOptions = {}): Promise<ClusterReader> {
-  const { CoreV1Api, CustomObjectsApi, VersionApi } = await import('@kubernetes/client-node')
-  const custom = kc.makeApiClient(CustomObjectsApi)
-  const core = kc.makeApiClient(CoreV1Api)
-  const version = kc.makeApiClient(VersionApi)
+/** Async: the client library is imported on first use, so that init (which imports this domain) stays quick. */
+export async function createClusterReader(
+  source: KubeconfigSource,
+  opts: ReaderOptions = {},
+): Promise<ClusterReader> {
   const timeoutMs = opts.requestTimeoutMs ?? API_REQUEST_TIMEOUT_MS
+  const api = await openClusterClient(source, { requestTimeoutMs: timeoutMs })
 
   /** One request under the timeout, retried while transient; 404 is undefined. */
-  async function read<T>(
-    what: string,
-    request: (bound: ConfigurationOptions) => Promise<T>,
-  ): Promise<T | undefined> {
+  async function read<T>(what: string, request: () => Promise<T>): Promise<T | undefined> {
     return retry(
       async () => {
         try {
-          const { requestTimeout } = await loadClientNode()
-          return await request(requestTimeout(timeoutMs))
+          return await request()
         } catch (err) {
           if (statusOf(err) === 404) return undefined
           if (err instanceof Error && err.name === 'AbortError')
@@ -83,20 +79,20 @@ export async function createClusterReader(kc: KubeConfig, opts: ReaderOptions = 
 
   return {
     async serverVersion() {
-      const info = await read('reading the Kubernetes version', (bound) => version.getCode(bound))
-      if (!info?.gitVersion) throw new Error('reading the Kubernetes version: the API server sent none')
-      return info.gitVersion
+      const gitVersion = await read('reading the Kubernetes version', () => api.serverVersion())
+      if (!gitVersion) throw new Error('reading the Kubernetes version: the API server sent none')
+      return gitVersion
     },
     async configMapData(namespace, name) {
-      const cm = await read(`reading ConfigMap ${namespace}/${name}`, (bound) =>
-        core.readNamespacedConfigMap({ namespace, name }, bound),
+      const cm = await read(`reading ConfigMap ${namespace}/${name}`, () =>
+        api.readConfigMap(namespace, name),
       )
       return cm ? (cm.data ?? {}) : undefined
     },
     async listPage(group, version, plural, limit, continueToken) {
       const what = `listing ${plural}.${group}/${version}`
-      const raw = await read(what, (bound) =>
-        custom.listClusterCustomObject({ group, version, plural, limit, _continue: continueToken }, bound),
+      const raw = await read(what, () =>
+        api.listCustomObjects({ group, version, plural }, { limit, continueToken }),
       )
       return raw === undefined ? undefined : toPage(raw, what)
     },

@@ -1,61 +1,40 @@
 /**
- * What the bootstrap provider reads and writes in the management cluster, over @kubernetes/client-node
- * (loaded on first use): Cluster API objects by group/version/plural, the data Secrets, the init-lock
- * ConfigMaps, and watches. Every request is bounded; an error names the request and its HTTP status,
- * never a response body (a Secret could be echoed back).
+ * What the bootstrap provider reads and writes in the management cluster, through kube's cluster
+ * client: Cluster API objects by resource, the data Secrets, the init-lock ConfigMaps, and watches.
+ * Every request is bounded; an error names the request and its HTTP status, never a response body
+ * (a Secret could be echoed back).
  */
-import type * as ClientNode from '@kubernetes/client-node'
-import { CliError } from '../../errors/index.js'
 import {
   API_REQUEST_TIMEOUT_MS,
-  loadClientNode,
+  openClusterClient,
   requestCaller,
+  type KubeconfigSource,
+  type KubeObject,
   type OwnerReference,
+  type ResourceRef,
 } from '../../kube/index.js'
+import type { CapiResource } from './capi-objects.js'
 
-export type { OwnerReference }
-
-export interface CapiObject {
-  apiVersion: string
-  kind: string
-  metadata: {
-    name: string
-    namespace?: string
-    uid?: string
-    resourceVersion?: string
-    generation?: number
-    labels?: Record<string, string>
-    annotations?: Record<string, string>
-    ownerReferences?: OwnerReference[]
-  }
-  spec?: Record<string, unknown>
-  status?: Record<string, unknown>
-  /** Secrets and ConfigMaps. */
-  data?: Record<string, string>
-  type?: string
-}
-
-/** One resource of a CAPI group at the version the provider speaks. */
-export interface ResourceRef {
-  group: string
-  version: string
-  plural: string
-}
+export type { KubeconfigSource, OwnerReference, ResourceRef }
 
 export interface CapiApi {
-  list(resource: ResourceRef): Promise<CapiObject[]>
-  get(resource: ResourceRef, namespace: string, name: string): Promise<CapiObject | undefined>
+  list<T extends KubeObject>(resource: CapiResource<T>): Promise<T[]>
+  get<T extends KubeObject>(
+    resource: CapiResource<T>,
+    namespace: string,
+    name: string,
+  ): Promise<T | undefined>
   /** Writes `status` only; 409 when the object changed since it was read. */
-  replaceStatus(resource: ResourceRef, obj: CapiObject): Promise<CapiObject>
+  replaceStatus<T extends KubeObject>(resource: CapiResource<T>, obj: T): Promise<T>
   /** Secret data decoded; undefined when absent. */
-  getSecret(namespace: string, name: string): Promise<CapiObject | undefined>
+  getSecret(namespace: string, name: string): Promise<KubeObject | undefined>
   /** Rejects with KubeApiError 409 when it exists. `data` values are plain text. */
-  createSecret(secret: CapiObject): Promise<void>
+  createSecret(secret: KubeObject): Promise<void>
   /** Replaces `data` (plain text values) of the Secret read at `resourceVersion`. */
-  replaceSecretData(secret: CapiObject, data: Record<string, string>): Promise<void>
-  getConfigMap(namespace: string, name: string): Promise<CapiObject | undefined>
+  replaceSecretData(secret: KubeObject, data: Record<string, string>): Promise<void>
+  getConfigMap(namespace: string, name: string): Promise<KubeObject | undefined>
   /** Rejects with KubeApiError 409 when it exists. */
-  createConfigMap(configMap: CapiObject): Promise<void>
+  createConfigMap(configMap: KubeObject): Promise<void>
   /** NotFound counts as deleted. */
   deleteConfigMap(namespace: string, name: string): Promise<void>
   /**
@@ -65,157 +44,51 @@ export interface CapiApi {
   watch(resource: ResourceRef, onEvent: () => void, onEnd: (err?: unknown) => void): Promise<() => void>
 }
 
-type Library = typeof ClientNode
-
-const secretBody = (secret: CapiObject, data: Record<string, string> | undefined): ClientNode.V1Secret => ({
-  apiVersion: 'v1',
-  kind: 'Secret',
-  metadata: secret.metadata,
-  type: secret.type,
-  data: encoded(data),
-})
-
-/** The library's parse error quotes the text, which holds credentials: only the source is named. */
-function kubeconfigFromText(k8s: Library, source: { text: string; what: string }): ClientNode.KubeConfig {
-  const kc = new k8s.KubeConfig()
-  try {
-    kc.loadFromString(source.text)
-  } catch {
-    throw new CliError(`${source.what} is not a kubeconfig`)
-  }
-  return kc
-}
-
-const b64 = (v: string): string => Buffer.from(v, 'utf8').toString('base64')
-const unb64 = (v: string): string => Buffer.from(v, 'base64').toString('utf8')
-const decoded = (data: Record<string, string> | undefined) =>
-  Object.fromEntries(Object.entries(data ?? {}).map(([k, v]) => [k, unb64(v)]))
-const encoded = (data: Record<string, string> | undefined) =>
-  Object.fromEntries(Object.entries(data ?? {}).map(([k, v]) => [k, b64(v)]))
-
-/** A kubeconfig file (the operator's), or the text of one from a Secret (a workload cluster's). */
-export type KubeconfigSource = { file: string } | { text: string; what: string }
-
 export async function openCapiApi(
   source: KubeconfigSource,
   opts: { requestTimeoutMs?: number } = {},
 ): Promise<CapiApi> {
-  const k8s: Library = await import('@kubernetes/client-node')
-  const helpers = await loadClientNode()
-  const kc = 'file' in source ? helpers.readKubeconfig(source.file) : kubeconfigFromText(k8s, source)
-  const kubeconfigPath = 'file' in source ? source.file : source.what
-  const custom = kc.makeApiClient(k8s.CustomObjectsApi)
-  const core = kc.makeApiClient(k8s.CoreV1Api)
   const timeoutMs = opts.requestTimeoutMs ?? API_REQUEST_TIMEOUT_MS
-  const server = kc.getCurrentCluster()?.server ?? kubeconfigPath
-  const bound = () => helpers.requestTimeout(timeoutMs)
-
-  const call = requestCaller(server, timeoutMs)
-  const fromSecret = (s: ClientNode.V1Secret): CapiObject => ({
-    apiVersion: 'v1',
-    kind: 'Secret',
-    metadata: s.metadata as CapiObject['metadata'],
-    type: s.type,
-    data: decoded(s.data),
-  })
-
+  const kube = await openClusterClient(source, { requestTimeoutMs: timeoutMs })
+  const call = requestCaller(kube.server, timeoutMs)
+  const secretName = (s: KubeObject) => `${s.metadata.namespace ?? 'default'}/${s.metadata.name}`
   return {
-    async list(r) {
-      const list = (await call(`listing ${r.plural}.${r.group}`, () =>
-        custom.listClusterCustomObject({ group: r.group, version: r.version, plural: r.plural }, bound()),
-      )) as { items?: CapiObject[] }
+    async list<T extends KubeObject>(r: CapiResource<T>) {
+      const list = (await call(`listing ${r.plural}.${r.group}`, () => kube.listCustomObjects(r))) as {
+        items?: T[]
+      }
       return list.items ?? []
     },
-    async get(r, namespace, name) {
+    async get<T extends KubeObject>(r: CapiResource<T>, namespace: string, name: string) {
       return (await call(
         `reading ${r.plural}.${r.group} ${namespace}/${name}`,
-        () =>
-          custom.getNamespacedCustomObject(
-            { group: r.group, version: r.version, plural: r.plural, namespace, name },
-            bound(),
-          ),
+        () => kube.getCustomObject(r, namespace, name),
         true,
-      )) as CapiObject | undefined
+      )) as T | undefined
     },
-    async replaceStatus(r, obj) {
+    async replaceStatus<T extends KubeObject>(r: CapiResource<T>, obj: T) {
       const { namespace = 'default', name } = obj.metadata
       return (await call(`writing the status of ${r.plural}.${r.group} ${namespace}/${name}`, () =>
-        custom.replaceNamespacedCustomObjectStatus(
-          { group: r.group, version: r.version, plural: r.plural, namespace, name, body: obj },
-          bound(),
-        ),
-      )) as CapiObject
+        kube.replaceCustomObjectStatus(r, obj),
+      )) as T
     },
-    async getSecret(namespace, name) {
-      const s = await call(
-        `reading Secret ${namespace}/${name}`,
-        () => core.readNamespacedSecret({ namespace, name }, bound()),
-        true,
-      )
-      return s && fromSecret(s)
-    },
+    getSecret: (namespace, name) =>
+      call(`reading Secret ${namespace}/${name}`, () => kube.readSecret(namespace, name), true),
     async createSecret(secret) {
-      const namespace = secret.metadata.namespace ?? 'default'
-      const body = secretBody(secret, secret.data)
-      await call(`creating Secret ${namespace}/${secret.metadata.name}`, () =>
-        core.createNamespacedSecret({ namespace, body }, bound()),
-      )
+      await call(`creating Secret ${secretName(secret)}`, () => kube.createSecret(secret))
     },
     async replaceSecretData(secret, data) {
-      const namespace = secret.metadata.namespace ?? 'default'
-      const body = secretBody(secret, data)
-      await call(`replacing Secret ${namespace}/${secret.metadata.name}`, () =>
-        core.replaceNamespacedSecret({ namespace, name: secret.metadata.name, body }, bound()),
-      )
+      await call(`replacing Secret ${secretName(secret)}`, () => kube.replaceSecret({ ...secret, data }))
     },
-    async getConfigMap(namespace, name) {
-      const cm = await call(
-        `reading ConfigMap ${namespace}/${name}`,
-        () => core.readNamespacedConfigMap({ namespace, name }, bound()),
-        true,
-      )
-      return (
-        cm && {
-          apiVersion: 'v1',
-          kind: 'ConfigMap',
-          metadata: cm.metadata as CapiObject['metadata'],
-          data: cm.data,
-        }
-      )
-    },
+    getConfigMap: (namespace, name) =>
+      call(`reading ConfigMap ${namespace}/${name}`, () => kube.readConfigMap(namespace, name), true),
     async createConfigMap(cm) {
       const namespace = cm.metadata.namespace ?? 'default'
-      await call(`creating ConfigMap ${namespace}/${cm.metadata.name}`, () =>
-        core.createNamespacedConfigMap(
-          { namespace, body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: cm.metadata, data: cm.data } },
-          bound(),
-        ),
-      )
+      await call(`creating ConfigMap ${namespace}/${cm.metadata.name}`, () => kube.createConfigMap(cm))
     },
     async deleteConfigMap(namespace, name) {
-      await call(
-        `deleting ConfigMap ${namespace}/${name}`,
-        () => core.deleteNamespacedConfigMap({ namespace, name }, bound()),
-        true,
-      )
+      await call(`deleting ConfigMap ${namespace}/${name}`, () => kube.deleteConfigMap(namespace, name), true)
     },
-    async watch(r, onEvent, onEnd) {
-      const watcher = new k8s.Watch(kc)
-      let stopped = false
-      const controller = await watcher.watch(
-        `/apis/${r.group}/${r.version}/${r.plural}`,
-        { allowWatchBookmarks: true },
-        (phase) => {
-          if (phase !== 'BOOKMARK') onEvent()
-        },
-        (err: unknown) => {
-          if (!stopped) onEnd(err)
-        },
-      )
-      return () => {
-        stopped = true
-        controller.abort()
-      }
-    },
+    watch: (r, onEvent, onEnd) => kube.watch(r, onEvent, onEnd),
   }
 }

@@ -4,7 +4,7 @@
  * condition keeps its lastTransitionTime while it says the same, so an unchanged status is not
  * written again.
  */
-import type { CapiObject } from './capi-api.js'
+import type { KubeadmConfigObject } from './capi-objects.js'
 
 export type ConditionState =
   { ok: true } | { ok: false; reason: string; message: string; severity?: 'Info' | 'Warning' | 'Error' }
@@ -22,7 +22,7 @@ interface Condition {
 const rfc3339 = (d: Date): string => d.toISOString().replace(/\.\d{3}Z$/, 'Z')
 
 export function conditionsFor(
-  config: CapiObject,
+  config: KubeadmConfigObject,
   version: 'v1beta1' | 'v1beta2',
   state: { secret: string | undefined; data: ConditionState },
   now: Date,

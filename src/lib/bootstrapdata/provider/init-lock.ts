@@ -3,22 +3,23 @@
  * that gets init data. Created exclusively, so two reconcilers (or a restart) never hand out init
  * data twice; released once the control plane is initialized.
  */
-import { KubeApiError } from '../../kube/index.js'
+import { KubeApiError, type KubeObject } from '../../kube/index.js'
 import { CLUSTER_NAME_LABEL } from '../types.js'
-import type { CapiApi, CapiObject } from './capi-api.js'
+import type { CapiApi } from './capi-api.js'
+import type { CapiCluster } from './capi-objects.js'
 import type { CapiResources } from './reconcile.js'
 
 const LOCK_KEY = 'lock-information'
 
 export async function acquireInitLock(
   api: CapiApi,
-  cluster: CapiObject,
+  cluster: CapiCluster,
   machine: string,
   resources: Pick<CapiResources, 'machines'>,
 ): Promise<{ acquired: true } | { acquired: false; reason: string }> {
   const namespace = cluster.metadata.namespace ?? 'default'
   const name = `${cluster.metadata.name}-lock`
-  const holderOf = (cm: CapiObject | undefined): string | undefined => {
+  const holderOf = (cm: KubeObject | undefined): string | undefined => {
     try {
       return (JSON.parse(cm?.data?.[LOCK_KEY] ?? '{}') as { machineName?: string }).machineName
     } catch {

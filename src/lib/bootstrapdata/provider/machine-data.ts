@@ -4,7 +4,7 @@
  * document for an assignment.
  */
 import { stringifyYaml } from '../../yaml/index.js'
-import { tokenString, type BootstrapToken } from '../../kube/index.js'
+import { tokenString, type BootstrapToken, type KubeObject } from '../../kube/index.js'
 import { caCertHash } from '../certs.js'
 import { renderCloudConfig } from '../cloud-init.js'
 import { controlPlaneEndpoint } from '../defaults.js'
@@ -14,12 +14,13 @@ import { kubeadmPlan } from '../plan.js'
 import type { Assignment } from '../orchestrate.js'
 import type { BootstrapTemplates } from '../templates.js'
 import type { BootstrapObjects, CertificateAuthorities } from '../types.js'
-import type { CapiApi, CapiObject } from './capi-api.js'
+import type { CapiApi } from './capi-api.js'
+import type { CapiCluster, CapiMachine, KubeadmConfigObject } from './capi-objects.js'
 
 export interface MachineObjects {
-  config: CapiObject
-  machine: CapiObject
-  cluster: CapiObject
+  config: KubeadmConfigObject
+  machine: CapiMachine
+  cluster: CapiCluster
 }
 
 export async function readObjects(o: MachineObjects, api: CapiApi): Promise<BootstrapObjects> {
@@ -73,7 +74,7 @@ async function inputYaml({ config, machine, cluster }: MachineObjects, api: Capi
     throw new Error(
       `the Secrets ${missing.join(', ')} that spec.files[].contentFrom or spec.users[].passwdFrom name do not exist in the management cluster`,
     )
-  const strip = (o: CapiObject) => ({
+  const strip = (o: KubeObject) => ({
     apiVersion: o.apiVersion,
     kind: o.kind,
     metadata: {

@@ -6,12 +6,13 @@
  * the first one wrote and goes on from there.
  */
 import { messageOf } from '../../errors/index.js'
-import { KubeApiError, type RandomBytes } from '../../kube/index.js'
+import { KubeApiError, type KubeObject, type RandomBytes } from '../../kube/index.js'
 import { controlPlaneEndpoint, givenJoinToken, usesFileDiscovery } from '../defaults.js'
 import { assignRoles, type Assignment } from '../orchestrate.js'
 import type { BootstrapTemplates } from '../templates.js'
 import { CLUSTER_NAME_LABEL, CLUSTER_SECRET_TYPE, type CertificateAuthorities } from '../types.js'
-import type { CapiApi, CapiObject, OwnerReference, ResourceRef } from './capi-api.js'
+import type { CapiApi, OwnerReference } from './capi-api.js'
+import type { CapiCluster, CapiMachine, CapiResource, KubeadmConfigObject } from './capi-objects.js'
 import { conditionsFor, type ConditionState } from './conditions.js'
 import { acquireInitLock, releaseInitLock } from './init-lock.js'
 import { readObjects, renderData, type MachineObjects } from './machine-data.js'
@@ -21,9 +22,9 @@ export const PAUSED_ANNOTATION = 'cluster.x-k8s.io/paused'
 
 export interface CapiResources {
   version: 'v1beta1' | 'v1beta2'
-  clusters: ResourceRef
-  machines: ResourceRef
-  kubeadmConfigs: ResourceRef
+  clusters: CapiResource<CapiCluster>
+  machines: CapiResource<CapiMachine>
+  kubeadmConfigs: CapiResource<KubeadmConfigObject>
 }
 
 export function capiResources(version: 'v1beta1' | 'v1beta2'): CapiResources {
@@ -44,7 +45,7 @@ export interface ReconcileDeps {
     cluster: string,
   ) => Promise<Pick<CapiApi, 'getSecret' | 'createSecret' | 'replaceSecretData'>>
   /** The cluster's CA set, from its CAPI Secrets; `generate` creates missing ones (init only). */
-  authorities: (cluster: CapiObject, generate: boolean) => Promise<CertificateAuthorities>
+  authorities: (cluster: CapiCluster, generate: boolean) => Promise<CertificateAuthorities>
   templates: BootstrapTemplates
   randomBytes: RandomBytes
   clock: () => Date
@@ -58,7 +59,7 @@ export type Outcome =
   | { result: 'refreshed' | 'unchanged'; detail: string }
   | { result: 'failed'; reason: string }
 
-export async function reconcileConfig(config: CapiObject, deps: ReconcileDeps): Promise<Outcome> {
+export async function reconcileConfig(config: KubeadmConfigObject, deps: ReconcileDeps): Promise<Outcome> {
   const { api, resources } = deps
   const namespace = config.metadata.namespace ?? 'default'
   const owner = (config.metadata.ownerReferences ?? []).find(
@@ -67,8 +68,7 @@ export async function reconcileConfig(config: CapiObject, deps: ReconcileDeps): 
   if (!owner) return { result: 'skipped', reason: 'no owning Machine yet' }
   const machine = await api.get(resources.machines, namespace, owner.name)
   if (!machine) return { result: 'skipped', reason: `Machine ${owner.name} not found` }
-  const clusterName =
-    (machine.spec?.clusterName as string | undefined) ?? machine.metadata.labels?.[CLUSTER_NAME_LABEL]
+  const clusterName = machine.spec?.clusterName ?? machine.metadata.labels?.[CLUSTER_NAME_LABEL]
   if (!clusterName) return { result: 'skipped', reason: `Machine ${owner.name} names no Cluster` }
   const cluster = await api.get(resources.clusters, namespace, clusterName)
   if (!cluster) return { result: 'skipped', reason: `Cluster ${clusterName} not found` }
@@ -166,7 +166,7 @@ const initConfigured = (a: Assignment): boolean =>
   a.spec.clusterConfiguration !== undefined ||
   a.spec.joinConfiguration === undefined
 
-export function controllerRef(obj: CapiObject): OwnerReference {
+export function controllerRef(obj: KubeObject): OwnerReference {
   return {
     apiVersion: obj.apiVersion,
     kind: obj.kind,
@@ -177,12 +177,12 @@ export function controllerRef(obj: CapiObject): OwnerReference {
   }
 }
 
-const ownedBy = (child: CapiObject, owner: CapiObject): boolean =>
+const ownedBy = (child: KubeObject, owner: KubeObject): boolean =>
   (child.metadata.ownerReferences ?? []).some((o) => o.uid === owner.metadata.uid && o.controller)
 
 /** Reports why the config has no data yet (condition severity Info: nothing is wrong). */
 async function wait(
-  config: CapiObject,
+  config: KubeadmConfigObject,
   deps: ReconcileDeps,
   reason: string,
   message: string,
@@ -195,7 +195,7 @@ async function wait(
 }
 
 async function writeStatus(
-  config: CapiObject,
+  config: KubeadmConfigObject,
   deps: ReconcileDeps,
   state: { secret: string | undefined; data: ConditionState },
 ): Promise<void> {

@@ -2,10 +2,15 @@
  * Bootstrap tokens of the provider's join data, in the workload cluster its `<cluster>-kubeconfig`
  * Secret names: issued with the data, kept alive while the machine boots (capi.md §2.3).
  */
-import { bootstrapTokenSecret, generateBootstrapToken, type BootstrapToken } from '../../kube/index.js'
+import {
+  bootstrapTokenSecret,
+  generateBootstrapToken,
+  type BootstrapToken,
+  type KubeObject,
+} from '../../kube/index.js'
 import { assignRoles } from '../orchestrate.js'
 import { refreshTokenSecret } from '../tokens.js'
-import type { CapiObject } from './capi-api.js'
+import type { CapiCluster } from './capi-objects.js'
 import { readObjects, renderData, type MachineObjects } from './machine-data.js'
 import type { Outcome, ReconcileDeps } from './reconcile.js'
 
@@ -39,7 +44,7 @@ export async function refreshToken(o: MachineObjects, deps: ReconcileDeps): Prom
 /** The token is gone (expired and cleaned up): a new one, and the data Secret rendered again with it. */
 async function reissue(
   o: MachineObjects,
-  dataSecret: CapiObject,
+  dataSecret: KubeObject,
   oldId: string,
   deps: ReconcileDeps,
 ): Promise<Outcome> {
@@ -64,7 +69,7 @@ async function reissue(
 }
 
 /** A new token, registered in the Cluster's workload cluster. */
-export async function issueToken(cluster: CapiObject, deps: ReconcileDeps): Promise<BootstrapToken> {
+export async function issueToken(cluster: CapiCluster, deps: ReconcileDeps): Promise<BootstrapToken> {
   const token = generateBootstrapToken(deps.randomBytes, deps.clock(), deps.tokenTtlMs)
   const secret = bootstrapTokenSecret(token, TOKEN_DESCRIPTION)
   const workload = await workloadApi(cluster, deps)
@@ -72,7 +77,7 @@ export async function issueToken(cluster: CapiObject, deps: ReconcileDeps): Prom
   return token
 }
 
-async function workloadApi(cluster: CapiObject, deps: ReconcileDeps) {
+async function workloadApi(cluster: CapiCluster, deps: ReconcileDeps) {
   const namespace = cluster.metadata.namespace ?? 'default'
   const name = `${cluster.metadata.name}-kubeconfig`
   const secret = await deps.api.getSecret(namespace, name)

@@ -2,11 +2,11 @@
 import type { InitRequest } from '../../../gen/init.js'
 import {
   encodeJoinConfig,
-  MEASUREMENT_SALT_BYTES,
   measurementsForJoins,
   parseJoinConfig,
   type Measurements,
 } from '../../attestation/index.js'
+import { canonicalDiskUuid, controlPlaneEndpoint, MEASUREMENT_SALT_BYTES } from '../../contract/index.js'
 import { chainMessage } from '../../errors/index.js'
 import {
   checkInitSecret,
@@ -17,7 +17,7 @@ import {
 } from '../../kms/index.js'
 import { kubernetesNodeName, writeNodeState, type NodeMember } from '../../nodeconfig/index.js'
 import type { NodePaths } from '../../paths.js'
-import { formatHostPort, parseHostPort, type Logger } from '../../system/index.js'
+import type { Logger } from '../../system/index.js'
 import { isPatchRelease, parseKubernetesVersion } from '../../versions/index.js'
 import type { Component, StagedComponents } from '../components/installer.js'
 import { kubeadmPaths, type KubeadmInitInput } from '../kubeadm/kubeadm-config.js'
@@ -162,12 +162,12 @@ async function prepareStateDisk(
 ): Promise<void> {
   const { master, diskUuid, diskKey, measurementSecret } = secrets
   await rekeyStateDisk(deps.disk, deps.paths, diskKey).catch(wrapWith('setting the state disk key'))
-  deps.log.info('State disk key set', { diskUUID: diskUuid.toLowerCase() })
+  deps.log.info('State disk key set', { diskUUID: canonicalDiskUuid(diskUuid) })
 
   await writeNodeState(deps.paths, {
     role: 'control-plane',
     measurementSalt: req.measurementSalt,
-    diskUuid: diskUuid.toLowerCase(),
+    diskUuid: canonicalDiskUuid(diskUuid),
   }).catch(wrapWith('writing node state'))
   await writeServiceSecrets(deps.paths, {
     masterSecret: master.key,
@@ -230,25 +230,21 @@ function joinConfigOf(req: InitRequest, log: Logger): string | undefined {
 }
 
 function kubeadmInput(req: InitRequest, deps: InitNodeDeps): KubeadmInitInput {
-  // The whole host:port: behind a load balancer on another port (443) joins dial that port too.
-  const endpoint = deps.loadBalancerEndpoint ? formatEndpoint(deps.loadBalancerEndpoint) : undefined
   return {
     kubernetesVersion: req.kubernetesVersion,
     clusterName: req.clusterName || DEFAULT_CLUSTER_NAME,
     nodeName: kubernetesNodeName(deps.self.name),
     nodeIP: deps.self.vpcIP,
-    controlPlaneEndpoint: endpoint || deps.self.vpcIP,
+    // the endpoint the join service names to joiners (contract): a load balancer's port is kept
+    controlPlaneEndpoint: controlPlaneEndpoint({
+      self: deps.self,
+      loadBalancerEndpoint: deps.loadBalancerEndpoint,
+    }),
     certSANs: req.apiserverCertSans,
     serviceCIDR: req.serviceCidr || DEFAULT_SERVICE_CIDR,
     conformance: req.conformanceMode,
     paths: kubeadmPaths(deps.paths),
   }
-}
-
-/** host:port as kubeadm takes it; a bare host (no port) stays bare, kubeadm then uses 6443. */
-function formatEndpoint(endpoint: string): string {
-  const { host, port } = parseHostPort(endpoint)
-  return port ? formatHostPort(host, port) : host
 }
 
 const wrapWith =

@@ -4,6 +4,7 @@
  * (for a control plane) the cluster's PKI, and run kubeadm join. Past the lock every failure leaves
  * the node unusable, so everything that can be checked was checked before.
  */
+import { canonicalDiskUuid } from '../../contract/index.js'
 import { deriveClusterId } from '../../kms/index.js'
 import { CONTROL_PLANE_SERVICE_FILES, type NodePaths } from '../../paths.js'
 import { writeNodeState } from '../../nodeconfig/index.js'
@@ -67,7 +68,7 @@ export async function joinNode(plan: JoinPlan, deps: JoinNodeDeps): Promise<bool
   deps.log.info('Node lock taken; PCR 15 now carries the cluster ID', {
     clusterId: clusterId.toString('hex'),
   })
-  const diskUuid = plan.diskUuid.toLowerCase()
+  const diskUuid = canonicalDiskUuid(plan.diskUuid)
   await step('setting the state disk key and installing the Kubernetes components', async () => {
     const done = await Promise.allSettled([
       rekeyStateDisk(deps.disk, deps.paths, ticket.diskKey),

@@ -5,15 +5,17 @@
  */
 import { X509Certificate, type KeyObject } from 'node:crypto'
 import type { IssueJoinTicketResponse } from '../../../gen/join.js'
-import { MEASUREMENT_SALT_BYTES } from '../../attestation/index.js'
+import {
+  BOOTSTRAP_TOKEN_PATTERN,
+  MEASUREMENT_SALT_BYTES,
+  MEASUREMENT_SECRET_BYTES,
+  STATE_DISK_KEY_BYTES,
+} from '../../contract/index.js'
 import { CONTROL_PLANE_SERVICE_FILES, type ControlPlaneServiceFileName } from '../../paths.js'
 import { parseHostPort } from '../../system/index.js'
 import type { Component } from '../components/installer.js'
 import { pkiFileNameProblem, type PkiFile } from './pki-files.js'
 
-/** Constellation's StateDiskKeyLength and the measurement secret's length. */
-export const JOIN_SECRET_BYTES = 32
-const BOOTSTRAP_TOKEN = /^[a-z0-9]{6}\.[a-z0-9]{16}$/
 const CA_CERT_HASH = /^sha256:[0-9a-f]{64}$/
 
 export interface JoinTicket {
@@ -50,10 +52,11 @@ export function checkJoinTicket(res: IssueJoinTicketResponse, want: TicketExpect
   const length = (field: string, value: Buffer, bytes: number) => {
     if (value.length !== bytes) throw new BadTicketError(`${field}: ${value.length} bytes, want ${bytes}`)
   }
-  length('state_disk_key', res.stateDiskKey, JOIN_SECRET_BYTES)
-  length('measurement_secret', res.measurementSecret, JOIN_SECRET_BYTES)
+  length('state_disk_key', res.stateDiskKey, STATE_DISK_KEY_BYTES)
+  length('measurement_secret', res.measurementSecret, MEASUREMENT_SECRET_BYTES)
   length('measurement_salt', res.measurementSalt, MEASUREMENT_SALT_BYTES)
-  if (!BOOTSTRAP_TOKEN.test(res.token)) throw new BadTicketError('token: not a kubeadm bootstrap token')
+  if (!BOOTSTRAP_TOKEN_PATTERN.test(res.token))
+    throw new BadTicketError('token: not a kubeadm bootstrap token')
   if (!CA_CERT_HASH.test(res.discoveryTokenCaCertHash))
     throw new BadTicketError(
       `discovery_token_ca_cert_hash: ${JSON.stringify(res.discoveryTokenCaCertHash.slice(0, 80))} is not sha256:<64 hex digits>`,

@@ -1,4 +1,5 @@
 /** The kubeadm init configuration: data in, multi-document YAML out (v1beta3 up to 1.30, v1beta4 from 1.31). */
+import { API_SERVER_PORT } from '../../contract/index.js'
 import type { NodePaths } from '../../paths.js'
 import { kubeadmApiVersion } from '../../versions/index.js'
 import { stringifyYaml } from '../../yaml/index.js'
@@ -40,7 +41,6 @@ export function kubeadmPaths(p: NodePaths): KubeadmInitInput['paths'] {
 }
 
 export const CRI_SOCKET = 'unix:///run/containerd/containerd.sock'
-export const API_SERVER_PORT = 6443
 const KUBELET_API_VERSION = 'kubelet.config.k8s.io/v1beta1'
 
 /** Phases kubeadm init skips: we ran preflight and certs already, Helm installs CoreDNS, Cilium replaces kube-proxy. */

@@ -6,7 +6,8 @@
  */
 import { stringifyYaml } from '../../yaml/index.js'
 import { kubeadmApiVersion } from '../../versions/index.js'
-import { API_SERVER_PORT, CRI_SOCKET } from './kubeadm-config.js'
+import { API_SERVER_PORT } from '../../contract/index.js'
+import { CRI_SOCKET } from './kubeadm-config.js'
 
 export interface KubeadmJoinInput {
   nodeName: string

@@ -6,6 +6,7 @@
  * ID back into PCR 15, so that `bootstrap run` finds a bootstrapped node.
  */
 import { randomBytes } from 'node:crypto'
+import { canonicalDiskUuid } from '../../contract/index.js'
 import { CliError } from '../../errors/index.js'
 import { deriveClusterId } from '../../kms/index.js'
 import { readNodeState } from '../../nodeconfig/index.js'
@@ -94,7 +95,7 @@ async function formatFresh(deps: StateDiskSetupDeps, was: 'blank' | StateDiskMar
 }
 
 async function reopen(deps: StateDiskSetupDeps): Promise<SetupOutcome> {
-  const diskUuid = (await deps.disk.uuid()).toLowerCase()
+  const diskUuid = canonicalDiskUuid(await deps.disk.uuid())
   const keys = await acquireDiskKey({
     ...deps.diskKey,
     diskUuid,
