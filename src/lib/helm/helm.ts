@@ -9,7 +9,7 @@ import { CommandFailedError, MAX_DURATION_MS, type CommandOutput, type Runner } 
 import { helmArgs, VERSION_ARGS, type ChartSource, type HelmArgs, type HelmMajor } from './helm-args.js'
 import { helmFailureMessage, inHelmWords } from './helm-failure.js'
 import { printable } from './printable.js'
-import { compareSemver, parseSemver } from './semver.js'
+import { compareSemver, parseSemver } from '../versions/index.js'
 import { helmTimeoutMs } from './timeout.js'
 import { isValues, type Values } from './values.js'
 

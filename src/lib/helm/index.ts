@@ -14,8 +14,6 @@ export {
 } from './helm-failure.js'
 export { printable } from './printable.js'
 export { helmTimeoutMs, parseHelmTimeout } from './timeout.js'
-export { compareSemver, parseSemver } from './semver.js'
-export type { Semver } from './semver.js'
 export { clusterDnsAddress, loadChartOverrides, PINNED_RELEASES, resolveReleases } from './releases.js'
 export type { ChartOverride, ClusterFacts, ReleaseTarget } from './releases.js'
 export { isValues, mergeValues, valueChanges } from './values.js'

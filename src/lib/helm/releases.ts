@@ -5,9 +5,8 @@
 import path from 'node:path'
 import type { ChartConfig, ClusterConfig } from '../config/index.js'
 import { CliError, exitCodeOf, hintOf, messageOf } from '../errors/index.js'
-import { kubernetesMinor } from '../versions/index.js'
+import { kubernetesMinor, parseSemver } from '../versions/index.js'
 import { parseYaml, readYamlFile } from '../yaml/index.js'
-import { parseSemver } from './semver.js'
 import { isValues, mergeValues, type Values } from './values.js'
 
 export { mergeValues, type Values }
