@@ -3,15 +3,21 @@
  * helm 3 and 4 (helm 4 has no `list --all`, and waits by strategy), and a test runs each of these
  * through the real helm 3 and helm 4 binaries so that no argv reaches an operator unchecked.
  */
-import type { ReleaseTarget } from './releases.js'
-
 export type HelmMajor = 3 | 4
 
 /** Asked before the major is known; every helm since 3.0 takes it. */
 export const VERSION_ARGS: readonly string[] = ['version', '--template', '{{.Version}}']
 
-/** What a chart command needs of a release target. */
-export type ChartSource = Pick<ReleaseTarget, 'name' | 'chart' | 'repository' | 'version' | 'namespace'>
+/** What a chart command needs of a release: which chart, where from, which version, where to. */
+export interface ChartSource {
+  name: string
+  /** A chart name in `repository`, or a local chart directory / packaged `.tgz`. */
+  chart: string
+  repository?: string
+  /** Exact chart version. */
+  version: string
+  namespace: string
+}
 
 export function helmArgs(major: HelmMajor, kubeconfig?: string) {
   const kube = kubeconfig ? ['--kubeconfig', kubeconfig] : []

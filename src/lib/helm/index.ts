@@ -5,7 +5,6 @@
 export { detectHelm, Helm, DEFAULT_HELM_BOUNDS, parseReleaseList } from './helm.js'
 export type { HelmBounds, HelmEnv, HelmProcessDeps, InstalledRelease, ValuesSource } from './helm.js'
 export { helmArgs, VERSION_ARGS } from './helm-args.js'
-export type { ChartSource, HelmArgs, HelmMajor } from './helm-args.js'
 export {
   helmFailureMessage,
   helmRefusedKubeconfig,
