@@ -15,7 +15,7 @@ import {
   type ExecuteDeps,
   type UpgradeReport,
 } from '../../src/lib/upgrade/index.js'
-import { Helm, type HelmBounds, type InstalledRelease } from '../../src/lib/helm/helm.js'
+import { Helm, type HelmBounds, type InstalledRelease } from '../../src/lib/helm/binary/helm.js'
 import { makeTempDir } from '../support/temp.js'
 import { startFakeApiServer, type FakeApiServer } from '../../src/lib/mini/simulator/index.js'
 import {

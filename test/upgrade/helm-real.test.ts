@@ -6,8 +6,8 @@ import { expect } from '../support/chai.js'
 import { makeTempDir } from '../support/temp.js'
 import { FIXTURE_CHARTS, HELM_MAJORS, REAL_HELM_VERSIONS, realHelm } from '../support/helm.js'
 import { freePort } from '../support/ports.js'
-import { Helm } from '../../src/lib/helm/helm.js'
-import { helmArgs, VERSION_ARGS, type HelmArgs } from '../../src/lib/helm/helm-args.js'
+import { Helm } from '../../src/lib/helm/binary/helm.js'
+import { helmArgs, VERSION_ARGS, type HelmArgs } from '../../src/lib/helm/binary/helm-args.js'
 
 /** What cobra and helm print when an argv is wrong, rather than the command failing on its merits. */
 const USAGE_ERROR =

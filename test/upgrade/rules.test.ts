@@ -1,7 +1,7 @@
 import { parseHelmTimeout } from '../../src/lib/upgrade/index.js'
 import { expect } from '../support/chai.js'
 import { judgeUpgrade, type Verdict } from '../../src/lib/upgrade/rules.js'
-import { parseReleaseList } from '../../src/lib/helm/helm.js'
+import { parseReleaseList } from '../../src/lib/helm/binary/helm.js'
 
 describe('upgrade rules', () => {
   const cases: Record<

@@ -2,7 +2,7 @@
  * `--helm-timeout`: the CLI's one duration grammar (lib/system parseDuration), checked before
  * anything runs, and handed to Helm in Go's own form (Helm rejects `d` and other extensions).
  */
-import { formatDuration, parseDuration } from '../system/index.js'
+import { formatDuration, parseDuration } from '../../system/index.js'
 
 const FLAG = '--helm-timeout'
 

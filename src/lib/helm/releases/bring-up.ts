@@ -4,12 +4,12 @@
  * upgrade, each a visible step. Values go to helm on stdin: no file is left behind when init is
  * interrupted, and they never reach argv.
  */
-import type { ClusterConfig, ClusterState } from '../config/index.js'
-import type { Step } from '../system/index.js'
-import { stringifyYaml } from '../yaml/index.js'
+import type { ClusterConfig, ClusterState } from '../../config/index.js'
+import type { Step } from '../../system/index.js'
+import { stringifyYaml } from '../../yaml/index.js'
 import { factsFromWorkspace } from './cluster-facts.js'
 import { API_COMING_UP, kubeconfigServer, listInstalledReleases } from './cluster-reachable.js'
-import { detectHelm, type HelmProcessDeps } from './helm.js'
+import { detectHelm, type HelmProcessDeps } from '../binary/index.js'
 import { checkLocalCharts } from './local-charts.js'
 import { upgradeRelease } from './release-upgrade.js'
 import { loadChartOverrides, resolveReleases, type ReleaseTarget } from './releases.js'

@@ -4,9 +4,9 @@
  * run out of time (helm/helm#8675), so a release left failed or pending gets an explicit rollback
  * with a timeout of its own.
  */
-import { chainMessage } from '../errors/index.js'
-import { CommandFailedError, describeRetry, retry, sleepMs } from '../system/index.js'
-import type { Helm, ValuesSource } from './helm.js'
+import { chainMessage } from '../../errors/index.js'
+import { CommandFailedError, describeRetry, retry, sleepMs } from '../../system/index.js'
+import type { Helm, ValuesSource } from '../binary/index.js'
 import type { ReleaseTarget } from './releases.js'
 
 /** A release to bring to its target: what is installed now decides install vs upgrade and the rollback. */

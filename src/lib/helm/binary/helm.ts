@@ -4,12 +4,12 @@
  * Every helm process runs under a bound and is killed when it passes it: a hung helm (or a cluster
  * that accepts and never answers) must not hang the CLI.
  */
-import { CliError, isErrnoException } from '../errors/index.js'
-import { CommandFailedError, MAX_DURATION_MS, type CommandOutput, type Runner } from '../system/index.js'
+import { CliError, isErrnoException } from '../../errors/index.js'
+import { CommandFailedError, MAX_DURATION_MS, type CommandOutput, type Runner } from '../../system/index.js'
 import { helmArgs, VERSION_ARGS, type ChartSource, type HelmArgs, type HelmMajor } from './helm-args.js'
 import { helmFailureMessage, inHelmWords } from './helm-failure.js'
 import { printable } from './printable.js'
-import { compareSemver, parseSemver } from '../versions/index.js'
+import { compareSemver, parseSemver } from '../../versions/index.js'
 import { helmTimeoutMs } from './timeout.js'
 import { isValues, type Values } from './values.js'
 
