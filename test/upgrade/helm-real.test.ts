@@ -26,14 +26,14 @@ function samples(chartDir: string, valuesFile: string, closedRepo: string): Samp
     list: [[]],
     status: [['coredns', 'kube-system']],
     upgrade: [
-      [local, valuesFile, '10m'],
-      [remote, valuesFile, '1h30m'],
-      [local, valuesFile, '10m', { wait: false }],
-      [local, '-', '10m'], // values on stdin (init's bring-up)
+      [local, valuesFile, 600_000],
+      [remote, valuesFile, 5_400_000],
+      [local, valuesFile, 600_000, { wait: false }],
+      [local, '-', 600_000], // values on stdin (init's bring-up)
     ],
     rollback: [
-      ['coredns', 'kube-system', '90s'],
-      ['coredns', 'kube-system', '90s', 3],
+      ['coredns', 'kube-system', 90_000],
+      ['coredns', 'kube-system', 90_000, 3],
     ],
     template: [
       [local, valuesFile],
@@ -119,8 +119,8 @@ describe('helm command lines against the real helm 3 and helm 4', function () {
     expect(v3?.list()).to.include('--all')
     expect(v4?.list()).to.not.include('--all')
     const target = { name: 'x', chart: '/c', version: '1.0.0', namespace: 'n' }
-    expect(v3?.upgrade(target, 'v.yaml', '1m')).to.include.members(['--atomic', '--wait'])
-    expect(v4?.upgrade(target, 'v.yaml', '1m')).to.include.members([
+    expect(v3?.upgrade(target, 'v.yaml', 60_000)).to.include.members(['--atomic', '--wait'])
+    expect(v4?.upgrade(target, 'v.yaml', 60_000)).to.include.members([
       '--rollback-on-failure',
       '--wait=watcher',
     ])

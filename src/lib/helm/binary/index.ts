@@ -13,6 +13,6 @@ export {
   inHelmWords,
 } from './helm-failure.js'
 export { printable } from './printable.js'
-export { helmTimeoutMs, parseHelmTimeout } from './timeout.js'
+export { DEFAULT_HELM_TIMEOUT, DEFAULT_HELM_TIMEOUT_MS, parseHelmTimeout } from './timeout.js'
 export { isValues, mergeValues, valueChanges } from './values.js'
 export type { ValueChanges, Values } from './values.js'

@@ -1,17 +1,17 @@
 /**
  * `--helm-timeout`: the CLI's one duration grammar (lib/system parseDuration), checked before
- * anything runs, and handed to Helm in Go's own form (Helm rejects `d` and other extensions).
+ * anything runs. It travels as milliseconds; helm-args.ts alone writes it as Helm's Go text.
  */
-import { formatDuration, parseDuration } from '../../system/index.js'
+import { parseDuration } from '../../system/index.js'
 
 const FLAG = '--helm-timeout'
 
-/** The timeout as Helm's `--timeout` takes it: `10m` → `10m0s`, `1d` → `24h0m0s`. */
-export function parseHelmTimeout(text: string): string {
-  return formatDuration(parseDuration(text, FLAG))
-}
+/** Constellation's helm timeout, for init's bring-up and upgrades alike (the flags' default). */
+export const DEFAULT_HELM_TIMEOUT = '10m'
 
-/** Milliseconds of a timeout (as given, or as parseHelmTimeout returned it). */
-export function helmTimeoutMs(text: string): number {
+/** Milliseconds of a `--helm-timeout`; a bad one is a usage error naming the flag. */
+export function parseHelmTimeout(text: string): number {
   return parseDuration(text, FLAG)
 }
+
+export const DEFAULT_HELM_TIMEOUT_MS = parseHelmTimeout(DEFAULT_HELM_TIMEOUT)

@@ -22,8 +22,8 @@ export interface BringUpOptions {
   kubeconfig: string
   /** kube-proxy runs (init --conformance): Cilium must not replace it. */
   conformance: boolean
-  /** Go duration each release may take to become ready. */
-  helmTimeout: string
+  /** How long each release may take to become ready. */
+  helmTimeoutMs: number
   /** false (--skip-helm-wait): helm returns once the objects are written. */
   wait: boolean
 }
@@ -65,7 +65,7 @@ export async function prepareBringUp(opts: BringUpOptions, deps: BringUpDeps): P
         helm,
         { target },
         { yaml: stringifyYaml(target.values) },
-        { timeout: opts.helmTimeout, wait: opts.wait, sleep: deps.sleep, report },
+        { timeoutMs: opts.helmTimeoutMs, wait: opts.wait, sleep: deps.sleep, report },
       )
       if (result.error) throw new Error(`${target.name}: ${result.error} (${result.reason})`)
       done.push(target.name)
