@@ -145,7 +145,7 @@ export async function generateBootstrapData(
     const access = { presignSeconds: opts.presignedUrlSeconds, now: deps.now() }
     const { machine, upload, content } = await deliver(job, store, access)
     if (upload) uploads.push(upload)
-    staged.push({ file: job.file, content, mode: 0o600 }) // init data holds CA keys
+    staged.push({ file: job.file, content, secret: true }) // init data holds CA keys
     result.machines.push(machine)
   }
   const register = secret && workload ? () => deps.registerToken(workload, secret) : undefined
@@ -187,7 +187,7 @@ function tokenSecretOutput(
   const file = path.join(outDir, `${secret.metadata.name}.yaml`)
   return {
     summary: { ...summary, registered: false, file },
-    file: { file, content: stringifyYaml(secret), mode: 0o600 },
+    file: { file, content: stringifyYaml(secret), secret: true },
   }
 }
 

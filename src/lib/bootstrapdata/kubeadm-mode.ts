@@ -144,5 +144,5 @@ async function adminKubeconfig(
   const endpoint = controlPlaneEndpoint(init.cluster)
   if (!endpoint) return undefined
   const content = createAdminKubeconfig(cas.ca, name, `https://${endpoint}`, now)
-  return { file, staged: { file, content, mode: 0o600 } }
+  return { file, staged: { file, content, secret: true } }
 }
