@@ -14,7 +14,7 @@ import { renderCloudConfig } from './cloud-init.js'
 import { renderIgnition } from './ignition.js'
 import { kubeadmMode } from './kubeadm-mode.js'
 import type { MachineJob } from './machine-job.js'
-import { commit, deliver, type OffloadResult, type Store, type Upload } from './delivery.js'
+import { commit, deliver, type MachineResult, type Store, type Upload } from './delivery.js'
 import { parseS3Url, type ObjectStore } from './offload.js'
 import { assignRoles, type Assignment, type Waiting } from './orchestrate.js'
 import { parseBootstrapObjects } from './parse.js'
@@ -67,16 +67,6 @@ export interface GenerateDeps {
   managementApi?: (kubeconfig: string) => Promise<CaSecretApi>
   /** Attested formats: the bcrypt hash of the workspace's init secret, for every node config. */
   initSecretHash: (workspace: string) => Promise<string>
-}
-
-export interface MachineResult {
-  machine: string
-  role: Assignment['role']
-  format: OutputFormat
-  file: string
-  /** Raw size of the full document; what a provider's user-data limit is measured against. */
-  bytes: number
-  offload?: OffloadResult
 }
 
 export interface GenerateResult {
