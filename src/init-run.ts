@@ -8,7 +8,8 @@ import { format, parseArgs } from 'node:util'
 import { checkWorkspaceFolder } from './workspace-flag.js'
 import { exitCodeOf, renderError } from './lib/errors/index.js'
 import { exitAfterGrace } from './lib/system/index.js'
-import { DEFAULT_INIT_HELM_TIMEOUT, initSummary, initWarnings } from './lib/init/index.js'
+import { DEFAULT_HELM_TIMEOUT } from './lib/helm/index.js'
+import { initSummary, initWarnings } from './lib/init/index.js'
 import { runInit } from './wiring/init.js'
 
 /** The flags of `init`, as node:util's parseArgs reads them; the oclif command has the same. */
@@ -20,7 +21,7 @@ export const INIT_FLAGS = {
   timeout: { type: 'string', default: '5m' },
   'skip-helm': { type: 'boolean', default: false },
   'skip-helm-wait': { type: 'boolean', default: false },
-  'helm-timeout': { type: 'string', default: DEFAULT_INIT_HELM_TIMEOUT },
+  'helm-timeout': { type: 'string', default: DEFAULT_HELM_TIMEOUT },
   json: { type: 'boolean', default: false },
 } as const
 

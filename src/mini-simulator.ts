@@ -16,11 +16,10 @@
  * (they renew their Leases every quarter of it). `--node-monitor-period` (default 5s, or a quarter
  * of a shorter grace) is how often Nodes are looked at. Bad arguments: the usage on stderr, exit 2.
  */
-import { chmod, writeFile } from 'node:fs/promises'
 import { parseArgs } from 'node:util'
 import { ExitCode, renderError, UsageError } from './lib/errors/index.js'
 import { FakeApiServer, type FakeApiServerOptions } from './lib/simulator/index.js'
-import { parseDuration, parseHostPort, serveUntilStopped } from './lib/system/index.js'
+import { parseDuration, parseHostPort, serveUntilStopped, writeSecretFile } from './lib/system/index.js'
 
 const USAGE =
   'usage: node mini-simulator.js --dir STORAGE_DIR --kubeconfig OUT [--listen HOST:PORT] [--cert-host H]...' +
@@ -96,8 +95,7 @@ async function main(argv: string[]): Promise<void> {
     await serveUntilStopped({
       start: async () => {
         await server.start()
-        await writeFile(args.kubeconfig, server.kubeconfig(), { mode: 0o600 })
-        await chmod(args.kubeconfig, 0o600) // a file that was there keeps its mode otherwise
+        await writeSecretFile(args.kubeconfig, server.kubeconfig(), 'replace')
         process.stdout.write(`listening ${server.url}\n`)
       },
       stop: async () => {

@@ -1,6 +1,7 @@
 import { Flags } from '@oclif/core'
 import { BaseCommand } from '../base-command.js'
-import { DEFAULT_INIT_HELM_TIMEOUT, initSummary, initWarnings, type InitResult } from '../lib/init/index.js'
+import { DEFAULT_HELM_TIMEOUT } from '../lib/helm/index.js'
+import { initSummary, initWarnings, type InitResult } from '../lib/init/index.js'
 import { runInit } from '../wiring/init.js'
 
 // bin/run.js runs init through src/init-run.ts, without oclif; this class gives it help, usage
@@ -33,7 +34,7 @@ export default class Init extends BaseCommand {
     }),
     'helm-timeout': Flags.string({
       description: 'time each Helm release may take to become ready',
-      default: DEFAULT_INIT_HELM_TIMEOUT,
+      default: DEFAULT_HELM_TIMEOUT,
     }),
   }
 

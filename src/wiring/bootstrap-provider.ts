@@ -8,6 +8,7 @@ import os from 'node:os'
 import {
   BootstrapController,
   capiResources,
+  initLockConfigMap,
   LeaderLease,
   loadOrCreateCaSecrets,
   loadTemplates,
@@ -49,9 +50,11 @@ export async function createBootstrapProvider(
     durationMs: s.leaseDurationMs,
     clock,
   })
+  const resources = capiResources(s.apiVersion)
   const deps = {
     api,
-    resources: capiResources(s.apiVersion),
+    resources,
+    initLock: initLockConfigMap(api, resources),
     workload: (text: string, cluster: string) =>
       openCapiApi({ text, what: `the kubeconfig of Cluster ${cluster} (its -kubeconfig Secret)` }),
     authorities: async (cluster: CapiCluster, generate: boolean) =>

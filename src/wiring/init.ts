@@ -33,7 +33,7 @@ export function runInit(flags: InitFlags): Promise<InitResult> {
       debug,
       skipHelm: flags['skip-helm'],
       skipHelmWait: flags['skip-helm-wait'],
-      helmTimeout: parseHelmTimeout(flags['helm-timeout']),
+      helmTimeoutMs: parseHelmTimeout(flags['helm-timeout']),
     },
     {
       progress: stepProgress(terminal, { quiet: flags.json }),

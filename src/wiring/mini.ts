@@ -6,8 +6,7 @@
 import { createAttestedChannelCredentials } from '../lib/atls/index.js'
 import { chainMessage, CliError } from '../lib/errors/index.js'
 import { detectHelm } from '../lib/helm/index.js'
-import { initCluster, DEFAULT_INIT_HELM_TIMEOUT } from '../lib/init/index.js'
-import { parseHelmTimeout } from '../lib/helm/index.js'
+import { initCluster } from '../lib/init/index.js'
 import {
   mergeMiniKubeconfig,
   miniDown,
@@ -55,7 +54,6 @@ export function miniIo(opts: { skipHelm: boolean; progress: (line: string) => vo
           debug: false,
           skipHelm: opts.skipHelm,
           skipHelmWait: false,
-          helmTimeout: parseHelmTimeout(DEFAULT_INIT_HELM_TIMEOUT),
         },
         {
           // init's steps under mini's own line, so that its waits (the API, each release) say what

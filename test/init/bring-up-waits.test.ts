@@ -61,7 +61,7 @@ current-context: c
           state: await loadState(paths.state),
           kubeconfig: paths.adminConf,
           conformance: false,
-          helmTimeout: '1m',
+          helmTimeoutMs: 60_000,
           wait: true,
         },
         {

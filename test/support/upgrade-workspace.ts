@@ -57,7 +57,7 @@ export async function installFixtureReleases(
         namespace: opts.namespaces?.[name] ?? RELEASE_NAMESPACES[name] ?? 'default',
       },
       { yaml: opts.values?.[name] ?? '{}\n' },
-      '60s',
+      60_000,
     )
 }
 

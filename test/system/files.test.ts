@@ -1,8 +1,15 @@
-import { lstat, mkdir, readdir, readFile, symlink, writeFile } from 'node:fs/promises'
+import { chmod, lstat, mkdir, readdir, readFile, symlink, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { expect } from '../support/chai.js'
 import { makeTempDir } from '../support/temp.js'
-import { exists, lstatIfPresent, writeFileAtomic, writeFileExclusive } from '../../src/lib/system/index.js'
+import {
+  exists,
+  lstatIfPresent,
+  writeFileAtomic,
+  writeFileExclusive,
+  writeSecretFile,
+  type SecretWrite,
+} from '../../src/lib/system/index.js'
 
 describe('file helpers', () => {
   let dir: string
@@ -73,5 +80,52 @@ describe('secret file writers never write through a symlink', () => {
     await symlink(path.join(dir, 'nowhere'), file)
     await expect(writeFileExclusive(file, 'secret')).to.be.rejectedWith(/already exists/)
     expect(await exists(path.join(dir, 'nowhere'))).to.equal(false)
+  })
+})
+
+describe('writeSecretFile: 0600 whatever the umask, never through a symlink', () => {
+  let dir: string
+  let outside: string
+  let cleanup: () => Promise<void>
+  let umask: number
+  beforeEach(async () => {
+    ;({ dir, cleanup } = await makeTempDir())
+    outside = path.join(dir, 'outside')
+    await writeFile(outside, 'outside')
+    umask = process.umask(0) // the widest umask: open()'s mode alone would decide
+  })
+  afterEach(async () => {
+    process.umask(umask)
+    await cleanup()
+  })
+
+  for (const how of ['exclusive', 'replace'] as const satisfies readonly SecretWrite[]) {
+    it(`${how}: a new file is 0600 and holds the data`, async () => {
+      const file = path.join(dir, 'new', 'secret')
+      await writeSecretFile(file, 'secret', how)
+      expect((await lstat(file)).mode & 0o777).to.equal(0o600)
+      expect(await readFile(file, 'utf8')).to.equal('secret')
+    })
+    it(`${how}: a symlink at the path never receives the data`, async () => {
+      const file = path.join(dir, 'link')
+      await symlink(outside, file)
+      await writeSecretFile(file, 'secret', how).catch(() => {})
+      expect(await readFile(outside, 'utf8')).to.equal('outside')
+      expect((await lstat(outside)).mode & 0o777).to.not.equal(0o600)
+    })
+  }
+
+  it('replace: a group- and world-readable file is replaced by a 0600 one', async () => {
+    const file = path.join(dir, 'state.yaml')
+    await writeFile(file, 'old')
+    await chmod(file, 0o644)
+    await writeSecretFile(file, 'new', 'replace')
+    expect((await lstat(file)).mode & 0o777).to.equal(0o600)
+    expect(await readFile(file, 'utf8')).to.equal('new')
+  })
+
+  it('exclusive: an existing file is refused and left as it was', async () => {
+    await expect(writeSecretFile(outside, 'secret', 'exclusive')).to.be.rejectedWith(/already exists/)
+    expect(await readFile(outside, 'utf8')).to.equal('outside')
   })
 })

@@ -7,8 +7,8 @@ import { parseYamlDocuments } from '../../src/lib/yaml/index.js'
 import { expect } from '../support/chai.js'
 import { makeTempDir } from '../support/temp.js'
 import { FIXTURE_CHARTS, realHelm } from '../support/helm.js'
-import { Helm } from '../../src/lib/helm/helm.js'
-import { type ReleaseTarget } from '../../src/lib/helm/releases.js'
+import { Helm } from '../../src/lib/helm/binary/helm.js'
+import { type ReleaseTarget } from '../../src/lib/helm/releases/releases.js'
 
 const run = promisify(execFile)
 const CHARTS = ['cilium', 'coredns', 'cert-manager']

@@ -1,4 +1,4 @@
-import { describeCluster } from '../../src/lib/helm/cluster-facts.js'
+import { describeCluster } from '../../src/lib/helm/releases/cluster-facts.js'
 import type { ClusterState } from '../../src/lib/config/index.js'
 import { expect } from '../support/chai.js'
 

@@ -99,7 +99,7 @@ describe('upgrade execute (lib): guards before any change, helm detection (real 
       const upgrades = calls.filter((c) => c[0] === 'upgrade')
       expect(upgrades).to.have.length(3)
       for (const call of upgrades) {
-        expect(call).to.include.members([...tc.want, '--install', '--timeout', '2m'])
+        expect(call).to.include.members([...tc.want, '--install', '--timeout', '2m0s'])
         expect(call).to.not.include(tc.not)
       }
       expect(await h.deployed()).to.deep.equal(all('1.1.0'))

@@ -15,7 +15,8 @@ import {
   type ExecuteDeps,
   type UpgradeReport,
 } from '../../src/lib/upgrade/index.js'
-import { Helm, type HelmBounds, type InstalledRelease } from '../../src/lib/helm/helm.js'
+import { Helm, type HelmBounds, type InstalledRelease } from '../../src/lib/helm/binary/helm.js'
+import { parseHelmTimeout } from '../../src/lib/helm/binary/timeout.js'
 import { makeTempDir } from '../support/temp.js'
 import { startFakeApiServer, type FakeApiServer } from '../../src/lib/simulator/index.js'
 import {
@@ -60,6 +61,7 @@ export interface UpgradeOptions {
   /** Added to helm's environment (the fake's FAKE_HELM_HANG, FAKE_HELM_GARBAGE, …). */
   env?: NodeJS.ProcessEnv
   helmBounds?: Partial<HelmBounds>
+  /** As the flag takes it. */
   helmTimeout?: string
   /** Runs helm (a spy around the real runner, to see every argv). */
   runner?: Runner
@@ -156,7 +158,12 @@ export class UpgradeHarness {
     )
     return executeUpgrade(
       prepared,
-      { workspace: ws, yes: o.yes ?? true, dryRun: o.dryRun ?? false, helmTimeout: o.helmTimeout ?? '2m' },
+      {
+        workspace: ws,
+        yes: o.yes ?? true,
+        dryRun: o.dryRun ?? false,
+        helmTimeoutMs: parseHelmTimeout(o.helmTimeout ?? '2m'),
+      },
       this.deps(o.deps),
     )
   }

@@ -10,7 +10,7 @@ import { mkdir, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { createRunner } from '../../src/lib/system/index.js'
 import { runProcess } from '../../src/lib/system/process.js'
-import { Helm } from '../../src/lib/helm/helm.js'
+import { Helm } from '../../src/lib/helm/binary/helm.js'
 import { expect } from '../support/chai.js'
 import { FakeApiServer } from '../../src/lib/simulator/index.js'
 import { FIXTURE_CHARTS, HELM_MAJORS, realHelm, realKubectl } from '../support/helm.js'
@@ -59,7 +59,7 @@ describe('real helm 3 and 4, and kubectl 1.35, against the Kubernetes API contra
         env,
         kubeconfig,
       })
-      await helm.upgrade(chart('1.0.0'), { file: values }, '60s')
+      await helm.upgrade(chart('1.0.0'), { file: values }, 60_000)
       expect(await release(helm)).to.include({ version: '1.0.0', status: 'deployed', revision: 1 })
       const crd = api.get('apiextensions.k8s.io/v1', 'customresourcedefinitions', CRD)
       expect(crd, 'the CRD from crds/').to.not.equal(undefined)
@@ -70,17 +70,17 @@ describe('real helm 3 and 4, and kubectl 1.35, against the Kubernetes API contra
         'fixture.constellation.invalid/certificates',
       )
 
-      await helm.upgrade(chart('1.1.0'), { file: values }, '60s')
+      await helm.upgrade(chart('1.1.0'), { file: values }, 60_000)
       expect(await release(helm)).to.include({ version: '1.1.0', status: 'deployed', revision: 2 })
 
       // every write to the release's ConfigMap fails once: helm's own rollback restores 1.1.0
       api.failOn({ pathIncludes: 'configmaps/cert-manager-settings', method: 'PATCH', status: 500 })
-      await expect(helm.upgrade(chart('1.2.0'), { yaml: 'greeting: hello\n' }, '60s')).to.be.rejected
+      await expect(helm.upgrade(chart('1.2.0'), { yaml: 'greeting: hello\n' }, 60_000)).to.be.rejected
       const afterFailure = await release(helm)
       expect(afterFailure).to.include({ version: '1.1.0', status: 'deployed' })
       expect(afterFailure?.revision).to.equal(4) // 3 failed, 4 the rollback
 
-      await helm.rollback('cert-manager', 'cert-manager', '60s')
+      await helm.rollback('cert-manager', 'cert-manager', 60_000)
       expect(await release(helm)).to.include({ status: 'deployed' })
       // helm stores its releases as Secrets (sent as protobuf), one per revision
       const stored = api

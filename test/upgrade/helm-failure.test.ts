@@ -1,5 +1,5 @@
 import { CommandFailedError, type CommandFailure } from '../../src/lib/system/index.js'
-import { helmSaidUnreachable, inHelmWords } from '../../src/lib/helm/helm-failure.js'
+import { helmSaidUnreachable, inHelmWords } from '../../src/lib/helm/binary/helm-failure.js'
 import { expect } from '../support/chai.js'
 
 const failure = (f: Partial<CommandFailure>): CommandFailedError =>

@@ -3,7 +3,7 @@ import { renderReport } from '../../src/lib/upgrade/index.js'
 import { expect } from '../support/chai.js'
 import { readFakeHelmState } from '../support/helm.js'
 import { all, UpgradeHarness } from './harness.js'
-import { printable } from '../../src/lib/helm/printable.js'
+import { printable } from '../../src/lib/helm/binary/printable.js'
 
 /** Control characters a terminal would act on (newline and tab are text). */
 // eslint-disable-next-line no-control-regex -- finding control characters is the point

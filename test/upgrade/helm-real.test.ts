@@ -6,8 +6,8 @@ import { expect } from '../support/chai.js'
 import { makeTempDir } from '../support/temp.js'
 import { FIXTURE_CHARTS, HELM_MAJORS, REAL_HELM_VERSIONS, realHelm } from '../support/helm.js'
 import { freePort } from '../support/ports.js'
-import { Helm } from '../../src/lib/helm/helm.js'
-import { helmArgs, VERSION_ARGS, type HelmArgs } from '../../src/lib/helm/helm-args.js'
+import { Helm } from '../../src/lib/helm/binary/helm.js'
+import { helmArgs, VERSION_ARGS, type HelmArgs } from '../../src/lib/helm/binary/helm-args.js'
 
 /** What cobra and helm print when an argv is wrong, rather than the command failing on its merits. */
 const USAGE_ERROR =
@@ -26,14 +26,14 @@ function samples(chartDir: string, valuesFile: string, closedRepo: string): Samp
     list: [[]],
     status: [['coredns', 'kube-system']],
     upgrade: [
-      [local, valuesFile, '10m'],
-      [remote, valuesFile, '1h30m'],
-      [local, valuesFile, '10m', { wait: false }],
-      [local, '-', '10m'], // values on stdin (init's bring-up)
+      [local, valuesFile, 600_000],
+      [remote, valuesFile, 5_400_000],
+      [local, valuesFile, 600_000, { wait: false }],
+      [local, '-', 600_000], // values on stdin (init's bring-up)
     ],
     rollback: [
-      ['coredns', 'kube-system', '90s'],
-      ['coredns', 'kube-system', '90s', 3],
+      ['coredns', 'kube-system', 90_000],
+      ['coredns', 'kube-system', 90_000, 3],
     ],
     template: [
       [local, valuesFile],
@@ -119,8 +119,8 @@ describe('helm command lines against the real helm 3 and helm 4', function () {
     expect(v3?.list()).to.include('--all')
     expect(v4?.list()).to.not.include('--all')
     const target = { name: 'x', chart: '/c', version: '1.0.0', namespace: 'n' }
-    expect(v3?.upgrade(target, 'v.yaml', '1m')).to.include.members(['--atomic', '--wait'])
-    expect(v4?.upgrade(target, 'v.yaml', '1m')).to.include.members([
+    expect(v3?.upgrade(target, 'v.yaml', 60_000)).to.include.members(['--atomic', '--wait'])
+    expect(v4?.upgrade(target, 'v.yaml', 60_000)).to.include.members([
       '--rollback-on-failure',
       '--wait=watcher',
     ])

@@ -1,9 +1,9 @@
 import { planToJson, renderPlan, renderReport } from '../../src/lib/upgrade/index.js'
-import { mergeValues, valueChanges } from '../../src/lib/helm/values.js'
+import { mergeValues, valueChanges } from '../../src/lib/helm/binary/values.js'
 import { expect } from '../support/chai.js'
 import { planUpgrade } from '../../src/lib/upgrade/plan.js'
-import { type InstalledRelease } from '../../src/lib/helm/helm.js'
-import { type ReleaseTarget } from '../../src/lib/helm/releases.js'
+import { type InstalledRelease } from '../../src/lib/helm/binary/helm.js'
+import { type ReleaseTarget } from '../../src/lib/helm/releases/releases.js'
 
 const target = (name: string, version: string, namespace = 'kube-system'): ReleaseTarget => ({
   name,

@@ -11,7 +11,7 @@ import {
   loadChartOverrides,
   resolveReleases,
   type ClusterFacts,
-} from '../../src/lib/helm/releases.js'
+} from '../../src/lib/helm/releases/releases.js'
 
 const facts: ClusterFacts = { serviceCIDR: '10.96.0.0/12', apiServerHost: '10.0.0.5' }
 const config = (charts?: ChartConfig[]) => ({ upgrade: { charts } })

@@ -1,7 +1,8 @@
-import { parseHelmTimeout } from '../../src/lib/upgrade/index.js'
+import { parseHelmTimeout } from '../../src/lib/helm/binary/timeout.js'
+import { helmArgs } from '../../src/lib/helm/binary/helm-args.js'
 import { expect } from '../support/chai.js'
 import { judgeUpgrade, type Verdict } from '../../src/lib/upgrade/rules.js'
-import { parseReleaseList } from '../../src/lib/helm/helm.js'
+import { parseReleaseList } from '../../src/lib/helm/binary/helm.js'
 
 describe('upgrade rules', () => {
   const cases: Record<
@@ -106,6 +107,7 @@ describe('helm list parsing', () => {
 })
 
 describe('--helm-timeout', () => {
+  const chart = { name: 'x', chart: '/c', version: '1.0.0', namespace: 'n' }
   // Helm gets Go's own form: it rejects `d`, which the CLI's one duration grammar adds.
   for (const [given, forHelm] of [
     ['10m', '10m0s'],
@@ -114,7 +116,10 @@ describe('--helm-timeout', () => {
     ['1.5h', '1h30m0s'],
     ['1d', '24h0m0s'],
   ] as const)
-    it(`accepts ${given} and hands Helm ${forHelm}`, () => expect(parseHelmTimeout(given)).to.equal(forHelm))
+    it(`accepts ${given} and hands Helm ${forHelm}`, () => {
+      const argv = helmArgs(4).upgrade(chart, 'v.yaml', parseHelmTimeout(given))
+      expect(argv[argv.indexOf('--timeout') + 1]).to.equal(forHelm)
+    })
   for (const bad of ['', '10', 'ten minutes', '0s', '5 m', '-1m']) {
     it(`refuses ${JSON.stringify(bad)} naming the flag`, () =>
       expect(() => parseHelmTimeout(bad)).to.throw(/--helm-timeout .* is not a duration/))

@@ -1,24 +1,7 @@
 import { Flags } from '@oclif/core'
 import { BaseCommand } from '../../base-command.js'
-import { encodeJoinConfig, JOIN_CONFIG_MAP } from '../../lib/attestation/index.js'
-import {
-  clusterJoinMeasurements,
-  joinConfigChanged,
-  JOIN_CONFIG_REQUEST_TIMEOUT_MS,
-  joinMeasurementsFromConfig,
-  planJoinConfigUpdate,
-  renderJoinConfigUpdate,
-  type JoinConfigChange,
-} from '../../lib/config/index.js'
-import { JOIN_CONFIG_SYNC_INTERVAL_MS } from '../../lib/joinservice/index.js'
-import { openKubeApi } from '../../lib/kube/index.js'
-import { workspacePaths } from '../../lib/paths.js'
-
-export interface JoinConfigUpdateResult {
-  configMap: string
-  updated: boolean
-  changes: JoinConfigChange[]
-}
+import type { JoinConfigUpdateResult } from '../../lib/joinservice/index.js'
+import { runJoinConfigUpdate } from '../../wiring/join-config.js'
 
 export default class JoinConfigUpdate extends BaseCommand {
   static override description =
@@ -41,31 +24,13 @@ export default class JoinConfigUpdate extends BaseCommand {
 
   async run(): Promise<JoinConfigUpdateResult> {
     const { flags } = await this.parse(JoinConfigUpdate)
-    const ws = workspacePaths(flags.workspace)
-    const next = await joinMeasurementsFromConfig(ws.config)
-    const api = await openKubeApi(flags.kubeconfig ?? ws.adminConf, {
-      requestTimeoutMs: JOIN_CONFIG_REQUEST_TIMEOUT_MS,
-    })
-    const { namespace, name, key } = JOIN_CONFIG_MAP
-    const current = clusterJoinMeasurements((await api.getConfigMap(namespace, name))?.data[key])
-    const changes = planJoinConfigUpdate(current, next)
-    const result = { configMap: `${namespace}/${name}`, updated: false, changes }
-    this.log(renderJoinConfigUpdate(changes, current !== undefined))
-    if (current && joinConfigChanged(changes).length === 0) {
-      this.log('The cluster already enforces these measurements; nothing to update.')
-      return result
-    }
-    const go =
-      flags.yes ||
-      (await this.confirmChange("Update the cluster's join-config?", "update the cluster's join-config"))
-    if (!go) {
-      this.log('Nothing was changed.')
-      return result
-    }
-    await api.applyConfigMap(namespace, name, { [key]: encodeJoinConfig(next) })
-    this.log(
-      `Updated ${namespace}/${name}. Every join service enforces it within ${JOIN_CONFIG_SYNC_INTERVAL_MS / 1000} s, without a restart.`,
+    return runJoinConfigUpdate(
+      { workspace: flags.workspace, kubeconfig: flags.kubeconfig, yes: flags.yes },
+      {
+        say: (line) => this.log(line),
+        confirm: () =>
+          this.confirmChange("Update the cluster's join-config?", "update the cluster's join-config"),
+      },
     )
-    return { ...result, updated: true }
   }
 }

@@ -1,10 +1,9 @@
 import { Flags } from '@oclif/core'
 import { BaseCommand } from '../../base-command.js'
 import { CliError, UsageError } from '../../lib/errors/index.js'
+import { DEFAULT_HELM_TIMEOUT, parseHelmTimeout } from '../../lib/helm/index.js'
 import {
-  DEFAULT_HELM_TIMEOUT,
   executeUpgrade,
-  parseHelmTimeout,
   planToJson,
   prepareUpgrade,
   renderPlan,
@@ -41,7 +40,7 @@ export default class UpgradeExecute extends BaseCommand {
   async run(): Promise<UpgradeReport & { plan: ReturnType<typeof planToJson> }> {
     const { flags } = await this.parse(UpgradeExecute)
     if (!flags.helm) throw new UsageError('say what to upgrade', 'pass --helm to upgrade the Helm releases')
-    const helmTimeout = parseHelmTimeout(flags['helm-timeout'])
+    const helmTimeoutMs = parseHelmTimeout(flags['helm-timeout'])
     const prepared = await prepareUpgrade(
       { workspace: flags.workspace, kubeconfig: flags.kubeconfig, force: flags.force },
       helmDeps(),
@@ -49,7 +48,7 @@ export default class UpgradeExecute extends BaseCommand {
     this.log(renderPlan(prepared.plan))
     const report = await executeUpgrade(
       prepared,
-      { workspace: flags.workspace, yes: flags.yes, dryRun: flags['dry-run'], helmTimeout },
+      { workspace: flags.workspace, yes: flags.yes, dryRun: flags['dry-run'], helmTimeoutMs },
       executeDeps(prepared, { json: this.jsonEnabled() }),
     )
     this.log(renderReport(report))

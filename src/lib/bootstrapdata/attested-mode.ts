@@ -1,13 +1,15 @@
 /** Attested mode's part of a run: the workspace's init-secret hash, then one attested plan per machine. */
 import { CliError, exitCodeOf, hintOf, messageOf } from '../errors/index.js'
 import { attestedPlan, type StateDiskOptions } from './attested.js'
-import type { GenerateDeps } from './generate.js'
 import type { ModeSetup } from './machine-job.js'
 import type { BootstrapObjects } from './types.js'
 
 export async function attestedMode(
   opts: { workspace: string; attestationVariant: string; stateDisk: StateDiskOptions },
-  deps: Pick<GenerateDeps, 'initSecretHash'>,
+  deps: {
+    /** The bcrypt hash of the workspace's init secret, for every node config. */
+    initSecretHash: (workspace: string) => Promise<string>
+  },
   objects: BootstrapObjects,
 ): Promise<ModeSetup> {
   const initSecretHash = await deps.initSecretHash(opts.workspace).catch((err: unknown) => {

@@ -71,8 +71,8 @@ export async function loadOrCreateAuthorities(
     const keyFile = path.join(caDir, CA_FILES[name].key)
     const certFile = path.join(caDir, CA_FILES[name].cert)
     toWrite.push(
-      { file: path.resolve(keyFile), content: pair.keyPem, mode: 0o600 },
-      { file: path.resolve(certFile), content: pair.certPem, mode: 0o644 },
+      { file: path.resolve(keyFile), content: pair.keyPem, secret: true },
+      { file: path.resolve(certFile), content: pair.certPem, secret: false },
     )
     pairs[name] = pair
   }

@@ -31,7 +31,7 @@
  *   v1beta1 field: their defaults are accepted (and dropped), any other value is refused.
  */
 import type { KeyPath, Problem } from '../yaml/index.js'
-import type { CapiVersion } from './convert.js'
+import type { CapiVersion } from './types.js'
 import { record } from './validate.js'
 
 type Report = (path: KeyPath, message: string) => void

@@ -19,10 +19,7 @@
 import type { KeyPath, Problem } from '../yaml/index.js'
 import { convertSpec } from './convert-spec.js'
 import { record } from './validate.js'
-import { CLUSTER_NAME_LABEL } from './types.js'
-
-export const CAPI_VERSIONS = ['v1alpha3', 'v1alpha4', 'v1beta1', 'v1beta2'] as const
-export type CapiVersion = (typeof CAPI_VERSIONS)[number]
+import { CAPI_VERSIONS, CLUSTER_NAME_LABEL, type CapiVersion } from './types.js'
 
 export const OBJECT_KINDS = [
   'Cluster',

@@ -7,10 +7,11 @@ import { createHash } from 'node:crypto'
 import path from 'node:path'
 import { CliError, exitCodeOf, hintOf, messageOf, UsageError } from '../errors/index.js'
 import { renderBoothookStub } from './boothook.js'
-import type { MachineResult } from './generate.js'
 import type { MachineJob } from './machine-job.js'
+import type { Assignment } from './orchestrate.js'
 import { objectKey, renderIgnitionStub, type ObjectStore, type S3Location } from './offload.js'
 import { writeAllOrNothing, type StagedFile } from './staged-writes.js'
+import type { OutputFormat } from './types.js'
 
 export interface Upload {
   location: { bucket: string; key: string }
@@ -28,6 +29,16 @@ export interface Store {
  * deletes it when the Machine has a nodeRef; a bucket lifecycle rule (expire after 1 day) is the
  * platform's fallback for everything else.
  */
+export interface MachineResult {
+  machine: string
+  role: Assignment['role']
+  format: OutputFormat
+  file: string
+  /** Raw size of the full document; what a provider's user-data limit is measured against. */
+  bytes: number
+  offload?: OffloadResult
+}
+
 export interface OffloadResult {
   object: string
   stubBytes: number

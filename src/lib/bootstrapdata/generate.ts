@@ -14,7 +14,7 @@ import { renderCloudConfig } from './cloud-init.js'
 import { renderIgnition } from './ignition.js'
 import { kubeadmMode } from './kubeadm-mode.js'
 import type { MachineJob } from './machine-job.js'
-import { commit, deliver, type OffloadResult, type Store, type Upload } from './delivery.js'
+import { commit, deliver, type MachineResult, type Store, type Upload } from './delivery.js'
 import { parseS3Url, type ObjectStore } from './offload.js'
 import { assignRoles, type Assignment, type Waiting } from './orchestrate.js'
 import { parseBootstrapObjects } from './parse.js'
@@ -67,16 +67,6 @@ export interface GenerateDeps {
   managementApi?: (kubeconfig: string) => Promise<CaSecretApi>
   /** Attested formats: the bcrypt hash of the workspace's init secret, for every node config. */
   initSecretHash: (workspace: string) => Promise<string>
-}
-
-export interface MachineResult {
-  machine: string
-  role: Assignment['role']
-  format: OutputFormat
-  file: string
-  /** Raw size of the full document; what a provider's user-data limit is measured against. */
-  bytes: number
-  offload?: OffloadResult
 }
 
 export interface GenerateResult {
@@ -145,7 +135,7 @@ export async function generateBootstrapData(
     const access = { presignSeconds: opts.presignedUrlSeconds, now: deps.now() }
     const { machine, upload, content } = await deliver(job, store, access)
     if (upload) uploads.push(upload)
-    staged.push({ file: job.file, content, mode: 0o600 }) // init data holds CA keys
+    staged.push({ file: job.file, content, secret: true }) // init data holds CA keys
     result.machines.push(machine)
   }
   const register = secret && workload ? () => deps.registerToken(workload, secret) : undefined
@@ -187,7 +177,7 @@ function tokenSecretOutput(
   const file = path.join(outDir, `${secret.metadata.name}.yaml`)
   return {
     summary: { ...summary, registered: false, file },
-    file: { file, content: stringifyYaml(secret), mode: 0o600 },
+    file: { file, content: stringifyYaml(secret), secret: true },
   }
 }
 

@@ -8,13 +8,12 @@ import { exists } from '../system/index.js'
 import { loadOrCreateCaSecrets, type CaSecretApi } from './ca-secrets.js'
 import { caCertHash, loadOrCreateAuthorities } from './certs.js'
 import { controlPlaneEndpoint, givenJoinToken, usesFileDiscovery } from './defaults.js'
-import type { GenerateDeps } from './generate.js'
 import { createAdminKubeconfig } from './kubeconfig.js'
 import type { ModeSetup } from './machine-job.js'
 import type { Assignment } from './orchestrate.js'
 import { kubeadmPlan } from './plan.js'
 import type { StagedFile } from './staged-writes.js'
-import { generateBootstrapToken, tokenString, type BootstrapToken } from '../kube/index.js'
+import { generateBootstrapToken, tokenString, type BootstrapToken, type RandomBytes } from '../kube/index.js'
 import type { BootstrapObjects, BootstrapPlan, CertificateAuthorities } from './types.js'
 
 export interface KubeadmModeOptions {
@@ -25,7 +24,9 @@ export interface KubeadmModeOptions {
   managementKubeconfig?: string
 }
 
-export interface KubeadmModeDeps extends Pick<GenerateDeps, 'now' | 'randomBytes'> {
+export interface KubeadmModeDeps {
+  now: () => Date
+  randomBytes: RandomBytes
   /** Opens the management cluster's API (production: openKubeApi); needed with managementKubeconfig. */
   managementApi?: (kubeconfig: string) => Promise<CaSecretApi>
 }
@@ -144,5 +145,5 @@ async function adminKubeconfig(
   const endpoint = controlPlaneEndpoint(init.cluster)
   if (!endpoint) return undefined
   const content = createAdminKubeconfig(cas.ca, name, `https://${endpoint}`, now)
-  return { file, staged: { file, content, mode: 0o600 } }
+  return { file, staged: { file, content, secret: true } }
 }

@@ -6,13 +6,17 @@
 import { mkdir, rm } from 'node:fs/promises'
 import path from 'node:path'
 import { CliError, chainMessage } from '../errors/index.js'
-import { writeFileExclusive } from '../system/index.js'
+import { writeFileExclusive, writeSecretFile } from '../system/index.js'
 
 export interface StagedFile {
   file: string
   content: string
-  mode: number
+  /** Keys, tokens, user data that carries them: 0600 (writeSecretFile); anything else 0644. */
+  secret: boolean
 }
+
+/** A certificate: anyone may read it. */
+const PUBLIC_FILE_MODE = 0o644
 
 export interface WrittenFiles {
   files: string[]
@@ -29,11 +33,13 @@ export async function writeAllOrNothing(staged: readonly StagedFile[]): Promise<
     // Directories this run created, deepest first; each held only what this run wrote.
     for (const dir of [...dirs].reverse()) await rm(dir, { recursive: true, force: true })
   }
-  for (const { file, content, mode } of staged) {
+  for (const { file, content, secret } of staged) {
     try {
       const made = await mkdir(path.dirname(file), { recursive: true })
       if (made !== undefined) dirs.push(made)
-      await writeFileExclusive(file, content, mode)
+      await (secret
+        ? writeSecretFile(file, content, 'exclusive')
+        : writeFileExclusive(file, content, PUBLIC_FILE_MODE))
       files.push(file)
     } catch (err) {
       const count = files.length

@@ -9,6 +9,10 @@ export const CONTROL_PLANE_LABEL = 'cluster.x-k8s.io/control-plane'
 /** The type of every Secret Cluster API writes: CA pairs, kubeconfigs, bootstrap data. */
 export const CLUSTER_SECRET_TYPE = 'cluster.x-k8s.io/secret'
 
+/** The Cluster API versions read (convert.ts, convert-spec.ts); v1beta1 is the internal shape. */
+export const CAPI_VERSIONS = ['v1alpha3', 'v1alpha4', 'v1beta1', 'v1beta2'] as const
+export type CapiVersion = (typeof CAPI_VERSIONS)[number]
+
 export const OUTPUT_FORMATS = [
   'cloud-config',
   'ignition',

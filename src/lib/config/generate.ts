@@ -4,7 +4,7 @@ import { rm } from 'node:fs/promises'
 import type { AttestationVariant } from '../attestation/index.js'
 import { stringifyYaml } from '../yaml/index.js'
 import { CliError, UsageError } from '../errors/index.js'
-import { exists, isHostPort, writeFileExclusive } from '../system/index.js'
+import { exists, isHostPort, writeSecretFile } from '../system/index.js'
 import { workspacePaths } from '../paths.js'
 import { resolveKubernetesVersion } from '../versions/index.js'
 import { generateInitSecret } from '../kms/index.js'
@@ -94,9 +94,9 @@ export async function generateWorkspace(
   const config = defaultConfig(opts)
   const state = defaultState(opts.name, opts.endpoint, randomBytes)
   const header = opts.variant === 'tpm-ek' ? configHeader + tpmEkHeader : configHeader
-  await writeFileExclusive(paths.config, header + stringifyYaml(config))
+  await writeSecretFile(paths.config, header + stringifyYaml(config), 'exclusive')
   try {
-    await writeFileExclusive(paths.state, stringifyYaml(state))
+    await writeSecretFile(paths.state, stringifyYaml(state), 'exclusive')
   } catch (err) {
     await rm(paths.config, { force: true }) // we created it a moment ago; leave the workspace as we found it
     throw err

@@ -1,5 +1,5 @@
 /** The operator side of init: workspace → InitRequest → attested call → kubeconfig and state. */
-export { DEFAULT_INIT_HELM_TIMEOUT, initCluster } from './init.js'
+export { initCluster } from './init.js'
 export type { InitResult } from './init.js'
 export { initSummary, initWarnings } from './render.js'
 export {

@@ -11,7 +11,7 @@ import { CliError, ExitCode } from '../errors/index.js'
 import { encodeMasterSecret, writeMasterSecret } from '../kms/index.js'
 import { workspacePaths } from '../paths.js'
 import type { Logger, Progress } from '../system/index.js'
-import { prepareBringUp, type BringUp, type HelmProcessDeps } from '../helm/index.js'
+import { DEFAULT_HELM_TIMEOUT_MS, prepareBringUp, type BringUp, type HelmProcessDeps } from '../helm/index.js'
 import { initFailed, resumeFailed, unreachable } from './failure.js'
 import { saveAnswer } from './finish.js'
 import { interruptedLine, type Phase } from './interrupted.js'
@@ -38,8 +38,8 @@ export interface InitOptions {
   skipHelm?: boolean
   /** Install the releases without waiting for them to become ready. */
   skipHelmWait?: boolean
-  /** Go duration each release may take to become ready (default 10m). */
-  helmTimeout?: string
+  /** How long each release may take to become ready (default: helm's DEFAULT_HELM_TIMEOUT_MS). */
+  helmTimeoutMs?: number
 }
 
 export interface InitDeps {
@@ -228,7 +228,7 @@ export async function initCluster(opts: InitOptions, deps: InitDeps): Promise<In
           state,
           kubeconfig: result.kubeconfig,
           conformance: opts.conformance,
-          helmTimeout: opts.helmTimeout ?? DEFAULT_INIT_HELM_TIMEOUT,
+          helmTimeoutMs: opts.helmTimeoutMs ?? DEFAULT_HELM_TIMEOUT_MS,
           wait: !opts.skipHelmWait,
         },
         deps.helm ?? missingHelmDeps(),
@@ -243,9 +243,6 @@ export async function initCluster(opts: InitOptions, deps: InitDeps): Promise<In
     stopWatching()
   }
 }
-
-/** Constellation's helm timeout for the bring-up. */
-export const DEFAULT_INIT_HELM_TIMEOUT = '10m'
 
 const finishCommand = (workspace: string) => `constellation upgrade execute --helm --yes -C ${workspace}`
 

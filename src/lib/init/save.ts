@@ -7,7 +7,7 @@ import { open } from 'node:fs/promises'
 import type { ClusterState } from '../config/index.js'
 import { CliError, isErrnoException, messageOf } from '../errors/index.js'
 import type { WorkspacePaths } from '../paths.js'
-import { SECRET_FILE_MODE, writeFileAtomic, writeFileExclusive } from '../system/index.js'
+import { SECRET_FILE_MODE, writeSecretFile } from '../system/index.js'
 import { stringifyYaml } from '../yaml/index.js'
 
 export interface SaveDeps {
@@ -35,8 +35,8 @@ export async function saveInitResult(
   deps: SaveDeps,
 ): Promise<Saved> {
   const { paths, clusterID } = input
-  const writeExclusive = deps.writeExclusive ?? writeFileExclusive
-  const recordState = deps.recordState ?? writeFileAtomic
+  const writeExclusive = deps.writeExclusive ?? ((file, data) => writeSecretFile(file, data, 'exclusive'))
+  const recordState = deps.recordState ?? ((file, data) => writeSecretFile(file, data, 'replace'))
   const updated: ClusterState = {
     ...input.state,
     clusterValues: { clusterID, ownerID: '', measurementSalt: input.measurementSalt },

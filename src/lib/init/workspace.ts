@@ -7,7 +7,7 @@ import type { ClusterState } from '../config/index.js'
 import { CliError } from '../errors/index.js'
 import { generateMasterSecret, readMasterSecret, type MasterSecret } from '../kms/index.js'
 import type { WorkspacePaths } from '../paths.js'
-import { lstatIfPresent, writeFileAtomic } from '../system/index.js'
+import { lstatIfPresent, writeSecretFile } from '../system/index.js'
 import { stringifyYaml } from '../yaml/index.js'
 
 export type MasterSecretSource = 'generated' | 'reused'
@@ -68,7 +68,7 @@ export async function recordMeasurementSalt(
     ...state,
     clusterValues: { ...state.clusterValues, measurementSalt: salt.toString('hex') },
   }
-  await writeFileAtomic(file, stringifyYaml(updated)).catch((cause: unknown) => {
+  await writeSecretFile(file, stringifyYaml(updated), 'replace').catch((cause: unknown) => {
     throw new CliError(`recording the measurement salt in ${file}`, {
       cause,
       hint: 'nothing was sent to the node; fix what the message names and run init again',

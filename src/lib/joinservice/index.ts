@@ -7,8 +7,14 @@ export { createJoinService, JoinService } from './server.js'
 export type { JoinServiceOptions, JoinServiceLimits } from './server.js'
 export { MeasurementsStore, JOIN_CONFIG_POLL_INTERVAL_MS } from './measurements-store.js'
 export type { MeasurementsSource, MeasurementsStoreOptions } from './measurements-store.js'
-export { JoinConfigSync, JOIN_CONFIG_SYNC_INTERVAL_MS } from './join-config-sync.js'
+export { JoinConfigSync } from './join-config-sync.js'
 export type { JoinConfigMap } from './join-config-sync.js'
+export { updateJoinConfig } from './update-join-config.js'
+export type {
+  JoinConfigUpdateDeps,
+  JoinConfigUpdateOptions,
+  JoinConfigUpdateResult,
+} from './update-join-config.js'
 export { leaseControlPlaneTurns, CONTROL_PLANE_LEASE } from './control-plane-turns.js'
 export type { ControlPlaneTurns } from './control-plane-turns.js'
 export { validatorSourceFrom } from './validator-source.js'

@@ -7,7 +7,7 @@
  */
 import { parseJoinConfig } from '../attestation/index.js'
 import { messageOf } from '../errors/index.js'
-import { exists, readRegularFile, writeFileAtomic, type Logger } from '../system/index.js'
+import { exists, readRegularFile, writeSecretFile, type Logger } from '../system/index.js'
 import { JOIN_CONFIG_MAX_BYTES } from './measurements-store.js'
 
 /** How often the ConfigMap is read: an operator's update is enforced within this. */
@@ -72,7 +72,7 @@ export class JoinConfigSync {
       } catch (err) {
         return this.problem('The cluster join-config is malformed; keeping the last good measurements', err)
       }
-      await writeFileAtomic(file, cluster)
+      await writeSecretFile(file, cluster, 'replace')
       logger.info('The cluster join-config changed; measurements updated', { file })
     }
     this.lastProblem = ''

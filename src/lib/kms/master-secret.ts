@@ -1,9 +1,7 @@
 /** The master secret (`constellation-mastersecret.json`): the root of every cluster key. */
 import { randomBytes } from 'node:crypto'
-import { constants } from 'node:fs'
-import { open } from 'node:fs/promises'
-import { CliError, isErrnoException } from '../errors/index.js'
-import { SECRET_FILE_MODE, writeFileExclusive } from '../system/index.js'
+import { CliError } from '../errors/index.js'
+import { readSecretFile, writeSecretFile } from '../system/index.js'
 
 export const MASTER_SECRET_BYTES = 32
 export const MASTER_SALT_BYTES = 32
@@ -30,7 +28,7 @@ export function encodeMasterSecret(secret: MasterSecret): string {
 
 /** Create-exclusive and 0600: an existing master secret is never clobbered. */
 export async function writeMasterSecret(file: string, secret: MasterSecret): Promise<void> {
-  await writeFileExclusive(file, encodeMasterSecret(secret))
+  await writeSecretFile(file, encodeMasterSecret(secret), 'exclusive')
 }
 
 export function parseMasterSecret(text: string, file: string): MasterSecret {
@@ -60,7 +58,8 @@ export function parseMasterSecret(text: string, file: string): MasterSecret {
  */
 export async function readMasterSecret(file: string): Promise<MasterSecret | undefined> {
   const keep = 'it may hold the keys of a cluster: do not delete it unless you know no node used it'
-  const text = await readOwnerOnlyFile(file, {
+  const text = await readSecretFile(file, {
+    what: 'a master secret',
     notRegularHint: `replace it with the file itself; ${keep}`,
     modeHint: `chmod 600 ${file}, then run init again`,
   })
@@ -79,7 +78,8 @@ export interface NodeMasterSecretFiles {
  */
 export async function readNodeMasterSecret(files: NodeMasterSecretFiles): Promise<MasterSecret> {
   const read = async (file: string, minBytes: number): Promise<Buffer> => {
-    const data = await readOwnerOnlyFile(file, {
+    const data = await readSecretFile(file, {
+      what: 'a master secret',
       notRegularHint: 'the node writes it as a regular file; replace the entry with the file itself',
       modeHint: `chmod 600 ${file}, then start the key service again`,
     })
@@ -96,47 +96,5 @@ export async function readNodeMasterSecret(files: NodeMasterSecretFiles): Promis
   return {
     key: await read(files.masterSecretFile, MASTER_KEY_MIN_BYTES),
     salt: await read(files.masterSaltFile, MASTER_SALT_MIN_BYTES),
-  }
-}
-
-/** Far above any master secret file; keeps a wrong path from being read into memory whole. */
-const SECRET_FILE_MAX_BYTES = 64 * 1024
-
-/**
- * A secret file's bytes, `undefined` when it does not exist. Checked on the open descriptor, so the
- * file that was checked is the file that is read: no symlink (O_NOFOLLOW), a regular file (O_NONBLOCK
- * keeps a FIFO from blocking the open), no access for group or others.
- */
-async function readOwnerOnlyFile(
-  file: string,
-  hints: { notRegularHint: string; modeHint: string },
-): Promise<Buffer | undefined> {
-  const notRegular = () =>
-    new CliError(`${file} is not a regular file (a symlink or other entry)`, { hint: hints.notRegularHint })
-  let handle
-  try {
-    handle = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK)
-  } catch (err) {
-    if (isErrnoException(err, 'ENOENT')) return undefined
-    // ELOOP: a symlink (O_NOFOLLOW); ENXIO: a socket, which has nothing to open
-    if (isErrnoException(err, 'ELOOP') || isErrnoException(err, 'ENXIO')) throw notRegular()
-    throw err
-  }
-  try {
-    const info = await handle.stat()
-    if (!info.isFile()) throw notRegular()
-    const mode = info.mode & 0o777
-    if (mode & 0o077)
-      throw new CliError(
-        `${file} is mode 0${mode.toString(8)}, want 0${SECRET_FILE_MODE.toString(8)}: others could read it`,
-        { hint: hints.modeHint },
-      )
-    if (info.size > SECRET_FILE_MAX_BYTES)
-      throw new CliError(`${file} is too large for a master secret: ${info.size} bytes`, {
-        hint: 'check that this is the right file',
-      })
-    return await handle.readFile()
-  } finally {
-    await handle.close()
   }
 }

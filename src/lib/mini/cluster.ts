@@ -14,7 +14,7 @@ import { workspacePaths } from '../paths.js'
 import {
   exists,
   SIGNAL_EXIT_CODES,
-  writeFileAtomic,
+  writeSecretFile,
   unixAddressProblem,
   type InterruptSignal,
   type Runner,
@@ -505,10 +505,10 @@ async function writeWorkspace(workspace: string, endpoint: string, opts: MiniUpO
       { name: 'cert-manager', namespace: 'cert-manager' },
     ].map((c) => ({ ...c, chart: path.join(io.files.chartsDir, c.name), version: '1.0.0' })),
   }
-  await writeFileAtomic(
+  await writeSecretFile(
     file,
     `# constellation mini: Kubernetes is SIMULATED (kubeadm and the API are contract fakes); the charts are stand-ins\n${config.attestation.tpmEK ? TPM_EK_HEADER : ''}${stringifyYaml(config)}`,
-    0o600,
+    'replace',
   )
 }
 
@@ -528,7 +528,7 @@ async function writeMetadataView(
     endpointHost: endpoint,
     initSecretHash: (await initSecretHashFor(workspace)).initSecretHash,
   }
-  await writeFileAtomic(paths.metadataView, JSON.stringify(view, null, 2) + '\n', 0o600)
+  await writeSecretFile(paths.metadataView, JSON.stringify(view, null, 2) + '\n', 'replace')
 }
 
 export interface MiniDownResult {

@@ -3,11 +3,11 @@
  * `mini down`) and the record `mini down` works from. The record is written before anything is
  * started, and again as the cluster grows, so a crashed `mini up` still leaves enough to undo it.
  */
-import { mkdir, readdir, rename, writeFile } from 'node:fs/promises'
+import { mkdir, readdir } from 'node:fs/promises'
 import path from 'node:path'
 import type { AttestationVariant } from '../attestation/index.js'
 import { API_SERVER_PORT } from '../contract/index.js'
-import { readTextIfPresent } from '../system/index.js'
+import { readTextIfPresent, writeSecretFile } from '../system/index.js'
 import type { NodeRole } from '../nodeconfig/index.js'
 import type { NetworkRecord } from './network.js'
 import { localCaFiles } from './tpm-ca.js'
@@ -110,8 +110,7 @@ export async function readMiniRecord(workspace: string): Promise<MiniRecord | un
 export async function writeMiniRecord(workspace: string, record: MiniRecord): Promise<void> {
   const file = miniPaths(workspace).record
   await mkdir(path.dirname(file), { recursive: true, mode: 0o700 })
-  await writeFile(`${file}.tmp`, JSON.stringify(record, null, 2) + '\n', { mode: 0o600 })
-  await rename(`${file}.tmp`, file)
+  await writeSecretFile(file, JSON.stringify(record, null, 2) + '\n', 'replace')
 }
 
 /** One service's log on a node: what `mini logs` shows. */

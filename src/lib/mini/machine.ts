@@ -4,7 +4,7 @@
  * and the boot status it keeps (boot.json, rewritten on every change, read by whoever waits).
  */
 import { readFile } from 'node:fs/promises'
-import { readTextIfPresent, writeFileAtomic } from '../system/index.js'
+import { readTextIfPresent, writeSecretFile } from '../system/index.js'
 
 /** The supervisor's own process carries this marker (its children do not): `mini reboot` finds it by it. */
 export const SUPERVISOR_MARKER = 'CONSTELL_MINI_SUPERVISOR'
@@ -80,7 +80,7 @@ export async function readBootStatus(file: string): Promise<BootStatus | undefin
 }
 
 export const writeBootStatus = (file: string, status: BootStatus) =>
-  writeFileAtomic(file, JSON.stringify(status, null, 2) + '\n', 0o600)
+  writeSecretFile(file, JSON.stringify(status, null, 2) + '\n', 'replace')
 
 function parseJson(file: string, text: string): unknown {
   try {

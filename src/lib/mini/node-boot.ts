@@ -13,7 +13,7 @@ import path from 'node:path'
 import type { AttestationVariant } from '../attestation/index.js'
 import type { NodeConfig } from '../nodeconfig/index.js'
 import { nodePaths } from '../paths.js'
-import type { Runner } from '../system/index.js'
+import { writeSecretFile, type Runner } from '../system/index.js'
 import { stringifyYaml } from '../yaml/index.js'
 import { alive, CLUSTER_MARKER, markedProcesses, NODE_MARKER, startDaemon, stopMarked } from './daemons.js'
 import { METADATA_PORT, NODE_PORTS, type MiniNodeFiles, type MiniNodeRecord } from './layout.js'
@@ -91,11 +91,10 @@ export async function provisionNode(
   const disk = await open(files.disk, 'wx', 0o600)
   await disk.truncate(DISK_BYTES)
   await disk.close()
-  await writeFile(files.config, stringifyYaml(miniNodeConfig(ctx.network, node, files, ctx.attestation)), {
-    mode: 0o600,
-  })
+  const config = stringifyYaml(miniNodeConfig(ctx.network, node, files, ctx.attestation))
+  await writeSecretFile(files.config, config, 'replace')
   await renderUnits(ctx, files)
-  await writeFile(files.machine, JSON.stringify(machineSpec(node, files), null, 2) + '\n', { mode: 0o600 })
+  await writeSecretFile(files.machine, JSON.stringify(machineSpec(node, files), null, 2) + '\n', 'replace')
 }
 
 /** The units whose output goes to the node's folder (the rest: systemd/state/UNIT.log, "the journal"). */

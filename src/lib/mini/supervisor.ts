@@ -8,12 +8,12 @@
  * SIGKILL after TimeoutStopSec), the TPM gets TPM2_Shutdown as an operating system sends it, then
  * swtpm stops. A power cut is everything SIGKILLed at once, by `mini reboot --hard`.
  */
-import { readdir, readFile, rm, writeFile } from 'node:fs/promises'
+import { readdir, readFile, rm } from 'node:fs/promises'
 import path from 'node:path'
 import type { Server } from 'node:net'
 import { existsSync } from 'node:fs'
 import { messageOf } from '../errors/index.js'
-import type { Logger } from '../system/index.js'
+import { writeSecretFile, type Logger } from '../system/index.js'
 import { writeBootStatus, type BootStatus, type MachineSpec, type UnitState } from './machine.js'
 import { serveSystemctl, SystemctlError } from './systemctl-socket.js'
 import { parseUnitFile, type UnitSpec } from './units.js'
@@ -250,7 +250,7 @@ export class NodeSupervisor {
     })
     run.proc = proc
     // as the simulator's systemctl kept them (bench/mini.bench.ts reads a service's pid there)
-    await writeFile(this.pidFile(name), `${proc.pid}\n`, { mode: 0o600 }).catch(() => {})
+    await writeSecretFile(this.pidFile(name), `${proc.pid}\n`, 'replace').catch(() => {})
     run.exitCode = undefined
     run.signal = undefined
     run.message = undefined

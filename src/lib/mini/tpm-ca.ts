@@ -6,10 +6,10 @@
  * (issuercert.pem) and the TPMs carry no intermediate in NV, so that certificate is the root
  * verifiers trust. Both programs are Debian's swtpm-tools.
  */
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { mkdir, mkdtemp, rm } from 'node:fs/promises'
 import path from 'node:path'
 import { CliError, messageOf } from '../errors/index.js'
-import type { Runner } from '../system/index.js'
+import { writeSecretFile, type Runner } from '../system/index.js'
 
 /** The files of a local CA in `dir`; swtpm_localca creates the keys and certificates on first use. */
 export function localCaFiles(dir: string) {
@@ -45,13 +45,13 @@ export async function writeLocalCaConfig(ca: LocalCaFiles): Promise<void> {
     issuercert: ca.issuerCert,
     certserial: ca.certSerial,
   }
-  await writeFile(ca.localcaConfig, lines(localca), { mode: 0o600 })
+  await writeSecretFile(ca.localcaConfig, lines(localca), 'replace')
   const setup = {
     create_certs_tool: SWTPM_LOCALCA,
     create_certs_tool_config: ca.localcaConfig,
     active_pcr_banks: 'sha256',
   }
-  await writeFile(ca.setupConfig, lines(setup), { mode: 0o600 })
+  await writeSecretFile(ca.setupConfig, lines(setup), 'replace')
 }
 
 const lines = (entries: Record<string, string>) =>

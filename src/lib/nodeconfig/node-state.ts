@@ -6,7 +6,7 @@
 import { canonicalDiskUuid, MEASUREMENT_SALT_BYTES } from '../contract/index.js'
 import { CliError } from '../errors/index.js'
 import type { NodePaths } from '../paths.js'
-import { readRegularFile, writeFileAtomic } from '../system/index.js'
+import { readRegularFile, writeSecretFile } from '../system/index.js'
 import type { NodeRole } from './index.js'
 
 export type NodeStateRole = 'ControlPlane' | 'Worker'
@@ -26,7 +26,7 @@ export async function writeNodeState(paths: NodePaths, state: NodeState): Promis
     MeasurementSalt: state.measurementSalt.toString('base64'),
     DiskUUID: state.diskUuid,
   })
-  await writeFileAtomic(paths.nodeStateFile, body + '\n')
+  await writeSecretFile(paths.nodeStateFile, body + '\n', 'replace')
 }
 
 /** The node state, checked; a CliError naming the file and field when it is missing or malformed. */

@@ -1,7 +1,7 @@
 /** The LUKS2 state disk, driven through cryptsetup; keys reach it only through 0600 files or stdin, never argv. */
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { mkdir, mkdtemp, rm } from 'node:fs/promises'
 import path from 'node:path'
-import type { Runner } from '../system/index.js'
+import { writeSecretFile, type Runner } from '../system/index.js'
 import { encodeMarkToken, findMark, type FoundMark, type StateDiskMark } from './mark.js'
 
 export const CRYPTSETUP = 'cryptsetup'
@@ -139,7 +139,7 @@ export class CryptsetupDisk {
     const dir = await mkdtemp(path.join(this.scratchDir, 'key-'))
     const file = path.join(dir, 'key')
     try {
-      await writeFile(file, key, { mode: 0o600, flag: 'wx' })
+      await writeSecretFile(file, key, 'exclusive')
       return await fn(file)
     } finally {
       await rm(dir, { recursive: true, force: true })

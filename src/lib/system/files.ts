@@ -103,6 +103,65 @@ async function replaceAtomically(file: string, fill: (tmp: string) => Promise<vo
   }
 }
 
+/**
+ * How a secret file is written. `exclusive`: a new file, refused (CliError) when anything is at the
+ * path, a symlink too, so nothing is clobbered. `replace`: a complete new file swapped in by rename,
+ * which replaces a symlink rather than writing through it.
+ */
+export type SecretWrite = 'exclusive' | 'replace'
+
+/** The one way to write a secret (keys, tokens, kubeconfigs, state): 0600 whatever the umask, never through a symlink. */
+export async function writeSecretFile(file: string, data: string | Uint8Array, how: SecretWrite) {
+  await (how === 'exclusive' ? writeFileExclusive : writeFileAtomic)(file, data, SECRET_FILE_MODE)
+}
+
+/** What readSecretFile says when it refuses a file. */
+export interface SecretReadHints {
+  /** What the file is, for the size message: "a master secret". */
+  what: string
+  notRegularHint: string
+  modeHint: string
+}
+
+/** Far above any secret file; keeps a wrong path from being read into memory whole. */
+const SECRET_FILE_MAX_BYTES = 64 * 1024
+
+/**
+ * A secret file's bytes, `undefined` when it does not exist. Checked on the open descriptor, so the
+ * file that was checked is the file that is read: no symlink (O_NOFOLLOW), a regular file (O_NONBLOCK
+ * keeps a FIFO from blocking the open), no access for group or others.
+ */
+export async function readSecretFile(file: string, hints: SecretReadHints): Promise<Buffer | undefined> {
+  const notRegular = () =>
+    new CliError(`${file} is not a regular file (a symlink or other entry)`, { hint: hints.notRegularHint })
+  let handle
+  try {
+    handle = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK)
+  } catch (err) {
+    if (isErrnoException(err, 'ENOENT')) return undefined
+    // ELOOP: a symlink (O_NOFOLLOW); ENXIO: a socket, which has nothing to open
+    if (isErrnoException(err, 'ELOOP') || isErrnoException(err, 'ENXIO')) throw notRegular()
+    throw err
+  }
+  try {
+    const info = await handle.stat()
+    if (!info.isFile()) throw notRegular()
+    const mode = info.mode & 0o777
+    if (mode & 0o077)
+      throw new CliError(
+        `${file} is mode 0${mode.toString(8)}, want 0${SECRET_FILE_MODE.toString(8)}: others could read it`,
+        { hint: hints.modeHint },
+      )
+    if (info.size > SECRET_FILE_MAX_BYTES)
+      throw new CliError(`${file} is too large for ${hints.what}: ${info.size} bytes`, {
+        hint: 'check that this is the right file',
+      })
+    return await handle.readFile()
+  } finally {
+    await handle.close()
+  }
+}
+
 export interface BoundedReadOptions {
   /** Larger files are refused before they are read. */
   maxBytes: number

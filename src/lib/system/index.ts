@@ -7,7 +7,10 @@ export {
   readTextIfPresent,
   exists,
   SECRET_FILE_MODE,
+  writeSecretFile,
+  readSecretFile,
 } from './files.js'
+export type { SecretWrite } from './files.js'
 export { createLogger } from './logger.js'
 export type { Logger } from './logger.js'
 export { describeRetry, retry, settledWithin, sleepMs } from './retry.js'

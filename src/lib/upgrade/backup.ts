@@ -8,10 +8,11 @@
  * Every file is created exclusively and 0600 (values may hold secrets); the folder is 0700.
  */
 import { randomUUID } from 'node:crypto'
-import { mkdir, writeFile } from 'node:fs/promises'
+import { mkdir } from 'node:fs/promises'
 import path from 'node:path'
 import { stringifyYaml } from '../yaml/index.js'
 import type { Helm } from '../helm/index.js'
+import { writeSecretFile } from '../system/index.js'
 import type { ClusterReader } from './kube-reader.js'
 import type { PlannedRelease } from './plan.js'
 
@@ -134,7 +135,7 @@ class BackupWriter {
       this.made.add(dir)
     }
     // Failures are kept, not left as unhandled rejections, and thrown by the next call.
-    const p: Promise<void> = writeFile(target, stringifyYaml(doc), { mode: 0o600, flag: 'wx' })
+    const p: Promise<void> = writeSecretFile(target, stringifyYaml(doc), 'exclusive')
       .catch((err: unknown) => void (this.failure ??= err))
       .finally(() => this.inFlight.delete(p))
     this.inFlight.add(p)
@@ -172,8 +173,7 @@ export async function backupChart(helm: Helm, release: PlannedRelease, dir: stri
   const { target } = release
   const chartDir = path.join(dir, 'helm-charts', safeSegment(target.name))
   await mkdir(chartDir, { recursive: true, mode: 0o700 })
-  const save = (name: string, text: string) =>
-    writeFile(path.join(chartDir, name), text, { mode: 0o600, flag: 'wx' })
+  const save = (name: string, text: string) => writeSecretFile(path.join(chartDir, name), text, 'exclusive')
   const valuesFile = path.join(chartDir, 'overrides.yaml')
   await save('overrides.yaml', stringifyYaml(target.values))
   await save('rendered.yaml', await helm.template(target, valuesFile))

@@ -24,8 +24,8 @@ export interface ExecuteOptions {
   workspace: string
   yes: boolean
   dryRun: boolean
-  /** Go duration (e.g. 10m) for each release's upgrade, and again for an explicit rollback. */
-  helmTimeout: string
+  /** How long each release's upgrade may take, and again an explicit rollback. */
+  helmTimeoutMs: number
 }
 
 export interface ExecuteDeps {
@@ -74,9 +74,6 @@ export interface UpgradeReport {
   /** The release whose failure stopped the sequence, with Helm's error. */
   failure?: { release: string; error: string }
 }
-
-/** Helm's default rollback/upgrade budget in Constellation. */
-export const DEFAULT_HELM_TIMEOUT = '10m'
 
 export async function executeUpgrade(
   prepared: PreparedUpgrade,
@@ -182,7 +179,7 @@ function releaseStep(
         r,
         { file: valuesFile() },
         {
-          timeout: opts.helmTimeout,
+          timeoutMs: opts.helmTimeoutMs,
           report: say,
           ...deps.retry,
         },

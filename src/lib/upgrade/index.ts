@@ -2,7 +2,6 @@
 export { prepareUpgrade } from './prepare.js'
 export type { HelmDeps, PreparedUpgrade } from './prepare.js'
 export { createClusterReader } from './kube-reader.js'
-export { executeUpgrade, DEFAULT_HELM_TIMEOUT } from './execute.js'
+export { executeUpgrade } from './execute.js'
 export type { ExecuteDeps, UpgradeReport } from './execute.js'
 export { renderPlan, renderReport, planToJson } from './report.js'
-export { parseHelmTimeout } from '../helm/index.js'

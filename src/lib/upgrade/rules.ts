@@ -1,5 +1,5 @@
 /** The upgrade rules: no downgrade, no same version, at most one minor step; `force` skips them. */
-import { compareSemver, parseSemver } from '../helm/index.js'
+import { compareSemver, parseSemver } from '../versions/index.js'
 
 export type Verdict =
   | { action: 'install'; reason: string }

@@ -16,6 +16,7 @@ export {
   kubeadmApiVersion,
 } from './kubernetes-version.js'
 export { encodeComponents, parseComponents, readComponentsFile } from './components-file.js'
+export { compareSemver, parseSemver } from './semver.js'
 
 /** One file to install on a node; the shape of components.proto's Component. */
 export interface KubernetesComponent {

@@ -8,7 +8,8 @@
 import type { Logger } from '../../system/index.js'
 import type { ResourceRef } from './capi-api.js'
 import type { LeaderLease } from './leader.js'
-import { reconcileConfig, type Outcome, type ReconcileDeps } from './reconcile.js'
+import { reconcileConfig } from './reconcile.js'
+import type { Outcome, ReconcileDeps } from './types.js'
 
 export interface ControllerOptions {
   resyncMs: number

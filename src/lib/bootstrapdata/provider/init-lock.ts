@@ -7,9 +7,17 @@ import { KubeApiError, type KubeObject } from '../../kube/index.js'
 import { CLUSTER_NAME_LABEL } from '../types.js'
 import type { CapiApi } from './capi-api.js'
 import type { CapiCluster } from './capi-objects.js'
-import type { CapiResources } from './reconcile.js'
+import type { CapiResources, InitLock } from './types.js'
 
 const LOCK_KEY = 'lock-information'
+
+/** The lock as a ConfigMap in the management cluster, for the reconciler's deps. */
+export function initLockConfigMap(api: CapiApi, resources: Pick<CapiResources, 'machines'>): InitLock {
+  return {
+    acquire: (cluster, machine) => acquireInitLock(api, cluster, machine, resources),
+    release: (namespace, cluster) => releaseInitLock(api, namespace, cluster),
+  }
+}
 
 export async function acquireInitLock(
   api: CapiApi,

@@ -6,26 +6,18 @@
  * the first one wrote and goes on from there.
  */
 import { messageOf } from '../../errors/index.js'
-import { KubeApiError, type KubeObject, type RandomBytes } from '../../kube/index.js'
+import { KubeApiError, type KubeObject } from '../../kube/index.js'
 import { controlPlaneEndpoint, givenJoinToken, usesFileDiscovery } from '../defaults.js'
 import { assignRoles, type Assignment } from '../orchestrate.js'
-import type { BootstrapTemplates } from '../templates.js'
-import { CLUSTER_NAME_LABEL, CLUSTER_SECRET_TYPE, type CertificateAuthorities } from '../types.js'
-import type { CapiApi, OwnerReference } from './capi-api.js'
-import type { CapiCluster, CapiMachine, CapiResource, KubeadmConfigObject } from './capi-objects.js'
+import { CLUSTER_NAME_LABEL, CLUSTER_SECRET_TYPE } from '../types.js'
+import type { OwnerReference } from './capi-api.js'
+import type { KubeadmConfigObject } from './capi-objects.js'
 import { conditionsFor, type ConditionState } from './conditions.js'
-import { acquireInitLock, releaseInitLock } from './init-lock.js'
 import { readObjects, renderData, type MachineObjects } from './machine-data.js'
 import { issueToken, refreshToken, TOKEN_ID_ANNOTATION } from './token-refresh.js'
+import type { CapiResources, Outcome, ReconcileDeps } from './types.js'
 
 export const PAUSED_ANNOTATION = 'cluster.x-k8s.io/paused'
-
-export interface CapiResources {
-  version: 'v1beta1' | 'v1beta2'
-  clusters: CapiResource<CapiCluster>
-  machines: CapiResource<CapiMachine>
-  kubeadmConfigs: CapiResource<KubeadmConfigObject>
-}
 
 export function capiResources(version: 'v1beta1' | 'v1beta2'): CapiResources {
   return {
@@ -35,29 +27,6 @@ export function capiResources(version: 'v1beta1' | 'v1beta2'): CapiResources {
     kubeadmConfigs: { group: 'bootstrap.cluster.x-k8s.io', version, plural: 'kubeadmconfigs' },
   }
 }
-
-export interface ReconcileDeps {
-  api: CapiApi
-  resources: CapiResources
-  /** The workload cluster of a Cluster, from its `<cluster>-kubeconfig` Secret (CAPI core writes it). */
-  workload: (
-    kubeconfigText: string,
-    cluster: string,
-  ) => Promise<Pick<CapiApi, 'getSecret' | 'createSecret' | 'replaceSecretData'>>
-  /** The cluster's CA set, from its CAPI Secrets; `generate` creates missing ones (init only). */
-  authorities: (cluster: CapiCluster, generate: boolean) => Promise<CertificateAuthorities>
-  templates: BootstrapTemplates
-  randomBytes: RandomBytes
-  clock: () => Date
-  tokenTtlMs: number
-}
-
-export type Outcome =
-  | { result: 'skipped'; reason: string }
-  | { result: 'waiting'; reason: string }
-  | { result: 'ready'; role?: Assignment['role']; secret: string }
-  | { result: 'refreshed' | 'unchanged'; detail: string }
-  | { result: 'failed'; reason: string }
 
 export async function reconcileConfig(config: KubeadmConfigObject, deps: ReconcileDeps): Promise<Outcome> {
   const { api, resources } = deps
@@ -123,10 +92,10 @@ async function generate(o: MachineObjects, deps: ReconcileDeps): Promise<Outcome
     return wait(config, deps, 'WaitingForControlPlaneAvailable', reason)
   }
   if (assignment.role === 'init') {
-    const lock = await acquireInitLock(deps.api, cluster, machine.metadata.name, deps.resources)
+    const lock = await deps.initLock.acquire(cluster, machine.metadata.name)
     if (!lock.acquired) return wait(config, deps, 'WaitingForControlPlaneAvailable', lock.reason)
   } else {
-    await releaseInitLock(deps.api, namespace, clusterName)
+    await deps.initLock.release(namespace, clusterName)
   }
   if (
     assignment.role !== 'init' &&

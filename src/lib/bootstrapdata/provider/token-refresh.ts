@@ -12,7 +12,7 @@ import { assignRoles } from '../orchestrate.js'
 import { refreshTokenSecret } from '../tokens.js'
 import type { CapiCluster } from './capi-objects.js'
 import { readObjects, renderData, type MachineObjects } from './machine-data.js'
-import type { Outcome, ReconcileDeps } from './reconcile.js'
+import type { Outcome, ReconcileDeps } from './types.js'
 
 /** On the data Secret: which bootstrap token its join data carries, so it can be refreshed. */
 export const TOKEN_ID_ANNOTATION = 'bootstrap.constellation.dev/token-id'

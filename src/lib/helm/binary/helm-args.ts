@@ -3,15 +3,23 @@
  * helm 3 and 4 (helm 4 has no `list --all`, and waits by strategy), and a test runs each of these
  * through the real helm 3 and helm 4 binaries so that no argv reaches an operator unchecked.
  */
-import type { ReleaseTarget } from './releases.js'
+import { formatDuration } from '../../system/index.js'
 
 export type HelmMajor = 3 | 4
 
 /** Asked before the major is known; every helm since 3.0 takes it. */
 export const VERSION_ARGS: readonly string[] = ['version', '--template', '{{.Version}}']
 
-/** What a chart command needs of a release target. */
-export type ChartSource = Pick<ReleaseTarget, 'name' | 'chart' | 'repository' | 'version' | 'namespace'>
+/** What a chart command needs of a release: which chart, where from, which version, where to. */
+export interface ChartSource {
+  name: string
+  /** A chart name in `repository`, or a local chart directory / packaged `.tgz`. */
+  chart: string
+  repository?: string
+  /** Exact chart version. */
+  version: string
+  namespace: string
+}
 
 export function helmArgs(major: HelmMajor, kubeconfig?: string) {
   const kube = kubeconfig ? ['--kubeconfig', kubeconfig] : []
@@ -41,7 +49,7 @@ export function helmArgs(major: HelmMajor, kubeconfig?: string) {
     upgrade: (
       t: ChartSource,
       valuesFile: string,
-      timeout: string,
+      timeoutMs: number,
       opts: { wait: boolean } = { wait: true },
     ) => [
       'upgrade',
@@ -57,11 +65,11 @@ export function helmArgs(major: HelmMajor, kubeconfig?: string) {
       valuesFile,
       ...(opts.wait ? [rollbackOnFailure, wait] : []),
       '--timeout',
-      timeout,
+      goDuration(timeoutMs),
       ...kube,
     ],
     /** To `revision` (without one helm takes the one before the newest: a failed upgrade's). */
-    rollback: (name: string, namespace: string, timeout: string, revision?: number) => [
+    rollback: (name: string, namespace: string, timeoutMs: number, revision?: number) => [
       'rollback',
       name,
       ...(revision ? [String(revision)] : []),
@@ -69,7 +77,7 @@ export function helmArgs(major: HelmMajor, kubeconfig?: string) {
       namespace,
       wait,
       '--timeout',
-      timeout,
+      goDuration(timeoutMs),
       ...kube,
     ],
     /** Renders without the cluster, CRDs included. */
@@ -108,3 +116,6 @@ export function helmArgs(major: HelmMajor, kubeconfig?: string) {
 }
 
 export type HelmArgs = ReturnType<typeof helmArgs>
+
+/** Helm's `--timeout` in Go's own form (Helm rejects `d`, which the CLI accepts): 600000 → 10m0s. */
+const goDuration = (ms: number): string => formatDuration(ms)

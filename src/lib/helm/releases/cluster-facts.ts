@@ -4,10 +4,10 @@
  * kubeadm stores in kube-system/kubeadm-config, and whether kube-proxy runs (kubeadm's addon). The workspace (config, state) fills what the
  * cluster does not say; a fact nobody knows is left out, and the installed values keep it.
  */
-import type { ClusterConfig, ClusterState } from '../config/index.js'
-import { CliError, messageOf } from '../errors/index.js'
-import { parseHostPort } from '../system/index.js'
-import { parseYaml } from '../yaml/index.js'
+import type { ClusterConfig, ClusterState } from '../../config/index.js'
+import { CliError, messageOf } from '../../errors/index.js'
+import { parseHostPort } from '../../system/index.js'
+import { parseYaml } from '../../yaml/index.js'
 import type { ClusterFacts } from './releases.js'
 
 export const KUBEADM_CONFIG = {

@@ -3,13 +3,12 @@
  * workspace config (`upgrade.charts`) overrides (mirrors, local charts) or extends them.
  */
 import path from 'node:path'
-import type { ChartConfig, ClusterConfig } from '../config/index.js'
-import { API_SERVER_PORT } from '../contract/index.js'
-import { CliError, exitCodeOf, hintOf, messageOf } from '../errors/index.js'
-import { kubernetesMinor } from '../versions/index.js'
-import { parseYaml, readYamlFile } from '../yaml/index.js'
-import { parseSemver } from './semver.js'
-import { isValues, mergeValues, type Values } from './values.js'
+import type { ChartConfig, ClusterConfig } from '../../config/index.js'
+import { API_SERVER_PORT } from '../../contract/index.js'
+import { CliError, exitCodeOf, hintOf, messageOf } from '../../errors/index.js'
+import { kubernetesMinor, parseSemver } from '../../versions/index.js'
+import { parseYaml, readYamlFile } from '../../yaml/index.js'
+import { isValues, mergeValues, type Values } from '../binary/index.js'
 
 export { mergeValues, type Values }
 

@@ -4,9 +4,9 @@
  * run out of time (helm/helm#8675), so a release left failed or pending gets an explicit rollback
  * with a timeout of its own.
  */
-import { chainMessage } from '../errors/index.js'
-import { CommandFailedError, describeRetry, retry, sleepMs } from '../system/index.js'
-import type { Helm, ValuesSource } from './helm.js'
+import { chainMessage } from '../../errors/index.js'
+import { CommandFailedError, describeRetry, retry, sleepMs } from '../../system/index.js'
+import type { Helm, ValuesSource } from '../binary/index.js'
 import type { ReleaseTarget } from './releases.js'
 
 /** A release to bring to its target: what is installed now decides install vs upgrade and the rollback. */
@@ -19,8 +19,8 @@ export interface ReleaseToApply {
 }
 
 export interface RetryPolicy {
-  /** Go duration for each attempt, and again for an explicit rollback. */
-  timeout: string
+  /** How long helm waits in each attempt, and again in an explicit rollback. */
+  timeoutMs: number
   attempts: number
   intervalMs: number
   sleep: (ms: number, signal?: AbortSignal) => Promise<void>
@@ -72,7 +72,7 @@ export async function upgradeRelease(
   helm: Helm,
   release: ReleaseToApply,
   values: ValuesSource,
-  policy: Partial<RetryPolicy> & { timeout: string },
+  policy: Partial<RetryPolicy> & { timeoutMs: number },
 ): Promise<ReleaseResult> {
   const { target } = release
   const isInstall = release.installed === undefined
@@ -83,7 +83,7 @@ export async function upgradeRelease(
       async () => {
         attempts++
         try {
-          await helm.upgrade(target, values, policy.timeout, { wait: policy.wait ?? true })
+          await helm.upgrade(target, values, policy.timeoutMs, { wait: policy.wait ?? true })
         } catch (err) {
           const status = await helm.status(target.name, target.namespace).catch((statusErr: unknown) => {
             throw new AttemptFailure('status-unknown', undefined, err, statusErr)
@@ -108,7 +108,7 @@ export async function upgradeRelease(
       },
     )
   } catch (err) {
-    return failed(helm, release, isInstall, attempts, err, policy.timeout)
+    return failed(helm, release, isInstall, attempts, err, policy.timeoutMs)
   }
   const outcome = isInstall ? 'installed' : 'upgraded'
   const how = isInstall ? `installed ${target.version}` : `${release.installed} → ${target.version}`
@@ -121,7 +121,7 @@ async function failed(
   isInstall: boolean,
   attempts: number,
   err: unknown,
-  timeout: string,
+  timeoutMs: number,
 ): Promise<ReleaseResult> {
   const { name, namespace } = release.target
   // an AttemptFailure's message already holds its cause's chain
@@ -167,7 +167,7 @@ async function failed(
   }
   try {
     // to the revision that ran before this upgrade: helm's default is the failed upgrade itself
-    await helm.rollback(name, namespace, timeout, release.installedRevision)
+    await helm.rollback(name, namespace, timeoutMs, release.installedRevision)
     return {
       outcome: 'rolled-back',
       reason: `Helm left the release ${err.releaseStatus}; rolled back to ${release.installed} with its own timeout`,

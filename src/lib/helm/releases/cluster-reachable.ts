@@ -5,11 +5,11 @@
  * just started, so it gives it a few short retries, each said.
  */
 import { readFile } from 'node:fs/promises'
-import { CliError, ExitCode } from '../errors/index.js'
-import { CommandFailedError, describeRetry, retry } from '../system/index.js'
-import { parseYaml } from '../yaml/index.js'
-import { helmRefusedKubeconfig, helmSaidUnreachable } from './helm-failure.js'
-import type { Helm, InstalledRelease } from './helm.js'
+import { CliError, ExitCode } from '../../errors/index.js'
+import { CommandFailedError, describeRetry, retry } from '../../system/index.js'
+import { parseYaml } from '../../yaml/index.js'
+import { helmRefusedKubeconfig, helmSaidUnreachable } from '../binary/index.js'
+import type { Helm, InstalledRelease } from '../binary/index.js'
 
 /** init's patience with an API server kubeadm has just started: 5 attempts, 1 + 2 + 4 + 8 s apart. */
 export const API_COMING_UP = { attempts: 5, initialDelayMs: 1_000 } as const

@@ -4,13 +4,12 @@
  * Every helm process runs under a bound and is killed when it passes it: a hung helm (or a cluster
  * that accepts and never answers) must not hang the CLI.
  */
-import { CliError, isErrnoException } from '../errors/index.js'
-import { CommandFailedError, MAX_DURATION_MS, type CommandOutput, type Runner } from '../system/index.js'
+import { CliError, isErrnoException } from '../../errors/index.js'
+import { CommandFailedError, MAX_DURATION_MS, type CommandOutput, type Runner } from '../../system/index.js'
 import { helmArgs, VERSION_ARGS, type ChartSource, type HelmArgs, type HelmMajor } from './helm-args.js'
 import { helmFailureMessage, inHelmWords } from './helm-failure.js'
 import { printable } from './printable.js'
-import { compareSemver, parseSemver } from './semver.js'
-import { helmTimeoutMs } from './timeout.js'
+import { compareSemver, parseSemver } from '../../versions/index.js'
 import { isValues, type Values } from './values.js'
 
 /** Helm 3.8 is the oldest with OCI registries on by default; 4 is the newest major we know. */
@@ -152,23 +151,23 @@ export class Helm {
     return typeof info?.status === 'string' ? printable(info.status) : 'unknown'
   }
 
-  /** `upgrade --install` with rollback on failure (unless `wait` is false); `timeout` is a Go duration like 10m. */
+  /** `upgrade --install` with rollback on failure (unless `wait` is false), helm waiting up to `timeoutMs`. */
   async upgrade(
     t: ChartSource,
     values: ValuesSource,
-    timeout: string,
+    timeoutMs: number,
     opts: { wait: boolean } = { wait: true },
   ): Promise<void> {
     const file = 'file' in values ? values.file : '-'
     const input = 'yaml' in values ? values.yaml : undefined
-    // A failed upgrade's own rollback waits up to `timeout` again: killing helm then would leave
+    // A failed upgrade's own rollback waits up to `timeoutMs` again: killing helm then would leave
     // the release pending-rollback, so the bound allows both waits.
-    await this.exec(this.args.upgrade(t, file, timeout, opts), this.boundFor(timeout, 2), input)
+    await this.exec(this.args.upgrade(t, file, timeoutMs, opts), this.boundFor(timeoutMs, 2), input)
   }
 
   /** An explicit rollback with its own timeout, for when Helm's built-in one ran out of time. */
-  async rollback(name: string, namespace: string, timeout: string, revision?: number): Promise<void> {
-    await this.exec(this.args.rollback(name, namespace, timeout, revision), this.boundFor(timeout, 1))
+  async rollback(name: string, namespace: string, timeoutMs: number, revision?: number): Promise<void> {
+    await this.exec(this.args.rollback(name, namespace, timeoutMs, revision), this.boundFor(timeoutMs, 1))
   }
 
   /** The manifests the chart renders with these values, CRDs included (no cluster access). */
@@ -210,10 +209,10 @@ export class Helm {
     return this.exec(this.args.getManifest(name, namespace), this.bounds.queryMs)
   }
 
-  /** Helm waits up to `timeout` per wait itself; the margin lets it report before we kill it. */
-  private boundFor(timeout: string, waits: number): number {
+  /** Helm waits up to `timeoutMs` per wait itself; the margin lets it report before we kill it. */
+  private boundFor(timeoutMs: number, waits: number): number {
     // capped where a timer still fires late rather than at once
-    return Math.min(waits * helmTimeoutMs(timeout) + this.bounds.marginMs, MAX_DURATION_MS)
+    return Math.min(waits * timeoutMs + this.bounds.marginMs, MAX_DURATION_MS)
   }
 }
 

@@ -1,5 +1,5 @@
-import { CliError } from '../errors/index.js'
-import type { Helm } from './helm.js'
+import { CliError } from '../../errors/index.js'
+import type { Helm } from '../binary/index.js'
 import type { ReleaseTarget } from './releases.js'
 
 /** Helm ignores --version for chart paths, so a local chart must really hold the pinned version. */

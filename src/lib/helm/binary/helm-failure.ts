@@ -2,7 +2,7 @@
  * Helm's reading of a failed helm process: the runner's CommandFailedError told in helm's words,
  * quoting what helm printed (printable), and whether helm itself blamed the cluster.
  */
-import { CommandFailedError, type CommandFailure } from '../system/index.js'
+import { CommandFailedError, type CommandFailure } from '../../system/index.js'
 import { printable } from './printable.js'
 
 /** How much of helm's output an error quotes. */

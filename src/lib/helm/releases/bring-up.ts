@@ -4,12 +4,12 @@
  * upgrade, each a visible step. Values go to helm on stdin: no file is left behind when init is
  * interrupted, and they never reach argv.
  */
-import type { ClusterConfig, ClusterState } from '../config/index.js'
-import type { Step } from '../system/index.js'
-import { stringifyYaml } from '../yaml/index.js'
+import type { ClusterConfig, ClusterState } from '../../config/index.js'
+import type { Step } from '../../system/index.js'
+import { stringifyYaml } from '../../yaml/index.js'
 import { factsFromWorkspace } from './cluster-facts.js'
 import { API_COMING_UP, kubeconfigServer, listInstalledReleases } from './cluster-reachable.js'
-import { detectHelm, type HelmProcessDeps } from './helm.js'
+import { detectHelm, type HelmProcessDeps } from '../binary/index.js'
 import { checkLocalCharts } from './local-charts.js'
 import { upgradeRelease } from './release-upgrade.js'
 import { loadChartOverrides, resolveReleases, type ReleaseTarget } from './releases.js'
@@ -22,8 +22,8 @@ export interface BringUpOptions {
   kubeconfig: string
   /** kube-proxy runs (init --conformance): Cilium must not replace it. */
   conformance: boolean
-  /** Go duration each release may take to become ready. */
-  helmTimeout: string
+  /** How long each release may take to become ready. */
+  helmTimeoutMs: number
   /** false (--skip-helm-wait): helm returns once the objects are written. */
   wait: boolean
 }
@@ -65,7 +65,7 @@ export async function prepareBringUp(opts: BringUpOptions, deps: BringUpDeps): P
         helm,
         { target },
         { yaml: stringifyYaml(target.values) },
-        { timeout: opts.helmTimeout, wait: opts.wait, sleep: deps.sleep, report },
+        { timeoutMs: opts.helmTimeoutMs, wait: opts.wait, sleep: deps.sleep, report },
       )
       if (result.error) throw new Error(`${target.name}: ${result.error} (${result.reason})`)
       done.push(target.name)
