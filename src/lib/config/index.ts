@@ -2,7 +2,14 @@ export { loadConfig, loadConfigIfPresent, loadState, loadStateIfPresent } from '
 export { generateWorkspace } from './generate.js'
 export type { GenerateResult } from './generate.js'
 export { configSchema, stateSchema } from './schema.js'
-export * from './types.js'
+export { CONFIG_VERSION, STATE_VERSION, ATTESTATION_CONFIG_KEYS } from './types.js'
+export type {
+  AttestationConfigKey,
+  ComponentConfig,
+  ChartConfig,
+  ClusterConfig,
+  ClusterState,
+} from './types.js'
 export { validateWorkspace, formatFinding } from './validate.js'
 export type { WorkspaceValidation } from './validate.js'
 export { validatorForConfig, validatorSettingsForConfig } from './validator.js'
@@ -10,5 +17,22 @@ export { validatorForConfig, validatorSettingsForConfig } from './validator.js'
 export { configuredAttestation } from './attestation.js'
 
 export { initSecretHashFor } from './init-secret-hash.js'
-export * from './measurements-update.js'
-export * from './join-config-update.js'
+export {
+  readConfigMeasurements,
+  planMeasurementsUpdate,
+  hasChanges,
+  applyMeasurementsUpdate,
+  writeConfigMeasurements,
+  renderMeasurementsUpdate,
+  measurementNotes,
+} from './measurements-update.js'
+export type { MeasurementUpdate, ConfigMeasurements } from './measurements-update.js'
+export {
+  JOIN_CONFIG_REQUEST_TIMEOUT_MS,
+  joinMeasurementsFromConfig,
+  clusterJoinMeasurements,
+  planJoinConfigUpdate,
+  joinConfigChanged,
+  renderJoinConfigUpdate,
+} from './join-config-update.js'
+export type { JoinConfigChange } from './join-config-update.js'
