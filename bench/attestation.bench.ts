@@ -1,7 +1,7 @@
 /** Attestation on swtpm: quote issue, quote verify, issue+verify, and a full aTLS handshake + RPC (medians). */
 import { randomBytes } from 'node:crypto'
 import { createIssuer, createValidator, type Measurements } from '../src/lib/attestation/index.js'
-import { parseNodeConfig } from '../src/lib/nodeconfig/index.js'
+import { parseNodeConfig } from '../src/lib/nodeconfig/node-config.js'
 import { readPcrs } from '../src/lib/tpm/index.js'
 import { verifyNode } from '../src/lib/verify/index.js'
 import { createVerifyService } from '../src/wiring/verify-service.js'

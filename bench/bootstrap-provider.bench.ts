@@ -10,7 +10,7 @@ import { createBootstrapProvider } from '../src/wiring/bootstrap-provider.js'
 import { loadOrCreateCaSecrets } from '../src/lib/bootstrapdata/ca-secrets.js'
 import { openKubeApi } from '../src/lib/kube/index.js'
 import { silentLogger } from '../src/lib/system/logger.js'
-import { startFakeApiServer } from '../src/lib/simulator/index.js'
+import { startFakeApiServer } from '../src/lib/simulator/fake-apiserver.js'
 import { makeTempDir } from '../test/support/temp.js'
 import {
   BOOTSTRAP,

@@ -15,10 +15,11 @@ import {
   createKubeletSigner,
   staticMembers,
   validatorSourceFrom,
-  type JoinService,
 } from '../src/lib/joinservice/index.js'
+import { type JoinService } from '../src/lib/joinservice/server.js'
 import { createKeyService, KeyServiceClient } from '../src/lib/kms/index.js'
-import { createTokenIssuer, type SecretObject, type TokenRegistrar } from '../src/lib/kube/index.js'
+import { createTokenIssuer, type SecretObject } from '../src/lib/kube/index.js'
+import { type TokenRegistrar } from '../src/lib/kube/bootstrap-token.js'
 import { silentLogger } from '../src/lib/system/logger.js'
 import { readPcrs } from '../src/lib/tpm/index.js'
 import { COMPONENTS, makeClusterCa, MASTER, MEASUREMENT_SALT } from '../test/joinservice/fakes.js'

@@ -22,10 +22,12 @@ import type { OutputFormat } from '../../src/lib/bootstrapdata/index.js'
 import {
   parseBootstrapperNodeConfig,
   readNodeState,
-  type BootstrapperNodeConfig,
-  type BootstrapperNodeConfigFile,
   type NodeMember,
 } from '../../src/lib/nodeconfig/index.js'
+import {
+  type BootstrapperNodeConfig,
+  type BootstrapperNodeConfigFile,
+} from '../../src/lib/nodeconfig/node-config.js'
 import { nodePaths, NODE_CONFIG_PATH } from '../../src/lib/paths.js'
 import { formatHostPort, parseHostPort } from '../../src/lib/system/index.js'
 import { readPcrs } from '../../src/lib/tpm/index.js'

@@ -7,7 +7,8 @@ import { writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { expect } from '../support/chai.js'
 import { runCli } from '../support/cli.js'
-import { startFakeApiServer, type FakeApiServer, type KubeObject } from '../../src/lib/simulator/index.js'
+import { type FakeApiServer } from '../../src/lib/simulator/index.js'
+import { startFakeApiServer, type KubeObject } from '../../src/lib/simulator/fake-apiserver.js'
 import { makeTempDir, type TempDir } from '../support/temp.js'
 
 const rfc3339 = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z')

@@ -1,5 +1,5 @@
 import path from 'node:path'
-import { startControlPlaneServices } from '../../src/lib/bootstrapper/index.js'
+import { startControlPlaneServices } from '../../src/lib/bootstrapper/control-plane-services.js'
 import { CliError } from '../../src/lib/errors/index.js'
 import { createLogger } from '../../src/lib/system/index.js'
 import { expect } from '../support/chai.js'

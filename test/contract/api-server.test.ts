@@ -2,12 +2,8 @@ import { expect } from '../support/chai.js'
 import { InitRequest } from '../../src/gen/init.js'
 import { initializeNode } from '../../src/lib/bootstrapper/init/init-node.js'
 import { NodeLock } from '../../src/lib/bootstrapper/index.js'
-import {
-  API_SERVER_PORT,
-  apiServerEndpoint,
-  controlPlaneEndpoint,
-  type EndpointMetadata,
-} from '../../src/lib/contract/index.js'
+import { API_SERVER_PORT, apiServerEndpoint, controlPlaneEndpoint } from '../../src/lib/contract/index.js'
+import { type EndpointMetadata } from '../../src/lib/contract/api-server.js'
 import { createKubeletSigner } from '../../src/lib/joinservice/kubelet-signer.js'
 import { checkJoinRequest, issueJoinTicket } from '../../src/lib/joinservice/ticket.js'
 import { clusterKmsUri, hashInitSecret } from '../../src/lib/kms/index.js'

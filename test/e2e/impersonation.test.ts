@@ -20,7 +20,7 @@ import {
 } from '../../src/gen/join.js'
 import { createIssuer, type Issuer } from '../../src/lib/attestation/index.js'
 import { createAttestedClientChannelCredentials } from '../../src/lib/atls/client-attested.js'
-import { CONTROL_PLANE_LEASE } from '../../src/lib/joinservice/index.js'
+import { CONTROL_PLANE_LEASE } from '../../src/lib/joinservice/control-plane-turns.js'
 import { readNodeState } from '../../src/lib/nodeconfig/index.js'
 import { nodePaths } from '../../src/lib/paths.js'
 import { expect } from '../support/chai.js'

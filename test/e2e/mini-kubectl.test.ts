@@ -14,7 +14,8 @@
  */
 import path from 'node:path'
 import { markedProcesses, NODE_MARKER } from '../../src/lib/mini/daemons.js'
-import { readMiniRecord, type MiniRecord } from '../../src/lib/mini/index.js'
+import { readMiniRecord } from '../../src/lib/mini/index.js'
+import { type MiniRecord } from '../../src/lib/mini/layout.js'
 import { nodeMarker } from '../../src/lib/mini/node-boot.js'
 import { workspacePaths } from '../../src/lib/paths.js'
 import { runProcess } from '../../src/lib/system/process.js'

@@ -12,7 +12,8 @@
  */
 import { chmod, mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises'
 import path from 'node:path'
-import { miniPaths, readMiniRecord, rebootNode, type MiniRecord } from '../../src/lib/mini/index.js'
+import { readMiniRecord, rebootNode } from '../../src/lib/mini/index.js'
+import { miniPaths, type MiniRecord } from '../../src/lib/mini/layout.js'
 import { markedProcesses, CLUSTER_MARKER, NODE_MARKER } from '../../src/lib/mini/daemons.js'
 import { miniNetwork } from '../../src/lib/mini/network.js'
 import { nodeMarker } from '../../src/lib/mini/node-boot.js'

@@ -1,6 +1,7 @@
 import { mkdir, writeFile } from 'node:fs/promises'
 import path from 'node:path'
-import { CONTROL_PLANE_LEASE, leaseControlPlaneTurns } from '../../src/lib/joinservice/index.js'
+import { leaseControlPlaneTurns } from '../../src/lib/joinservice/index.js'
+import { CONTROL_PLANE_LEASE } from '../../src/lib/joinservice/control-plane-turns.js'
 import { openKubeApi, type KubeApi } from '../../src/lib/kube/index.js'
 import { createLogger } from '../../src/lib/system/index.js'
 import { expect } from '../support/chai.js'

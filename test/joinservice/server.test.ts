@@ -35,11 +35,11 @@ import {
   MeasurementsStore,
   staticMembers,
   validatorSourceFrom,
-  type ClusterCa,
-  type ControlPlaneTurns,
-  type DataKeyGetter,
-  type JoinService,
 } from '../../src/lib/joinservice/index.js'
+import { type ClusterCa } from '../../src/lib/joinservice/cluster-ca.js'
+import { type ControlPlaneTurns } from '../../src/lib/joinservice/control-plane-turns.js'
+import { type DataKeyGetter } from '../../src/lib/joinservice/ticket.js'
+import { type JoinService } from '../../src/lib/joinservice/server.js'
 import type { CsrFields } from '../../src/lib/joinservice/csr-policy.js'
 import {
   certOf,

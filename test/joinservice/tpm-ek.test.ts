@@ -24,9 +24,9 @@ import {
   MeasurementsStore,
   validatorSourceFrom,
   staticMembers,
-  type ClusterCa,
-  type JoinService,
 } from '../../src/lib/joinservice/index.js'
+import { type ClusterCa } from '../../src/lib/joinservice/cluster-ca.js'
+import { type JoinService } from '../../src/lib/joinservice/server.js'
 import { createLogger, writeFileAtomic } from '../../src/lib/system/index.js'
 import { readPcrs } from '../../src/lib/tpm/index.js'
 import { expect } from '../support/chai.js'

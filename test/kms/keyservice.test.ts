@@ -11,12 +11,11 @@ import { APIClient } from '../../src/gen/keyservice.js'
 import { CliError, ExitCode, exitCodeOf } from '../../src/lib/errors/index.js'
 import {
   ClusterKms,
-  getDataKey,
-  KeyServiceRefusedError,
   KeyServiceUnreachableError,
   readNodeMasterSecret,
   type MasterSecret,
 } from '../../src/lib/kms/index.js'
+import { getDataKey, KeyServiceRefusedError } from '../../src/lib/kms/keyservice-client.js'
 import {
   createKeyService,
   KeyService,

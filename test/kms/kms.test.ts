@@ -7,14 +7,14 @@ import {
   ClusterKms,
   clusterKmsUri,
   deriveClusterId,
-  deriveKey,
   encodeMasterSecret,
   generateMasterSecret,
   parseClusterKmsUri,
-  parseMasterSecret,
   readMasterSecret,
   writeMasterSecret,
 } from '../../src/lib/kms/index.js'
+import { deriveKey } from '../../src/lib/kms/hkdf.js'
+import { parseMasterSecret } from '../../src/lib/kms/master-secret.js'
 
 const hex = (s: string) => Buffer.from(s.replace(/\s/g, ''), 'hex')
 

@@ -3,7 +3,8 @@ import path from 'node:path'
 import { exitCodeOf, renderError } from '../../src/lib/errors/index.js'
 import { KubeApiError, openKubeApi, openNodeKubeApi, type KubeApi } from '../../src/lib/kube/index.js'
 import { expect } from '../support/chai.js'
-import { FakeApiServer, startSilentApiServer } from '../../src/lib/simulator/index.js'
+import { FakeApiServer } from '../../src/lib/simulator/index.js'
+import { startSilentApiServer } from '../../src/lib/simulator/fake-apiserver-silent.js'
 import { makeTempDir } from '../support/temp.js'
 
 const secret = (name: string) => ({

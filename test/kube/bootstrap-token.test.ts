@@ -2,15 +2,17 @@ import { randomBytes } from 'node:crypto'
 import { expect } from '../support/chai.js'
 import { BOOTSTRAP_TOKEN_PATTERN } from '../../src/lib/contract/index.js'
 import {
-  BOOTSTRAP_TOKEN_TTL_MS,
   bootstrapTokenSecret,
   createTokenIssuer,
   generateBootstrapToken,
-  TokenIdTakenError,
   tokenString,
   type SecretObject,
-  type TokenRegistrar,
 } from '../../src/lib/kube/index.js'
+import {
+  BOOTSTRAP_TOKEN_TTL_MS,
+  TokenIdTakenError,
+  type TokenRegistrar,
+} from '../../src/lib/kube/bootstrap-token.js'
 
 const NOW = new Date('2026-03-01T12:00:00.250Z')
 const fresh = () => generateBootstrapToken(randomBytes, NOW, BOOTSTRAP_TOKEN_TTL_MS)

@@ -5,12 +5,8 @@
  */
 import { expect } from '../support/chai.js'
 import { MetadataServer, type MetadataView } from '../../src/lib/mini/index.js'
-import {
-  httpMetadataClient,
-  parseBootstrapperNodeConfig,
-  resolveMetadata,
-  type MetadataClient,
-} from '../../src/lib/nodeconfig/index.js'
+import { httpMetadataClient, parseBootstrapperNodeConfig } from '../../src/lib/nodeconfig/index.js'
+import { resolveMetadata, type MetadataClient } from '../../src/lib/nodeconfig/metadata.js'
 
 const HASH = '$2a$04$abcdefghijklmnopqrstuu5ySmH6TgnwhSUCqSnQRvSWdkm1rHHQe'
 const VIEW: MetadataView = {

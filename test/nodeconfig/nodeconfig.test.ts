@@ -5,11 +5,8 @@ import { makeTempDir, type TempDir } from '../support/temp.js'
 import { testCertificate } from '../support/test-ca.js'
 import { CliError } from '../../src/lib/errors/index.js'
 import { nodeValidatorOptions } from '../../src/wiring/node.js'
-import {
-  parseBootstrapperNodeConfig,
-  parseNodeConfig,
-  type StaticMetadata,
-} from '../../src/lib/nodeconfig/index.js'
+import { parseBootstrapperNodeConfig, type StaticMetadata } from '../../src/lib/nodeconfig/index.js'
+import { parseNodeConfig } from '../../src/lib/nodeconfig/node-config.js'
 import { YamlProblemsError } from '../../src/lib/yaml/index.js'
 
 const full = `attestationVariant: qemu-vtpm

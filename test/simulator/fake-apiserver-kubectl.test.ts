@@ -6,7 +6,8 @@
  * kubectl prints from the columns and cells kube-apiserver's printers produce for these objects.
  */
 import https from 'node:https'
-import { type FakeApiServer, type KubeObject } from '../../src/lib/simulator/index.js'
+import { type FakeApiServer } from '../../src/lib/simulator/index.js'
+import { type KubeObject } from '../../src/lib/simulator/fake-apiserver.js'
 import { expect } from '../support/chai.js'
 import { eventually } from '../support/eventually.js'
 import { KubectlHarness } from '../support/kubectl-harness.js'

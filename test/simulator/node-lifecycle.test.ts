@@ -14,7 +14,8 @@ import {
   NodeLifecycleController,
   type NodeLifecycleHost,
 } from '../../src/lib/simulator/fake-apiserver-node-lifecycle.js'
-import { FakeApiServer, type KubeObject } from '../../src/lib/simulator/index.js'
+import { FakeApiServer } from '../../src/lib/simulator/index.js'
+import { type KubeObject } from '../../src/lib/simulator/fake-apiserver.js'
 import { nodePaths } from '../../src/lib/paths.js'
 import { silentLogger } from '../../src/lib/system/logger.js'
 import { runProcess } from '../../src/lib/system/process.js'

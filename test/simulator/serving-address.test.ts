@@ -8,7 +8,8 @@ import { checkServerIdentity, type PeerCertificate } from 'node:tls'
 import { X509Certificate } from 'node:crypto'
 import { expect } from '../support/chai.js'
 import { freePort, ownLoopback } from '../support/ports.js'
-import { ADMIN_TOKEN, FakeApiServer } from '../../src/lib/simulator/index.js'
+import { FakeApiServer } from '../../src/lib/simulator/index.js'
+import { ADMIN_TOKEN } from '../../src/lib/simulator/fake-apiserver.js'
 
 /** A GET over HTTPS that trusts only `ca`, checking the certificate against `servername` if given. */
 function getVersion(url: string, ca: string, servername?: string): Promise<number> {

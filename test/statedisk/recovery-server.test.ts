@@ -15,11 +15,8 @@ import { generateWorkspace } from '../../src/lib/config/index.js'
 import { clusterKmsUri, ClusterKms, NO_STORE_URI, writeMasterSecret } from '../../src/lib/kms/index.js'
 import { workspacePaths } from '../../src/lib/paths.js'
 import { recoverNode } from '../../src/lib/recover/index.js'
-import {
-  RecoveryRefusedError,
-  RecoveryServer,
-  type RecoveryServerOptions,
-} from '../../src/lib/statedisk/index.js'
+import { RecoveryRefusedError, RecoveryServer } from '../../src/lib/statedisk/index.js'
+import { type RecoveryServerOptions } from '../../src/lib/statedisk/recovery-server.js'
 import { createLogger } from '../../src/lib/system/index.js'
 import { createAttestedChannelCredentials } from '../../src/lib/atls/index.js'
 import { expect } from '../support/chai.js'

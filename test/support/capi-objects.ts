@@ -5,7 +5,8 @@
  * those controllers: it sets infrastructureReady, ControlPlaneInitialized and nodeRefs itself.
  */
 import { randomUUID } from 'node:crypto'
-import type { FakeApiServer, KubeObject } from '../../src/lib/simulator/index.js'
+import type { FakeApiServer } from '../../src/lib/simulator/index.js'
+import type { KubeObject } from '../../src/lib/simulator/fake-apiserver.js'
 
 const CRDS = [
   { group: 'cluster.x-k8s.io', plural: 'clusters', kind: 'Cluster' },

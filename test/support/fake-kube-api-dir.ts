@@ -8,7 +8,8 @@ import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { objectFile, resourceDir } from '../../simulator/api-layout.js'
 import { isErrnoException } from '../../src/lib/errors/index.js'
-import { TokenIdTakenError, type SecretObject, type TokenRegistrar } from '../../src/lib/kube/index.js'
+import { type SecretObject } from '../../src/lib/kube/index.js'
+import { TokenIdTakenError, type TokenRegistrar } from '../../src/lib/kube/bootstrap-token.js'
 import { stringifyYaml } from '../../src/lib/yaml/index.js'
 
 /** Where bootstrap token Secrets live. */

@@ -19,13 +19,9 @@ import {
   CLUSTER_ID_PCR,
   type SetupOutcome,
 } from '../../src/lib/bootstrapper/index.js'
-import {
-  httpMetadataClient,
-  resolveMetadata,
-  type BootstrapperNodeConfigFile,
-  type NodeMember,
-  type NodeRole,
-} from '../../src/lib/nodeconfig/index.js'
+import { httpMetadataClient, type NodeMember, type NodeRole } from '../../src/lib/nodeconfig/index.js'
+import { resolveMetadata } from '../../src/lib/nodeconfig/metadata.js'
+import { type BootstrapperNodeConfigFile } from '../../src/lib/nodeconfig/node-config.js'
 import { MetadataServer } from '../../src/lib/mini/metadata-server.js'
 import { nodePaths } from '../../src/lib/paths.js'
 import { createLogger, createRunner } from '../../src/lib/system/index.js'

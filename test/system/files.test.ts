@@ -8,8 +8,8 @@ import {
   writeFileAtomic,
   writeFileExclusive,
   writeSecretFile,
-  type SecretWrite,
 } from '../../src/lib/system/index.js'
+import { type SecretWrite } from '../../src/lib/system/files.js'
 
 describe('file helpers', () => {
   let dir: string

@@ -1,5 +1,6 @@
 import { expect } from '../support/chai.js'
-import { formatHostPort, isHostPort, parseHostPort, type HostPort } from '../../src/lib/system/index.js'
+import { formatHostPort, isHostPort, parseHostPort } from '../../src/lib/system/index.js'
+import { type HostPort } from '../../src/lib/system/host-port.js'
 import { type ParseHostPortOptions } from '../../src/lib/system/host-port.js'
 
 describe('host:port', () => {

@@ -3,7 +3,7 @@ import path from 'node:path'
 import { chainMessage, exitCodeOf } from '../../src/lib/errors/index.js'
 import { createClusterReader } from '../../src/lib/upgrade/index.js'
 import { expect } from '../support/chai.js'
-import { startSilentApiServer, type SilentApiServer } from '../../src/lib/simulator/index.js'
+import { startSilentApiServer, type SilentApiServer } from '../../src/lib/simulator/fake-apiserver-silent.js'
 import { readFakeHelmState } from '../support/helm.js'
 import { all, UpgradeHarness } from './harness.js'
 

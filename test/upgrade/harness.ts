@@ -18,7 +18,8 @@ import {
 import { Helm, type HelmBounds, type InstalledRelease } from '../../src/lib/helm/binary/helm.js'
 import { parseHelmTimeout } from '../../src/lib/helm/binary/timeout.js'
 import { makeTempDir } from '../support/temp.js'
-import { startFakeApiServer, type FakeApiServer } from '../../src/lib/simulator/index.js'
+import { type FakeApiServer } from '../../src/lib/simulator/index.js'
+import { startFakeApiServer } from '../../src/lib/simulator/fake-apiserver.js'
 import {
   fakeHelmEnv,
   readFakeHelmState,

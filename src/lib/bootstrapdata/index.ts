@@ -19,11 +19,11 @@ export type { ControllerOptions } from './provider/controller.js'
 export { LeaderLease } from './provider/leader.js'
 export { capiResources } from './provider/reconcile.js'
 export { initLockConfigMap } from './provider/init-lock.js'
-export { TOKEN_ID_ANNOTATION } from './provider/token-refresh.js'
+
 export { openCapiApi } from './provider/capi-api.js'
-export type { CapiApi } from './provider/capi-api.js'
+
 export type { CapiCluster } from './provider/capi-objects.js'
-export { loadOrCreateCaSecrets, caSecretName } from './ca-secrets.js'
-export type { CaSecretApi, CaSecretOptions, CaSecretOwner, CaSecretsResult } from './ca-secrets.js'
+export { loadOrCreateCaSecrets } from './ca-secrets.js'
+
 export { refreshTokenSecret } from './tokens.js'
 export type { TokenRefresh } from './tokens.js'

@@ -2,14 +2,8 @@ export { loadConfig, loadConfigIfPresent, loadState, loadStateIfPresent } from '
 export { generateWorkspace } from './generate.js'
 export type { GenerateResult } from './generate.js'
 export { configSchema, stateSchema } from './schema.js'
-export { CONFIG_VERSION, STATE_VERSION, ATTESTATION_CONFIG_KEYS } from './types.js'
-export type {
-  AttestationConfigKey,
-  ComponentConfig,
-  ChartConfig,
-  ClusterConfig,
-  ClusterState,
-} from './types.js'
+
+export type { ChartConfig, ClusterConfig, ClusterState } from './types.js'
 export { validateWorkspace, formatFinding } from './validate.js'
 export type { WorkspaceValidation } from './validate.js'
 export { validatorForConfig, validatorSettingsForConfig } from './validator.js'
@@ -26,7 +20,7 @@ export {
   renderMeasurementsUpdate,
   measurementNotes,
 } from './measurements-update.js'
-export type { MeasurementUpdate, ConfigMeasurements } from './measurements-update.js'
+export type { MeasurementUpdate } from './measurements-update.js'
 export {
   JOIN_CONFIG_REQUEST_TIMEOUT_MS,
   joinMeasurementsFromConfig,

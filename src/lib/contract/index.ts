@@ -1,6 +1,6 @@
 /** The cluster contract: the numbers and shapes every node, service and the CLI must agree on. */
 export { API_SERVER_PORT, apiServerEndpoint, controlPlaneEndpoint } from './api-server.js'
-export type { EndpointMetadata } from './api-server.js'
+
 export {
   BOOTSTRAP_TOKEN_PATTERN,
   canonicalDiskUuid,

@@ -8,4 +8,3 @@ export {
   removeFromUserKubeconfig,
   userKubeconfigPath,
 } from './kubeconfig.js'
-export type { MergedEntries } from './kubeconfig.js'

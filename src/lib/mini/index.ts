@@ -4,23 +4,15 @@
  */
 export { MetadataServer } from './metadata-server.js'
 export type { MetadataView } from './metadata-server.js'
-export { miniDown, miniUp, rebootNode, refuseIfRunning, SIMULATED_NOTICE } from './cluster.js'
-export type {
-  MiniDownOptions,
-  MiniDownResult,
-  MiniIo,
-  MiniUpOptions,
-  MiniUpResult,
-  RebootHooks,
-} from './cluster.js'
-export { miniPaths, readMiniRecord, NODE_PORTS } from './layout.js'
-export type { MiniNodeRecord, MiniRecord } from './layout.js'
+export { miniDown, miniUp, rebootNode, SIMULATED_NOTICE } from './cluster.js'
+export type { MiniDownOptions, MiniDownResult, MiniIo, MiniUpOptions, MiniUpResult } from './cluster.js'
+export { readMiniRecord } from './layout.js'
+export type { MiniNodeRecord } from './layout.js'
 export type { NetworkMode } from './network.js'
 export { NodeSupervisor } from './supervisor.js'
-export type { SupervisorDeps } from './supervisor.js'
+
 export { readMachineSpec, SUPERVISOR_MARKER, SYSTEMCTL_SOCKET_ENV } from './machine.js'
 export { NODE_MARKER, killGroup, spawnInGroup, stopMarked } from './daemons.js'
 export { mergeMiniKubeconfig } from './kubeconfig.js'
 export type { MergedKubeconfig } from './kubeconfig.js'
-export { LOG_FOLLOW_INTERVAL_MS, showNodeLogs } from './logs.js'
-export type { MiniLogsOptions } from './logs.js'
+export { showNodeLogs } from './logs.js'

@@ -2,29 +2,14 @@
 export {
   kubernetesNodeName,
   DEFAULT_INIT_SERVER_LISTEN,
-  DEFAULT_VERIFY_SERVICE_LISTEN,
   DEFAULT_JOIN_SERVICE_LISTEN,
-  DEFAULT_KEY_SERVICE_LISTEN,
-  DEFAULT_RECOVERY_SERVER_LISTEN,
-  BOOTSTRAPPER_REQUIRED_KEYS,
   loadNodeConfig,
   loadBootstrapperNodeConfig,
   loadResolvedNodeConfig,
   parseBootstrapperNodeConfig,
-  parseNodeConfig,
 } from './node-config.js'
-export type {
-  NodeRole,
-  NodeMember,
-  NodeConfig,
-  StaticMetadata,
-  ResolvedMetadata,
-  HttpMetadata,
-  BootstrapperNodeConfigFile,
-  BootstrapperNodeConfig,
-  LoadNodeConfigOptions,
-} from './node-config.js'
+export type { NodeRole, NodeMember, NodeConfig, StaticMetadata, ResolvedMetadata } from './node-config.js'
 export { readNodeState, writeNodeState } from './node-state.js'
-export { fetchMetadataPeers, httpMetadataClient, resolveMetadata } from './metadata.js'
-export type { MetadataClient, ResolvedNodeConfig } from './metadata.js'
-export type { NodeState, NodeStateRole } from './node-state.js'
+export { fetchMetadataPeers, httpMetadataClient } from './metadata.js'
+export type { ResolvedNodeConfig } from './metadata.js'
+export type { NodeState } from './node-state.js'

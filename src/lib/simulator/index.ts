@@ -7,15 +7,7 @@
  * import it (test/architecture/simulator-users.test.ts).
  */
 export { simulatorPaths, kubeletUnitFor } from './paths.js'
-export type { SimulatorPaths } from './paths.js'
-export { ADMIN_TOKEN, FakeApiServer, startFakeApiServer } from './fake-apiserver.js'
-export type {
-  FailRule,
-  FakeApiServerOptions,
-  KubeObject,
-  RecordedRequest,
-  WorkloadRef,
-} from './fake-apiserver.js'
+
+export { FakeApiServer } from './fake-apiserver.js'
+export type { FakeApiServerOptions } from './fake-apiserver.js'
 export { simulatedMounter } from './simulated-mounter.js'
-export { startSilentApiServer } from './fake-apiserver-silent.js'
-export type { SilentApiServer } from './fake-apiserver-silent.js'

@@ -10,7 +10,7 @@ export {
   writeSecretFile,
   readSecretFile,
 } from './files.js'
-export type { SecretWrite } from './files.js'
+
 export { createLogger } from './logger.js'
 export type { Logger } from './logger.js'
 export { describeRetry, retry, settledWithin, sleepMs } from './retry.js'
@@ -26,15 +26,14 @@ export {
   processSignalIo,
   serveUntilStopped,
 } from './signals.js'
-export type { InterruptClaim, InterruptSignal, SignalIo } from './signals.js'
+export type { InterruptSignal, SignalIo } from './signals.js'
 export { runStepsSilently } from './progress.js'
 export type { Step, Progress } from './progress.js'
 export { parseHostPort, isHostPort, formatHostPort, readEndpoint } from './host-port.js'
-export type { HostPort } from './host-port.js'
+
 export {
   unixSocketPath,
   unixAddressProblem,
   prepareOwnerOnlySocket,
   restrictSocketToOwner,
-  MAX_SOCKET_PATH_BYTES,
 } from './unix-socket.js'

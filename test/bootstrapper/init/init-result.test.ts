@@ -15,8 +15,8 @@ import {
   LogCollector,
   NodeLock,
   recordingIssuer,
-  type InitAnswer,
 } from '../../../src/lib/bootstrapper/index.js'
+import { type InitAnswer } from '../../../src/lib/bootstrapper/init/init-result.js'
 import type { BootstrapperSettings } from '../../../src/lib/bootstrapper/daemon.js'
 import { CliError } from '../../../src/lib/errors/index.js'
 import {

@@ -22,16 +22,11 @@ import {
   MeasurementsStore,
   staticMembers,
   validatorSourceFrom,
-  type ClusterCa,
-  type JoinService,
 } from '../../../src/lib/joinservice/index.js'
-import {
-  ClusterKms,
-  createKeyService,
-  deriveClusterId,
-  getDataKey,
-  type KeyService,
-} from '../../../src/lib/kms/index.js'
+import { type ClusterCa } from '../../../src/lib/joinservice/cluster-ca.js'
+import { type JoinService } from '../../../src/lib/joinservice/server.js'
+import { ClusterKms, createKeyService, deriveClusterId, type KeyService } from '../../../src/lib/kms/index.js'
+import { getDataKey } from '../../../src/lib/kms/keyservice-client.js'
 import type { NodeMember } from '../../../src/lib/nodeconfig/index.js'
 import { nodePaths } from '../../../src/lib/paths.js'
 import { createLogger, createRunner, writeFileAtomic, type Logger } from '../../../src/lib/system/index.js'

@@ -13,8 +13,8 @@ import {
   setupStateDisk,
   type RecoveryEndpoint,
   type RejoinTicketRequester,
-  type StateDiskSetupDeps,
 } from '../../../src/lib/bootstrapper/index.js'
+import { type StateDiskSetupDeps } from '../../../src/lib/bootstrapper/state-disk/state-disk-setup.js'
 import { ClusterKms, deriveClusterId } from '../../../src/lib/kms/index.js'
 import { writeNodeState } from '../../../src/lib/nodeconfig/index.js'
 import { nodePaths } from '../../../src/lib/paths.js'
