@@ -1,6 +1,6 @@
 /** What a bootstrapped control plane keeps for its services: the secrets they read, the join-config, the components. */
 import type { NodePaths } from '../paths.js'
-import { writeFileAtomic } from '../system/index.js'
+import { writeFileAtomic, writeSecretFile } from '../system/index.js'
 import { encodeComponents, type KubernetesComponent } from '../versions/index.js'
 
 export interface ServiceSecrets {
@@ -12,8 +12,8 @@ export interface ServiceSecrets {
 
 /** The files under /var/config the key service and join service load; raw bytes, 0600. */
 export async function writeServiceSecrets(paths: NodePaths, secrets: ServiceSecrets): Promise<void> {
-  await writeFileAtomic(paths.masterSecretFile, secrets.masterSecret)
-  await writeFileAtomic(paths.masterSaltFile, secrets.salt)
+  await writeSecretFile(paths.masterSecretFile, secrets.masterSecret, 'replace')
+  await writeSecretFile(paths.masterSaltFile, secrets.salt, 'replace')
   await writeMeasurementSecrets(paths, secrets)
 }
 
@@ -21,8 +21,8 @@ export async function writeMeasurementSecrets(
   paths: NodePaths,
   secrets: Pick<ServiceSecrets, 'measurementSecret' | 'measurementSalt'>,
 ): Promise<void> {
-  await writeFileAtomic(paths.measurementSecretFile, secrets.measurementSecret)
-  await writeFileAtomic(paths.measurementSaltFile, secrets.measurementSalt)
+  await writeSecretFile(paths.measurementSecretFile, secrets.measurementSecret, 'replace')
+  await writeSecretFile(paths.measurementSaltFile, secrets.measurementSalt, 'replace')
 }
 
 /** What a control plane's join service hands out besides keys: the join-config and the components. */

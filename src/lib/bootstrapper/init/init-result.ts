@@ -7,7 +7,7 @@
 import { rm } from 'node:fs/promises'
 import { CliError } from '../../errors/index.js'
 import type { NodePaths } from '../../paths.js'
-import { lstatIfPresent, readRegularFile, writeFileExclusive } from '../../system/index.js'
+import { lstatIfPresent, readRegularFile, writeSecretFile } from '../../system/index.js'
 
 /** What init_success carries, and the key a resume proof must be made with. */
 export interface InitAnswer {
@@ -88,7 +88,7 @@ export class InitResultKeeper {
     if (this.state_ !== 'pending') return Promise.resolve()
     this.keeping ??= this.onDisk
       ? Promise.resolve()
-      : writeFileExclusive(this.paths.initResultFile, encodeAnswer(answer)).then(() => {
+      : writeSecretFile(this.paths.initResultFile, encodeAnswer(answer), 'exclusive').then(() => {
           this.onDisk = true
         })
     return this.keeping

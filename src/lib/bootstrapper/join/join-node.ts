@@ -8,7 +8,7 @@ import { canonicalDiskUuid } from '../../contract/index.js'
 import { deriveClusterId } from '../../kms/index.js'
 import { CONTROL_PLANE_SERVICE_FILES, type NodePaths } from '../../paths.js'
 import { writeNodeState } from '../../nodeconfig/index.js'
-import { writeFileAtomic, type Logger } from '../../system/index.js'
+import { writeFileAtomic, type Logger, writeSecretFile } from '../../system/index.js'
 import { rekeyStateDisk, type StateDisk } from '../init/init-node.js'
 import type { StagedComponents } from '../components/installer.js'
 import type { KubeadmJoinInput } from '../kubeadm/kubeadm-join-config.js'
@@ -86,7 +86,7 @@ export async function joinNode(plan: JoinPlan, deps: JoinNodeDeps): Promise<bool
   )
   await step('writing the kubelet certificate', async () => {
     await writeFileAtomic(deps.paths.kubeletClientCert, ticket.kubeletCertPem)
-    await writeFileAtomic(deps.paths.kubeletClientKey, plan.kubeletKeyPem)
+    await writeSecretFile(deps.paths.kubeletClientKey, plan.kubeletKeyPem, 'replace')
   })
   if (controlPlane) {
     await step('writing the control-plane PKI', () =>
@@ -117,7 +117,7 @@ export async function joinNode(plan: JoinPlan, deps: JoinNodeDeps): Promise<bool
 /** What this control plane's key and join services read: every control plane can serve joins. */
 async function writeServiceFiles(ticket: JoinTicket, paths: NodePaths): Promise<void> {
   for (const { name, data } of ticket.serviceFiles)
-    await writeFileAtomic(paths[CONTROL_PLANE_SERVICE_FILES[name]], data)
+    await writeSecretFile(paths[CONTROL_PLANE_SERVICE_FILES[name]], data, 'replace')
   await writeMeasurementSecrets(paths, ticket)
   await writeClusterFiles(paths, { components: ticket.components })
 }

@@ -4,7 +4,7 @@
  * is refused, whatever the join service meant by it.
  */
 import path from 'node:path'
-import { writeFileAtomic } from '../../system/index.js'
+import { writeSecretFile } from '../../system/index.js'
 
 export interface PkiFile {
   /** Relative to the PKI directory, e.g. `ca.key`, `etcd/ca.crt`. */
@@ -28,5 +28,5 @@ export async function writePkiFiles(pkiDir: string, files: readonly PkiFile[]): 
     const problem = pkiFileNameProblem(file.name)
     if (problem) throw new Error(`control-plane file ${JSON.stringify(file.name)}: ${problem}`)
   }
-  for (const file of files) await writeFileAtomic(path.join(pkiDir, file.name), file.data)
+  for (const file of files) await writeSecretFile(path.join(pkiDir, file.name), file.data, 'replace')
 }

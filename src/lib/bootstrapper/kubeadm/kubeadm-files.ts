@@ -6,7 +6,7 @@
 import { mkdir, mkdtemp, rm } from 'node:fs/promises'
 import path from 'node:path'
 import type { NodePaths } from '../../paths.js'
-import { writeFileAtomic, writeFileExclusive } from '../../system/index.js'
+import { writeFileAtomic, writeSecretFile } from '../../system/index.js'
 import { renderAuditPolicy } from './kubeadm-config.js'
 
 /** The API server's audit policy, which the control plane's kubeadm config points at. */
@@ -25,7 +25,7 @@ export async function withKubeadmConfig<T>(
   const dir = await mkdtemp(path.join(paths.runtimeDir, `kubeadm-${command}.`))
   try {
     const file = path.join(dir, `kubeadm-${command}.yaml`)
-    await writeFileExclusive(file, render())
+    await writeSecretFile(file, render(), 'exclusive') // a join config holds its token
     return await use(file)
   } finally {
     await rm(dir, { recursive: true, force: true })

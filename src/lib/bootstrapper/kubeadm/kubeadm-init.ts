@@ -2,7 +2,13 @@
 import { mkdir, readFile, rm } from 'node:fs/promises'
 import path from 'node:path'
 import type { NodePaths } from '../../paths.js'
-import { CommandFailedError, writeFileAtomic, type Logger, type Runner } from '../../system/index.js'
+import {
+  CommandFailedError,
+  writeFileAtomic,
+  type Logger,
+  type Runner,
+  writeSecretFile,
+} from '../../system/index.js'
 import { renderKubeadmInitConfig, skippedInitPhases, type KubeadmInitInput } from './kubeadm-config.js'
 import { withKubeadmConfig, writeAuditPolicy } from './kubeadm-files.js'
 
@@ -80,7 +86,7 @@ async function writeKubeletCert(
   )
   // 0600 like a joined node's: only the kubelet (root) reads them
   await writeFileAtomic(input.paths.kubeletCert, certPem)
-  await writeFileAtomic(input.paths.kubeletKey, keyPem)
+  await writeSecretFile(input.paths.kubeletKey, keyPem, 'replace')
 }
 
 async function runStep(step: string, args: string[], deps: KubeadmDeps): Promise<string> {

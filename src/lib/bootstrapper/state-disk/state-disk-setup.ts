@@ -17,7 +17,7 @@ import {
   type StateDiskMark,
   type StateDiskMounter,
 } from '../../statedisk/index.js'
-import { exists, writeFileAtomic, type Logger } from '../../system/index.js'
+import { exists, writeFileAtomic, type Logger, writeSecretFile } from '../../system/index.js'
 import { acquireDiskKey, type DiskKeyDeps } from './disk-key.js'
 import { extendClusterIdPcr, type PcrExtender } from '../node-lock.js'
 
@@ -83,7 +83,7 @@ async function formatFresh(deps: StateDiskSetupDeps, was: 'blank' | StateDiskMar
   const key = (deps.random ?? randomBytes)(INITIAL_KEY_BYTES)
   // memory-backed on a node (/run), and never anywhere else: a reboot before init or join loses it,
   // and the next boot formats again
-  await writeFileAtomic(deps.paths.stateDiskInitialKeyFile, key)
+  await writeSecretFile(deps.paths.stateDiskInitialKeyFile, key, 'replace')
   await deps.disk.format(key)
   await deps.disk.writeMark('new')
   await mount(deps, key, true)
