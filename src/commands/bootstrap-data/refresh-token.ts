@@ -1,6 +1,7 @@
 import { Args, Flags } from '@oclif/core'
 import { BaseCommand } from '../../base-command.js'
 import { CliError, UsageError } from '../../lib/errors/index.js'
+import { BOOTSTRAP_TOKEN_ID_PATTERN } from '../../lib/contract/index.js'
 import { parseDuration } from '../../lib/system/index.js'
 import { openCapiApi, refreshTokenSecret, type TokenRefresh } from '../../lib/bootstrapdata/index.js'
 
@@ -32,7 +33,7 @@ export default class BootstrapDataRefreshToken extends BaseCommand {
       throw new UsageError(
         'pass only the token ID, the part before the dot: the token secret must not be in argv',
       )
-    if (!/^[a-z0-9]{6}$/.test(tokenId))
+    if (!BOOTSTRAP_TOKEN_ID_PATTERN.test(tokenId))
       throw new UsageError(`token ID ${JSON.stringify(tokenId)} is not six characters of a-z 0-9`)
     const ttlMs = parseDuration(flags['token-ttl'], '--token-ttl')
     const api = await openCapiApi({ file: flags['workload-kubeconfig'] })

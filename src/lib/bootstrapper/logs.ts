@@ -4,6 +4,7 @@
  * nobody gets the daemon's history.
  */
 import { AsyncLocalStorage } from 'node:async_hooks'
+import { BOOTSTRAP_TOKEN_IN_TEXT } from '../contract/index.js'
 
 export const LOG_CHUNK_BYTES = 1024
 /** What a failed Init sends at most: the newest part of that attempt's own log. */
@@ -78,7 +79,7 @@ export class LogCollector {
 const CREDENTIAL_PATTERNS: readonly RegExp[] = [
   /(--(?:token|discovery-token-ca-cert-hash|certificate-key)(?:=|\s+))\S+/g,
   /(Using certificate key:\s*)\S+/g,
-  /()\b[a-z0-9]{6}\.[a-z0-9]{16}\b/g,
+  new RegExp(`()${BOOTSTRAP_TOKEN_IN_TEXT}`, 'g'),
   // the certificate key alone on its line, in case the line naming it was already dropped
   /()^\s*[0-9a-f]{64}\s*$/gm,
 ]

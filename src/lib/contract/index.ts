@@ -2,6 +2,8 @@
 export { API_SERVER_PORT, apiServerEndpoint, controlPlaneEndpoint } from './api-server.js'
 
 export {
+  BOOTSTRAP_TOKEN_ID_PATTERN,
+  BOOTSTRAP_TOKEN_IN_TEXT,
   BOOTSTRAP_TOKEN_PATTERN,
   canonicalDiskUuid,
   MEASUREMENT_SALT_BYTES,

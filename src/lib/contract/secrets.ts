@@ -10,8 +10,14 @@ export const MEASUREMENT_SECRET_BYTES = 32
 /** Random per cluster, chosen by the CLI at init; node_state.json keeps it. */
 export const MEASUREMENT_SALT_BYTES = 32
 
+const TOKEN_ID = '[a-z0-9]{6}'
+const TOKEN_SECRET = '[a-z0-9]{16}'
 /** kubeadm's bootstrap token, `<id>.<secret>`: the ID names its Secret, the secret authenticates. */
-export const BOOTSTRAP_TOKEN_PATTERN = /^([a-z0-9]{6})\.([a-z0-9]{16})$/
+export const BOOTSTRAP_TOKEN_PATTERN = new RegExp(`^(${TOKEN_ID})\\.(${TOKEN_SECRET})$`)
+/** A bootstrap token's ID alone (what may be named in argv: the secret never is). */
+export const BOOTSTRAP_TOKEN_ID_PATTERN = new RegExp(`^${TOKEN_ID}$`)
+/** A token anywhere in a text (kubeadm's output), as a regular expression's source, for redaction. */
+export const BOOTSTRAP_TOKEN_IN_TEXT = `\\b${TOKEN_ID}\\.${TOKEN_SECRET}\\b`
 
 /**
  * A disk UUID as keys are derived for it (`key-<uuid>`) and recorded: lower case, because blkid and
