@@ -3,20 +3,12 @@
  * means two files share a shape that belongs in a third (a types.ts), or a part that should be
  * passed in (bootstrapdata/provider's init lock). Domains join the list once their circles are open.
  */
-import { readdirSync, readFileSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import { expect } from '../support/chai.js'
+import { LIB, tsFiles } from './source-tree.js'
 
-const LIB = path.resolve(import.meta.dirname, '../../src/lib')
 const DOMAINS = ['bootstrapdata', 'helm']
-
-function sourceFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
-    const full = path.join(dir, e.name)
-    if (e.isDirectory()) return sourceFiles(full)
-    return e.name.endsWith('.ts') ? [full] : []
-  })
-}
 
 /** The .ts files a file imports (static, type-only, re-export or dynamic), inside `root`. */
 function importsOf(file: string, root: string): string[] {
@@ -46,7 +38,7 @@ describe('architecture: no import circles', () => {
   for (const domain of DOMAINS) {
     it(`inside ${domain}`, () => {
       const root = path.join(LIB, domain)
-      const graph = new Map(sourceFiles(root).map((f) => [f, importsOf(f, root)]))
+      const graph = new Map(tsFiles(root).map((f) => [f, importsOf(f, root)]))
       const circles = [...graph.keys()]
         .map((f) => circleThrough(f, graph))
         .filter((c): c is string[] => c !== undefined)

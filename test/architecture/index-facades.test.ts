@@ -7,17 +7,7 @@ import { readdirSync, readFileSync } from 'node:fs'
 import path from 'node:path'
 import ts from 'typescript'
 import { expect } from '../support/chai.js'
-
-const SRC = path.resolve(import.meta.dirname, '../../src')
-const LIB = path.join(SRC, 'lib')
-
-function sourceFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
-    const full = path.join(dir, e.name)
-    if (e.isDirectory()) return e.name === 'gen' ? [] : sourceFiles(full)
-    return e.name.endsWith('.ts') && !e.name.endsWith('.d.ts') ? [full] : []
-  })
-}
+import { GENERATED, LIB, SRC, tsFiles } from './source-tree.js'
 
 const parse = (file: string) =>
   ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, false)
@@ -102,7 +92,7 @@ export function namesUsedFromOutside(files: string[]): Map<string, Set<string>> 
 }
 
 describe('architecture: every index.ts is a façade', () => {
-  const production = sourceFiles(SRC)
+  const production = tsFiles(SRC, [GENERATED])
 
   it('an index holds no code, only re-exports', () => {
     expect(domains.flatMap((d) => codeIn(indexOf(d)))).to.deep.equal([])

@@ -5,25 +5,16 @@
  *
  * Exempt, because there the library is the independent client a contract fake must satisfy
  * (DESIGN §4: check each fake against the real thing), not a way into the cluster:
- * the API contract fake's own tests (test/mini/simulator/, or test/simulator/ once it has its
- * own domain), and kube's own tests (test/kube/).
+ * the API contract fake's own tests (test/simulator/), and kube's own tests (test/kube/).
  */
-import { readdirSync, readFileSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import { expect } from '../support/chai.js'
+import { ROOT, tsFiles } from './source-tree.js'
 
-const ROOT = path.resolve(import.meta.dirname, '../..')
 const OWNER = 'src/lib/kube/'
-const EXEMPT = ['test/kube/', 'test/mini/simulator/', 'test/simulator/']
+const EXEMPT = ['test/kube/', 'test/simulator/']
 const IMPORT = /(?:from|import)\s*\(?\s*['"]@kubernetes\/client-node['"]/
-
-function tsFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
-    const full = path.join(dir, e.name)
-    if (e.isDirectory()) return tsFiles(full)
-    return e.name.endsWith('.ts') ? [full] : []
-  })
-}
 
 describe('architecture: one owner for the Kubernetes API', () => {
   it('only src/lib/kube imports @kubernetes/client-node', () => {

@@ -5,18 +5,8 @@
 import { readdirSync, readFileSync } from 'node:fs'
 import path from 'node:path'
 import { expect } from '../support/chai.js'
+import { GENERATED, LIB, SRC, tsFiles } from './source-tree.js'
 import { LAYERS, layerOf } from './layer-order.js'
-
-const SRC = path.resolve(import.meta.dirname, '../../src')
-const LIB = path.join(SRC, 'lib')
-
-function sourceFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
-    const full = path.join(dir, e.name)
-    if (e.isDirectory()) return e.name === 'gen' ? [] : sourceFiles(full)
-    return e.name.endsWith('.ts') ? [full] : []
-  })
-}
 
 /** Relative module specifiers of static imports, re-exports and dynamic imports. */
 function importsOf(file: string): string[] {
@@ -33,7 +23,7 @@ function domainOf(file: string): string | undefined {
   return parts.length > 1 ? parts[0] : undefined
 }
 
-const edges = sourceFiles(SRC).flatMap((from) => importsOf(from).map((to) => ({ from, to })))
+const edges = tsFiles(SRC, [GENERATED]).flatMap((from) => importsOf(from).map((to) => ({ from, to })))
 const crossDomain = edges.filter((e) => domainOf(e.to) !== undefined && domainOf(e.to) !== domainOf(e.from))
 const show = (e: { from: string; to: string }) =>
   `${path.relative(SRC, e.from)} -> ${path.relative(SRC, e.to)}`

@@ -6,11 +6,11 @@
  * --simulate-mapping`); and src/mini-simulator.ts, its own process. No other flow, domain, command
  * or entry reaches a fake. Tests and benches use it freely.
  */
-import { readdirSync, readFileSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import { expect } from '../support/chai.js'
+import { SRC, tsFiles } from './source-tree.js'
 
-const SRC = path.resolve(import.meta.dirname, '../../src')
 const SIMULATOR = path.join(SRC, 'lib', 'simulator')
 const ALLOWED = [
   SIMULATOR + path.sep,
@@ -18,14 +18,6 @@ const ALLOWED = [
   path.join(SRC, 'wiring') + path.sep,
   path.join(SRC, 'mini-simulator.ts'),
 ]
-
-function sourceFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
-    const full = path.join(dir, e.name)
-    if (e.isDirectory()) return sourceFiles(full)
-    return e.name.endsWith('.ts') ? [full] : []
-  })
-}
 
 /** Static imports, re-exports and dynamic imports (type-only ones too) that reach the simulator. */
 function reachesSimulator(file: string): boolean {
@@ -38,7 +30,7 @@ function reachesSimulator(file: string): boolean {
 
 describe('architecture: who may use the simulator', () => {
   it('in src/ only the mini flow, the wiring and the simulator process import src/lib/simulator', () => {
-    const offenders = sourceFiles(SRC)
+    const offenders = tsFiles(SRC)
       .filter((f) => !ALLOWED.some((a) => f === a || (a.endsWith(path.sep) && f.startsWith(a))))
       .filter(reachesSimulator)
       .map((f) => path.relative(SRC, f))
