@@ -76,11 +76,15 @@ describe('mini: unit files (the supervisor reads systemd units)', () => {
       /x.service:1: "\[Timer\]": mini's systemd implements no \[Timer\] section/,
     ],
     'a key outside any section': ['ExecStart=/bin/true\n', /x.service:1: .*does not implement this$/],
-    'quoting in ExecStart': [
-      '[Service]\nExecStart=/bin/sh -c "true"\n',
-      /quoting, variables, specifiers and ExecStart prefixes are not implemented/,
+    'an unterminated quote in ExecStart': [
+      '[Service]\nExecStart=/bin/sh -c "true\n',
+      /x.service:2: .*an unterminated " quote/,
     ],
-    'an ExecStart prefix': ['[Service]\nExecStart=-/bin/true\n', /ExecStart prefixes are not implemented/],
+    'the @ prefix': ['[Service]\nExecStart=@/bin/true true\n', /x.service:2: .*the @ prefix/],
+    'a specifier it does not resolve': [
+      '[Service]\nExecStart=/bin/echo %H\n',
+      /x.service:2: .*the specifier %H is not one mini's systemd resolves/,
+    ],
     'a restart policy it does not know': [
       '[Service]\nExecStart=/bin/true\nRestart=on-abnormal\n',
       /one of no, on-failure, always/,
@@ -99,6 +103,34 @@ describe('mini: unit files (the supervisor reads systemd units)', () => {
     it(`refuses ${name}, naming file and line`, () => {
       expect(() => parseUnitFile('x.service', text)).to.throw(want)
     })
+
+  it('reads ExecStart= as systemd does: prefixes, quotes and escapes, specifiers, ${VAR} and $VAR', () => {
+    const unit = parseUnitFile(
+      'web.service',
+      [
+        '[Service]',
+        'ExecStart=-/bin/sh -c \'echo "$$HOME" %n\' "a b" x\\ y ${GREETING}! $ARGS %N %% ${UNSET}',
+        'Environment=GREETING=hi ARGS=--one=1',
+      ].join('\n'),
+    )
+    expect(unit.ignoreFailure).to.equal(true)
+    // quoted words keep $VAR as text; expansion applies to ${VAR} there too
+    expect(unit.execStart).to.deep.equal([
+      '/bin/sh',
+      '-c',
+      'echo "$HOME" web.service',
+      'a b',
+      'x y',
+      'hi!',
+      '--one=1',
+      'web',
+      '%',
+      '',
+    ])
+    const verbatim = parseUnitFile('v.service', '[Service]\nExecStart=:/bin/echo ${X} $X\nEnvironment=X=1\n')
+    expect(verbatim.execStart).to.deep.equal(['/bin/echo', '${X}', '$X'])
+    expect(verbatim.ignoreFailure).to.equal(false)
+  })
 
   it('reads systemd time spans, and infinity', () => {
     expect(

@@ -280,7 +280,7 @@ export class NodeSupervisor {
     const spec = run.spec
     this.deps.log.info('Exited', { unit: name, pid: proc.pid, code: exit.code, signal: exit.signal })
     if (!spec || this.stopping || run.state === 'inactive') return this.setState(name, run, 'inactive')
-    const success = exit.code === 0
+    const success = exit.code === 0 || (exit.code !== null && spec.ignoreFailure)
     const clean = success || (exit.signal !== null && CLEAN_SIGNALS.has(exit.signal))
     if (spec.restart === 'always' || (spec.restart === 'on-failure' && !clean)) {
       run.restarts++

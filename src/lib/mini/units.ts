@@ -3,6 +3,7 @@
  * simulator's) use, with systemd's meaning. A key it does not implement is refused, naming file and
  * line, so a unit that needs more fails loudly instead of running differently than on a machine.
  */
+import { parseExecStart } from './exec-start.js'
 
 export const RESTART_POLICIES = ['no', 'on-failure', 'always'] as const
 export type RestartPolicy = (typeof RESTART_POLICIES)[number]
@@ -22,6 +23,8 @@ export interface UnitSpec {
   conditionPathExists: string[]
   type: ServiceType
   execStart: string[]
+  /** ExecStart=-…: a non-zero exit status counts as success. */
+  ignoreFailure: boolean
   environment: Record<string, string>
   restart: RestartPolicy
   restartMs: number
@@ -42,7 +45,10 @@ const DEFAULT_RESTART_MS = 100
 const BOOT_TARGET = 'multi-user.target'
 
 type Handler = (unit: Draft, value: string, fail: (why: string) => never) => void
-type Draft = Omit<UnitSpec, 'startTimeoutMs'> & { startTimeoutMs?: number | 'default' }
+type Draft = Omit<UnitSpec, 'startTimeoutMs'> & {
+  startTimeoutMs?: number | 'default'
+  execStartLine?: { value: string; fail: (why: string) => never }
+}
 
 const list = (field: 'after' | 'before' | 'wants' | 'requires' | 'conditionPathExists'): Handler => {
   return (unit, value) => unit[field].push(...value.split(/\s+/).filter(Boolean))
@@ -67,11 +73,8 @@ const KEYS: Record<string, Record<string, Handler>> = {
   },
   Service: {
     Type: (u, v, fail) => (u.type = oneOf(SERVICE_TYPES, v, fail)),
-    ExecStart: (u, v, fail) => {
-      if (/["'\\$%]/.test(v) || /^[-@:+!]/.test(v))
-        fail('quoting, variables, specifiers and ExecStart prefixes are not implemented')
-      u.execStart = v.split(/\s+/).filter(Boolean)
-    },
+    // expanded once the whole file is read: Environment= may come after it
+    ExecStart: (u, v, fail) => (u.execStartLine = { value: v, fail }),
     Environment: (u, v, fail) => {
       for (const pair of v.split(/\s+/).filter(Boolean)) {
         const eq = pair.indexOf('=')
@@ -111,6 +114,7 @@ export function parseUnitFile(name: string, text: string, file = name): UnitSpec
     conditionPathExists: [],
     type: 'simple',
     execStart: [],
+    ignoreFailure: false,
     environment: {},
     restart: 'no',
     restartMs: DEFAULT_RESTART_MS,
@@ -139,8 +143,11 @@ export function parseUnitFile(name: string, text: string, file = name): UnitSpec
     if (!handler) return fail(`mini's systemd does not implement this${section ? ` in [${section}]` : ''}`)
     handler(unit, line.slice(eq + 1).trim(), fail)
   }
-  if (unit.execStart.length === 0) throw new Error(`${file}: the unit has no ExecStart=`)
-  const { startTimeoutMs, ...rest } = unit
+  const { startTimeoutMs, execStartLine, ...rest } = unit
+  if (!execStartLine) throw new Error(`${file}: the unit has no ExecStart=`)
+  const command = parseExecStart(execStartLine.value, name, unit.environment, execStartLine.fail)
+  rest.execStart = command.argv
+  rest.ignoreFailure = command.ignoreFailure
   return {
     ...rest,
     // systemd: oneshot units have no start timeout unless they set one
