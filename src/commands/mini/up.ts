@@ -41,7 +41,7 @@ export default class MiniUp extends BaseCommand {
       char: 'a',
       description:
         "attestation variant; tpm-ek (the default) manufactures every node's swtpm with EK certificates from a local CA of the cluster (swtpm_setup, swtpm_localca), which the workspace config trusts as the stand-in for a TPM manufacturer; qemu-vtpm takes any attestation key (development of the attestation itself)",
-      options: [...ATTESTATION_VARIANTS],
+      options: ATTESTATION_VARIANTS.filter((v) => v === 'qemu-vtpm' || v === 'tpm-ek'),
       default: 'tpm-ek',
     }),
     network: Flags.string({

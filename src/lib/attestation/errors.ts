@@ -7,3 +7,19 @@ export class AttestationError extends CliError {
     this.name = 'AttestationError'
   }
 }
+
+/**
+ * A field of the evidence that is not what the verifier's policy expects: names the field, the
+ * expected and the found value, so an operator can tell a wrong config from a wrong node.
+ */
+export class EvidenceMismatchError extends AttestationError {
+  constructor(
+    readonly field: string,
+    readonly expected: string,
+    readonly found: string,
+    context = '',
+  ) {
+    super(`${context ? `${context}: ` : ''}${field}: expected ${expected}, found ${found}`)
+    this.name = 'EvidenceMismatchError'
+  }
+}

@@ -1,16 +1,35 @@
 /** The attestation variants this tool knows, the OIDs aTLS certificates carry their documents under, and what each proves. */
-export const ATTESTATION_VARIANTS = ['qemu-vtpm', 'tpm-ek'] as const
+export const ATTESTATION_VARIANTS = [
+  'qemu-vtpm',
+  'tpm-ek',
+  'aws-sev-snp',
+  'gcp-sev-snp',
+  'azure-sev-snp',
+  'qemu-tdx',
+  'azure-tdx',
+] as const
 export type AttestationVariant = (typeof ATTESTATION_VARIANTS)[number]
 export const isAttestationVariant = (v: unknown): v is AttestationVariant =>
   typeof v === 'string' && (ATTESTATION_VARIANTS as readonly string[]).includes(v)
 
+/** The confidential-VM variants: a vTPM quote bound to the CVM's hardware report. */
+export const CVM_VARIANTS = ['aws-sev-snp', 'gcp-sev-snp', 'azure-sev-snp', 'qemu-tdx', 'azure-tdx'] as const
+export type CvmVariant = (typeof CVM_VARIANTS)[number]
+export const isCvmVariant = (v: AttestationVariant): v is CvmVariant =>
+  (CVM_VARIANTS as readonly string[]).includes(v)
+
 /**
- * qemu-vtpm is Constellation's; tpm-ek is this project's own (no Constellation counterpart), on the
- * same arc with room left for further Constellation variants below it.
+ * Constellation's OIDs (1.3.9900.2 AWS, .3 GCP, .4 Azure, .5 QEMU); tpm-ek is this project's own
+ * (no Constellation counterpart), on the QEMU arc with room left below it.
  */
 export const VARIANT_OIDS: Readonly<Record<AttestationVariant, string>> = {
   'qemu-vtpm': '1.3.9900.5.1',
   'tpm-ek': '1.3.9900.5.100',
+  'aws-sev-snp': '1.3.9900.2.2',
+  'gcp-sev-snp': '1.3.9900.3.2',
+  'azure-sev-snp': '1.3.9900.4.1',
+  'qemu-tdx': '1.3.9900.5.99',
+  'azure-tdx': '1.3.9900.4.3',
 }
 
 /** What a passed attestation of a variant proves, and what it leaves open. */
@@ -41,6 +60,37 @@ const ASSURANCES: Readonly<Record<AttestationVariant, Omit<AttestationAssurance,
     doesNotProve:
       "that the VM's memory is encrypted, nor which machine the TPM sits in; it rests on the pinned roots alone (mini pins the cluster's own local CA)",
   },
+  'aws-sev-snp': snp(
+    "the VLEK (AWS's per-cloud key)",
+    'its REPORT_DATA is the SHA-512 of the attestation key',
+  ),
+  'gcp-sev-snp': snp('the VCEK', 'its REPORT_DATA is the SHA-256 of the TLS key and nonce the vTPM quoted'),
+  'azure-sev-snp': snp(
+    "the VCEK, read through Azure's HCL report in the vTPM",
+    "its REPORT_DATA is the SHA-256 of the HCL runtime data, which names the attestation key",
+  ),
+  'qemu-tdx': tdx('its REPORT_DATA is the SHA-512 of the attestation key with the TLS key and nonce'),
+  'azure-tdx': tdx(
+    "its REPORT_DATA is the SHA-256 of Azure's HCL runtime data, which names the attestation key",
+  ),
+}
+
+function snp(signer: string, binding: string): Omit<AttestationAssurance, 'variant'> {
+  return {
+    anchored: true,
+    proves: `that the node is an AMD SEV-SNP guest whose memory the host cannot read: its report is signed by ${signer}, chained to the AMD root key pinned in the config, with the launch measurement, guest policy (no debug) and TCB the config requires; ${binding}, so the vTPM that quoted the PCR values runs inside that guest`,
+    doesNotProve:
+      "what ran after launch beyond the PCR values the vTPM quoted, nor that the pinned root is AMD's (a stand-in root proves nothing about hardware)",
+  }
+}
+
+function tdx(binding: string): Omit<AttestationAssurance, 'variant'> {
+  return {
+    anchored: true,
+    proves: `that the node is an Intel TDX trust domain whose memory the host cannot read: its quote is signed by a quoting enclave certified by a PCK certificate chained to the Intel SGX root pinned in the config, with the MRTD, RTMRs, MRSEAM, XFAM and TD attributes (no debug) the config requires; ${binding}, so the vTPM that quoted the PCR values answers for that trust domain`,
+    doesNotProve:
+      "that the platform's TCB is up to date unless TCB collateral was given, nor that the pinned root is Intel's (a stand-in root proves nothing about hardware)",
+  }
 }
 
 export function attestationAssurance(variant: AttestationVariant): AttestationAssurance {

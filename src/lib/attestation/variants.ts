@@ -14,6 +14,8 @@ export function createIssuer(variant: AttestationVariant, open: OpenTpm, opts?: 
       return createQemuVtpmIssuer(open, opts)
     case 'tpm-ek':
       return createTpmEkIssuer(open, opts)
+    default:
+      throw new CliError(`attestation variant ${variant} is being built (issue 31)`)
   }
 }
 
@@ -29,6 +31,8 @@ export function createValidator(
       return createQemuVtpmValidator(measurements, log)
     case 'tpm-ek':
       return createTpmEkValidator(measurements, opts.roots ?? [], log, opts)
+    default:
+      throw new CliError(`attestation variant ${variant} is being built (issue 31)`)
   }
 }
 

@@ -10,10 +10,57 @@ export const STATE_VERSION = 'v1'
 export const ATTESTATION_CONFIG_KEYS = {
   'qemu-vtpm': 'qemuVTPM',
   'tpm-ek': 'tpmEK',
+  'aws-sev-snp': 'awsSEVSNP',
+  'gcp-sev-snp': 'gcpSEVSNP',
+  'azure-sev-snp': 'azureSEVSNP',
+  'qemu-tdx': 'qemuTDX',
+  'azure-tdx': 'azureTDX',
 } as const satisfies Record<AttestationVariant, string>
 export type AttestationConfigKey = (typeof ATTESTATION_CONFIG_KEYS)[AttestationVariant]
 
 export type { MeasurementEntry, MeasurementsConfig } from '../attestation/index.js'
+
+/**
+ * An SEV-SNP variant's section (Constellation's field names where it has them). Versions are the
+ * minimum TCB components a report's reported TCB (and its VCEK/VLEK) must carry.
+ */
+export interface SnpAttestationConfig {
+  measurements: MeasurementsConfig
+  bootloaderVersion: number
+  teeVersion: number
+  snpVersion: number
+  microcodeVersion: number
+  /** Hex of the 48-byte launch MEASUREMENT; absent: not checked (validators warn). */
+  launchMeasurement?: string
+  /** AMD root keys (ARKs), PEM text or a file; one bundle may hold several products' ARKs. */
+  amdRootKey: string
+  /** Optional pin of the ASK/ASVK as well (PEM text or file). */
+  amdSigningKey?: string
+  /** Guest policy bits an operator may allow; debug is always refused. */
+  allowMigrationAgent: boolean
+  allowSMT: boolean
+}
+
+/** A TDX variant's section (Constellation's field names where it has them); hex strings. */
+export interface TdxAttestationConfig {
+  measurements: MeasurementsConfig
+  qeSVN: number
+  pceSVN: number
+  /** 16 bytes: the minimum TEE_TCB_SVN, component by component. */
+  teeTCBSVN: string
+  qeVendorID: string
+  mrSeam: string
+  xfam: string
+  /** 8 bytes TD attributes the quote must carry exactly (debug is refused regardless). */
+  tdAttributes?: string
+  mrTd?: string
+  /** RTMR index (0-3) → 48-byte hex value. */
+  rtmrs?: Partial<Record<'0' | '1' | '2' | '3', string>>
+  /** Intel SGX root CA, PEM text or a file. */
+  intelRootKey: string
+  /** A directory holding TCB info and QE identity collateral (Intel PCS responses with issuer chains). */
+  collateral?: string
+}
 
 export interface ComponentConfig {
   url: string
@@ -48,6 +95,11 @@ export interface ClusterConfig {
        */
       roots: string[]
     }
+    awsSEVSNP?: SnpAttestationConfig
+    gcpSEVSNP?: SnpAttestationConfig
+    azureSEVSNP?: SnpAttestationConfig
+    qemuTDX?: TdxAttestationConfig
+    azureTDX?: TdxAttestationConfig
   }
   /** Replaces the versions table's components (air-gapped mirrors, tests). */
   kubernetesComponents?: ComponentConfig[]

@@ -44,7 +44,9 @@ export interface NodeBootContext {
 export type MiniAttestation = { variant: 'qemu-vtpm' } | { variant: 'tpm-ek'; roots: string[] }
 
 export function miniAttestation(variant: AttestationVariant, issuerCert: string): MiniAttestation {
-  return variant === 'tpm-ek' ? { variant, roots: [issuerCert] } : { variant }
+  if (variant === 'tpm-ek') return { variant, roots: [issuerCert] }
+  if (variant === 'qemu-vtpm') return { variant }
+  throw new Error(`mini cannot run attestation variant ${variant} yet (issue 31)`)
 }
 
 export const nodeMarker = (clusterId: string, node: string) => `${clusterId}/${node}`
