@@ -27,3 +27,8 @@ export {
 } from './join-config.js'
 export { ATTESTATION_VARIANTS, attestationAssurance, describeAssurance } from './variant.js'
 export type { AttestationVariant, AttestationAssurance } from './variant.js'
+export { AMD_ROOT_KEYS, AMD_ROOT_KEYS_BUNDLE, INTEL_SGX_ROOT_CA } from './vendor-roots.js'
+export type { AmdProduct } from './vendor-roots.js'
+export { CVM_VARIANTS, isCvmVariant, VARIANT_OIDS } from './variant.js'
+export type { CvmVariant } from './variant.js'
+export { EvidenceMismatchError } from './errors.js'
