@@ -1,6 +1,7 @@
 /** What every attestation variant offers: an issuer on the node, a validator on the verifier. */
 import type { X509Certificate } from 'node:crypto'
 import type { EkPublicKey, MadeCredential } from '../tpm/index.js'
+import type { CvmHardware, CvmSummary, CvmValidationPolicy } from './cvm/policy.js'
 import type { AttestationVariant } from './variant.js'
 
 /** The key a verifier makes a credential for: the node's EK and the Name of the AK that quoted. */
@@ -39,6 +40,8 @@ export interface ValidationResult {
    * met it; otherwise the quote counts only after the node has activated a credential for this target.
    */
   activation?: ActivationTarget & { proven: boolean }
+  /** Set by the confidential-VM variants: what the hardware evidence showed, for verify and status. */
+  cvm?: CvmSummary
 }
 
 export interface Issuer {
@@ -64,11 +67,15 @@ export interface Validator {
 export interface IssuerOptions {
   /** TCG event log (securityfs binary_bios_measurements); attached when the file exists. */
   eventLogPath?: string
+  /** The confidential-VM variants: how this node reaches its hardware evidence. */
+  cvm?: CvmHardware
 }
 
 export interface ValidatorOptions {
   /** Manufacturer CA certificates an EK certificate must chain to (tpm-ek). */
   roots?: readonly X509Certificate[]
+  /** The confidential-VM variants: the pinned vendor root and the operator's minimums. */
+  cvm?: CvmValidationPolicy
   /** The time certificate validity is checked at; the clock by default. */
   now?: () => Date
 }

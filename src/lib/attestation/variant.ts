@@ -64,10 +64,13 @@ const ASSURANCES: Readonly<Record<AttestationVariant, Omit<AttestationAssurance,
     "the VLEK (AWS's per-cloud key)",
     'its REPORT_DATA is the SHA-512 of the attestation key',
   ),
-  'gcp-sev-snp': snp('the VCEK', 'its REPORT_DATA is the SHA-256 of the TLS key and nonce the vTPM quoted'),
+  'gcp-sev-snp': snp(
+    'the VCEK',
+    'its REPORT_DATA is the SHA-512 of the attestation key with the TLS key and nonce',
+  ),
   'azure-sev-snp': snp(
     "the VCEK, read through Azure's HCL report in the vTPM",
-    "its REPORT_DATA is the SHA-256 of the HCL runtime data, which names the attestation key",
+    'its REPORT_DATA is the SHA-256 of the HCL runtime data, which names the attestation key',
   ),
   'qemu-tdx': tdx('its REPORT_DATA is the SHA-512 of the attestation key with the TLS key and nonce'),
   'azure-tdx': tdx(
@@ -100,4 +103,20 @@ export function attestationAssurance(variant: AttestationVariant): AttestationAs
 /** One line for people: "qemu-vtpm is NOT anchored: it proves …. It does not prove …." */
 export function describeAssurance(a: AttestationAssurance): string {
   return `${a.variant} is ${a.anchored ? 'anchored' : 'NOT anchored'}: it proves ${a.proves}. It does not prove ${a.doesNotProve}.`
+}
+
+/**
+ * Whose root the hardware evidence chained to, said beside every verdict: a stand-in root (the local
+ * cluster's, or any the operator pinned in place of the vendor's) proves nothing about hardware.
+ */
+export function describeHardware(h: {
+  kind: 'snp' | 'tdx'
+  vendorRoot: boolean
+  rootSubject: string
+}): string {
+  const what = h.kind === 'snp' ? 'SEV-SNP report' : 'TDX quote'
+  const vendor = h.kind === 'snp' ? "AMD's" : "Intel's"
+  return h.vendorRoot
+    ? `Hardware: the ${what} chains to ${vendor} published root (${h.rootSubject}).`
+    : `Hardware: the ${what} chains to a STAND-IN root, not ${vendor} (${h.rootSubject}): it proves the checks ran, nothing about hardware.`
 }

@@ -3,23 +3,28 @@ import { CliError } from '../errors/index.js'
 import type { Logger } from '../system/index.js'
 import type { OpenTpm } from '../tpm/index.js'
 import type { Measurements } from './measurements.js'
+import { createCvmIssuer } from './cvm/issuer.js'
+import { createCvmValidator } from './cvm/validator.js'
 import { createQemuVtpmIssuer, createQemuVtpmValidator } from './qemu-vtpm.js'
 import { createTpmEkIssuer, createTpmEkValidator } from './tpm-ek.js'
 import type { Issuer, IssuerOptions, Validator, ValidatorOptions } from './types.js'
 import type { AttestationVariant } from './variant.js'
 
-export function createIssuer(variant: AttestationVariant, open: OpenTpm, opts?: IssuerOptions): Issuer {
+export function createIssuer(variant: AttestationVariant, open: OpenTpm, opts: IssuerOptions = {}): Issuer {
   switch (variant) {
     case 'qemu-vtpm':
       return createQemuVtpmIssuer(open, opts)
     case 'tpm-ek':
       return createTpmEkIssuer(open, opts)
     default:
-      throw new CliError(`attestation variant ${variant} is being built (issue 31)`)
+      return createCvmIssuer(variant, open, opts)
   }
 }
 
-/** tpm-ek needs `opts.roots`, the manufacturer CA certificates EK certificates must chain to. */
+/**
+ * tpm-ek needs `opts.roots`, the manufacturer CA certificates EK certificates must chain to; the
+ * confidential-VM variants need `opts.cvm`, their pinned vendor root and minimums.
+ */
 export function createValidator(
   variant: AttestationVariant,
   measurements: Measurements,
@@ -32,7 +37,7 @@ export function createValidator(
     case 'tpm-ek':
       return createTpmEkValidator(measurements, opts.roots ?? [], log, opts)
     default:
-      throw new CliError(`attestation variant ${variant} is being built (issue 31)`)
+      return createCvmValidator(variant, measurements, log, opts)
   }
 }
 
@@ -40,7 +45,7 @@ export function createValidator(
 export function requireMeasurements(measurements: Measurements): Measurements {
   if (measurements.size === 0) {
     throw new CliError('no measurements to validate the attestation against; refusing to trust any node', {
-      hint: 'set the measurements of attestation.qemuVTPM or attestation.tpmEK in the config',
+      hint: 'set the measurements of the attestation variant in the config (attestation.<variant>.measurements)',
     })
   }
   return measurements

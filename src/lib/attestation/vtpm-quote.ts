@@ -15,11 +15,13 @@ import {
   parseSignature,
   pcrRead,
   quote,
+  readPublicArea,
   TPMA_OBJECT,
   verifyTpmSignature,
   withAttestationKey,
   withTpm,
   type OpenTpm,
+  type TpmTransport,
   type TpmtPublic,
 } from '../tpm/index.js'
 import type { AttestationDocument, QuoteEntry } from './document.js'
@@ -39,23 +41,38 @@ export function qualifyingData(
   return sha256(instanceInfo, sha256(userData, nonce))
 }
 
+/** What a CVM variant adds to the quote: evidence the quote commits to, and the key that quotes. */
+export interface QuoteExtras {
+  /** InstanceInfo for this AK (its TPMT_PUBLIC); the quote's qualifying data commits to it. */
+  instanceInfo?: (akPub: Buffer) => Promise<Buffer>
+  /** A persistent key's handle to quote with instead of the derived AK (Azure's HCL AK). */
+  key?: number
+}
+
 /** A quote of all SHA-256 PCRs bound to (userData, nonce), as Constellation's qemu-vtpm document holds it. */
 export async function issueQuoteDocument(
   open: OpenTpm,
   userData: Buffer,
   nonce: Buffer,
   opts: IssuerOptions,
+  extras: QuoteExtras = {},
 ): Promise<AttestationDocument> {
-  const { akPub, q, pcrs } = await withTpm(open, (t) =>
-    withAttestationKey(t, async (ak) => {
-      const q = await quote(t, ak.handle, qualifyingData(userData, nonce), ALL_PCRS)
-      return { akPub: ak.publicArea, q, pcrs: await pcrRead(t, ALL_PCRS) }
-    }),
+  const quoteWith = async (t: TpmTransport, handle: number, akPub: Buffer) => {
+    const instanceInfo = extras.instanceInfo ? await extras.instanceInfo(akPub) : undefined
+    const q = await quote(t, handle, qualifyingData(userData, nonce, instanceInfo), ALL_PCRS)
+    return { akPub, q, pcrs: await pcrRead(t, ALL_PCRS), instanceInfo }
+  }
+  const persistent = extras.key
+  const { akPub, q, pcrs, instanceInfo } = await withTpm(open, async (t) =>
+    persistent === undefined
+      ? withAttestationKey(t, (ak) => quoteWith(t, ak.handle, ak.publicArea))
+      : quoteWith(t, persistent, await readPublicArea(t, persistent)),
   )
   return {
     akPub,
     quotes: [{ quote: q.quoted, rawSig: q.signature, hashAlg: TPM_ALG.SHA256, pcrs }],
     eventLog: opts.eventLogPath ? await readFile(opts.eventLogPath).catch(() => undefined) : undefined,
+    instanceInfo,
     userData,
   }
 }

@@ -25,6 +25,19 @@ export interface MachineSpec {
   control: string
   /** Memory-backed folders (/run): emptied at power-on. */
   volatile: string[]
+  /**
+   * A confidential-VM node: the stand-in that serves its hardware reports at a configfs-tsm
+   * directory, signed by the cluster's stand-in AMD or Intel (no CVM hardware exists here).
+   */
+  cvm?: MachineCvm
+}
+
+export interface MachineCvm {
+  kind: 'snp' | 'tdx'
+  /** What the node reads as /sys/kernel/config/tsm/report. */
+  tsmDir: string
+  /** The stand-in vendor's keys (cvm-standin's save format). */
+  standInDir: string
 }
 
 export const UNIT_STATES = [

@@ -14,7 +14,13 @@ import type { Server } from 'node:net'
 import { existsSync } from 'node:fs'
 import { messageOf } from '../errors/index.js'
 import { writeSecretFile, type Logger } from '../system/index.js'
-import { writeBootStatus, type BootStatus, type MachineSpec, type UnitState } from './machine.js'
+import {
+  writeBootStatus,
+  type BootStatus,
+  type MachineCvm,
+  type MachineSpec,
+  type UnitState,
+} from './machine.js'
 import { serveSystemctl, SystemctlError } from './systemctl-socket.js'
 import { parseUnitFile, type UnitSpec } from './units.js'
 
@@ -54,6 +60,8 @@ export interface SupervisorDeps {
   sweep(except: readonly number[]): Promise<number>
   /** True once the TPM's command socket accepts a connection. */
   tpmAccepts(socket: string): Promise<boolean>
+  /** A CVM node's hardware stand-in (configfs-tsm), up while the node is powered on. */
+  startCvm?(cvm: MachineCvm): Promise<{ stop(): Promise<void> }>
   /** TPM2_Shutdown(CLEAR) through the TPM's command socket. */
   shutdownTpm(socket: string): Promise<void>
   sleep(ms: number): Promise<void>
@@ -85,6 +93,7 @@ export class NodeSupervisor {
   private readonly status: BootStatus
   private control?: Server
   private tpm?: GroupProcess
+  private cvm?: { stop(): Promise<void> }
   private stopping?: Promise<void>
   private statusWrite = Promise.resolve()
   private markDone!: () => void
@@ -116,6 +125,7 @@ export class NodeSupervisor {
     this.publish()
     this.deps.log.info('Powered on', { node: this.machine.node, bootId: this.deps.bootId })
     if (!(await this.startTpm())) return this.statusWrite
+    if (!(await this.startCvm())) return this.statusWrite
     const boot = [...this.units].filter(([, u]) => u.spec?.startsAtBoot).map(([name]) => name)
     this.deps.log.info('Starting the boot units', { units: boot })
     void this.startUnits(boot)
@@ -140,6 +150,7 @@ export class NodeSupervisor {
       const swept = await this.deps.sweep([this.deps.pid, ...(this.tpm ? [this.tpm.pid] : [])])
       if (swept > 0) this.deps.log.info('Stopped what the units left behind', { processes: swept })
       await this.stopTpm()
+      await this.cvm?.stop()
       for (const [name, run] of this.units) if (run.state !== 'failed') this.setState(name, run, 'inactive')
       this.status.state = 'off'
       this.publish()
@@ -319,6 +330,22 @@ export class NodeSupervisor {
     clearTimeout(timer)
     // the rest of its process group goes with it at once (what is left elsewhere: sweep)
     this.deps.killGroup(proc.pid, 'SIGKILL')
+  }
+
+  /** The CVM's hardware comes with the machine: a node whose stand-in does not start boots nothing. */
+  private async startCvm(): Promise<boolean> {
+    const { cvm } = this.machine
+    if (!cvm) return true
+    if (!this.deps.startCvm)
+      throw new Error('a CVM machine needs a supervisor that can start its hardware stand-in')
+    try {
+      this.cvm = await this.deps.startCvm(cvm)
+      this.deps.log.info('CVM hardware STAND-IN serving reports', { kind: cvm.kind, tsm: cvm.tsmDir })
+      return true
+    } catch (err) {
+      this.deps.log.error('The CVM hardware stand-in did not start; nothing boots', { error: messageOf(err) })
+      return false
+    }
   }
 
   private async startTpm(): Promise<boolean> {

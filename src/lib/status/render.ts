@@ -18,6 +18,9 @@ export function renderStatus(r: StatusReport): string {
   ]
   for (const n of r.nodes.filter((x) => x.reason))
     lines.push(`${n.name}: ${(n.reason ?? '').replaceAll('\n', '\n  ')}`)
+  // the same for every node of one workspace: said once
+  const hardware = [...new Set(r.nodes.flatMap((n) => (n.hardware ? [n.hardware] : [])))]
+  lines.push(...hardware)
   for (const n of r.nodes.filter((x) => x.kubernetes?.notReady))
     lines.push(`${n.name}: NotReady: ${n.kubernetes?.notReady ?? ''}`)
   lines.push(

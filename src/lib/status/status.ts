@@ -6,6 +6,7 @@
  */
 import {
   attestationAssurance,
+  describeHardware,
   type AttestationAssurance,
   type AttestationVariant,
 } from '../attestation/index.js'
@@ -47,6 +48,8 @@ export interface NodeStatus {
   clusterIdPcr: 'match' | 'mismatch' | 'unknown'
   /** Undefined when the Kubernetes API was not reachable. */
   kubernetes?: { ready: boolean; notReady?: string; kubeletVersion?: string }
+  /** Confidential-VM variants: whose root the node's hardware evidence chained to. */
+  hardware?: string
 }
 
 export interface StatusReport {
@@ -90,7 +93,14 @@ export async function clusterStatus(deps: StatusDeps): Promise<StatusReport> {
       const verdict = await deps.verify(formatHostPort(t.address, deps.verifyPort))
       const pcr15 = verdict.report?.pcrs.find((p) => p.index === 15)?.status
       const clusterIdPcr = pcr15 === 'ok' ? 'match' : pcr15 === 'mismatch' ? 'mismatch' : 'unknown'
-      if (!verdict.error) return { ...base, attestation: 'trusted', clusterIdPcr }
+      const hw = verdict.report?.hardware
+      if (!verdict.error)
+        return {
+          ...base,
+          attestation: 'trusted',
+          clusterIdPcr,
+          ...(hw && { hardware: describeHardware(hw) }),
+        }
       const attestation = verdict.error.unreachable ? 'unreachable' : 'untrusted'
       return { ...base, attestation, reason: verdict.error.message, clusterIdPcr }
     }),

@@ -2,12 +2,12 @@
 export { withTpm, readPcrs, shutdownTpm, extendPcr } from './pcrs.js'
 export { TpmParseError } from './buffer.js'
 export { openTpmDevice, openSwtpm, openSwtpmSocket } from './transport.js'
-export type { OpenTpm, TpmConfig } from './transport.js'
-export { pcrRead, quote } from './commands.js'
+export type { OpenTpm, TpmConfig, TpmTransport } from './transport.js'
+export { pcrRead, quote, readPublicArea } from './commands.js'
 
 export { attestationKeyName, withAttestationKey } from './ak.js'
 export { verifyTpmSignature } from './signature.js'
-export { parseQuoteAttest, parseSignature, parsePublic } from './structures.js'
+export { parseQuoteAttest, parseSignature, parsePublic, publicKeyOf } from './structures.js'
 export type { TpmtPublic } from './structures.js'
 export { TPM_ALG, PCR_COUNT, TPMA_OBJECT } from './constants.js'
 export {

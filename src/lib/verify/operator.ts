@@ -2,6 +2,7 @@
 import * as grpc from '@grpc/grpc-js'
 import {
   attestationAssurance,
+  type CvmSummary,
   AttestationError,
   CLUSTER_ID_PCR,
   clusterIdPcrValue,
@@ -67,6 +68,8 @@ export interface VerifyReport {
   activation?: { akName: string; activated: boolean }
   /** What passing this variant's attestation proves (qemu-vtpm: nothing about the key). */
   attestation: AttestationAssurance
+  /** The confidential-VM variants: what the hardware evidence showed, and whose root it chains to. */
+  hardware?: CvmSummary
 }
 export interface VerifyOutcome {
   report?: VerifyReport
@@ -289,5 +292,6 @@ function report(
     ...clusterId,
     ...activation,
     attestation: attestationAssurance(req.variant),
+    ...(verified?.cvm && { hardware: verified.cvm }),
   }
 }

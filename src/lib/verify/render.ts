@@ -1,5 +1,5 @@
 /** Text rendering of a verify report (the command prints it; --json prints the report itself). */
-import { describeAssurance } from '../attestation/index.js'
+import { describeAssurance, describeHardware, type CvmSummary } from '../attestation/index.js'
 import { renderTable } from '../ui/index.js'
 import type { VerifyReport } from './operator.js'
 
@@ -22,8 +22,13 @@ export function renderVerifyReport(r: VerifyReport): string {
     renderTable(['PCR', 'VALUE', 'EXPECTATION', 'STATUS'], rows),
     '',
     ...r.warnings.map((w) => `Warning: ${w}`),
+    ...(r.hardware ? renderHardware(r.hardware) : []),
     verdict,
     // what "trusted" is worth: said beside every verdict that trusts
     ...(r.trusted ? [describeAssurance(r.attestation)] : []),
   ].join('\n')
+}
+
+function renderHardware(h: CvmSummary): string[] {
+  return [describeHardware(h), ...Object.entries(h.fields).map(([k, v]) => `  ${k}: ${v}`), '']
 }
