@@ -11,14 +11,19 @@ const cjsDefault = (m) => (m && m.__esModule ? m.default : m);
 /** Ajv's ValidateFunction without `schema`/`schemaEnv`, which only ajv.compile() sets. */
 export type StandaloneValidate = ((data: unknown) => boolean) & { errors?: ErrorObject[] | null };
 export const validateConfig: StandaloneValidate = validate10;
-const schema11 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://constellation.invalid/schemas/constellation-conf.json","title":"constellation-conf.yaml","type":"object","additionalProperties":false,"required":["version","name","kubernetesVersion","attestation"],"properties":{"version":{"const":"v4","description":"Config schema version, must be v4"},"name":{"type":"string","pattern":"^[a-z0-9]([-a-z0-9]{0,35}[a-z0-9])?$","description":"Cluster name: lower-case letters, digits and dashes, at most 37 characters"},"kubernetesVersion":{"type":"string","description":"Full Kubernetes version, e.g. v1.31.13"},"serviceCIDR":{"type":"string","description":"Service CIDR, used at first init","default":"10.96.0.0/12"},"attestation":{"type":"object","additionalProperties":false,"minProperties":1,"maxProperties":1,"properties":{"qemuVTPM":{"type":"object","additionalProperties":false,"required":["measurements"],"description":"Constellation's qemu-vtpm: the AK is trusted as presented (local and test clusters)","properties":{"measurements":{"type":"object","propertyNames":{"pattern":"^([0-9]|1[0-9]|2[0-3])$"},"minProperties":1,"additionalProperties":{"type":"object","additionalProperties":false,"required":["expected"],"properties":{"expected":{"type":"string","pattern":"^[0-9a-fA-F]{64}$","description":"Expected PCR value, 32 bytes as hex"},"warnOnly":{"type":"boolean","default":false,"description":"Warn instead of refusing on mismatch"}}},"description":"PCR index (0-23) to expected value"}}},"tpmEK":{"type":"object","additionalProperties":false,"required":["measurements","roots"],"description":"tpm-ek: the node's EK certificate must chain to a manufacturer root, and its AK must activate a credential","properties":{"measurements":{"type":"object","propertyNames":{"pattern":"^([0-9]|1[0-9]|2[0-3])$"},"minProperties":1,"additionalProperties":{"type":"object","additionalProperties":false,"required":["expected"],"properties":{"expected":{"type":"string","pattern":"^[0-9a-fA-F]{64}$","description":"Expected PCR value, 32 bytes as hex"},"warnOnly":{"type":"boolean","default":false,"description":"Warn instead of refusing on mismatch"}}},"description":"PCR index (0-23) to expected value"},"roots":{"type":"array","maxItems":64,"items":{"type":"string","minLength":1},"description":"TPM manufacturer CA certificates: PEM text, or paths (relative to this file) of PEM or DER files"}}}}},"kubernetesComponents":{"type":"array","description":"Replaces the pinned components (for mirrors)","items":{"type":"object","additionalProperties":false,"required":["url","installPath"],"properties":{"url":{"type":"string","pattern":"^(https?|data):"},"hash":{"type":"string","pattern":"^(sha256:[0-9a-f]{64})?$"},"installPath":{"type":"string","pattern":"^/"},"extract":{"type":"boolean"}}}},"upgrade":{"type":"object","additionalProperties":false,"properties":{"charts":{"type":"array","items":{"type":"object","additionalProperties":false,"required":["name","chart","version","namespace"],"properties":{"name":{"type":"string","minLength":1},"chart":{"type":"string","minLength":1},"repository":{"type":"string"},"version":{"type":"string","minLength":1},"namespace":{"type":"string","minLength":1},"valuesFile":{"type":"string"}}}}}}}};
+const schema11 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://constellation.invalid/schemas/constellation-conf.json","title":"constellation-conf.yaml","type":"object","additionalProperties":false,"required":["version","name","kubernetesVersion","attestation"],"properties":{"version":{"const":"v4","description":"Config schema version, must be v4"},"name":{"type":"string","pattern":"^[a-z0-9]([-a-z0-9]{0,35}[a-z0-9])?$","description":"Cluster name: lower-case letters, digits and dashes, at most 37 characters"},"kubernetesVersion":{"type":"string","description":"Full Kubernetes version, e.g. v1.31.13"},"serviceCIDR":{"type":"string","description":"Service CIDR, used at first init","default":"10.96.0.0/12"},"attestation":{"type":"object","additionalProperties":false,"minProperties":1,"maxProperties":1,"properties":{"qemuVTPM":{"type":"object","additionalProperties":false,"required":["measurements"],"description":"Constellation's qemu-vtpm: the AK is trusted as presented (local and test clusters)","properties":{"measurements":{"type":"object","propertyNames":{"pattern":"^([0-9]|1[0-9]|2[0-3])$"},"minProperties":1,"additionalProperties":{"type":"object","additionalProperties":false,"required":["expected"],"properties":{"expected":{"type":"string","pattern":"^[0-9a-fA-F]{64}$","description":"Expected PCR value, 32 bytes as hex"},"warnOnly":{"type":"boolean","default":false,"description":"Warn instead of refusing on mismatch"}}},"description":"PCR index (0-23) to expected value"}}},"tpmEK":{"type":"object","additionalProperties":false,"required":["measurements","roots"],"description":"tpm-ek: the node's EK certificate must chain to a manufacturer root, and its AK must activate a credential","properties":{"measurements":{"type":"object","propertyNames":{"pattern":"^([0-9]|1[0-9]|2[0-3])$"},"minProperties":1,"additionalProperties":{"type":"object","additionalProperties":false,"required":["expected"],"properties":{"expected":{"type":"string","pattern":"^[0-9a-fA-F]{64}$","description":"Expected PCR value, 32 bytes as hex"},"warnOnly":{"type":"boolean","default":false,"description":"Warn instead of refusing on mismatch"}}},"description":"PCR index (0-23) to expected value"},"roots":{"type":"array","maxItems":64,"items":{"type":"string","minLength":1},"description":"TPM manufacturer CA certificates: PEM text, or paths (relative to this file) of PEM or DER files"}}},"awsSEVSNP":{"type":"object","additionalProperties":false,"required":["measurements","bootloaderVersion","teeVersion","snpVersion","microcodeVersion","amdRootKey"],"description":"AWS SEV-SNP: the node's vTPM runs in an AMD SEV-SNP guest whose report chains to amdRootKey","properties":{"measurements":{"type":"object","propertyNames":{"pattern":"^([0-9]|1[0-9]|2[0-3])$"},"minProperties":1,"additionalProperties":{"type":"object","additionalProperties":false,"required":["expected"],"properties":{"expected":{"type":"string","pattern":"^[0-9a-fA-F]{64}$","description":"Expected PCR value, 32 bytes as hex"},"warnOnly":{"type":"boolean","default":false,"description":"Warn instead of refusing on mismatch"}}},"description":"PCR index (0-23) to expected value"},"bootloaderVersion":{"type":"integer","minimum":0,"maximum":255,"description":"Lowest acceptable bootloader SVN of the reported and launch TCB (0-255)"},"teeVersion":{"type":"integer","minimum":0,"maximum":255,"description":"Lowest acceptable TEE (PSP OS) SVN of the reported and launch TCB (0-255)"},"snpVersion":{"type":"integer","minimum":0,"maximum":255,"description":"Lowest acceptable SEV-SNP firmware SVN of the reported and launch TCB (0-255)"},"microcodeVersion":{"type":"integer","minimum":0,"maximum":255,"description":"Lowest acceptable microcode SVN of the reported and launch TCB (0-255)"},"launchMeasurement":{"type":"string","pattern":"^[0-9a-fA-F]{96}$","description":"Expected launch MEASUREMENT of the guest (firmware, and what the VMM loaded with it); absent: not checked, and validators warn: 48 bytes as hex (96 digits)"},"amdRootKey":{"type":"string","minLength":1,"description":"AMD root key(s) (ARK) the VCEK/VLEK chain must end in; may hold several products' ARKs: PEM text, or a path (relative to this file) of a PEM or DER file"},"amdSigningKey":{"type":"string","minLength":1,"description":"Optional pin of the AMD signing key (ASK, or ASVK for a VLEK) that signs the VCEK/VLEK: PEM text, or a path (relative to this file) of a PEM or DER file"},"allowMigrationAgent":{"type":"boolean","default":false,"description":"Accept a guest policy that allows a migration agent (MIGRATE_MA)"},"allowSMT":{"type":"boolean","default":false,"description":"Accept a guest policy that allows simultaneous multithreading (SMT); debug is always refused"}}},"gcpSEVSNP":{"type":"object","additionalProperties":false,"required":["measurements","bootloaderVersion","teeVersion","snpVersion","microcodeVersion","amdRootKey"],"description":"GCP SEV-SNP: the node's vTPM runs in an AMD SEV-SNP guest whose report chains to amdRootKey","properties":{"measurements":{"type":"object","propertyNames":{"pattern":"^([0-9]|1[0-9]|2[0-3])$"},"minProperties":1,"additionalProperties":{"type":"object","additionalProperties":false,"required":["expected"],"properties":{"expected":{"type":"string","pattern":"^[0-9a-fA-F]{64}$","description":"Expected PCR value, 32 bytes as hex"},"warnOnly":{"type":"boolean","default":false,"description":"Warn instead of refusing on mismatch"}}},"description":"PCR index (0-23) to expected value"},"bootloaderVersion":{"type":"integer","minimum":0,"maximum":255,"description":"Lowest acceptable bootloader SVN of the reported and launch TCB (0-255)"},"teeVersion":{"type":"integer","minimum":0,"maximum":255,"description":"Lowest acceptable TEE (PSP OS) SVN of the reported and launch TCB (0-255)"},"snpVersion":{"type":"integer","minimum":0,"maximum":255,"description":"Lowest acceptable SEV-SNP firmware SVN of the reported and launch TCB (0-255)"},"microcodeVersion":{"type":"integer","minimum":0,"maximum":255,"description":"Lowest acceptable microcode SVN of the reported and launch TCB (0-255)"},"launchMeasurement":{"type":"string","pattern":"^[0-9a-fA-F]{96}$","description":"Expected launch MEASUREMENT of the guest (firmware, and what the VMM loaded with it); absent: not checked, and validators warn: 48 bytes as hex (96 digits)"},"amdRootKey":{"type":"string","minLength":1,"description":"AMD root key(s) (ARK) the VCEK/VLEK chain must end in; may hold several products' ARKs: PEM text, or a path (relative to this file) of a PEM or DER file"},"amdSigningKey":{"type":"string","minLength":1,"description":"Optional pin of the AMD signing key (ASK, or ASVK for a VLEK) that signs the VCEK/VLEK: PEM text, or a path (relative to this file) of a PEM or DER file"},"allowMigrationAgent":{"type":"boolean","default":false,"description":"Accept a guest policy that allows a migration agent (MIGRATE_MA)"},"allowSMT":{"type":"boolean","default":false,"description":"Accept a guest policy that allows simultaneous multithreading (SMT); debug is always refused"}}},"azureSEVSNP":{"type":"object","additionalProperties":false,"required":["measurements","bootloaderVersion","teeVersion","snpVersion","microcodeVersion","amdRootKey"],"description":"Azure SEV-SNP: the node's vTPM runs in an AMD SEV-SNP guest whose report chains to amdRootKey","properties":{"measurements":{"type":"object","propertyNames":{"pattern":"^([0-9]|1[0-9]|2[0-3])$"},"minProperties":1,"additionalProperties":{"type":"object","additionalProperties":false,"required":["expected"],"properties":{"expected":{"type":"string","pattern":"^[0-9a-fA-F]{64}$","description":"Expected PCR value, 32 bytes as hex"},"warnOnly":{"type":"boolean","default":false,"description":"Warn instead of refusing on mismatch"}}},"description":"PCR index (0-23) to expected value"},"bootloaderVersion":{"type":"integer","minimum":0,"maximum":255,"description":"Lowest acceptable bootloader SVN of the reported and launch TCB (0-255)"},"teeVersion":{"type":"integer","minimum":0,"maximum":255,"description":"Lowest acceptable TEE (PSP OS) SVN of the reported and launch TCB (0-255)"},"snpVersion":{"type":"integer","minimum":0,"maximum":255,"description":"Lowest acceptable SEV-SNP firmware SVN of the reported and launch TCB (0-255)"},"microcodeVersion":{"type":"integer","minimum":0,"maximum":255,"description":"Lowest acceptable microcode SVN of the reported and launch TCB (0-255)"},"launchMeasurement":{"type":"string","pattern":"^[0-9a-fA-F]{96}$","description":"Expected launch MEASUREMENT of the guest (firmware, and what the VMM loaded with it); absent: not checked, and validators warn: 48 bytes as hex (96 digits)"},"amdRootKey":{"type":"string","minLength":1,"description":"AMD root key(s) (ARK) the VCEK/VLEK chain must end in; may hold several products' ARKs: PEM text, or a path (relative to this file) of a PEM or DER file"},"amdSigningKey":{"type":"string","minLength":1,"description":"Optional pin of the AMD signing key (ASK, or ASVK for a VLEK) that signs the VCEK/VLEK: PEM text, or a path (relative to this file) of a PEM or DER file"},"allowMigrationAgent":{"type":"boolean","default":false,"description":"Accept a guest policy that allows a migration agent (MIGRATE_MA)"},"allowSMT":{"type":"boolean","default":false,"description":"Accept a guest policy that allows simultaneous multithreading (SMT); debug is always refused"}}},"qemuTDX":{"type":"object","additionalProperties":false,"required":["measurements","qeSVN","pceSVN","teeTCBSVN","intelRootKey"],"description":"QEMU TDX: the node's vTPM answers for an Intel TDX trust domain whose quote chains to intelRootKey","properties":{"measurements":{"type":"object","propertyNames":{"pattern":"^([0-9]|1[0-9]|2[0-3])$"},"minProperties":1,"additionalProperties":{"type":"object","additionalProperties":false,"required":["expected"],"properties":{"expected":{"type":"string","pattern":"^[0-9a-fA-F]{64}$","description":"Expected PCR value, 32 bytes as hex"},"warnOnly":{"type":"boolean","default":false,"description":"Warn instead of refusing on mismatch"}}},"description":"PCR index (0-23) to expected value"},"qeSVN":{"type":"integer","minimum":0,"maximum":65535,"description":"Lowest acceptable quoting enclave SVN (0-65535)"},"pceSVN":{"type":"integer","minimum":0,"maximum":65535,"description":"Lowest acceptable provisioning certification enclave SVN (0-65535)"},"teeTCBSVN":{"type":"string","pattern":"^[0-9a-fA-F]{32}$","description":"Lowest acceptable TEE_TCB_SVN, compared component by component: 16 bytes as hex (32 digits)"},"qeVendorID":{"type":"string","pattern":"^[0-9a-fA-F]{32}$","description":"Expected QE_VENDOR_ID of the quoting enclave; absent: not checked: 16 bytes as hex (32 digits)"},"mrSeam":{"type":"string","pattern":"^[0-9a-fA-F]{96}$","description":"Expected MRSEAM (the TDX module); absent: not checked: 48 bytes as hex (96 digits)"},"xfam":{"type":"string","pattern":"^[0-9a-fA-F]{16}$","description":"Expected XFAM (extended features available mask); absent: not checked: 8 bytes as hex (16 digits)"},"tdAttributes":{"type":"string","pattern":"^[0-9a-fA-F]{16}$","description":"Expected TD attributes; absent: not checked (debug is always refused): 8 bytes as hex (16 digits)"},"mrTd":{"type":"string","pattern":"^[0-9a-fA-F]{96}$","description":"Expected MRTD (the initial TD image, i.e. its firmware); absent: not checked: 48 bytes as hex (96 digits)"},"rtmrs":{"type":"object","propertyNames":{"pattern":"^[0-3]$"},"additionalProperties":{"type":"string","pattern":"^[0-9a-fA-F]{96}$","description":"Expected RTMR value: 48 bytes as hex (96 digits)"},"description":"RTMR index (0-3) to expected value; RTMRs not listed are not checked"},"intelRootKey":{"type":"string","minLength":1,"description":"Intel's SGX root CA the quote's PCK chain must end in: PEM text, or a path (relative to this file) of a PEM or DER file"},"collateral":{"type":"string","minLength":1,"description":"Directory (a path (relative to this file)) holding Intel PCS collateral (TCB info and QE identity with their issuer chains); absent: the TCB status is not checked"}}},"azureTDX":{"type":"object","additionalProperties":false,"required":["measurements","qeSVN","pceSVN","teeTCBSVN","intelRootKey"],"description":"Azure TDX: the node's vTPM answers for an Intel TDX trust domain whose quote chains to intelRootKey","properties":{"measurements":{"type":"object","propertyNames":{"pattern":"^([0-9]|1[0-9]|2[0-3])$"},"minProperties":1,"additionalProperties":{"type":"object","additionalProperties":false,"required":["expected"],"properties":{"expected":{"type":"string","pattern":"^[0-9a-fA-F]{64}$","description":"Expected PCR value, 32 bytes as hex"},"warnOnly":{"type":"boolean","default":false,"description":"Warn instead of refusing on mismatch"}}},"description":"PCR index (0-23) to expected value"},"qeSVN":{"type":"integer","minimum":0,"maximum":65535,"description":"Lowest acceptable quoting enclave SVN (0-65535)"},"pceSVN":{"type":"integer","minimum":0,"maximum":65535,"description":"Lowest acceptable provisioning certification enclave SVN (0-65535)"},"teeTCBSVN":{"type":"string","pattern":"^[0-9a-fA-F]{32}$","description":"Lowest acceptable TEE_TCB_SVN, compared component by component: 16 bytes as hex (32 digits)"},"qeVendorID":{"type":"string","pattern":"^[0-9a-fA-F]{32}$","description":"Expected QE_VENDOR_ID of the quoting enclave; absent: not checked: 16 bytes as hex (32 digits)"},"mrSeam":{"type":"string","pattern":"^[0-9a-fA-F]{96}$","description":"Expected MRSEAM (the TDX module); absent: not checked: 48 bytes as hex (96 digits)"},"xfam":{"type":"string","pattern":"^[0-9a-fA-F]{16}$","description":"Expected XFAM (extended features available mask); absent: not checked: 8 bytes as hex (16 digits)"},"tdAttributes":{"type":"string","pattern":"^[0-9a-fA-F]{16}$","description":"Expected TD attributes; absent: not checked (debug is always refused): 8 bytes as hex (16 digits)"},"mrTd":{"type":"string","pattern":"^[0-9a-fA-F]{96}$","description":"Expected MRTD (the initial TD image, i.e. its firmware); absent: not checked: 48 bytes as hex (96 digits)"},"rtmrs":{"type":"object","propertyNames":{"pattern":"^[0-3]$"},"additionalProperties":{"type":"string","pattern":"^[0-9a-fA-F]{96}$","description":"Expected RTMR value: 48 bytes as hex (96 digits)"},"description":"RTMR index (0-3) to expected value; RTMRs not listed are not checked"},"intelRootKey":{"type":"string","minLength":1,"description":"Intel's SGX root CA the quote's PCK chain must end in: PEM text, or a path (relative to this file) of a PEM or DER file"},"collateral":{"type":"string","minLength":1,"description":"Directory (a path (relative to this file)) holding Intel PCS collateral (TCB info and QE identity with their issuer chains); absent: the TCB status is not checked"}}}}},"kubernetesComponents":{"type":"array","description":"Replaces the pinned components (for mirrors)","items":{"type":"object","additionalProperties":false,"required":["url","installPath"],"properties":{"url":{"type":"string","pattern":"^(https?|data):"},"hash":{"type":"string","pattern":"^(sha256:[0-9a-f]{64})?$"},"installPath":{"type":"string","pattern":"^/"},"extract":{"type":"boolean"}}}},"upgrade":{"type":"object","additionalProperties":false,"properties":{"charts":{"type":"array","items":{"type":"object","additionalProperties":false,"required":["name","chart","version","namespace"],"properties":{"name":{"type":"string","minLength":1},"chart":{"type":"string","minLength":1},"repository":{"type":"string"},"version":{"type":"string","minLength":1},"namespace":{"type":"string","minLength":1},"valuesFile":{"type":"string"}}}}}}}};
 const pattern0 = new RegExp("^[a-z0-9]([-a-z0-9]{0,35}[a-z0-9])?$", "u");
 const pattern1 = new RegExp("^([0-9]|1[0-9]|2[0-3])$", "u");
 const pattern2 = new RegExp("^[0-9a-fA-F]{64}$", "u");
-const pattern5 = new RegExp("^(https?|data):", "u");
-const pattern6 = new RegExp("^(sha256:[0-9a-f]{64})?$", "u");
-const pattern7 = new RegExp("^/", "u");
+const pattern7 = new RegExp("^[0-9a-fA-F]{96}$", "u");
+const pattern16 = new RegExp("^[0-9a-fA-F]{32}$", "u");
+const pattern19 = new RegExp("^[0-9a-fA-F]{16}$", "u");
+const pattern22 = new RegExp("^[0-3]$", "u");
+const pattern34 = new RegExp("^(https?|data):", "u");
+const pattern35 = new RegExp("^(sha256:[0-9a-f]{64})?$", "u");
+const pattern36 = new RegExp("^/", "u");
 const func2 = cjsDefault(runtime_ucs2length);
+const func3 = Object.prototype.hasOwnProperty;
 
 function validate10(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://constellation.invalid/schemas/constellation-conf.json" */;
@@ -162,7 +167,7 @@ vErrors.push(err11);
 errors++;
 }
 for(const key1 in data4){
-if(!((key1 === "qemuVTPM") || (key1 === "tpmEK"))){
+if(!(((((((key1 === "qemuVTPM") || (key1 === "tpmEK")) || (key1 === "awsSEVSNP")) || (key1 === "gcpSEVSNP")) || (key1 === "azureSEVSNP")) || (key1 === "qemuTDX")) || (key1 === "azureTDX"))){
 const err12 = {instancePath:instancePath+"/attestation",schemaPath:"#/properties/attestation/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err12];
@@ -558,9 +563,11 @@ vErrors.push(err43);
 errors++;
 }
 }
-}
-else {
-const err44 = {instancePath:instancePath+"/attestation",schemaPath:"#/properties/attestation/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data4.awsSEVSNP !== undefined){
+let data17 = data4.awsSEVSNP;
+if(data17 && typeof data17 == "object" && !Array.isArray(data17)){
+if(data17.measurements === undefined){
+const err44 = {instancePath:instancePath+"/attestation/awsSEVSNP",schemaPath:"#/properties/attestation/properties/awsSEVSNP/required",keyword:"required",params:{missingProperty: "measurements"},message:"must have required property '"+"measurements"+"'"};
 if(vErrors === null){
 vErrors = [err44];
 }
@@ -569,16 +576,8 @@ vErrors.push(err44);
 }
 errors++;
 }
-}
-if(data.kubernetesComponents !== undefined){
-let data17 = data.kubernetesComponents;
-if(Array.isArray(data17)){
-const len1 = data17.length;
-for(let i1=0; i1<len1; i1++){
-let data18 = data17[i1];
-if(data18 && typeof data18 == "object" && !Array.isArray(data18)){
-if(data18.url === undefined){
-const err45 = {instancePath:instancePath+"/kubernetesComponents/" + i1,schemaPath:"#/properties/kubernetesComponents/items/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'"};
+if(data17.bootloaderVersion === undefined){
+const err45 = {instancePath:instancePath+"/attestation/awsSEVSNP",schemaPath:"#/properties/attestation/properties/awsSEVSNP/required",keyword:"required",params:{missingProperty: "bootloaderVersion"},message:"must have required property '"+"bootloaderVersion"+"'"};
 if(vErrors === null){
 vErrors = [err45];
 }
@@ -587,8 +586,8 @@ vErrors.push(err45);
 }
 errors++;
 }
-if(data18.installPath === undefined){
-const err46 = {instancePath:instancePath+"/kubernetesComponents/" + i1,schemaPath:"#/properties/kubernetesComponents/items/required",keyword:"required",params:{missingProperty: "installPath"},message:"must have required property '"+"installPath"+"'"};
+if(data17.teeVersion === undefined){
+const err46 = {instancePath:instancePath+"/attestation/awsSEVSNP",schemaPath:"#/properties/attestation/properties/awsSEVSNP/required",keyword:"required",params:{missingProperty: "teeVersion"},message:"must have required property '"+"teeVersion"+"'"};
 if(vErrors === null){
 vErrors = [err46];
 }
@@ -597,9 +596,8 @@ vErrors.push(err46);
 }
 errors++;
 }
-for(const key10 in data18){
-if(!((((key10 === "url") || (key10 === "hash")) || (key10 === "installPath")) || (key10 === "extract"))){
-const err47 = {instancePath:instancePath+"/kubernetesComponents/" + i1,schemaPath:"#/properties/kubernetesComponents/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key10},message:"must NOT have additional properties"};
+if(data17.snpVersion === undefined){
+const err47 = {instancePath:instancePath+"/attestation/awsSEVSNP",schemaPath:"#/properties/attestation/properties/awsSEVSNP/required",keyword:"required",params:{missingProperty: "snpVersion"},message:"must have required property '"+"snpVersion"+"'"};
 if(vErrors === null){
 vErrors = [err47];
 }
@@ -608,12 +606,8 @@ vErrors.push(err47);
 }
 errors++;
 }
-}
-if(data18.url !== undefined){
-let data19 = data18.url;
-if(typeof data19 === "string"){
-if(!pattern5.test(data19)){
-const err48 = {instancePath:instancePath+"/kubernetesComponents/" + i1+"/url",schemaPath:"#/properties/kubernetesComponents/items/properties/url/pattern",keyword:"pattern",params:{pattern: "^(https?|data):"},message:"must match pattern \""+"^(https?|data):"+"\""};
+if(data17.microcodeVersion === undefined){
+const err48 = {instancePath:instancePath+"/attestation/awsSEVSNP",schemaPath:"#/properties/attestation/properties/awsSEVSNP/required",keyword:"required",params:{missingProperty: "microcodeVersion"},message:"must have required property '"+"microcodeVersion"+"'"};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -622,9 +616,8 @@ vErrors.push(err48);
 }
 errors++;
 }
-}
-else {
-const err49 = {instancePath:instancePath+"/kubernetesComponents/" + i1+"/url",schemaPath:"#/properties/kubernetesComponents/items/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data17.amdRootKey === undefined){
+const err49 = {instancePath:instancePath+"/attestation/awsSEVSNP",schemaPath:"#/properties/attestation/properties/awsSEVSNP/required",keyword:"required",params:{missingProperty: "amdRootKey"},message:"must have required property '"+"amdRootKey"+"'"};
 if(vErrors === null){
 vErrors = [err49];
 }
@@ -633,12 +626,9 @@ vErrors.push(err49);
 }
 errors++;
 }
-}
-if(data18.hash !== undefined){
-let data20 = data18.hash;
-if(typeof data20 === "string"){
-if(!pattern6.test(data20)){
-const err50 = {instancePath:instancePath+"/kubernetesComponents/" + i1+"/hash",schemaPath:"#/properties/kubernetesComponents/items/properties/hash/pattern",keyword:"pattern",params:{pattern: "^(sha256:[0-9a-f]{64})?$"},message:"must match pattern \""+"^(sha256:[0-9a-f]{64})?$"+"\""};
+for(const key10 in data17){
+if(!(func3.call(schema11.properties.attestation.properties.awsSEVSNP.properties, key10))){
+const err50 = {instancePath:instancePath+"/attestation/awsSEVSNP",schemaPath:"#/properties/attestation/properties/awsSEVSNP/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key10},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err50];
 }
@@ -648,8 +638,11 @@ vErrors.push(err50);
 errors++;
 }
 }
-else {
-const err51 = {instancePath:instancePath+"/kubernetesComponents/" + i1+"/hash",schemaPath:"#/properties/kubernetesComponents/items/properties/hash/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data17.measurements !== undefined){
+let data18 = data17.measurements;
+if(data18 && typeof data18 == "object" && !Array.isArray(data18)){
+if(Object.keys(data18).length < 1){
+const err51 = {instancePath:instancePath+"/attestation/awsSEVSNP/measurements",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/measurements/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties"};
 if(vErrors === null){
 vErrors = [err51];
 }
@@ -658,12 +651,11 @@ vErrors.push(err51);
 }
 errors++;
 }
-}
-if(data18.installPath !== undefined){
-let data21 = data18.installPath;
-if(typeof data21 === "string"){
-if(!pattern7.test(data21)){
-const err52 = {instancePath:instancePath+"/kubernetesComponents/" + i1+"/installPath",schemaPath:"#/properties/kubernetesComponents/items/properties/installPath/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\""};
+for(const key11 in data18){
+const _errs49 = errors;
+if(typeof key11 === "string"){
+if(!pattern1.test(key11)){
+const err52 = {instancePath:instancePath+"/attestation/awsSEVSNP/measurements",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/measurements/propertyNames/pattern",keyword:"pattern",params:{pattern: "^([0-9]|1[0-9]|2[0-3])$"},message:"must match pattern \""+"^([0-9]|1[0-9]|2[0-3])$"+"\"",propertyName:key11};
 if(vErrors === null){
 vErrors = [err52];
 }
@@ -673,8 +665,9 @@ vErrors.push(err52);
 errors++;
 }
 }
-else {
-const err53 = {instancePath:instancePath+"/kubernetesComponents/" + i1+"/installPath",schemaPath:"#/properties/kubernetesComponents/items/properties/installPath/type",keyword:"type",params:{type: "string"},message:"must be string"};
+var valid13 = _errs49 === errors;
+if(!valid13){
+const err53 = {instancePath:instancePath+"/attestation/awsSEVSNP/measurements",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/measurements/propertyNames",keyword:"propertyNames",params:{propertyName: key11},message:"property name must be valid"};
 if(vErrors === null){
 vErrors = [err53];
 }
@@ -684,9 +677,11 @@ vErrors.push(err53);
 errors++;
 }
 }
-if(data18.extract !== undefined){
-if(typeof data18.extract !== "boolean"){
-const err54 = {instancePath:instancePath+"/kubernetesComponents/" + i1+"/extract",schemaPath:"#/properties/kubernetesComponents/items/properties/extract/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+for(const key12 in data18){
+let data19 = data18[key12];
+if(data19 && typeof data19 == "object" && !Array.isArray(data19)){
+if(data19.expected === undefined){
+const err54 = {instancePath:instancePath+"/attestation/awsSEVSNP/measurements/" + key12.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/measurements/additionalProperties/required",keyword:"required",params:{missingProperty: "expected"},message:"must have required property '"+"expected"+"'"};
 if(vErrors === null){
 vErrors = [err54];
 }
@@ -695,10 +690,9 @@ vErrors.push(err54);
 }
 errors++;
 }
-}
-}
-else {
-const err55 = {instancePath:instancePath+"/kubernetesComponents/" + i1,schemaPath:"#/properties/kubernetesComponents/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+for(const key13 in data19){
+if(!((key13 === "expected") || (key13 === "warnOnly"))){
+const err55 = {instancePath:instancePath+"/attestation/awsSEVSNP/measurements/" + key12.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/measurements/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key13},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err55];
 }
@@ -708,9 +702,11 @@ vErrors.push(err55);
 errors++;
 }
 }
-}
-else {
-const err56 = {instancePath:instancePath+"/kubernetesComponents",schemaPath:"#/properties/kubernetesComponents/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data19.expected !== undefined){
+let data20 = data19.expected;
+if(typeof data20 === "string"){
+if(!pattern2.test(data20)){
+const err56 = {instancePath:instancePath+"/attestation/awsSEVSNP/measurements/" + key12.replace(/~/g, "~0").replace(/\//g, "~1")+"/expected",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/measurements/additionalProperties/properties/expected/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{64}$"},message:"must match pattern \""+"^[0-9a-fA-F]{64}$"+"\""};
 if(vErrors === null){
 vErrors = [err56];
 }
@@ -720,12 +716,8 @@ vErrors.push(err56);
 errors++;
 }
 }
-if(data.upgrade !== undefined){
-let data23 = data.upgrade;
-if(data23 && typeof data23 == "object" && !Array.isArray(data23)){
-for(const key11 in data23){
-if(!(key11 === "charts")){
-const err57 = {instancePath:instancePath+"/upgrade",schemaPath:"#/properties/upgrade/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key11},message:"must NOT have additional properties"};
+else {
+const err57 = {instancePath:instancePath+"/attestation/awsSEVSNP/measurements/" + key12.replace(/~/g, "~0").replace(/\//g, "~1")+"/expected",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/measurements/additionalProperties/properties/expected/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err57];
 }
@@ -735,15 +727,9 @@ vErrors.push(err57);
 errors++;
 }
 }
-if(data23.charts !== undefined){
-let data24 = data23.charts;
-if(Array.isArray(data24)){
-const len2 = data24.length;
-for(let i2=0; i2<len2; i2++){
-let data25 = data24[i2];
-if(data25 && typeof data25 == "object" && !Array.isArray(data25)){
-if(data25.name === undefined){
-const err58 = {instancePath:instancePath+"/upgrade/charts/" + i2,schemaPath:"#/properties/upgrade/properties/charts/items/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+if(data19.warnOnly !== undefined){
+if(typeof data19.warnOnly !== "boolean"){
+const err58 = {instancePath:instancePath+"/attestation/awsSEVSNP/measurements/" + key12.replace(/~/g, "~0").replace(/\//g, "~1")+"/warnOnly",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/measurements/additionalProperties/properties/warnOnly/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err58];
 }
@@ -752,8 +738,10 @@ vErrors.push(err58);
 }
 errors++;
 }
-if(data25.chart === undefined){
-const err59 = {instancePath:instancePath+"/upgrade/charts/" + i2,schemaPath:"#/properties/upgrade/properties/charts/items/required",keyword:"required",params:{missingProperty: "chart"},message:"must have required property '"+"chart"+"'"};
+}
+}
+else {
+const err59 = {instancePath:instancePath+"/attestation/awsSEVSNP/measurements/" + key12.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/measurements/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err59];
 }
@@ -762,8 +750,10 @@ vErrors.push(err59);
 }
 errors++;
 }
-if(data25.version === undefined){
-const err60 = {instancePath:instancePath+"/upgrade/charts/" + i2,schemaPath:"#/properties/upgrade/properties/charts/items/required",keyword:"required",params:{missingProperty: "version"},message:"must have required property '"+"version"+"'"};
+}
+}
+else {
+const err60 = {instancePath:instancePath+"/attestation/awsSEVSNP/measurements",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/measurements/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err60];
 }
@@ -772,8 +762,11 @@ vErrors.push(err60);
 }
 errors++;
 }
-if(data25.namespace === undefined){
-const err61 = {instancePath:instancePath+"/upgrade/charts/" + i2,schemaPath:"#/properties/upgrade/properties/charts/items/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'"};
+}
+if(data17.bootloaderVersion !== undefined){
+let data22 = data17.bootloaderVersion;
+if(!((typeof data22 == "number") && (!(data22 % 1) && !isNaN(data22)))){
+const err61 = {instancePath:instancePath+"/attestation/awsSEVSNP/bootloaderVersion",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/bootloaderVersion/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err61];
 }
@@ -782,9 +775,9 @@ vErrors.push(err61);
 }
 errors++;
 }
-for(const key12 in data25){
-if(!((((((key12 === "name") || (key12 === "chart")) || (key12 === "repository")) || (key12 === "version")) || (key12 === "namespace")) || (key12 === "valuesFile"))){
-const err62 = {instancePath:instancePath+"/upgrade/charts/" + i2,schemaPath:"#/properties/upgrade/properties/charts/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key12},message:"must NOT have additional properties"};
+if(typeof data22 == "number"){
+if(data22 > 255 || isNaN(data22)){
+const err62 = {instancePath:instancePath+"/attestation/awsSEVSNP/bootloaderVersion",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/bootloaderVersion/maximum",keyword:"maximum",params:{comparison: "<=", limit: 255},message:"must be <= 255"};
 if(vErrors === null){
 vErrors = [err62];
 }
@@ -793,12 +786,8 @@ vErrors.push(err62);
 }
 errors++;
 }
-}
-if(data25.name !== undefined){
-let data26 = data25.name;
-if(typeof data26 === "string"){
-if(func2(data26) < 1){
-const err63 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/name",schemaPath:"#/properties/upgrade/properties/charts/items/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data22 < 0 || isNaN(data22)){
+const err63 = {instancePath:instancePath+"/attestation/awsSEVSNP/bootloaderVersion",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/bootloaderVersion/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err63];
 }
@@ -808,8 +797,11 @@ vErrors.push(err63);
 errors++;
 }
 }
-else {
-const err64 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/name",schemaPath:"#/properties/upgrade/properties/charts/items/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+if(data17.teeVersion !== undefined){
+let data23 = data17.teeVersion;
+if(!((typeof data23 == "number") && (!(data23 % 1) && !isNaN(data23)))){
+const err64 = {instancePath:instancePath+"/attestation/awsSEVSNP/teeVersion",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/teeVersion/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err64];
 }
@@ -818,12 +810,9 @@ vErrors.push(err64);
 }
 errors++;
 }
-}
-if(data25.chart !== undefined){
-let data27 = data25.chart;
-if(typeof data27 === "string"){
-if(func2(data27) < 1){
-const err65 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/chart",schemaPath:"#/properties/upgrade/properties/charts/items/properties/chart/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(typeof data23 == "number"){
+if(data23 > 255 || isNaN(data23)){
+const err65 = {instancePath:instancePath+"/attestation/awsSEVSNP/teeVersion",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/teeVersion/maximum",keyword:"maximum",params:{comparison: "<=", limit: 255},message:"must be <= 255"};
 if(vErrors === null){
 vErrors = [err65];
 }
@@ -832,9 +821,8 @@ vErrors.push(err65);
 }
 errors++;
 }
-}
-else {
-const err66 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/chart",schemaPath:"#/properties/upgrade/properties/charts/items/properties/chart/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data23 < 0 || isNaN(data23)){
+const err66 = {instancePath:instancePath+"/attestation/awsSEVSNP/teeVersion",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/teeVersion/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err66];
 }
@@ -844,9 +832,11 @@ vErrors.push(err66);
 errors++;
 }
 }
-if(data25.repository !== undefined){
-if(typeof data25.repository !== "string"){
-const err67 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/repository",schemaPath:"#/properties/upgrade/properties/charts/items/properties/repository/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+if(data17.snpVersion !== undefined){
+let data24 = data17.snpVersion;
+if(!((typeof data24 == "number") && (!(data24 % 1) && !isNaN(data24)))){
+const err67 = {instancePath:instancePath+"/attestation/awsSEVSNP/snpVersion",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/snpVersion/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err67];
 }
@@ -855,12 +845,9 @@ vErrors.push(err67);
 }
 errors++;
 }
-}
-if(data25.version !== undefined){
-let data29 = data25.version;
-if(typeof data29 === "string"){
-if(func2(data29) < 1){
-const err68 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/version",schemaPath:"#/properties/upgrade/properties/charts/items/properties/version/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(typeof data24 == "number"){
+if(data24 > 255 || isNaN(data24)){
+const err68 = {instancePath:instancePath+"/attestation/awsSEVSNP/snpVersion",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/snpVersion/maximum",keyword:"maximum",params:{comparison: "<=", limit: 255},message:"must be <= 255"};
 if(vErrors === null){
 vErrors = [err68];
 }
@@ -869,9 +856,8 @@ vErrors.push(err68);
 }
 errors++;
 }
-}
-else {
-const err69 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/version",schemaPath:"#/properties/upgrade/properties/charts/items/properties/version/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data24 < 0 || isNaN(data24)){
+const err69 = {instancePath:instancePath+"/attestation/awsSEVSNP/snpVersion",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/snpVersion/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err69];
 }
@@ -881,11 +867,11 @@ vErrors.push(err69);
 errors++;
 }
 }
-if(data25.namespace !== undefined){
-let data30 = data25.namespace;
-if(typeof data30 === "string"){
-if(func2(data30) < 1){
-const err70 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/namespace",schemaPath:"#/properties/upgrade/properties/charts/items/properties/namespace/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+if(data17.microcodeVersion !== undefined){
+let data25 = data17.microcodeVersion;
+if(!((typeof data25 == "number") && (!(data25 % 1) && !isNaN(data25)))){
+const err70 = {instancePath:instancePath+"/attestation/awsSEVSNP/microcodeVersion",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/microcodeVersion/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err70];
 }
@@ -894,9 +880,9 @@ vErrors.push(err70);
 }
 errors++;
 }
-}
-else {
-const err71 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/namespace",schemaPath:"#/properties/upgrade/properties/charts/items/properties/namespace/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(typeof data25 == "number"){
+if(data25 > 255 || isNaN(data25)){
+const err71 = {instancePath:instancePath+"/attestation/awsSEVSNP/microcodeVersion",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/microcodeVersion/maximum",keyword:"maximum",params:{comparison: "<=", limit: 255},message:"must be <= 255"};
 if(vErrors === null){
 vErrors = [err71];
 }
@@ -905,10 +891,8 @@ vErrors.push(err71);
 }
 errors++;
 }
-}
-if(data25.valuesFile !== undefined){
-if(typeof data25.valuesFile !== "string"){
-const err72 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/valuesFile",schemaPath:"#/properties/upgrade/properties/charts/items/properties/valuesFile/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data25 < 0 || isNaN(data25)){
+const err72 = {instancePath:instancePath+"/attestation/awsSEVSNP/microcodeVersion",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/microcodeVersion/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err72];
 }
@@ -919,8 +903,11 @@ errors++;
 }
 }
 }
-else {
-const err73 = {instancePath:instancePath+"/upgrade/charts/" + i2,schemaPath:"#/properties/upgrade/properties/charts/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data17.launchMeasurement !== undefined){
+let data26 = data17.launchMeasurement;
+if(typeof data26 === "string"){
+if(!pattern7.test(data26)){
+const err73 = {instancePath:instancePath+"/attestation/awsSEVSNP/launchMeasurement",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/launchMeasurement/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{96}$"},message:"must match pattern \""+"^[0-9a-fA-F]{96}$"+"\""};
 if(vErrors === null){
 vErrors = [err73];
 }
@@ -930,9 +917,8 @@ vErrors.push(err73);
 errors++;
 }
 }
-}
 else {
-const err74 = {instancePath:instancePath+"/upgrade/charts",schemaPath:"#/properties/upgrade/properties/charts/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err74 = {instancePath:instancePath+"/attestation/awsSEVSNP/launchMeasurement",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/launchMeasurement/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err74];
 }
@@ -942,9 +928,11 @@ vErrors.push(err74);
 errors++;
 }
 }
-}
-else {
-const err75 = {instancePath:instancePath+"/upgrade",schemaPath:"#/properties/upgrade/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data17.amdRootKey !== undefined){
+let data27 = data17.amdRootKey;
+if(typeof data27 === "string"){
+if(func2(data27) < 1){
+const err75 = {instancePath:instancePath+"/attestation/awsSEVSNP/amdRootKey",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/amdRootKey/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err75];
 }
@@ -954,14 +942,2460 @@ vErrors.push(err75);
 errors++;
 }
 }
-}
 else {
-const err76 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err76 = {instancePath:instancePath+"/attestation/awsSEVSNP/amdRootKey",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/amdRootKey/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err76];
 }
 else {
 vErrors.push(err76);
+}
+errors++;
+}
+}
+if(data17.amdSigningKey !== undefined){
+let data28 = data17.amdSigningKey;
+if(typeof data28 === "string"){
+if(func2(data28) < 1){
+const err77 = {instancePath:instancePath+"/attestation/awsSEVSNP/amdSigningKey",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/amdSigningKey/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err77];
+}
+else {
+vErrors.push(err77);
+}
+errors++;
+}
+}
+else {
+const err78 = {instancePath:instancePath+"/attestation/awsSEVSNP/amdSigningKey",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/amdSigningKey/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err78];
+}
+else {
+vErrors.push(err78);
+}
+errors++;
+}
+}
+if(data17.allowMigrationAgent !== undefined){
+if(typeof data17.allowMigrationAgent !== "boolean"){
+const err79 = {instancePath:instancePath+"/attestation/awsSEVSNP/allowMigrationAgent",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/allowMigrationAgent/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err79];
+}
+else {
+vErrors.push(err79);
+}
+errors++;
+}
+}
+if(data17.allowSMT !== undefined){
+if(typeof data17.allowSMT !== "boolean"){
+const err80 = {instancePath:instancePath+"/attestation/awsSEVSNP/allowSMT",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/allowSMT/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err80];
+}
+else {
+vErrors.push(err80);
+}
+errors++;
+}
+}
+}
+else {
+const err81 = {instancePath:instancePath+"/attestation/awsSEVSNP",schemaPath:"#/properties/attestation/properties/awsSEVSNP/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err81];
+}
+else {
+vErrors.push(err81);
+}
+errors++;
+}
+}
+if(data4.gcpSEVSNP !== undefined){
+let data31 = data4.gcpSEVSNP;
+if(data31 && typeof data31 == "object" && !Array.isArray(data31)){
+if(data31.measurements === undefined){
+const err82 = {instancePath:instancePath+"/attestation/gcpSEVSNP",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/required",keyword:"required",params:{missingProperty: "measurements"},message:"must have required property '"+"measurements"+"'"};
+if(vErrors === null){
+vErrors = [err82];
+}
+else {
+vErrors.push(err82);
+}
+errors++;
+}
+if(data31.bootloaderVersion === undefined){
+const err83 = {instancePath:instancePath+"/attestation/gcpSEVSNP",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/required",keyword:"required",params:{missingProperty: "bootloaderVersion"},message:"must have required property '"+"bootloaderVersion"+"'"};
+if(vErrors === null){
+vErrors = [err83];
+}
+else {
+vErrors.push(err83);
+}
+errors++;
+}
+if(data31.teeVersion === undefined){
+const err84 = {instancePath:instancePath+"/attestation/gcpSEVSNP",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/required",keyword:"required",params:{missingProperty: "teeVersion"},message:"must have required property '"+"teeVersion"+"'"};
+if(vErrors === null){
+vErrors = [err84];
+}
+else {
+vErrors.push(err84);
+}
+errors++;
+}
+if(data31.snpVersion === undefined){
+const err85 = {instancePath:instancePath+"/attestation/gcpSEVSNP",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/required",keyword:"required",params:{missingProperty: "snpVersion"},message:"must have required property '"+"snpVersion"+"'"};
+if(vErrors === null){
+vErrors = [err85];
+}
+else {
+vErrors.push(err85);
+}
+errors++;
+}
+if(data31.microcodeVersion === undefined){
+const err86 = {instancePath:instancePath+"/attestation/gcpSEVSNP",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/required",keyword:"required",params:{missingProperty: "microcodeVersion"},message:"must have required property '"+"microcodeVersion"+"'"};
+if(vErrors === null){
+vErrors = [err86];
+}
+else {
+vErrors.push(err86);
+}
+errors++;
+}
+if(data31.amdRootKey === undefined){
+const err87 = {instancePath:instancePath+"/attestation/gcpSEVSNP",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/required",keyword:"required",params:{missingProperty: "amdRootKey"},message:"must have required property '"+"amdRootKey"+"'"};
+if(vErrors === null){
+vErrors = [err87];
+}
+else {
+vErrors.push(err87);
+}
+errors++;
+}
+for(const key14 in data31){
+if(!(func3.call(schema11.properties.attestation.properties.gcpSEVSNP.properties, key14))){
+const err88 = {instancePath:instancePath+"/attestation/gcpSEVSNP",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key14},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err88];
+}
+else {
+vErrors.push(err88);
+}
+errors++;
+}
+}
+if(data31.measurements !== undefined){
+let data32 = data31.measurements;
+if(data32 && typeof data32 == "object" && !Array.isArray(data32)){
+if(Object.keys(data32).length < 1){
+const err89 = {instancePath:instancePath+"/attestation/gcpSEVSNP/measurements",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/measurements/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties"};
+if(vErrors === null){
+vErrors = [err89];
+}
+else {
+vErrors.push(err89);
+}
+errors++;
+}
+for(const key15 in data32){
+const _errs81 = errors;
+if(typeof key15 === "string"){
+if(!pattern1.test(key15)){
+const err90 = {instancePath:instancePath+"/attestation/gcpSEVSNP/measurements",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/measurements/propertyNames/pattern",keyword:"pattern",params:{pattern: "^([0-9]|1[0-9]|2[0-3])$"},message:"must match pattern \""+"^([0-9]|1[0-9]|2[0-3])$"+"\"",propertyName:key15};
+if(vErrors === null){
+vErrors = [err90];
+}
+else {
+vErrors.push(err90);
+}
+errors++;
+}
+}
+var valid17 = _errs81 === errors;
+if(!valid17){
+const err91 = {instancePath:instancePath+"/attestation/gcpSEVSNP/measurements",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/measurements/propertyNames",keyword:"propertyNames",params:{propertyName: key15},message:"property name must be valid"};
+if(vErrors === null){
+vErrors = [err91];
+}
+else {
+vErrors.push(err91);
+}
+errors++;
+}
+}
+for(const key16 in data32){
+let data33 = data32[key16];
+if(data33 && typeof data33 == "object" && !Array.isArray(data33)){
+if(data33.expected === undefined){
+const err92 = {instancePath:instancePath+"/attestation/gcpSEVSNP/measurements/" + key16.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/measurements/additionalProperties/required",keyword:"required",params:{missingProperty: "expected"},message:"must have required property '"+"expected"+"'"};
+if(vErrors === null){
+vErrors = [err92];
+}
+else {
+vErrors.push(err92);
+}
+errors++;
+}
+for(const key17 in data33){
+if(!((key17 === "expected") || (key17 === "warnOnly"))){
+const err93 = {instancePath:instancePath+"/attestation/gcpSEVSNP/measurements/" + key16.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/measurements/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key17},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err93];
+}
+else {
+vErrors.push(err93);
+}
+errors++;
+}
+}
+if(data33.expected !== undefined){
+let data34 = data33.expected;
+if(typeof data34 === "string"){
+if(!pattern2.test(data34)){
+const err94 = {instancePath:instancePath+"/attestation/gcpSEVSNP/measurements/" + key16.replace(/~/g, "~0").replace(/\//g, "~1")+"/expected",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/measurements/additionalProperties/properties/expected/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{64}$"},message:"must match pattern \""+"^[0-9a-fA-F]{64}$"+"\""};
+if(vErrors === null){
+vErrors = [err94];
+}
+else {
+vErrors.push(err94);
+}
+errors++;
+}
+}
+else {
+const err95 = {instancePath:instancePath+"/attestation/gcpSEVSNP/measurements/" + key16.replace(/~/g, "~0").replace(/\//g, "~1")+"/expected",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/measurements/additionalProperties/properties/expected/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err95];
+}
+else {
+vErrors.push(err95);
+}
+errors++;
+}
+}
+if(data33.warnOnly !== undefined){
+if(typeof data33.warnOnly !== "boolean"){
+const err96 = {instancePath:instancePath+"/attestation/gcpSEVSNP/measurements/" + key16.replace(/~/g, "~0").replace(/\//g, "~1")+"/warnOnly",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/measurements/additionalProperties/properties/warnOnly/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err96];
+}
+else {
+vErrors.push(err96);
+}
+errors++;
+}
+}
+}
+else {
+const err97 = {instancePath:instancePath+"/attestation/gcpSEVSNP/measurements/" + key16.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/measurements/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err97];
+}
+else {
+vErrors.push(err97);
+}
+errors++;
+}
+}
+}
+else {
+const err98 = {instancePath:instancePath+"/attestation/gcpSEVSNP/measurements",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/measurements/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err98];
+}
+else {
+vErrors.push(err98);
+}
+errors++;
+}
+}
+if(data31.bootloaderVersion !== undefined){
+let data36 = data31.bootloaderVersion;
+if(!((typeof data36 == "number") && (!(data36 % 1) && !isNaN(data36)))){
+const err99 = {instancePath:instancePath+"/attestation/gcpSEVSNP/bootloaderVersion",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/bootloaderVersion/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err99];
+}
+else {
+vErrors.push(err99);
+}
+errors++;
+}
+if(typeof data36 == "number"){
+if(data36 > 255 || isNaN(data36)){
+const err100 = {instancePath:instancePath+"/attestation/gcpSEVSNP/bootloaderVersion",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/bootloaderVersion/maximum",keyword:"maximum",params:{comparison: "<=", limit: 255},message:"must be <= 255"};
+if(vErrors === null){
+vErrors = [err100];
+}
+else {
+vErrors.push(err100);
+}
+errors++;
+}
+if(data36 < 0 || isNaN(data36)){
+const err101 = {instancePath:instancePath+"/attestation/gcpSEVSNP/bootloaderVersion",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/bootloaderVersion/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err101];
+}
+else {
+vErrors.push(err101);
+}
+errors++;
+}
+}
+}
+if(data31.teeVersion !== undefined){
+let data37 = data31.teeVersion;
+if(!((typeof data37 == "number") && (!(data37 % 1) && !isNaN(data37)))){
+const err102 = {instancePath:instancePath+"/attestation/gcpSEVSNP/teeVersion",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/teeVersion/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err102];
+}
+else {
+vErrors.push(err102);
+}
+errors++;
+}
+if(typeof data37 == "number"){
+if(data37 > 255 || isNaN(data37)){
+const err103 = {instancePath:instancePath+"/attestation/gcpSEVSNP/teeVersion",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/teeVersion/maximum",keyword:"maximum",params:{comparison: "<=", limit: 255},message:"must be <= 255"};
+if(vErrors === null){
+vErrors = [err103];
+}
+else {
+vErrors.push(err103);
+}
+errors++;
+}
+if(data37 < 0 || isNaN(data37)){
+const err104 = {instancePath:instancePath+"/attestation/gcpSEVSNP/teeVersion",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/teeVersion/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err104];
+}
+else {
+vErrors.push(err104);
+}
+errors++;
+}
+}
+}
+if(data31.snpVersion !== undefined){
+let data38 = data31.snpVersion;
+if(!((typeof data38 == "number") && (!(data38 % 1) && !isNaN(data38)))){
+const err105 = {instancePath:instancePath+"/attestation/gcpSEVSNP/snpVersion",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/snpVersion/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err105];
+}
+else {
+vErrors.push(err105);
+}
+errors++;
+}
+if(typeof data38 == "number"){
+if(data38 > 255 || isNaN(data38)){
+const err106 = {instancePath:instancePath+"/attestation/gcpSEVSNP/snpVersion",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/snpVersion/maximum",keyword:"maximum",params:{comparison: "<=", limit: 255},message:"must be <= 255"};
+if(vErrors === null){
+vErrors = [err106];
+}
+else {
+vErrors.push(err106);
+}
+errors++;
+}
+if(data38 < 0 || isNaN(data38)){
+const err107 = {instancePath:instancePath+"/attestation/gcpSEVSNP/snpVersion",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/snpVersion/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err107];
+}
+else {
+vErrors.push(err107);
+}
+errors++;
+}
+}
+}
+if(data31.microcodeVersion !== undefined){
+let data39 = data31.microcodeVersion;
+if(!((typeof data39 == "number") && (!(data39 % 1) && !isNaN(data39)))){
+const err108 = {instancePath:instancePath+"/attestation/gcpSEVSNP/microcodeVersion",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/microcodeVersion/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err108];
+}
+else {
+vErrors.push(err108);
+}
+errors++;
+}
+if(typeof data39 == "number"){
+if(data39 > 255 || isNaN(data39)){
+const err109 = {instancePath:instancePath+"/attestation/gcpSEVSNP/microcodeVersion",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/microcodeVersion/maximum",keyword:"maximum",params:{comparison: "<=", limit: 255},message:"must be <= 255"};
+if(vErrors === null){
+vErrors = [err109];
+}
+else {
+vErrors.push(err109);
+}
+errors++;
+}
+if(data39 < 0 || isNaN(data39)){
+const err110 = {instancePath:instancePath+"/attestation/gcpSEVSNP/microcodeVersion",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/microcodeVersion/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err110];
+}
+else {
+vErrors.push(err110);
+}
+errors++;
+}
+}
+}
+if(data31.launchMeasurement !== undefined){
+let data40 = data31.launchMeasurement;
+if(typeof data40 === "string"){
+if(!pattern7.test(data40)){
+const err111 = {instancePath:instancePath+"/attestation/gcpSEVSNP/launchMeasurement",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/launchMeasurement/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{96}$"},message:"must match pattern \""+"^[0-9a-fA-F]{96}$"+"\""};
+if(vErrors === null){
+vErrors = [err111];
+}
+else {
+vErrors.push(err111);
+}
+errors++;
+}
+}
+else {
+const err112 = {instancePath:instancePath+"/attestation/gcpSEVSNP/launchMeasurement",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/launchMeasurement/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err112];
+}
+else {
+vErrors.push(err112);
+}
+errors++;
+}
+}
+if(data31.amdRootKey !== undefined){
+let data41 = data31.amdRootKey;
+if(typeof data41 === "string"){
+if(func2(data41) < 1){
+const err113 = {instancePath:instancePath+"/attestation/gcpSEVSNP/amdRootKey",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/amdRootKey/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err113];
+}
+else {
+vErrors.push(err113);
+}
+errors++;
+}
+}
+else {
+const err114 = {instancePath:instancePath+"/attestation/gcpSEVSNP/amdRootKey",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/amdRootKey/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err114];
+}
+else {
+vErrors.push(err114);
+}
+errors++;
+}
+}
+if(data31.amdSigningKey !== undefined){
+let data42 = data31.amdSigningKey;
+if(typeof data42 === "string"){
+if(func2(data42) < 1){
+const err115 = {instancePath:instancePath+"/attestation/gcpSEVSNP/amdSigningKey",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/amdSigningKey/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err115];
+}
+else {
+vErrors.push(err115);
+}
+errors++;
+}
+}
+else {
+const err116 = {instancePath:instancePath+"/attestation/gcpSEVSNP/amdSigningKey",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/amdSigningKey/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err116];
+}
+else {
+vErrors.push(err116);
+}
+errors++;
+}
+}
+if(data31.allowMigrationAgent !== undefined){
+if(typeof data31.allowMigrationAgent !== "boolean"){
+const err117 = {instancePath:instancePath+"/attestation/gcpSEVSNP/allowMigrationAgent",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/allowMigrationAgent/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err117];
+}
+else {
+vErrors.push(err117);
+}
+errors++;
+}
+}
+if(data31.allowSMT !== undefined){
+if(typeof data31.allowSMT !== "boolean"){
+const err118 = {instancePath:instancePath+"/attestation/gcpSEVSNP/allowSMT",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/allowSMT/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err118];
+}
+else {
+vErrors.push(err118);
+}
+errors++;
+}
+}
+}
+else {
+const err119 = {instancePath:instancePath+"/attestation/gcpSEVSNP",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err119];
+}
+else {
+vErrors.push(err119);
+}
+errors++;
+}
+}
+if(data4.azureSEVSNP !== undefined){
+let data45 = data4.azureSEVSNP;
+if(data45 && typeof data45 == "object" && !Array.isArray(data45)){
+if(data45.measurements === undefined){
+const err120 = {instancePath:instancePath+"/attestation/azureSEVSNP",schemaPath:"#/properties/attestation/properties/azureSEVSNP/required",keyword:"required",params:{missingProperty: "measurements"},message:"must have required property '"+"measurements"+"'"};
+if(vErrors === null){
+vErrors = [err120];
+}
+else {
+vErrors.push(err120);
+}
+errors++;
+}
+if(data45.bootloaderVersion === undefined){
+const err121 = {instancePath:instancePath+"/attestation/azureSEVSNP",schemaPath:"#/properties/attestation/properties/azureSEVSNP/required",keyword:"required",params:{missingProperty: "bootloaderVersion"},message:"must have required property '"+"bootloaderVersion"+"'"};
+if(vErrors === null){
+vErrors = [err121];
+}
+else {
+vErrors.push(err121);
+}
+errors++;
+}
+if(data45.teeVersion === undefined){
+const err122 = {instancePath:instancePath+"/attestation/azureSEVSNP",schemaPath:"#/properties/attestation/properties/azureSEVSNP/required",keyword:"required",params:{missingProperty: "teeVersion"},message:"must have required property '"+"teeVersion"+"'"};
+if(vErrors === null){
+vErrors = [err122];
+}
+else {
+vErrors.push(err122);
+}
+errors++;
+}
+if(data45.snpVersion === undefined){
+const err123 = {instancePath:instancePath+"/attestation/azureSEVSNP",schemaPath:"#/properties/attestation/properties/azureSEVSNP/required",keyword:"required",params:{missingProperty: "snpVersion"},message:"must have required property '"+"snpVersion"+"'"};
+if(vErrors === null){
+vErrors = [err123];
+}
+else {
+vErrors.push(err123);
+}
+errors++;
+}
+if(data45.microcodeVersion === undefined){
+const err124 = {instancePath:instancePath+"/attestation/azureSEVSNP",schemaPath:"#/properties/attestation/properties/azureSEVSNP/required",keyword:"required",params:{missingProperty: "microcodeVersion"},message:"must have required property '"+"microcodeVersion"+"'"};
+if(vErrors === null){
+vErrors = [err124];
+}
+else {
+vErrors.push(err124);
+}
+errors++;
+}
+if(data45.amdRootKey === undefined){
+const err125 = {instancePath:instancePath+"/attestation/azureSEVSNP",schemaPath:"#/properties/attestation/properties/azureSEVSNP/required",keyword:"required",params:{missingProperty: "amdRootKey"},message:"must have required property '"+"amdRootKey"+"'"};
+if(vErrors === null){
+vErrors = [err125];
+}
+else {
+vErrors.push(err125);
+}
+errors++;
+}
+for(const key18 in data45){
+if(!(func3.call(schema11.properties.attestation.properties.azureSEVSNP.properties, key18))){
+const err126 = {instancePath:instancePath+"/attestation/azureSEVSNP",schemaPath:"#/properties/attestation/properties/azureSEVSNP/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key18},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err126];
+}
+else {
+vErrors.push(err126);
+}
+errors++;
+}
+}
+if(data45.measurements !== undefined){
+let data46 = data45.measurements;
+if(data46 && typeof data46 == "object" && !Array.isArray(data46)){
+if(Object.keys(data46).length < 1){
+const err127 = {instancePath:instancePath+"/attestation/azureSEVSNP/measurements",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/measurements/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties"};
+if(vErrors === null){
+vErrors = [err127];
+}
+else {
+vErrors.push(err127);
+}
+errors++;
+}
+for(const key19 in data46){
+const _errs113 = errors;
+if(typeof key19 === "string"){
+if(!pattern1.test(key19)){
+const err128 = {instancePath:instancePath+"/attestation/azureSEVSNP/measurements",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/measurements/propertyNames/pattern",keyword:"pattern",params:{pattern: "^([0-9]|1[0-9]|2[0-3])$"},message:"must match pattern \""+"^([0-9]|1[0-9]|2[0-3])$"+"\"",propertyName:key19};
+if(vErrors === null){
+vErrors = [err128];
+}
+else {
+vErrors.push(err128);
+}
+errors++;
+}
+}
+var valid21 = _errs113 === errors;
+if(!valid21){
+const err129 = {instancePath:instancePath+"/attestation/azureSEVSNP/measurements",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/measurements/propertyNames",keyword:"propertyNames",params:{propertyName: key19},message:"property name must be valid"};
+if(vErrors === null){
+vErrors = [err129];
+}
+else {
+vErrors.push(err129);
+}
+errors++;
+}
+}
+for(const key20 in data46){
+let data47 = data46[key20];
+if(data47 && typeof data47 == "object" && !Array.isArray(data47)){
+if(data47.expected === undefined){
+const err130 = {instancePath:instancePath+"/attestation/azureSEVSNP/measurements/" + key20.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/measurements/additionalProperties/required",keyword:"required",params:{missingProperty: "expected"},message:"must have required property '"+"expected"+"'"};
+if(vErrors === null){
+vErrors = [err130];
+}
+else {
+vErrors.push(err130);
+}
+errors++;
+}
+for(const key21 in data47){
+if(!((key21 === "expected") || (key21 === "warnOnly"))){
+const err131 = {instancePath:instancePath+"/attestation/azureSEVSNP/measurements/" + key20.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/measurements/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key21},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err131];
+}
+else {
+vErrors.push(err131);
+}
+errors++;
+}
+}
+if(data47.expected !== undefined){
+let data48 = data47.expected;
+if(typeof data48 === "string"){
+if(!pattern2.test(data48)){
+const err132 = {instancePath:instancePath+"/attestation/azureSEVSNP/measurements/" + key20.replace(/~/g, "~0").replace(/\//g, "~1")+"/expected",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/measurements/additionalProperties/properties/expected/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{64}$"},message:"must match pattern \""+"^[0-9a-fA-F]{64}$"+"\""};
+if(vErrors === null){
+vErrors = [err132];
+}
+else {
+vErrors.push(err132);
+}
+errors++;
+}
+}
+else {
+const err133 = {instancePath:instancePath+"/attestation/azureSEVSNP/measurements/" + key20.replace(/~/g, "~0").replace(/\//g, "~1")+"/expected",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/measurements/additionalProperties/properties/expected/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err133];
+}
+else {
+vErrors.push(err133);
+}
+errors++;
+}
+}
+if(data47.warnOnly !== undefined){
+if(typeof data47.warnOnly !== "boolean"){
+const err134 = {instancePath:instancePath+"/attestation/azureSEVSNP/measurements/" + key20.replace(/~/g, "~0").replace(/\//g, "~1")+"/warnOnly",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/measurements/additionalProperties/properties/warnOnly/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err134];
+}
+else {
+vErrors.push(err134);
+}
+errors++;
+}
+}
+}
+else {
+const err135 = {instancePath:instancePath+"/attestation/azureSEVSNP/measurements/" + key20.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/measurements/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err135];
+}
+else {
+vErrors.push(err135);
+}
+errors++;
+}
+}
+}
+else {
+const err136 = {instancePath:instancePath+"/attestation/azureSEVSNP/measurements",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/measurements/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err136];
+}
+else {
+vErrors.push(err136);
+}
+errors++;
+}
+}
+if(data45.bootloaderVersion !== undefined){
+let data50 = data45.bootloaderVersion;
+if(!((typeof data50 == "number") && (!(data50 % 1) && !isNaN(data50)))){
+const err137 = {instancePath:instancePath+"/attestation/azureSEVSNP/bootloaderVersion",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/bootloaderVersion/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err137];
+}
+else {
+vErrors.push(err137);
+}
+errors++;
+}
+if(typeof data50 == "number"){
+if(data50 > 255 || isNaN(data50)){
+const err138 = {instancePath:instancePath+"/attestation/azureSEVSNP/bootloaderVersion",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/bootloaderVersion/maximum",keyword:"maximum",params:{comparison: "<=", limit: 255},message:"must be <= 255"};
+if(vErrors === null){
+vErrors = [err138];
+}
+else {
+vErrors.push(err138);
+}
+errors++;
+}
+if(data50 < 0 || isNaN(data50)){
+const err139 = {instancePath:instancePath+"/attestation/azureSEVSNP/bootloaderVersion",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/bootloaderVersion/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err139];
+}
+else {
+vErrors.push(err139);
+}
+errors++;
+}
+}
+}
+if(data45.teeVersion !== undefined){
+let data51 = data45.teeVersion;
+if(!((typeof data51 == "number") && (!(data51 % 1) && !isNaN(data51)))){
+const err140 = {instancePath:instancePath+"/attestation/azureSEVSNP/teeVersion",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/teeVersion/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err140];
+}
+else {
+vErrors.push(err140);
+}
+errors++;
+}
+if(typeof data51 == "number"){
+if(data51 > 255 || isNaN(data51)){
+const err141 = {instancePath:instancePath+"/attestation/azureSEVSNP/teeVersion",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/teeVersion/maximum",keyword:"maximum",params:{comparison: "<=", limit: 255},message:"must be <= 255"};
+if(vErrors === null){
+vErrors = [err141];
+}
+else {
+vErrors.push(err141);
+}
+errors++;
+}
+if(data51 < 0 || isNaN(data51)){
+const err142 = {instancePath:instancePath+"/attestation/azureSEVSNP/teeVersion",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/teeVersion/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err142];
+}
+else {
+vErrors.push(err142);
+}
+errors++;
+}
+}
+}
+if(data45.snpVersion !== undefined){
+let data52 = data45.snpVersion;
+if(!((typeof data52 == "number") && (!(data52 % 1) && !isNaN(data52)))){
+const err143 = {instancePath:instancePath+"/attestation/azureSEVSNP/snpVersion",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/snpVersion/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err143];
+}
+else {
+vErrors.push(err143);
+}
+errors++;
+}
+if(typeof data52 == "number"){
+if(data52 > 255 || isNaN(data52)){
+const err144 = {instancePath:instancePath+"/attestation/azureSEVSNP/snpVersion",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/snpVersion/maximum",keyword:"maximum",params:{comparison: "<=", limit: 255},message:"must be <= 255"};
+if(vErrors === null){
+vErrors = [err144];
+}
+else {
+vErrors.push(err144);
+}
+errors++;
+}
+if(data52 < 0 || isNaN(data52)){
+const err145 = {instancePath:instancePath+"/attestation/azureSEVSNP/snpVersion",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/snpVersion/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err145];
+}
+else {
+vErrors.push(err145);
+}
+errors++;
+}
+}
+}
+if(data45.microcodeVersion !== undefined){
+let data53 = data45.microcodeVersion;
+if(!((typeof data53 == "number") && (!(data53 % 1) && !isNaN(data53)))){
+const err146 = {instancePath:instancePath+"/attestation/azureSEVSNP/microcodeVersion",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/microcodeVersion/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err146];
+}
+else {
+vErrors.push(err146);
+}
+errors++;
+}
+if(typeof data53 == "number"){
+if(data53 > 255 || isNaN(data53)){
+const err147 = {instancePath:instancePath+"/attestation/azureSEVSNP/microcodeVersion",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/microcodeVersion/maximum",keyword:"maximum",params:{comparison: "<=", limit: 255},message:"must be <= 255"};
+if(vErrors === null){
+vErrors = [err147];
+}
+else {
+vErrors.push(err147);
+}
+errors++;
+}
+if(data53 < 0 || isNaN(data53)){
+const err148 = {instancePath:instancePath+"/attestation/azureSEVSNP/microcodeVersion",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/microcodeVersion/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err148];
+}
+else {
+vErrors.push(err148);
+}
+errors++;
+}
+}
+}
+if(data45.launchMeasurement !== undefined){
+let data54 = data45.launchMeasurement;
+if(typeof data54 === "string"){
+if(!pattern7.test(data54)){
+const err149 = {instancePath:instancePath+"/attestation/azureSEVSNP/launchMeasurement",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/launchMeasurement/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{96}$"},message:"must match pattern \""+"^[0-9a-fA-F]{96}$"+"\""};
+if(vErrors === null){
+vErrors = [err149];
+}
+else {
+vErrors.push(err149);
+}
+errors++;
+}
+}
+else {
+const err150 = {instancePath:instancePath+"/attestation/azureSEVSNP/launchMeasurement",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/launchMeasurement/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err150];
+}
+else {
+vErrors.push(err150);
+}
+errors++;
+}
+}
+if(data45.amdRootKey !== undefined){
+let data55 = data45.amdRootKey;
+if(typeof data55 === "string"){
+if(func2(data55) < 1){
+const err151 = {instancePath:instancePath+"/attestation/azureSEVSNP/amdRootKey",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/amdRootKey/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err151];
+}
+else {
+vErrors.push(err151);
+}
+errors++;
+}
+}
+else {
+const err152 = {instancePath:instancePath+"/attestation/azureSEVSNP/amdRootKey",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/amdRootKey/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err152];
+}
+else {
+vErrors.push(err152);
+}
+errors++;
+}
+}
+if(data45.amdSigningKey !== undefined){
+let data56 = data45.amdSigningKey;
+if(typeof data56 === "string"){
+if(func2(data56) < 1){
+const err153 = {instancePath:instancePath+"/attestation/azureSEVSNP/amdSigningKey",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/amdSigningKey/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err153];
+}
+else {
+vErrors.push(err153);
+}
+errors++;
+}
+}
+else {
+const err154 = {instancePath:instancePath+"/attestation/azureSEVSNP/amdSigningKey",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/amdSigningKey/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err154];
+}
+else {
+vErrors.push(err154);
+}
+errors++;
+}
+}
+if(data45.allowMigrationAgent !== undefined){
+if(typeof data45.allowMigrationAgent !== "boolean"){
+const err155 = {instancePath:instancePath+"/attestation/azureSEVSNP/allowMigrationAgent",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/allowMigrationAgent/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err155];
+}
+else {
+vErrors.push(err155);
+}
+errors++;
+}
+}
+if(data45.allowSMT !== undefined){
+if(typeof data45.allowSMT !== "boolean"){
+const err156 = {instancePath:instancePath+"/attestation/azureSEVSNP/allowSMT",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/allowSMT/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err156];
+}
+else {
+vErrors.push(err156);
+}
+errors++;
+}
+}
+}
+else {
+const err157 = {instancePath:instancePath+"/attestation/azureSEVSNP",schemaPath:"#/properties/attestation/properties/azureSEVSNP/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err157];
+}
+else {
+vErrors.push(err157);
+}
+errors++;
+}
+}
+if(data4.qemuTDX !== undefined){
+let data59 = data4.qemuTDX;
+if(data59 && typeof data59 == "object" && !Array.isArray(data59)){
+if(data59.measurements === undefined){
+const err158 = {instancePath:instancePath+"/attestation/qemuTDX",schemaPath:"#/properties/attestation/properties/qemuTDX/required",keyword:"required",params:{missingProperty: "measurements"},message:"must have required property '"+"measurements"+"'"};
+if(vErrors === null){
+vErrors = [err158];
+}
+else {
+vErrors.push(err158);
+}
+errors++;
+}
+if(data59.qeSVN === undefined){
+const err159 = {instancePath:instancePath+"/attestation/qemuTDX",schemaPath:"#/properties/attestation/properties/qemuTDX/required",keyword:"required",params:{missingProperty: "qeSVN"},message:"must have required property '"+"qeSVN"+"'"};
+if(vErrors === null){
+vErrors = [err159];
+}
+else {
+vErrors.push(err159);
+}
+errors++;
+}
+if(data59.pceSVN === undefined){
+const err160 = {instancePath:instancePath+"/attestation/qemuTDX",schemaPath:"#/properties/attestation/properties/qemuTDX/required",keyword:"required",params:{missingProperty: "pceSVN"},message:"must have required property '"+"pceSVN"+"'"};
+if(vErrors === null){
+vErrors = [err160];
+}
+else {
+vErrors.push(err160);
+}
+errors++;
+}
+if(data59.teeTCBSVN === undefined){
+const err161 = {instancePath:instancePath+"/attestation/qemuTDX",schemaPath:"#/properties/attestation/properties/qemuTDX/required",keyword:"required",params:{missingProperty: "teeTCBSVN"},message:"must have required property '"+"teeTCBSVN"+"'"};
+if(vErrors === null){
+vErrors = [err161];
+}
+else {
+vErrors.push(err161);
+}
+errors++;
+}
+if(data59.intelRootKey === undefined){
+const err162 = {instancePath:instancePath+"/attestation/qemuTDX",schemaPath:"#/properties/attestation/properties/qemuTDX/required",keyword:"required",params:{missingProperty: "intelRootKey"},message:"must have required property '"+"intelRootKey"+"'"};
+if(vErrors === null){
+vErrors = [err162];
+}
+else {
+vErrors.push(err162);
+}
+errors++;
+}
+for(const key22 in data59){
+if(!(func3.call(schema11.properties.attestation.properties.qemuTDX.properties, key22))){
+const err163 = {instancePath:instancePath+"/attestation/qemuTDX",schemaPath:"#/properties/attestation/properties/qemuTDX/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key22},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err163];
+}
+else {
+vErrors.push(err163);
+}
+errors++;
+}
+}
+if(data59.measurements !== undefined){
+let data60 = data59.measurements;
+if(data60 && typeof data60 == "object" && !Array.isArray(data60)){
+if(Object.keys(data60).length < 1){
+const err164 = {instancePath:instancePath+"/attestation/qemuTDX/measurements",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/measurements/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties"};
+if(vErrors === null){
+vErrors = [err164];
+}
+else {
+vErrors.push(err164);
+}
+errors++;
+}
+for(const key23 in data60){
+const _errs145 = errors;
+if(typeof key23 === "string"){
+if(!pattern1.test(key23)){
+const err165 = {instancePath:instancePath+"/attestation/qemuTDX/measurements",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/measurements/propertyNames/pattern",keyword:"pattern",params:{pattern: "^([0-9]|1[0-9]|2[0-3])$"},message:"must match pattern \""+"^([0-9]|1[0-9]|2[0-3])$"+"\"",propertyName:key23};
+if(vErrors === null){
+vErrors = [err165];
+}
+else {
+vErrors.push(err165);
+}
+errors++;
+}
+}
+var valid25 = _errs145 === errors;
+if(!valid25){
+const err166 = {instancePath:instancePath+"/attestation/qemuTDX/measurements",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/measurements/propertyNames",keyword:"propertyNames",params:{propertyName: key23},message:"property name must be valid"};
+if(vErrors === null){
+vErrors = [err166];
+}
+else {
+vErrors.push(err166);
+}
+errors++;
+}
+}
+for(const key24 in data60){
+let data61 = data60[key24];
+if(data61 && typeof data61 == "object" && !Array.isArray(data61)){
+if(data61.expected === undefined){
+const err167 = {instancePath:instancePath+"/attestation/qemuTDX/measurements/" + key24.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/attestation/properties/qemuTDX/properties/measurements/additionalProperties/required",keyword:"required",params:{missingProperty: "expected"},message:"must have required property '"+"expected"+"'"};
+if(vErrors === null){
+vErrors = [err167];
+}
+else {
+vErrors.push(err167);
+}
+errors++;
+}
+for(const key25 in data61){
+if(!((key25 === "expected") || (key25 === "warnOnly"))){
+const err168 = {instancePath:instancePath+"/attestation/qemuTDX/measurements/" + key24.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/attestation/properties/qemuTDX/properties/measurements/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key25},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err168];
+}
+else {
+vErrors.push(err168);
+}
+errors++;
+}
+}
+if(data61.expected !== undefined){
+let data62 = data61.expected;
+if(typeof data62 === "string"){
+if(!pattern2.test(data62)){
+const err169 = {instancePath:instancePath+"/attestation/qemuTDX/measurements/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/expected",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/measurements/additionalProperties/properties/expected/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{64}$"},message:"must match pattern \""+"^[0-9a-fA-F]{64}$"+"\""};
+if(vErrors === null){
+vErrors = [err169];
+}
+else {
+vErrors.push(err169);
+}
+errors++;
+}
+}
+else {
+const err170 = {instancePath:instancePath+"/attestation/qemuTDX/measurements/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/expected",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/measurements/additionalProperties/properties/expected/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err170];
+}
+else {
+vErrors.push(err170);
+}
+errors++;
+}
+}
+if(data61.warnOnly !== undefined){
+if(typeof data61.warnOnly !== "boolean"){
+const err171 = {instancePath:instancePath+"/attestation/qemuTDX/measurements/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/warnOnly",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/measurements/additionalProperties/properties/warnOnly/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err171];
+}
+else {
+vErrors.push(err171);
+}
+errors++;
+}
+}
+}
+else {
+const err172 = {instancePath:instancePath+"/attestation/qemuTDX/measurements/" + key24.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/attestation/properties/qemuTDX/properties/measurements/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err172];
+}
+else {
+vErrors.push(err172);
+}
+errors++;
+}
+}
+}
+else {
+const err173 = {instancePath:instancePath+"/attestation/qemuTDX/measurements",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/measurements/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err173];
+}
+else {
+vErrors.push(err173);
+}
+errors++;
+}
+}
+if(data59.qeSVN !== undefined){
+let data64 = data59.qeSVN;
+if(!((typeof data64 == "number") && (!(data64 % 1) && !isNaN(data64)))){
+const err174 = {instancePath:instancePath+"/attestation/qemuTDX/qeSVN",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/qeSVN/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err174];
+}
+else {
+vErrors.push(err174);
+}
+errors++;
+}
+if(typeof data64 == "number"){
+if(data64 > 65535 || isNaN(data64)){
+const err175 = {instancePath:instancePath+"/attestation/qemuTDX/qeSVN",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/qeSVN/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535"};
+if(vErrors === null){
+vErrors = [err175];
+}
+else {
+vErrors.push(err175);
+}
+errors++;
+}
+if(data64 < 0 || isNaN(data64)){
+const err176 = {instancePath:instancePath+"/attestation/qemuTDX/qeSVN",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/qeSVN/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err176];
+}
+else {
+vErrors.push(err176);
+}
+errors++;
+}
+}
+}
+if(data59.pceSVN !== undefined){
+let data65 = data59.pceSVN;
+if(!((typeof data65 == "number") && (!(data65 % 1) && !isNaN(data65)))){
+const err177 = {instancePath:instancePath+"/attestation/qemuTDX/pceSVN",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/pceSVN/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err177];
+}
+else {
+vErrors.push(err177);
+}
+errors++;
+}
+if(typeof data65 == "number"){
+if(data65 > 65535 || isNaN(data65)){
+const err178 = {instancePath:instancePath+"/attestation/qemuTDX/pceSVN",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/pceSVN/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535"};
+if(vErrors === null){
+vErrors = [err178];
+}
+else {
+vErrors.push(err178);
+}
+errors++;
+}
+if(data65 < 0 || isNaN(data65)){
+const err179 = {instancePath:instancePath+"/attestation/qemuTDX/pceSVN",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/pceSVN/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err179];
+}
+else {
+vErrors.push(err179);
+}
+errors++;
+}
+}
+}
+if(data59.teeTCBSVN !== undefined){
+let data66 = data59.teeTCBSVN;
+if(typeof data66 === "string"){
+if(!pattern16.test(data66)){
+const err180 = {instancePath:instancePath+"/attestation/qemuTDX/teeTCBSVN",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/teeTCBSVN/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{32}$"},message:"must match pattern \""+"^[0-9a-fA-F]{32}$"+"\""};
+if(vErrors === null){
+vErrors = [err180];
+}
+else {
+vErrors.push(err180);
+}
+errors++;
+}
+}
+else {
+const err181 = {instancePath:instancePath+"/attestation/qemuTDX/teeTCBSVN",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/teeTCBSVN/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err181];
+}
+else {
+vErrors.push(err181);
+}
+errors++;
+}
+}
+if(data59.qeVendorID !== undefined){
+let data67 = data59.qeVendorID;
+if(typeof data67 === "string"){
+if(!pattern16.test(data67)){
+const err182 = {instancePath:instancePath+"/attestation/qemuTDX/qeVendorID",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/qeVendorID/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{32}$"},message:"must match pattern \""+"^[0-9a-fA-F]{32}$"+"\""};
+if(vErrors === null){
+vErrors = [err182];
+}
+else {
+vErrors.push(err182);
+}
+errors++;
+}
+}
+else {
+const err183 = {instancePath:instancePath+"/attestation/qemuTDX/qeVendorID",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/qeVendorID/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err183];
+}
+else {
+vErrors.push(err183);
+}
+errors++;
+}
+}
+if(data59.mrSeam !== undefined){
+let data68 = data59.mrSeam;
+if(typeof data68 === "string"){
+if(!pattern7.test(data68)){
+const err184 = {instancePath:instancePath+"/attestation/qemuTDX/mrSeam",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/mrSeam/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{96}$"},message:"must match pattern \""+"^[0-9a-fA-F]{96}$"+"\""};
+if(vErrors === null){
+vErrors = [err184];
+}
+else {
+vErrors.push(err184);
+}
+errors++;
+}
+}
+else {
+const err185 = {instancePath:instancePath+"/attestation/qemuTDX/mrSeam",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/mrSeam/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err185];
+}
+else {
+vErrors.push(err185);
+}
+errors++;
+}
+}
+if(data59.xfam !== undefined){
+let data69 = data59.xfam;
+if(typeof data69 === "string"){
+if(!pattern19.test(data69)){
+const err186 = {instancePath:instancePath+"/attestation/qemuTDX/xfam",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/xfam/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{16}$"},message:"must match pattern \""+"^[0-9a-fA-F]{16}$"+"\""};
+if(vErrors === null){
+vErrors = [err186];
+}
+else {
+vErrors.push(err186);
+}
+errors++;
+}
+}
+else {
+const err187 = {instancePath:instancePath+"/attestation/qemuTDX/xfam",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/xfam/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err187];
+}
+else {
+vErrors.push(err187);
+}
+errors++;
+}
+}
+if(data59.tdAttributes !== undefined){
+let data70 = data59.tdAttributes;
+if(typeof data70 === "string"){
+if(!pattern19.test(data70)){
+const err188 = {instancePath:instancePath+"/attestation/qemuTDX/tdAttributes",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/tdAttributes/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{16}$"},message:"must match pattern \""+"^[0-9a-fA-F]{16}$"+"\""};
+if(vErrors === null){
+vErrors = [err188];
+}
+else {
+vErrors.push(err188);
+}
+errors++;
+}
+}
+else {
+const err189 = {instancePath:instancePath+"/attestation/qemuTDX/tdAttributes",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/tdAttributes/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err189];
+}
+else {
+vErrors.push(err189);
+}
+errors++;
+}
+}
+if(data59.mrTd !== undefined){
+let data71 = data59.mrTd;
+if(typeof data71 === "string"){
+if(!pattern7.test(data71)){
+const err190 = {instancePath:instancePath+"/attestation/qemuTDX/mrTd",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/mrTd/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{96}$"},message:"must match pattern \""+"^[0-9a-fA-F]{96}$"+"\""};
+if(vErrors === null){
+vErrors = [err190];
+}
+else {
+vErrors.push(err190);
+}
+errors++;
+}
+}
+else {
+const err191 = {instancePath:instancePath+"/attestation/qemuTDX/mrTd",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/mrTd/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err191];
+}
+else {
+vErrors.push(err191);
+}
+errors++;
+}
+}
+if(data59.rtmrs !== undefined){
+let data72 = data59.rtmrs;
+if(data72 && typeof data72 == "object" && !Array.isArray(data72)){
+for(const key26 in data72){
+const _errs172 = errors;
+if(typeof key26 === "string"){
+if(!pattern22.test(key26)){
+const err192 = {instancePath:instancePath+"/attestation/qemuTDX/rtmrs",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/rtmrs/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[0-3]$"},message:"must match pattern \""+"^[0-3]$"+"\"",propertyName:key26};
+if(vErrors === null){
+vErrors = [err192];
+}
+else {
+vErrors.push(err192);
+}
+errors++;
+}
+}
+var valid28 = _errs172 === errors;
+if(!valid28){
+const err193 = {instancePath:instancePath+"/attestation/qemuTDX/rtmrs",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/rtmrs/propertyNames",keyword:"propertyNames",params:{propertyName: key26},message:"property name must be valid"};
+if(vErrors === null){
+vErrors = [err193];
+}
+else {
+vErrors.push(err193);
+}
+errors++;
+}
+}
+for(const key27 in data72){
+let data73 = data72[key27];
+if(typeof data73 === "string"){
+if(!pattern7.test(data73)){
+const err194 = {instancePath:instancePath+"/attestation/qemuTDX/rtmrs/" + key27.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/attestation/properties/qemuTDX/properties/rtmrs/additionalProperties/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{96}$"},message:"must match pattern \""+"^[0-9a-fA-F]{96}$"+"\""};
+if(vErrors === null){
+vErrors = [err194];
+}
+else {
+vErrors.push(err194);
+}
+errors++;
+}
+}
+else {
+const err195 = {instancePath:instancePath+"/attestation/qemuTDX/rtmrs/" + key27.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/attestation/properties/qemuTDX/properties/rtmrs/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err195];
+}
+else {
+vErrors.push(err195);
+}
+errors++;
+}
+}
+}
+else {
+const err196 = {instancePath:instancePath+"/attestation/qemuTDX/rtmrs",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/rtmrs/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err196];
+}
+else {
+vErrors.push(err196);
+}
+errors++;
+}
+}
+if(data59.intelRootKey !== undefined){
+let data74 = data59.intelRootKey;
+if(typeof data74 === "string"){
+if(func2(data74) < 1){
+const err197 = {instancePath:instancePath+"/attestation/qemuTDX/intelRootKey",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/intelRootKey/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err197];
+}
+else {
+vErrors.push(err197);
+}
+errors++;
+}
+}
+else {
+const err198 = {instancePath:instancePath+"/attestation/qemuTDX/intelRootKey",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/intelRootKey/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err198];
+}
+else {
+vErrors.push(err198);
+}
+errors++;
+}
+}
+if(data59.collateral !== undefined){
+let data75 = data59.collateral;
+if(typeof data75 === "string"){
+if(func2(data75) < 1){
+const err199 = {instancePath:instancePath+"/attestation/qemuTDX/collateral",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/collateral/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err199];
+}
+else {
+vErrors.push(err199);
+}
+errors++;
+}
+}
+else {
+const err200 = {instancePath:instancePath+"/attestation/qemuTDX/collateral",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/collateral/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err200];
+}
+else {
+vErrors.push(err200);
+}
+errors++;
+}
+}
+}
+else {
+const err201 = {instancePath:instancePath+"/attestation/qemuTDX",schemaPath:"#/properties/attestation/properties/qemuTDX/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err201];
+}
+else {
+vErrors.push(err201);
+}
+errors++;
+}
+}
+if(data4.azureTDX !== undefined){
+let data76 = data4.azureTDX;
+if(data76 && typeof data76 == "object" && !Array.isArray(data76)){
+if(data76.measurements === undefined){
+const err202 = {instancePath:instancePath+"/attestation/azureTDX",schemaPath:"#/properties/attestation/properties/azureTDX/required",keyword:"required",params:{missingProperty: "measurements"},message:"must have required property '"+"measurements"+"'"};
+if(vErrors === null){
+vErrors = [err202];
+}
+else {
+vErrors.push(err202);
+}
+errors++;
+}
+if(data76.qeSVN === undefined){
+const err203 = {instancePath:instancePath+"/attestation/azureTDX",schemaPath:"#/properties/attestation/properties/azureTDX/required",keyword:"required",params:{missingProperty: "qeSVN"},message:"must have required property '"+"qeSVN"+"'"};
+if(vErrors === null){
+vErrors = [err203];
+}
+else {
+vErrors.push(err203);
+}
+errors++;
+}
+if(data76.pceSVN === undefined){
+const err204 = {instancePath:instancePath+"/attestation/azureTDX",schemaPath:"#/properties/attestation/properties/azureTDX/required",keyword:"required",params:{missingProperty: "pceSVN"},message:"must have required property '"+"pceSVN"+"'"};
+if(vErrors === null){
+vErrors = [err204];
+}
+else {
+vErrors.push(err204);
+}
+errors++;
+}
+if(data76.teeTCBSVN === undefined){
+const err205 = {instancePath:instancePath+"/attestation/azureTDX",schemaPath:"#/properties/attestation/properties/azureTDX/required",keyword:"required",params:{missingProperty: "teeTCBSVN"},message:"must have required property '"+"teeTCBSVN"+"'"};
+if(vErrors === null){
+vErrors = [err205];
+}
+else {
+vErrors.push(err205);
+}
+errors++;
+}
+if(data76.intelRootKey === undefined){
+const err206 = {instancePath:instancePath+"/attestation/azureTDX",schemaPath:"#/properties/attestation/properties/azureTDX/required",keyword:"required",params:{missingProperty: "intelRootKey"},message:"must have required property '"+"intelRootKey"+"'"};
+if(vErrors === null){
+vErrors = [err206];
+}
+else {
+vErrors.push(err206);
+}
+errors++;
+}
+for(const key28 in data76){
+if(!(func3.call(schema11.properties.attestation.properties.azureTDX.properties, key28))){
+const err207 = {instancePath:instancePath+"/attestation/azureTDX",schemaPath:"#/properties/attestation/properties/azureTDX/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key28},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err207];
+}
+else {
+vErrors.push(err207);
+}
+errors++;
+}
+}
+if(data76.measurements !== undefined){
+let data77 = data76.measurements;
+if(data77 && typeof data77 == "object" && !Array.isArray(data77)){
+if(Object.keys(data77).length < 1){
+const err208 = {instancePath:instancePath+"/attestation/azureTDX/measurements",schemaPath:"#/properties/attestation/properties/azureTDX/properties/measurements/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties"};
+if(vErrors === null){
+vErrors = [err208];
+}
+else {
+vErrors.push(err208);
+}
+errors++;
+}
+for(const key29 in data77){
+const _errs185 = errors;
+if(typeof key29 === "string"){
+if(!pattern1.test(key29)){
+const err209 = {instancePath:instancePath+"/attestation/azureTDX/measurements",schemaPath:"#/properties/attestation/properties/azureTDX/properties/measurements/propertyNames/pattern",keyword:"pattern",params:{pattern: "^([0-9]|1[0-9]|2[0-3])$"},message:"must match pattern \""+"^([0-9]|1[0-9]|2[0-3])$"+"\"",propertyName:key29};
+if(vErrors === null){
+vErrors = [err209];
+}
+else {
+vErrors.push(err209);
+}
+errors++;
+}
+}
+var valid31 = _errs185 === errors;
+if(!valid31){
+const err210 = {instancePath:instancePath+"/attestation/azureTDX/measurements",schemaPath:"#/properties/attestation/properties/azureTDX/properties/measurements/propertyNames",keyword:"propertyNames",params:{propertyName: key29},message:"property name must be valid"};
+if(vErrors === null){
+vErrors = [err210];
+}
+else {
+vErrors.push(err210);
+}
+errors++;
+}
+}
+for(const key30 in data77){
+let data78 = data77[key30];
+if(data78 && typeof data78 == "object" && !Array.isArray(data78)){
+if(data78.expected === undefined){
+const err211 = {instancePath:instancePath+"/attestation/azureTDX/measurements/" + key30.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/attestation/properties/azureTDX/properties/measurements/additionalProperties/required",keyword:"required",params:{missingProperty: "expected"},message:"must have required property '"+"expected"+"'"};
+if(vErrors === null){
+vErrors = [err211];
+}
+else {
+vErrors.push(err211);
+}
+errors++;
+}
+for(const key31 in data78){
+if(!((key31 === "expected") || (key31 === "warnOnly"))){
+const err212 = {instancePath:instancePath+"/attestation/azureTDX/measurements/" + key30.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/attestation/properties/azureTDX/properties/measurements/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key31},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err212];
+}
+else {
+vErrors.push(err212);
+}
+errors++;
+}
+}
+if(data78.expected !== undefined){
+let data79 = data78.expected;
+if(typeof data79 === "string"){
+if(!pattern2.test(data79)){
+const err213 = {instancePath:instancePath+"/attestation/azureTDX/measurements/" + key30.replace(/~/g, "~0").replace(/\//g, "~1")+"/expected",schemaPath:"#/properties/attestation/properties/azureTDX/properties/measurements/additionalProperties/properties/expected/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{64}$"},message:"must match pattern \""+"^[0-9a-fA-F]{64}$"+"\""};
+if(vErrors === null){
+vErrors = [err213];
+}
+else {
+vErrors.push(err213);
+}
+errors++;
+}
+}
+else {
+const err214 = {instancePath:instancePath+"/attestation/azureTDX/measurements/" + key30.replace(/~/g, "~0").replace(/\//g, "~1")+"/expected",schemaPath:"#/properties/attestation/properties/azureTDX/properties/measurements/additionalProperties/properties/expected/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err214];
+}
+else {
+vErrors.push(err214);
+}
+errors++;
+}
+}
+if(data78.warnOnly !== undefined){
+if(typeof data78.warnOnly !== "boolean"){
+const err215 = {instancePath:instancePath+"/attestation/azureTDX/measurements/" + key30.replace(/~/g, "~0").replace(/\//g, "~1")+"/warnOnly",schemaPath:"#/properties/attestation/properties/azureTDX/properties/measurements/additionalProperties/properties/warnOnly/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err215];
+}
+else {
+vErrors.push(err215);
+}
+errors++;
+}
+}
+}
+else {
+const err216 = {instancePath:instancePath+"/attestation/azureTDX/measurements/" + key30.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/attestation/properties/azureTDX/properties/measurements/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err216];
+}
+else {
+vErrors.push(err216);
+}
+errors++;
+}
+}
+}
+else {
+const err217 = {instancePath:instancePath+"/attestation/azureTDX/measurements",schemaPath:"#/properties/attestation/properties/azureTDX/properties/measurements/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err217];
+}
+else {
+vErrors.push(err217);
+}
+errors++;
+}
+}
+if(data76.qeSVN !== undefined){
+let data81 = data76.qeSVN;
+if(!((typeof data81 == "number") && (!(data81 % 1) && !isNaN(data81)))){
+const err218 = {instancePath:instancePath+"/attestation/azureTDX/qeSVN",schemaPath:"#/properties/attestation/properties/azureTDX/properties/qeSVN/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err218];
+}
+else {
+vErrors.push(err218);
+}
+errors++;
+}
+if(typeof data81 == "number"){
+if(data81 > 65535 || isNaN(data81)){
+const err219 = {instancePath:instancePath+"/attestation/azureTDX/qeSVN",schemaPath:"#/properties/attestation/properties/azureTDX/properties/qeSVN/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535"};
+if(vErrors === null){
+vErrors = [err219];
+}
+else {
+vErrors.push(err219);
+}
+errors++;
+}
+if(data81 < 0 || isNaN(data81)){
+const err220 = {instancePath:instancePath+"/attestation/azureTDX/qeSVN",schemaPath:"#/properties/attestation/properties/azureTDX/properties/qeSVN/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err220];
+}
+else {
+vErrors.push(err220);
+}
+errors++;
+}
+}
+}
+if(data76.pceSVN !== undefined){
+let data82 = data76.pceSVN;
+if(!((typeof data82 == "number") && (!(data82 % 1) && !isNaN(data82)))){
+const err221 = {instancePath:instancePath+"/attestation/azureTDX/pceSVN",schemaPath:"#/properties/attestation/properties/azureTDX/properties/pceSVN/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err221];
+}
+else {
+vErrors.push(err221);
+}
+errors++;
+}
+if(typeof data82 == "number"){
+if(data82 > 65535 || isNaN(data82)){
+const err222 = {instancePath:instancePath+"/attestation/azureTDX/pceSVN",schemaPath:"#/properties/attestation/properties/azureTDX/properties/pceSVN/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535"};
+if(vErrors === null){
+vErrors = [err222];
+}
+else {
+vErrors.push(err222);
+}
+errors++;
+}
+if(data82 < 0 || isNaN(data82)){
+const err223 = {instancePath:instancePath+"/attestation/azureTDX/pceSVN",schemaPath:"#/properties/attestation/properties/azureTDX/properties/pceSVN/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err223];
+}
+else {
+vErrors.push(err223);
+}
+errors++;
+}
+}
+}
+if(data76.teeTCBSVN !== undefined){
+let data83 = data76.teeTCBSVN;
+if(typeof data83 === "string"){
+if(!pattern16.test(data83)){
+const err224 = {instancePath:instancePath+"/attestation/azureTDX/teeTCBSVN",schemaPath:"#/properties/attestation/properties/azureTDX/properties/teeTCBSVN/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{32}$"},message:"must match pattern \""+"^[0-9a-fA-F]{32}$"+"\""};
+if(vErrors === null){
+vErrors = [err224];
+}
+else {
+vErrors.push(err224);
+}
+errors++;
+}
+}
+else {
+const err225 = {instancePath:instancePath+"/attestation/azureTDX/teeTCBSVN",schemaPath:"#/properties/attestation/properties/azureTDX/properties/teeTCBSVN/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err225];
+}
+else {
+vErrors.push(err225);
+}
+errors++;
+}
+}
+if(data76.qeVendorID !== undefined){
+let data84 = data76.qeVendorID;
+if(typeof data84 === "string"){
+if(!pattern16.test(data84)){
+const err226 = {instancePath:instancePath+"/attestation/azureTDX/qeVendorID",schemaPath:"#/properties/attestation/properties/azureTDX/properties/qeVendorID/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{32}$"},message:"must match pattern \""+"^[0-9a-fA-F]{32}$"+"\""};
+if(vErrors === null){
+vErrors = [err226];
+}
+else {
+vErrors.push(err226);
+}
+errors++;
+}
+}
+else {
+const err227 = {instancePath:instancePath+"/attestation/azureTDX/qeVendorID",schemaPath:"#/properties/attestation/properties/azureTDX/properties/qeVendorID/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err227];
+}
+else {
+vErrors.push(err227);
+}
+errors++;
+}
+}
+if(data76.mrSeam !== undefined){
+let data85 = data76.mrSeam;
+if(typeof data85 === "string"){
+if(!pattern7.test(data85)){
+const err228 = {instancePath:instancePath+"/attestation/azureTDX/mrSeam",schemaPath:"#/properties/attestation/properties/azureTDX/properties/mrSeam/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{96}$"},message:"must match pattern \""+"^[0-9a-fA-F]{96}$"+"\""};
+if(vErrors === null){
+vErrors = [err228];
+}
+else {
+vErrors.push(err228);
+}
+errors++;
+}
+}
+else {
+const err229 = {instancePath:instancePath+"/attestation/azureTDX/mrSeam",schemaPath:"#/properties/attestation/properties/azureTDX/properties/mrSeam/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err229];
+}
+else {
+vErrors.push(err229);
+}
+errors++;
+}
+}
+if(data76.xfam !== undefined){
+let data86 = data76.xfam;
+if(typeof data86 === "string"){
+if(!pattern19.test(data86)){
+const err230 = {instancePath:instancePath+"/attestation/azureTDX/xfam",schemaPath:"#/properties/attestation/properties/azureTDX/properties/xfam/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{16}$"},message:"must match pattern \""+"^[0-9a-fA-F]{16}$"+"\""};
+if(vErrors === null){
+vErrors = [err230];
+}
+else {
+vErrors.push(err230);
+}
+errors++;
+}
+}
+else {
+const err231 = {instancePath:instancePath+"/attestation/azureTDX/xfam",schemaPath:"#/properties/attestation/properties/azureTDX/properties/xfam/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err231];
+}
+else {
+vErrors.push(err231);
+}
+errors++;
+}
+}
+if(data76.tdAttributes !== undefined){
+let data87 = data76.tdAttributes;
+if(typeof data87 === "string"){
+if(!pattern19.test(data87)){
+const err232 = {instancePath:instancePath+"/attestation/azureTDX/tdAttributes",schemaPath:"#/properties/attestation/properties/azureTDX/properties/tdAttributes/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{16}$"},message:"must match pattern \""+"^[0-9a-fA-F]{16}$"+"\""};
+if(vErrors === null){
+vErrors = [err232];
+}
+else {
+vErrors.push(err232);
+}
+errors++;
+}
+}
+else {
+const err233 = {instancePath:instancePath+"/attestation/azureTDX/tdAttributes",schemaPath:"#/properties/attestation/properties/azureTDX/properties/tdAttributes/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err233];
+}
+else {
+vErrors.push(err233);
+}
+errors++;
+}
+}
+if(data76.mrTd !== undefined){
+let data88 = data76.mrTd;
+if(typeof data88 === "string"){
+if(!pattern7.test(data88)){
+const err234 = {instancePath:instancePath+"/attestation/azureTDX/mrTd",schemaPath:"#/properties/attestation/properties/azureTDX/properties/mrTd/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{96}$"},message:"must match pattern \""+"^[0-9a-fA-F]{96}$"+"\""};
+if(vErrors === null){
+vErrors = [err234];
+}
+else {
+vErrors.push(err234);
+}
+errors++;
+}
+}
+else {
+const err235 = {instancePath:instancePath+"/attestation/azureTDX/mrTd",schemaPath:"#/properties/attestation/properties/azureTDX/properties/mrTd/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err235];
+}
+else {
+vErrors.push(err235);
+}
+errors++;
+}
+}
+if(data76.rtmrs !== undefined){
+let data89 = data76.rtmrs;
+if(data89 && typeof data89 == "object" && !Array.isArray(data89)){
+for(const key32 in data89){
+const _errs212 = errors;
+if(typeof key32 === "string"){
+if(!pattern22.test(key32)){
+const err236 = {instancePath:instancePath+"/attestation/azureTDX/rtmrs",schemaPath:"#/properties/attestation/properties/azureTDX/properties/rtmrs/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[0-3]$"},message:"must match pattern \""+"^[0-3]$"+"\"",propertyName:key32};
+if(vErrors === null){
+vErrors = [err236];
+}
+else {
+vErrors.push(err236);
+}
+errors++;
+}
+}
+var valid34 = _errs212 === errors;
+if(!valid34){
+const err237 = {instancePath:instancePath+"/attestation/azureTDX/rtmrs",schemaPath:"#/properties/attestation/properties/azureTDX/properties/rtmrs/propertyNames",keyword:"propertyNames",params:{propertyName: key32},message:"property name must be valid"};
+if(vErrors === null){
+vErrors = [err237];
+}
+else {
+vErrors.push(err237);
+}
+errors++;
+}
+}
+for(const key33 in data89){
+let data90 = data89[key33];
+if(typeof data90 === "string"){
+if(!pattern7.test(data90)){
+const err238 = {instancePath:instancePath+"/attestation/azureTDX/rtmrs/" + key33.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/attestation/properties/azureTDX/properties/rtmrs/additionalProperties/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{96}$"},message:"must match pattern \""+"^[0-9a-fA-F]{96}$"+"\""};
+if(vErrors === null){
+vErrors = [err238];
+}
+else {
+vErrors.push(err238);
+}
+errors++;
+}
+}
+else {
+const err239 = {instancePath:instancePath+"/attestation/azureTDX/rtmrs/" + key33.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/attestation/properties/azureTDX/properties/rtmrs/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err239];
+}
+else {
+vErrors.push(err239);
+}
+errors++;
+}
+}
+}
+else {
+const err240 = {instancePath:instancePath+"/attestation/azureTDX/rtmrs",schemaPath:"#/properties/attestation/properties/azureTDX/properties/rtmrs/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err240];
+}
+else {
+vErrors.push(err240);
+}
+errors++;
+}
+}
+if(data76.intelRootKey !== undefined){
+let data91 = data76.intelRootKey;
+if(typeof data91 === "string"){
+if(func2(data91) < 1){
+const err241 = {instancePath:instancePath+"/attestation/azureTDX/intelRootKey",schemaPath:"#/properties/attestation/properties/azureTDX/properties/intelRootKey/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err241];
+}
+else {
+vErrors.push(err241);
+}
+errors++;
+}
+}
+else {
+const err242 = {instancePath:instancePath+"/attestation/azureTDX/intelRootKey",schemaPath:"#/properties/attestation/properties/azureTDX/properties/intelRootKey/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err242];
+}
+else {
+vErrors.push(err242);
+}
+errors++;
+}
+}
+if(data76.collateral !== undefined){
+let data92 = data76.collateral;
+if(typeof data92 === "string"){
+if(func2(data92) < 1){
+const err243 = {instancePath:instancePath+"/attestation/azureTDX/collateral",schemaPath:"#/properties/attestation/properties/azureTDX/properties/collateral/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err243];
+}
+else {
+vErrors.push(err243);
+}
+errors++;
+}
+}
+else {
+const err244 = {instancePath:instancePath+"/attestation/azureTDX/collateral",schemaPath:"#/properties/attestation/properties/azureTDX/properties/collateral/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err244];
+}
+else {
+vErrors.push(err244);
+}
+errors++;
+}
+}
+}
+else {
+const err245 = {instancePath:instancePath+"/attestation/azureTDX",schemaPath:"#/properties/attestation/properties/azureTDX/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err245];
+}
+else {
+vErrors.push(err245);
+}
+errors++;
+}
+}
+}
+else {
+const err246 = {instancePath:instancePath+"/attestation",schemaPath:"#/properties/attestation/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err246];
+}
+else {
+vErrors.push(err246);
+}
+errors++;
+}
+}
+if(data.kubernetesComponents !== undefined){
+let data93 = data.kubernetesComponents;
+if(Array.isArray(data93)){
+const len1 = data93.length;
+for(let i1=0; i1<len1; i1++){
+let data94 = data93[i1];
+if(data94 && typeof data94 == "object" && !Array.isArray(data94)){
+if(data94.url === undefined){
+const err247 = {instancePath:instancePath+"/kubernetesComponents/" + i1,schemaPath:"#/properties/kubernetesComponents/items/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'"};
+if(vErrors === null){
+vErrors = [err247];
+}
+else {
+vErrors.push(err247);
+}
+errors++;
+}
+if(data94.installPath === undefined){
+const err248 = {instancePath:instancePath+"/kubernetesComponents/" + i1,schemaPath:"#/properties/kubernetesComponents/items/required",keyword:"required",params:{missingProperty: "installPath"},message:"must have required property '"+"installPath"+"'"};
+if(vErrors === null){
+vErrors = [err248];
+}
+else {
+vErrors.push(err248);
+}
+errors++;
+}
+for(const key34 in data94){
+if(!((((key34 === "url") || (key34 === "hash")) || (key34 === "installPath")) || (key34 === "extract"))){
+const err249 = {instancePath:instancePath+"/kubernetesComponents/" + i1,schemaPath:"#/properties/kubernetesComponents/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key34},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err249];
+}
+else {
+vErrors.push(err249);
+}
+errors++;
+}
+}
+if(data94.url !== undefined){
+let data95 = data94.url;
+if(typeof data95 === "string"){
+if(!pattern34.test(data95)){
+const err250 = {instancePath:instancePath+"/kubernetesComponents/" + i1+"/url",schemaPath:"#/properties/kubernetesComponents/items/properties/url/pattern",keyword:"pattern",params:{pattern: "^(https?|data):"},message:"must match pattern \""+"^(https?|data):"+"\""};
+if(vErrors === null){
+vErrors = [err250];
+}
+else {
+vErrors.push(err250);
+}
+errors++;
+}
+}
+else {
+const err251 = {instancePath:instancePath+"/kubernetesComponents/" + i1+"/url",schemaPath:"#/properties/kubernetesComponents/items/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err251];
+}
+else {
+vErrors.push(err251);
+}
+errors++;
+}
+}
+if(data94.hash !== undefined){
+let data96 = data94.hash;
+if(typeof data96 === "string"){
+if(!pattern35.test(data96)){
+const err252 = {instancePath:instancePath+"/kubernetesComponents/" + i1+"/hash",schemaPath:"#/properties/kubernetesComponents/items/properties/hash/pattern",keyword:"pattern",params:{pattern: "^(sha256:[0-9a-f]{64})?$"},message:"must match pattern \""+"^(sha256:[0-9a-f]{64})?$"+"\""};
+if(vErrors === null){
+vErrors = [err252];
+}
+else {
+vErrors.push(err252);
+}
+errors++;
+}
+}
+else {
+const err253 = {instancePath:instancePath+"/kubernetesComponents/" + i1+"/hash",schemaPath:"#/properties/kubernetesComponents/items/properties/hash/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err253];
+}
+else {
+vErrors.push(err253);
+}
+errors++;
+}
+}
+if(data94.installPath !== undefined){
+let data97 = data94.installPath;
+if(typeof data97 === "string"){
+if(!pattern36.test(data97)){
+const err254 = {instancePath:instancePath+"/kubernetesComponents/" + i1+"/installPath",schemaPath:"#/properties/kubernetesComponents/items/properties/installPath/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\""};
+if(vErrors === null){
+vErrors = [err254];
+}
+else {
+vErrors.push(err254);
+}
+errors++;
+}
+}
+else {
+const err255 = {instancePath:instancePath+"/kubernetesComponents/" + i1+"/installPath",schemaPath:"#/properties/kubernetesComponents/items/properties/installPath/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err255];
+}
+else {
+vErrors.push(err255);
+}
+errors++;
+}
+}
+if(data94.extract !== undefined){
+if(typeof data94.extract !== "boolean"){
+const err256 = {instancePath:instancePath+"/kubernetesComponents/" + i1+"/extract",schemaPath:"#/properties/kubernetesComponents/items/properties/extract/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err256];
+}
+else {
+vErrors.push(err256);
+}
+errors++;
+}
+}
+}
+else {
+const err257 = {instancePath:instancePath+"/kubernetesComponents/" + i1,schemaPath:"#/properties/kubernetesComponents/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err257];
+}
+else {
+vErrors.push(err257);
+}
+errors++;
+}
+}
+}
+else {
+const err258 = {instancePath:instancePath+"/kubernetesComponents",schemaPath:"#/properties/kubernetesComponents/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err258];
+}
+else {
+vErrors.push(err258);
+}
+errors++;
+}
+}
+if(data.upgrade !== undefined){
+let data99 = data.upgrade;
+if(data99 && typeof data99 == "object" && !Array.isArray(data99)){
+for(const key35 in data99){
+if(!(key35 === "charts")){
+const err259 = {instancePath:instancePath+"/upgrade",schemaPath:"#/properties/upgrade/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key35},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err259];
+}
+else {
+vErrors.push(err259);
+}
+errors++;
+}
+}
+if(data99.charts !== undefined){
+let data100 = data99.charts;
+if(Array.isArray(data100)){
+const len2 = data100.length;
+for(let i2=0; i2<len2; i2++){
+let data101 = data100[i2];
+if(data101 && typeof data101 == "object" && !Array.isArray(data101)){
+if(data101.name === undefined){
+const err260 = {instancePath:instancePath+"/upgrade/charts/" + i2,schemaPath:"#/properties/upgrade/properties/charts/items/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+if(vErrors === null){
+vErrors = [err260];
+}
+else {
+vErrors.push(err260);
+}
+errors++;
+}
+if(data101.chart === undefined){
+const err261 = {instancePath:instancePath+"/upgrade/charts/" + i2,schemaPath:"#/properties/upgrade/properties/charts/items/required",keyword:"required",params:{missingProperty: "chart"},message:"must have required property '"+"chart"+"'"};
+if(vErrors === null){
+vErrors = [err261];
+}
+else {
+vErrors.push(err261);
+}
+errors++;
+}
+if(data101.version === undefined){
+const err262 = {instancePath:instancePath+"/upgrade/charts/" + i2,schemaPath:"#/properties/upgrade/properties/charts/items/required",keyword:"required",params:{missingProperty: "version"},message:"must have required property '"+"version"+"'"};
+if(vErrors === null){
+vErrors = [err262];
+}
+else {
+vErrors.push(err262);
+}
+errors++;
+}
+if(data101.namespace === undefined){
+const err263 = {instancePath:instancePath+"/upgrade/charts/" + i2,schemaPath:"#/properties/upgrade/properties/charts/items/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'"};
+if(vErrors === null){
+vErrors = [err263];
+}
+else {
+vErrors.push(err263);
+}
+errors++;
+}
+for(const key36 in data101){
+if(!((((((key36 === "name") || (key36 === "chart")) || (key36 === "repository")) || (key36 === "version")) || (key36 === "namespace")) || (key36 === "valuesFile"))){
+const err264 = {instancePath:instancePath+"/upgrade/charts/" + i2,schemaPath:"#/properties/upgrade/properties/charts/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key36},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err264];
+}
+else {
+vErrors.push(err264);
+}
+errors++;
+}
+}
+if(data101.name !== undefined){
+let data102 = data101.name;
+if(typeof data102 === "string"){
+if(func2(data102) < 1){
+const err265 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/name",schemaPath:"#/properties/upgrade/properties/charts/items/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err265];
+}
+else {
+vErrors.push(err265);
+}
+errors++;
+}
+}
+else {
+const err266 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/name",schemaPath:"#/properties/upgrade/properties/charts/items/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err266];
+}
+else {
+vErrors.push(err266);
+}
+errors++;
+}
+}
+if(data101.chart !== undefined){
+let data103 = data101.chart;
+if(typeof data103 === "string"){
+if(func2(data103) < 1){
+const err267 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/chart",schemaPath:"#/properties/upgrade/properties/charts/items/properties/chart/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err267];
+}
+else {
+vErrors.push(err267);
+}
+errors++;
+}
+}
+else {
+const err268 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/chart",schemaPath:"#/properties/upgrade/properties/charts/items/properties/chart/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err268];
+}
+else {
+vErrors.push(err268);
+}
+errors++;
+}
+}
+if(data101.repository !== undefined){
+if(typeof data101.repository !== "string"){
+const err269 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/repository",schemaPath:"#/properties/upgrade/properties/charts/items/properties/repository/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err269];
+}
+else {
+vErrors.push(err269);
+}
+errors++;
+}
+}
+if(data101.version !== undefined){
+let data105 = data101.version;
+if(typeof data105 === "string"){
+if(func2(data105) < 1){
+const err270 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/version",schemaPath:"#/properties/upgrade/properties/charts/items/properties/version/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err270];
+}
+else {
+vErrors.push(err270);
+}
+errors++;
+}
+}
+else {
+const err271 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/version",schemaPath:"#/properties/upgrade/properties/charts/items/properties/version/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err271];
+}
+else {
+vErrors.push(err271);
+}
+errors++;
+}
+}
+if(data101.namespace !== undefined){
+let data106 = data101.namespace;
+if(typeof data106 === "string"){
+if(func2(data106) < 1){
+const err272 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/namespace",schemaPath:"#/properties/upgrade/properties/charts/items/properties/namespace/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err272];
+}
+else {
+vErrors.push(err272);
+}
+errors++;
+}
+}
+else {
+const err273 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/namespace",schemaPath:"#/properties/upgrade/properties/charts/items/properties/namespace/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err273];
+}
+else {
+vErrors.push(err273);
+}
+errors++;
+}
+}
+if(data101.valuesFile !== undefined){
+if(typeof data101.valuesFile !== "string"){
+const err274 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/valuesFile",schemaPath:"#/properties/upgrade/properties/charts/items/properties/valuesFile/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err274];
+}
+else {
+vErrors.push(err274);
+}
+errors++;
+}
+}
+}
+else {
+const err275 = {instancePath:instancePath+"/upgrade/charts/" + i2,schemaPath:"#/properties/upgrade/properties/charts/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err275];
+}
+else {
+vErrors.push(err275);
+}
+errors++;
+}
+}
+}
+else {
+const err276 = {instancePath:instancePath+"/upgrade/charts",schemaPath:"#/properties/upgrade/properties/charts/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err276];
+}
+else {
+vErrors.push(err276);
+}
+errors++;
+}
+}
+}
+else {
+const err277 = {instancePath:instancePath+"/upgrade",schemaPath:"#/properties/upgrade/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err277];
+}
+else {
+vErrors.push(err277);
+}
+errors++;
+}
+}
+}
+else {
+const err278 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err278];
+}
+else {
+vErrors.push(err278);
 }
 errors++;
 }
@@ -971,7 +3405,7 @@ return errors === 0;
 
 export const validateState: StandaloneValidate = validate11;
 const schema12 = {"$schema":"http://json-schema.org/draft-07/schema#","title":"constellation-state.yaml","type":"object","additionalProperties":false,"required":["version","infrastructure","clusterValues"],"properties":{"version":{"const":"v1"},"infrastructure":{"type":"object","additionalProperties":false,"required":["clusterEndpoint","initSecret","name"],"properties":{"uid":{"type":"string"},"clusterEndpoint":{"type":"string"},"inClusterEndpoint":{"type":"string"},"initSecret":{"type":"string","pattern":"^([0-9a-fA-F]{2})*$"},"apiServerCertSANs":{"type":"array","items":{"type":"string"}},"name":{"type":"string"},"ipCidrNode":{"type":"string"}}},"clusterValues":{"type":"object","additionalProperties":false,"properties":{"clusterID":{"anyOf":[{"const":""},{"type":"string","pattern":"^[0-9a-fA-F]{64}$"}]},"ownerID":{"type":"string"},"measurementSalt":{"anyOf":[{"const":""},{"type":"string","pattern":"^[0-9a-fA-F]{64}$"}]}}}}};
-const pattern8 = new RegExp("^([0-9a-fA-F]{2})*$", "u");
+const pattern37 = new RegExp("^([0-9a-fA-F]{2})*$", "u");
 
 function validate11(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -1115,7 +3549,7 @@ errors++;
 if(data1.initSecret !== undefined){
 let data5 = data1.initSecret;
 if(typeof data5 === "string"){
-if(!pattern8.test(data5)){
+if(!pattern37.test(data5)){
 const err12 = {instancePath:instancePath+"/infrastructure/initSecret",schemaPath:"#/properties/infrastructure/properties/initSecret/pattern",keyword:"pattern",params:{pattern: "^([0-9a-fA-F]{2})*$"},message:"must match pattern \""+"^([0-9a-fA-F]{2})*$"+"\""};
 if(vErrors === null){
 vErrors = [err12];
@@ -1388,9 +3822,8 @@ return errors === 0;
 }
 
 export const validateNodeConfig: StandaloneValidate = validate12;
-const schema13 = {"$schema":"http://json-schema.org/draft-07/schema#","title":"constellation node config","type":"object","additionalProperties":false,"required":["attestationVariant","tpm"],"properties":{"attestationVariant":{"enum":["qemu-vtpm","tpm-ek"]},"attestation":{"type":"object","additionalProperties":false,"description":"settings of the node's attestation variant, for the validators it runs (the join service)","properties":{"tpmEK":{"type":"object","additionalProperties":false,"required":["roots"],"properties":{"roots":{"type":"array","minItems":1,"maxItems":64,"items":{"type":"string","pattern":"^/"},"description":"files (PEM or DER) of the TPM manufacturers' CA certificates joining nodes' EK certificates must chain to"}}}}},"tpm":{"type":"object","additionalProperties":false,"minProperties":1,"maxProperties":1,"properties":{"device":{"type":"string","pattern":"^/","description":"TPM device, e.g. /dev/tpmrm0"},"swtpm":{"type":"string","description":"swtpm's command channel: its TCP server port as HOST:PORT, or its unix socket as unix:/path"}}},"root":{"type":"string","pattern":"^/","description":"prefix of every node path (default /)"},"initServer":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"HOST:PORT"}}},"verifyService":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"HOST:PORT"}}},"joinService":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"the join service's HOST:PORT (default 0.0.0.0:30090); joining nodes dial its port on the control planes"}}},"keyService":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"the key service's HOST:PORT (default 127.0.0.1:9000), or unix:/path for a socket only its user can connect to (created 0600, its folder 0700); it authenticates no caller, so keep it on loopback where the host is the node alone"}}},"recoveryServer":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"where a rebooted node that waits for its disk key serves `constellation recover` (default 0.0.0.0:9999)"}}},"kubeconfig":{"type":"string","pattern":"^/","description":"kubeconfig the join service reaches the Kubernetes API with (default <root>/etc/kubernetes/admin.conf, which kubeadm writes on control planes)"},"initSecretHash":{"type":"string","pattern":"^\\$2[aby]\\$\\d{2}\\$[./A-Za-z0-9]{53}$","description":"bcrypt hash of the init secret"},"kubeadm":{"type":"string","pattern":"^/","description":"kubeadm binary (default <root>/run/state/bin/kubeadm)"},"stateDisk":{"type":"object","additionalProperties":false,"required":["device"],"properties":{"device":{"type":"string","pattern":"^/","description":"LUKS2 state disk (block device or image file); `state-disk setup` formats it with a random key on first boot"},"pbkdf":{"type":"object","additionalProperties":false,"required":["type","iterations"],"description":"cost of the new keyslot (tests: pbkdf2 with few iterations); default: cryptsetup's argon2id","properties":{"type":{"enum":["pbkdf2","argon2id"]},"iterations":{"type":"integer","minimum":1000}}}}},"metadata":{"type":"object","additionalProperties":false,"required":["provider"],"description":"static: this node, its peers and the endpoint are given here; http: fetched at start from a metadata service (the shape of Constellation's QEMU metadata API: GET url/self, /peers, /endpoint, /initsecrethash)","properties":{"provider":{"enum":["static","http"]},"url":{"type":"string","description":"http: the metadata service, e.g. http://10.42.0.1:8080"},"sourceAddress":{"type":"string","description":"http: the address requests leave from, when the host has several (the service tells nodes apart by it)"},"self":{"type":"object","additionalProperties":false,"required":["name","role","vpcIP"],"properties":{"name":{"type":"string","minLength":1},"role":{"enum":["control-plane","worker"]},"vpcIP":{"type":"string","description":"IP address in the cluster network"}}},"peers":{"type":"array","items":{"type":"object","additionalProperties":false,"required":["name","role","vpcIP"],"properties":{"name":{"type":"string","minLength":1},"role":{"enum":["control-plane","worker"]},"vpcIP":{"type":"string","description":"IP address in the cluster network"}}}},"loadBalancerEndpoint":{"type":"string","description":"HOST:PORT"}}}}};
-const func7 = Object.prototype.hasOwnProperty;
-const pattern15 = new RegExp("^\\$2[aby]\\$\\d{2}\\$[./A-Za-z0-9]{53}$", "u");
+const schema13 = {"$schema":"http://json-schema.org/draft-07/schema#","title":"constellation node config","type":"object","additionalProperties":false,"required":["attestationVariant","tpm"],"properties":{"attestationVariant":{"enum":["qemu-vtpm","tpm-ek","aws-sev-snp","gcp-sev-snp","azure-sev-snp","qemu-tdx","azure-tdx"]},"attestation":{"type":"object","additionalProperties":false,"description":"settings of the node's attestation variant, for the validators it runs (the join service)","properties":{"tpmEK":{"type":"object","additionalProperties":false,"required":["roots"],"properties":{"roots":{"type":"array","minItems":1,"maxItems":64,"items":{"type":"string","pattern":"^/"},"description":"files (PEM or DER) of the TPM manufacturers' CA certificates joining nodes' EK certificates must chain to"}}}}},"tpm":{"type":"object","additionalProperties":false,"minProperties":1,"maxProperties":1,"properties":{"device":{"type":"string","pattern":"^/","description":"TPM device, e.g. /dev/tpmrm0"},"swtpm":{"type":"string","description":"swtpm's command channel: its TCP server port as HOST:PORT, or its unix socket as unix:/path"}}},"root":{"type":"string","pattern":"^/","description":"prefix of every node path (default /)"},"initServer":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"HOST:PORT"}}},"verifyService":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"HOST:PORT"}}},"joinService":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"the join service's HOST:PORT (default 0.0.0.0:30090); joining nodes dial its port on the control planes"}}},"keyService":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"the key service's HOST:PORT (default 127.0.0.1:9000), or unix:/path for a socket only its user can connect to (created 0600, its folder 0700); it authenticates no caller, so keep it on loopback where the host is the node alone"}}},"recoveryServer":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"where a rebooted node that waits for its disk key serves `constellation recover` (default 0.0.0.0:9999)"}}},"kubeconfig":{"type":"string","pattern":"^/","description":"kubeconfig the join service reaches the Kubernetes API with (default <root>/etc/kubernetes/admin.conf, which kubeadm writes on control planes)"},"initSecretHash":{"type":"string","pattern":"^\\$2[aby]\\$\\d{2}\\$[./A-Za-z0-9]{53}$","description":"bcrypt hash of the init secret"},"kubeadm":{"type":"string","pattern":"^/","description":"kubeadm binary (default <root>/run/state/bin/kubeadm)"},"stateDisk":{"type":"object","additionalProperties":false,"required":["device"],"properties":{"device":{"type":"string","pattern":"^/","description":"LUKS2 state disk (block device or image file); `state-disk setup` formats it with a random key on first boot"},"pbkdf":{"type":"object","additionalProperties":false,"required":["type","iterations"],"description":"cost of the new keyslot (tests: pbkdf2 with few iterations); default: cryptsetup's argon2id","properties":{"type":{"enum":["pbkdf2","argon2id"]},"iterations":{"type":"integer","minimum":1000}}}}},"metadata":{"type":"object","additionalProperties":false,"required":["provider"],"description":"static: this node, its peers and the endpoint are given here; http: fetched at start from a metadata service (the shape of Constellation's QEMU metadata API: GET url/self, /peers, /endpoint, /initsecrethash)","properties":{"provider":{"enum":["static","http"]},"url":{"type":"string","description":"http: the metadata service, e.g. http://10.42.0.1:8080"},"sourceAddress":{"type":"string","description":"http: the address requests leave from, when the host has several (the service tells nodes apart by it)"},"self":{"type":"object","additionalProperties":false,"required":["name","role","vpcIP"],"properties":{"name":{"type":"string","minLength":1},"role":{"enum":["control-plane","worker"]},"vpcIP":{"type":"string","description":"IP address in the cluster network"}}},"peers":{"type":"array","items":{"type":"object","additionalProperties":false,"required":["name","role","vpcIP"],"properties":{"name":{"type":"string","minLength":1},"role":{"enum":["control-plane","worker"]},"vpcIP":{"type":"string","description":"IP address in the cluster network"}}}},"loadBalancerEndpoint":{"type":"string","description":"HOST:PORT"}}}}};
+const pattern44 = new RegExp("^\\$2[aby]\\$\\d{2}\\$[./A-Za-z0-9]{53}$", "u");
 
 function validate12(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -1417,7 +3850,7 @@ vErrors.push(err1);
 errors++;
 }
 for(const key0 in data){
-if(!(func7.call(schema13.properties, key0))){
+if(!(func3.call(schema13.properties, key0))){
 const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err2];
@@ -1430,7 +3863,7 @@ errors++;
 }
 if(data.attestationVariant !== undefined){
 let data0 = data.attestationVariant;
-if(!((data0 === "qemu-vtpm") || (data0 === "tpm-ek"))){
+if(!(((((((data0 === "qemu-vtpm") || (data0 === "tpm-ek")) || (data0 === "aws-sev-snp")) || (data0 === "gcp-sev-snp")) || (data0 === "azure-sev-snp")) || (data0 === "qemu-tdx")) || (data0 === "azure-tdx"))){
 const err3 = {instancePath:instancePath+"/attestationVariant",schemaPath:"#/properties/attestationVariant/enum",keyword:"enum",params:{allowedValues: schema13.properties.attestationVariant.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err3];
@@ -1508,7 +3941,7 @@ const len0 = data3.length;
 for(let i0=0; i0<len0; i0++){
 let data4 = data3[i0];
 if(typeof data4 === "string"){
-if(!pattern7.test(data4)){
+if(!pattern36.test(data4)){
 const err9 = {instancePath:instancePath+"/attestation/tpmEK/roots/" + i0,schemaPath:"#/properties/attestation/properties/tpmEK/properties/roots/items/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\""};
 if(vErrors === null){
 vErrors = [err9];
@@ -1604,7 +4037,7 @@ errors++;
 if(data5.device !== undefined){
 let data6 = data5.device;
 if(typeof data6 === "string"){
-if(!pattern7.test(data6)){
+if(!pattern36.test(data6)){
 const err17 = {instancePath:instancePath+"/tpm/device",schemaPath:"#/properties/tpm/properties/device/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\""};
 if(vErrors === null){
 vErrors = [err17];
@@ -1653,7 +4086,7 @@ errors++;
 if(data.root !== undefined){
 let data8 = data.root;
 if(typeof data8 === "string"){
-if(!pattern7.test(data8)){
+if(!pattern36.test(data8)){
 const err21 = {instancePath:instancePath+"/root",schemaPath:"#/properties/root/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\""};
 if(vErrors === null){
 vErrors = [err21];
@@ -1873,7 +4306,7 @@ errors++;
 if(data.kubeconfig !== undefined){
 let data19 = data.kubeconfig;
 if(typeof data19 === "string"){
-if(!pattern7.test(data19)){
+if(!pattern36.test(data19)){
 const err38 = {instancePath:instancePath+"/kubeconfig",schemaPath:"#/properties/kubeconfig/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\""};
 if(vErrors === null){
 vErrors = [err38];
@@ -1898,7 +4331,7 @@ errors++;
 if(data.initSecretHash !== undefined){
 let data20 = data.initSecretHash;
 if(typeof data20 === "string"){
-if(!pattern15.test(data20)){
+if(!pattern44.test(data20)){
 const err40 = {instancePath:instancePath+"/initSecretHash",schemaPath:"#/properties/initSecretHash/pattern",keyword:"pattern",params:{pattern: "^\\$2[aby]\\$\\d{2}\\$[./A-Za-z0-9]{53}$"},message:"must match pattern \""+"^\\$2[aby]\\$\\d{2}\\$[./A-Za-z0-9]{53}$"+"\""};
 if(vErrors === null){
 vErrors = [err40];
@@ -1923,7 +4356,7 @@ errors++;
 if(data.kubeadm !== undefined){
 let data21 = data.kubeadm;
 if(typeof data21 === "string"){
-if(!pattern7.test(data21)){
+if(!pattern36.test(data21)){
 const err42 = {instancePath:instancePath+"/kubeadm",schemaPath:"#/properties/kubeadm/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\""};
 if(vErrors === null){
 vErrors = [err42];
@@ -1973,7 +4406,7 @@ errors++;
 if(data22.device !== undefined){
 let data23 = data22.device;
 if(typeof data23 === "string"){
-if(!pattern7.test(data23)){
+if(!pattern36.test(data23)){
 const err46 = {instancePath:instancePath+"/stateDisk/device",schemaPath:"#/properties/stateDisk/properties/device/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\""};
 if(vErrors === null){
 vErrors = [err46];
@@ -3539,14 +5972,14 @@ return errors === 0;
 
 export const validateKubeadmConfigSpec: StandaloneValidate = validate17;
 const schema18 = {"type":"object","additionalProperties":false,"properties":{"clusterConfiguration":{"type":"object"},"initConfiguration":{"type":"object"},"joinConfiguration":{"type":"object"},"files":{"type":"array","maxItems":200,"items":{"type":"object","additionalProperties":false,"required":["path"],"properties":{"path":{"type":"string","minLength":1,"maxLength":512},"owner":{"type":"string","minLength":1,"maxLength":256},"permissions":{"type":"string","minLength":1,"maxLength":16,"pattern":"^0?[0-7]{3,4}$"},"encoding":{"enum":["base64","gzip","gzip+base64"]},"append":{"type":"boolean"},"content":{"type":"string","minLength":1,"maxLength":10240},"contentFrom":{"type":"object","additionalProperties":false,"required":["secret"],"properties":{"secret":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string","maxLength":253},"key":{"type":"string","maxLength":256}}}}}}}},"diskSetup":{"type":"object","additionalProperties":false,"properties":{"partitions":{"type":"array","maxItems":100,"items":{"type":"object","additionalProperties":false,"required":["device","layout"],"properties":{"device":{"type":"string","minLength":1,"maxLength":256},"layout":{"type":"boolean"},"overwrite":{"type":"boolean"},"tableType":{"enum":["mbr","gpt"]}}}},"filesystems":{"type":"array","maxItems":100,"items":{"type":"object","additionalProperties":false,"required":["device","filesystem"],"properties":{"device":{"type":"string","minLength":1,"maxLength":256},"filesystem":{"type":"string","minLength":1,"maxLength":128},"label":{"type":"string","minLength":1,"maxLength":512},"partition":{"type":"string","minLength":1,"maxLength":128},"overwrite":{"type":"boolean"},"replaceFS":{"type":"string","minLength":1,"maxLength":128},"extraOpts":{"type":"array","maxItems":100,"items":{"type":"string","minLength":1,"maxLength":256}}}}}}},"mounts":{"type":"array","maxItems":100,"items":{"type":"array","maxItems":6,"items":{"type":"string","minLength":1,"maxLength":512},"minItems":1}},"bootCommands":{"type":"array","maxItems":1000,"items":{"type":"string","minLength":1,"maxLength":10240}},"preKubeadmCommands":{"type":"array","maxItems":1000,"items":{"type":"string","minLength":1,"maxLength":10240}},"postKubeadmCommands":{"type":"array","maxItems":1000,"items":{"type":"string","minLength":1,"maxLength":10240}},"users":{"type":"array","maxItems":100,"items":{"type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","minLength":1,"maxLength":256},"gecos":{"type":"string","minLength":1,"maxLength":256},"groups":{"type":"string","minLength":1,"maxLength":256},"homeDir":{"type":"string","minLength":1,"maxLength":256},"inactive":{"type":"boolean"},"shell":{"type":"string","minLength":1,"maxLength":256},"passwd":{"type":"string","minLength":1,"maxLength":256},"passwdFrom":{"type":"object","additionalProperties":false,"required":["secret"],"properties":{"secret":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string","maxLength":253},"key":{"type":"string","maxLength":256}}}}},"primaryGroup":{"type":"string","minLength":1,"maxLength":256},"lockPassword":{"type":"boolean"},"sudo":{"type":"string","minLength":1,"maxLength":256},"sshAuthorizedKeys":{"type":"array","maxItems":100,"items":{"type":"string","minLength":1,"maxLength":2048}}}}},"ntp":{"type":"object","additionalProperties":false,"properties":{"servers":{"type":"array","maxItems":100,"items":{"type":"string","minLength":1,"maxLength":512}},"enabled":{"type":"boolean"}}},"format":{"enum":["cloud-config","ignition"]},"verbosity":{"type":"integer","minimum":0},"useExperimentalRetryJoin":{"type":"boolean"},"ignition":{"type":"object","additionalProperties":false,"properties":{"containerLinuxConfig":{"type":"object","additionalProperties":false,"properties":{"additionalConfig":{"type":"string","minLength":1,"maxLength":32768},"strict":{"type":"boolean"}}}}}}};
-const pattern18 = new RegExp("^0?[0-7]{3,4}$", "u");
+const pattern47 = new RegExp("^0?[0-7]{3,4}$", "u");
 
 function validate17(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
 for(const key0 in data){
-if(!(func7.call(schema18.properties, key0))){
+if(!(func3.call(schema18.properties, key0))){
 const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err0];
@@ -3728,7 +6161,7 @@ vErrors.push(err14);
 }
 errors++;
 }
-if(!pattern18.test(data7)){
+if(!pattern47.test(data7)){
 const err15 = {instancePath:instancePath+"/files/" + i0+"/permissions",schemaPath:"#/properties/files/items/properties/permissions/pattern",keyword:"pattern",params:{pattern: "^0?[0-7]{3,4}$"},message:"must match pattern \""+"^0?[0-7]{3,4}$"+"\""};
 if(vErrors === null){
 vErrors = [err15];
@@ -4749,7 +7182,7 @@ vErrors.push(err98);
 errors++;
 }
 for(const key7 in data42){
-if(!(func7.call(schema18.properties.users.items.properties, key7))){
+if(!(func3.call(schema18.properties.users.items.properties, key7))){
 const err99 = {instancePath:instancePath+"/users/" + i9,schemaPath:"#/properties/users/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key7},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err99];

@@ -3,12 +3,26 @@ export { generateWorkspace } from './generate.js'
 export type { GenerateResult } from './generate.js'
 export { configSchema, stateSchema } from './schema.js'
 
-export type { ChartConfig, ClusterConfig, ClusterState } from './types.js'
+export type {
+  ChartConfig,
+  ClusterConfig,
+  ClusterState,
+  NodeSnpAttestationConfig,
+  NodeTdxAttestationConfig,
+  SnpAttestationConfig,
+  TdxAttestationConfig,
+} from './types.js'
+export { ATTESTATION_CONFIG_KEYS } from './types.js'
 export { validateWorkspace, formatFinding } from './validate.js'
 export type { WorkspaceValidation } from './validate.js'
 export { validatorForConfig, validatorSettingsForConfig } from './validator.js'
+export type { ValidatorSettings } from './validator.js'
 
-export { configuredAttestation } from './attestation.js'
+export { configuredAttestation, snpSettings, tdxSettings } from './attestation.js'
+export type { ConfiguredAttestation, SnpSettings, TdxSettings } from './attestation.js'
+export { cvmSectionProblems, SNP_VARIANTS, TDX_VARIANTS } from './cvm-sections.js'
+export type { SnpVariant, TdxVariant } from './cvm-sections.js'
+export { cvmSectionSchemas, hex as hexSchema } from './attestation-schema.js'
 
 export { initSecretHashFor } from './init-secret-hash.js'
 export {
