@@ -1,6 +1,6 @@
 export { loadConfig, loadConfigIfPresent, loadState, loadStateIfPresent } from './load.js'
-export { generateWorkspace } from './generate.js'
-export type { GenerateResult } from './generate.js'
+export { generateWorkspace, PROVIDERS, PROVIDER_VARIANTS } from './generate.js'
+export type { GenerateResult, Provider } from './generate.js'
 export { configSchema, stateSchema } from './schema.js'
 
 export type {
