@@ -194,7 +194,6 @@ function certificates(entry: string, baseDir: string, at: KeyPath): X509Certific
   } catch (err: unknown) {
     throw new CliError(`${formatPath(at)}: ${err instanceof Error ? err.message : String(err)}`, {
       cause: err,
-      hint: '`constellation config validate` lists every problem of the config',
     })
   }
 }
