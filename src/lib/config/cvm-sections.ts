@@ -29,9 +29,16 @@ const kindOf = (key: string): 'snp' | 'tdx' | undefined =>
 
 /**
  * Problems of the CVM sections under `attestation` (at `prefix`): a root or pin that is no CA
- * certificate or cannot be read, a collateral path that is no directory. Wrong types are the schema's.
+ * certificate or cannot be read, a collateral path that is no directory. Wrong types are the schema's,
+ * and so are relative paths where `absoluteOnly` (the node config).
  */
-export function cvmSectionProblems(attestation: unknown, baseDir: string, prefix: KeyPath): Problem[] {
+export function cvmSectionProblems(
+  attestation: unknown,
+  baseDir: string,
+  prefix: KeyPath,
+  absoluteOnly = false,
+): Problem[] {
+  const skip = (entry: string) => entry === '' || (absoluteOnly && !isPem(entry) && !path.isAbsolute(entry))
   if (!isRecord(attestation)) return []
   const problems: Problem[] = []
   for (const [key, section] of Object.entries(attestation)) {
@@ -39,7 +46,7 @@ export function cvmSectionProblems(attestation: unknown, baseDir: string, prefix
     if (!kind || !isRecord(section)) continue
     for (const field of CERTIFICATE_KEYS[kind]) {
       const entry = section[field]
-      if (typeof entry !== 'string' || entry === '') continue
+      if (typeof entry !== 'string' || skip(entry)) continue
       try {
         readTrustRoots(entry, baseDir)
       } catch (err: unknown) {
@@ -48,7 +55,7 @@ export function cvmSectionProblems(attestation: unknown, baseDir: string, prefix
       }
     }
     const collateral = kind === 'tdx' ? section.collateral : undefined
-    if (typeof collateral === 'string' && collateral !== '') {
+    if (typeof collateral === 'string' && !skip(collateral)) {
       const problem = directoryProblem(path.resolve(baseDir, collateral))
       if (problem) problems.push({ path: [...prefix, key, 'collateral'], message: problem })
     }

@@ -43,8 +43,8 @@ export function nodeAttestationProblems(raw: Record<string, unknown>): Problem[]
       })
   }
   problems.push(...tpmEkRootProblems(attestation.tpmEK))
-  // the schema allows only absolute paths here, so '/' resolves nothing
-  problems.push(...cvmSectionProblems(attestation, '/', ['attestation']))
+  // relative paths are the schema's to refuse: a node has no directory they could be relative to
+  problems.push(...cvmSectionProblems(attestation, '/', ['attestation'], true))
   return problems
 }
 
