@@ -9,20 +9,16 @@ export type {
   ClusterState,
   NodeSnpAttestationConfig,
   NodeTdxAttestationConfig,
-  SnpAttestationConfig,
-  TdxAttestationConfig,
 } from './types.js'
 export { ATTESTATION_CONFIG_KEYS } from './types.js'
 export { validateWorkspace, formatFinding } from './validate.js'
 export type { WorkspaceValidation } from './validate.js'
 export { validatorForConfig, validatorSettingsForConfig } from './validator.js'
-export type { ValidatorSettings } from './validator.js'
 
 export { configuredAttestation, snpSettings, tdxSettings } from './attestation.js'
-export type { ConfiguredAttestation, SnpSettings, TdxSettings } from './attestation.js'
-export { cvmSectionProblems, SNP_VARIANTS, TDX_VARIANTS } from './cvm-sections.js'
-export type { SnpVariant, TdxVariant } from './cvm-sections.js'
-export { cvmSectionSchemas, hex as hexSchema } from './attestation-schema.js'
+export type { SnpSettings, TdxSettings } from './attestation.js'
+export { cvmSectionProblems } from './cvm-sections.js'
+export { cvmSectionSchemas } from './attestation-schema.js'
 
 export { initSecretHashFor } from './init-secret-hash.js'
 export {
