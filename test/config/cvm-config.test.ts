@@ -104,7 +104,7 @@ describe('workspace config: the confidential-VM sections', () => {
     'a launch measurement one byte short': {
       edit: (t) => addField(t, 'awsSEVSNP', 'launchMeasurement', 'ab'.repeat(47)),
       at: 'launchMeasurement',
-      want: 'attestation.awsSEVSNP.launchMeasurement: must match pattern "^[0-9a-fA-F]{96}$"',
+      want: 'attestation.awsSEVSNP.launchMeasurement: must be 48 bytes as hex (96 hex digits)',
     },
     'a root that is no CA certificate': {
       edit: (t) => setField(t, 'amdRootKey', 'roots/vcek.pem'),
@@ -151,12 +151,12 @@ describe('workspace config: the confidential-VM sections', () => {
     'a TEE_TCB_SVN of 15 bytes': {
       edit: (t) => setField(t, 'teeTCBSVN', `"${'00'.repeat(15)}"`),
       at: 'teeTCBSVN',
-      want: 'attestation.qemuTDX.teeTCBSVN: must match pattern "^[0-9a-fA-F]{32}$"',
+      want: 'attestation.qemuTDX.teeTCBSVN: must be 16 bytes as hex (32 hex digits)',
     },
     'an XFAM of 9 bytes': {
       edit: (t) => addField(t, 'qemuTDX', 'xfam', 'e7'.repeat(9)),
       at: 'xfam',
-      want: 'attestation.qemuTDX.xfam: must match pattern "^[0-9a-fA-F]{16}$"',
+      want: 'attestation.qemuTDX.xfam: must be 8 bytes as hex (16 hex digits)',
     },
     'an RTMR index beyond 3': {
       edit: (t) => addField(t, 'qemuTDX', 'rtmrs', `{ "4": "${'00'.repeat(48)}" }`),
@@ -166,7 +166,7 @@ describe('workspace config: the confidential-VM sections', () => {
     'an MRTD that is not hex': {
       edit: (t) => addField(t, 'qemuTDX', 'mrTd', 'zz'.repeat(48)),
       at: 'mrTd',
-      want: 'attestation.qemuTDX.mrTd: must match pattern',
+      want: 'attestation.qemuTDX.mrTd: must be 48 bytes as hex (96 hex digits)',
     },
     'an Intel root that is no CA certificate': {
       edit: (t) => setField(t, 'intelRootKey', 'roots/vcek.pem'),

@@ -121,7 +121,7 @@ describe('node config: the CVM sections for the join service', () => {
     },
     'an RTMR of the wrong length': {
       text: () => tdx().replace(`"${'01'.repeat(48)}"`, `"${'01'.repeat(32)}"`),
-      want: () => ['9: attestation.qemuTDX.rtmrs.1: must match pattern'],
+      want: () => ['9: attestation.qemuTDX.rtmrs.1: must be 48 bytes as hex (96 hex digits)'],
     },
   }
   for (const [name, tc] of Object.entries(cases)) {

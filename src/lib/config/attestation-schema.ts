@@ -154,3 +154,13 @@ export function cvmSectionSchemas(opts: CvmSchemaOptions) {
     azureTDX: tdxSectionSchema('Azure', opts),
   }
 }
+
+const HEX_PATTERN_PROBLEM = /^must match pattern "\^\[0-9a-fA-F\]\{(\d+)\}\$"$/
+
+/** Says a hex length problem in bytes, as the descriptions do, rather than as a regular expression. */
+export function explainHexProblem<P extends { message: string }>(problem: P): P {
+  const digits = HEX_PATTERN_PROBLEM.exec(problem.message)?.[1]
+  if (digits === undefined) return problem
+  const bytes = Number(digits) / 2
+  return { ...problem, message: `must be ${bytes} bytes as hex (${digits} hex digits)` }
+}

@@ -18,7 +18,7 @@ export { validatorForConfig, validatorSettingsForConfig } from './validator.js'
 export { configuredAttestation, snpSettings, tdxSettings } from './attestation.js'
 export type { SnpSettings, TdxSettings } from './attestation.js'
 export { cvmSectionProblems } from './cvm-sections.js'
-export { cvmSectionSchemas } from './attestation-schema.js'
+export { cvmSectionSchemas, explainHexProblem } from './attestation-schema.js'
 
 export { initSecretHashFor } from './init-secret-hash.js'
 export {

@@ -14,6 +14,7 @@ import { parseYaml, readYamlFile, throwIfProblems, type Problem, type YamlSource
 import { checkSchema } from '../yaml/index.js'
 import { exists, isHostPort } from '../system/index.js'
 import { trustRootProblems } from './attestation.js'
+import { explainHexProblem } from './attestation-schema.js'
 import { cvmSectionProblems, resolveCvmPaths, SNP_KEYS, TDX_KEYS } from './cvm-sections.js'
 import type { ClusterConfig, ClusterState } from './types.js'
 
@@ -55,7 +56,7 @@ export function parseConfig(text: string, file: string): ClusterConfig {
 
 /** Schema and semantic checks of a parsed config; throws every problem, located. */
 export function checkConfig(source: YamlSource): ClusterConfig {
-  const problems = checkSchema(validateConfig, source.value)
+  const problems = checkSchema(validateConfig, source.value).map(explainHexProblem)
   const baseDir = path.dirname(path.resolve(source.file))
   problems.push(...checkConfigSemantics(source.value, baseDir))
   throwIfProblems(source, problems)

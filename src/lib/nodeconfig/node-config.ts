@@ -2,6 +2,7 @@
 import { isIP } from 'node:net'
 import { validateNodeConfig } from '../../gen/schemas.js'
 import type { AttestationVariant } from '../attestation/index.js'
+import { explainHexProblem } from '../config/index.js'
 import { nodePaths } from '../paths.js'
 import { isHostPort, unixAddressProblem, unixSocketPath, type RetryOptions } from '../system/index.js'
 import type { TpmConfig } from '../tpm/index.js'
@@ -167,7 +168,7 @@ export function parseNodeConfig(text: string, file: string, opts: LoadNodeConfig
 
 /** The node config from its parsed YAML: schema, required keys, semantics, defaults. */
 function checkNodeConfig(source: YamlSource, opts: LoadNodeConfigOptions): NodeConfig {
-  const problems = checkSchema(validateNodeConfig, source.value)
+  const problems = checkSchema(validateNodeConfig, source.value).map(explainHexProblem)
   const raw = (typeof source.value === 'object' && source.value !== null ? source.value : {}) as Record<
     string,
     unknown
