@@ -11,14 +11,19 @@ const cjsDefault = (m) => (m && m.__esModule ? m.default : m);
 /** Ajv's ValidateFunction without `schema`/`schemaEnv`, which only ajv.compile() sets. */
 export type StandaloneValidate = ((data: unknown) => boolean) & { errors?: ErrorObject[] | null };
 export const validateConfig: StandaloneValidate = validate10;
-const schema11 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://constellation.invalid/schemas/constellation-conf.json","title":"constellation-conf.yaml","type":"object","additionalProperties":false,"required":["version","name","kubernetesVersion","attestation"],"properties":{"version":{"const":"v4","description":"Config schema version, must be v4"},"name":{"type":"string","pattern":"^[a-z0-9]([-a-z0-9]{0,35}[a-z0-9])?$","description":"Cluster name: lower-case letters, digits and dashes, at most 37 characters"},"kubernetesVersion":{"type":"string","description":"Full Kubernetes version, e.g. v1.31.13"},"serviceCIDR":{"type":"string","description":"Service CIDR, used at first init","default":"10.96.0.0/12"},"attestation":{"type":"object","additionalProperties":false,"minProperties":1,"maxProperties":1,"properties":{"qemuVTPM":{"type":"object","additionalProperties":false,"required":["measurements"],"description":"Constellation's qemu-vtpm: the AK is trusted as presented (local and test clusters)","properties":{"measurements":{"type":"object","propertyNames":{"pattern":"^([0-9]|1[0-9]|2[0-3])$"},"minProperties":1,"additionalProperties":{"type":"object","additionalProperties":false,"required":["expected"],"properties":{"expected":{"type":"string","pattern":"^[0-9a-fA-F]{64}$","description":"Expected PCR value, 32 bytes as hex"},"warnOnly":{"type":"boolean","default":false,"description":"Warn instead of refusing on mismatch"}}},"description":"PCR index (0-23) to expected value"}}},"tpmEK":{"type":"object","additionalProperties":false,"required":["measurements","roots"],"description":"tpm-ek: the node's EK certificate must chain to a manufacturer root, and its AK must activate a credential","properties":{"measurements":{"type":"object","propertyNames":{"pattern":"^([0-9]|1[0-9]|2[0-3])$"},"minProperties":1,"additionalProperties":{"type":"object","additionalProperties":false,"required":["expected"],"properties":{"expected":{"type":"string","pattern":"^[0-9a-fA-F]{64}$","description":"Expected PCR value, 32 bytes as hex"},"warnOnly":{"type":"boolean","default":false,"description":"Warn instead of refusing on mismatch"}}},"description":"PCR index (0-23) to expected value"},"roots":{"type":"array","maxItems":64,"items":{"type":"string","minLength":1},"description":"TPM manufacturer CA certificates: PEM text, or paths (relative to this file) of PEM or DER files"}}}}},"kubernetesComponents":{"type":"array","description":"Replaces the pinned components (for mirrors)","items":{"type":"object","additionalProperties":false,"required":["url","installPath"],"properties":{"url":{"type":"string","pattern":"^(https?|data):"},"hash":{"type":"string","pattern":"^(sha256:[0-9a-f]{64})?$"},"installPath":{"type":"string","pattern":"^/"},"extract":{"type":"boolean"}}}},"upgrade":{"type":"object","additionalProperties":false,"properties":{"charts":{"type":"array","items":{"type":"object","additionalProperties":false,"required":["name","chart","version","namespace"],"properties":{"name":{"type":"string","minLength":1},"chart":{"type":"string","minLength":1},"repository":{"type":"string"},"version":{"type":"string","minLength":1},"namespace":{"type":"string","minLength":1},"valuesFile":{"type":"string"}}}}}}}};
+const schema11 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://constellation.invalid/schemas/constellation-conf.json","title":"constellation-conf.yaml","type":"object","additionalProperties":false,"required":["version","name","kubernetesVersion","attestation"],"properties":{"version":{"const":"v4","description":"Config schema version, must be v4"},"name":{"type":"string","pattern":"^[a-z0-9]([-a-z0-9]{0,35}[a-z0-9])?$","description":"Cluster name: lower-case letters, digits and dashes, at most 37 characters"},"kubernetesVersion":{"type":"string","description":"Full Kubernetes version, e.g. v1.31.13"},"serviceCIDR":{"type":"string","description":"Service CIDR, used at first init","default":"10.96.0.0/12"},"attestation":{"type":"object","additionalProperties":false,"minProperties":1,"maxProperties":1,"properties":{"qemuVTPM":{"type":"object","additionalProperties":false,"required":["measurements"],"description":"Constellation's qemu-vtpm: the AK is trusted as presented (local and test clusters)","properties":{"measurements":{"type":"object","propertyNames":{"pattern":"^([0-9]|1[0-9]|2[0-3])$"},"minProperties":1,"additionalProperties":{"type":"object","additionalProperties":false,"required":["expected"],"properties":{"expected":{"type":"string","pattern":"^[0-9a-fA-F]{64}$","description":"Expected PCR value, 32 bytes as hex"},"warnOnly":{"type":"boolean","default":false,"description":"Warn instead of refusing on mismatch"}}},"description":"PCR index (0-23) to expected value"}}},"tpmEK":{"type":"object","additionalProperties":false,"required":["measurements","roots"],"description":"tpm-ek: the node's EK certificate must chain to a manufacturer root, and its AK must activate a credential","properties":{"measurements":{"type":"object","propertyNames":{"pattern":"^([0-9]|1[0-9]|2[0-3])$"},"minProperties":1,"additionalProperties":{"type":"object","additionalProperties":false,"required":["expected"],"properties":{"expected":{"type":"string","pattern":"^[0-9a-fA-F]{64}$","description":"Expected PCR value, 32 bytes as hex"},"warnOnly":{"type":"boolean","default":false,"description":"Warn instead of refusing on mismatch"}}},"description":"PCR index (0-23) to expected value"},"roots":{"type":"array","maxItems":64,"items":{"type":"string","minLength":1},"description":"TPM manufacturer CA certificates: PEM text, or paths (relative to this file) of PEM or DER files"}}},"awsSEVSNP":{"type":"object","additionalProperties":false,"required":["measurements","bootloaderVersion","teeVersion","snpVersion","microcodeVersion","amdRootKey"],"description":"AWS SEV-SNP: the node's vTPM runs in an AMD SEV-SNP guest whose report chains to amdRootKey","properties":{"measurements":{"type":"object","propertyNames":{"pattern":"^([0-9]|1[0-9]|2[0-3])$"},"minProperties":1,"additionalProperties":{"type":"object","additionalProperties":false,"required":["expected"],"properties":{"expected":{"type":"string","pattern":"^[0-9a-fA-F]{64}$","description":"Expected PCR value, 32 bytes as hex"},"warnOnly":{"type":"boolean","default":false,"description":"Warn instead of refusing on mismatch"}}},"description":"PCR index (0-23) to expected value"},"bootloaderVersion":{"type":"integer","minimum":0,"maximum":255,"description":"Lowest acceptable bootloader SVN of the reported and launch TCB (0-255)"},"teeVersion":{"type":"integer","minimum":0,"maximum":255,"description":"Lowest acceptable TEE (PSP OS) SVN of the reported and launch TCB (0-255)"},"snpVersion":{"type":"integer","minimum":0,"maximum":255,"description":"Lowest acceptable SEV-SNP firmware SVN of the reported and launch TCB (0-255)"},"microcodeVersion":{"type":"integer","minimum":0,"maximum":255,"description":"Lowest acceptable microcode SVN of the reported and launch TCB (0-255)"},"launchMeasurement":{"type":"string","pattern":"^[0-9a-fA-F]{96}$","description":"Expected launch MEASUREMENT of the guest (firmware, and what the VMM loaded with it); absent: not checked, and validators warn: 48 bytes as hex (96 digits)"},"amdRootKey":{"type":"string","minLength":1,"description":"AMD root key(s) (ARK) the VCEK/VLEK chain must end in; may hold several products' ARKs: PEM text, or a path (relative to this file) of a PEM or DER file"},"amdSigningKey":{"type":"string","minLength":1,"description":"Optional pin of the AMD signing key (ASK, or ASVK for a VLEK) that signs the VCEK/VLEK: PEM text, or a path (relative to this file) of a PEM or DER file"},"allowMigrationAgent":{"type":"boolean","default":false,"description":"Accept a guest policy that allows a migration agent (MIGRATE_MA)"},"allowSMT":{"type":"boolean","default":false,"description":"Accept a guest policy that allows simultaneous multithreading (SMT); debug is always refused"}}},"gcpSEVSNP":{"type":"object","additionalProperties":false,"required":["measurements","bootloaderVersion","teeVersion","snpVersion","microcodeVersion","amdRootKey"],"description":"GCP SEV-SNP: the node's vTPM runs in an AMD SEV-SNP guest whose report chains to amdRootKey","properties":{"measurements":{"type":"object","propertyNames":{"pattern":"^([0-9]|1[0-9]|2[0-3])$"},"minProperties":1,"additionalProperties":{"type":"object","additionalProperties":false,"required":["expected"],"properties":{"expected":{"type":"string","pattern":"^[0-9a-fA-F]{64}$","description":"Expected PCR value, 32 bytes as hex"},"warnOnly":{"type":"boolean","default":false,"description":"Warn instead of refusing on mismatch"}}},"description":"PCR index (0-23) to expected value"},"bootloaderVersion":{"type":"integer","minimum":0,"maximum":255,"description":"Lowest acceptable bootloader SVN of the reported and launch TCB (0-255)"},"teeVersion":{"type":"integer","minimum":0,"maximum":255,"description":"Lowest acceptable TEE (PSP OS) SVN of the reported and launch TCB (0-255)"},"snpVersion":{"type":"integer","minimum":0,"maximum":255,"description":"Lowest acceptable SEV-SNP firmware SVN of the reported and launch TCB (0-255)"},"microcodeVersion":{"type":"integer","minimum":0,"maximum":255,"description":"Lowest acceptable microcode SVN of the reported and launch TCB (0-255)"},"launchMeasurement":{"type":"string","pattern":"^[0-9a-fA-F]{96}$","description":"Expected launch MEASUREMENT of the guest (firmware, and what the VMM loaded with it); absent: not checked, and validators warn: 48 bytes as hex (96 digits)"},"amdRootKey":{"type":"string","minLength":1,"description":"AMD root key(s) (ARK) the VCEK/VLEK chain must end in; may hold several products' ARKs: PEM text, or a path (relative to this file) of a PEM or DER file"},"amdSigningKey":{"type":"string","minLength":1,"description":"Optional pin of the AMD signing key (ASK, or ASVK for a VLEK) that signs the VCEK/VLEK: PEM text, or a path (relative to this file) of a PEM or DER file"},"allowMigrationAgent":{"type":"boolean","default":false,"description":"Accept a guest policy that allows a migration agent (MIGRATE_MA)"},"allowSMT":{"type":"boolean","default":false,"description":"Accept a guest policy that allows simultaneous multithreading (SMT); debug is always refused"}}},"azureSEVSNP":{"type":"object","additionalProperties":false,"required":["measurements","bootloaderVersion","teeVersion","snpVersion","microcodeVersion","amdRootKey"],"description":"Azure SEV-SNP: the node's vTPM runs in an AMD SEV-SNP guest whose report chains to amdRootKey","properties":{"measurements":{"type":"object","propertyNames":{"pattern":"^([0-9]|1[0-9]|2[0-3])$"},"minProperties":1,"additionalProperties":{"type":"object","additionalProperties":false,"required":["expected"],"properties":{"expected":{"type":"string","pattern":"^[0-9a-fA-F]{64}$","description":"Expected PCR value, 32 bytes as hex"},"warnOnly":{"type":"boolean","default":false,"description":"Warn instead of refusing on mismatch"}}},"description":"PCR index (0-23) to expected value"},"bootloaderVersion":{"type":"integer","minimum":0,"maximum":255,"description":"Lowest acceptable bootloader SVN of the reported and launch TCB (0-255)"},"teeVersion":{"type":"integer","minimum":0,"maximum":255,"description":"Lowest acceptable TEE (PSP OS) SVN of the reported and launch TCB (0-255)"},"snpVersion":{"type":"integer","minimum":0,"maximum":255,"description":"Lowest acceptable SEV-SNP firmware SVN of the reported and launch TCB (0-255)"},"microcodeVersion":{"type":"integer","minimum":0,"maximum":255,"description":"Lowest acceptable microcode SVN of the reported and launch TCB (0-255)"},"launchMeasurement":{"type":"string","pattern":"^[0-9a-fA-F]{96}$","description":"Expected launch MEASUREMENT of the guest (firmware, and what the VMM loaded with it); absent: not checked, and validators warn: 48 bytes as hex (96 digits)"},"amdRootKey":{"type":"string","minLength":1,"description":"AMD root key(s) (ARK) the VCEK/VLEK chain must end in; may hold several products' ARKs: PEM text, or a path (relative to this file) of a PEM or DER file"},"amdSigningKey":{"type":"string","minLength":1,"description":"Optional pin of the AMD signing key (ASK, or ASVK for a VLEK) that signs the VCEK/VLEK: PEM text, or a path (relative to this file) of a PEM or DER file"},"allowMigrationAgent":{"type":"boolean","default":false,"description":"Accept a guest policy that allows a migration agent (MIGRATE_MA)"},"allowSMT":{"type":"boolean","default":false,"description":"Accept a guest policy that allows simultaneous multithreading (SMT); debug is always refused"}}},"qemuTDX":{"type":"object","additionalProperties":false,"required":["measurements","qeSVN","pceSVN","teeTCBSVN","intelRootKey"],"description":"QEMU TDX: the node's vTPM answers for an Intel TDX trust domain whose quote chains to intelRootKey","properties":{"measurements":{"type":"object","propertyNames":{"pattern":"^([0-9]|1[0-9]|2[0-3])$"},"minProperties":1,"additionalProperties":{"type":"object","additionalProperties":false,"required":["expected"],"properties":{"expected":{"type":"string","pattern":"^[0-9a-fA-F]{64}$","description":"Expected PCR value, 32 bytes as hex"},"warnOnly":{"type":"boolean","default":false,"description":"Warn instead of refusing on mismatch"}}},"description":"PCR index (0-23) to expected value"},"qeSVN":{"type":"integer","minimum":0,"maximum":65535,"description":"Lowest acceptable quoting enclave SVN (0-65535)"},"pceSVN":{"type":"integer","minimum":0,"maximum":65535,"description":"Lowest acceptable provisioning certification enclave SVN (0-65535)"},"teeTCBSVN":{"type":"string","pattern":"^[0-9a-fA-F]{32}$","description":"Lowest acceptable TEE_TCB_SVN, compared component by component: 16 bytes as hex (32 digits)"},"qeVendorID":{"type":"string","pattern":"^[0-9a-fA-F]{32}$","description":"Expected QE_VENDOR_ID of the quoting enclave; absent: not checked: 16 bytes as hex (32 digits)"},"mrSeam":{"type":"string","pattern":"^[0-9a-fA-F]{96}$","description":"Expected MRSEAM (the TDX module); absent: not checked: 48 bytes as hex (96 digits)"},"xfam":{"type":"string","pattern":"^[0-9a-fA-F]{16}$","description":"Expected XFAM (extended features available mask); absent: not checked: 8 bytes as hex (16 digits)"},"tdAttributes":{"type":"string","pattern":"^[0-9a-fA-F]{16}$","description":"Expected TD attributes; absent: not checked (debug is always refused): 8 bytes as hex (16 digits)"},"mrTd":{"type":"string","pattern":"^[0-9a-fA-F]{96}$","description":"Expected MRTD (the initial TD image, i.e. its firmware); absent: not checked: 48 bytes as hex (96 digits)"},"rtmrs":{"type":"object","propertyNames":{"pattern":"^[0-3]$"},"additionalProperties":{"type":"string","pattern":"^[0-9a-fA-F]{96}$","description":"Expected RTMR value: 48 bytes as hex (96 digits)"},"description":"RTMR index (0-3) to expected value; RTMRs not listed are not checked"},"intelRootKey":{"type":"string","minLength":1,"description":"Intel's SGX root CA the quote's PCK chain must end in: PEM text, or a path (relative to this file) of a PEM or DER file"},"collateral":{"type":"string","minLength":1,"description":"Directory (a path (relative to this file)) holding Intel PCS collateral (TCB info and QE identity with their issuer chains); absent: the TCB status is not checked"}}},"azureTDX":{"type":"object","additionalProperties":false,"required":["measurements","qeSVN","pceSVN","teeTCBSVN","intelRootKey"],"description":"Azure TDX: the node's vTPM answers for an Intel TDX trust domain whose quote chains to intelRootKey","properties":{"measurements":{"type":"object","propertyNames":{"pattern":"^([0-9]|1[0-9]|2[0-3])$"},"minProperties":1,"additionalProperties":{"type":"object","additionalProperties":false,"required":["expected"],"properties":{"expected":{"type":"string","pattern":"^[0-9a-fA-F]{64}$","description":"Expected PCR value, 32 bytes as hex"},"warnOnly":{"type":"boolean","default":false,"description":"Warn instead of refusing on mismatch"}}},"description":"PCR index (0-23) to expected value"},"qeSVN":{"type":"integer","minimum":0,"maximum":65535,"description":"Lowest acceptable quoting enclave SVN (0-65535)"},"pceSVN":{"type":"integer","minimum":0,"maximum":65535,"description":"Lowest acceptable provisioning certification enclave SVN (0-65535)"},"teeTCBSVN":{"type":"string","pattern":"^[0-9a-fA-F]{32}$","description":"Lowest acceptable TEE_TCB_SVN, compared component by component: 16 bytes as hex (32 digits)"},"qeVendorID":{"type":"string","pattern":"^[0-9a-fA-F]{32}$","description":"Expected QE_VENDOR_ID of the quoting enclave; absent: not checked: 16 bytes as hex (32 digits)"},"mrSeam":{"type":"string","pattern":"^[0-9a-fA-F]{96}$","description":"Expected MRSEAM (the TDX module); absent: not checked: 48 bytes as hex (96 digits)"},"xfam":{"type":"string","pattern":"^[0-9a-fA-F]{16}$","description":"Expected XFAM (extended features available mask); absent: not checked: 8 bytes as hex (16 digits)"},"tdAttributes":{"type":"string","pattern":"^[0-9a-fA-F]{16}$","description":"Expected TD attributes; absent: not checked (debug is always refused): 8 bytes as hex (16 digits)"},"mrTd":{"type":"string","pattern":"^[0-9a-fA-F]{96}$","description":"Expected MRTD (the initial TD image, i.e. its firmware); absent: not checked: 48 bytes as hex (96 digits)"},"rtmrs":{"type":"object","propertyNames":{"pattern":"^[0-3]$"},"additionalProperties":{"type":"string","pattern":"^[0-9a-fA-F]{96}$","description":"Expected RTMR value: 48 bytes as hex (96 digits)"},"description":"RTMR index (0-3) to expected value; RTMRs not listed are not checked"},"intelRootKey":{"type":"string","minLength":1,"description":"Intel's SGX root CA the quote's PCK chain must end in: PEM text, or a path (relative to this file) of a PEM or DER file"},"collateral":{"type":"string","minLength":1,"description":"Directory (a path (relative to this file)) holding Intel PCS collateral (TCB info and QE identity with their issuer chains); absent: the TCB status is not checked"}}}}},"kubernetesComponents":{"type":"array","description":"Replaces the pinned components (for mirrors)","items":{"type":"object","additionalProperties":false,"required":["url","installPath"],"properties":{"url":{"type":"string","pattern":"^(https?|data):"},"hash":{"type":"string","pattern":"^(sha256:[0-9a-f]{64})?$"},"installPath":{"type":"string","pattern":"^/"},"extract":{"type":"boolean"}}}},"upgrade":{"type":"object","additionalProperties":false,"properties":{"charts":{"type":"array","items":{"type":"object","additionalProperties":false,"required":["name","chart","version","namespace"],"properties":{"name":{"type":"string","minLength":1},"chart":{"type":"string","minLength":1},"repository":{"type":"string"},"version":{"type":"string","minLength":1},"namespace":{"type":"string","minLength":1},"valuesFile":{"type":"string"}}}}}}}};
 const pattern0 = new RegExp("^[a-z0-9]([-a-z0-9]{0,35}[a-z0-9])?$", "u");
 const pattern1 = new RegExp("^([0-9]|1[0-9]|2[0-3])$", "u");
 const pattern2 = new RegExp("^[0-9a-fA-F]{64}$", "u");
-const pattern5 = new RegExp("^(https?|data):", "u");
-const pattern6 = new RegExp("^(sha256:[0-9a-f]{64})?$", "u");
-const pattern7 = new RegExp("^/", "u");
+const pattern7 = new RegExp("^[0-9a-fA-F]{96}$", "u");
+const pattern16 = new RegExp("^[0-9a-fA-F]{32}$", "u");
+const pattern19 = new RegExp("^[0-9a-fA-F]{16}$", "u");
+const pattern22 = new RegExp("^[0-3]$", "u");
+const pattern34 = new RegExp("^(https?|data):", "u");
+const pattern35 = new RegExp("^(sha256:[0-9a-f]{64})?$", "u");
+const pattern36 = new RegExp("^/", "u");
 const func2 = cjsDefault(runtime_ucs2length);
+const func3 = Object.prototype.hasOwnProperty;
 
 function validate10(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://constellation.invalid/schemas/constellation-conf.json" */;
@@ -162,7 +167,7 @@ vErrors.push(err11);
 errors++;
 }
 for(const key1 in data4){
-if(!((key1 === "qemuVTPM") || (key1 === "tpmEK"))){
+if(!(((((((key1 === "qemuVTPM") || (key1 === "tpmEK")) || (key1 === "awsSEVSNP")) || (key1 === "gcpSEVSNP")) || (key1 === "azureSEVSNP")) || (key1 === "qemuTDX")) || (key1 === "azureTDX"))){
 const err12 = {instancePath:instancePath+"/attestation",schemaPath:"#/properties/attestation/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err12];
@@ -558,9 +563,11 @@ vErrors.push(err43);
 errors++;
 }
 }
-}
-else {
-const err44 = {instancePath:instancePath+"/attestation",schemaPath:"#/properties/attestation/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data4.awsSEVSNP !== undefined){
+let data17 = data4.awsSEVSNP;
+if(data17 && typeof data17 == "object" && !Array.isArray(data17)){
+if(data17.measurements === undefined){
+const err44 = {instancePath:instancePath+"/attestation/awsSEVSNP",schemaPath:"#/properties/attestation/properties/awsSEVSNP/required",keyword:"required",params:{missingProperty: "measurements"},message:"must have required property '"+"measurements"+"'"};
 if(vErrors === null){
 vErrors = [err44];
 }
@@ -569,16 +576,8 @@ vErrors.push(err44);
 }
 errors++;
 }
-}
-if(data.kubernetesComponents !== undefined){
-let data17 = data.kubernetesComponents;
-if(Array.isArray(data17)){
-const len1 = data17.length;
-for(let i1=0; i1<len1; i1++){
-let data18 = data17[i1];
-if(data18 && typeof data18 == "object" && !Array.isArray(data18)){
-if(data18.url === undefined){
-const err45 = {instancePath:instancePath+"/kubernetesComponents/" + i1,schemaPath:"#/properties/kubernetesComponents/items/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'"};
+if(data17.bootloaderVersion === undefined){
+const err45 = {instancePath:instancePath+"/attestation/awsSEVSNP",schemaPath:"#/properties/attestation/properties/awsSEVSNP/required",keyword:"required",params:{missingProperty: "bootloaderVersion"},message:"must have required property '"+"bootloaderVersion"+"'"};
 if(vErrors === null){
 vErrors = [err45];
 }
@@ -587,8 +586,8 @@ vErrors.push(err45);
 }
 errors++;
 }
-if(data18.installPath === undefined){
-const err46 = {instancePath:instancePath+"/kubernetesComponents/" + i1,schemaPath:"#/properties/kubernetesComponents/items/required",keyword:"required",params:{missingProperty: "installPath"},message:"must have required property '"+"installPath"+"'"};
+if(data17.teeVersion === undefined){
+const err46 = {instancePath:instancePath+"/attestation/awsSEVSNP",schemaPath:"#/properties/attestation/properties/awsSEVSNP/required",keyword:"required",params:{missingProperty: "teeVersion"},message:"must have required property '"+"teeVersion"+"'"};
 if(vErrors === null){
 vErrors = [err46];
 }
@@ -597,9 +596,8 @@ vErrors.push(err46);
 }
 errors++;
 }
-for(const key10 in data18){
-if(!((((key10 === "url") || (key10 === "hash")) || (key10 === "installPath")) || (key10 === "extract"))){
-const err47 = {instancePath:instancePath+"/kubernetesComponents/" + i1,schemaPath:"#/properties/kubernetesComponents/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key10},message:"must NOT have additional properties"};
+if(data17.snpVersion === undefined){
+const err47 = {instancePath:instancePath+"/attestation/awsSEVSNP",schemaPath:"#/properties/attestation/properties/awsSEVSNP/required",keyword:"required",params:{missingProperty: "snpVersion"},message:"must have required property '"+"snpVersion"+"'"};
 if(vErrors === null){
 vErrors = [err47];
 }
@@ -608,12 +606,8 @@ vErrors.push(err47);
 }
 errors++;
 }
-}
-if(data18.url !== undefined){
-let data19 = data18.url;
-if(typeof data19 === "string"){
-if(!pattern5.test(data19)){
-const err48 = {instancePath:instancePath+"/kubernetesComponents/" + i1+"/url",schemaPath:"#/properties/kubernetesComponents/items/properties/url/pattern",keyword:"pattern",params:{pattern: "^(https?|data):"},message:"must match pattern \""+"^(https?|data):"+"\""};
+if(data17.microcodeVersion === undefined){
+const err48 = {instancePath:instancePath+"/attestation/awsSEVSNP",schemaPath:"#/properties/attestation/properties/awsSEVSNP/required",keyword:"required",params:{missingProperty: "microcodeVersion"},message:"must have required property '"+"microcodeVersion"+"'"};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -622,9 +616,8 @@ vErrors.push(err48);
 }
 errors++;
 }
-}
-else {
-const err49 = {instancePath:instancePath+"/kubernetesComponents/" + i1+"/url",schemaPath:"#/properties/kubernetesComponents/items/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data17.amdRootKey === undefined){
+const err49 = {instancePath:instancePath+"/attestation/awsSEVSNP",schemaPath:"#/properties/attestation/properties/awsSEVSNP/required",keyword:"required",params:{missingProperty: "amdRootKey"},message:"must have required property '"+"amdRootKey"+"'"};
 if(vErrors === null){
 vErrors = [err49];
 }
@@ -633,12 +626,9 @@ vErrors.push(err49);
 }
 errors++;
 }
-}
-if(data18.hash !== undefined){
-let data20 = data18.hash;
-if(typeof data20 === "string"){
-if(!pattern6.test(data20)){
-const err50 = {instancePath:instancePath+"/kubernetesComponents/" + i1+"/hash",schemaPath:"#/properties/kubernetesComponents/items/properties/hash/pattern",keyword:"pattern",params:{pattern: "^(sha256:[0-9a-f]{64})?$"},message:"must match pattern \""+"^(sha256:[0-9a-f]{64})?$"+"\""};
+for(const key10 in data17){
+if(!(func3.call(schema11.properties.attestation.properties.awsSEVSNP.properties, key10))){
+const err50 = {instancePath:instancePath+"/attestation/awsSEVSNP",schemaPath:"#/properties/attestation/properties/awsSEVSNP/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key10},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err50];
 }
@@ -648,8 +638,11 @@ vErrors.push(err50);
 errors++;
 }
 }
-else {
-const err51 = {instancePath:instancePath+"/kubernetesComponents/" + i1+"/hash",schemaPath:"#/properties/kubernetesComponents/items/properties/hash/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data17.measurements !== undefined){
+let data18 = data17.measurements;
+if(data18 && typeof data18 == "object" && !Array.isArray(data18)){
+if(Object.keys(data18).length < 1){
+const err51 = {instancePath:instancePath+"/attestation/awsSEVSNP/measurements",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/measurements/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties"};
 if(vErrors === null){
 vErrors = [err51];
 }
@@ -658,12 +651,11 @@ vErrors.push(err51);
 }
 errors++;
 }
-}
-if(data18.installPath !== undefined){
-let data21 = data18.installPath;
-if(typeof data21 === "string"){
-if(!pattern7.test(data21)){
-const err52 = {instancePath:instancePath+"/kubernetesComponents/" + i1+"/installPath",schemaPath:"#/properties/kubernetesComponents/items/properties/installPath/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\""};
+for(const key11 in data18){
+const _errs49 = errors;
+if(typeof key11 === "string"){
+if(!pattern1.test(key11)){
+const err52 = {instancePath:instancePath+"/attestation/awsSEVSNP/measurements",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/measurements/propertyNames/pattern",keyword:"pattern",params:{pattern: "^([0-9]|1[0-9]|2[0-3])$"},message:"must match pattern \""+"^([0-9]|1[0-9]|2[0-3])$"+"\"",propertyName:key11};
 if(vErrors === null){
 vErrors = [err52];
 }
@@ -673,8 +665,9 @@ vErrors.push(err52);
 errors++;
 }
 }
-else {
-const err53 = {instancePath:instancePath+"/kubernetesComponents/" + i1+"/installPath",schemaPath:"#/properties/kubernetesComponents/items/properties/installPath/type",keyword:"type",params:{type: "string"},message:"must be string"};
+var valid13 = _errs49 === errors;
+if(!valid13){
+const err53 = {instancePath:instancePath+"/attestation/awsSEVSNP/measurements",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/measurements/propertyNames",keyword:"propertyNames",params:{propertyName: key11},message:"property name must be valid"};
 if(vErrors === null){
 vErrors = [err53];
 }
@@ -684,9 +677,11 @@ vErrors.push(err53);
 errors++;
 }
 }
-if(data18.extract !== undefined){
-if(typeof data18.extract !== "boolean"){
-const err54 = {instancePath:instancePath+"/kubernetesComponents/" + i1+"/extract",schemaPath:"#/properties/kubernetesComponents/items/properties/extract/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+for(const key12 in data18){
+let data19 = data18[key12];
+if(data19 && typeof data19 == "object" && !Array.isArray(data19)){
+if(data19.expected === undefined){
+const err54 = {instancePath:instancePath+"/attestation/awsSEVSNP/measurements/" + key12.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/measurements/additionalProperties/required",keyword:"required",params:{missingProperty: "expected"},message:"must have required property '"+"expected"+"'"};
 if(vErrors === null){
 vErrors = [err54];
 }
@@ -695,10 +690,9 @@ vErrors.push(err54);
 }
 errors++;
 }
-}
-}
-else {
-const err55 = {instancePath:instancePath+"/kubernetesComponents/" + i1,schemaPath:"#/properties/kubernetesComponents/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+for(const key13 in data19){
+if(!((key13 === "expected") || (key13 === "warnOnly"))){
+const err55 = {instancePath:instancePath+"/attestation/awsSEVSNP/measurements/" + key12.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/measurements/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key13},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err55];
 }
@@ -708,9 +702,11 @@ vErrors.push(err55);
 errors++;
 }
 }
-}
-else {
-const err56 = {instancePath:instancePath+"/kubernetesComponents",schemaPath:"#/properties/kubernetesComponents/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data19.expected !== undefined){
+let data20 = data19.expected;
+if(typeof data20 === "string"){
+if(!pattern2.test(data20)){
+const err56 = {instancePath:instancePath+"/attestation/awsSEVSNP/measurements/" + key12.replace(/~/g, "~0").replace(/\//g, "~1")+"/expected",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/measurements/additionalProperties/properties/expected/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{64}$"},message:"must match pattern \""+"^[0-9a-fA-F]{64}$"+"\""};
 if(vErrors === null){
 vErrors = [err56];
 }
@@ -720,12 +716,8 @@ vErrors.push(err56);
 errors++;
 }
 }
-if(data.upgrade !== undefined){
-let data23 = data.upgrade;
-if(data23 && typeof data23 == "object" && !Array.isArray(data23)){
-for(const key11 in data23){
-if(!(key11 === "charts")){
-const err57 = {instancePath:instancePath+"/upgrade",schemaPath:"#/properties/upgrade/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key11},message:"must NOT have additional properties"};
+else {
+const err57 = {instancePath:instancePath+"/attestation/awsSEVSNP/measurements/" + key12.replace(/~/g, "~0").replace(/\//g, "~1")+"/expected",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/measurements/additionalProperties/properties/expected/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err57];
 }
@@ -735,15 +727,9 @@ vErrors.push(err57);
 errors++;
 }
 }
-if(data23.charts !== undefined){
-let data24 = data23.charts;
-if(Array.isArray(data24)){
-const len2 = data24.length;
-for(let i2=0; i2<len2; i2++){
-let data25 = data24[i2];
-if(data25 && typeof data25 == "object" && !Array.isArray(data25)){
-if(data25.name === undefined){
-const err58 = {instancePath:instancePath+"/upgrade/charts/" + i2,schemaPath:"#/properties/upgrade/properties/charts/items/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+if(data19.warnOnly !== undefined){
+if(typeof data19.warnOnly !== "boolean"){
+const err58 = {instancePath:instancePath+"/attestation/awsSEVSNP/measurements/" + key12.replace(/~/g, "~0").replace(/\//g, "~1")+"/warnOnly",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/measurements/additionalProperties/properties/warnOnly/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err58];
 }
@@ -752,8 +738,10 @@ vErrors.push(err58);
 }
 errors++;
 }
-if(data25.chart === undefined){
-const err59 = {instancePath:instancePath+"/upgrade/charts/" + i2,schemaPath:"#/properties/upgrade/properties/charts/items/required",keyword:"required",params:{missingProperty: "chart"},message:"must have required property '"+"chart"+"'"};
+}
+}
+else {
+const err59 = {instancePath:instancePath+"/attestation/awsSEVSNP/measurements/" + key12.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/measurements/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err59];
 }
@@ -762,8 +750,10 @@ vErrors.push(err59);
 }
 errors++;
 }
-if(data25.version === undefined){
-const err60 = {instancePath:instancePath+"/upgrade/charts/" + i2,schemaPath:"#/properties/upgrade/properties/charts/items/required",keyword:"required",params:{missingProperty: "version"},message:"must have required property '"+"version"+"'"};
+}
+}
+else {
+const err60 = {instancePath:instancePath+"/attestation/awsSEVSNP/measurements",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/measurements/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err60];
 }
@@ -772,8 +762,11 @@ vErrors.push(err60);
 }
 errors++;
 }
-if(data25.namespace === undefined){
-const err61 = {instancePath:instancePath+"/upgrade/charts/" + i2,schemaPath:"#/properties/upgrade/properties/charts/items/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'"};
+}
+if(data17.bootloaderVersion !== undefined){
+let data22 = data17.bootloaderVersion;
+if(!((typeof data22 == "number") && (!(data22 % 1) && !isNaN(data22)))){
+const err61 = {instancePath:instancePath+"/attestation/awsSEVSNP/bootloaderVersion",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/bootloaderVersion/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err61];
 }
@@ -782,9 +775,9 @@ vErrors.push(err61);
 }
 errors++;
 }
-for(const key12 in data25){
-if(!((((((key12 === "name") || (key12 === "chart")) || (key12 === "repository")) || (key12 === "version")) || (key12 === "namespace")) || (key12 === "valuesFile"))){
-const err62 = {instancePath:instancePath+"/upgrade/charts/" + i2,schemaPath:"#/properties/upgrade/properties/charts/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key12},message:"must NOT have additional properties"};
+if(typeof data22 == "number"){
+if(data22 > 255 || isNaN(data22)){
+const err62 = {instancePath:instancePath+"/attestation/awsSEVSNP/bootloaderVersion",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/bootloaderVersion/maximum",keyword:"maximum",params:{comparison: "<=", limit: 255},message:"must be <= 255"};
 if(vErrors === null){
 vErrors = [err62];
 }
@@ -793,12 +786,8 @@ vErrors.push(err62);
 }
 errors++;
 }
-}
-if(data25.name !== undefined){
-let data26 = data25.name;
-if(typeof data26 === "string"){
-if(func2(data26) < 1){
-const err63 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/name",schemaPath:"#/properties/upgrade/properties/charts/items/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data22 < 0 || isNaN(data22)){
+const err63 = {instancePath:instancePath+"/attestation/awsSEVSNP/bootloaderVersion",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/bootloaderVersion/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err63];
 }
@@ -808,8 +797,11 @@ vErrors.push(err63);
 errors++;
 }
 }
-else {
-const err64 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/name",schemaPath:"#/properties/upgrade/properties/charts/items/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+if(data17.teeVersion !== undefined){
+let data23 = data17.teeVersion;
+if(!((typeof data23 == "number") && (!(data23 % 1) && !isNaN(data23)))){
+const err64 = {instancePath:instancePath+"/attestation/awsSEVSNP/teeVersion",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/teeVersion/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err64];
 }
@@ -818,12 +810,9 @@ vErrors.push(err64);
 }
 errors++;
 }
-}
-if(data25.chart !== undefined){
-let data27 = data25.chart;
-if(typeof data27 === "string"){
-if(func2(data27) < 1){
-const err65 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/chart",schemaPath:"#/properties/upgrade/properties/charts/items/properties/chart/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(typeof data23 == "number"){
+if(data23 > 255 || isNaN(data23)){
+const err65 = {instancePath:instancePath+"/attestation/awsSEVSNP/teeVersion",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/teeVersion/maximum",keyword:"maximum",params:{comparison: "<=", limit: 255},message:"must be <= 255"};
 if(vErrors === null){
 vErrors = [err65];
 }
@@ -832,9 +821,8 @@ vErrors.push(err65);
 }
 errors++;
 }
-}
-else {
-const err66 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/chart",schemaPath:"#/properties/upgrade/properties/charts/items/properties/chart/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data23 < 0 || isNaN(data23)){
+const err66 = {instancePath:instancePath+"/attestation/awsSEVSNP/teeVersion",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/teeVersion/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err66];
 }
@@ -844,9 +832,11 @@ vErrors.push(err66);
 errors++;
 }
 }
-if(data25.repository !== undefined){
-if(typeof data25.repository !== "string"){
-const err67 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/repository",schemaPath:"#/properties/upgrade/properties/charts/items/properties/repository/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+if(data17.snpVersion !== undefined){
+let data24 = data17.snpVersion;
+if(!((typeof data24 == "number") && (!(data24 % 1) && !isNaN(data24)))){
+const err67 = {instancePath:instancePath+"/attestation/awsSEVSNP/snpVersion",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/snpVersion/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err67];
 }
@@ -855,12 +845,9 @@ vErrors.push(err67);
 }
 errors++;
 }
-}
-if(data25.version !== undefined){
-let data29 = data25.version;
-if(typeof data29 === "string"){
-if(func2(data29) < 1){
-const err68 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/version",schemaPath:"#/properties/upgrade/properties/charts/items/properties/version/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(typeof data24 == "number"){
+if(data24 > 255 || isNaN(data24)){
+const err68 = {instancePath:instancePath+"/attestation/awsSEVSNP/snpVersion",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/snpVersion/maximum",keyword:"maximum",params:{comparison: "<=", limit: 255},message:"must be <= 255"};
 if(vErrors === null){
 vErrors = [err68];
 }
@@ -869,9 +856,8 @@ vErrors.push(err68);
 }
 errors++;
 }
-}
-else {
-const err69 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/version",schemaPath:"#/properties/upgrade/properties/charts/items/properties/version/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data24 < 0 || isNaN(data24)){
+const err69 = {instancePath:instancePath+"/attestation/awsSEVSNP/snpVersion",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/snpVersion/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err69];
 }
@@ -881,11 +867,11 @@ vErrors.push(err69);
 errors++;
 }
 }
-if(data25.namespace !== undefined){
-let data30 = data25.namespace;
-if(typeof data30 === "string"){
-if(func2(data30) < 1){
-const err70 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/namespace",schemaPath:"#/properties/upgrade/properties/charts/items/properties/namespace/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+if(data17.microcodeVersion !== undefined){
+let data25 = data17.microcodeVersion;
+if(!((typeof data25 == "number") && (!(data25 % 1) && !isNaN(data25)))){
+const err70 = {instancePath:instancePath+"/attestation/awsSEVSNP/microcodeVersion",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/microcodeVersion/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err70];
 }
@@ -894,9 +880,9 @@ vErrors.push(err70);
 }
 errors++;
 }
-}
-else {
-const err71 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/namespace",schemaPath:"#/properties/upgrade/properties/charts/items/properties/namespace/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(typeof data25 == "number"){
+if(data25 > 255 || isNaN(data25)){
+const err71 = {instancePath:instancePath+"/attestation/awsSEVSNP/microcodeVersion",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/microcodeVersion/maximum",keyword:"maximum",params:{comparison: "<=", limit: 255},message:"must be <= 255"};
 if(vErrors === null){
 vErrors = [err71];
 }
@@ -905,10 +891,8 @@ vErrors.push(err71);
 }
 errors++;
 }
-}
-if(data25.valuesFile !== undefined){
-if(typeof data25.valuesFile !== "string"){
-const err72 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/valuesFile",schemaPath:"#/properties/upgrade/properties/charts/items/properties/valuesFile/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data25 < 0 || isNaN(data25)){
+const err72 = {instancePath:instancePath+"/attestation/awsSEVSNP/microcodeVersion",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/microcodeVersion/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err72];
 }
@@ -919,8 +903,11 @@ errors++;
 }
 }
 }
-else {
-const err73 = {instancePath:instancePath+"/upgrade/charts/" + i2,schemaPath:"#/properties/upgrade/properties/charts/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data17.launchMeasurement !== undefined){
+let data26 = data17.launchMeasurement;
+if(typeof data26 === "string"){
+if(!pattern7.test(data26)){
+const err73 = {instancePath:instancePath+"/attestation/awsSEVSNP/launchMeasurement",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/launchMeasurement/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{96}$"},message:"must match pattern \""+"^[0-9a-fA-F]{96}$"+"\""};
 if(vErrors === null){
 vErrors = [err73];
 }
@@ -930,9 +917,8 @@ vErrors.push(err73);
 errors++;
 }
 }
-}
 else {
-const err74 = {instancePath:instancePath+"/upgrade/charts",schemaPath:"#/properties/upgrade/properties/charts/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err74 = {instancePath:instancePath+"/attestation/awsSEVSNP/launchMeasurement",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/launchMeasurement/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err74];
 }
@@ -942,9 +928,11 @@ vErrors.push(err74);
 errors++;
 }
 }
-}
-else {
-const err75 = {instancePath:instancePath+"/upgrade",schemaPath:"#/properties/upgrade/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data17.amdRootKey !== undefined){
+let data27 = data17.amdRootKey;
+if(typeof data27 === "string"){
+if(func2(data27) < 1){
+const err75 = {instancePath:instancePath+"/attestation/awsSEVSNP/amdRootKey",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/amdRootKey/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err75];
 }
@@ -954,14 +942,2460 @@ vErrors.push(err75);
 errors++;
 }
 }
-}
 else {
-const err76 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err76 = {instancePath:instancePath+"/attestation/awsSEVSNP/amdRootKey",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/amdRootKey/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err76];
 }
 else {
 vErrors.push(err76);
+}
+errors++;
+}
+}
+if(data17.amdSigningKey !== undefined){
+let data28 = data17.amdSigningKey;
+if(typeof data28 === "string"){
+if(func2(data28) < 1){
+const err77 = {instancePath:instancePath+"/attestation/awsSEVSNP/amdSigningKey",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/amdSigningKey/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err77];
+}
+else {
+vErrors.push(err77);
+}
+errors++;
+}
+}
+else {
+const err78 = {instancePath:instancePath+"/attestation/awsSEVSNP/amdSigningKey",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/amdSigningKey/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err78];
+}
+else {
+vErrors.push(err78);
+}
+errors++;
+}
+}
+if(data17.allowMigrationAgent !== undefined){
+if(typeof data17.allowMigrationAgent !== "boolean"){
+const err79 = {instancePath:instancePath+"/attestation/awsSEVSNP/allowMigrationAgent",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/allowMigrationAgent/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err79];
+}
+else {
+vErrors.push(err79);
+}
+errors++;
+}
+}
+if(data17.allowSMT !== undefined){
+if(typeof data17.allowSMT !== "boolean"){
+const err80 = {instancePath:instancePath+"/attestation/awsSEVSNP/allowSMT",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/allowSMT/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err80];
+}
+else {
+vErrors.push(err80);
+}
+errors++;
+}
+}
+}
+else {
+const err81 = {instancePath:instancePath+"/attestation/awsSEVSNP",schemaPath:"#/properties/attestation/properties/awsSEVSNP/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err81];
+}
+else {
+vErrors.push(err81);
+}
+errors++;
+}
+}
+if(data4.gcpSEVSNP !== undefined){
+let data31 = data4.gcpSEVSNP;
+if(data31 && typeof data31 == "object" && !Array.isArray(data31)){
+if(data31.measurements === undefined){
+const err82 = {instancePath:instancePath+"/attestation/gcpSEVSNP",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/required",keyword:"required",params:{missingProperty: "measurements"},message:"must have required property '"+"measurements"+"'"};
+if(vErrors === null){
+vErrors = [err82];
+}
+else {
+vErrors.push(err82);
+}
+errors++;
+}
+if(data31.bootloaderVersion === undefined){
+const err83 = {instancePath:instancePath+"/attestation/gcpSEVSNP",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/required",keyword:"required",params:{missingProperty: "bootloaderVersion"},message:"must have required property '"+"bootloaderVersion"+"'"};
+if(vErrors === null){
+vErrors = [err83];
+}
+else {
+vErrors.push(err83);
+}
+errors++;
+}
+if(data31.teeVersion === undefined){
+const err84 = {instancePath:instancePath+"/attestation/gcpSEVSNP",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/required",keyword:"required",params:{missingProperty: "teeVersion"},message:"must have required property '"+"teeVersion"+"'"};
+if(vErrors === null){
+vErrors = [err84];
+}
+else {
+vErrors.push(err84);
+}
+errors++;
+}
+if(data31.snpVersion === undefined){
+const err85 = {instancePath:instancePath+"/attestation/gcpSEVSNP",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/required",keyword:"required",params:{missingProperty: "snpVersion"},message:"must have required property '"+"snpVersion"+"'"};
+if(vErrors === null){
+vErrors = [err85];
+}
+else {
+vErrors.push(err85);
+}
+errors++;
+}
+if(data31.microcodeVersion === undefined){
+const err86 = {instancePath:instancePath+"/attestation/gcpSEVSNP",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/required",keyword:"required",params:{missingProperty: "microcodeVersion"},message:"must have required property '"+"microcodeVersion"+"'"};
+if(vErrors === null){
+vErrors = [err86];
+}
+else {
+vErrors.push(err86);
+}
+errors++;
+}
+if(data31.amdRootKey === undefined){
+const err87 = {instancePath:instancePath+"/attestation/gcpSEVSNP",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/required",keyword:"required",params:{missingProperty: "amdRootKey"},message:"must have required property '"+"amdRootKey"+"'"};
+if(vErrors === null){
+vErrors = [err87];
+}
+else {
+vErrors.push(err87);
+}
+errors++;
+}
+for(const key14 in data31){
+if(!(func3.call(schema11.properties.attestation.properties.gcpSEVSNP.properties, key14))){
+const err88 = {instancePath:instancePath+"/attestation/gcpSEVSNP",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key14},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err88];
+}
+else {
+vErrors.push(err88);
+}
+errors++;
+}
+}
+if(data31.measurements !== undefined){
+let data32 = data31.measurements;
+if(data32 && typeof data32 == "object" && !Array.isArray(data32)){
+if(Object.keys(data32).length < 1){
+const err89 = {instancePath:instancePath+"/attestation/gcpSEVSNP/measurements",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/measurements/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties"};
+if(vErrors === null){
+vErrors = [err89];
+}
+else {
+vErrors.push(err89);
+}
+errors++;
+}
+for(const key15 in data32){
+const _errs81 = errors;
+if(typeof key15 === "string"){
+if(!pattern1.test(key15)){
+const err90 = {instancePath:instancePath+"/attestation/gcpSEVSNP/measurements",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/measurements/propertyNames/pattern",keyword:"pattern",params:{pattern: "^([0-9]|1[0-9]|2[0-3])$"},message:"must match pattern \""+"^([0-9]|1[0-9]|2[0-3])$"+"\"",propertyName:key15};
+if(vErrors === null){
+vErrors = [err90];
+}
+else {
+vErrors.push(err90);
+}
+errors++;
+}
+}
+var valid17 = _errs81 === errors;
+if(!valid17){
+const err91 = {instancePath:instancePath+"/attestation/gcpSEVSNP/measurements",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/measurements/propertyNames",keyword:"propertyNames",params:{propertyName: key15},message:"property name must be valid"};
+if(vErrors === null){
+vErrors = [err91];
+}
+else {
+vErrors.push(err91);
+}
+errors++;
+}
+}
+for(const key16 in data32){
+let data33 = data32[key16];
+if(data33 && typeof data33 == "object" && !Array.isArray(data33)){
+if(data33.expected === undefined){
+const err92 = {instancePath:instancePath+"/attestation/gcpSEVSNP/measurements/" + key16.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/measurements/additionalProperties/required",keyword:"required",params:{missingProperty: "expected"},message:"must have required property '"+"expected"+"'"};
+if(vErrors === null){
+vErrors = [err92];
+}
+else {
+vErrors.push(err92);
+}
+errors++;
+}
+for(const key17 in data33){
+if(!((key17 === "expected") || (key17 === "warnOnly"))){
+const err93 = {instancePath:instancePath+"/attestation/gcpSEVSNP/measurements/" + key16.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/measurements/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key17},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err93];
+}
+else {
+vErrors.push(err93);
+}
+errors++;
+}
+}
+if(data33.expected !== undefined){
+let data34 = data33.expected;
+if(typeof data34 === "string"){
+if(!pattern2.test(data34)){
+const err94 = {instancePath:instancePath+"/attestation/gcpSEVSNP/measurements/" + key16.replace(/~/g, "~0").replace(/\//g, "~1")+"/expected",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/measurements/additionalProperties/properties/expected/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{64}$"},message:"must match pattern \""+"^[0-9a-fA-F]{64}$"+"\""};
+if(vErrors === null){
+vErrors = [err94];
+}
+else {
+vErrors.push(err94);
+}
+errors++;
+}
+}
+else {
+const err95 = {instancePath:instancePath+"/attestation/gcpSEVSNP/measurements/" + key16.replace(/~/g, "~0").replace(/\//g, "~1")+"/expected",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/measurements/additionalProperties/properties/expected/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err95];
+}
+else {
+vErrors.push(err95);
+}
+errors++;
+}
+}
+if(data33.warnOnly !== undefined){
+if(typeof data33.warnOnly !== "boolean"){
+const err96 = {instancePath:instancePath+"/attestation/gcpSEVSNP/measurements/" + key16.replace(/~/g, "~0").replace(/\//g, "~1")+"/warnOnly",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/measurements/additionalProperties/properties/warnOnly/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err96];
+}
+else {
+vErrors.push(err96);
+}
+errors++;
+}
+}
+}
+else {
+const err97 = {instancePath:instancePath+"/attestation/gcpSEVSNP/measurements/" + key16.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/measurements/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err97];
+}
+else {
+vErrors.push(err97);
+}
+errors++;
+}
+}
+}
+else {
+const err98 = {instancePath:instancePath+"/attestation/gcpSEVSNP/measurements",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/measurements/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err98];
+}
+else {
+vErrors.push(err98);
+}
+errors++;
+}
+}
+if(data31.bootloaderVersion !== undefined){
+let data36 = data31.bootloaderVersion;
+if(!((typeof data36 == "number") && (!(data36 % 1) && !isNaN(data36)))){
+const err99 = {instancePath:instancePath+"/attestation/gcpSEVSNP/bootloaderVersion",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/bootloaderVersion/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err99];
+}
+else {
+vErrors.push(err99);
+}
+errors++;
+}
+if(typeof data36 == "number"){
+if(data36 > 255 || isNaN(data36)){
+const err100 = {instancePath:instancePath+"/attestation/gcpSEVSNP/bootloaderVersion",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/bootloaderVersion/maximum",keyword:"maximum",params:{comparison: "<=", limit: 255},message:"must be <= 255"};
+if(vErrors === null){
+vErrors = [err100];
+}
+else {
+vErrors.push(err100);
+}
+errors++;
+}
+if(data36 < 0 || isNaN(data36)){
+const err101 = {instancePath:instancePath+"/attestation/gcpSEVSNP/bootloaderVersion",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/bootloaderVersion/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err101];
+}
+else {
+vErrors.push(err101);
+}
+errors++;
+}
+}
+}
+if(data31.teeVersion !== undefined){
+let data37 = data31.teeVersion;
+if(!((typeof data37 == "number") && (!(data37 % 1) && !isNaN(data37)))){
+const err102 = {instancePath:instancePath+"/attestation/gcpSEVSNP/teeVersion",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/teeVersion/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err102];
+}
+else {
+vErrors.push(err102);
+}
+errors++;
+}
+if(typeof data37 == "number"){
+if(data37 > 255 || isNaN(data37)){
+const err103 = {instancePath:instancePath+"/attestation/gcpSEVSNP/teeVersion",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/teeVersion/maximum",keyword:"maximum",params:{comparison: "<=", limit: 255},message:"must be <= 255"};
+if(vErrors === null){
+vErrors = [err103];
+}
+else {
+vErrors.push(err103);
+}
+errors++;
+}
+if(data37 < 0 || isNaN(data37)){
+const err104 = {instancePath:instancePath+"/attestation/gcpSEVSNP/teeVersion",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/teeVersion/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err104];
+}
+else {
+vErrors.push(err104);
+}
+errors++;
+}
+}
+}
+if(data31.snpVersion !== undefined){
+let data38 = data31.snpVersion;
+if(!((typeof data38 == "number") && (!(data38 % 1) && !isNaN(data38)))){
+const err105 = {instancePath:instancePath+"/attestation/gcpSEVSNP/snpVersion",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/snpVersion/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err105];
+}
+else {
+vErrors.push(err105);
+}
+errors++;
+}
+if(typeof data38 == "number"){
+if(data38 > 255 || isNaN(data38)){
+const err106 = {instancePath:instancePath+"/attestation/gcpSEVSNP/snpVersion",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/snpVersion/maximum",keyword:"maximum",params:{comparison: "<=", limit: 255},message:"must be <= 255"};
+if(vErrors === null){
+vErrors = [err106];
+}
+else {
+vErrors.push(err106);
+}
+errors++;
+}
+if(data38 < 0 || isNaN(data38)){
+const err107 = {instancePath:instancePath+"/attestation/gcpSEVSNP/snpVersion",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/snpVersion/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err107];
+}
+else {
+vErrors.push(err107);
+}
+errors++;
+}
+}
+}
+if(data31.microcodeVersion !== undefined){
+let data39 = data31.microcodeVersion;
+if(!((typeof data39 == "number") && (!(data39 % 1) && !isNaN(data39)))){
+const err108 = {instancePath:instancePath+"/attestation/gcpSEVSNP/microcodeVersion",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/microcodeVersion/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err108];
+}
+else {
+vErrors.push(err108);
+}
+errors++;
+}
+if(typeof data39 == "number"){
+if(data39 > 255 || isNaN(data39)){
+const err109 = {instancePath:instancePath+"/attestation/gcpSEVSNP/microcodeVersion",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/microcodeVersion/maximum",keyword:"maximum",params:{comparison: "<=", limit: 255},message:"must be <= 255"};
+if(vErrors === null){
+vErrors = [err109];
+}
+else {
+vErrors.push(err109);
+}
+errors++;
+}
+if(data39 < 0 || isNaN(data39)){
+const err110 = {instancePath:instancePath+"/attestation/gcpSEVSNP/microcodeVersion",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/microcodeVersion/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err110];
+}
+else {
+vErrors.push(err110);
+}
+errors++;
+}
+}
+}
+if(data31.launchMeasurement !== undefined){
+let data40 = data31.launchMeasurement;
+if(typeof data40 === "string"){
+if(!pattern7.test(data40)){
+const err111 = {instancePath:instancePath+"/attestation/gcpSEVSNP/launchMeasurement",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/launchMeasurement/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{96}$"},message:"must match pattern \""+"^[0-9a-fA-F]{96}$"+"\""};
+if(vErrors === null){
+vErrors = [err111];
+}
+else {
+vErrors.push(err111);
+}
+errors++;
+}
+}
+else {
+const err112 = {instancePath:instancePath+"/attestation/gcpSEVSNP/launchMeasurement",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/launchMeasurement/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err112];
+}
+else {
+vErrors.push(err112);
+}
+errors++;
+}
+}
+if(data31.amdRootKey !== undefined){
+let data41 = data31.amdRootKey;
+if(typeof data41 === "string"){
+if(func2(data41) < 1){
+const err113 = {instancePath:instancePath+"/attestation/gcpSEVSNP/amdRootKey",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/amdRootKey/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err113];
+}
+else {
+vErrors.push(err113);
+}
+errors++;
+}
+}
+else {
+const err114 = {instancePath:instancePath+"/attestation/gcpSEVSNP/amdRootKey",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/amdRootKey/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err114];
+}
+else {
+vErrors.push(err114);
+}
+errors++;
+}
+}
+if(data31.amdSigningKey !== undefined){
+let data42 = data31.amdSigningKey;
+if(typeof data42 === "string"){
+if(func2(data42) < 1){
+const err115 = {instancePath:instancePath+"/attestation/gcpSEVSNP/amdSigningKey",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/amdSigningKey/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err115];
+}
+else {
+vErrors.push(err115);
+}
+errors++;
+}
+}
+else {
+const err116 = {instancePath:instancePath+"/attestation/gcpSEVSNP/amdSigningKey",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/amdSigningKey/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err116];
+}
+else {
+vErrors.push(err116);
+}
+errors++;
+}
+}
+if(data31.allowMigrationAgent !== undefined){
+if(typeof data31.allowMigrationAgent !== "boolean"){
+const err117 = {instancePath:instancePath+"/attestation/gcpSEVSNP/allowMigrationAgent",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/allowMigrationAgent/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err117];
+}
+else {
+vErrors.push(err117);
+}
+errors++;
+}
+}
+if(data31.allowSMT !== undefined){
+if(typeof data31.allowSMT !== "boolean"){
+const err118 = {instancePath:instancePath+"/attestation/gcpSEVSNP/allowSMT",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/allowSMT/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err118];
+}
+else {
+vErrors.push(err118);
+}
+errors++;
+}
+}
+}
+else {
+const err119 = {instancePath:instancePath+"/attestation/gcpSEVSNP",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err119];
+}
+else {
+vErrors.push(err119);
+}
+errors++;
+}
+}
+if(data4.azureSEVSNP !== undefined){
+let data45 = data4.azureSEVSNP;
+if(data45 && typeof data45 == "object" && !Array.isArray(data45)){
+if(data45.measurements === undefined){
+const err120 = {instancePath:instancePath+"/attestation/azureSEVSNP",schemaPath:"#/properties/attestation/properties/azureSEVSNP/required",keyword:"required",params:{missingProperty: "measurements"},message:"must have required property '"+"measurements"+"'"};
+if(vErrors === null){
+vErrors = [err120];
+}
+else {
+vErrors.push(err120);
+}
+errors++;
+}
+if(data45.bootloaderVersion === undefined){
+const err121 = {instancePath:instancePath+"/attestation/azureSEVSNP",schemaPath:"#/properties/attestation/properties/azureSEVSNP/required",keyword:"required",params:{missingProperty: "bootloaderVersion"},message:"must have required property '"+"bootloaderVersion"+"'"};
+if(vErrors === null){
+vErrors = [err121];
+}
+else {
+vErrors.push(err121);
+}
+errors++;
+}
+if(data45.teeVersion === undefined){
+const err122 = {instancePath:instancePath+"/attestation/azureSEVSNP",schemaPath:"#/properties/attestation/properties/azureSEVSNP/required",keyword:"required",params:{missingProperty: "teeVersion"},message:"must have required property '"+"teeVersion"+"'"};
+if(vErrors === null){
+vErrors = [err122];
+}
+else {
+vErrors.push(err122);
+}
+errors++;
+}
+if(data45.snpVersion === undefined){
+const err123 = {instancePath:instancePath+"/attestation/azureSEVSNP",schemaPath:"#/properties/attestation/properties/azureSEVSNP/required",keyword:"required",params:{missingProperty: "snpVersion"},message:"must have required property '"+"snpVersion"+"'"};
+if(vErrors === null){
+vErrors = [err123];
+}
+else {
+vErrors.push(err123);
+}
+errors++;
+}
+if(data45.microcodeVersion === undefined){
+const err124 = {instancePath:instancePath+"/attestation/azureSEVSNP",schemaPath:"#/properties/attestation/properties/azureSEVSNP/required",keyword:"required",params:{missingProperty: "microcodeVersion"},message:"must have required property '"+"microcodeVersion"+"'"};
+if(vErrors === null){
+vErrors = [err124];
+}
+else {
+vErrors.push(err124);
+}
+errors++;
+}
+if(data45.amdRootKey === undefined){
+const err125 = {instancePath:instancePath+"/attestation/azureSEVSNP",schemaPath:"#/properties/attestation/properties/azureSEVSNP/required",keyword:"required",params:{missingProperty: "amdRootKey"},message:"must have required property '"+"amdRootKey"+"'"};
+if(vErrors === null){
+vErrors = [err125];
+}
+else {
+vErrors.push(err125);
+}
+errors++;
+}
+for(const key18 in data45){
+if(!(func3.call(schema11.properties.attestation.properties.azureSEVSNP.properties, key18))){
+const err126 = {instancePath:instancePath+"/attestation/azureSEVSNP",schemaPath:"#/properties/attestation/properties/azureSEVSNP/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key18},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err126];
+}
+else {
+vErrors.push(err126);
+}
+errors++;
+}
+}
+if(data45.measurements !== undefined){
+let data46 = data45.measurements;
+if(data46 && typeof data46 == "object" && !Array.isArray(data46)){
+if(Object.keys(data46).length < 1){
+const err127 = {instancePath:instancePath+"/attestation/azureSEVSNP/measurements",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/measurements/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties"};
+if(vErrors === null){
+vErrors = [err127];
+}
+else {
+vErrors.push(err127);
+}
+errors++;
+}
+for(const key19 in data46){
+const _errs113 = errors;
+if(typeof key19 === "string"){
+if(!pattern1.test(key19)){
+const err128 = {instancePath:instancePath+"/attestation/azureSEVSNP/measurements",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/measurements/propertyNames/pattern",keyword:"pattern",params:{pattern: "^([0-9]|1[0-9]|2[0-3])$"},message:"must match pattern \""+"^([0-9]|1[0-9]|2[0-3])$"+"\"",propertyName:key19};
+if(vErrors === null){
+vErrors = [err128];
+}
+else {
+vErrors.push(err128);
+}
+errors++;
+}
+}
+var valid21 = _errs113 === errors;
+if(!valid21){
+const err129 = {instancePath:instancePath+"/attestation/azureSEVSNP/measurements",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/measurements/propertyNames",keyword:"propertyNames",params:{propertyName: key19},message:"property name must be valid"};
+if(vErrors === null){
+vErrors = [err129];
+}
+else {
+vErrors.push(err129);
+}
+errors++;
+}
+}
+for(const key20 in data46){
+let data47 = data46[key20];
+if(data47 && typeof data47 == "object" && !Array.isArray(data47)){
+if(data47.expected === undefined){
+const err130 = {instancePath:instancePath+"/attestation/azureSEVSNP/measurements/" + key20.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/measurements/additionalProperties/required",keyword:"required",params:{missingProperty: "expected"},message:"must have required property '"+"expected"+"'"};
+if(vErrors === null){
+vErrors = [err130];
+}
+else {
+vErrors.push(err130);
+}
+errors++;
+}
+for(const key21 in data47){
+if(!((key21 === "expected") || (key21 === "warnOnly"))){
+const err131 = {instancePath:instancePath+"/attestation/azureSEVSNP/measurements/" + key20.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/measurements/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key21},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err131];
+}
+else {
+vErrors.push(err131);
+}
+errors++;
+}
+}
+if(data47.expected !== undefined){
+let data48 = data47.expected;
+if(typeof data48 === "string"){
+if(!pattern2.test(data48)){
+const err132 = {instancePath:instancePath+"/attestation/azureSEVSNP/measurements/" + key20.replace(/~/g, "~0").replace(/\//g, "~1")+"/expected",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/measurements/additionalProperties/properties/expected/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{64}$"},message:"must match pattern \""+"^[0-9a-fA-F]{64}$"+"\""};
+if(vErrors === null){
+vErrors = [err132];
+}
+else {
+vErrors.push(err132);
+}
+errors++;
+}
+}
+else {
+const err133 = {instancePath:instancePath+"/attestation/azureSEVSNP/measurements/" + key20.replace(/~/g, "~0").replace(/\//g, "~1")+"/expected",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/measurements/additionalProperties/properties/expected/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err133];
+}
+else {
+vErrors.push(err133);
+}
+errors++;
+}
+}
+if(data47.warnOnly !== undefined){
+if(typeof data47.warnOnly !== "boolean"){
+const err134 = {instancePath:instancePath+"/attestation/azureSEVSNP/measurements/" + key20.replace(/~/g, "~0").replace(/\//g, "~1")+"/warnOnly",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/measurements/additionalProperties/properties/warnOnly/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err134];
+}
+else {
+vErrors.push(err134);
+}
+errors++;
+}
+}
+}
+else {
+const err135 = {instancePath:instancePath+"/attestation/azureSEVSNP/measurements/" + key20.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/measurements/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err135];
+}
+else {
+vErrors.push(err135);
+}
+errors++;
+}
+}
+}
+else {
+const err136 = {instancePath:instancePath+"/attestation/azureSEVSNP/measurements",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/measurements/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err136];
+}
+else {
+vErrors.push(err136);
+}
+errors++;
+}
+}
+if(data45.bootloaderVersion !== undefined){
+let data50 = data45.bootloaderVersion;
+if(!((typeof data50 == "number") && (!(data50 % 1) && !isNaN(data50)))){
+const err137 = {instancePath:instancePath+"/attestation/azureSEVSNP/bootloaderVersion",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/bootloaderVersion/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err137];
+}
+else {
+vErrors.push(err137);
+}
+errors++;
+}
+if(typeof data50 == "number"){
+if(data50 > 255 || isNaN(data50)){
+const err138 = {instancePath:instancePath+"/attestation/azureSEVSNP/bootloaderVersion",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/bootloaderVersion/maximum",keyword:"maximum",params:{comparison: "<=", limit: 255},message:"must be <= 255"};
+if(vErrors === null){
+vErrors = [err138];
+}
+else {
+vErrors.push(err138);
+}
+errors++;
+}
+if(data50 < 0 || isNaN(data50)){
+const err139 = {instancePath:instancePath+"/attestation/azureSEVSNP/bootloaderVersion",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/bootloaderVersion/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err139];
+}
+else {
+vErrors.push(err139);
+}
+errors++;
+}
+}
+}
+if(data45.teeVersion !== undefined){
+let data51 = data45.teeVersion;
+if(!((typeof data51 == "number") && (!(data51 % 1) && !isNaN(data51)))){
+const err140 = {instancePath:instancePath+"/attestation/azureSEVSNP/teeVersion",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/teeVersion/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err140];
+}
+else {
+vErrors.push(err140);
+}
+errors++;
+}
+if(typeof data51 == "number"){
+if(data51 > 255 || isNaN(data51)){
+const err141 = {instancePath:instancePath+"/attestation/azureSEVSNP/teeVersion",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/teeVersion/maximum",keyword:"maximum",params:{comparison: "<=", limit: 255},message:"must be <= 255"};
+if(vErrors === null){
+vErrors = [err141];
+}
+else {
+vErrors.push(err141);
+}
+errors++;
+}
+if(data51 < 0 || isNaN(data51)){
+const err142 = {instancePath:instancePath+"/attestation/azureSEVSNP/teeVersion",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/teeVersion/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err142];
+}
+else {
+vErrors.push(err142);
+}
+errors++;
+}
+}
+}
+if(data45.snpVersion !== undefined){
+let data52 = data45.snpVersion;
+if(!((typeof data52 == "number") && (!(data52 % 1) && !isNaN(data52)))){
+const err143 = {instancePath:instancePath+"/attestation/azureSEVSNP/snpVersion",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/snpVersion/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err143];
+}
+else {
+vErrors.push(err143);
+}
+errors++;
+}
+if(typeof data52 == "number"){
+if(data52 > 255 || isNaN(data52)){
+const err144 = {instancePath:instancePath+"/attestation/azureSEVSNP/snpVersion",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/snpVersion/maximum",keyword:"maximum",params:{comparison: "<=", limit: 255},message:"must be <= 255"};
+if(vErrors === null){
+vErrors = [err144];
+}
+else {
+vErrors.push(err144);
+}
+errors++;
+}
+if(data52 < 0 || isNaN(data52)){
+const err145 = {instancePath:instancePath+"/attestation/azureSEVSNP/snpVersion",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/snpVersion/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err145];
+}
+else {
+vErrors.push(err145);
+}
+errors++;
+}
+}
+}
+if(data45.microcodeVersion !== undefined){
+let data53 = data45.microcodeVersion;
+if(!((typeof data53 == "number") && (!(data53 % 1) && !isNaN(data53)))){
+const err146 = {instancePath:instancePath+"/attestation/azureSEVSNP/microcodeVersion",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/microcodeVersion/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err146];
+}
+else {
+vErrors.push(err146);
+}
+errors++;
+}
+if(typeof data53 == "number"){
+if(data53 > 255 || isNaN(data53)){
+const err147 = {instancePath:instancePath+"/attestation/azureSEVSNP/microcodeVersion",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/microcodeVersion/maximum",keyword:"maximum",params:{comparison: "<=", limit: 255},message:"must be <= 255"};
+if(vErrors === null){
+vErrors = [err147];
+}
+else {
+vErrors.push(err147);
+}
+errors++;
+}
+if(data53 < 0 || isNaN(data53)){
+const err148 = {instancePath:instancePath+"/attestation/azureSEVSNP/microcodeVersion",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/microcodeVersion/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err148];
+}
+else {
+vErrors.push(err148);
+}
+errors++;
+}
+}
+}
+if(data45.launchMeasurement !== undefined){
+let data54 = data45.launchMeasurement;
+if(typeof data54 === "string"){
+if(!pattern7.test(data54)){
+const err149 = {instancePath:instancePath+"/attestation/azureSEVSNP/launchMeasurement",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/launchMeasurement/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{96}$"},message:"must match pattern \""+"^[0-9a-fA-F]{96}$"+"\""};
+if(vErrors === null){
+vErrors = [err149];
+}
+else {
+vErrors.push(err149);
+}
+errors++;
+}
+}
+else {
+const err150 = {instancePath:instancePath+"/attestation/azureSEVSNP/launchMeasurement",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/launchMeasurement/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err150];
+}
+else {
+vErrors.push(err150);
+}
+errors++;
+}
+}
+if(data45.amdRootKey !== undefined){
+let data55 = data45.amdRootKey;
+if(typeof data55 === "string"){
+if(func2(data55) < 1){
+const err151 = {instancePath:instancePath+"/attestation/azureSEVSNP/amdRootKey",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/amdRootKey/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err151];
+}
+else {
+vErrors.push(err151);
+}
+errors++;
+}
+}
+else {
+const err152 = {instancePath:instancePath+"/attestation/azureSEVSNP/amdRootKey",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/amdRootKey/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err152];
+}
+else {
+vErrors.push(err152);
+}
+errors++;
+}
+}
+if(data45.amdSigningKey !== undefined){
+let data56 = data45.amdSigningKey;
+if(typeof data56 === "string"){
+if(func2(data56) < 1){
+const err153 = {instancePath:instancePath+"/attestation/azureSEVSNP/amdSigningKey",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/amdSigningKey/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err153];
+}
+else {
+vErrors.push(err153);
+}
+errors++;
+}
+}
+else {
+const err154 = {instancePath:instancePath+"/attestation/azureSEVSNP/amdSigningKey",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/amdSigningKey/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err154];
+}
+else {
+vErrors.push(err154);
+}
+errors++;
+}
+}
+if(data45.allowMigrationAgent !== undefined){
+if(typeof data45.allowMigrationAgent !== "boolean"){
+const err155 = {instancePath:instancePath+"/attestation/azureSEVSNP/allowMigrationAgent",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/allowMigrationAgent/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err155];
+}
+else {
+vErrors.push(err155);
+}
+errors++;
+}
+}
+if(data45.allowSMT !== undefined){
+if(typeof data45.allowSMT !== "boolean"){
+const err156 = {instancePath:instancePath+"/attestation/azureSEVSNP/allowSMT",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/allowSMT/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err156];
+}
+else {
+vErrors.push(err156);
+}
+errors++;
+}
+}
+}
+else {
+const err157 = {instancePath:instancePath+"/attestation/azureSEVSNP",schemaPath:"#/properties/attestation/properties/azureSEVSNP/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err157];
+}
+else {
+vErrors.push(err157);
+}
+errors++;
+}
+}
+if(data4.qemuTDX !== undefined){
+let data59 = data4.qemuTDX;
+if(data59 && typeof data59 == "object" && !Array.isArray(data59)){
+if(data59.measurements === undefined){
+const err158 = {instancePath:instancePath+"/attestation/qemuTDX",schemaPath:"#/properties/attestation/properties/qemuTDX/required",keyword:"required",params:{missingProperty: "measurements"},message:"must have required property '"+"measurements"+"'"};
+if(vErrors === null){
+vErrors = [err158];
+}
+else {
+vErrors.push(err158);
+}
+errors++;
+}
+if(data59.qeSVN === undefined){
+const err159 = {instancePath:instancePath+"/attestation/qemuTDX",schemaPath:"#/properties/attestation/properties/qemuTDX/required",keyword:"required",params:{missingProperty: "qeSVN"},message:"must have required property '"+"qeSVN"+"'"};
+if(vErrors === null){
+vErrors = [err159];
+}
+else {
+vErrors.push(err159);
+}
+errors++;
+}
+if(data59.pceSVN === undefined){
+const err160 = {instancePath:instancePath+"/attestation/qemuTDX",schemaPath:"#/properties/attestation/properties/qemuTDX/required",keyword:"required",params:{missingProperty: "pceSVN"},message:"must have required property '"+"pceSVN"+"'"};
+if(vErrors === null){
+vErrors = [err160];
+}
+else {
+vErrors.push(err160);
+}
+errors++;
+}
+if(data59.teeTCBSVN === undefined){
+const err161 = {instancePath:instancePath+"/attestation/qemuTDX",schemaPath:"#/properties/attestation/properties/qemuTDX/required",keyword:"required",params:{missingProperty: "teeTCBSVN"},message:"must have required property '"+"teeTCBSVN"+"'"};
+if(vErrors === null){
+vErrors = [err161];
+}
+else {
+vErrors.push(err161);
+}
+errors++;
+}
+if(data59.intelRootKey === undefined){
+const err162 = {instancePath:instancePath+"/attestation/qemuTDX",schemaPath:"#/properties/attestation/properties/qemuTDX/required",keyword:"required",params:{missingProperty: "intelRootKey"},message:"must have required property '"+"intelRootKey"+"'"};
+if(vErrors === null){
+vErrors = [err162];
+}
+else {
+vErrors.push(err162);
+}
+errors++;
+}
+for(const key22 in data59){
+if(!(func3.call(schema11.properties.attestation.properties.qemuTDX.properties, key22))){
+const err163 = {instancePath:instancePath+"/attestation/qemuTDX",schemaPath:"#/properties/attestation/properties/qemuTDX/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key22},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err163];
+}
+else {
+vErrors.push(err163);
+}
+errors++;
+}
+}
+if(data59.measurements !== undefined){
+let data60 = data59.measurements;
+if(data60 && typeof data60 == "object" && !Array.isArray(data60)){
+if(Object.keys(data60).length < 1){
+const err164 = {instancePath:instancePath+"/attestation/qemuTDX/measurements",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/measurements/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties"};
+if(vErrors === null){
+vErrors = [err164];
+}
+else {
+vErrors.push(err164);
+}
+errors++;
+}
+for(const key23 in data60){
+const _errs145 = errors;
+if(typeof key23 === "string"){
+if(!pattern1.test(key23)){
+const err165 = {instancePath:instancePath+"/attestation/qemuTDX/measurements",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/measurements/propertyNames/pattern",keyword:"pattern",params:{pattern: "^([0-9]|1[0-9]|2[0-3])$"},message:"must match pattern \""+"^([0-9]|1[0-9]|2[0-3])$"+"\"",propertyName:key23};
+if(vErrors === null){
+vErrors = [err165];
+}
+else {
+vErrors.push(err165);
+}
+errors++;
+}
+}
+var valid25 = _errs145 === errors;
+if(!valid25){
+const err166 = {instancePath:instancePath+"/attestation/qemuTDX/measurements",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/measurements/propertyNames",keyword:"propertyNames",params:{propertyName: key23},message:"property name must be valid"};
+if(vErrors === null){
+vErrors = [err166];
+}
+else {
+vErrors.push(err166);
+}
+errors++;
+}
+}
+for(const key24 in data60){
+let data61 = data60[key24];
+if(data61 && typeof data61 == "object" && !Array.isArray(data61)){
+if(data61.expected === undefined){
+const err167 = {instancePath:instancePath+"/attestation/qemuTDX/measurements/" + key24.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/attestation/properties/qemuTDX/properties/measurements/additionalProperties/required",keyword:"required",params:{missingProperty: "expected"},message:"must have required property '"+"expected"+"'"};
+if(vErrors === null){
+vErrors = [err167];
+}
+else {
+vErrors.push(err167);
+}
+errors++;
+}
+for(const key25 in data61){
+if(!((key25 === "expected") || (key25 === "warnOnly"))){
+const err168 = {instancePath:instancePath+"/attestation/qemuTDX/measurements/" + key24.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/attestation/properties/qemuTDX/properties/measurements/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key25},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err168];
+}
+else {
+vErrors.push(err168);
+}
+errors++;
+}
+}
+if(data61.expected !== undefined){
+let data62 = data61.expected;
+if(typeof data62 === "string"){
+if(!pattern2.test(data62)){
+const err169 = {instancePath:instancePath+"/attestation/qemuTDX/measurements/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/expected",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/measurements/additionalProperties/properties/expected/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{64}$"},message:"must match pattern \""+"^[0-9a-fA-F]{64}$"+"\""};
+if(vErrors === null){
+vErrors = [err169];
+}
+else {
+vErrors.push(err169);
+}
+errors++;
+}
+}
+else {
+const err170 = {instancePath:instancePath+"/attestation/qemuTDX/measurements/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/expected",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/measurements/additionalProperties/properties/expected/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err170];
+}
+else {
+vErrors.push(err170);
+}
+errors++;
+}
+}
+if(data61.warnOnly !== undefined){
+if(typeof data61.warnOnly !== "boolean"){
+const err171 = {instancePath:instancePath+"/attestation/qemuTDX/measurements/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/warnOnly",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/measurements/additionalProperties/properties/warnOnly/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err171];
+}
+else {
+vErrors.push(err171);
+}
+errors++;
+}
+}
+}
+else {
+const err172 = {instancePath:instancePath+"/attestation/qemuTDX/measurements/" + key24.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/attestation/properties/qemuTDX/properties/measurements/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err172];
+}
+else {
+vErrors.push(err172);
+}
+errors++;
+}
+}
+}
+else {
+const err173 = {instancePath:instancePath+"/attestation/qemuTDX/measurements",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/measurements/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err173];
+}
+else {
+vErrors.push(err173);
+}
+errors++;
+}
+}
+if(data59.qeSVN !== undefined){
+let data64 = data59.qeSVN;
+if(!((typeof data64 == "number") && (!(data64 % 1) && !isNaN(data64)))){
+const err174 = {instancePath:instancePath+"/attestation/qemuTDX/qeSVN",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/qeSVN/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err174];
+}
+else {
+vErrors.push(err174);
+}
+errors++;
+}
+if(typeof data64 == "number"){
+if(data64 > 65535 || isNaN(data64)){
+const err175 = {instancePath:instancePath+"/attestation/qemuTDX/qeSVN",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/qeSVN/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535"};
+if(vErrors === null){
+vErrors = [err175];
+}
+else {
+vErrors.push(err175);
+}
+errors++;
+}
+if(data64 < 0 || isNaN(data64)){
+const err176 = {instancePath:instancePath+"/attestation/qemuTDX/qeSVN",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/qeSVN/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err176];
+}
+else {
+vErrors.push(err176);
+}
+errors++;
+}
+}
+}
+if(data59.pceSVN !== undefined){
+let data65 = data59.pceSVN;
+if(!((typeof data65 == "number") && (!(data65 % 1) && !isNaN(data65)))){
+const err177 = {instancePath:instancePath+"/attestation/qemuTDX/pceSVN",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/pceSVN/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err177];
+}
+else {
+vErrors.push(err177);
+}
+errors++;
+}
+if(typeof data65 == "number"){
+if(data65 > 65535 || isNaN(data65)){
+const err178 = {instancePath:instancePath+"/attestation/qemuTDX/pceSVN",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/pceSVN/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535"};
+if(vErrors === null){
+vErrors = [err178];
+}
+else {
+vErrors.push(err178);
+}
+errors++;
+}
+if(data65 < 0 || isNaN(data65)){
+const err179 = {instancePath:instancePath+"/attestation/qemuTDX/pceSVN",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/pceSVN/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err179];
+}
+else {
+vErrors.push(err179);
+}
+errors++;
+}
+}
+}
+if(data59.teeTCBSVN !== undefined){
+let data66 = data59.teeTCBSVN;
+if(typeof data66 === "string"){
+if(!pattern16.test(data66)){
+const err180 = {instancePath:instancePath+"/attestation/qemuTDX/teeTCBSVN",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/teeTCBSVN/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{32}$"},message:"must match pattern \""+"^[0-9a-fA-F]{32}$"+"\""};
+if(vErrors === null){
+vErrors = [err180];
+}
+else {
+vErrors.push(err180);
+}
+errors++;
+}
+}
+else {
+const err181 = {instancePath:instancePath+"/attestation/qemuTDX/teeTCBSVN",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/teeTCBSVN/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err181];
+}
+else {
+vErrors.push(err181);
+}
+errors++;
+}
+}
+if(data59.qeVendorID !== undefined){
+let data67 = data59.qeVendorID;
+if(typeof data67 === "string"){
+if(!pattern16.test(data67)){
+const err182 = {instancePath:instancePath+"/attestation/qemuTDX/qeVendorID",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/qeVendorID/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{32}$"},message:"must match pattern \""+"^[0-9a-fA-F]{32}$"+"\""};
+if(vErrors === null){
+vErrors = [err182];
+}
+else {
+vErrors.push(err182);
+}
+errors++;
+}
+}
+else {
+const err183 = {instancePath:instancePath+"/attestation/qemuTDX/qeVendorID",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/qeVendorID/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err183];
+}
+else {
+vErrors.push(err183);
+}
+errors++;
+}
+}
+if(data59.mrSeam !== undefined){
+let data68 = data59.mrSeam;
+if(typeof data68 === "string"){
+if(!pattern7.test(data68)){
+const err184 = {instancePath:instancePath+"/attestation/qemuTDX/mrSeam",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/mrSeam/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{96}$"},message:"must match pattern \""+"^[0-9a-fA-F]{96}$"+"\""};
+if(vErrors === null){
+vErrors = [err184];
+}
+else {
+vErrors.push(err184);
+}
+errors++;
+}
+}
+else {
+const err185 = {instancePath:instancePath+"/attestation/qemuTDX/mrSeam",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/mrSeam/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err185];
+}
+else {
+vErrors.push(err185);
+}
+errors++;
+}
+}
+if(data59.xfam !== undefined){
+let data69 = data59.xfam;
+if(typeof data69 === "string"){
+if(!pattern19.test(data69)){
+const err186 = {instancePath:instancePath+"/attestation/qemuTDX/xfam",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/xfam/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{16}$"},message:"must match pattern \""+"^[0-9a-fA-F]{16}$"+"\""};
+if(vErrors === null){
+vErrors = [err186];
+}
+else {
+vErrors.push(err186);
+}
+errors++;
+}
+}
+else {
+const err187 = {instancePath:instancePath+"/attestation/qemuTDX/xfam",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/xfam/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err187];
+}
+else {
+vErrors.push(err187);
+}
+errors++;
+}
+}
+if(data59.tdAttributes !== undefined){
+let data70 = data59.tdAttributes;
+if(typeof data70 === "string"){
+if(!pattern19.test(data70)){
+const err188 = {instancePath:instancePath+"/attestation/qemuTDX/tdAttributes",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/tdAttributes/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{16}$"},message:"must match pattern \""+"^[0-9a-fA-F]{16}$"+"\""};
+if(vErrors === null){
+vErrors = [err188];
+}
+else {
+vErrors.push(err188);
+}
+errors++;
+}
+}
+else {
+const err189 = {instancePath:instancePath+"/attestation/qemuTDX/tdAttributes",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/tdAttributes/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err189];
+}
+else {
+vErrors.push(err189);
+}
+errors++;
+}
+}
+if(data59.mrTd !== undefined){
+let data71 = data59.mrTd;
+if(typeof data71 === "string"){
+if(!pattern7.test(data71)){
+const err190 = {instancePath:instancePath+"/attestation/qemuTDX/mrTd",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/mrTd/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{96}$"},message:"must match pattern \""+"^[0-9a-fA-F]{96}$"+"\""};
+if(vErrors === null){
+vErrors = [err190];
+}
+else {
+vErrors.push(err190);
+}
+errors++;
+}
+}
+else {
+const err191 = {instancePath:instancePath+"/attestation/qemuTDX/mrTd",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/mrTd/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err191];
+}
+else {
+vErrors.push(err191);
+}
+errors++;
+}
+}
+if(data59.rtmrs !== undefined){
+let data72 = data59.rtmrs;
+if(data72 && typeof data72 == "object" && !Array.isArray(data72)){
+for(const key26 in data72){
+const _errs172 = errors;
+if(typeof key26 === "string"){
+if(!pattern22.test(key26)){
+const err192 = {instancePath:instancePath+"/attestation/qemuTDX/rtmrs",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/rtmrs/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[0-3]$"},message:"must match pattern \""+"^[0-3]$"+"\"",propertyName:key26};
+if(vErrors === null){
+vErrors = [err192];
+}
+else {
+vErrors.push(err192);
+}
+errors++;
+}
+}
+var valid28 = _errs172 === errors;
+if(!valid28){
+const err193 = {instancePath:instancePath+"/attestation/qemuTDX/rtmrs",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/rtmrs/propertyNames",keyword:"propertyNames",params:{propertyName: key26},message:"property name must be valid"};
+if(vErrors === null){
+vErrors = [err193];
+}
+else {
+vErrors.push(err193);
+}
+errors++;
+}
+}
+for(const key27 in data72){
+let data73 = data72[key27];
+if(typeof data73 === "string"){
+if(!pattern7.test(data73)){
+const err194 = {instancePath:instancePath+"/attestation/qemuTDX/rtmrs/" + key27.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/attestation/properties/qemuTDX/properties/rtmrs/additionalProperties/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{96}$"},message:"must match pattern \""+"^[0-9a-fA-F]{96}$"+"\""};
+if(vErrors === null){
+vErrors = [err194];
+}
+else {
+vErrors.push(err194);
+}
+errors++;
+}
+}
+else {
+const err195 = {instancePath:instancePath+"/attestation/qemuTDX/rtmrs/" + key27.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/attestation/properties/qemuTDX/properties/rtmrs/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err195];
+}
+else {
+vErrors.push(err195);
+}
+errors++;
+}
+}
+}
+else {
+const err196 = {instancePath:instancePath+"/attestation/qemuTDX/rtmrs",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/rtmrs/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err196];
+}
+else {
+vErrors.push(err196);
+}
+errors++;
+}
+}
+if(data59.intelRootKey !== undefined){
+let data74 = data59.intelRootKey;
+if(typeof data74 === "string"){
+if(func2(data74) < 1){
+const err197 = {instancePath:instancePath+"/attestation/qemuTDX/intelRootKey",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/intelRootKey/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err197];
+}
+else {
+vErrors.push(err197);
+}
+errors++;
+}
+}
+else {
+const err198 = {instancePath:instancePath+"/attestation/qemuTDX/intelRootKey",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/intelRootKey/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err198];
+}
+else {
+vErrors.push(err198);
+}
+errors++;
+}
+}
+if(data59.collateral !== undefined){
+let data75 = data59.collateral;
+if(typeof data75 === "string"){
+if(func2(data75) < 1){
+const err199 = {instancePath:instancePath+"/attestation/qemuTDX/collateral",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/collateral/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err199];
+}
+else {
+vErrors.push(err199);
+}
+errors++;
+}
+}
+else {
+const err200 = {instancePath:instancePath+"/attestation/qemuTDX/collateral",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/collateral/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err200];
+}
+else {
+vErrors.push(err200);
+}
+errors++;
+}
+}
+}
+else {
+const err201 = {instancePath:instancePath+"/attestation/qemuTDX",schemaPath:"#/properties/attestation/properties/qemuTDX/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err201];
+}
+else {
+vErrors.push(err201);
+}
+errors++;
+}
+}
+if(data4.azureTDX !== undefined){
+let data76 = data4.azureTDX;
+if(data76 && typeof data76 == "object" && !Array.isArray(data76)){
+if(data76.measurements === undefined){
+const err202 = {instancePath:instancePath+"/attestation/azureTDX",schemaPath:"#/properties/attestation/properties/azureTDX/required",keyword:"required",params:{missingProperty: "measurements"},message:"must have required property '"+"measurements"+"'"};
+if(vErrors === null){
+vErrors = [err202];
+}
+else {
+vErrors.push(err202);
+}
+errors++;
+}
+if(data76.qeSVN === undefined){
+const err203 = {instancePath:instancePath+"/attestation/azureTDX",schemaPath:"#/properties/attestation/properties/azureTDX/required",keyword:"required",params:{missingProperty: "qeSVN"},message:"must have required property '"+"qeSVN"+"'"};
+if(vErrors === null){
+vErrors = [err203];
+}
+else {
+vErrors.push(err203);
+}
+errors++;
+}
+if(data76.pceSVN === undefined){
+const err204 = {instancePath:instancePath+"/attestation/azureTDX",schemaPath:"#/properties/attestation/properties/azureTDX/required",keyword:"required",params:{missingProperty: "pceSVN"},message:"must have required property '"+"pceSVN"+"'"};
+if(vErrors === null){
+vErrors = [err204];
+}
+else {
+vErrors.push(err204);
+}
+errors++;
+}
+if(data76.teeTCBSVN === undefined){
+const err205 = {instancePath:instancePath+"/attestation/azureTDX",schemaPath:"#/properties/attestation/properties/azureTDX/required",keyword:"required",params:{missingProperty: "teeTCBSVN"},message:"must have required property '"+"teeTCBSVN"+"'"};
+if(vErrors === null){
+vErrors = [err205];
+}
+else {
+vErrors.push(err205);
+}
+errors++;
+}
+if(data76.intelRootKey === undefined){
+const err206 = {instancePath:instancePath+"/attestation/azureTDX",schemaPath:"#/properties/attestation/properties/azureTDX/required",keyword:"required",params:{missingProperty: "intelRootKey"},message:"must have required property '"+"intelRootKey"+"'"};
+if(vErrors === null){
+vErrors = [err206];
+}
+else {
+vErrors.push(err206);
+}
+errors++;
+}
+for(const key28 in data76){
+if(!(func3.call(schema11.properties.attestation.properties.azureTDX.properties, key28))){
+const err207 = {instancePath:instancePath+"/attestation/azureTDX",schemaPath:"#/properties/attestation/properties/azureTDX/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key28},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err207];
+}
+else {
+vErrors.push(err207);
+}
+errors++;
+}
+}
+if(data76.measurements !== undefined){
+let data77 = data76.measurements;
+if(data77 && typeof data77 == "object" && !Array.isArray(data77)){
+if(Object.keys(data77).length < 1){
+const err208 = {instancePath:instancePath+"/attestation/azureTDX/measurements",schemaPath:"#/properties/attestation/properties/azureTDX/properties/measurements/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties"};
+if(vErrors === null){
+vErrors = [err208];
+}
+else {
+vErrors.push(err208);
+}
+errors++;
+}
+for(const key29 in data77){
+const _errs185 = errors;
+if(typeof key29 === "string"){
+if(!pattern1.test(key29)){
+const err209 = {instancePath:instancePath+"/attestation/azureTDX/measurements",schemaPath:"#/properties/attestation/properties/azureTDX/properties/measurements/propertyNames/pattern",keyword:"pattern",params:{pattern: "^([0-9]|1[0-9]|2[0-3])$"},message:"must match pattern \""+"^([0-9]|1[0-9]|2[0-3])$"+"\"",propertyName:key29};
+if(vErrors === null){
+vErrors = [err209];
+}
+else {
+vErrors.push(err209);
+}
+errors++;
+}
+}
+var valid31 = _errs185 === errors;
+if(!valid31){
+const err210 = {instancePath:instancePath+"/attestation/azureTDX/measurements",schemaPath:"#/properties/attestation/properties/azureTDX/properties/measurements/propertyNames",keyword:"propertyNames",params:{propertyName: key29},message:"property name must be valid"};
+if(vErrors === null){
+vErrors = [err210];
+}
+else {
+vErrors.push(err210);
+}
+errors++;
+}
+}
+for(const key30 in data77){
+let data78 = data77[key30];
+if(data78 && typeof data78 == "object" && !Array.isArray(data78)){
+if(data78.expected === undefined){
+const err211 = {instancePath:instancePath+"/attestation/azureTDX/measurements/" + key30.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/attestation/properties/azureTDX/properties/measurements/additionalProperties/required",keyword:"required",params:{missingProperty: "expected"},message:"must have required property '"+"expected"+"'"};
+if(vErrors === null){
+vErrors = [err211];
+}
+else {
+vErrors.push(err211);
+}
+errors++;
+}
+for(const key31 in data78){
+if(!((key31 === "expected") || (key31 === "warnOnly"))){
+const err212 = {instancePath:instancePath+"/attestation/azureTDX/measurements/" + key30.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/attestation/properties/azureTDX/properties/measurements/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key31},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err212];
+}
+else {
+vErrors.push(err212);
+}
+errors++;
+}
+}
+if(data78.expected !== undefined){
+let data79 = data78.expected;
+if(typeof data79 === "string"){
+if(!pattern2.test(data79)){
+const err213 = {instancePath:instancePath+"/attestation/azureTDX/measurements/" + key30.replace(/~/g, "~0").replace(/\//g, "~1")+"/expected",schemaPath:"#/properties/attestation/properties/azureTDX/properties/measurements/additionalProperties/properties/expected/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{64}$"},message:"must match pattern \""+"^[0-9a-fA-F]{64}$"+"\""};
+if(vErrors === null){
+vErrors = [err213];
+}
+else {
+vErrors.push(err213);
+}
+errors++;
+}
+}
+else {
+const err214 = {instancePath:instancePath+"/attestation/azureTDX/measurements/" + key30.replace(/~/g, "~0").replace(/\//g, "~1")+"/expected",schemaPath:"#/properties/attestation/properties/azureTDX/properties/measurements/additionalProperties/properties/expected/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err214];
+}
+else {
+vErrors.push(err214);
+}
+errors++;
+}
+}
+if(data78.warnOnly !== undefined){
+if(typeof data78.warnOnly !== "boolean"){
+const err215 = {instancePath:instancePath+"/attestation/azureTDX/measurements/" + key30.replace(/~/g, "~0").replace(/\//g, "~1")+"/warnOnly",schemaPath:"#/properties/attestation/properties/azureTDX/properties/measurements/additionalProperties/properties/warnOnly/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err215];
+}
+else {
+vErrors.push(err215);
+}
+errors++;
+}
+}
+}
+else {
+const err216 = {instancePath:instancePath+"/attestation/azureTDX/measurements/" + key30.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/attestation/properties/azureTDX/properties/measurements/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err216];
+}
+else {
+vErrors.push(err216);
+}
+errors++;
+}
+}
+}
+else {
+const err217 = {instancePath:instancePath+"/attestation/azureTDX/measurements",schemaPath:"#/properties/attestation/properties/azureTDX/properties/measurements/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err217];
+}
+else {
+vErrors.push(err217);
+}
+errors++;
+}
+}
+if(data76.qeSVN !== undefined){
+let data81 = data76.qeSVN;
+if(!((typeof data81 == "number") && (!(data81 % 1) && !isNaN(data81)))){
+const err218 = {instancePath:instancePath+"/attestation/azureTDX/qeSVN",schemaPath:"#/properties/attestation/properties/azureTDX/properties/qeSVN/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err218];
+}
+else {
+vErrors.push(err218);
+}
+errors++;
+}
+if(typeof data81 == "number"){
+if(data81 > 65535 || isNaN(data81)){
+const err219 = {instancePath:instancePath+"/attestation/azureTDX/qeSVN",schemaPath:"#/properties/attestation/properties/azureTDX/properties/qeSVN/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535"};
+if(vErrors === null){
+vErrors = [err219];
+}
+else {
+vErrors.push(err219);
+}
+errors++;
+}
+if(data81 < 0 || isNaN(data81)){
+const err220 = {instancePath:instancePath+"/attestation/azureTDX/qeSVN",schemaPath:"#/properties/attestation/properties/azureTDX/properties/qeSVN/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err220];
+}
+else {
+vErrors.push(err220);
+}
+errors++;
+}
+}
+}
+if(data76.pceSVN !== undefined){
+let data82 = data76.pceSVN;
+if(!((typeof data82 == "number") && (!(data82 % 1) && !isNaN(data82)))){
+const err221 = {instancePath:instancePath+"/attestation/azureTDX/pceSVN",schemaPath:"#/properties/attestation/properties/azureTDX/properties/pceSVN/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err221];
+}
+else {
+vErrors.push(err221);
+}
+errors++;
+}
+if(typeof data82 == "number"){
+if(data82 > 65535 || isNaN(data82)){
+const err222 = {instancePath:instancePath+"/attestation/azureTDX/pceSVN",schemaPath:"#/properties/attestation/properties/azureTDX/properties/pceSVN/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535"};
+if(vErrors === null){
+vErrors = [err222];
+}
+else {
+vErrors.push(err222);
+}
+errors++;
+}
+if(data82 < 0 || isNaN(data82)){
+const err223 = {instancePath:instancePath+"/attestation/azureTDX/pceSVN",schemaPath:"#/properties/attestation/properties/azureTDX/properties/pceSVN/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err223];
+}
+else {
+vErrors.push(err223);
+}
+errors++;
+}
+}
+}
+if(data76.teeTCBSVN !== undefined){
+let data83 = data76.teeTCBSVN;
+if(typeof data83 === "string"){
+if(!pattern16.test(data83)){
+const err224 = {instancePath:instancePath+"/attestation/azureTDX/teeTCBSVN",schemaPath:"#/properties/attestation/properties/azureTDX/properties/teeTCBSVN/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{32}$"},message:"must match pattern \""+"^[0-9a-fA-F]{32}$"+"\""};
+if(vErrors === null){
+vErrors = [err224];
+}
+else {
+vErrors.push(err224);
+}
+errors++;
+}
+}
+else {
+const err225 = {instancePath:instancePath+"/attestation/azureTDX/teeTCBSVN",schemaPath:"#/properties/attestation/properties/azureTDX/properties/teeTCBSVN/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err225];
+}
+else {
+vErrors.push(err225);
+}
+errors++;
+}
+}
+if(data76.qeVendorID !== undefined){
+let data84 = data76.qeVendorID;
+if(typeof data84 === "string"){
+if(!pattern16.test(data84)){
+const err226 = {instancePath:instancePath+"/attestation/azureTDX/qeVendorID",schemaPath:"#/properties/attestation/properties/azureTDX/properties/qeVendorID/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{32}$"},message:"must match pattern \""+"^[0-9a-fA-F]{32}$"+"\""};
+if(vErrors === null){
+vErrors = [err226];
+}
+else {
+vErrors.push(err226);
+}
+errors++;
+}
+}
+else {
+const err227 = {instancePath:instancePath+"/attestation/azureTDX/qeVendorID",schemaPath:"#/properties/attestation/properties/azureTDX/properties/qeVendorID/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err227];
+}
+else {
+vErrors.push(err227);
+}
+errors++;
+}
+}
+if(data76.mrSeam !== undefined){
+let data85 = data76.mrSeam;
+if(typeof data85 === "string"){
+if(!pattern7.test(data85)){
+const err228 = {instancePath:instancePath+"/attestation/azureTDX/mrSeam",schemaPath:"#/properties/attestation/properties/azureTDX/properties/mrSeam/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{96}$"},message:"must match pattern \""+"^[0-9a-fA-F]{96}$"+"\""};
+if(vErrors === null){
+vErrors = [err228];
+}
+else {
+vErrors.push(err228);
+}
+errors++;
+}
+}
+else {
+const err229 = {instancePath:instancePath+"/attestation/azureTDX/mrSeam",schemaPath:"#/properties/attestation/properties/azureTDX/properties/mrSeam/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err229];
+}
+else {
+vErrors.push(err229);
+}
+errors++;
+}
+}
+if(data76.xfam !== undefined){
+let data86 = data76.xfam;
+if(typeof data86 === "string"){
+if(!pattern19.test(data86)){
+const err230 = {instancePath:instancePath+"/attestation/azureTDX/xfam",schemaPath:"#/properties/attestation/properties/azureTDX/properties/xfam/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{16}$"},message:"must match pattern \""+"^[0-9a-fA-F]{16}$"+"\""};
+if(vErrors === null){
+vErrors = [err230];
+}
+else {
+vErrors.push(err230);
+}
+errors++;
+}
+}
+else {
+const err231 = {instancePath:instancePath+"/attestation/azureTDX/xfam",schemaPath:"#/properties/attestation/properties/azureTDX/properties/xfam/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err231];
+}
+else {
+vErrors.push(err231);
+}
+errors++;
+}
+}
+if(data76.tdAttributes !== undefined){
+let data87 = data76.tdAttributes;
+if(typeof data87 === "string"){
+if(!pattern19.test(data87)){
+const err232 = {instancePath:instancePath+"/attestation/azureTDX/tdAttributes",schemaPath:"#/properties/attestation/properties/azureTDX/properties/tdAttributes/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{16}$"},message:"must match pattern \""+"^[0-9a-fA-F]{16}$"+"\""};
+if(vErrors === null){
+vErrors = [err232];
+}
+else {
+vErrors.push(err232);
+}
+errors++;
+}
+}
+else {
+const err233 = {instancePath:instancePath+"/attestation/azureTDX/tdAttributes",schemaPath:"#/properties/attestation/properties/azureTDX/properties/tdAttributes/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err233];
+}
+else {
+vErrors.push(err233);
+}
+errors++;
+}
+}
+if(data76.mrTd !== undefined){
+let data88 = data76.mrTd;
+if(typeof data88 === "string"){
+if(!pattern7.test(data88)){
+const err234 = {instancePath:instancePath+"/attestation/azureTDX/mrTd",schemaPath:"#/properties/attestation/properties/azureTDX/properties/mrTd/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{96}$"},message:"must match pattern \""+"^[0-9a-fA-F]{96}$"+"\""};
+if(vErrors === null){
+vErrors = [err234];
+}
+else {
+vErrors.push(err234);
+}
+errors++;
+}
+}
+else {
+const err235 = {instancePath:instancePath+"/attestation/azureTDX/mrTd",schemaPath:"#/properties/attestation/properties/azureTDX/properties/mrTd/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err235];
+}
+else {
+vErrors.push(err235);
+}
+errors++;
+}
+}
+if(data76.rtmrs !== undefined){
+let data89 = data76.rtmrs;
+if(data89 && typeof data89 == "object" && !Array.isArray(data89)){
+for(const key32 in data89){
+const _errs212 = errors;
+if(typeof key32 === "string"){
+if(!pattern22.test(key32)){
+const err236 = {instancePath:instancePath+"/attestation/azureTDX/rtmrs",schemaPath:"#/properties/attestation/properties/azureTDX/properties/rtmrs/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[0-3]$"},message:"must match pattern \""+"^[0-3]$"+"\"",propertyName:key32};
+if(vErrors === null){
+vErrors = [err236];
+}
+else {
+vErrors.push(err236);
+}
+errors++;
+}
+}
+var valid34 = _errs212 === errors;
+if(!valid34){
+const err237 = {instancePath:instancePath+"/attestation/azureTDX/rtmrs",schemaPath:"#/properties/attestation/properties/azureTDX/properties/rtmrs/propertyNames",keyword:"propertyNames",params:{propertyName: key32},message:"property name must be valid"};
+if(vErrors === null){
+vErrors = [err237];
+}
+else {
+vErrors.push(err237);
+}
+errors++;
+}
+}
+for(const key33 in data89){
+let data90 = data89[key33];
+if(typeof data90 === "string"){
+if(!pattern7.test(data90)){
+const err238 = {instancePath:instancePath+"/attestation/azureTDX/rtmrs/" + key33.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/attestation/properties/azureTDX/properties/rtmrs/additionalProperties/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{96}$"},message:"must match pattern \""+"^[0-9a-fA-F]{96}$"+"\""};
+if(vErrors === null){
+vErrors = [err238];
+}
+else {
+vErrors.push(err238);
+}
+errors++;
+}
+}
+else {
+const err239 = {instancePath:instancePath+"/attestation/azureTDX/rtmrs/" + key33.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/attestation/properties/azureTDX/properties/rtmrs/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err239];
+}
+else {
+vErrors.push(err239);
+}
+errors++;
+}
+}
+}
+else {
+const err240 = {instancePath:instancePath+"/attestation/azureTDX/rtmrs",schemaPath:"#/properties/attestation/properties/azureTDX/properties/rtmrs/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err240];
+}
+else {
+vErrors.push(err240);
+}
+errors++;
+}
+}
+if(data76.intelRootKey !== undefined){
+let data91 = data76.intelRootKey;
+if(typeof data91 === "string"){
+if(func2(data91) < 1){
+const err241 = {instancePath:instancePath+"/attestation/azureTDX/intelRootKey",schemaPath:"#/properties/attestation/properties/azureTDX/properties/intelRootKey/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err241];
+}
+else {
+vErrors.push(err241);
+}
+errors++;
+}
+}
+else {
+const err242 = {instancePath:instancePath+"/attestation/azureTDX/intelRootKey",schemaPath:"#/properties/attestation/properties/azureTDX/properties/intelRootKey/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err242];
+}
+else {
+vErrors.push(err242);
+}
+errors++;
+}
+}
+if(data76.collateral !== undefined){
+let data92 = data76.collateral;
+if(typeof data92 === "string"){
+if(func2(data92) < 1){
+const err243 = {instancePath:instancePath+"/attestation/azureTDX/collateral",schemaPath:"#/properties/attestation/properties/azureTDX/properties/collateral/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err243];
+}
+else {
+vErrors.push(err243);
+}
+errors++;
+}
+}
+else {
+const err244 = {instancePath:instancePath+"/attestation/azureTDX/collateral",schemaPath:"#/properties/attestation/properties/azureTDX/properties/collateral/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err244];
+}
+else {
+vErrors.push(err244);
+}
+errors++;
+}
+}
+}
+else {
+const err245 = {instancePath:instancePath+"/attestation/azureTDX",schemaPath:"#/properties/attestation/properties/azureTDX/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err245];
+}
+else {
+vErrors.push(err245);
+}
+errors++;
+}
+}
+}
+else {
+const err246 = {instancePath:instancePath+"/attestation",schemaPath:"#/properties/attestation/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err246];
+}
+else {
+vErrors.push(err246);
+}
+errors++;
+}
+}
+if(data.kubernetesComponents !== undefined){
+let data93 = data.kubernetesComponents;
+if(Array.isArray(data93)){
+const len1 = data93.length;
+for(let i1=0; i1<len1; i1++){
+let data94 = data93[i1];
+if(data94 && typeof data94 == "object" && !Array.isArray(data94)){
+if(data94.url === undefined){
+const err247 = {instancePath:instancePath+"/kubernetesComponents/" + i1,schemaPath:"#/properties/kubernetesComponents/items/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'"};
+if(vErrors === null){
+vErrors = [err247];
+}
+else {
+vErrors.push(err247);
+}
+errors++;
+}
+if(data94.installPath === undefined){
+const err248 = {instancePath:instancePath+"/kubernetesComponents/" + i1,schemaPath:"#/properties/kubernetesComponents/items/required",keyword:"required",params:{missingProperty: "installPath"},message:"must have required property '"+"installPath"+"'"};
+if(vErrors === null){
+vErrors = [err248];
+}
+else {
+vErrors.push(err248);
+}
+errors++;
+}
+for(const key34 in data94){
+if(!((((key34 === "url") || (key34 === "hash")) || (key34 === "installPath")) || (key34 === "extract"))){
+const err249 = {instancePath:instancePath+"/kubernetesComponents/" + i1,schemaPath:"#/properties/kubernetesComponents/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key34},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err249];
+}
+else {
+vErrors.push(err249);
+}
+errors++;
+}
+}
+if(data94.url !== undefined){
+let data95 = data94.url;
+if(typeof data95 === "string"){
+if(!pattern34.test(data95)){
+const err250 = {instancePath:instancePath+"/kubernetesComponents/" + i1+"/url",schemaPath:"#/properties/kubernetesComponents/items/properties/url/pattern",keyword:"pattern",params:{pattern: "^(https?|data):"},message:"must match pattern \""+"^(https?|data):"+"\""};
+if(vErrors === null){
+vErrors = [err250];
+}
+else {
+vErrors.push(err250);
+}
+errors++;
+}
+}
+else {
+const err251 = {instancePath:instancePath+"/kubernetesComponents/" + i1+"/url",schemaPath:"#/properties/kubernetesComponents/items/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err251];
+}
+else {
+vErrors.push(err251);
+}
+errors++;
+}
+}
+if(data94.hash !== undefined){
+let data96 = data94.hash;
+if(typeof data96 === "string"){
+if(!pattern35.test(data96)){
+const err252 = {instancePath:instancePath+"/kubernetesComponents/" + i1+"/hash",schemaPath:"#/properties/kubernetesComponents/items/properties/hash/pattern",keyword:"pattern",params:{pattern: "^(sha256:[0-9a-f]{64})?$"},message:"must match pattern \""+"^(sha256:[0-9a-f]{64})?$"+"\""};
+if(vErrors === null){
+vErrors = [err252];
+}
+else {
+vErrors.push(err252);
+}
+errors++;
+}
+}
+else {
+const err253 = {instancePath:instancePath+"/kubernetesComponents/" + i1+"/hash",schemaPath:"#/properties/kubernetesComponents/items/properties/hash/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err253];
+}
+else {
+vErrors.push(err253);
+}
+errors++;
+}
+}
+if(data94.installPath !== undefined){
+let data97 = data94.installPath;
+if(typeof data97 === "string"){
+if(!pattern36.test(data97)){
+const err254 = {instancePath:instancePath+"/kubernetesComponents/" + i1+"/installPath",schemaPath:"#/properties/kubernetesComponents/items/properties/installPath/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\""};
+if(vErrors === null){
+vErrors = [err254];
+}
+else {
+vErrors.push(err254);
+}
+errors++;
+}
+}
+else {
+const err255 = {instancePath:instancePath+"/kubernetesComponents/" + i1+"/installPath",schemaPath:"#/properties/kubernetesComponents/items/properties/installPath/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err255];
+}
+else {
+vErrors.push(err255);
+}
+errors++;
+}
+}
+if(data94.extract !== undefined){
+if(typeof data94.extract !== "boolean"){
+const err256 = {instancePath:instancePath+"/kubernetesComponents/" + i1+"/extract",schemaPath:"#/properties/kubernetesComponents/items/properties/extract/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err256];
+}
+else {
+vErrors.push(err256);
+}
+errors++;
+}
+}
+}
+else {
+const err257 = {instancePath:instancePath+"/kubernetesComponents/" + i1,schemaPath:"#/properties/kubernetesComponents/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err257];
+}
+else {
+vErrors.push(err257);
+}
+errors++;
+}
+}
+}
+else {
+const err258 = {instancePath:instancePath+"/kubernetesComponents",schemaPath:"#/properties/kubernetesComponents/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err258];
+}
+else {
+vErrors.push(err258);
+}
+errors++;
+}
+}
+if(data.upgrade !== undefined){
+let data99 = data.upgrade;
+if(data99 && typeof data99 == "object" && !Array.isArray(data99)){
+for(const key35 in data99){
+if(!(key35 === "charts")){
+const err259 = {instancePath:instancePath+"/upgrade",schemaPath:"#/properties/upgrade/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key35},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err259];
+}
+else {
+vErrors.push(err259);
+}
+errors++;
+}
+}
+if(data99.charts !== undefined){
+let data100 = data99.charts;
+if(Array.isArray(data100)){
+const len2 = data100.length;
+for(let i2=0; i2<len2; i2++){
+let data101 = data100[i2];
+if(data101 && typeof data101 == "object" && !Array.isArray(data101)){
+if(data101.name === undefined){
+const err260 = {instancePath:instancePath+"/upgrade/charts/" + i2,schemaPath:"#/properties/upgrade/properties/charts/items/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+if(vErrors === null){
+vErrors = [err260];
+}
+else {
+vErrors.push(err260);
+}
+errors++;
+}
+if(data101.chart === undefined){
+const err261 = {instancePath:instancePath+"/upgrade/charts/" + i2,schemaPath:"#/properties/upgrade/properties/charts/items/required",keyword:"required",params:{missingProperty: "chart"},message:"must have required property '"+"chart"+"'"};
+if(vErrors === null){
+vErrors = [err261];
+}
+else {
+vErrors.push(err261);
+}
+errors++;
+}
+if(data101.version === undefined){
+const err262 = {instancePath:instancePath+"/upgrade/charts/" + i2,schemaPath:"#/properties/upgrade/properties/charts/items/required",keyword:"required",params:{missingProperty: "version"},message:"must have required property '"+"version"+"'"};
+if(vErrors === null){
+vErrors = [err262];
+}
+else {
+vErrors.push(err262);
+}
+errors++;
+}
+if(data101.namespace === undefined){
+const err263 = {instancePath:instancePath+"/upgrade/charts/" + i2,schemaPath:"#/properties/upgrade/properties/charts/items/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'"};
+if(vErrors === null){
+vErrors = [err263];
+}
+else {
+vErrors.push(err263);
+}
+errors++;
+}
+for(const key36 in data101){
+if(!((((((key36 === "name") || (key36 === "chart")) || (key36 === "repository")) || (key36 === "version")) || (key36 === "namespace")) || (key36 === "valuesFile"))){
+const err264 = {instancePath:instancePath+"/upgrade/charts/" + i2,schemaPath:"#/properties/upgrade/properties/charts/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key36},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err264];
+}
+else {
+vErrors.push(err264);
+}
+errors++;
+}
+}
+if(data101.name !== undefined){
+let data102 = data101.name;
+if(typeof data102 === "string"){
+if(func2(data102) < 1){
+const err265 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/name",schemaPath:"#/properties/upgrade/properties/charts/items/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err265];
+}
+else {
+vErrors.push(err265);
+}
+errors++;
+}
+}
+else {
+const err266 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/name",schemaPath:"#/properties/upgrade/properties/charts/items/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err266];
+}
+else {
+vErrors.push(err266);
+}
+errors++;
+}
+}
+if(data101.chart !== undefined){
+let data103 = data101.chart;
+if(typeof data103 === "string"){
+if(func2(data103) < 1){
+const err267 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/chart",schemaPath:"#/properties/upgrade/properties/charts/items/properties/chart/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err267];
+}
+else {
+vErrors.push(err267);
+}
+errors++;
+}
+}
+else {
+const err268 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/chart",schemaPath:"#/properties/upgrade/properties/charts/items/properties/chart/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err268];
+}
+else {
+vErrors.push(err268);
+}
+errors++;
+}
+}
+if(data101.repository !== undefined){
+if(typeof data101.repository !== "string"){
+const err269 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/repository",schemaPath:"#/properties/upgrade/properties/charts/items/properties/repository/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err269];
+}
+else {
+vErrors.push(err269);
+}
+errors++;
+}
+}
+if(data101.version !== undefined){
+let data105 = data101.version;
+if(typeof data105 === "string"){
+if(func2(data105) < 1){
+const err270 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/version",schemaPath:"#/properties/upgrade/properties/charts/items/properties/version/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err270];
+}
+else {
+vErrors.push(err270);
+}
+errors++;
+}
+}
+else {
+const err271 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/version",schemaPath:"#/properties/upgrade/properties/charts/items/properties/version/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err271];
+}
+else {
+vErrors.push(err271);
+}
+errors++;
+}
+}
+if(data101.namespace !== undefined){
+let data106 = data101.namespace;
+if(typeof data106 === "string"){
+if(func2(data106) < 1){
+const err272 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/namespace",schemaPath:"#/properties/upgrade/properties/charts/items/properties/namespace/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err272];
+}
+else {
+vErrors.push(err272);
+}
+errors++;
+}
+}
+else {
+const err273 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/namespace",schemaPath:"#/properties/upgrade/properties/charts/items/properties/namespace/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err273];
+}
+else {
+vErrors.push(err273);
+}
+errors++;
+}
+}
+if(data101.valuesFile !== undefined){
+if(typeof data101.valuesFile !== "string"){
+const err274 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/valuesFile",schemaPath:"#/properties/upgrade/properties/charts/items/properties/valuesFile/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err274];
+}
+else {
+vErrors.push(err274);
+}
+errors++;
+}
+}
+}
+else {
+const err275 = {instancePath:instancePath+"/upgrade/charts/" + i2,schemaPath:"#/properties/upgrade/properties/charts/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err275];
+}
+else {
+vErrors.push(err275);
+}
+errors++;
+}
+}
+}
+else {
+const err276 = {instancePath:instancePath+"/upgrade/charts",schemaPath:"#/properties/upgrade/properties/charts/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err276];
+}
+else {
+vErrors.push(err276);
+}
+errors++;
+}
+}
+}
+else {
+const err277 = {instancePath:instancePath+"/upgrade",schemaPath:"#/properties/upgrade/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err277];
+}
+else {
+vErrors.push(err277);
+}
+errors++;
+}
+}
+}
+else {
+const err278 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err278];
+}
+else {
+vErrors.push(err278);
 }
 errors++;
 }
@@ -971,7 +3405,7 @@ return errors === 0;
 
 export const validateState: StandaloneValidate = validate11;
 const schema12 = {"$schema":"http://json-schema.org/draft-07/schema#","title":"constellation-state.yaml","type":"object","additionalProperties":false,"required":["version","infrastructure","clusterValues"],"properties":{"version":{"const":"v1"},"infrastructure":{"type":"object","additionalProperties":false,"required":["clusterEndpoint","initSecret","name"],"properties":{"uid":{"type":"string"},"clusterEndpoint":{"type":"string"},"inClusterEndpoint":{"type":"string"},"initSecret":{"type":"string","pattern":"^([0-9a-fA-F]{2})*$"},"apiServerCertSANs":{"type":"array","items":{"type":"string"}},"name":{"type":"string"},"ipCidrNode":{"type":"string"}}},"clusterValues":{"type":"object","additionalProperties":false,"properties":{"clusterID":{"anyOf":[{"const":""},{"type":"string","pattern":"^[0-9a-fA-F]{64}$"}]},"ownerID":{"type":"string"},"measurementSalt":{"anyOf":[{"const":""},{"type":"string","pattern":"^[0-9a-fA-F]{64}$"}]}}}}};
-const pattern8 = new RegExp("^([0-9a-fA-F]{2})*$", "u");
+const pattern37 = new RegExp("^([0-9a-fA-F]{2})*$", "u");
 
 function validate11(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -1115,7 +3549,7 @@ errors++;
 if(data1.initSecret !== undefined){
 let data5 = data1.initSecret;
 if(typeof data5 === "string"){
-if(!pattern8.test(data5)){
+if(!pattern37.test(data5)){
 const err12 = {instancePath:instancePath+"/infrastructure/initSecret",schemaPath:"#/properties/infrastructure/properties/initSecret/pattern",keyword:"pattern",params:{pattern: "^([0-9a-fA-F]{2})*$"},message:"must match pattern \""+"^([0-9a-fA-F]{2})*$"+"\""};
 if(vErrors === null){
 vErrors = [err12];
@@ -1388,9 +3822,9 @@ return errors === 0;
 }
 
 export const validateNodeConfig: StandaloneValidate = validate12;
-const schema13 = {"$schema":"http://json-schema.org/draft-07/schema#","title":"constellation node config","type":"object","additionalProperties":false,"required":["attestationVariant","tpm"],"properties":{"attestationVariant":{"enum":["qemu-vtpm","tpm-ek"]},"attestation":{"type":"object","additionalProperties":false,"description":"settings of the node's attestation variant, for the validators it runs (the join service)","properties":{"tpmEK":{"type":"object","additionalProperties":false,"required":["roots"],"properties":{"roots":{"type":"array","minItems":1,"maxItems":64,"items":{"type":"string","pattern":"^/"},"description":"files (PEM or DER) of the TPM manufacturers' CA certificates joining nodes' EK certificates must chain to"}}}}},"tpm":{"type":"object","additionalProperties":false,"minProperties":1,"maxProperties":1,"properties":{"device":{"type":"string","pattern":"^/","description":"TPM device, e.g. /dev/tpmrm0"},"swtpm":{"type":"string","description":"swtpm's command channel: its TCP server port as HOST:PORT, or its unix socket as unix:/path"}}},"root":{"type":"string","pattern":"^/","description":"prefix of every node path (default /)"},"initServer":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"HOST:PORT"}}},"verifyService":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"HOST:PORT"}}},"joinService":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"the join service's HOST:PORT (default 0.0.0.0:30090); joining nodes dial its port on the control planes"}}},"keyService":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"the key service's HOST:PORT (default 127.0.0.1:9000), or unix:/path for a socket only its user can connect to (created 0600, its folder 0700); it authenticates no caller, so keep it on loopback where the host is the node alone"}}},"recoveryServer":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"where a rebooted node that waits for its disk key serves `constellation recover` (default 0.0.0.0:9999)"}}},"kubeconfig":{"type":"string","pattern":"^/","description":"kubeconfig the join service reaches the Kubernetes API with (default <root>/etc/kubernetes/admin.conf, which kubeadm writes on control planes)"},"initSecretHash":{"type":"string","pattern":"^\\$2[aby]\\$\\d{2}\\$[./A-Za-z0-9]{53}$","description":"bcrypt hash of the init secret"},"kubeadm":{"type":"string","pattern":"^/","description":"kubeadm binary (default <root>/run/state/bin/kubeadm)"},"stateDisk":{"type":"object","additionalProperties":false,"required":["device"],"properties":{"device":{"type":"string","pattern":"^/","description":"LUKS2 state disk (block device or image file); `state-disk setup` formats it with a random key on first boot"},"pbkdf":{"type":"object","additionalProperties":false,"required":["type","iterations"],"description":"cost of the new keyslot (tests: pbkdf2 with few iterations); default: cryptsetup's argon2id","properties":{"type":{"enum":["pbkdf2","argon2id"]},"iterations":{"type":"integer","minimum":1000}}}}},"metadata":{"type":"object","additionalProperties":false,"required":["provider"],"description":"static: this node, its peers and the endpoint are given here; http: fetched at start from a metadata service (the shape of Constellation's QEMU metadata API: GET url/self, /peers, /endpoint, /initsecrethash)","properties":{"provider":{"enum":["static","http"]},"url":{"type":"string","description":"http: the metadata service, e.g. http://10.42.0.1:8080"},"sourceAddress":{"type":"string","description":"http: the address requests leave from, when the host has several (the service tells nodes apart by it)"},"self":{"type":"object","additionalProperties":false,"required":["name","role","vpcIP"],"properties":{"name":{"type":"string","minLength":1},"role":{"enum":["control-plane","worker"]},"vpcIP":{"type":"string","description":"IP address in the cluster network"}}},"peers":{"type":"array","items":{"type":"object","additionalProperties":false,"required":["name","role","vpcIP"],"properties":{"name":{"type":"string","minLength":1},"role":{"enum":["control-plane","worker"]},"vpcIP":{"type":"string","description":"IP address in the cluster network"}}}},"loadBalancerEndpoint":{"type":"string","description":"HOST:PORT"}}}}};
-const func7 = Object.prototype.hasOwnProperty;
-const pattern15 = new RegExp("^\\$2[aby]\\$\\d{2}\\$[./A-Za-z0-9]{53}$", "u");
+const schema13 = {"$schema":"http://json-schema.org/draft-07/schema#","title":"constellation node config","type":"object","additionalProperties":false,"required":["attestationVariant","tpm"],"properties":{"attestationVariant":{"enum":["qemu-vtpm","tpm-ek","aws-sev-snp","gcp-sev-snp","azure-sev-snp","qemu-tdx","azure-tdx"]},"attestation":{"type":"object","additionalProperties":false,"description":"settings of the node's attestation variant, for the validators it runs (the join service)","properties":{"tpmEK":{"type":"object","additionalProperties":false,"required":["roots"],"properties":{"roots":{"type":"array","minItems":1,"maxItems":64,"items":{"type":"string","pattern":"^/"},"description":"files (PEM or DER) of the TPM manufacturers' CA certificates joining nodes' EK certificates must chain to"}}},"awsSEVSNP":{"type":"object","additionalProperties":false,"required":["bootloaderVersion","teeVersion","snpVersion","microcodeVersion","amdRootKey"],"description":"AWS SEV-SNP: the node's vTPM runs in an AMD SEV-SNP guest whose report chains to amdRootKey","properties":{"bootloaderVersion":{"type":"integer","minimum":0,"maximum":255,"description":"Lowest acceptable bootloader SVN of the reported and launch TCB (0-255)"},"teeVersion":{"type":"integer","minimum":0,"maximum":255,"description":"Lowest acceptable TEE (PSP OS) SVN of the reported and launch TCB (0-255)"},"snpVersion":{"type":"integer","minimum":0,"maximum":255,"description":"Lowest acceptable SEV-SNP firmware SVN of the reported and launch TCB (0-255)"},"microcodeVersion":{"type":"integer","minimum":0,"maximum":255,"description":"Lowest acceptable microcode SVN of the reported and launch TCB (0-255)"},"launchMeasurement":{"type":"string","pattern":"^[0-9a-fA-F]{96}$","description":"Expected launch MEASUREMENT of the guest (firmware, and what the VMM loaded with it); absent: not checked, and validators warn: 48 bytes as hex (96 digits)"},"amdRootKey":{"type":"string","minLength":1,"pattern":"(^/)|-----BEGIN","description":"AMD root key(s) (ARK) the VCEK/VLEK chain must end in; may hold several products' ARKs: PEM text, or an absolute path of a PEM or DER file"},"amdSigningKey":{"type":"string","minLength":1,"pattern":"(^/)|-----BEGIN","description":"Optional pin of the AMD signing key (ASK, or ASVK for a VLEK) that signs the VCEK/VLEK: PEM text, or an absolute path of a PEM or DER file"},"allowMigrationAgent":{"type":"boolean","default":false,"description":"Accept a guest policy that allows a migration agent (MIGRATE_MA)"},"allowSMT":{"type":"boolean","default":false,"description":"Accept a guest policy that allows simultaneous multithreading (SMT); debug is always refused"}}},"gcpSEVSNP":{"type":"object","additionalProperties":false,"required":["bootloaderVersion","teeVersion","snpVersion","microcodeVersion","amdRootKey"],"description":"GCP SEV-SNP: the node's vTPM runs in an AMD SEV-SNP guest whose report chains to amdRootKey","properties":{"bootloaderVersion":{"type":"integer","minimum":0,"maximum":255,"description":"Lowest acceptable bootloader SVN of the reported and launch TCB (0-255)"},"teeVersion":{"type":"integer","minimum":0,"maximum":255,"description":"Lowest acceptable TEE (PSP OS) SVN of the reported and launch TCB (0-255)"},"snpVersion":{"type":"integer","minimum":0,"maximum":255,"description":"Lowest acceptable SEV-SNP firmware SVN of the reported and launch TCB (0-255)"},"microcodeVersion":{"type":"integer","minimum":0,"maximum":255,"description":"Lowest acceptable microcode SVN of the reported and launch TCB (0-255)"},"launchMeasurement":{"type":"string","pattern":"^[0-9a-fA-F]{96}$","description":"Expected launch MEASUREMENT of the guest (firmware, and what the VMM loaded with it); absent: not checked, and validators warn: 48 bytes as hex (96 digits)"},"amdRootKey":{"type":"string","minLength":1,"pattern":"(^/)|-----BEGIN","description":"AMD root key(s) (ARK) the VCEK/VLEK chain must end in; may hold several products' ARKs: PEM text, or an absolute path of a PEM or DER file"},"amdSigningKey":{"type":"string","minLength":1,"pattern":"(^/)|-----BEGIN","description":"Optional pin of the AMD signing key (ASK, or ASVK for a VLEK) that signs the VCEK/VLEK: PEM text, or an absolute path of a PEM or DER file"},"allowMigrationAgent":{"type":"boolean","default":false,"description":"Accept a guest policy that allows a migration agent (MIGRATE_MA)"},"allowSMT":{"type":"boolean","default":false,"description":"Accept a guest policy that allows simultaneous multithreading (SMT); debug is always refused"}}},"azureSEVSNP":{"type":"object","additionalProperties":false,"required":["bootloaderVersion","teeVersion","snpVersion","microcodeVersion","amdRootKey"],"description":"Azure SEV-SNP: the node's vTPM runs in an AMD SEV-SNP guest whose report chains to amdRootKey","properties":{"bootloaderVersion":{"type":"integer","minimum":0,"maximum":255,"description":"Lowest acceptable bootloader SVN of the reported and launch TCB (0-255)"},"teeVersion":{"type":"integer","minimum":0,"maximum":255,"description":"Lowest acceptable TEE (PSP OS) SVN of the reported and launch TCB (0-255)"},"snpVersion":{"type":"integer","minimum":0,"maximum":255,"description":"Lowest acceptable SEV-SNP firmware SVN of the reported and launch TCB (0-255)"},"microcodeVersion":{"type":"integer","minimum":0,"maximum":255,"description":"Lowest acceptable microcode SVN of the reported and launch TCB (0-255)"},"launchMeasurement":{"type":"string","pattern":"^[0-9a-fA-F]{96}$","description":"Expected launch MEASUREMENT of the guest (firmware, and what the VMM loaded with it); absent: not checked, and validators warn: 48 bytes as hex (96 digits)"},"amdRootKey":{"type":"string","minLength":1,"pattern":"(^/)|-----BEGIN","description":"AMD root key(s) (ARK) the VCEK/VLEK chain must end in; may hold several products' ARKs: PEM text, or an absolute path of a PEM or DER file"},"amdSigningKey":{"type":"string","minLength":1,"pattern":"(^/)|-----BEGIN","description":"Optional pin of the AMD signing key (ASK, or ASVK for a VLEK) that signs the VCEK/VLEK: PEM text, or an absolute path of a PEM or DER file"},"allowMigrationAgent":{"type":"boolean","default":false,"description":"Accept a guest policy that allows a migration agent (MIGRATE_MA)"},"allowSMT":{"type":"boolean","default":false,"description":"Accept a guest policy that allows simultaneous multithreading (SMT); debug is always refused"}}},"qemuTDX":{"type":"object","additionalProperties":false,"required":["qeSVN","pceSVN","teeTCBSVN","intelRootKey"],"description":"QEMU TDX: the node's vTPM answers for an Intel TDX trust domain whose quote chains to intelRootKey","properties":{"qeSVN":{"type":"integer","minimum":0,"maximum":65535,"description":"Lowest acceptable quoting enclave SVN (0-65535)"},"pceSVN":{"type":"integer","minimum":0,"maximum":65535,"description":"Lowest acceptable provisioning certification enclave SVN (0-65535)"},"teeTCBSVN":{"type":"string","pattern":"^[0-9a-fA-F]{32}$","description":"Lowest acceptable TEE_TCB_SVN, compared component by component: 16 bytes as hex (32 digits)"},"qeVendorID":{"type":"string","pattern":"^[0-9a-fA-F]{32}$","description":"Expected QE_VENDOR_ID of the quoting enclave; absent: not checked: 16 bytes as hex (32 digits)"},"mrSeam":{"type":"string","pattern":"^[0-9a-fA-F]{96}$","description":"Expected MRSEAM (the TDX module); absent: not checked: 48 bytes as hex (96 digits)"},"xfam":{"type":"string","pattern":"^[0-9a-fA-F]{16}$","description":"Expected XFAM (extended features available mask); absent: not checked: 8 bytes as hex (16 digits)"},"tdAttributes":{"type":"string","pattern":"^[0-9a-fA-F]{16}$","description":"Expected TD attributes; absent: not checked (debug is always refused): 8 bytes as hex (16 digits)"},"mrTd":{"type":"string","pattern":"^[0-9a-fA-F]{96}$","description":"Expected MRTD (the initial TD image, i.e. its firmware); absent: not checked: 48 bytes as hex (96 digits)"},"rtmrs":{"type":"object","propertyNames":{"pattern":"^[0-3]$"},"additionalProperties":{"type":"string","pattern":"^[0-9a-fA-F]{96}$","description":"Expected RTMR value: 48 bytes as hex (96 digits)"},"description":"RTMR index (0-3) to expected value; RTMRs not listed are not checked"},"intelRootKey":{"type":"string","minLength":1,"pattern":"(^/)|-----BEGIN","description":"Intel's SGX root CA the quote's PCK chain must end in: PEM text, or an absolute path of a PEM or DER file"},"collateral":{"type":"string","minLength":1,"pattern":"^/","description":"Directory (an absolute path) holding Intel PCS collateral (TCB info and QE identity with their issuer chains); absent: the TCB status is not checked"}}},"azureTDX":{"type":"object","additionalProperties":false,"required":["qeSVN","pceSVN","teeTCBSVN","intelRootKey"],"description":"Azure TDX: the node's vTPM answers for an Intel TDX trust domain whose quote chains to intelRootKey","properties":{"qeSVN":{"type":"integer","minimum":0,"maximum":65535,"description":"Lowest acceptable quoting enclave SVN (0-65535)"},"pceSVN":{"type":"integer","minimum":0,"maximum":65535,"description":"Lowest acceptable provisioning certification enclave SVN (0-65535)"},"teeTCBSVN":{"type":"string","pattern":"^[0-9a-fA-F]{32}$","description":"Lowest acceptable TEE_TCB_SVN, compared component by component: 16 bytes as hex (32 digits)"},"qeVendorID":{"type":"string","pattern":"^[0-9a-fA-F]{32}$","description":"Expected QE_VENDOR_ID of the quoting enclave; absent: not checked: 16 bytes as hex (32 digits)"},"mrSeam":{"type":"string","pattern":"^[0-9a-fA-F]{96}$","description":"Expected MRSEAM (the TDX module); absent: not checked: 48 bytes as hex (96 digits)"},"xfam":{"type":"string","pattern":"^[0-9a-fA-F]{16}$","description":"Expected XFAM (extended features available mask); absent: not checked: 8 bytes as hex (16 digits)"},"tdAttributes":{"type":"string","pattern":"^[0-9a-fA-F]{16}$","description":"Expected TD attributes; absent: not checked (debug is always refused): 8 bytes as hex (16 digits)"},"mrTd":{"type":"string","pattern":"^[0-9a-fA-F]{96}$","description":"Expected MRTD (the initial TD image, i.e. its firmware); absent: not checked: 48 bytes as hex (96 digits)"},"rtmrs":{"type":"object","propertyNames":{"pattern":"^[0-3]$"},"additionalProperties":{"type":"string","pattern":"^[0-9a-fA-F]{96}$","description":"Expected RTMR value: 48 bytes as hex (96 digits)"},"description":"RTMR index (0-3) to expected value; RTMRs not listed are not checked"},"intelRootKey":{"type":"string","minLength":1,"pattern":"(^/)|-----BEGIN","description":"Intel's SGX root CA the quote's PCK chain must end in: PEM text, or an absolute path of a PEM or DER file"},"collateral":{"type":"string","minLength":1,"pattern":"^/","description":"Directory (an absolute path) holding Intel PCS collateral (TCB info and QE identity with their issuer chains); absent: the TCB status is not checked"}}}}},"tpm":{"type":"object","additionalProperties":false,"minProperties":1,"maxProperties":1,"properties":{"device":{"type":"string","pattern":"^/","description":"TPM device, e.g. /dev/tpmrm0"},"swtpm":{"type":"string","description":"swtpm's command channel: its TCP server port as HOST:PORT, or its unix socket as unix:/path"}}},"root":{"type":"string","pattern":"^/","description":"prefix of every node path (default /)"},"initServer":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"HOST:PORT"}}},"verifyService":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"HOST:PORT"}}},"joinService":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"the join service's HOST:PORT (default 0.0.0.0:30090); joining nodes dial its port on the control planes"}}},"keyService":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"the key service's HOST:PORT (default 127.0.0.1:9000), or unix:/path for a socket only its user can connect to (created 0600, its folder 0700); it authenticates no caller, so keep it on loopback where the host is the node alone"}}},"recoveryServer":{"type":"object","additionalProperties":false,"properties":{"listen":{"type":"string","description":"where a rebooted node that waits for its disk key serves `constellation recover` (default 0.0.0.0:9999)"}}},"kubeconfig":{"type":"string","pattern":"^/","description":"kubeconfig the join service reaches the Kubernetes API with (default <root>/etc/kubernetes/admin.conf, which kubeadm writes on control planes)"},"initSecretHash":{"type":"string","pattern":"^\\$2[aby]\\$\\d{2}\\$[./A-Za-z0-9]{53}$","description":"bcrypt hash of the init secret"},"kubeadm":{"type":"string","pattern":"^/","description":"kubeadm binary (default <root>/run/state/bin/kubeadm)"},"stateDisk":{"type":"object","additionalProperties":false,"required":["device"],"properties":{"device":{"type":"string","pattern":"^/","description":"LUKS2 state disk (block device or image file); `state-disk setup` formats it with a random key on first boot"},"pbkdf":{"type":"object","additionalProperties":false,"required":["type","iterations"],"description":"cost of the new keyslot (tests: pbkdf2 with few iterations); default: cryptsetup's argon2id","properties":{"type":{"enum":["pbkdf2","argon2id"]},"iterations":{"type":"integer","minimum":1000}}}}},"metadata":{"type":"object","additionalProperties":false,"required":["provider"],"description":"static: this node, its peers and the endpoint are given here; http: fetched at start from a metadata service (the shape of Constellation's QEMU metadata API: GET url/self, /peers, /endpoint, /initsecrethash)","properties":{"provider":{"enum":["static","http"]},"url":{"type":"string","description":"http: the metadata service, e.g. http://10.42.0.1:8080"},"sourceAddress":{"type":"string","description":"http: the address requests leave from, when the host has several (the service tells nodes apart by it)"},"self":{"type":"object","additionalProperties":false,"required":["name","role","vpcIP"],"properties":{"name":{"type":"string","minLength":1},"role":{"enum":["control-plane","worker"]},"vpcIP":{"type":"string","description":"IP address in the cluster network"}}},"peers":{"type":"array","items":{"type":"object","additionalProperties":false,"required":["name","role","vpcIP"],"properties":{"name":{"type":"string","minLength":1},"role":{"enum":["control-plane","worker"]},"vpcIP":{"type":"string","description":"IP address in the cluster network"}}}},"loadBalancerEndpoint":{"type":"string","description":"HOST:PORT"}}}}};
+const pattern42 = new RegExp("(^/)|-----BEGIN", "u");
+const pattern73 = new RegExp("^\\$2[aby]\\$\\d{2}\\$[./A-Za-z0-9]{53}$", "u");
 
 function validate12(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -1417,7 +3851,7 @@ vErrors.push(err1);
 errors++;
 }
 for(const key0 in data){
-if(!(func7.call(schema13.properties, key0))){
+if(!(func3.call(schema13.properties, key0))){
 const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err2];
@@ -1430,7 +3864,7 @@ errors++;
 }
 if(data.attestationVariant !== undefined){
 let data0 = data.attestationVariant;
-if(!((data0 === "qemu-vtpm") || (data0 === "tpm-ek"))){
+if(!(((((((data0 === "qemu-vtpm") || (data0 === "tpm-ek")) || (data0 === "aws-sev-snp")) || (data0 === "gcp-sev-snp")) || (data0 === "azure-sev-snp")) || (data0 === "qemu-tdx")) || (data0 === "azure-tdx"))){
 const err3 = {instancePath:instancePath+"/attestationVariant",schemaPath:"#/properties/attestationVariant/enum",keyword:"enum",params:{allowedValues: schema13.properties.attestationVariant.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err3];
@@ -1445,7 +3879,7 @@ if(data.attestation !== undefined){
 let data1 = data.attestation;
 if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
 for(const key1 in data1){
-if(!(key1 === "tpmEK")){
+if(!((((((key1 === "tpmEK") || (key1 === "awsSEVSNP")) || (key1 === "gcpSEVSNP")) || (key1 === "azureSEVSNP")) || (key1 === "qemuTDX")) || (key1 === "azureTDX"))){
 const err4 = {instancePath:instancePath+"/attestation",schemaPath:"#/properties/attestation/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err4];
@@ -1508,7 +3942,7 @@ const len0 = data3.length;
 for(let i0=0; i0<len0; i0++){
 let data4 = data3[i0];
 if(typeof data4 === "string"){
-if(!pattern7.test(data4)){
+if(!pattern36.test(data4)){
 const err9 = {instancePath:instancePath+"/attestation/tpmEK/roots/" + i0,schemaPath:"#/properties/attestation/properties/tpmEK/properties/roots/items/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\""};
 if(vErrors === null){
 vErrors = [err9];
@@ -1554,9 +3988,11 @@ vErrors.push(err12);
 errors++;
 }
 }
-}
-else {
-const err13 = {instancePath:instancePath+"/attestation",schemaPath:"#/properties/attestation/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data1.awsSEVSNP !== undefined){
+let data5 = data1.awsSEVSNP;
+if(data5 && typeof data5 == "object" && !Array.isArray(data5)){
+if(data5.bootloaderVersion === undefined){
+const err13 = {instancePath:instancePath+"/attestation/awsSEVSNP",schemaPath:"#/properties/attestation/properties/awsSEVSNP/required",keyword:"required",params:{missingProperty: "bootloaderVersion"},message:"must have required property '"+"bootloaderVersion"+"'"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -1565,12 +4001,8 @@ vErrors.push(err13);
 }
 errors++;
 }
-}
-if(data.tpm !== undefined){
-let data5 = data.tpm;
-if(data5 && typeof data5 == "object" && !Array.isArray(data5)){
-if(Object.keys(data5).length > 1){
-const err14 = {instancePath:instancePath+"/tpm",schemaPath:"#/properties/tpm/maxProperties",keyword:"maxProperties",params:{limit: 1},message:"must NOT have more than 1 properties"};
+if(data5.teeVersion === undefined){
+const err14 = {instancePath:instancePath+"/attestation/awsSEVSNP",schemaPath:"#/properties/attestation/properties/awsSEVSNP/required",keyword:"required",params:{missingProperty: "teeVersion"},message:"must have required property '"+"teeVersion"+"'"};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -1579,8 +4011,8 @@ vErrors.push(err14);
 }
 errors++;
 }
-if(Object.keys(data5).length < 1){
-const err15 = {instancePath:instancePath+"/tpm",schemaPath:"#/properties/tpm/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties"};
+if(data5.snpVersion === undefined){
+const err15 = {instancePath:instancePath+"/attestation/awsSEVSNP",schemaPath:"#/properties/attestation/properties/awsSEVSNP/required",keyword:"required",params:{missingProperty: "snpVersion"},message:"must have required property '"+"snpVersion"+"'"};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -1589,9 +4021,8 @@ vErrors.push(err15);
 }
 errors++;
 }
-for(const key3 in data5){
-if(!((key3 === "device") || (key3 === "swtpm"))){
-const err16 = {instancePath:instancePath+"/tpm",schemaPath:"#/properties/tpm/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"};
+if(data5.microcodeVersion === undefined){
+const err16 = {instancePath:instancePath+"/attestation/awsSEVSNP",schemaPath:"#/properties/attestation/properties/awsSEVSNP/required",keyword:"required",params:{missingProperty: "microcodeVersion"},message:"must have required property '"+"microcodeVersion"+"'"};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -1600,12 +4031,8 @@ vErrors.push(err16);
 }
 errors++;
 }
-}
-if(data5.device !== undefined){
-let data6 = data5.device;
-if(typeof data6 === "string"){
-if(!pattern7.test(data6)){
-const err17 = {instancePath:instancePath+"/tpm/device",schemaPath:"#/properties/tpm/properties/device/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\""};
+if(data5.amdRootKey === undefined){
+const err17 = {instancePath:instancePath+"/attestation/awsSEVSNP",schemaPath:"#/properties/attestation/properties/awsSEVSNP/required",keyword:"required",params:{missingProperty: "amdRootKey"},message:"must have required property '"+"amdRootKey"+"'"};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -1614,9 +4041,9 @@ vErrors.push(err17);
 }
 errors++;
 }
-}
-else {
-const err18 = {instancePath:instancePath+"/tpm/device",schemaPath:"#/properties/tpm/properties/device/type",keyword:"type",params:{type: "string"},message:"must be string"};
+for(const key3 in data5){
+if(!(func3.call(schema13.properties.attestation.properties.awsSEVSNP.properties, key3))){
+const err18 = {instancePath:instancePath+"/attestation/awsSEVSNP",schemaPath:"#/properties/attestation/properties/awsSEVSNP/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -1626,9 +4053,10 @@ vErrors.push(err18);
 errors++;
 }
 }
-if(data5.swtpm !== undefined){
-if(typeof data5.swtpm !== "string"){
-const err19 = {instancePath:instancePath+"/tpm/swtpm",schemaPath:"#/properties/tpm/properties/swtpm/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data5.bootloaderVersion !== undefined){
+let data6 = data5.bootloaderVersion;
+if(!((typeof data6 == "number") && (!(data6 % 1) && !isNaN(data6)))){
+const err19 = {instancePath:instancePath+"/attestation/awsSEVSNP/bootloaderVersion",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/bootloaderVersion/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -1637,10 +4065,9 @@ vErrors.push(err19);
 }
 errors++;
 }
-}
-}
-else {
-const err20 = {instancePath:instancePath+"/tpm",schemaPath:"#/properties/tpm/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(typeof data6 == "number"){
+if(data6 > 255 || isNaN(data6)){
+const err20 = {instancePath:instancePath+"/attestation/awsSEVSNP/bootloaderVersion",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/bootloaderVersion/maximum",keyword:"maximum",params:{comparison: "<=", limit: 255},message:"must be <= 255"};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -1649,12 +4076,8 @@ vErrors.push(err20);
 }
 errors++;
 }
-}
-if(data.root !== undefined){
-let data8 = data.root;
-if(typeof data8 === "string"){
-if(!pattern7.test(data8)){
-const err21 = {instancePath:instancePath+"/root",schemaPath:"#/properties/root/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\""};
+if(data6 < 0 || isNaN(data6)){
+const err21 = {instancePath:instancePath+"/attestation/awsSEVSNP/bootloaderVersion",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/bootloaderVersion/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -1664,8 +4087,11 @@ vErrors.push(err21);
 errors++;
 }
 }
-else {
-const err22 = {instancePath:instancePath+"/root",schemaPath:"#/properties/root/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+if(data5.teeVersion !== undefined){
+let data7 = data5.teeVersion;
+if(!((typeof data7 == "number") && (!(data7 % 1) && !isNaN(data7)))){
+const err22 = {instancePath:instancePath+"/attestation/awsSEVSNP/teeVersion",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/teeVersion/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -1674,13 +4100,9 @@ vErrors.push(err22);
 }
 errors++;
 }
-}
-if(data.initServer !== undefined){
-let data9 = data.initServer;
-if(data9 && typeof data9 == "object" && !Array.isArray(data9)){
-for(const key4 in data9){
-if(!(key4 === "listen")){
-const err23 = {instancePath:instancePath+"/initServer",schemaPath:"#/properties/initServer/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"};
+if(typeof data7 == "number"){
+if(data7 > 255 || isNaN(data7)){
+const err23 = {instancePath:instancePath+"/attestation/awsSEVSNP/teeVersion",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/teeVersion/maximum",keyword:"maximum",params:{comparison: "<=", limit: 255},message:"must be <= 255"};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -1689,10 +4111,8 @@ vErrors.push(err23);
 }
 errors++;
 }
-}
-if(data9.listen !== undefined){
-if(typeof data9.listen !== "string"){
-const err24 = {instancePath:instancePath+"/initServer/listen",schemaPath:"#/properties/initServer/properties/listen/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data7 < 0 || isNaN(data7)){
+const err24 = {instancePath:instancePath+"/attestation/awsSEVSNP/teeVersion",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/teeVersion/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -1703,8 +4123,10 @@ errors++;
 }
 }
 }
-else {
-const err25 = {instancePath:instancePath+"/initServer",schemaPath:"#/properties/initServer/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data5.snpVersion !== undefined){
+let data8 = data5.snpVersion;
+if(!((typeof data8 == "number") && (!(data8 % 1) && !isNaN(data8)))){
+const err25 = {instancePath:instancePath+"/attestation/awsSEVSNP/snpVersion",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/snpVersion/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -1713,13 +4135,9 @@ vErrors.push(err25);
 }
 errors++;
 }
-}
-if(data.verifyService !== undefined){
-let data11 = data.verifyService;
-if(data11 && typeof data11 == "object" && !Array.isArray(data11)){
-for(const key5 in data11){
-if(!(key5 === "listen")){
-const err26 = {instancePath:instancePath+"/verifyService",schemaPath:"#/properties/verifyService/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties"};
+if(typeof data8 == "number"){
+if(data8 > 255 || isNaN(data8)){
+const err26 = {instancePath:instancePath+"/attestation/awsSEVSNP/snpVersion",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/snpVersion/maximum",keyword:"maximum",params:{comparison: "<=", limit: 255},message:"must be <= 255"};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -1728,10 +4146,8 @@ vErrors.push(err26);
 }
 errors++;
 }
-}
-if(data11.listen !== undefined){
-if(typeof data11.listen !== "string"){
-const err27 = {instancePath:instancePath+"/verifyService/listen",schemaPath:"#/properties/verifyService/properties/listen/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data8 < 0 || isNaN(data8)){
+const err27 = {instancePath:instancePath+"/attestation/awsSEVSNP/snpVersion",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/snpVersion/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -1742,8 +4158,10 @@ errors++;
 }
 }
 }
-else {
-const err28 = {instancePath:instancePath+"/verifyService",schemaPath:"#/properties/verifyService/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data5.microcodeVersion !== undefined){
+let data9 = data5.microcodeVersion;
+if(!((typeof data9 == "number") && (!(data9 % 1) && !isNaN(data9)))){
+const err28 = {instancePath:instancePath+"/attestation/awsSEVSNP/microcodeVersion",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/microcodeVersion/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -1752,13 +4170,9 @@ vErrors.push(err28);
 }
 errors++;
 }
-}
-if(data.joinService !== undefined){
-let data13 = data.joinService;
-if(data13 && typeof data13 == "object" && !Array.isArray(data13)){
-for(const key6 in data13){
-if(!(key6 === "listen")){
-const err29 = {instancePath:instancePath+"/joinService",schemaPath:"#/properties/joinService/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key6},message:"must NOT have additional properties"};
+if(typeof data9 == "number"){
+if(data9 > 255 || isNaN(data9)){
+const err29 = {instancePath:instancePath+"/attestation/awsSEVSNP/microcodeVersion",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/microcodeVersion/maximum",keyword:"maximum",params:{comparison: "<=", limit: 255},message:"must be <= 255"};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -1767,10 +4181,8 @@ vErrors.push(err29);
 }
 errors++;
 }
-}
-if(data13.listen !== undefined){
-if(typeof data13.listen !== "string"){
-const err30 = {instancePath:instancePath+"/joinService/listen",schemaPath:"#/properties/joinService/properties/listen/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data9 < 0 || isNaN(data9)){
+const err30 = {instancePath:instancePath+"/attestation/awsSEVSNP/microcodeVersion",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/microcodeVersion/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -1781,8 +4193,11 @@ errors++;
 }
 }
 }
-else {
-const err31 = {instancePath:instancePath+"/joinService",schemaPath:"#/properties/joinService/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data5.launchMeasurement !== undefined){
+let data10 = data5.launchMeasurement;
+if(typeof data10 === "string"){
+if(!pattern7.test(data10)){
+const err31 = {instancePath:instancePath+"/attestation/awsSEVSNP/launchMeasurement",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/launchMeasurement/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{96}$"},message:"must match pattern \""+"^[0-9a-fA-F]{96}$"+"\""};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -1792,12 +4207,8 @@ vErrors.push(err31);
 errors++;
 }
 }
-if(data.keyService !== undefined){
-let data15 = data.keyService;
-if(data15 && typeof data15 == "object" && !Array.isArray(data15)){
-for(const key7 in data15){
-if(!(key7 === "listen")){
-const err32 = {instancePath:instancePath+"/keyService",schemaPath:"#/properties/keyService/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key7},message:"must NOT have additional properties"};
+else {
+const err32 = {instancePath:instancePath+"/attestation/awsSEVSNP/launchMeasurement",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/launchMeasurement/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -1807,9 +4218,11 @@ vErrors.push(err32);
 errors++;
 }
 }
-if(data15.listen !== undefined){
-if(typeof data15.listen !== "string"){
-const err33 = {instancePath:instancePath+"/keyService/listen",schemaPath:"#/properties/keyService/properties/listen/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data5.amdRootKey !== undefined){
+let data11 = data5.amdRootKey;
+if(typeof data11 === "string"){
+if(func2(data11) < 1){
+const err33 = {instancePath:instancePath+"/attestation/awsSEVSNP/amdRootKey",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/amdRootKey/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -1818,10 +4231,8 @@ vErrors.push(err33);
 }
 errors++;
 }
-}
-}
-else {
-const err34 = {instancePath:instancePath+"/keyService",schemaPath:"#/properties/keyService/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(!pattern42.test(data11)){
+const err34 = {instancePath:instancePath+"/attestation/awsSEVSNP/amdRootKey",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/amdRootKey/pattern",keyword:"pattern",params:{pattern: "(^/)|-----BEGIN"},message:"must match pattern \""+"(^/)|-----BEGIN"+"\""};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -1831,12 +4242,8 @@ vErrors.push(err34);
 errors++;
 }
 }
-if(data.recoveryServer !== undefined){
-let data17 = data.recoveryServer;
-if(data17 && typeof data17 == "object" && !Array.isArray(data17)){
-for(const key8 in data17){
-if(!(key8 === "listen")){
-const err35 = {instancePath:instancePath+"/recoveryServer",schemaPath:"#/properties/recoveryServer/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key8},message:"must NOT have additional properties"};
+else {
+const err35 = {instancePath:instancePath+"/attestation/awsSEVSNP/amdRootKey",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/amdRootKey/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -1846,9 +4253,11 @@ vErrors.push(err35);
 errors++;
 }
 }
-if(data17.listen !== undefined){
-if(typeof data17.listen !== "string"){
-const err36 = {instancePath:instancePath+"/recoveryServer/listen",schemaPath:"#/properties/recoveryServer/properties/listen/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data5.amdSigningKey !== undefined){
+let data12 = data5.amdSigningKey;
+if(typeof data12 === "string"){
+if(func2(data12) < 1){
+const err36 = {instancePath:instancePath+"/attestation/awsSEVSNP/amdSigningKey",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/amdSigningKey/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -1857,10 +4266,8 @@ vErrors.push(err36);
 }
 errors++;
 }
-}
-}
-else {
-const err37 = {instancePath:instancePath+"/recoveryServer",schemaPath:"#/properties/recoveryServer/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(!pattern42.test(data12)){
+const err37 = {instancePath:instancePath+"/attestation/awsSEVSNP/amdSigningKey",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/amdSigningKey/pattern",keyword:"pattern",params:{pattern: "(^/)|-----BEGIN"},message:"must match pattern \""+"(^/)|-----BEGIN"+"\""};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -1870,11 +4277,8 @@ vErrors.push(err37);
 errors++;
 }
 }
-if(data.kubeconfig !== undefined){
-let data19 = data.kubeconfig;
-if(typeof data19 === "string"){
-if(!pattern7.test(data19)){
-const err38 = {instancePath:instancePath+"/kubeconfig",schemaPath:"#/properties/kubeconfig/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\""};
+else {
+const err38 = {instancePath:instancePath+"/attestation/awsSEVSNP/amdSigningKey",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/amdSigningKey/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -1884,8 +4288,9 @@ vErrors.push(err38);
 errors++;
 }
 }
-else {
-const err39 = {instancePath:instancePath+"/kubeconfig",schemaPath:"#/properties/kubeconfig/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data5.allowMigrationAgent !== undefined){
+if(typeof data5.allowMigrationAgent !== "boolean"){
+const err39 = {instancePath:instancePath+"/attestation/awsSEVSNP/allowMigrationAgent",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/allowMigrationAgent/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -1895,11 +4300,9 @@ vErrors.push(err39);
 errors++;
 }
 }
-if(data.initSecretHash !== undefined){
-let data20 = data.initSecretHash;
-if(typeof data20 === "string"){
-if(!pattern15.test(data20)){
-const err40 = {instancePath:instancePath+"/initSecretHash",schemaPath:"#/properties/initSecretHash/pattern",keyword:"pattern",params:{pattern: "^\\$2[aby]\\$\\d{2}\\$[./A-Za-z0-9]{53}$"},message:"must match pattern \""+"^\\$2[aby]\\$\\d{2}\\$[./A-Za-z0-9]{53}$"+"\""};
+if(data5.allowSMT !== undefined){
+if(typeof data5.allowSMT !== "boolean"){
+const err40 = {instancePath:instancePath+"/attestation/awsSEVSNP/allowSMT",schemaPath:"#/properties/attestation/properties/awsSEVSNP/properties/allowSMT/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -1909,8 +4312,9 @@ vErrors.push(err40);
 errors++;
 }
 }
+}
 else {
-const err41 = {instancePath:instancePath+"/initSecretHash",schemaPath:"#/properties/initSecretHash/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err41 = {instancePath:instancePath+"/attestation/awsSEVSNP",schemaPath:"#/properties/attestation/properties/awsSEVSNP/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -1920,11 +4324,11 @@ vErrors.push(err41);
 errors++;
 }
 }
-if(data.kubeadm !== undefined){
-let data21 = data.kubeadm;
-if(typeof data21 === "string"){
-if(!pattern7.test(data21)){
-const err42 = {instancePath:instancePath+"/kubeadm",schemaPath:"#/properties/kubeadm/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\""};
+if(data1.gcpSEVSNP !== undefined){
+let data15 = data1.gcpSEVSNP;
+if(data15 && typeof data15 == "object" && !Array.isArray(data15)){
+if(data15.bootloaderVersion === undefined){
+const err42 = {instancePath:instancePath+"/attestation/gcpSEVSNP",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/required",keyword:"required",params:{missingProperty: "bootloaderVersion"},message:"must have required property '"+"bootloaderVersion"+"'"};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -1933,9 +4337,8 @@ vErrors.push(err42);
 }
 errors++;
 }
-}
-else {
-const err43 = {instancePath:instancePath+"/kubeadm",schemaPath:"#/properties/kubeadm/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data15.teeVersion === undefined){
+const err43 = {instancePath:instancePath+"/attestation/gcpSEVSNP",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/required",keyword:"required",params:{missingProperty: "teeVersion"},message:"must have required property '"+"teeVersion"+"'"};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -1944,12 +4347,8 @@ vErrors.push(err43);
 }
 errors++;
 }
-}
-if(data.stateDisk !== undefined){
-let data22 = data.stateDisk;
-if(data22 && typeof data22 == "object" && !Array.isArray(data22)){
-if(data22.device === undefined){
-const err44 = {instancePath:instancePath+"/stateDisk",schemaPath:"#/properties/stateDisk/required",keyword:"required",params:{missingProperty: "device"},message:"must have required property '"+"device"+"'"};
+if(data15.snpVersion === undefined){
+const err44 = {instancePath:instancePath+"/attestation/gcpSEVSNP",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/required",keyword:"required",params:{missingProperty: "snpVersion"},message:"must have required property '"+"snpVersion"+"'"};
 if(vErrors === null){
 vErrors = [err44];
 }
@@ -1958,9 +4357,8 @@ vErrors.push(err44);
 }
 errors++;
 }
-for(const key9 in data22){
-if(!((key9 === "device") || (key9 === "pbkdf"))){
-const err45 = {instancePath:instancePath+"/stateDisk",schemaPath:"#/properties/stateDisk/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key9},message:"must NOT have additional properties"};
+if(data15.microcodeVersion === undefined){
+const err45 = {instancePath:instancePath+"/attestation/gcpSEVSNP",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/required",keyword:"required",params:{missingProperty: "microcodeVersion"},message:"must have required property '"+"microcodeVersion"+"'"};
 if(vErrors === null){
 vErrors = [err45];
 }
@@ -1969,12 +4367,8 @@ vErrors.push(err45);
 }
 errors++;
 }
-}
-if(data22.device !== undefined){
-let data23 = data22.device;
-if(typeof data23 === "string"){
-if(!pattern7.test(data23)){
-const err46 = {instancePath:instancePath+"/stateDisk/device",schemaPath:"#/properties/stateDisk/properties/device/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\""};
+if(data15.amdRootKey === undefined){
+const err46 = {instancePath:instancePath+"/attestation/gcpSEVSNP",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/required",keyword:"required",params:{missingProperty: "amdRootKey"},message:"must have required property '"+"amdRootKey"+"'"};
 if(vErrors === null){
 vErrors = [err46];
 }
@@ -1983,9 +4377,9 @@ vErrors.push(err46);
 }
 errors++;
 }
-}
-else {
-const err47 = {instancePath:instancePath+"/stateDisk/device",schemaPath:"#/properties/stateDisk/properties/device/type",keyword:"type",params:{type: "string"},message:"must be string"};
+for(const key4 in data15){
+if(!(func3.call(schema13.properties.attestation.properties.gcpSEVSNP.properties, key4))){
+const err47 = {instancePath:instancePath+"/attestation/gcpSEVSNP",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err47];
 }
@@ -1995,11 +4389,10 @@ vErrors.push(err47);
 errors++;
 }
 }
-if(data22.pbkdf !== undefined){
-let data24 = data22.pbkdf;
-if(data24 && typeof data24 == "object" && !Array.isArray(data24)){
-if(data24.type === undefined){
-const err48 = {instancePath:instancePath+"/stateDisk/pbkdf",schemaPath:"#/properties/stateDisk/properties/pbkdf/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'"};
+if(data15.bootloaderVersion !== undefined){
+let data16 = data15.bootloaderVersion;
+if(!((typeof data16 == "number") && (!(data16 % 1) && !isNaN(data16)))){
+const err48 = {instancePath:instancePath+"/attestation/gcpSEVSNP/bootloaderVersion",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/bootloaderVersion/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -2008,8 +4401,9 @@ vErrors.push(err48);
 }
 errors++;
 }
-if(data24.iterations === undefined){
-const err49 = {instancePath:instancePath+"/stateDisk/pbkdf",schemaPath:"#/properties/stateDisk/properties/pbkdf/required",keyword:"required",params:{missingProperty: "iterations"},message:"must have required property '"+"iterations"+"'"};
+if(typeof data16 == "number"){
+if(data16 > 255 || isNaN(data16)){
+const err49 = {instancePath:instancePath+"/attestation/gcpSEVSNP/bootloaderVersion",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/bootloaderVersion/maximum",keyword:"maximum",params:{comparison: "<=", limit: 255},message:"must be <= 255"};
 if(vErrors === null){
 vErrors = [err49];
 }
@@ -2018,9 +4412,8 @@ vErrors.push(err49);
 }
 errors++;
 }
-for(const key10 in data24){
-if(!((key10 === "type") || (key10 === "iterations"))){
-const err50 = {instancePath:instancePath+"/stateDisk/pbkdf",schemaPath:"#/properties/stateDisk/properties/pbkdf/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key10},message:"must NOT have additional properties"};
+if(data16 < 0 || isNaN(data16)){
+const err50 = {instancePath:instancePath+"/attestation/gcpSEVSNP/bootloaderVersion",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/bootloaderVersion/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err50];
 }
@@ -2030,10 +4423,11 @@ vErrors.push(err50);
 errors++;
 }
 }
-if(data24.type !== undefined){
-let data25 = data24.type;
-if(!((data25 === "pbkdf2") || (data25 === "argon2id"))){
-const err51 = {instancePath:instancePath+"/stateDisk/pbkdf/type",schemaPath:"#/properties/stateDisk/properties/pbkdf/properties/type/enum",keyword:"enum",params:{allowedValues: schema13.properties.stateDisk.properties.pbkdf.properties.type.enum},message:"must be equal to one of the allowed values"};
+}
+if(data15.teeVersion !== undefined){
+let data17 = data15.teeVersion;
+if(!((typeof data17 == "number") && (!(data17 % 1) && !isNaN(data17)))){
+const err51 = {instancePath:instancePath+"/attestation/gcpSEVSNP/teeVersion",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/teeVersion/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err51];
 }
@@ -2042,11 +4436,9 @@ vErrors.push(err51);
 }
 errors++;
 }
-}
-if(data24.iterations !== undefined){
-let data26 = data24.iterations;
-if(!((typeof data26 == "number") && (!(data26 % 1) && !isNaN(data26)))){
-const err52 = {instancePath:instancePath+"/stateDisk/pbkdf/iterations",schemaPath:"#/properties/stateDisk/properties/pbkdf/properties/iterations/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(typeof data17 == "number"){
+if(data17 > 255 || isNaN(data17)){
+const err52 = {instancePath:instancePath+"/attestation/gcpSEVSNP/teeVersion",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/teeVersion/maximum",keyword:"maximum",params:{comparison: "<=", limit: 255},message:"must be <= 255"};
 if(vErrors === null){
 vErrors = [err52];
 }
@@ -2055,9 +4447,8 @@ vErrors.push(err52);
 }
 errors++;
 }
-if(typeof data26 == "number"){
-if(data26 < 1000 || isNaN(data26)){
-const err53 = {instancePath:instancePath+"/stateDisk/pbkdf/iterations",schemaPath:"#/properties/stateDisk/properties/pbkdf/properties/iterations/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
+if(data17 < 0 || isNaN(data17)){
+const err53 = {instancePath:instancePath+"/attestation/gcpSEVSNP/teeVersion",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/teeVersion/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err53];
 }
@@ -2068,9 +4459,10 @@ errors++;
 }
 }
 }
-}
-else {
-const err54 = {instancePath:instancePath+"/stateDisk/pbkdf",schemaPath:"#/properties/stateDisk/properties/pbkdf/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data15.snpVersion !== undefined){
+let data18 = data15.snpVersion;
+if(!((typeof data18 == "number") && (!(data18 % 1) && !isNaN(data18)))){
+const err54 = {instancePath:instancePath+"/attestation/gcpSEVSNP/snpVersion",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/snpVersion/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err54];
 }
@@ -2079,10 +4471,9 @@ vErrors.push(err54);
 }
 errors++;
 }
-}
-}
-else {
-const err55 = {instancePath:instancePath+"/stateDisk",schemaPath:"#/properties/stateDisk/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(typeof data18 == "number"){
+if(data18 > 255 || isNaN(data18)){
+const err55 = {instancePath:instancePath+"/attestation/gcpSEVSNP/snpVersion",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/snpVersion/maximum",keyword:"maximum",params:{comparison: "<=", limit: 255},message:"must be <= 255"};
 if(vErrors === null){
 vErrors = [err55];
 }
@@ -2091,12 +4482,8 @@ vErrors.push(err55);
 }
 errors++;
 }
-}
-if(data.metadata !== undefined){
-let data27 = data.metadata;
-if(data27 && typeof data27 == "object" && !Array.isArray(data27)){
-if(data27.provider === undefined){
-const err56 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "provider"},message:"must have required property '"+"provider"+"'"};
+if(data18 < 0 || isNaN(data18)){
+const err56 = {instancePath:instancePath+"/attestation/gcpSEVSNP/snpVersion",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/snpVersion/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err56];
 }
@@ -2105,9 +4492,12 @@ vErrors.push(err56);
 }
 errors++;
 }
-for(const key11 in data27){
-if(!((((((key11 === "provider") || (key11 === "url")) || (key11 === "sourceAddress")) || (key11 === "self")) || (key11 === "peers")) || (key11 === "loadBalancerEndpoint"))){
-const err57 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key11},message:"must NOT have additional properties"};
+}
+}
+if(data15.microcodeVersion !== undefined){
+let data19 = data15.microcodeVersion;
+if(!((typeof data19 == "number") && (!(data19 % 1) && !isNaN(data19)))){
+const err57 = {instancePath:instancePath+"/attestation/gcpSEVSNP/microcodeVersion",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/microcodeVersion/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err57];
 }
@@ -2116,11 +4506,9 @@ vErrors.push(err57);
 }
 errors++;
 }
-}
-if(data27.provider !== undefined){
-let data28 = data27.provider;
-if(!((data28 === "static") || (data28 === "http"))){
-const err58 = {instancePath:instancePath+"/metadata/provider",schemaPath:"#/properties/metadata/properties/provider/enum",keyword:"enum",params:{allowedValues: schema13.properties.metadata.properties.provider.enum},message:"must be equal to one of the allowed values"};
+if(typeof data19 == "number"){
+if(data19 > 255 || isNaN(data19)){
+const err58 = {instancePath:instancePath+"/attestation/gcpSEVSNP/microcodeVersion",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/microcodeVersion/maximum",keyword:"maximum",params:{comparison: "<=", limit: 255},message:"must be <= 255"};
 if(vErrors === null){
 vErrors = [err58];
 }
@@ -2129,10 +4517,8 @@ vErrors.push(err58);
 }
 errors++;
 }
-}
-if(data27.url !== undefined){
-if(typeof data27.url !== "string"){
-const err59 = {instancePath:instancePath+"/metadata/url",schemaPath:"#/properties/metadata/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data19 < 0 || isNaN(data19)){
+const err59 = {instancePath:instancePath+"/attestation/gcpSEVSNP/microcodeVersion",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/microcodeVersion/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err59];
 }
@@ -2142,9 +4528,12 @@ vErrors.push(err59);
 errors++;
 }
 }
-if(data27.sourceAddress !== undefined){
-if(typeof data27.sourceAddress !== "string"){
-const err60 = {instancePath:instancePath+"/metadata/sourceAddress",schemaPath:"#/properties/metadata/properties/sourceAddress/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+if(data15.launchMeasurement !== undefined){
+let data20 = data15.launchMeasurement;
+if(typeof data20 === "string"){
+if(!pattern7.test(data20)){
+const err60 = {instancePath:instancePath+"/attestation/gcpSEVSNP/launchMeasurement",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/launchMeasurement/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{96}$"},message:"must match pattern \""+"^[0-9a-fA-F]{96}$"+"\""};
 if(vErrors === null){
 vErrors = [err60];
 }
@@ -2154,11 +4543,8 @@ vErrors.push(err60);
 errors++;
 }
 }
-if(data27.self !== undefined){
-let data31 = data27.self;
-if(data31 && typeof data31 == "object" && !Array.isArray(data31)){
-if(data31.name === undefined){
-const err61 = {instancePath:instancePath+"/metadata/self",schemaPath:"#/properties/metadata/properties/self/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+else {
+const err61 = {instancePath:instancePath+"/attestation/gcpSEVSNP/launchMeasurement",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/launchMeasurement/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err61];
 }
@@ -2167,8 +4553,12 @@ vErrors.push(err61);
 }
 errors++;
 }
-if(data31.role === undefined){
-const err62 = {instancePath:instancePath+"/metadata/self",schemaPath:"#/properties/metadata/properties/self/required",keyword:"required",params:{missingProperty: "role"},message:"must have required property '"+"role"+"'"};
+}
+if(data15.amdRootKey !== undefined){
+let data21 = data15.amdRootKey;
+if(typeof data21 === "string"){
+if(func2(data21) < 1){
+const err62 = {instancePath:instancePath+"/attestation/gcpSEVSNP/amdRootKey",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/amdRootKey/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err62];
 }
@@ -2177,8 +4567,8 @@ vErrors.push(err62);
 }
 errors++;
 }
-if(data31.vpcIP === undefined){
-const err63 = {instancePath:instancePath+"/metadata/self",schemaPath:"#/properties/metadata/properties/self/required",keyword:"required",params:{missingProperty: "vpcIP"},message:"must have required property '"+"vpcIP"+"'"};
+if(!pattern42.test(data21)){
+const err63 = {instancePath:instancePath+"/attestation/gcpSEVSNP/amdRootKey",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/amdRootKey/pattern",keyword:"pattern",params:{pattern: "(^/)|-----BEGIN"},message:"must match pattern \""+"(^/)|-----BEGIN"+"\""};
 if(vErrors === null){
 vErrors = [err63];
 }
@@ -2187,9 +4577,9 @@ vErrors.push(err63);
 }
 errors++;
 }
-for(const key12 in data31){
-if(!(((key12 === "name") || (key12 === "role")) || (key12 === "vpcIP"))){
-const err64 = {instancePath:instancePath+"/metadata/self",schemaPath:"#/properties/metadata/properties/self/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key12},message:"must NOT have additional properties"};
+}
+else {
+const err64 = {instancePath:instancePath+"/attestation/gcpSEVSNP/amdRootKey",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/amdRootKey/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err64];
 }
@@ -2199,11 +4589,11 @@ vErrors.push(err64);
 errors++;
 }
 }
-if(data31.name !== undefined){
-let data32 = data31.name;
-if(typeof data32 === "string"){
-if(func2(data32) < 1){
-const err65 = {instancePath:instancePath+"/metadata/self/name",schemaPath:"#/properties/metadata/properties/self/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data15.amdSigningKey !== undefined){
+let data22 = data15.amdSigningKey;
+if(typeof data22 === "string"){
+if(func2(data22) < 1){
+const err65 = {instancePath:instancePath+"/attestation/gcpSEVSNP/amdSigningKey",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/amdSigningKey/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err65];
 }
@@ -2212,9 +4602,8 @@ vErrors.push(err65);
 }
 errors++;
 }
-}
-else {
-const err66 = {instancePath:instancePath+"/metadata/self/name",schemaPath:"#/properties/metadata/properties/self/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(!pattern42.test(data22)){
+const err66 = {instancePath:instancePath+"/attestation/gcpSEVSNP/amdSigningKey",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/amdSigningKey/pattern",keyword:"pattern",params:{pattern: "(^/)|-----BEGIN"},message:"must match pattern \""+"(^/)|-----BEGIN"+"\""};
 if(vErrors === null){
 vErrors = [err66];
 }
@@ -2224,10 +4613,8 @@ vErrors.push(err66);
 errors++;
 }
 }
-if(data31.role !== undefined){
-let data33 = data31.role;
-if(!((data33 === "control-plane") || (data33 === "worker"))){
-const err67 = {instancePath:instancePath+"/metadata/self/role",schemaPath:"#/properties/metadata/properties/self/properties/role/enum",keyword:"enum",params:{allowedValues: schema13.properties.metadata.properties.self.properties.role.enum},message:"must be equal to one of the allowed values"};
+else {
+const err67 = {instancePath:instancePath+"/attestation/gcpSEVSNP/amdSigningKey",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/amdSigningKey/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err67];
 }
@@ -2237,9 +4624,9 @@ vErrors.push(err67);
 errors++;
 }
 }
-if(data31.vpcIP !== undefined){
-if(typeof data31.vpcIP !== "string"){
-const err68 = {instancePath:instancePath+"/metadata/self/vpcIP",schemaPath:"#/properties/metadata/properties/self/properties/vpcIP/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data15.allowMigrationAgent !== undefined){
+if(typeof data15.allowMigrationAgent !== "boolean"){
+const err68 = {instancePath:instancePath+"/attestation/gcpSEVSNP/allowMigrationAgent",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/allowMigrationAgent/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err68];
 }
@@ -2249,9 +4636,9 @@ vErrors.push(err68);
 errors++;
 }
 }
-}
-else {
-const err69 = {instancePath:instancePath+"/metadata/self",schemaPath:"#/properties/metadata/properties/self/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data15.allowSMT !== undefined){
+if(typeof data15.allowSMT !== "boolean"){
+const err69 = {instancePath:instancePath+"/attestation/gcpSEVSNP/allowSMT",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/properties/allowSMT/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err69];
 }
@@ -2261,15 +4648,9 @@ vErrors.push(err69);
 errors++;
 }
 }
-if(data27.peers !== undefined){
-let data35 = data27.peers;
-if(Array.isArray(data35)){
-const len1 = data35.length;
-for(let i1=0; i1<len1; i1++){
-let data36 = data35[i1];
-if(data36 && typeof data36 == "object" && !Array.isArray(data36)){
-if(data36.name === undefined){
-const err70 = {instancePath:instancePath+"/metadata/peers/" + i1,schemaPath:"#/properties/metadata/properties/peers/items/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+}
+else {
+const err70 = {instancePath:instancePath+"/attestation/gcpSEVSNP",schemaPath:"#/properties/attestation/properties/gcpSEVSNP/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err70];
 }
@@ -2278,8 +4659,12 @@ vErrors.push(err70);
 }
 errors++;
 }
-if(data36.role === undefined){
-const err71 = {instancePath:instancePath+"/metadata/peers/" + i1,schemaPath:"#/properties/metadata/properties/peers/items/required",keyword:"required",params:{missingProperty: "role"},message:"must have required property '"+"role"+"'"};
+}
+if(data1.azureSEVSNP !== undefined){
+let data25 = data1.azureSEVSNP;
+if(data25 && typeof data25 == "object" && !Array.isArray(data25)){
+if(data25.bootloaderVersion === undefined){
+const err71 = {instancePath:instancePath+"/attestation/azureSEVSNP",schemaPath:"#/properties/attestation/properties/azureSEVSNP/required",keyword:"required",params:{missingProperty: "bootloaderVersion"},message:"must have required property '"+"bootloaderVersion"+"'"};
 if(vErrors === null){
 vErrors = [err71];
 }
@@ -2288,8 +4673,8 @@ vErrors.push(err71);
 }
 errors++;
 }
-if(data36.vpcIP === undefined){
-const err72 = {instancePath:instancePath+"/metadata/peers/" + i1,schemaPath:"#/properties/metadata/properties/peers/items/required",keyword:"required",params:{missingProperty: "vpcIP"},message:"must have required property '"+"vpcIP"+"'"};
+if(data25.teeVersion === undefined){
+const err72 = {instancePath:instancePath+"/attestation/azureSEVSNP",schemaPath:"#/properties/attestation/properties/azureSEVSNP/required",keyword:"required",params:{missingProperty: "teeVersion"},message:"must have required property '"+"teeVersion"+"'"};
 if(vErrors === null){
 vErrors = [err72];
 }
@@ -2298,9 +4683,8 @@ vErrors.push(err72);
 }
 errors++;
 }
-for(const key13 in data36){
-if(!(((key13 === "name") || (key13 === "role")) || (key13 === "vpcIP"))){
-const err73 = {instancePath:instancePath+"/metadata/peers/" + i1,schemaPath:"#/properties/metadata/properties/peers/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key13},message:"must NOT have additional properties"};
+if(data25.snpVersion === undefined){
+const err73 = {instancePath:instancePath+"/attestation/azureSEVSNP",schemaPath:"#/properties/attestation/properties/azureSEVSNP/required",keyword:"required",params:{missingProperty: "snpVersion"},message:"must have required property '"+"snpVersion"+"'"};
 if(vErrors === null){
 vErrors = [err73];
 }
@@ -2309,12 +4693,8 @@ vErrors.push(err73);
 }
 errors++;
 }
-}
-if(data36.name !== undefined){
-let data37 = data36.name;
-if(typeof data37 === "string"){
-if(func2(data37) < 1){
-const err74 = {instancePath:instancePath+"/metadata/peers/" + i1+"/name",schemaPath:"#/properties/metadata/properties/peers/items/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data25.microcodeVersion === undefined){
+const err74 = {instancePath:instancePath+"/attestation/azureSEVSNP",schemaPath:"#/properties/attestation/properties/azureSEVSNP/required",keyword:"required",params:{missingProperty: "microcodeVersion"},message:"must have required property '"+"microcodeVersion"+"'"};
 if(vErrors === null){
 vErrors = [err74];
 }
@@ -2323,9 +4703,8 @@ vErrors.push(err74);
 }
 errors++;
 }
-}
-else {
-const err75 = {instancePath:instancePath+"/metadata/peers/" + i1+"/name",schemaPath:"#/properties/metadata/properties/peers/items/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data25.amdRootKey === undefined){
+const err75 = {instancePath:instancePath+"/attestation/azureSEVSNP",schemaPath:"#/properties/attestation/properties/azureSEVSNP/required",keyword:"required",params:{missingProperty: "amdRootKey"},message:"must have required property '"+"amdRootKey"+"'"};
 if(vErrors === null){
 vErrors = [err75];
 }
@@ -2334,11 +4713,9 @@ vErrors.push(err75);
 }
 errors++;
 }
-}
-if(data36.role !== undefined){
-let data38 = data36.role;
-if(!((data38 === "control-plane") || (data38 === "worker"))){
-const err76 = {instancePath:instancePath+"/metadata/peers/" + i1+"/role",schemaPath:"#/properties/metadata/properties/peers/items/properties/role/enum",keyword:"enum",params:{allowedValues: schema13.properties.metadata.properties.peers.items.properties.role.enum},message:"must be equal to one of the allowed values"};
+for(const key5 in data25){
+if(!(func3.call(schema13.properties.attestation.properties.azureSEVSNP.properties, key5))){
+const err76 = {instancePath:instancePath+"/attestation/azureSEVSNP",schemaPath:"#/properties/attestation/properties/azureSEVSNP/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err76];
 }
@@ -2348,9 +4725,10 @@ vErrors.push(err76);
 errors++;
 }
 }
-if(data36.vpcIP !== undefined){
-if(typeof data36.vpcIP !== "string"){
-const err77 = {instancePath:instancePath+"/metadata/peers/" + i1+"/vpcIP",schemaPath:"#/properties/metadata/properties/peers/items/properties/vpcIP/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data25.bootloaderVersion !== undefined){
+let data26 = data25.bootloaderVersion;
+if(!((typeof data26 == "number") && (!(data26 % 1) && !isNaN(data26)))){
+const err77 = {instancePath:instancePath+"/attestation/azureSEVSNP/bootloaderVersion",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/bootloaderVersion/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err77];
 }
@@ -2359,10 +4737,9 @@ vErrors.push(err77);
 }
 errors++;
 }
-}
-}
-else {
-const err78 = {instancePath:instancePath+"/metadata/peers/" + i1,schemaPath:"#/properties/metadata/properties/peers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(typeof data26 == "number"){
+if(data26 > 255 || isNaN(data26)){
+const err78 = {instancePath:instancePath+"/attestation/azureSEVSNP/bootloaderVersion",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/bootloaderVersion/maximum",keyword:"maximum",params:{comparison: "<=", limit: 255},message:"must be <= 255"};
 if(vErrors === null){
 vErrors = [err78];
 }
@@ -2371,10 +4748,8 @@ vErrors.push(err78);
 }
 errors++;
 }
-}
-}
-else {
-const err79 = {instancePath:instancePath+"/metadata/peers",schemaPath:"#/properties/metadata/properties/peers/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data26 < 0 || isNaN(data26)){
+const err79 = {instancePath:instancePath+"/attestation/azureSEVSNP/bootloaderVersion",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/bootloaderVersion/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err79];
 }
@@ -2384,9 +4759,11 @@ vErrors.push(err79);
 errors++;
 }
 }
-if(data27.loadBalancerEndpoint !== undefined){
-if(typeof data27.loadBalancerEndpoint !== "string"){
-const err80 = {instancePath:instancePath+"/metadata/loadBalancerEndpoint",schemaPath:"#/properties/metadata/properties/loadBalancerEndpoint/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+if(data25.teeVersion !== undefined){
+let data27 = data25.teeVersion;
+if(!((typeof data27 == "number") && (!(data27 % 1) && !isNaN(data27)))){
+const err80 = {instancePath:instancePath+"/attestation/azureSEVSNP/teeVersion",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/teeVersion/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err80];
 }
@@ -2395,10 +4772,9 @@ vErrors.push(err80);
 }
 errors++;
 }
-}
-}
-else {
-const err81 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(typeof data27 == "number"){
+if(data27 > 255 || isNaN(data27)){
+const err81 = {instancePath:instancePath+"/attestation/azureSEVSNP/teeVersion",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/teeVersion/maximum",keyword:"maximum",params:{comparison: "<=", limit: 255},message:"must be <= 255"};
 if(vErrors === null){
 vErrors = [err81];
 }
@@ -2407,15 +4783,1927 @@ vErrors.push(err81);
 }
 errors++;
 }
-}
-}
-else {
-const err82 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data27 < 0 || isNaN(data27)){
+const err82 = {instancePath:instancePath+"/attestation/azureSEVSNP/teeVersion",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/teeVersion/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err82];
 }
 else {
 vErrors.push(err82);
+}
+errors++;
+}
+}
+}
+if(data25.snpVersion !== undefined){
+let data28 = data25.snpVersion;
+if(!((typeof data28 == "number") && (!(data28 % 1) && !isNaN(data28)))){
+const err83 = {instancePath:instancePath+"/attestation/azureSEVSNP/snpVersion",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/snpVersion/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err83];
+}
+else {
+vErrors.push(err83);
+}
+errors++;
+}
+if(typeof data28 == "number"){
+if(data28 > 255 || isNaN(data28)){
+const err84 = {instancePath:instancePath+"/attestation/azureSEVSNP/snpVersion",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/snpVersion/maximum",keyword:"maximum",params:{comparison: "<=", limit: 255},message:"must be <= 255"};
+if(vErrors === null){
+vErrors = [err84];
+}
+else {
+vErrors.push(err84);
+}
+errors++;
+}
+if(data28 < 0 || isNaN(data28)){
+const err85 = {instancePath:instancePath+"/attestation/azureSEVSNP/snpVersion",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/snpVersion/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err85];
+}
+else {
+vErrors.push(err85);
+}
+errors++;
+}
+}
+}
+if(data25.microcodeVersion !== undefined){
+let data29 = data25.microcodeVersion;
+if(!((typeof data29 == "number") && (!(data29 % 1) && !isNaN(data29)))){
+const err86 = {instancePath:instancePath+"/attestation/azureSEVSNP/microcodeVersion",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/microcodeVersion/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err86];
+}
+else {
+vErrors.push(err86);
+}
+errors++;
+}
+if(typeof data29 == "number"){
+if(data29 > 255 || isNaN(data29)){
+const err87 = {instancePath:instancePath+"/attestation/azureSEVSNP/microcodeVersion",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/microcodeVersion/maximum",keyword:"maximum",params:{comparison: "<=", limit: 255},message:"must be <= 255"};
+if(vErrors === null){
+vErrors = [err87];
+}
+else {
+vErrors.push(err87);
+}
+errors++;
+}
+if(data29 < 0 || isNaN(data29)){
+const err88 = {instancePath:instancePath+"/attestation/azureSEVSNP/microcodeVersion",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/microcodeVersion/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err88];
+}
+else {
+vErrors.push(err88);
+}
+errors++;
+}
+}
+}
+if(data25.launchMeasurement !== undefined){
+let data30 = data25.launchMeasurement;
+if(typeof data30 === "string"){
+if(!pattern7.test(data30)){
+const err89 = {instancePath:instancePath+"/attestation/azureSEVSNP/launchMeasurement",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/launchMeasurement/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{96}$"},message:"must match pattern \""+"^[0-9a-fA-F]{96}$"+"\""};
+if(vErrors === null){
+vErrors = [err89];
+}
+else {
+vErrors.push(err89);
+}
+errors++;
+}
+}
+else {
+const err90 = {instancePath:instancePath+"/attestation/azureSEVSNP/launchMeasurement",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/launchMeasurement/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err90];
+}
+else {
+vErrors.push(err90);
+}
+errors++;
+}
+}
+if(data25.amdRootKey !== undefined){
+let data31 = data25.amdRootKey;
+if(typeof data31 === "string"){
+if(func2(data31) < 1){
+const err91 = {instancePath:instancePath+"/attestation/azureSEVSNP/amdRootKey",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/amdRootKey/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err91];
+}
+else {
+vErrors.push(err91);
+}
+errors++;
+}
+if(!pattern42.test(data31)){
+const err92 = {instancePath:instancePath+"/attestation/azureSEVSNP/amdRootKey",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/amdRootKey/pattern",keyword:"pattern",params:{pattern: "(^/)|-----BEGIN"},message:"must match pattern \""+"(^/)|-----BEGIN"+"\""};
+if(vErrors === null){
+vErrors = [err92];
+}
+else {
+vErrors.push(err92);
+}
+errors++;
+}
+}
+else {
+const err93 = {instancePath:instancePath+"/attestation/azureSEVSNP/amdRootKey",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/amdRootKey/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err93];
+}
+else {
+vErrors.push(err93);
+}
+errors++;
+}
+}
+if(data25.amdSigningKey !== undefined){
+let data32 = data25.amdSigningKey;
+if(typeof data32 === "string"){
+if(func2(data32) < 1){
+const err94 = {instancePath:instancePath+"/attestation/azureSEVSNP/amdSigningKey",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/amdSigningKey/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err94];
+}
+else {
+vErrors.push(err94);
+}
+errors++;
+}
+if(!pattern42.test(data32)){
+const err95 = {instancePath:instancePath+"/attestation/azureSEVSNP/amdSigningKey",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/amdSigningKey/pattern",keyword:"pattern",params:{pattern: "(^/)|-----BEGIN"},message:"must match pattern \""+"(^/)|-----BEGIN"+"\""};
+if(vErrors === null){
+vErrors = [err95];
+}
+else {
+vErrors.push(err95);
+}
+errors++;
+}
+}
+else {
+const err96 = {instancePath:instancePath+"/attestation/azureSEVSNP/amdSigningKey",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/amdSigningKey/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err96];
+}
+else {
+vErrors.push(err96);
+}
+errors++;
+}
+}
+if(data25.allowMigrationAgent !== undefined){
+if(typeof data25.allowMigrationAgent !== "boolean"){
+const err97 = {instancePath:instancePath+"/attestation/azureSEVSNP/allowMigrationAgent",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/allowMigrationAgent/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err97];
+}
+else {
+vErrors.push(err97);
+}
+errors++;
+}
+}
+if(data25.allowSMT !== undefined){
+if(typeof data25.allowSMT !== "boolean"){
+const err98 = {instancePath:instancePath+"/attestation/azureSEVSNP/allowSMT",schemaPath:"#/properties/attestation/properties/azureSEVSNP/properties/allowSMT/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err98];
+}
+else {
+vErrors.push(err98);
+}
+errors++;
+}
+}
+}
+else {
+const err99 = {instancePath:instancePath+"/attestation/azureSEVSNP",schemaPath:"#/properties/attestation/properties/azureSEVSNP/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err99];
+}
+else {
+vErrors.push(err99);
+}
+errors++;
+}
+}
+if(data1.qemuTDX !== undefined){
+let data35 = data1.qemuTDX;
+if(data35 && typeof data35 == "object" && !Array.isArray(data35)){
+if(data35.qeSVN === undefined){
+const err100 = {instancePath:instancePath+"/attestation/qemuTDX",schemaPath:"#/properties/attestation/properties/qemuTDX/required",keyword:"required",params:{missingProperty: "qeSVN"},message:"must have required property '"+"qeSVN"+"'"};
+if(vErrors === null){
+vErrors = [err100];
+}
+else {
+vErrors.push(err100);
+}
+errors++;
+}
+if(data35.pceSVN === undefined){
+const err101 = {instancePath:instancePath+"/attestation/qemuTDX",schemaPath:"#/properties/attestation/properties/qemuTDX/required",keyword:"required",params:{missingProperty: "pceSVN"},message:"must have required property '"+"pceSVN"+"'"};
+if(vErrors === null){
+vErrors = [err101];
+}
+else {
+vErrors.push(err101);
+}
+errors++;
+}
+if(data35.teeTCBSVN === undefined){
+const err102 = {instancePath:instancePath+"/attestation/qemuTDX",schemaPath:"#/properties/attestation/properties/qemuTDX/required",keyword:"required",params:{missingProperty: "teeTCBSVN"},message:"must have required property '"+"teeTCBSVN"+"'"};
+if(vErrors === null){
+vErrors = [err102];
+}
+else {
+vErrors.push(err102);
+}
+errors++;
+}
+if(data35.intelRootKey === undefined){
+const err103 = {instancePath:instancePath+"/attestation/qemuTDX",schemaPath:"#/properties/attestation/properties/qemuTDX/required",keyword:"required",params:{missingProperty: "intelRootKey"},message:"must have required property '"+"intelRootKey"+"'"};
+if(vErrors === null){
+vErrors = [err103];
+}
+else {
+vErrors.push(err103);
+}
+errors++;
+}
+for(const key6 in data35){
+if(!(func3.call(schema13.properties.attestation.properties.qemuTDX.properties, key6))){
+const err104 = {instancePath:instancePath+"/attestation/qemuTDX",schemaPath:"#/properties/attestation/properties/qemuTDX/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key6},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err104];
+}
+else {
+vErrors.push(err104);
+}
+errors++;
+}
+}
+if(data35.qeSVN !== undefined){
+let data36 = data35.qeSVN;
+if(!((typeof data36 == "number") && (!(data36 % 1) && !isNaN(data36)))){
+const err105 = {instancePath:instancePath+"/attestation/qemuTDX/qeSVN",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/qeSVN/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err105];
+}
+else {
+vErrors.push(err105);
+}
+errors++;
+}
+if(typeof data36 == "number"){
+if(data36 > 65535 || isNaN(data36)){
+const err106 = {instancePath:instancePath+"/attestation/qemuTDX/qeSVN",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/qeSVN/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535"};
+if(vErrors === null){
+vErrors = [err106];
+}
+else {
+vErrors.push(err106);
+}
+errors++;
+}
+if(data36 < 0 || isNaN(data36)){
+const err107 = {instancePath:instancePath+"/attestation/qemuTDX/qeSVN",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/qeSVN/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err107];
+}
+else {
+vErrors.push(err107);
+}
+errors++;
+}
+}
+}
+if(data35.pceSVN !== undefined){
+let data37 = data35.pceSVN;
+if(!((typeof data37 == "number") && (!(data37 % 1) && !isNaN(data37)))){
+const err108 = {instancePath:instancePath+"/attestation/qemuTDX/pceSVN",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/pceSVN/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err108];
+}
+else {
+vErrors.push(err108);
+}
+errors++;
+}
+if(typeof data37 == "number"){
+if(data37 > 65535 || isNaN(data37)){
+const err109 = {instancePath:instancePath+"/attestation/qemuTDX/pceSVN",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/pceSVN/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535"};
+if(vErrors === null){
+vErrors = [err109];
+}
+else {
+vErrors.push(err109);
+}
+errors++;
+}
+if(data37 < 0 || isNaN(data37)){
+const err110 = {instancePath:instancePath+"/attestation/qemuTDX/pceSVN",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/pceSVN/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err110];
+}
+else {
+vErrors.push(err110);
+}
+errors++;
+}
+}
+}
+if(data35.teeTCBSVN !== undefined){
+let data38 = data35.teeTCBSVN;
+if(typeof data38 === "string"){
+if(!pattern16.test(data38)){
+const err111 = {instancePath:instancePath+"/attestation/qemuTDX/teeTCBSVN",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/teeTCBSVN/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{32}$"},message:"must match pattern \""+"^[0-9a-fA-F]{32}$"+"\""};
+if(vErrors === null){
+vErrors = [err111];
+}
+else {
+vErrors.push(err111);
+}
+errors++;
+}
+}
+else {
+const err112 = {instancePath:instancePath+"/attestation/qemuTDX/teeTCBSVN",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/teeTCBSVN/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err112];
+}
+else {
+vErrors.push(err112);
+}
+errors++;
+}
+}
+if(data35.qeVendorID !== undefined){
+let data39 = data35.qeVendorID;
+if(typeof data39 === "string"){
+if(!pattern16.test(data39)){
+const err113 = {instancePath:instancePath+"/attestation/qemuTDX/qeVendorID",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/qeVendorID/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{32}$"},message:"must match pattern \""+"^[0-9a-fA-F]{32}$"+"\""};
+if(vErrors === null){
+vErrors = [err113];
+}
+else {
+vErrors.push(err113);
+}
+errors++;
+}
+}
+else {
+const err114 = {instancePath:instancePath+"/attestation/qemuTDX/qeVendorID",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/qeVendorID/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err114];
+}
+else {
+vErrors.push(err114);
+}
+errors++;
+}
+}
+if(data35.mrSeam !== undefined){
+let data40 = data35.mrSeam;
+if(typeof data40 === "string"){
+if(!pattern7.test(data40)){
+const err115 = {instancePath:instancePath+"/attestation/qemuTDX/mrSeam",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/mrSeam/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{96}$"},message:"must match pattern \""+"^[0-9a-fA-F]{96}$"+"\""};
+if(vErrors === null){
+vErrors = [err115];
+}
+else {
+vErrors.push(err115);
+}
+errors++;
+}
+}
+else {
+const err116 = {instancePath:instancePath+"/attestation/qemuTDX/mrSeam",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/mrSeam/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err116];
+}
+else {
+vErrors.push(err116);
+}
+errors++;
+}
+}
+if(data35.xfam !== undefined){
+let data41 = data35.xfam;
+if(typeof data41 === "string"){
+if(!pattern19.test(data41)){
+const err117 = {instancePath:instancePath+"/attestation/qemuTDX/xfam",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/xfam/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{16}$"},message:"must match pattern \""+"^[0-9a-fA-F]{16}$"+"\""};
+if(vErrors === null){
+vErrors = [err117];
+}
+else {
+vErrors.push(err117);
+}
+errors++;
+}
+}
+else {
+const err118 = {instancePath:instancePath+"/attestation/qemuTDX/xfam",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/xfam/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err118];
+}
+else {
+vErrors.push(err118);
+}
+errors++;
+}
+}
+if(data35.tdAttributes !== undefined){
+let data42 = data35.tdAttributes;
+if(typeof data42 === "string"){
+if(!pattern19.test(data42)){
+const err119 = {instancePath:instancePath+"/attestation/qemuTDX/tdAttributes",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/tdAttributes/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{16}$"},message:"must match pattern \""+"^[0-9a-fA-F]{16}$"+"\""};
+if(vErrors === null){
+vErrors = [err119];
+}
+else {
+vErrors.push(err119);
+}
+errors++;
+}
+}
+else {
+const err120 = {instancePath:instancePath+"/attestation/qemuTDX/tdAttributes",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/tdAttributes/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err120];
+}
+else {
+vErrors.push(err120);
+}
+errors++;
+}
+}
+if(data35.mrTd !== undefined){
+let data43 = data35.mrTd;
+if(typeof data43 === "string"){
+if(!pattern7.test(data43)){
+const err121 = {instancePath:instancePath+"/attestation/qemuTDX/mrTd",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/mrTd/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{96}$"},message:"must match pattern \""+"^[0-9a-fA-F]{96}$"+"\""};
+if(vErrors === null){
+vErrors = [err121];
+}
+else {
+vErrors.push(err121);
+}
+errors++;
+}
+}
+else {
+const err122 = {instancePath:instancePath+"/attestation/qemuTDX/mrTd",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/mrTd/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err122];
+}
+else {
+vErrors.push(err122);
+}
+errors++;
+}
+}
+if(data35.rtmrs !== undefined){
+let data44 = data35.rtmrs;
+if(data44 && typeof data44 == "object" && !Array.isArray(data44)){
+for(const key7 in data44){
+const _errs97 = errors;
+if(typeof key7 === "string"){
+if(!pattern22.test(key7)){
+const err123 = {instancePath:instancePath+"/attestation/qemuTDX/rtmrs",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/rtmrs/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[0-3]$"},message:"must match pattern \""+"^[0-3]$"+"\"",propertyName:key7};
+if(vErrors === null){
+vErrors = [err123];
+}
+else {
+vErrors.push(err123);
+}
+errors++;
+}
+}
+var valid9 = _errs97 === errors;
+if(!valid9){
+const err124 = {instancePath:instancePath+"/attestation/qemuTDX/rtmrs",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/rtmrs/propertyNames",keyword:"propertyNames",params:{propertyName: key7},message:"property name must be valid"};
+if(vErrors === null){
+vErrors = [err124];
+}
+else {
+vErrors.push(err124);
+}
+errors++;
+}
+}
+for(const key8 in data44){
+let data45 = data44[key8];
+if(typeof data45 === "string"){
+if(!pattern7.test(data45)){
+const err125 = {instancePath:instancePath+"/attestation/qemuTDX/rtmrs/" + key8.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/attestation/properties/qemuTDX/properties/rtmrs/additionalProperties/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{96}$"},message:"must match pattern \""+"^[0-9a-fA-F]{96}$"+"\""};
+if(vErrors === null){
+vErrors = [err125];
+}
+else {
+vErrors.push(err125);
+}
+errors++;
+}
+}
+else {
+const err126 = {instancePath:instancePath+"/attestation/qemuTDX/rtmrs/" + key8.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/attestation/properties/qemuTDX/properties/rtmrs/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err126];
+}
+else {
+vErrors.push(err126);
+}
+errors++;
+}
+}
+}
+else {
+const err127 = {instancePath:instancePath+"/attestation/qemuTDX/rtmrs",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/rtmrs/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err127];
+}
+else {
+vErrors.push(err127);
+}
+errors++;
+}
+}
+if(data35.intelRootKey !== undefined){
+let data46 = data35.intelRootKey;
+if(typeof data46 === "string"){
+if(func2(data46) < 1){
+const err128 = {instancePath:instancePath+"/attestation/qemuTDX/intelRootKey",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/intelRootKey/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err128];
+}
+else {
+vErrors.push(err128);
+}
+errors++;
+}
+if(!pattern42.test(data46)){
+const err129 = {instancePath:instancePath+"/attestation/qemuTDX/intelRootKey",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/intelRootKey/pattern",keyword:"pattern",params:{pattern: "(^/)|-----BEGIN"},message:"must match pattern \""+"(^/)|-----BEGIN"+"\""};
+if(vErrors === null){
+vErrors = [err129];
+}
+else {
+vErrors.push(err129);
+}
+errors++;
+}
+}
+else {
+const err130 = {instancePath:instancePath+"/attestation/qemuTDX/intelRootKey",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/intelRootKey/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err130];
+}
+else {
+vErrors.push(err130);
+}
+errors++;
+}
+}
+if(data35.collateral !== undefined){
+let data47 = data35.collateral;
+if(typeof data47 === "string"){
+if(func2(data47) < 1){
+const err131 = {instancePath:instancePath+"/attestation/qemuTDX/collateral",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/collateral/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err131];
+}
+else {
+vErrors.push(err131);
+}
+errors++;
+}
+if(!pattern36.test(data47)){
+const err132 = {instancePath:instancePath+"/attestation/qemuTDX/collateral",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/collateral/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\""};
+if(vErrors === null){
+vErrors = [err132];
+}
+else {
+vErrors.push(err132);
+}
+errors++;
+}
+}
+else {
+const err133 = {instancePath:instancePath+"/attestation/qemuTDX/collateral",schemaPath:"#/properties/attestation/properties/qemuTDX/properties/collateral/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err133];
+}
+else {
+vErrors.push(err133);
+}
+errors++;
+}
+}
+}
+else {
+const err134 = {instancePath:instancePath+"/attestation/qemuTDX",schemaPath:"#/properties/attestation/properties/qemuTDX/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err134];
+}
+else {
+vErrors.push(err134);
+}
+errors++;
+}
+}
+if(data1.azureTDX !== undefined){
+let data48 = data1.azureTDX;
+if(data48 && typeof data48 == "object" && !Array.isArray(data48)){
+if(data48.qeSVN === undefined){
+const err135 = {instancePath:instancePath+"/attestation/azureTDX",schemaPath:"#/properties/attestation/properties/azureTDX/required",keyword:"required",params:{missingProperty: "qeSVN"},message:"must have required property '"+"qeSVN"+"'"};
+if(vErrors === null){
+vErrors = [err135];
+}
+else {
+vErrors.push(err135);
+}
+errors++;
+}
+if(data48.pceSVN === undefined){
+const err136 = {instancePath:instancePath+"/attestation/azureTDX",schemaPath:"#/properties/attestation/properties/azureTDX/required",keyword:"required",params:{missingProperty: "pceSVN"},message:"must have required property '"+"pceSVN"+"'"};
+if(vErrors === null){
+vErrors = [err136];
+}
+else {
+vErrors.push(err136);
+}
+errors++;
+}
+if(data48.teeTCBSVN === undefined){
+const err137 = {instancePath:instancePath+"/attestation/azureTDX",schemaPath:"#/properties/attestation/properties/azureTDX/required",keyword:"required",params:{missingProperty: "teeTCBSVN"},message:"must have required property '"+"teeTCBSVN"+"'"};
+if(vErrors === null){
+vErrors = [err137];
+}
+else {
+vErrors.push(err137);
+}
+errors++;
+}
+if(data48.intelRootKey === undefined){
+const err138 = {instancePath:instancePath+"/attestation/azureTDX",schemaPath:"#/properties/attestation/properties/azureTDX/required",keyword:"required",params:{missingProperty: "intelRootKey"},message:"must have required property '"+"intelRootKey"+"'"};
+if(vErrors === null){
+vErrors = [err138];
+}
+else {
+vErrors.push(err138);
+}
+errors++;
+}
+for(const key9 in data48){
+if(!(func3.call(schema13.properties.attestation.properties.azureTDX.properties, key9))){
+const err139 = {instancePath:instancePath+"/attestation/azureTDX",schemaPath:"#/properties/attestation/properties/azureTDX/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key9},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err139];
+}
+else {
+vErrors.push(err139);
+}
+errors++;
+}
+}
+if(data48.qeSVN !== undefined){
+let data49 = data48.qeSVN;
+if(!((typeof data49 == "number") && (!(data49 % 1) && !isNaN(data49)))){
+const err140 = {instancePath:instancePath+"/attestation/azureTDX/qeSVN",schemaPath:"#/properties/attestation/properties/azureTDX/properties/qeSVN/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err140];
+}
+else {
+vErrors.push(err140);
+}
+errors++;
+}
+if(typeof data49 == "number"){
+if(data49 > 65535 || isNaN(data49)){
+const err141 = {instancePath:instancePath+"/attestation/azureTDX/qeSVN",schemaPath:"#/properties/attestation/properties/azureTDX/properties/qeSVN/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535"};
+if(vErrors === null){
+vErrors = [err141];
+}
+else {
+vErrors.push(err141);
+}
+errors++;
+}
+if(data49 < 0 || isNaN(data49)){
+const err142 = {instancePath:instancePath+"/attestation/azureTDX/qeSVN",schemaPath:"#/properties/attestation/properties/azureTDX/properties/qeSVN/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err142];
+}
+else {
+vErrors.push(err142);
+}
+errors++;
+}
+}
+}
+if(data48.pceSVN !== undefined){
+let data50 = data48.pceSVN;
+if(!((typeof data50 == "number") && (!(data50 % 1) && !isNaN(data50)))){
+const err143 = {instancePath:instancePath+"/attestation/azureTDX/pceSVN",schemaPath:"#/properties/attestation/properties/azureTDX/properties/pceSVN/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err143];
+}
+else {
+vErrors.push(err143);
+}
+errors++;
+}
+if(typeof data50 == "number"){
+if(data50 > 65535 || isNaN(data50)){
+const err144 = {instancePath:instancePath+"/attestation/azureTDX/pceSVN",schemaPath:"#/properties/attestation/properties/azureTDX/properties/pceSVN/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535"};
+if(vErrors === null){
+vErrors = [err144];
+}
+else {
+vErrors.push(err144);
+}
+errors++;
+}
+if(data50 < 0 || isNaN(data50)){
+const err145 = {instancePath:instancePath+"/attestation/azureTDX/pceSVN",schemaPath:"#/properties/attestation/properties/azureTDX/properties/pceSVN/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err145];
+}
+else {
+vErrors.push(err145);
+}
+errors++;
+}
+}
+}
+if(data48.teeTCBSVN !== undefined){
+let data51 = data48.teeTCBSVN;
+if(typeof data51 === "string"){
+if(!pattern16.test(data51)){
+const err146 = {instancePath:instancePath+"/attestation/azureTDX/teeTCBSVN",schemaPath:"#/properties/attestation/properties/azureTDX/properties/teeTCBSVN/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{32}$"},message:"must match pattern \""+"^[0-9a-fA-F]{32}$"+"\""};
+if(vErrors === null){
+vErrors = [err146];
+}
+else {
+vErrors.push(err146);
+}
+errors++;
+}
+}
+else {
+const err147 = {instancePath:instancePath+"/attestation/azureTDX/teeTCBSVN",schemaPath:"#/properties/attestation/properties/azureTDX/properties/teeTCBSVN/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err147];
+}
+else {
+vErrors.push(err147);
+}
+errors++;
+}
+}
+if(data48.qeVendorID !== undefined){
+let data52 = data48.qeVendorID;
+if(typeof data52 === "string"){
+if(!pattern16.test(data52)){
+const err148 = {instancePath:instancePath+"/attestation/azureTDX/qeVendorID",schemaPath:"#/properties/attestation/properties/azureTDX/properties/qeVendorID/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{32}$"},message:"must match pattern \""+"^[0-9a-fA-F]{32}$"+"\""};
+if(vErrors === null){
+vErrors = [err148];
+}
+else {
+vErrors.push(err148);
+}
+errors++;
+}
+}
+else {
+const err149 = {instancePath:instancePath+"/attestation/azureTDX/qeVendorID",schemaPath:"#/properties/attestation/properties/azureTDX/properties/qeVendorID/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err149];
+}
+else {
+vErrors.push(err149);
+}
+errors++;
+}
+}
+if(data48.mrSeam !== undefined){
+let data53 = data48.mrSeam;
+if(typeof data53 === "string"){
+if(!pattern7.test(data53)){
+const err150 = {instancePath:instancePath+"/attestation/azureTDX/mrSeam",schemaPath:"#/properties/attestation/properties/azureTDX/properties/mrSeam/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{96}$"},message:"must match pattern \""+"^[0-9a-fA-F]{96}$"+"\""};
+if(vErrors === null){
+vErrors = [err150];
+}
+else {
+vErrors.push(err150);
+}
+errors++;
+}
+}
+else {
+const err151 = {instancePath:instancePath+"/attestation/azureTDX/mrSeam",schemaPath:"#/properties/attestation/properties/azureTDX/properties/mrSeam/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err151];
+}
+else {
+vErrors.push(err151);
+}
+errors++;
+}
+}
+if(data48.xfam !== undefined){
+let data54 = data48.xfam;
+if(typeof data54 === "string"){
+if(!pattern19.test(data54)){
+const err152 = {instancePath:instancePath+"/attestation/azureTDX/xfam",schemaPath:"#/properties/attestation/properties/azureTDX/properties/xfam/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{16}$"},message:"must match pattern \""+"^[0-9a-fA-F]{16}$"+"\""};
+if(vErrors === null){
+vErrors = [err152];
+}
+else {
+vErrors.push(err152);
+}
+errors++;
+}
+}
+else {
+const err153 = {instancePath:instancePath+"/attestation/azureTDX/xfam",schemaPath:"#/properties/attestation/properties/azureTDX/properties/xfam/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err153];
+}
+else {
+vErrors.push(err153);
+}
+errors++;
+}
+}
+if(data48.tdAttributes !== undefined){
+let data55 = data48.tdAttributes;
+if(typeof data55 === "string"){
+if(!pattern19.test(data55)){
+const err154 = {instancePath:instancePath+"/attestation/azureTDX/tdAttributes",schemaPath:"#/properties/attestation/properties/azureTDX/properties/tdAttributes/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{16}$"},message:"must match pattern \""+"^[0-9a-fA-F]{16}$"+"\""};
+if(vErrors === null){
+vErrors = [err154];
+}
+else {
+vErrors.push(err154);
+}
+errors++;
+}
+}
+else {
+const err155 = {instancePath:instancePath+"/attestation/azureTDX/tdAttributes",schemaPath:"#/properties/attestation/properties/azureTDX/properties/tdAttributes/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err155];
+}
+else {
+vErrors.push(err155);
+}
+errors++;
+}
+}
+if(data48.mrTd !== undefined){
+let data56 = data48.mrTd;
+if(typeof data56 === "string"){
+if(!pattern7.test(data56)){
+const err156 = {instancePath:instancePath+"/attestation/azureTDX/mrTd",schemaPath:"#/properties/attestation/properties/azureTDX/properties/mrTd/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{96}$"},message:"must match pattern \""+"^[0-9a-fA-F]{96}$"+"\""};
+if(vErrors === null){
+vErrors = [err156];
+}
+else {
+vErrors.push(err156);
+}
+errors++;
+}
+}
+else {
+const err157 = {instancePath:instancePath+"/attestation/azureTDX/mrTd",schemaPath:"#/properties/attestation/properties/azureTDX/properties/mrTd/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err157];
+}
+else {
+vErrors.push(err157);
+}
+errors++;
+}
+}
+if(data48.rtmrs !== undefined){
+let data57 = data48.rtmrs;
+if(data57 && typeof data57 == "object" && !Array.isArray(data57)){
+for(const key10 in data57){
+const _errs126 = errors;
+if(typeof key10 === "string"){
+if(!pattern22.test(key10)){
+const err158 = {instancePath:instancePath+"/attestation/azureTDX/rtmrs",schemaPath:"#/properties/attestation/properties/azureTDX/properties/rtmrs/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[0-3]$"},message:"must match pattern \""+"^[0-3]$"+"\"",propertyName:key10};
+if(vErrors === null){
+vErrors = [err158];
+}
+else {
+vErrors.push(err158);
+}
+errors++;
+}
+}
+var valid12 = _errs126 === errors;
+if(!valid12){
+const err159 = {instancePath:instancePath+"/attestation/azureTDX/rtmrs",schemaPath:"#/properties/attestation/properties/azureTDX/properties/rtmrs/propertyNames",keyword:"propertyNames",params:{propertyName: key10},message:"property name must be valid"};
+if(vErrors === null){
+vErrors = [err159];
+}
+else {
+vErrors.push(err159);
+}
+errors++;
+}
+}
+for(const key11 in data57){
+let data58 = data57[key11];
+if(typeof data58 === "string"){
+if(!pattern7.test(data58)){
+const err160 = {instancePath:instancePath+"/attestation/azureTDX/rtmrs/" + key11.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/attestation/properties/azureTDX/properties/rtmrs/additionalProperties/pattern",keyword:"pattern",params:{pattern: "^[0-9a-fA-F]{96}$"},message:"must match pattern \""+"^[0-9a-fA-F]{96}$"+"\""};
+if(vErrors === null){
+vErrors = [err160];
+}
+else {
+vErrors.push(err160);
+}
+errors++;
+}
+}
+else {
+const err161 = {instancePath:instancePath+"/attestation/azureTDX/rtmrs/" + key11.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/attestation/properties/azureTDX/properties/rtmrs/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err161];
+}
+else {
+vErrors.push(err161);
+}
+errors++;
+}
+}
+}
+else {
+const err162 = {instancePath:instancePath+"/attestation/azureTDX/rtmrs",schemaPath:"#/properties/attestation/properties/azureTDX/properties/rtmrs/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err162];
+}
+else {
+vErrors.push(err162);
+}
+errors++;
+}
+}
+if(data48.intelRootKey !== undefined){
+let data59 = data48.intelRootKey;
+if(typeof data59 === "string"){
+if(func2(data59) < 1){
+const err163 = {instancePath:instancePath+"/attestation/azureTDX/intelRootKey",schemaPath:"#/properties/attestation/properties/azureTDX/properties/intelRootKey/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err163];
+}
+else {
+vErrors.push(err163);
+}
+errors++;
+}
+if(!pattern42.test(data59)){
+const err164 = {instancePath:instancePath+"/attestation/azureTDX/intelRootKey",schemaPath:"#/properties/attestation/properties/azureTDX/properties/intelRootKey/pattern",keyword:"pattern",params:{pattern: "(^/)|-----BEGIN"},message:"must match pattern \""+"(^/)|-----BEGIN"+"\""};
+if(vErrors === null){
+vErrors = [err164];
+}
+else {
+vErrors.push(err164);
+}
+errors++;
+}
+}
+else {
+const err165 = {instancePath:instancePath+"/attestation/azureTDX/intelRootKey",schemaPath:"#/properties/attestation/properties/azureTDX/properties/intelRootKey/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err165];
+}
+else {
+vErrors.push(err165);
+}
+errors++;
+}
+}
+if(data48.collateral !== undefined){
+let data60 = data48.collateral;
+if(typeof data60 === "string"){
+if(func2(data60) < 1){
+const err166 = {instancePath:instancePath+"/attestation/azureTDX/collateral",schemaPath:"#/properties/attestation/properties/azureTDX/properties/collateral/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err166];
+}
+else {
+vErrors.push(err166);
+}
+errors++;
+}
+if(!pattern36.test(data60)){
+const err167 = {instancePath:instancePath+"/attestation/azureTDX/collateral",schemaPath:"#/properties/attestation/properties/azureTDX/properties/collateral/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\""};
+if(vErrors === null){
+vErrors = [err167];
+}
+else {
+vErrors.push(err167);
+}
+errors++;
+}
+}
+else {
+const err168 = {instancePath:instancePath+"/attestation/azureTDX/collateral",schemaPath:"#/properties/attestation/properties/azureTDX/properties/collateral/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err168];
+}
+else {
+vErrors.push(err168);
+}
+errors++;
+}
+}
+}
+else {
+const err169 = {instancePath:instancePath+"/attestation/azureTDX",schemaPath:"#/properties/attestation/properties/azureTDX/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err169];
+}
+else {
+vErrors.push(err169);
+}
+errors++;
+}
+}
+}
+else {
+const err170 = {instancePath:instancePath+"/attestation",schemaPath:"#/properties/attestation/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err170];
+}
+else {
+vErrors.push(err170);
+}
+errors++;
+}
+}
+if(data.tpm !== undefined){
+let data61 = data.tpm;
+if(data61 && typeof data61 == "object" && !Array.isArray(data61)){
+if(Object.keys(data61).length > 1){
+const err171 = {instancePath:instancePath+"/tpm",schemaPath:"#/properties/tpm/maxProperties",keyword:"maxProperties",params:{limit: 1},message:"must NOT have more than 1 properties"};
+if(vErrors === null){
+vErrors = [err171];
+}
+else {
+vErrors.push(err171);
+}
+errors++;
+}
+if(Object.keys(data61).length < 1){
+const err172 = {instancePath:instancePath+"/tpm",schemaPath:"#/properties/tpm/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties"};
+if(vErrors === null){
+vErrors = [err172];
+}
+else {
+vErrors.push(err172);
+}
+errors++;
+}
+for(const key12 in data61){
+if(!((key12 === "device") || (key12 === "swtpm"))){
+const err173 = {instancePath:instancePath+"/tpm",schemaPath:"#/properties/tpm/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key12},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err173];
+}
+else {
+vErrors.push(err173);
+}
+errors++;
+}
+}
+if(data61.device !== undefined){
+let data62 = data61.device;
+if(typeof data62 === "string"){
+if(!pattern36.test(data62)){
+const err174 = {instancePath:instancePath+"/tpm/device",schemaPath:"#/properties/tpm/properties/device/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\""};
+if(vErrors === null){
+vErrors = [err174];
+}
+else {
+vErrors.push(err174);
+}
+errors++;
+}
+}
+else {
+const err175 = {instancePath:instancePath+"/tpm/device",schemaPath:"#/properties/tpm/properties/device/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err175];
+}
+else {
+vErrors.push(err175);
+}
+errors++;
+}
+}
+if(data61.swtpm !== undefined){
+if(typeof data61.swtpm !== "string"){
+const err176 = {instancePath:instancePath+"/tpm/swtpm",schemaPath:"#/properties/tpm/properties/swtpm/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err176];
+}
+else {
+vErrors.push(err176);
+}
+errors++;
+}
+}
+}
+else {
+const err177 = {instancePath:instancePath+"/tpm",schemaPath:"#/properties/tpm/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err177];
+}
+else {
+vErrors.push(err177);
+}
+errors++;
+}
+}
+if(data.root !== undefined){
+let data64 = data.root;
+if(typeof data64 === "string"){
+if(!pattern36.test(data64)){
+const err178 = {instancePath:instancePath+"/root",schemaPath:"#/properties/root/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\""};
+if(vErrors === null){
+vErrors = [err178];
+}
+else {
+vErrors.push(err178);
+}
+errors++;
+}
+}
+else {
+const err179 = {instancePath:instancePath+"/root",schemaPath:"#/properties/root/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err179];
+}
+else {
+vErrors.push(err179);
+}
+errors++;
+}
+}
+if(data.initServer !== undefined){
+let data65 = data.initServer;
+if(data65 && typeof data65 == "object" && !Array.isArray(data65)){
+for(const key13 in data65){
+if(!(key13 === "listen")){
+const err180 = {instancePath:instancePath+"/initServer",schemaPath:"#/properties/initServer/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key13},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err180];
+}
+else {
+vErrors.push(err180);
+}
+errors++;
+}
+}
+if(data65.listen !== undefined){
+if(typeof data65.listen !== "string"){
+const err181 = {instancePath:instancePath+"/initServer/listen",schemaPath:"#/properties/initServer/properties/listen/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err181];
+}
+else {
+vErrors.push(err181);
+}
+errors++;
+}
+}
+}
+else {
+const err182 = {instancePath:instancePath+"/initServer",schemaPath:"#/properties/initServer/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err182];
+}
+else {
+vErrors.push(err182);
+}
+errors++;
+}
+}
+if(data.verifyService !== undefined){
+let data67 = data.verifyService;
+if(data67 && typeof data67 == "object" && !Array.isArray(data67)){
+for(const key14 in data67){
+if(!(key14 === "listen")){
+const err183 = {instancePath:instancePath+"/verifyService",schemaPath:"#/properties/verifyService/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key14},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err183];
+}
+else {
+vErrors.push(err183);
+}
+errors++;
+}
+}
+if(data67.listen !== undefined){
+if(typeof data67.listen !== "string"){
+const err184 = {instancePath:instancePath+"/verifyService/listen",schemaPath:"#/properties/verifyService/properties/listen/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err184];
+}
+else {
+vErrors.push(err184);
+}
+errors++;
+}
+}
+}
+else {
+const err185 = {instancePath:instancePath+"/verifyService",schemaPath:"#/properties/verifyService/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err185];
+}
+else {
+vErrors.push(err185);
+}
+errors++;
+}
+}
+if(data.joinService !== undefined){
+let data69 = data.joinService;
+if(data69 && typeof data69 == "object" && !Array.isArray(data69)){
+for(const key15 in data69){
+if(!(key15 === "listen")){
+const err186 = {instancePath:instancePath+"/joinService",schemaPath:"#/properties/joinService/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key15},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err186];
+}
+else {
+vErrors.push(err186);
+}
+errors++;
+}
+}
+if(data69.listen !== undefined){
+if(typeof data69.listen !== "string"){
+const err187 = {instancePath:instancePath+"/joinService/listen",schemaPath:"#/properties/joinService/properties/listen/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err187];
+}
+else {
+vErrors.push(err187);
+}
+errors++;
+}
+}
+}
+else {
+const err188 = {instancePath:instancePath+"/joinService",schemaPath:"#/properties/joinService/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err188];
+}
+else {
+vErrors.push(err188);
+}
+errors++;
+}
+}
+if(data.keyService !== undefined){
+let data71 = data.keyService;
+if(data71 && typeof data71 == "object" && !Array.isArray(data71)){
+for(const key16 in data71){
+if(!(key16 === "listen")){
+const err189 = {instancePath:instancePath+"/keyService",schemaPath:"#/properties/keyService/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key16},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err189];
+}
+else {
+vErrors.push(err189);
+}
+errors++;
+}
+}
+if(data71.listen !== undefined){
+if(typeof data71.listen !== "string"){
+const err190 = {instancePath:instancePath+"/keyService/listen",schemaPath:"#/properties/keyService/properties/listen/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err190];
+}
+else {
+vErrors.push(err190);
+}
+errors++;
+}
+}
+}
+else {
+const err191 = {instancePath:instancePath+"/keyService",schemaPath:"#/properties/keyService/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err191];
+}
+else {
+vErrors.push(err191);
+}
+errors++;
+}
+}
+if(data.recoveryServer !== undefined){
+let data73 = data.recoveryServer;
+if(data73 && typeof data73 == "object" && !Array.isArray(data73)){
+for(const key17 in data73){
+if(!(key17 === "listen")){
+const err192 = {instancePath:instancePath+"/recoveryServer",schemaPath:"#/properties/recoveryServer/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key17},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err192];
+}
+else {
+vErrors.push(err192);
+}
+errors++;
+}
+}
+if(data73.listen !== undefined){
+if(typeof data73.listen !== "string"){
+const err193 = {instancePath:instancePath+"/recoveryServer/listen",schemaPath:"#/properties/recoveryServer/properties/listen/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err193];
+}
+else {
+vErrors.push(err193);
+}
+errors++;
+}
+}
+}
+else {
+const err194 = {instancePath:instancePath+"/recoveryServer",schemaPath:"#/properties/recoveryServer/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err194];
+}
+else {
+vErrors.push(err194);
+}
+errors++;
+}
+}
+if(data.kubeconfig !== undefined){
+let data75 = data.kubeconfig;
+if(typeof data75 === "string"){
+if(!pattern36.test(data75)){
+const err195 = {instancePath:instancePath+"/kubeconfig",schemaPath:"#/properties/kubeconfig/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\""};
+if(vErrors === null){
+vErrors = [err195];
+}
+else {
+vErrors.push(err195);
+}
+errors++;
+}
+}
+else {
+const err196 = {instancePath:instancePath+"/kubeconfig",schemaPath:"#/properties/kubeconfig/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err196];
+}
+else {
+vErrors.push(err196);
+}
+errors++;
+}
+}
+if(data.initSecretHash !== undefined){
+let data76 = data.initSecretHash;
+if(typeof data76 === "string"){
+if(!pattern73.test(data76)){
+const err197 = {instancePath:instancePath+"/initSecretHash",schemaPath:"#/properties/initSecretHash/pattern",keyword:"pattern",params:{pattern: "^\\$2[aby]\\$\\d{2}\\$[./A-Za-z0-9]{53}$"},message:"must match pattern \""+"^\\$2[aby]\\$\\d{2}\\$[./A-Za-z0-9]{53}$"+"\""};
+if(vErrors === null){
+vErrors = [err197];
+}
+else {
+vErrors.push(err197);
+}
+errors++;
+}
+}
+else {
+const err198 = {instancePath:instancePath+"/initSecretHash",schemaPath:"#/properties/initSecretHash/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err198];
+}
+else {
+vErrors.push(err198);
+}
+errors++;
+}
+}
+if(data.kubeadm !== undefined){
+let data77 = data.kubeadm;
+if(typeof data77 === "string"){
+if(!pattern36.test(data77)){
+const err199 = {instancePath:instancePath+"/kubeadm",schemaPath:"#/properties/kubeadm/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\""};
+if(vErrors === null){
+vErrors = [err199];
+}
+else {
+vErrors.push(err199);
+}
+errors++;
+}
+}
+else {
+const err200 = {instancePath:instancePath+"/kubeadm",schemaPath:"#/properties/kubeadm/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err200];
+}
+else {
+vErrors.push(err200);
+}
+errors++;
+}
+}
+if(data.stateDisk !== undefined){
+let data78 = data.stateDisk;
+if(data78 && typeof data78 == "object" && !Array.isArray(data78)){
+if(data78.device === undefined){
+const err201 = {instancePath:instancePath+"/stateDisk",schemaPath:"#/properties/stateDisk/required",keyword:"required",params:{missingProperty: "device"},message:"must have required property '"+"device"+"'"};
+if(vErrors === null){
+vErrors = [err201];
+}
+else {
+vErrors.push(err201);
+}
+errors++;
+}
+for(const key18 in data78){
+if(!((key18 === "device") || (key18 === "pbkdf"))){
+const err202 = {instancePath:instancePath+"/stateDisk",schemaPath:"#/properties/stateDisk/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key18},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err202];
+}
+else {
+vErrors.push(err202);
+}
+errors++;
+}
+}
+if(data78.device !== undefined){
+let data79 = data78.device;
+if(typeof data79 === "string"){
+if(!pattern36.test(data79)){
+const err203 = {instancePath:instancePath+"/stateDisk/device",schemaPath:"#/properties/stateDisk/properties/device/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\""};
+if(vErrors === null){
+vErrors = [err203];
+}
+else {
+vErrors.push(err203);
+}
+errors++;
+}
+}
+else {
+const err204 = {instancePath:instancePath+"/stateDisk/device",schemaPath:"#/properties/stateDisk/properties/device/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err204];
+}
+else {
+vErrors.push(err204);
+}
+errors++;
+}
+}
+if(data78.pbkdf !== undefined){
+let data80 = data78.pbkdf;
+if(data80 && typeof data80 == "object" && !Array.isArray(data80)){
+if(data80.type === undefined){
+const err205 = {instancePath:instancePath+"/stateDisk/pbkdf",schemaPath:"#/properties/stateDisk/properties/pbkdf/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'"};
+if(vErrors === null){
+vErrors = [err205];
+}
+else {
+vErrors.push(err205);
+}
+errors++;
+}
+if(data80.iterations === undefined){
+const err206 = {instancePath:instancePath+"/stateDisk/pbkdf",schemaPath:"#/properties/stateDisk/properties/pbkdf/required",keyword:"required",params:{missingProperty: "iterations"},message:"must have required property '"+"iterations"+"'"};
+if(vErrors === null){
+vErrors = [err206];
+}
+else {
+vErrors.push(err206);
+}
+errors++;
+}
+for(const key19 in data80){
+if(!((key19 === "type") || (key19 === "iterations"))){
+const err207 = {instancePath:instancePath+"/stateDisk/pbkdf",schemaPath:"#/properties/stateDisk/properties/pbkdf/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key19},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err207];
+}
+else {
+vErrors.push(err207);
+}
+errors++;
+}
+}
+if(data80.type !== undefined){
+let data81 = data80.type;
+if(!((data81 === "pbkdf2") || (data81 === "argon2id"))){
+const err208 = {instancePath:instancePath+"/stateDisk/pbkdf/type",schemaPath:"#/properties/stateDisk/properties/pbkdf/properties/type/enum",keyword:"enum",params:{allowedValues: schema13.properties.stateDisk.properties.pbkdf.properties.type.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err208];
+}
+else {
+vErrors.push(err208);
+}
+errors++;
+}
+}
+if(data80.iterations !== undefined){
+let data82 = data80.iterations;
+if(!((typeof data82 == "number") && (!(data82 % 1) && !isNaN(data82)))){
+const err209 = {instancePath:instancePath+"/stateDisk/pbkdf/iterations",schemaPath:"#/properties/stateDisk/properties/pbkdf/properties/iterations/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err209];
+}
+else {
+vErrors.push(err209);
+}
+errors++;
+}
+if(typeof data82 == "number"){
+if(data82 < 1000 || isNaN(data82)){
+const err210 = {instancePath:instancePath+"/stateDisk/pbkdf/iterations",schemaPath:"#/properties/stateDisk/properties/pbkdf/properties/iterations/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
+if(vErrors === null){
+vErrors = [err210];
+}
+else {
+vErrors.push(err210);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err211 = {instancePath:instancePath+"/stateDisk/pbkdf",schemaPath:"#/properties/stateDisk/properties/pbkdf/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err211];
+}
+else {
+vErrors.push(err211);
+}
+errors++;
+}
+}
+}
+else {
+const err212 = {instancePath:instancePath+"/stateDisk",schemaPath:"#/properties/stateDisk/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err212];
+}
+else {
+vErrors.push(err212);
+}
+errors++;
+}
+}
+if(data.metadata !== undefined){
+let data83 = data.metadata;
+if(data83 && typeof data83 == "object" && !Array.isArray(data83)){
+if(data83.provider === undefined){
+const err213 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "provider"},message:"must have required property '"+"provider"+"'"};
+if(vErrors === null){
+vErrors = [err213];
+}
+else {
+vErrors.push(err213);
+}
+errors++;
+}
+for(const key20 in data83){
+if(!((((((key20 === "provider") || (key20 === "url")) || (key20 === "sourceAddress")) || (key20 === "self")) || (key20 === "peers")) || (key20 === "loadBalancerEndpoint"))){
+const err214 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key20},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err214];
+}
+else {
+vErrors.push(err214);
+}
+errors++;
+}
+}
+if(data83.provider !== undefined){
+let data84 = data83.provider;
+if(!((data84 === "static") || (data84 === "http"))){
+const err215 = {instancePath:instancePath+"/metadata/provider",schemaPath:"#/properties/metadata/properties/provider/enum",keyword:"enum",params:{allowedValues: schema13.properties.metadata.properties.provider.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err215];
+}
+else {
+vErrors.push(err215);
+}
+errors++;
+}
+}
+if(data83.url !== undefined){
+if(typeof data83.url !== "string"){
+const err216 = {instancePath:instancePath+"/metadata/url",schemaPath:"#/properties/metadata/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err216];
+}
+else {
+vErrors.push(err216);
+}
+errors++;
+}
+}
+if(data83.sourceAddress !== undefined){
+if(typeof data83.sourceAddress !== "string"){
+const err217 = {instancePath:instancePath+"/metadata/sourceAddress",schemaPath:"#/properties/metadata/properties/sourceAddress/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err217];
+}
+else {
+vErrors.push(err217);
+}
+errors++;
+}
+}
+if(data83.self !== undefined){
+let data87 = data83.self;
+if(data87 && typeof data87 == "object" && !Array.isArray(data87)){
+if(data87.name === undefined){
+const err218 = {instancePath:instancePath+"/metadata/self",schemaPath:"#/properties/metadata/properties/self/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+if(vErrors === null){
+vErrors = [err218];
+}
+else {
+vErrors.push(err218);
+}
+errors++;
+}
+if(data87.role === undefined){
+const err219 = {instancePath:instancePath+"/metadata/self",schemaPath:"#/properties/metadata/properties/self/required",keyword:"required",params:{missingProperty: "role"},message:"must have required property '"+"role"+"'"};
+if(vErrors === null){
+vErrors = [err219];
+}
+else {
+vErrors.push(err219);
+}
+errors++;
+}
+if(data87.vpcIP === undefined){
+const err220 = {instancePath:instancePath+"/metadata/self",schemaPath:"#/properties/metadata/properties/self/required",keyword:"required",params:{missingProperty: "vpcIP"},message:"must have required property '"+"vpcIP"+"'"};
+if(vErrors === null){
+vErrors = [err220];
+}
+else {
+vErrors.push(err220);
+}
+errors++;
+}
+for(const key21 in data87){
+if(!(((key21 === "name") || (key21 === "role")) || (key21 === "vpcIP"))){
+const err221 = {instancePath:instancePath+"/metadata/self",schemaPath:"#/properties/metadata/properties/self/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key21},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err221];
+}
+else {
+vErrors.push(err221);
+}
+errors++;
+}
+}
+if(data87.name !== undefined){
+let data88 = data87.name;
+if(typeof data88 === "string"){
+if(func2(data88) < 1){
+const err222 = {instancePath:instancePath+"/metadata/self/name",schemaPath:"#/properties/metadata/properties/self/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err222];
+}
+else {
+vErrors.push(err222);
+}
+errors++;
+}
+}
+else {
+const err223 = {instancePath:instancePath+"/metadata/self/name",schemaPath:"#/properties/metadata/properties/self/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err223];
+}
+else {
+vErrors.push(err223);
+}
+errors++;
+}
+}
+if(data87.role !== undefined){
+let data89 = data87.role;
+if(!((data89 === "control-plane") || (data89 === "worker"))){
+const err224 = {instancePath:instancePath+"/metadata/self/role",schemaPath:"#/properties/metadata/properties/self/properties/role/enum",keyword:"enum",params:{allowedValues: schema13.properties.metadata.properties.self.properties.role.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err224];
+}
+else {
+vErrors.push(err224);
+}
+errors++;
+}
+}
+if(data87.vpcIP !== undefined){
+if(typeof data87.vpcIP !== "string"){
+const err225 = {instancePath:instancePath+"/metadata/self/vpcIP",schemaPath:"#/properties/metadata/properties/self/properties/vpcIP/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err225];
+}
+else {
+vErrors.push(err225);
+}
+errors++;
+}
+}
+}
+else {
+const err226 = {instancePath:instancePath+"/metadata/self",schemaPath:"#/properties/metadata/properties/self/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err226];
+}
+else {
+vErrors.push(err226);
+}
+errors++;
+}
+}
+if(data83.peers !== undefined){
+let data91 = data83.peers;
+if(Array.isArray(data91)){
+const len1 = data91.length;
+for(let i1=0; i1<len1; i1++){
+let data92 = data91[i1];
+if(data92 && typeof data92 == "object" && !Array.isArray(data92)){
+if(data92.name === undefined){
+const err227 = {instancePath:instancePath+"/metadata/peers/" + i1,schemaPath:"#/properties/metadata/properties/peers/items/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+if(vErrors === null){
+vErrors = [err227];
+}
+else {
+vErrors.push(err227);
+}
+errors++;
+}
+if(data92.role === undefined){
+const err228 = {instancePath:instancePath+"/metadata/peers/" + i1,schemaPath:"#/properties/metadata/properties/peers/items/required",keyword:"required",params:{missingProperty: "role"},message:"must have required property '"+"role"+"'"};
+if(vErrors === null){
+vErrors = [err228];
+}
+else {
+vErrors.push(err228);
+}
+errors++;
+}
+if(data92.vpcIP === undefined){
+const err229 = {instancePath:instancePath+"/metadata/peers/" + i1,schemaPath:"#/properties/metadata/properties/peers/items/required",keyword:"required",params:{missingProperty: "vpcIP"},message:"must have required property '"+"vpcIP"+"'"};
+if(vErrors === null){
+vErrors = [err229];
+}
+else {
+vErrors.push(err229);
+}
+errors++;
+}
+for(const key22 in data92){
+if(!(((key22 === "name") || (key22 === "role")) || (key22 === "vpcIP"))){
+const err230 = {instancePath:instancePath+"/metadata/peers/" + i1,schemaPath:"#/properties/metadata/properties/peers/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key22},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err230];
+}
+else {
+vErrors.push(err230);
+}
+errors++;
+}
+}
+if(data92.name !== undefined){
+let data93 = data92.name;
+if(typeof data93 === "string"){
+if(func2(data93) < 1){
+const err231 = {instancePath:instancePath+"/metadata/peers/" + i1+"/name",schemaPath:"#/properties/metadata/properties/peers/items/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err231];
+}
+else {
+vErrors.push(err231);
+}
+errors++;
+}
+}
+else {
+const err232 = {instancePath:instancePath+"/metadata/peers/" + i1+"/name",schemaPath:"#/properties/metadata/properties/peers/items/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err232];
+}
+else {
+vErrors.push(err232);
+}
+errors++;
+}
+}
+if(data92.role !== undefined){
+let data94 = data92.role;
+if(!((data94 === "control-plane") || (data94 === "worker"))){
+const err233 = {instancePath:instancePath+"/metadata/peers/" + i1+"/role",schemaPath:"#/properties/metadata/properties/peers/items/properties/role/enum",keyword:"enum",params:{allowedValues: schema13.properties.metadata.properties.peers.items.properties.role.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err233];
+}
+else {
+vErrors.push(err233);
+}
+errors++;
+}
+}
+if(data92.vpcIP !== undefined){
+if(typeof data92.vpcIP !== "string"){
+const err234 = {instancePath:instancePath+"/metadata/peers/" + i1+"/vpcIP",schemaPath:"#/properties/metadata/properties/peers/items/properties/vpcIP/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err234];
+}
+else {
+vErrors.push(err234);
+}
+errors++;
+}
+}
+}
+else {
+const err235 = {instancePath:instancePath+"/metadata/peers/" + i1,schemaPath:"#/properties/metadata/properties/peers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err235];
+}
+else {
+vErrors.push(err235);
+}
+errors++;
+}
+}
+}
+else {
+const err236 = {instancePath:instancePath+"/metadata/peers",schemaPath:"#/properties/metadata/properties/peers/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err236];
+}
+else {
+vErrors.push(err236);
+}
+errors++;
+}
+}
+if(data83.loadBalancerEndpoint !== undefined){
+if(typeof data83.loadBalancerEndpoint !== "string"){
+const err237 = {instancePath:instancePath+"/metadata/loadBalancerEndpoint",schemaPath:"#/properties/metadata/properties/loadBalancerEndpoint/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err237];
+}
+else {
+vErrors.push(err237);
+}
+errors++;
+}
+}
+}
+else {
+const err238 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err238];
+}
+else {
+vErrors.push(err238);
+}
+errors++;
+}
+}
+}
+else {
+const err239 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err239];
+}
+else {
+vErrors.push(err239);
 }
 errors++;
 }
@@ -3539,14 +7827,14 @@ return errors === 0;
 
 export const validateKubeadmConfigSpec: StandaloneValidate = validate17;
 const schema18 = {"type":"object","additionalProperties":false,"properties":{"clusterConfiguration":{"type":"object"},"initConfiguration":{"type":"object"},"joinConfiguration":{"type":"object"},"files":{"type":"array","maxItems":200,"items":{"type":"object","additionalProperties":false,"required":["path"],"properties":{"path":{"type":"string","minLength":1,"maxLength":512},"owner":{"type":"string","minLength":1,"maxLength":256},"permissions":{"type":"string","minLength":1,"maxLength":16,"pattern":"^0?[0-7]{3,4}$"},"encoding":{"enum":["base64","gzip","gzip+base64"]},"append":{"type":"boolean"},"content":{"type":"string","minLength":1,"maxLength":10240},"contentFrom":{"type":"object","additionalProperties":false,"required":["secret"],"properties":{"secret":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string","maxLength":253},"key":{"type":"string","maxLength":256}}}}}}}},"diskSetup":{"type":"object","additionalProperties":false,"properties":{"partitions":{"type":"array","maxItems":100,"items":{"type":"object","additionalProperties":false,"required":["device","layout"],"properties":{"device":{"type":"string","minLength":1,"maxLength":256},"layout":{"type":"boolean"},"overwrite":{"type":"boolean"},"tableType":{"enum":["mbr","gpt"]}}}},"filesystems":{"type":"array","maxItems":100,"items":{"type":"object","additionalProperties":false,"required":["device","filesystem"],"properties":{"device":{"type":"string","minLength":1,"maxLength":256},"filesystem":{"type":"string","minLength":1,"maxLength":128},"label":{"type":"string","minLength":1,"maxLength":512},"partition":{"type":"string","minLength":1,"maxLength":128},"overwrite":{"type":"boolean"},"replaceFS":{"type":"string","minLength":1,"maxLength":128},"extraOpts":{"type":"array","maxItems":100,"items":{"type":"string","minLength":1,"maxLength":256}}}}}}},"mounts":{"type":"array","maxItems":100,"items":{"type":"array","maxItems":6,"items":{"type":"string","minLength":1,"maxLength":512},"minItems":1}},"bootCommands":{"type":"array","maxItems":1000,"items":{"type":"string","minLength":1,"maxLength":10240}},"preKubeadmCommands":{"type":"array","maxItems":1000,"items":{"type":"string","minLength":1,"maxLength":10240}},"postKubeadmCommands":{"type":"array","maxItems":1000,"items":{"type":"string","minLength":1,"maxLength":10240}},"users":{"type":"array","maxItems":100,"items":{"type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","minLength":1,"maxLength":256},"gecos":{"type":"string","minLength":1,"maxLength":256},"groups":{"type":"string","minLength":1,"maxLength":256},"homeDir":{"type":"string","minLength":1,"maxLength":256},"inactive":{"type":"boolean"},"shell":{"type":"string","minLength":1,"maxLength":256},"passwd":{"type":"string","minLength":1,"maxLength":256},"passwdFrom":{"type":"object","additionalProperties":false,"required":["secret"],"properties":{"secret":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string","maxLength":253},"key":{"type":"string","maxLength":256}}}}},"primaryGroup":{"type":"string","minLength":1,"maxLength":256},"lockPassword":{"type":"boolean"},"sudo":{"type":"string","minLength":1,"maxLength":256},"sshAuthorizedKeys":{"type":"array","maxItems":100,"items":{"type":"string","minLength":1,"maxLength":2048}}}}},"ntp":{"type":"object","additionalProperties":false,"properties":{"servers":{"type":"array","maxItems":100,"items":{"type":"string","minLength":1,"maxLength":512}},"enabled":{"type":"boolean"}}},"format":{"enum":["cloud-config","ignition"]},"verbosity":{"type":"integer","minimum":0},"useExperimentalRetryJoin":{"type":"boolean"},"ignition":{"type":"object","additionalProperties":false,"properties":{"containerLinuxConfig":{"type":"object","additionalProperties":false,"properties":{"additionalConfig":{"type":"string","minLength":1,"maxLength":32768},"strict":{"type":"boolean"}}}}}}};
-const pattern18 = new RegExp("^0?[0-7]{3,4}$", "u");
+const pattern76 = new RegExp("^0?[0-7]{3,4}$", "u");
 
 function validate17(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
 for(const key0 in data){
-if(!(func7.call(schema18.properties, key0))){
+if(!(func3.call(schema18.properties, key0))){
 const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err0];
@@ -3728,7 +8016,7 @@ vErrors.push(err14);
 }
 errors++;
 }
-if(!pattern18.test(data7)){
+if(!pattern76.test(data7)){
 const err15 = {instancePath:instancePath+"/files/" + i0+"/permissions",schemaPath:"#/properties/files/items/properties/permissions/pattern",keyword:"pattern",params:{pattern: "^0?[0-7]{3,4}$"},message:"must match pattern \""+"^0?[0-7]{3,4}$"+"\""};
 if(vErrors === null){
 vErrors = [err15];
@@ -4749,7 +9037,7 @@ vErrors.push(err98);
 errors++;
 }
 for(const key7 in data42){
-if(!(func7.call(schema18.properties.users.items.properties, key7))){
+if(!(func3.call(schema18.properties.users.items.properties, key7))){
 const err99 = {instancePath:instancePath+"/users/" + i9,schemaPath:"#/properties/users/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key7},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err99];

@@ -183,6 +183,42 @@ describe('constellation CLI (built, as a child process)', () => {
     )
   })
 
+  it("config generate azure writes Azure's default CVM section, which validates with warnings", async () => {
+    const gen = await runCli(['config', 'generate', 'azure', '-C', ws.dir])
+    expect(gen.code, gen.stderr).to.equal(0)
+    const file = path.join(ws.dir, 'constellation-conf.yaml')
+    const text = await readFile(file, 'utf8')
+    expect(text).to.match(/\n {2}azureSEVSNP:\n {4}measurements:/)
+    expect(text).to.contain('amdRootKey: |\n      -----BEGIN CERTIFICATE-----')
+    const json = await runCli(['config', 'validate', '-C', ws.dir, '--json'])
+    expect(json.code, json.stderr).to.equal(0)
+    const body = JSON.parse(json.stdout) as { files: Array<{ warnings: Array<{ path: string }> }> }
+    expect(body.files[0]?.warnings.map((w) => w.path)).to.deep.equal([
+      'attestation.azureSEVSNP.measurements',
+      'attestation.azureSEVSNP',
+    ])
+    // a root that is no certificate file is named by file, line and key path
+    await writeFile(file, text.replace(/amdRootKey: \|\n( {6}.*\n)+/, 'amdRootKey: ark.pem\n'))
+    await writeFile(path.join(ws.dir, 'ark.pem'), 'not a certificate\n')
+    const bad = await runCli(['config', 'validate', '-C', ws.dir])
+    expect(bad.code).to.equal(1)
+    expect(bad.stderr).to.match(
+      new RegExp(
+        `${file}:\\d+:\\d+: attestation\\.azureSEVSNP\\.amdRootKey: ${path.join(ws.dir, 'ark.pem')} is neither a PEM nor a DER certificate`,
+      ),
+    )
+  })
+
+  it('config generate refuses a variant its provider does not offer (exit 2), naming the allowed ones', async () => {
+    const res = await runCli(['config', 'generate', 'aws', '-C', ws.dir, '--attestation', 'azure-tdx'])
+    expect(res.code, res.stderr).to.equal(2)
+    expect(res.stderr).to.contain('--attestation azure-tdx is not available on aws; it allows aws-sev-snp')
+    expect(await readdir(ws.dir)).to.deep.equal([])
+    const tdx = await runCli(['config', 'generate', 'azure', '-C', ws.dir, '--attestation', 'azure-tdx'])
+    expect(tdx.code, tdx.stderr).to.equal(0)
+    expect(await readFile(path.join(ws.dir, 'constellation-conf.yaml'), 'utf8')).to.contain('\n  azureTDX:\n')
+  })
+
   it('config validate requires a component hash and a clean absolute installPath', async () => {
     await runCli(['config', 'generate', 'qemu', '-C', ws.dir])
     const file = path.join(ws.dir, 'constellation-conf.yaml')
@@ -251,12 +287,28 @@ describe('constellation CLI (built, as a child process)', () => {
       'attestation',
     ])
     expect(schema.additionalProperties).to.equal(false)
+    const attestation = (schema.properties.attestation as { properties: Record<string, unknown> }).properties
+    expect(Object.keys(attestation)).to.deep.equal([
+      'qemuVTPM',
+      'tpmEK',
+      'awsSEVSNP',
+      'gcpSEVSNP',
+      'azureSEVSNP',
+      'qemuTDX',
+      'azureTDX',
+    ])
+    // every field of the CVM sections says what it is
+    for (const key of ['awsSEVSNP', 'qemuTDX']) {
+      const section = attestation[key] as { properties: Record<string, { description?: string }> }
+      for (const [field, s] of Object.entries(section.properties))
+        expect(s.description, `${key}.${field}`).to.be.a('string').and.not.equal('')
+    }
   })
 
   it('a usage error exits 2', async () => {
-    const res = await runCli(['config', 'generate', 'aws', '-C', ws.dir])
+    const res = await runCli(['config', 'generate', 'openstack', '-C', ws.dir])
     expect(res.code).to.equal(2)
-    expect(res.stderr).to.contain('Expected aws to be one of: qemu')
+    expect(res.stderr).to.contain('Expected openstack to be one of: aws, gcp, azure, qemu')
   })
 })
 

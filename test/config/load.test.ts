@@ -59,7 +59,7 @@ describe('config loading', () => {
     },
     'a measurement that is not 32 bytes of hex': {
       edit: (t) => t.replace('0'.repeat(64), 'abc'),
-      want: ['9:9 attestation.qemuVTPM.measurements.4.expected: must match pattern "^[0-9a-fA-F]{64}$"'],
+      want: ['9:9 attestation.qemuVTPM.measurements.4.expected: must be 32 bytes as hex (64 hex digits)'],
     },
     'a PCR index out of range': {
       edit: (t) => t.replace('"4":', '"24":'),

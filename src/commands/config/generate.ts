@@ -1,7 +1,13 @@
 import { Args, Flags } from '@oclif/core'
 import { BaseCommand } from '../../base-command.js'
 import { ATTESTATION_VARIANTS, type AttestationVariant } from '../../lib/attestation/index.js'
-import { generateWorkspace, type GenerateResult } from '../../lib/config/index.js'
+import {
+  generateWorkspace,
+  PROVIDER_VARIANTS,
+  PROVIDERS,
+  type GenerateResult,
+  type Provider,
+} from '../../lib/config/index.js'
 import { DEFAULT_KUBERNETES_MINOR } from '../../lib/versions/index.js'
 
 export default class ConfigGenerate extends BaseCommand {
@@ -10,9 +16,14 @@ export default class ConfigGenerate extends BaseCommand {
   static override examples = [
     '<%= config.bin %> config generate qemu',
     '<%= config.bin %> config generate qemu -k v1.32 -C ./cluster',
+    '<%= config.bin %> config generate azure --attestation azure-tdx',
   ]
   static override args = {
-    provider: Args.string({ description: 'infrastructure provider', options: ['qemu'], required: true }),
+    provider: Args.string({
+      description: 'infrastructure provider',
+      options: [...PROVIDERS],
+      required: true,
+    }),
   }
   static override flags = {
     ...BaseCommand.workspaceFlag,
@@ -23,9 +34,10 @@ export default class ConfigGenerate extends BaseCommand {
     }),
     attestation: Flags.string({
       char: 'a',
-      description: 'attestation variant',
+      description: `attestation variant; ${Object.entries(PROVIDER_VARIANTS)
+        .map(([provider, variants]) => `${provider}: ${variants.join(', ')}`)
+        .join('; ')} (the first is the default)`,
       options: [...ATTESTATION_VARIANTS],
-      default: 'qemu-vtpm',
     }),
     name: Flags.string({ description: 'cluster name', default: 'constell' }),
     endpoint: Flags.string({
@@ -42,9 +54,9 @@ export default class ConfigGenerate extends BaseCommand {
     const { args, flags } = await this.parse(ConfigGenerate)
     const result = await generateWorkspace({
       workspace: flags.workspace,
-      provider: args.provider as 'qemu',
+      provider: args.provider as Provider,
       kubernetes: flags.kubernetes,
-      variant: flags.attestation as AttestationVariant,
+      variant: flags.attestation as AttestationVariant | undefined,
       name: flags.name,
       endpoint: flags.endpoint,
     })

@@ -1,39 +1,67 @@
 /** Which attestation variant a workspace config asks for, and that variant's settings. */
 import type { X509Certificate } from 'node:crypto'
-import { readTrustRoots, type AttestationVariant } from '../attestation/index.js'
+import path from 'node:path'
+import {
+  measurementsFromConfig,
+  readTrustRoots,
+  type AttestationVariant,
+  type Measurements,
+} from '../attestation/index.js'
 import { CliError } from '../errors/index.js'
-import { formatPath, type Problem } from '../yaml/index.js'
+import { formatPath, type KeyPath, type Problem } from '../yaml/index.js'
+import { SNP_VARIANTS, TDX_VARIANTS, type SnpVariant, type TdxVariant } from './cvm-sections.js'
 import {
   ATTESTATION_CONFIG_KEYS,
-  type AttestationConfigKey,
   type ClusterConfig,
   type MeasurementsConfig,
+  type SnpAttestationConfig,
+  type TdxAttestationConfig,
+  type TpmEkAttestationConfig,
 } from './types.js'
 
-export interface ConfiguredAttestation {
-  variant: AttestationVariant
+interface Configured<V extends AttestationVariant, S> {
+  variant: V
   /** Its key under `attestation:`. */
-  key: AttestationConfigKey
+  key: (typeof ATTESTATION_CONFIG_KEYS)[V]
   measurements: MeasurementsConfig
-  /** tpm-ek's manufacturer roots as the config lists them; empty for qemu-vtpm. */
+  /** The section as loaded (paths resolved by loadConfig). */
+  section: S
+  /** tpm-ek's manufacturer roots as the config lists them; empty for every other variant. */
   roots: string[]
 }
 
+export type ConfiguredAttestation =
+  | Configured<'qemu-vtpm', { measurements: MeasurementsConfig }>
+  | Configured<'tpm-ek', TpmEkAttestationConfig>
+  | Configured<SnpVariant, SnpAttestationConfig>
+  | Configured<TdxVariant, TdxAttestationConfig>
+
 /** The schema allows one section under `attestation:`; without any, qemu-vtpm with no measurements. */
 export function configuredAttestation(config: ClusterConfig): ConfiguredAttestation {
-  const tpmEK = config.attestation.tpmEK
-  if (tpmEK)
-    return {
-      variant: 'tpm-ek',
-      key: ATTESTATION_CONFIG_KEYS['tpm-ek'],
-      measurements: tpmEK.measurements,
-      roots: tpmEK.roots,
-    }
+  const a = config.attestation
+  if (a.tpmEK) return configured('tpm-ek', a.tpmEK, a.tpmEK.roots)
+  for (const variant of SNP_VARIANTS) {
+    const section = a[ATTESTATION_CONFIG_KEYS[variant]]
+    if (section) return configured(variant, section)
+  }
+  for (const variant of TDX_VARIANTS) {
+    const section = a[ATTESTATION_CONFIG_KEYS[variant]]
+    if (section) return configured(variant, section)
+  }
+  return configured('qemu-vtpm', { measurements: a.qemuVTPM?.measurements ?? {} })
+}
+
+function configured<V extends AttestationVariant, S extends { measurements: MeasurementsConfig }>(
+  variant: V,
+  section: S,
+  roots: string[] = [],
+): Configured<V, S> {
   return {
-    variant: 'qemu-vtpm',
-    key: ATTESTATION_CONFIG_KEYS['qemu-vtpm'],
-    measurements: config.attestation.qemuVTPM?.measurements ?? {},
-    roots: [],
+    variant,
+    key: ATTESTATION_CONFIG_KEYS[variant],
+    measurements: section.measurements,
+    section,
+    roots,
   }
 }
 
@@ -69,4 +97,118 @@ export function configTrustRoots(roots: readonly string[], baseDir = process.cwd
       )
     }
   })
+}
+
+/** What an SEV-SNP validator checks, resolved from a section (the operator's or the node config's). */
+export interface SnpSettings {
+  /** Empty for a node config's section: the join service takes them from the join-config. */
+  measurements: Measurements
+  /** The AMD root keys a VCEK/VLEK chain must end in. */
+  arks: X509Certificate[]
+  /** When set, the ASK/ASVK of the chain must be one of these. */
+  signingKeyPins?: X509Certificate[]
+  minimumTcb: { bootloader: number; tee: number; snp: number; microcode: number }
+  launchMeasurement?: Buffer
+  allowMigrationAgent: boolean
+  allowSmt: boolean
+}
+
+/** What a TDX validator checks, resolved from a section. */
+export interface TdxSettings {
+  measurements: Measurements
+  intelRoots: X509Certificate[]
+  minimum: { qeSvn: number; pceSvn: number; teeTcbSvn: Buffer }
+  qeVendorId?: Buffer
+  mrSeam?: Buffer
+  xfam?: Buffer
+  tdAttributes?: Buffer
+  mrTd?: Buffer
+  rtmrs?: Partial<Record<0 | 1 | 2 | 3, Buffer>>
+  /** Absolute. */
+  collateralDir?: string
+}
+
+type WithOptionalMeasurements<T> = Omit<T, 'measurements'> & { measurements?: MeasurementsConfig }
+
+/**
+ * An SNP section's settings; relative paths are from `baseDir` (loadConfig has already made them
+ * absolute). Errors name the field, under `at` (e.g. `attestation.awsSEVSNP`).
+ */
+export function snpSettings(
+  section: WithOptionalMeasurements<SnpAttestationConfig>,
+  baseDir = process.cwd(),
+  at: KeyPath = [],
+): SnpSettings {
+  const field = (name: string): KeyPath => [...at, name]
+  return {
+    measurements: measurementsFromConfig(section.measurements ?? {}),
+    arks: certificates(section.amdRootKey, baseDir, field('amdRootKey')),
+    ...(section.amdSigningKey !== undefined && {
+      signingKeyPins: certificates(section.amdSigningKey, baseDir, field('amdSigningKey')),
+    }),
+    minimumTcb: {
+      bootloader: section.bootloaderVersion,
+      tee: section.teeVersion,
+      snp: section.snpVersion,
+      microcode: section.microcodeVersion,
+    },
+    ...optionalHex(section.launchMeasurement, 48, field('launchMeasurement'), 'launchMeasurement'),
+    allowMigrationAgent: section.allowMigrationAgent ?? false,
+    allowSmt: section.allowSMT ?? false,
+  }
+}
+
+/** A TDX section's settings; relative paths (intelRootKey, collateral) are from `baseDir`. */
+export function tdxSettings(
+  section: WithOptionalMeasurements<TdxAttestationConfig>,
+  baseDir = process.cwd(),
+  at: KeyPath = [],
+): TdxSettings {
+  const field = (name: string): KeyPath => [...at, name]
+  const rtmrs: Partial<Record<0 | 1 | 2 | 3, Buffer>> = {}
+  for (const index of [0, 1, 2, 3] as const) {
+    const value = section.rtmrs?.[String(index) as '0' | '1' | '2' | '3']
+    if (value !== undefined) rtmrs[index] = hexBytes(value, 48, [...at, 'rtmrs', index])
+  }
+  return {
+    measurements: measurementsFromConfig(section.measurements ?? {}),
+    intelRoots: certificates(section.intelRootKey, baseDir, field('intelRootKey')),
+    minimum: {
+      qeSvn: section.qeSVN,
+      pceSvn: section.pceSVN,
+      teeTcbSvn: hexBytes(section.teeTCBSVN, 16, field('teeTCBSVN')),
+    },
+    ...optionalHex(section.qeVendorID, 16, field('qeVendorID'), 'qeVendorId'),
+    ...optionalHex(section.mrSeam, 48, field('mrSeam'), 'mrSeam'),
+    ...optionalHex(section.xfam, 8, field('xfam'), 'xfam'),
+    ...optionalHex(section.tdAttributes, 8, field('tdAttributes'), 'tdAttributes'),
+    ...optionalHex(section.mrTd, 48, field('mrTd'), 'mrTd'),
+    ...(section.rtmrs !== undefined && { rtmrs }),
+    ...(section.collateral !== undefined && { collateralDir: path.resolve(baseDir, section.collateral) }),
+  }
+}
+
+function certificates(entry: string, baseDir: string, at: KeyPath): X509Certificate[] {
+  try {
+    return readTrustRoots(entry, baseDir)
+  } catch (err: unknown) {
+    throw new CliError(`${formatPath(at)}: ${err instanceof Error ? err.message : String(err)}`, {
+      cause: err,
+    })
+  }
+}
+
+function hexBytes(value: string, bytes: number, at: KeyPath): Buffer {
+  if (!new RegExp(`^[0-9a-fA-F]{${bytes * 2}}$`).test(value))
+    throw new CliError(`${formatPath(at)}: ${JSON.stringify(value)} is not ${bytes} bytes as hex`)
+  return Buffer.from(value, 'hex')
+}
+
+function optionalHex<K extends string>(
+  value: string | undefined,
+  bytes: number,
+  at: KeyPath,
+  name: K,
+): Partial<Record<K, Buffer>> {
+  return value === undefined ? {} : ({ [name]: hexBytes(value, bytes, at) } as Partial<Record<K, Buffer>>)
 }

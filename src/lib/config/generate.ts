@@ -8,6 +8,8 @@ import { exists, isHostPort, writeSecretFile } from '../system/index.js'
 import { workspacePaths } from '../paths.js'
 import { resolveKubernetesVersion } from '../versions/index.js'
 import { generateInitSecret } from '../kms/index.js'
+import { configuredAttestation } from './attestation.js'
+import { renderCvmConfig, snpSection, tdxSection } from './generate-cvm.js'
 import {
   ATTESTATION_CONFIG_KEYS,
   CONFIG_VERSION,
@@ -20,11 +22,23 @@ import {
 /** PCRs every new config enforces; 15 must be zero so only never-bootstrapped nodes are trusted. */
 export const DEFAULT_ENFORCED_PCRS = [4, 8, 9, 11, 12, 13, 15] as const
 
+export const PROVIDERS = ['aws', 'gcp', 'azure', 'qemu'] as const
+export type Provider = (typeof PROVIDERS)[number]
+
+/** The variants each provider can attest with; the first is its default (as in Constellation). */
+export const PROVIDER_VARIANTS: Readonly<Record<Provider, readonly AttestationVariant[]>> = {
+  aws: ['aws-sev-snp'],
+  gcp: ['gcp-sev-snp'],
+  azure: ['azure-sev-snp', 'azure-tdx'],
+  qemu: ['qemu-vtpm', 'tpm-ek', 'qemu-tdx'],
+}
+
 export interface GenerateOptions {
   workspace: string
-  provider: 'qemu'
+  provider: Provider
   kubernetes: string
-  variant: AttestationVariant
+  /** The provider's default when absent. */
+  variant?: AttestationVariant
   name: string
   endpoint: string
 }
@@ -43,17 +57,44 @@ export function defaultMeasurements(): MeasurementsConfig {
 }
 
 export function defaultConfig(opts: Pick<GenerateOptions, 'kubernetes' | 'variant' | 'name'>): ClusterConfig {
-  const measurements = defaultMeasurements()
   return {
     version: CONFIG_VERSION,
     name: opts.name,
     kubernetesVersion: resolveKubernetesVersion(opts.kubernetes),
     serviceCIDR: '10.96.0.0/12',
-    // tpm-ek's roots start empty: only the operator knows which manufacturers to trust
-    attestation:
-      opts.variant === 'tpm-ek'
-        ? { [ATTESTATION_CONFIG_KEYS['tpm-ek']]: { measurements, roots: [] } }
-        : { [ATTESTATION_CONFIG_KEYS['qemu-vtpm']]: { measurements } },
+    attestation: defaultAttestation(opts.variant ?? 'qemu-vtpm'),
+  }
+}
+
+function defaultAttestation(variant: AttestationVariant): ClusterConfig['attestation'] {
+  const measurements = defaultMeasurements()
+  const key = ATTESTATION_CONFIG_KEYS[variant]
+  switch (variant) {
+    case 'qemu-vtpm':
+      return { [key]: { measurements } }
+    case 'tpm-ek':
+      // tpm-ek's roots start empty: only the operator knows which manufacturers to trust
+      return { [key]: { measurements, roots: [] } }
+    case 'aws-sev-snp':
+    case 'gcp-sev-snp':
+    case 'azure-sev-snp':
+      return { [key]: snpSection(measurements) }
+    case 'qemu-tdx':
+    case 'azure-tdx':
+      return { [key]: tdxSection(measurements) }
+  }
+}
+
+/** The config file's text: the CVM sections carry comments on what to fill in. */
+export function renderConfig(config: ClusterConfig): string {
+  const { variant } = configuredAttestation(config)
+  switch (variant) {
+    case 'qemu-vtpm':
+      return configHeader + stringifyYaml(config)
+    case 'tpm-ek':
+      return configHeader + tpmEkHeader + stringifyYaml(config)
+    default:
+      return configHeader + renderCvmConfig(config, variant)
   }
 }
 
@@ -82,7 +123,7 @@ export async function generateWorkspace(
   opts: GenerateOptions,
   randomBytes: (n: number) => Buffer = nodeRandomBytes,
 ): Promise<GenerateResult> {
-  checkGenerateOptions(opts)
+  const variant = checkGenerateOptions(opts)
   const paths = workspacePaths(opts.workspace)
   for (const file of [paths.config, paths.state]) {
     if (await exists(file)) {
@@ -91,10 +132,9 @@ export async function generateWorkspace(
       })
     }
   }
-  const config = defaultConfig(opts)
+  const config = defaultConfig({ ...opts, variant })
   const state = defaultState(opts.name, opts.endpoint, randomBytes)
-  const header = opts.variant === 'tpm-ek' ? configHeader + tpmEkHeader : configHeader
-  await writeSecretFile(paths.config, header + stringifyYaml(config), 'exclusive')
+  await writeSecretFile(paths.config, renderConfig(config), 'exclusive')
   try {
     await writeSecretFile(paths.state, stringifyYaml(state), 'exclusive')
   } catch (err) {
@@ -107,7 +147,15 @@ export async function generateWorkspace(
 const CLUSTER_NAME = /^[a-z0-9]([-a-z0-9]{0,35}[a-z0-9])?$/
 
 /** Flags become file content: refuse what `config validate` would refuse, before writing. */
-function checkGenerateOptions(opts: GenerateOptions): void {
+function checkGenerateOptions(opts: GenerateOptions): AttestationVariant {
+  const allowed = PROVIDER_VARIANTS[opts.provider]
+  const variant = opts.variant ?? allowed[0] ?? 'qemu-vtpm'
+  if (!allowed.includes(variant)) {
+    throw new UsageError(
+      `--attestation ${variant} is not available on ${opts.provider}; it allows ${allowed.join(', ')}`,
+      `leave --attestation out for ${allowed[0]}, or name another provider`,
+    )
+  }
   if (!isHostPort(opts.endpoint)) {
     throw new UsageError(
       `--endpoint ${JSON.stringify(opts.endpoint)} is not a host or host:port (port 1-65535)`,
@@ -120,6 +168,7 @@ function checkGenerateOptions(opts: GenerateOptions): void {
       'use lower-case letters, digits and dashes, at most 37 characters',
     )
   }
+  return variant
 }
 
 const configHeader = `# Constellation cluster configuration. Schema: \`constellation config schema\`.

@@ -1,14 +1,24 @@
 export { loadConfig, loadConfigIfPresent, loadState, loadStateIfPresent } from './load.js'
-export { generateWorkspace } from './generate.js'
-export type { GenerateResult } from './generate.js'
+export { generateWorkspace, PROVIDERS, PROVIDER_VARIANTS } from './generate.js'
+export type { GenerateResult, Provider } from './generate.js'
 export { configSchema, stateSchema } from './schema.js'
 
-export type { ChartConfig, ClusterConfig, ClusterState } from './types.js'
+export type {
+  ChartConfig,
+  ClusterConfig,
+  ClusterState,
+  NodeSnpAttestationConfig,
+  NodeTdxAttestationConfig,
+} from './types.js'
+export { ATTESTATION_CONFIG_KEYS } from './types.js'
 export { validateWorkspace, formatFinding } from './validate.js'
 export type { WorkspaceValidation } from './validate.js'
 export { validatorForConfig, validatorSettingsForConfig } from './validator.js'
 
-export { configuredAttestation } from './attestation.js'
+export { configuredAttestation, snpSettings, tdxSettings } from './attestation.js'
+export type { SnpSettings, TdxSettings } from './attestation.js'
+export { cvmSectionProblems } from './cvm-sections.js'
+export { cvmSectionSchemas, explainHexProblem } from './attestation-schema.js'
 
 export { initSecretHashFor } from './init-secret-hash.js'
 export {

@@ -14,6 +14,8 @@ import { parseYaml, readYamlFile, throwIfProblems, type Problem, type YamlSource
 import { checkSchema } from '../yaml/index.js'
 import { exists, isHostPort } from '../system/index.js'
 import { trustRootProblems } from './attestation.js'
+import { explainHexProblem } from './attestation-schema.js'
+import { cvmSectionProblems, resolveCvmPaths, SNP_KEYS, TDX_KEYS } from './cvm-sections.js'
 import type { ClusterConfig, ClusterState } from './types.js'
 
 const WORKSPACE_HINT = 'run `constellation config generate qemu` first, or pass -C <workspace>'
@@ -54,7 +56,7 @@ export function parseConfig(text: string, file: string): ClusterConfig {
 
 /** Schema and semantic checks of a parsed config; throws every problem, located. */
 export function checkConfig(source: YamlSource): ClusterConfig {
-  const problems = checkSchema(validateConfig, source.value)
+  const problems = checkSchema(validateConfig, source.value).map(explainHexProblem)
   const baseDir = path.dirname(path.resolve(source.file))
   problems.push(...checkConfigSemantics(source.value, baseDir))
   throwIfProblems(source, problems)
@@ -98,6 +100,7 @@ function checkConfigSemantics(value: unknown, baseDir: string): Problem[] {
   problems.push(...componentProblems(value.kubernetesComponents))
   const attestation = isRecord(value.attestation) ? value.attestation : {}
   if (isRecord(attestation.tpmEK)) problems.push(...trustRootProblems(attestation.tpmEK.roots, baseDir))
+  problems.push(...cvmSectionProblems(attestation, baseDir, ['attestation']))
   return problems
 }
 
@@ -149,12 +152,34 @@ export function configWarnings(config: ClusterConfig): Problem[] {
       })
     }
   }
+  warnings.push(...cvmWarnings(config.attestation))
   if (config.attestation.tpmEK?.roots.length === 0)
     warnings.push({
       path: ['attestation', 'tpmEK', 'roots'],
       message:
         "is empty: no TPM will pass attestation; list your TPM manufacturers' root CA certificates (PEM text or files)",
     })
+  return warnings
+}
+
+/** What a CVM section leaves unchecked that the operator is expected to pin. */
+function cvmWarnings(attestation: ClusterConfig['attestation']): Problem[] {
+  const warnings: Problem[] = []
+  for (const [key, value] of Object.entries(attestation)) {
+    const section = value as Record<string, unknown>
+    if (SNP_KEYS.includes(key) && section.launchMeasurement === undefined)
+      warnings.push({
+        path: ['attestation', key],
+        message:
+          "has no launchMeasurement: any guest firmware passes the SEV-SNP check; put your image's 48-byte launch measurement there",
+      })
+    if (TDX_KEYS.includes(key) && section.mrTd === undefined)
+      warnings.push({
+        path: ['attestation', key],
+        message:
+          "has no mrTd: any TD firmware passes the TDX check; put your image's MRTD there (and its RTMRs under rtmrs)",
+      })
+  }
   return warnings
 }
 
@@ -190,15 +215,18 @@ function checkStateSemantics(value: unknown): Problem[] {
 function withConfigDefaults(config: ClusterConfig, baseDir: string): ClusterConfig {
   const tpmEK = config.attestation.tpmEK
   // a root file is named relative to the config, wherever the CLI runs from
+  const resolved = Object.fromEntries(
+    Object.entries(config.attestation).map(([key, section]) => [key, resolveCvmPaths(key, section, baseDir)]),
+  ) as ClusterConfig['attestation']
   const attestation = tpmEK
     ? {
-        ...config.attestation,
+        ...resolved,
         tpmEK: {
           ...tpmEK,
           roots: tpmEK.roots.map((r) => (r.includes('-----BEGIN') ? r : path.resolve(baseDir, r))),
         },
       }
-    : config.attestation
+    : resolved
   const kubernetesVersion = config.kubernetesVersion.startsWith('v')
     ? config.kubernetesVersion
     : `v${config.kubernetesVersion}`

@@ -15,13 +15,13 @@ import { ATTESTATION_CONFIG_KEYS, type MeasurementsConfig } from './types.js'
 import { validatorSettingsForConfig, type ValidatorSettings } from './validator.js'
 
 /**
- * Where the config's variant keeps its measurements, attestation.<qemuVTPM|tpmEK>.measurements,
- * read from the YAML as written: the text may not be a valid config before the edit.
+ * Where the config's variant keeps its measurements, attestation.<key>.measurements, read from the
+ * YAML as written: the text may not be a valid config before the edit. Every section has them.
  */
 function measurementsPath(doc: Document): readonly string[] {
-  const key = doc.hasIn(['attestation', ATTESTATION_CONFIG_KEYS['tpm-ek']])
-    ? ATTESTATION_CONFIG_KEYS['tpm-ek']
-    : ATTESTATION_CONFIG_KEYS['qemu-vtpm']
+  const key =
+    Object.values(ATTESTATION_CONFIG_KEYS).find((k) => doc.hasIn(['attestation', k])) ??
+    ATTESTATION_CONFIG_KEYS['qemu-vtpm']
   return ['attestation', key, 'measurements']
 }
 
@@ -40,7 +40,7 @@ export interface ConfigMeasurements {
   file: string
   text: string
   measurements: MeasurementsConfig
-  /** How the node is attested: the config's variant and (tpm-ek) its manufacturer roots. */
+  /** How the node is attested: the config's variant and its settings (tpm-ek: its manufacturer roots). */
   attestation: Pick<ValidatorSettings, 'variant' | 'options'>
 }
 

@@ -1,29 +1,6 @@
 /** JSON Schemas for config and state; exported by `constellation config schema` for editors. */
+import { cvmSectionSchemas, hex, measurementsSchema as measurements } from './attestation-schema.js'
 import { CONFIG_VERSION, STATE_VERSION } from './types.js'
-
-const hex = (bytes?: number) => ({
-  type: 'string',
-  pattern: bytes ? `^[0-9a-fA-F]{${bytes * 2}}$` : '^([0-9a-fA-F]{2})*$',
-})
-
-const measurement = {
-  type: 'object',
-  additionalProperties: false,
-  required: ['expected'],
-  properties: {
-    expected: { ...hex(32), description: 'Expected PCR value, 32 bytes as hex' },
-    warnOnly: { type: 'boolean', default: false, description: 'Warn instead of refusing on mismatch' },
-  },
-}
-
-const measurements = {
-  type: 'object',
-  propertyNames: { pattern: '^([0-9]|1[0-9]|2[0-3])$' },
-  // An empty set would trust any node: refuse it here, and the validator refuses it too.
-  minProperties: 1,
-  additionalProperties: measurement,
-  description: 'PCR index (0-23) to expected value',
-}
 
 export const configSchema = {
   $schema: 'http://json-schema.org/draft-07/schema#',
@@ -71,6 +48,7 @@ export const configSchema = {
             },
           },
         },
+        ...cvmSectionSchemas({ measurements: true, pathNote: 'a path (relative to this file)' }),
       },
     },
     kubernetesComponents: {

@@ -1,7 +1,5 @@
 /** The operator's config (`constellation-conf.yaml`) and state (`constellation-state.yaml`) shapes. */
-import type { AttestationVariant } from '../attestation/index.js'
-
-import type { MeasurementsConfig } from '../attestation/index.js'
+import type { AttestationVariant, MeasurementsConfig } from '../attestation/index.js'
 
 export const CONFIG_VERSION = 'v4'
 export const STATE_VERSION = 'v1'
@@ -21,8 +19,10 @@ export type AttestationConfigKey = (typeof ATTESTATION_CONFIG_KEYS)[AttestationV
 export type { MeasurementEntry, MeasurementsConfig } from '../attestation/index.js'
 
 /**
- * An SEV-SNP variant's section (Constellation's field names where it has them). Versions are the
- * minimum TCB components a report's reported TCB (and its VCEK/VLEK) must carry.
+ * An SEV-SNP variant's section, with Constellation's field names (launchMeasurement, amdSigningKey
+ * as a pin, and the policy switches are this tool's). Versions are the minimum TCB components a
+ * report's reported and launch TCB must carry. Certificates are PEM text or a path; loadConfig
+ * resolves relative paths against the config file's directory.
  */
 export interface SnpAttestationConfig {
   measurements: MeasurementsConfig
@@ -36,21 +36,24 @@ export interface SnpAttestationConfig {
   amdRootKey: string
   /** Optional pin of the ASK/ASVK as well (PEM text or file). */
   amdSigningKey?: string
-  /** Guest policy bits an operator may allow; debug is always refused. */
+  /** Guest policy bits an operator may allow (false when the file omits them); debug is always refused. */
   allowMigrationAgent: boolean
   allowSMT: boolean
 }
 
-/** A TDX variant's section (Constellation's field names where it has them); hex strings. */
+/** A TDX variant's section (Constellation's azureTDX field names, and this tool's additions); hex strings. */
 export interface TdxAttestationConfig {
   measurements: MeasurementsConfig
   qeSVN: number
   pceSVN: number
   /** 16 bytes: the minimum TEE_TCB_SVN, component by component. */
   teeTCBSVN: string
-  qeVendorID: string
-  mrSeam: string
-  xfam: string
+  /** 16 bytes; absent: not checked. */
+  qeVendorID?: string
+  /** 48 bytes; absent: not checked (Constellation sets none: a pin would block SEAM module updates). */
+  mrSeam?: string
+  /** 8 bytes; absent: not checked. */
+  xfam?: string
   /** 8 bytes TD attributes the quote must carry exactly (debug is refused regardless). */
   tdAttributes?: string
   mrTd?: string
@@ -61,6 +64,19 @@ export interface TdxAttestationConfig {
   /** A directory holding TCB info and QE identity collateral (Intel PCS responses with issuer chains). */
   collateral?: string
 }
+
+export interface TpmEkAttestationConfig {
+  measurements: MeasurementsConfig
+  /**
+   * Manufacturer CA certificates: PEM text, or files (PEM or DER). loadConfig resolves
+   * relative paths against the config file's directory.
+   */
+  roots: string[]
+}
+
+/** The node config's form of a section: the join service takes measurements from the join-config. */
+export type NodeSnpAttestationConfig = Omit<SnpAttestationConfig, 'measurements'>
+export type NodeTdxAttestationConfig = Omit<TdxAttestationConfig, 'measurements'>
 
 export interface ComponentConfig {
   url: string
@@ -87,14 +103,7 @@ export interface ClusterConfig {
   /** Exactly one variant's section. */
   attestation: {
     qemuVTPM?: { measurements: MeasurementsConfig }
-    tpmEK?: {
-      measurements: MeasurementsConfig
-      /**
-       * Manufacturer CA certificates: PEM text, or files (PEM or DER). loadConfig resolves
-       * relative paths against the config file's directory.
-       */
-      roots: string[]
-    }
+    tpmEK?: TpmEkAttestationConfig
     awsSEVSNP?: SnpAttestationConfig
     gcpSEVSNP?: SnpAttestationConfig
     azureSEVSNP?: SnpAttestationConfig

@@ -9,26 +9,57 @@ import {
   type ValidatorOptions,
 } from '../attestation/index.js'
 import type { Logger } from '../system/index.js'
-import { configTrustRoots, configuredAttestation } from './attestation.js'
+import {
+  configTrustRoots,
+  configuredAttestation,
+  snpSettings,
+  tdxSettings,
+  type SnpSettings,
+  type TdxSettings,
+} from './attestation.js'
 import type { ClusterConfig } from './types.js'
 
-/** What a validator is built from: the config's variant, its measurements and (tpm-ek) its roots. */
+/** What a validator is built from: the config's variant, its measurements and its settings. */
 export interface ValidatorSettings {
   variant: AttestationVariant
   measurements: Measurements
   options: ValidatorOptions
+  /** A confidential-VM variant's resolved section (roots read, hex decoded). */
+  cvm?: SnpSettings | TdxSettings
 }
 
 /**
  * The config's variant and its settings, for callers that build the validator themselves (verify
- * compares the measurements on its own to report every PCR). tpm-ek's roots are read here, so a
- * missing or unreadable root file fails before any node is dialled.
+ * compares the measurements on its own to report every PCR). Roots are read here, so a missing or
+ * unreadable root file fails before any node is dialled.
  */
 export function validatorSettingsForConfig(config: ClusterConfig): ValidatorSettings {
   const attestation = configuredAttestation(config)
   const measurements = measurementsFromConfig(attestation.measurements)
-  if (attestation.variant === 'qemu-vtpm') return { variant: 'qemu-vtpm', measurements, options: {} }
-  return { variant: 'tpm-ek', measurements, options: { roots: configTrustRoots(attestation.roots) } }
+  const at = ['attestation', attestation.key]
+  switch (attestation.variant) {
+    case 'qemu-vtpm':
+      return { variant: 'qemu-vtpm', measurements, options: {} }
+    case 'tpm-ek':
+      return { variant: 'tpm-ek', measurements, options: { roots: configTrustRoots(attestation.roots) } }
+    case 'aws-sev-snp':
+    case 'gcp-sev-snp':
+    case 'azure-sev-snp':
+      return {
+        variant: attestation.variant,
+        measurements,
+        options: {},
+        cvm: snpSettings(attestation.section, undefined, at),
+      }
+    case 'qemu-tdx':
+    case 'azure-tdx':
+      return {
+        variant: attestation.variant,
+        measurements,
+        options: {},
+        cvm: tdxSettings(attestation.section, undefined, at),
+      }
+  }
 }
 
 /** Refuses a config without measurements (it would trust any node), and tpm-ek without roots. */

@@ -1,7 +1,8 @@
 /** The node config: what a node's `bootstrap run` and `verifyservice` read at start. */
 import { isIP } from 'node:net'
 import { validateNodeConfig } from '../../gen/schemas.js'
-import { readTrustRoots, type AttestationVariant } from '../attestation/index.js'
+import type { AttestationVariant } from '../attestation/index.js'
+import { explainHexProblem } from '../config/index.js'
 import { nodePaths } from '../paths.js'
 import { isHostPort, unixAddressProblem, unixSocketPath, type RetryOptions } from '../system/index.js'
 import type { TpmConfig } from '../tpm/index.js'
@@ -19,6 +20,7 @@ import {
   type MetadataClient,
   type ResolvedNodeConfig,
 } from './metadata.js'
+import { nodeAttestationProblems, type NodeAttestationConfig } from './attestation.js'
 import { nodeConfigSchema } from './schema.js'
 
 /** Same bound as the operator's config files: a node config is a few hundred bytes. */
@@ -34,8 +36,11 @@ export interface NodeMember {
 }
 export interface NodeConfig {
   attestationVariant: AttestationVariant
-  /** tpm-ek: the manufacturer roots the join service checks joining nodes' EK certificates against. */
-  attestation?: { tpmEK?: { roots: string[] } }
+  /**
+   * The variant's settings the join service validates joins with (tpm-ek: manufacturer roots; the
+   * CVM variants: their sections, as in the operator's config but without measurements).
+   */
+  attestation?: NodeAttestationConfig
   tpm: TpmConfig
   root: string
   initServer: { listen: string }
@@ -163,7 +168,7 @@ export function parseNodeConfig(text: string, file: string, opts: LoadNodeConfig
 
 /** The node config from its parsed YAML: schema, required keys, semantics, defaults. */
 function checkNodeConfig(source: YamlSource, opts: LoadNodeConfigOptions): NodeConfig {
-  const problems = checkSchema(validateNodeConfig, source.value)
+  const problems = checkSchema(validateNodeConfig, source.value).map(explainHexProblem)
   const raw = (typeof source.value === 'object' && source.value !== null ? source.value : {}) as Record<
     string,
     unknown
@@ -213,29 +218,7 @@ function semanticProblems(raw: Record<string, unknown>): Problem[] {
   if (Array.isArray(metadata?.peers))
     metadata.peers.forEach((p, i) => checkIp(p?.vpcIP, ['metadata', 'peers', i, 'vpcIP']))
   checkHostPort(metadata?.loadBalancerEndpoint, ['metadata', 'loadBalancerEndpoint'])
-  problems.push(...attestationProblems(raw))
-  return problems
-}
-
-/** tpm-ek's roots belong to tpm-ek, and each file must hold CA certificates. */
-function attestationProblems(raw: Record<string, unknown>): Problem[] {
-  const tpmEK = (raw.attestation as { tpmEK?: { roots?: unknown } } | undefined)?.tpmEK
-  if (tpmEK === undefined || tpmEK === null) return []
-  if (raw.attestationVariant !== 'tpm-ek')
-    return [
-      { path: ['attestation', 'tpmEK'], message: 'is used only with attestationVariant tpm-ek; remove it' },
-    ]
-  if (!Array.isArray(tpmEK.roots)) return []
-  const problems: Problem[] = []
-  tpmEK.roots.forEach((file: unknown, i) => {
-    if (typeof file !== 'string' || !file.startsWith('/')) return // the schema says so
-    try {
-      readTrustRoots(file, '/')
-    } catch (err: unknown) {
-      const message = err instanceof Error ? err.message : String(err)
-      problems.push({ path: ['attestation', 'tpmEK', 'roots', i], message })
-    }
-  })
+  problems.push(...nodeAttestationProblems(raw))
   return problems
 }
 

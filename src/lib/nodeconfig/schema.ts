@@ -1,5 +1,6 @@
 /** JSON Schema of the node config read by `bootstrap run` and `verifyservice`. */
 import { ATTESTATION_VARIANTS } from '../attestation/index.js'
+import { cvmSectionSchemas } from '../config/index.js'
 
 const hostPort = { type: 'string', description: 'HOST:PORT' }
 /** A service's section: only its listen address. */
@@ -50,6 +51,8 @@ export const nodeConfigSchema = {
             },
           },
         },
+        // the operator's sections without measurements (the join-config has them); files are absolute
+        ...cvmSectionSchemas({ measurements: false, pathPattern: '^/', pathNote: 'an absolute path' }),
       },
     },
     tpm: {
