@@ -35,6 +35,10 @@ const HASH_TYPE_SHA256 = 1
 /** An NV index holds at most a few KiB; the runtime data is a small JSON document. */
 const MAX_RUNTIME_DATA = 16 * 1024
 
+const BASE64URL = /^[A-Za-z0-9_-]+$/
+/** The HCL's attestation key is RSA 2048 in every recorded report. */
+const MIN_AK_BITS = 2048
+
 const malformed = (why: string) => new AttestationError(`malformed Azure HCL report: ${why}`)
 
 export function parseHclReport(raw: Buffer): HclReport {
@@ -115,14 +119,24 @@ export function hclAttestationKey(runtimeData: Buffer): KeyObject {
   const jwk = json.object(matches[0], 'keys[kid=HCLAkPub]')
   if (jwk.kty !== 'RSA' || typeof jwk.n !== 'string' || typeof jwk.e !== 'string')
     throw json.malformed('keys[kid=HCLAkPub]', 'must be an RSA JWK with string "n" and "e"')
+  // node's JWK import decodes base64url leniently; the HCL writes it strictly
+  if (!BASE64URL.test(jwk.n) || !BASE64URL.test(jwk.e))
+    throw json.malformed('keys[kid=HCLAkPub]', '"n" and "e" must be unpadded base64url')
+  let key: KeyObject
   try {
-    return createPublicKey({ key: { kty: 'RSA', n: jwk.n, e: jwk.e }, format: 'jwk' })
+    key = createPublicKey({ key: { kty: 'RSA', n: jwk.n, e: jwk.e }, format: 'jwk' })
   } catch (cause) {
     throw new AttestationError(
       'malformed Azure HCL runtime data: keys[kid=HCLAkPub] is not a usable RSA key',
-      { cause },
+      {
+        cause,
+      },
     )
   }
+  const bits = key.asymmetricKeyDetails?.modulusLength ?? 0
+  if (bits < MIN_AK_BITS)
+    throw json.malformed('keys[kid=HCLAkPub]', `is a ${bits}-bit RSA key; expected at least ${MIN_AK_BITS}`)
+  return key
 }
 
 /** REPORT_DATA binds the runtime data: its first 32 bytes are SHA-256(runtime data), the rest zero. */

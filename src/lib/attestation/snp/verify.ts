@@ -6,7 +6,7 @@
 import { verify, X509Certificate } from 'node:crypto'
 import { AMD_ROOT_KEYS } from '../vendor-roots.js'
 import { AttestationError, EvidenceMismatchError } from '../errors.js'
-import { readAmdExtensions, type TcbLevels } from './amd-extensions.js'
+import { readAmdExtensions, type AmdKeyExtensions, type TcbLevels } from './amd-extensions.js'
 import { SIGNATURE_ALGO_ECDSA_P384_SHA384 } from './layout.js'
 import { parseSnpReport, type SnpReport } from './report.js'
 
@@ -63,9 +63,9 @@ export function verifySnpEvidence(evidence: SnpEvidence, policy: SnpPolicy): Snp
     throw new AttestationError('SEV-SNP report: SIGNER_INFO.SIGNING_KEY is 7 (none): the report is unsigned')
   const now = (policy.now ?? (() => new Date()))()
   const signer = signerCertificate(evidence.signer, kind)
-  const extensions = readAmdExtensions(signer.raw, kind)
-  checkSignerKind(kind, extensions.hwId !== undefined, extensions.cspId !== undefined)
   const { ark } = chainToPinnedArk(signer, kind, evidence.chain ?? [], policy, now)
+  const extensions = amdExtensionsOf(signer, kind)
+  checkSignerKind(kind, extensions.hwId !== undefined, extensions.cspId !== undefined)
   checkReportSignature(report, signer, kind)
   // Turin's TCB_VERSION puts an FMC level in byte 0 and shifts the rest: decoded as Milan's it would be wrong
   if (productOf(extensions.productName, ark) === 'Turin')
@@ -132,6 +132,26 @@ export function verifySnpEvidence(evidence: SnpEvidence, policy: SnpPolicy): Snp
   }
 }
 
+/**
+ * Reading AMD's extensions costs about 1 ms (a full ASN.1 parse of the certificate), more than the
+ * signature checks; nodes on one host share their VCEK, so the extensions of certificates whose
+ * chain already verified are kept, keyed by the certificate's SHA-256, a bounded number of them.
+ */
+const EXTENSIONS_CACHE = new Map<string, AmdKeyExtensions>()
+const EXTENSIONS_CACHE_SIZE = 64
+
+function amdExtensionsOf(signer: X509Certificate, kind: 'VCEK' | 'VLEK'): AmdKeyExtensions {
+  const cached = EXTENSIONS_CACHE.get(signer.fingerprint256)
+  if (cached) return cached
+  const read = readAmdExtensions(signer.raw, kind)
+  if (EXTENSIONS_CACHE.size >= EXTENSIONS_CACHE_SIZE) {
+    const oldest = EXTENSIONS_CACHE.keys().next().value
+    if (oldest !== undefined) EXTENSIONS_CACHE.delete(oldest)
+  }
+  EXTENSIONS_CACHE.set(signer.fingerprint256, read)
+  return read
+}
+
 function signerCertificate(der: Buffer | undefined, kind: 'VCEK' | 'VLEK'): X509Certificate {
   if (!der || der.length === 0)
     throw new AttestationError(
@@ -168,8 +188,17 @@ function chainToPinnedArk(
   now: Date,
 ): { ask: X509Certificate; ark: X509Certificate } {
   const askRole = kind === 'VCEK' ? 'ASK' : 'ASVK'
-  const offered = chain.map((c, i) => certificate(c, `chain[${i}]`))
-  const ask = offered.find((c) => signer.checkIssued(c) && signer.verify(c.publicKey))
+  // parsed one by one until the issuer turns up: the ARK copy that usually follows is never needed
+  const offered: X509Certificate[] = []
+  let ask: X509Certificate | undefined
+  for (const [i, c] of chain.entries()) {
+    const cert = certificate(c, `chain[${i}]`)
+    offered.push(cert)
+    if (signer.checkIssued(cert) && signer.verify(cert.publicKey)) {
+      ask = cert
+      break
+    }
+  }
   if (!ask)
     throw new AttestationError(
       `no ${askRole} in the evidence issued the ${kind} (issuer ${oneLine(signer.issuer)}): offered ${offered.map((c) => oneLine(c.subject)).join('; ') || 'none'}`,
@@ -189,7 +218,7 @@ function chainToPinnedArk(
       `${oneLine(ask.issuer)}, which no pinned ARK verifies`,
       'SEV-SNP chain',
     )
-  if (!ark.checkIssued(ark) || !ark.verify(ark.publicKey))
+  if (!SELF_SIGNED.has(ark) && (!ark.checkIssued(ark) || !ark.verify(ark.publicKey)))
     throw new AttestationError(`SEV-SNP chain: the pinned ARK ${oneLine(ark.subject)} is not self-signed`)
   for (const [role, cert] of [
     [kind, signer],
@@ -206,8 +235,12 @@ function chainToPinnedArk(
         'SEV-SNP chain',
       )
   }
+  SELF_SIGNED.add(ark)
   return { ask, ark }
 }
+
+/** Pinned ARKs (long-lived objects from the config) whose self-signature already verified. */
+const SELF_SIGNED = new WeakSet<X509Certificate>()
 
 function checkReportSignature(report: SnpReport, signer: X509Certificate, kind: string): void {
   const key = signer.publicKey
