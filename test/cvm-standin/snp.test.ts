@@ -2,6 +2,8 @@
 import { readFile, stat, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { verify, X509Certificate } from 'node:crypto'
+import { execFile } from 'node:child_process'
+import { promisify } from 'node:util'
 import { expect } from '../support/chai.js'
 import { makeTempDir, type TempDir } from '../support/temp.js'
 import { parseCertificate } from '../../src/lib/x509/index.js'
@@ -19,6 +21,7 @@ import {
 } from '../../src/lib/cvm-standin/index.js'
 
 const RSASSA_PSS = '1.2.840.113549.1.1.10'
+const run = promisify(execFile)
 
 describe('SEV-SNP stand-in', function () {
   this.timeout(60_000)
@@ -120,6 +123,29 @@ describe('SEV-SNP stand-in', function () {
     await saveSnpStandIn(vlek, b)
     await writeFile(path.join(a, 'signer-key.pem'), await readFile(path.join(b, 'signer-key.pem')))
     await expect(loadSnpStandIn(a)).to.be.rejectedWith(/signer-key\.pem is not the key of .*signer\.pem/)
+  })
+
+  it('passes `openssl verify` (RSA-PSS chain) and openssl reads the AMD extensions as on a real VCEK', async () => {
+    for (const s of [vcek, vlek]) {
+      const dir = path.join(tmp.dir, s.signer)
+      await saveSnpStandIn(s, dir)
+      const { stdout } = await run('openssl', [
+        'verify',
+        '-CAfile',
+        path.join(dir, 'ark.pem'),
+        '-untrusted',
+        path.join(dir, 'ask.pem'),
+        path.join(dir, 'signer.pem'),
+      ])
+      expect(stdout).to.match(/signer\.pem: OK/)
+      const text = (await run('openssl', ['x509', '-in', path.join(dir, 'signer.pem'), '-noout', '-text']))
+        .stdout
+      expect(text).to.match(
+        /Signature Algorithm: rsassaPss[\s\S]*Hash Algorithm: sha384[\s\S]*Salt Length: 0x30/,
+      )
+      expect(text).to.contain('1.3.6.1.4.1.3704.1.3.8')
+      expect(text).to.contain(s.signer === 'VCEK' ? '1.3.6.1.4.1.3704.1.4' : '1.3.6.1.4.1.3704.1.5')
+    }
   })
 
   it('refuses report fields of the wrong size', () => {
