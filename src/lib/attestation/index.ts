@@ -41,3 +41,5 @@ export type {
 } from './cvm/policy.js'
 export { cvmKind } from './cvm/validator.js'
 export { AZURE_HCL_AK_HANDLE } from './cvm/issuer.js'
+export * as snp from './snp/index.js'
+export * as azure from './azure/index.js'

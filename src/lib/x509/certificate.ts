@@ -1,8 +1,8 @@
 /** Certificates: fields encoded as an RFC 5280 TBSCertificate, signed with SHA-256 by node:crypto. */
-import { randomBytes, sign, X509Certificate, type KeyObject } from 'node:crypto'
+import { randomBytes, X509Certificate, type KeyObject } from 'node:crypto'
 import { AsnConvert, OctetString } from '@peculiar/asn1-schema'
 import {
-  AlgorithmIdentifier,
+  type AlgorithmIdentifier,
   Certificate,
   Extension,
   Extensions,
@@ -12,10 +12,7 @@ import {
   Version,
   type Name,
 } from '@peculiar/asn1-x509'
-
-// RFC 5758 §3.2: ecdsa-with-SHA256 has no parameters; RFC 4055 §5: sha256WithRSAEncryption has NULL.
-const ECDSA_WITH_SHA256 = '1.2.840.10045.4.3.2'
-const SHA256_WITH_RSA = '1.2.840.113549.1.1.11'
+import { algorithmFor, signWith, type SignatureScheme } from './signature-scheme.js'
 
 export interface CertificateExtension {
   oid: string
@@ -35,9 +32,16 @@ export interface CertificateFields {
   extensions: readonly CertificateExtension[]
 }
 
-/** Encodes the fields as a TBSCertificate, signs it with SHA-256 and returns the certificate's DER. */
-export function signCertificate(fields: CertificateFields, signingKey: KeyObject): Buffer {
-  const algorithm = signatureAlgorithm(signingKey)
+/**
+ * Encodes the fields as a TBSCertificate, signs it (SHA-256 unless the scheme says otherwise) and
+ * returns the certificate's DER.
+ */
+export function signCertificate(
+  fields: CertificateFields,
+  signingKey: KeyObject,
+  scheme: SignatureScheme = 'sha256',
+): Buffer {
+  const algorithm = algorithmFor(signingKey, scheme)
   const tbs = new TBSCertificate({
     version: Version.v3,
     serialNumber: toArrayBuffer(fields.serialNumber),
@@ -56,7 +60,7 @@ export function signCertificate(fields: CertificateFields, signingKey: KeyObject
   const cert = new Certificate({
     tbsCertificate: tbs,
     signatureAlgorithm: algorithm,
-    signatureValue: toArrayBuffer(sign('sha256', tbsDer, signingKey)),
+    signatureValue: toArrayBuffer(signWith(scheme, tbsDer, signingKey)),
   })
   return Buffer.from(AsnConvert.serialize(cert))
 }
@@ -82,17 +86,21 @@ export const toExtension = (e: CertificateExtension): Extension =>
   new Extension({ extnID: e.oid, critical: e.critical, extnValue: new OctetString(e.value) })
 
 /** The SHA-256 signature algorithm for the key (certificates and requests alike). */
-export function signatureAlgorithm(key: KeyObject): AlgorithmIdentifier {
-  if (key.asymmetricKeyType === 'ec' && key.asymmetricKeyDetails?.namedCurve === 'prime256v1')
-    return new AlgorithmIdentifier({ algorithm: ECDSA_WITH_SHA256 })
-  if (key.asymmetricKeyType === 'rsa')
-    return new AlgorithmIdentifier({ algorithm: SHA256_WITH_RSA, parameters: null })
-  const curve = key.asymmetricKeyDetails?.namedCurve
-  throw new Error(
-    `signing key type ${key.asymmetricKeyType ?? 'unknown'}${curve ? ` (${curve})` : ''} is not supported; use ECDSA P-256 or RSA`,
-  )
-}
+export const signatureAlgorithm = (key: KeyObject): AlgorithmIdentifier => algorithmFor(key, 'sha256')
 
 export function toArrayBuffer(bytes: Uint8Array): ArrayBuffer {
   return bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer
+}
+
+/**
+ * Every extension of a certificate by OID, with the DER its extnValue OCTET STRING wraps; throws on
+ * anything that is not a Certificate and on an OID that occurs twice (RFC 5280 §4.2 forbids it).
+ */
+export function certificateExtensions(cert: Uint8Array | string): Map<string, Buffer> {
+  const out = new Map<string, Buffer>()
+  for (const ext of parseCertificate(cert).tbsCertificate.extensions ?? []) {
+    if (out.has(ext.extnID)) throw new Error(`extension ${ext.extnID} occurs more than once`)
+    out.set(ext.extnID, Buffer.from(ext.extnValue.buffer))
+  }
+  return out
 }

@@ -5,7 +5,15 @@
  * with ECDSA keys; @peculiar/x509 signs through WebCrypto and a DI container (tsyringe +
  * reflect-metadata) that cost every CLI and bootstrapper process ~0.1 s and ~10 MB to load.
  */
-export { parseCertificate, randomSerialNumber, signCertificate, toPem } from './certificate.js'
+export {
+  certificateExtensions,
+  parseCertificate,
+  randomSerialNumber,
+  signCertificate,
+  toPem,
+} from './certificate.js'
+export type { CertificateExtension, CertificateFields } from './certificate.js'
+export type { SignatureScheme } from './signature-scheme.js'
 export {
   caBasicConstraints,
   extendedKeyUsage,
@@ -14,6 +22,7 @@ export {
   subjectKeyIdentifier,
 } from './extensions.js'
 export { createCsr, parseCsr } from './csr.js'
-export { generateEcdsaP256KeyPair, generateRsaKeyPair } from './keys.js'
+export { generateEcdsaP256KeyPair, generateEcdsaP384KeyPair, generateRsaKeyPair } from './keys.js'
 export { distinguishedName } from './name.js'
 export type { Certificate } from '@peculiar/asn1-x509'
+export { decodeDerIa5String, decodeDerInteger, encodeDerIa5String, encodeDerInteger } from './der-values.js'

@@ -9,6 +9,10 @@ const generateKeyPairAsync = promisify(generateKeyPair)
 export const generateEcdsaP256KeyPair = (): Promise<KeyPairKeyObjectResult> =>
   generateKeyPairAsync('ec', { namedCurve: 'P-256' })
 
+/** ECDSA P-384: what AMD's VCEK and VLEK are (the SEV-SNP stand-in makes its own). */
+export const generateEcdsaP384KeyPair = (): Promise<KeyPairKeyObjectResult> =>
+  generateKeyPairAsync('ec', { namedCurve: 'P-384' })
+
 /** RSA 2048, as kubeadm and CAPI generate their CAs, service-account key and admin certificate. */
 export const generateRsaKeyPair = (): KeyPairKeyObjectResult =>
   generateKeyPairSync('rsa', { modulusLength: RSA_MODULUS_BITS })

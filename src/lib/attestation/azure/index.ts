@@ -1,0 +1,3 @@
+/** Azure confidential VMs: the HCL report in the vTPM and its binding of the HCL attestation key. */
+export { checkHclBinding, encodeHclReport, hclAttestationKey, parseHclReport } from './hcl-report.js'
+export type { HclReport } from './hcl-report.js'
