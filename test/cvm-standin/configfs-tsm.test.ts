@@ -6,6 +6,8 @@ import { eventually } from '../support/eventually.js'
 import { makeTempDir, type TempDir } from '../support/temp.js'
 import { createLogger } from '../../src/lib/system/index.js'
 import {
+  produceSnpEvidence,
+  produceTdxEvidence,
   startConfigfsTsmStandIn,
   type ConfigfsTsmStandIn,
   type ProduceEvidence,
@@ -107,5 +109,28 @@ describe('cvm-standin: configfs-tsm stand-in (test double of the kernel interfac
     await expect(
       startConfigfsTsmStandIn({ dir: at('missing'), provider: 'sev_guest', produce: echoProduce }),
     ).to.be.rejectedWith(`configfs-tsm stand-in: ${at('missing')} cannot be served`)
+  })
+})
+
+describe('cvm-standin: produce from the SNP and TDX stand-in signers', () => {
+  it('SEV-SNP: inblob zero-padded to the 64-byte REPORT_DATA, auxblob the certificate table', async () => {
+    const produce = produceSnpEvidence({
+      report: ({ reportData }) => Buffer.concat([Buffer.from('snp:'), reportData]),
+      certificateTable: async () => Buffer.from('table'),
+    })
+    const got = await produce(Buffer.from('abc'), {})
+    expect(got.outblob).to.deep.equal(Buffer.concat([Buffer.from('snp:abc'), Buffer.alloc(61)]))
+    expect(got.auxblob).to.deep.equal(Buffer.from('table'))
+  })
+
+  it('TDX: exactly 64 bytes of REPORTDATA, anything else refused as tdx-guest does', async () => {
+    const produce = produceTdxEvidence({
+      quote: async ({ reportData }) => Buffer.concat([Buffer.from('q:'), reportData]),
+    })
+    const inblob = randomBytes(64)
+    expect(await produce(inblob, {})).to.deep.equal({ outblob: Buffer.concat([Buffer.from('q:'), inblob]) })
+    await expect(produce(randomBytes(63), {})).to.be.rejectedWith(
+      'tdx_guest takes a 64-byte inblob, got 63 bytes (EINVAL)',
+    )
   })
 })
