@@ -5,13 +5,12 @@ import { expect } from '../support/chai.js'
 import { eventually } from '../support/eventually.js'
 import { makeTempDir, type TempDir } from '../support/temp.js'
 import { createLogger } from '../../src/lib/system/index.js'
+import { produceSnpEvidence, produceTdxEvidence } from '../../src/lib/cvm-standin/index.js'
 import {
-  produceSnpEvidence,
-  produceTdxEvidence,
   startConfigfsTsmStandIn,
   type ConfigfsTsmStandIn,
   type ProduceEvidence,
-} from '../../src/lib/cvm-standin/index.js'
+} from '../../src/lib/cvm-standin/configfs-tsm.js'
 
 const echoProduce: ProduceEvidence = async (inblob) => ({
   outblob: Buffer.concat([Buffer.from('r:'), inblob]),

@@ -3,12 +3,13 @@ import { mkdir, readdir, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { expect } from '../support/chai.js'
 import { makeTempDir, type TempDir } from '../support/temp.js'
-import { requestTsmReport, TsmReportError } from '../../src/lib/tsm/index.js'
+import { requestTsmReport } from '../../src/lib/tsm/index.js'
+import { TsmReportError } from '../../src/lib/tsm/attributes.js'
 import {
   startConfigfsTsmStandIn,
   type ConfigfsTsmStandIn,
   type ProduceEvidence,
-} from '../../src/lib/cvm-standin/index.js'
+} from '../../src/lib/cvm-standin/configfs-tsm.js'
 
 /** A fake signer: the "report" names the inblob and privlevel it was made for. */
 const fakeProduce: ProduceEvidence = async (inblob, { privlevel }) => ({
