@@ -60,32 +60,55 @@ describe('cvm-standin: configfs-tsm stand-in (test double of the kernel interfac
       expect(await readFile(at('e', 'privlevel_floor'), 'utf8')).to.equal('2\n')
     })
 
-  it('refuses an inblob over 64 bytes by leaving generation alone and logging why', async () => {
-    standIn = await startConfigfsTsmStandIn({
-      dir: tmp.dir,
-      provider: 'sev_guest',
-      produce: echoProduce,
-      log,
-    })
-    await mkdir(at('e'))
-    await eventually('generation', async () => ((await generationOf('e')) === '0' ? true : undefined), 10_000)
-    await writeFile(at('e', 'inblob'), randomBytes(65))
-    await eventually('the refusal', async () => logs.find((l) => l.attribute === 'inblob'), 10_000)
-    expect(await generationOf('e')).to.equal('0')
-    expect(logs.find((l) => l.attribute === 'inblob')).to.include({
-      level: 'warn',
+  const refusals: Record<string, { attribute: string; data: Buffer; why: string }> = {
+    'an inblob over 64 bytes (EFBIG)': {
+      attribute: 'inblob',
+      data: randomBytes(65),
       why: '65 bytes, more than 64 (EFBIG)',
+    },
+    'a privlevel below privlevel_floor (EINVAL)': {
+      attribute: 'privlevel',
+      data: Buffer.from('0'),
+      why: '"0" is not from 1 to 3 (EINVAL)',
+    },
+    'a privlevel above 3 (EINVAL)': {
+      attribute: 'privlevel',
+      data: Buffer.from('4'),
+      why: '"4" is not from 1 to 3 (EINVAL)',
+    },
+  }
+  for (const [name, tc] of Object.entries(refusals))
+    it(`refuses ${name}: generation stays, the log says why, the next valid write counts`, async () => {
+      standIn = await startConfigfsTsmStandIn({
+        dir: tmp.dir,
+        provider: 'sev_guest',
+        produce: echoProduce,
+        log,
+        privlevelFloor: 1,
+      })
+      await mkdir(at('e'))
+      await eventually(
+        'generation 0',
+        async () => ((await generationOf('e')) === '0' ? true : undefined),
+        10_000,
+      )
+      await writeFile(at('e', tc.attribute), tc.data)
+      const refusal = await eventually(
+        'the refusal',
+        async () => logs.find((l) => l.attribute === tc.attribute),
+        10_000,
+      )
+      expect(refusal).to.include({ level: 'warn', why: tc.why })
+      expect(await generationOf('e')).to.equal('0')
+      const inblob = randomBytes(64)
+      await writeFile(at('e', 'inblob'), inblob)
+      await eventually(
+        'generation 1',
+        async () => ((await generationOf('e')) === '1' ? true : undefined),
+        10_000,
+      )
+      expect(await readFile(at('e', 'outblob'))).to.deep.equal(Buffer.concat([Buffer.from('r:'), inblob]))
     })
-    // a valid write afterwards is taken as the next one
-    const inblob = randomBytes(64)
-    await writeFile(at('e', 'inblob'), inblob)
-    await eventually(
-      'generation 1',
-      async () => ((await generationOf('e')) === '1' ? true : undefined),
-      10_000,
-    )
-    expect(await readFile(at('e', 'outblob'))).to.deep.equal(Buffer.concat([Buffer.from('r:'), inblob]))
-  })
 
   it('releases every watcher on stop(), with entries still present', async () => {
     const before = watchers()
