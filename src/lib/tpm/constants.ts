@@ -10,6 +10,9 @@ export const TPM_CC = {
   Create: 0x153,
   Load: 0x157,
   NV_Read: 0x14e,
+  NV_DefineSpace: 0x12a,
+  NV_UndefineSpace: 0x122,
+  NV_Write: 0x137,
   StartAuthSession: 0x176,
   GetCapability: 0x17a,
   Startup: 0x144,
@@ -57,6 +60,8 @@ export const TPM_RC = {
   YIELDED: 0x908,
   TESTING: 0x90a,
   RETRY: 0x922,
+  /** The NV index is defined but was never written. */
+  NV_UNINITIALIZED: 0x14a,
 } as const
 
 /** TCG EK Credential Profile: NV indices of the EK certificates (RSA 2048, ECC P-256, ECC P-384). */
@@ -66,6 +71,8 @@ export const EK_CHAIN_NV_INDEX_FIRST = 0x01c00100
 /** TPM_CAP_TPM_PROPERTIES and the property naming the largest NV_Read a TPM serves. */
 export const TPM_CAP_TPM_PROPERTIES = 0x00000006
 export const TPM_PT_NV_BUFFER_MAX = 0x0000012c
+/** The largest NV index the TPM can define (swtpm with libtpms 0.9: 2048 bytes). */
+export const TPM_PT_NV_INDEX_MAX = 0x00000117
 /** Dictionary-attack properties (TPM_PT_PERMANENT carries TPMA_PERMANENT, whose bit 9 is inLockout). */
 export const TPM_PT_DA = {
   PERMANENT: 0x00000200,
@@ -75,8 +82,18 @@ export const TPM_PT_DA = {
   LOCKOUT_RECOVERY: 0x00000211,
 } as const
 export const TPMA_PERMANENT_IN_LOCKOUT = 1 << 9
-/** TPMA_NV bits that say who may read an index. */
-export const TPMA_NV = { OWNERREAD: 1 << 17, AUTHREAD: 1 << 18 } as const
+/** TPMA_NV bits: who may write and read an index, whether it is DA-protected, whether it was written. */
+export const TPMA_NV = {
+  OWNERWRITE: 1 << 1,
+  AUTHWRITE: 1 << 2,
+  OWNERREAD: 1 << 17,
+  AUTHREAD: 1 << 18,
+  NO_DA: 1 << 25,
+  WRITTEN: 1 << 29,
+} as const
+/** The first and last NV index handles (TPM_HT_NV_INDEX). */
+export const NV_INDEX_FIRST = 0x01000000
+export const NV_INDEX_LAST = 0x01ffffff
 
 export const PCR_COUNT = 24
 export const SHA256_DIGEST_SIZE = 32

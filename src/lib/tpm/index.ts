@@ -22,3 +22,4 @@ export { makeCredential, ekPublicKeyFromCertificate } from './make-credential.js
 export type { EkPublicKey, MadeCredential } from './make-credential.js'
 export { activateCredential } from './activate-credential.js'
 export { objectName } from './names.js'
+export { readNvIndex, writeNvIndex } from './nv-index.js'

@@ -49,6 +49,12 @@ export async function getTpmProperty(t: TpmTransport, property: number): Promise
   return undefined
 }
 
+/** The most one TPM2_NV_Read or TPM2_NV_Write moves: the TPM's TPM_PT_NV_BUFFER_MAX, bounded. */
+export async function nvChunkBytes(t: TpmTransport): Promise<number> {
+  const reported = await getTpmProperty(t, TPM_PT_NV_BUFFER_MAX)
+  return Math.min(reported ?? DEFAULT_NV_CHUNK_BYTES, MAX_NV_CHUNK_BYTES)
+}
+
 /**
  * The whole contents of an NV index, read with the index's own (empty) authorization when it
  * allows AUTHREAD, else with the owner's; chunked by the TPM's TPM_PT_NV_BUFFER_MAX.
@@ -59,8 +65,7 @@ export async function nvReadAll(t: TpmTransport, index: number): Promise<Buffer>
     pub.attributes & TPMA_NV.AUTHREAD ? index : pub.attributes & TPMA_NV.OWNERREAD ? TPM_RH.OWNER : undefined
   if (authHandle === undefined)
     throw new TpmError(`NV index 0x${index.toString(16)} is readable by neither its own nor the owner's auth`)
-  const reported = await getTpmProperty(t, TPM_PT_NV_BUFFER_MAX)
-  const chunk = Math.min(reported ?? DEFAULT_NV_CHUNK_BYTES, MAX_NV_CHUNK_BYTES)
+  const chunk = await nvChunkBytes(t)
   const chunks: Buffer[] = []
   for (let offset = 0; offset < pub.dataSize; offset += chunk) {
     const size = Math.min(chunk, pub.dataSize - offset)
