@@ -82,7 +82,7 @@ export const TD_REPORT_FIELDS: readonly FieldSpec[] = [
   { name: 'teeInfoHash', offset: 80, size: 48 },
   { name: 'reportData', offset: 128, size: 64 },
   { name: 'mac', offset: 224, size: 32 },
-  { name: 'teeTcbInfo.valid', offset: 256, size: 8 },
+  { name: 'teeTcbInfoValid', offset: 256, size: 8 },
   { name: 'teeTcbSvn', offset: 264, size: 16 },
   { name: 'mrSeam', offset: 280, size: m },
   { name: 'mrSignerSeam', offset: 328, size: m },

@@ -15,6 +15,8 @@ export interface TdReport {
   teeInfoHash: Buffer
   reportData: Buffer
   mac: Buffer
+  /** TEE_TCB_INFO.VALID: which of its fields are valid. */
+  teeTcbInfoValid: Buffer
   teeTcbSvn: Buffer
   mrSeam: Buffer
   mrSignerSeam: Buffer
@@ -53,6 +55,7 @@ export function parseTdReport(raw: Buffer): TdReport {
     teeInfoHash: get('teeInfoHash'),
     reportData: get('reportData'),
     mac: get('mac'),
+    teeTcbInfoValid: get('teeTcbInfoValid'),
     teeTcbSvn: get('teeTcbSvn'),
     mrSeam: get('mrSeam'),
     mrSignerSeam: get('mrSignerSeam'),
