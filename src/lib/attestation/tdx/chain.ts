@@ -64,6 +64,8 @@ function checkValidity(cert: X509Certificate, what: string, now: Date): void {
   const from = new Date(cert.validFrom)
   const to = new Date(cert.validTo)
   const name = oneLine(cert.subject)
+  if (Number.isNaN(from.getTime()) || Number.isNaN(to.getTime()))
+    throw new AttestationError(`${what}: ${name} has unreadable validity dates`)
   if (!(now >= from)) throw new AttestationError(`${what}: ${name} is not valid before ${from.toISOString()}`)
   if (!(now <= to)) throw new AttestationError(`${what}: ${name} expired on ${to.toISOString()}`)
 }

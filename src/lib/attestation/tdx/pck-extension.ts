@@ -67,8 +67,27 @@ AsnType({ type: AsnTypeTypes.Sequence, itemType: SgxEntry })(SgxEntries)
 const refuse = (why: string) =>
   new AttestationError(`PCK certificate SGX extension (${SGX_EXTENSION_OID}): ${why}`)
 
+/**
+ * Decoding with asn1-schema costs ~3 ms, more than all signature checks of a quote together,
+ * while a cluster sees a handful of PCK certificates. Decoded extensions are kept by the
+ * certificate's SHA-256 fingerprint: the same DER always decodes to the same values.
+ */
+const decoded = new Map<string, PckExtension>()
+const MAX_DECODED = 64
+
 /** The SGX extension of the PCK leaf certificate; refused when missing or malformed. */
 export function pckExtensionOf(cert: X509Certificate): PckExtension {
+  const key = cert.fingerprint256
+  let ext = decoded.get(key)
+  if (!ext) {
+    ext = decodeFromCertificate(cert)
+    if (decoded.size >= MAX_DECODED) decoded.delete(decoded.keys().next().value as string)
+    decoded.set(key, ext)
+  }
+  return { ...ext, tcbComponents: [...ext.tcbComponents], cpuSvn: Buffer.from(ext.cpuSvn) }
+}
+
+function decodeFromCertificate(cert: X509Certificate): PckExtension {
   let value: ArrayBuffer | undefined
   try {
     const parsed = AsnConvert.parse(cert.raw, Certificate)
