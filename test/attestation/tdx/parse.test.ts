@@ -166,6 +166,15 @@ describe('TDX collateral', () => {
       },
       message: /sgxtcbcomponents has 15 components/,
     },
+    'a second tcbInfo member after the signed one (JSON.parse would read the second)': {
+      patch: {
+        tcbInfo: RECORDED_COLLATERAL.tcbInfo.replace(
+          /}\s*$/,
+          `,"tcbInfo":${JSON.stringify({ id: 'TDX', fmspc: 'ffffffffffff' })}}`,
+        ),
+      },
+      message: /tcb-info\.json: body names a member twice/,
+    },
     'an issuer chain with no certificate': {
       patch: { tcbInfoIssuerChain: 'nothing' },
       message: /holds 0 PEM certificates/,

@@ -8,7 +8,7 @@ import { X509Certificate } from 'node:crypto'
 import { open } from 'node:fs/promises'
 import path from 'node:path'
 import { AttestationError } from '../errors.js'
-import { topLevelMemberText } from './json-text.js'
+import { topLevelMembers } from './json-text.js'
 
 /** Real TCB info bodies are a few KiB to a few tens of KiB. */
 export const MAX_COLLATERAL_FILE_BYTES = 256 * 1024
@@ -143,11 +143,14 @@ function signedBody(
     throw j.bad('', `is not JSON (${err instanceof Error ? err.message : String(err)})`)
   }
   const top = j.object(doc, '')
-  const text = topLevelMemberText(body, member)
-  if (text === undefined || top[member] === undefined) throw j.bad(member, 'is missing')
+  const members = topLevelMembers(body)
+  if (!members) throw j.bad('', 'names a member twice')
+  const text = members.get(member)
+  if (text === undefined) throw j.bad(member, 'is missing')
   const signature = j.hex(top.signature, 'signature', 64)
   return {
-    member: top[member],
+    // the values checked are read from the very text the signature covers
+    member: JSON.parse(text) as unknown,
     signed: { text, signature, issuerChain: parseIssuerChain(chainPem, `${file} issuer chain`) },
   }
 }

@@ -3,13 +3,17 @@
  * canonical form, so the verifier must find that text in the body as served.
  */
 
-/** The raw text of a top-level member's value in a JSON object text that JSON.parse accepted. */
-export function topLevelMemberText(text: string, name: string): string | undefined {
+/**
+ * The raw text of each top-level member's value in a JSON object text that JSON.parse accepted;
+ * undefined when a name occurs twice (JSON.parse would keep the last, a signature check the first).
+ */
+export function topLevelMembers(text: string): Map<string, string> | undefined {
+  const members = new Map<string, string>()
   let i = skipSpace(text, 0)
   if (text[i] !== '{') return undefined
-  i++
+  i = skipSpace(text, i + 1)
+  if (text[i] === '}') return members
   for (;;) {
-    i = skipSpace(text, i)
     if (text[i] !== '"') return undefined
     const keyEnd = stringEnd(text, i)
     const key = JSON.parse(text.slice(i, keyEnd)) as string
@@ -17,10 +21,12 @@ export function topLevelMemberText(text: string, name: string): string | undefin
     if (text[i] !== ':') return undefined
     const start = skipSpace(text, i + 1)
     const end = valueEnd(text, start)
-    if (key === name) return text.slice(start, end)
+    if (members.has(key)) return undefined
+    members.set(key, text.slice(start, end))
     i = skipSpace(text, end)
+    if (text[i] === '}') return members
     if (text[i] !== ',') return undefined
-    i++
+    i = skipSpace(text, i + 1)
   }
 }
 
