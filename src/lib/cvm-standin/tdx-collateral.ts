@@ -19,6 +19,8 @@ export interface StandInPlatform {
 export interface StandInCollateralOptions {
   /** Status of the level the stand-in's own TCB meets; default 'UpToDate'. */
   tcbStatus?: string
+  /** Status of the TDX module identity a TDX 1.5 platform (TEE_TCB_SVN[1] > 0) is judged by; default 'UpToDate'. */
+  moduleStatus?: string
   issueDate?: Date
   nextUpdate?: Date
 }
@@ -47,6 +49,7 @@ export function standInCollateral(
       attributes: '0000000000000000',
       attributesMask: 'FFFFFFFFFFFFFFFF',
     },
+    ...moduleIdentities(platform, opts.moduleStatus ?? 'UpToDate', issueDate),
     tcbLevels: [
       {
         tcb: {
@@ -90,6 +93,23 @@ export function standInCollateral(
     qeIdentity: signedBody('enclaveIdentity', enclaveIdentity, signing.key),
     qeIdentityIssuerChain: signing.chainPem,
   }
+}
+
+/** TDX 1.5 platforms report their module's major version in TEE_TCB_SVN[1] and are judged by its identity. */
+function moduleIdentities(platform: StandInPlatform, status: string, tcbDate: string): object {
+  const version = platform.teeTcbSvn[1] ?? 0
+  if (version === 0) return {}
+  const id = `TDX_${version.toString(16).padStart(2, '0').toUpperCase()}`
+  const levels = [
+    { tcb: { isvsvn: platform.teeTcbSvn[0] ?? 0 }, tcbDate, tcbStatus: status },
+    { tcb: { isvsvn: 0 }, tcbDate: '2018-01-04T00:00:00Z', tcbStatus: 'OutOfDate' },
+  ]
+  const identity = {
+    mrsigner: '00'.repeat(48),
+    attributes: '0000000000000000',
+    attributesMask: 'FFFFFFFFFFFFFFFF',
+  }
+  return { tdxModuleIdentities: [{ id, ...identity, tcbLevels: levels }] }
 }
 
 function signedBody(member: string, value: object, key: KeyObject): string {

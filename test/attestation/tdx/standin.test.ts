@@ -71,6 +71,30 @@ describe('TDX quotes of the stand-in Intel', () => {
     expect(v.quote.body.reportData).to.deep.equal(REPORT_DATA)
   })
 
+  it('judges a TDX 1.5 platform by its TDX module identity', async () => {
+    const s15 = await createTdxStandIn({ teeTcbSvn: Buffer.from('03010500000000000000000000000000', 'hex') })
+    const policy = {
+      ...base,
+      intelRoots: [new X509Certificate(s15.rootPem)],
+      minimum: { qeSvn: 0, pceSvn: 0, teeTcbSvn: Buffer.alloc(16) },
+      collateral: collateralOf(s15.collateral()),
+    }
+    const q15 = s15.quote({ reportData: REPORT_DATA, mrTd: MRTD, rtmrs: RTMRS })
+    expect(verifyTdxQuote(q15, policy).tcbStatus).to.equal('UpToDate')
+    const outdated = { ...policy, collateral: collateralOf(s15.collateral({ moduleStatus: 'OutOfDate' })) }
+    expectRefusal(() => verifyTdxQuote(q15, outdated), { field: 'TCB status' })
+    expect(
+      verifyTdxQuote(q15, { ...outdated, acceptedTcbStatuses: ['UpToDate', 'OutOfDate'] }).tcbStatus,
+    ).to.equal('OutOfDate')
+    const unknownModule = s15.quote({
+      reportData: REPORT_DATA,
+      mrTd: MRTD,
+      rtmrs: RTMRS,
+      teeTcbSvn: Buffer.from('03020500000000000000000000000000', 'hex'),
+    })
+    expectRefusal(() => verifyTdxQuote(unknownModule, policy), { field: 'TDX module identity' })
+  })
+
   const cases: Record<string, { raw?: () => Buffer; policy?: () => Partial<TdxPolicy>; want: Refusal }> = {
     'a byte of the signed body changed': {
       raw: () => flip(quote, AT.mrOwner),
