@@ -1,4 +1,4 @@
-import { X509Certificate } from 'node:crypto'
+import { sign, X509Certificate } from 'node:crypto'
 import { expect } from '../../support/chai.js'
 import { createTdxStandIn, type TdxStandIn } from '../../../src/lib/cvm-standin/index.js'
 import { encodeTdReport, verifyTdxQuote, type TdxPolicy } from '../../../src/lib/attestation/tdx/index.js'
@@ -107,6 +107,15 @@ describe('TDX quotes of the stand-in Intel', () => {
     'a byte of the QE report changed': {
       raw: () => flip(quote, AT.qeReport + 17),
       want: { message: /QE report signature/ },
+    },
+    'QE report data not binding the attestation key (re-signed with the PCK key)': {
+      raw: () => {
+        const out = flip(quote, AT.qeReport + 320)
+        const report = out.subarray(AT.qeReport, AT.qeReport + 384)
+        sign('sha256', report, { key: s.keys.pck, dsaEncoding: 'ieee-p1363' }).copy(out, AT.qeReportSignature)
+        return out
+      },
+      want: { field: 'QE report.reportData' },
     },
     'Intel’s root pinned instead of the stand-in’s': {
       policy: () => ({ intelRoots: [INTEL_ROOT] }),
