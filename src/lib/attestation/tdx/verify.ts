@@ -13,7 +13,7 @@ import {
 } from 'node:crypto'
 import { AttestationError, EvidenceMismatchError } from '../errors.js'
 import { hex } from './bytes.js'
-import { verifyToPinnedRoot } from './chain.js'
+import { verifyToPinnedRoot, type VerifiedChain } from './chain.js'
 import type { TdxCollateral } from './collateral.js'
 import { REPORT_DATA_SIZE, TD_ATTRIBUTE_DEBUG, TEE_TCB_SVN_SIZE } from './layout.js'
 import { pckExtensionOf } from './pck-extension.js'
@@ -58,27 +58,7 @@ export function verifyTdxQuote(raw: Buffer, policy: TdxPolicy): TdxVerified {
   const quote = parseTdxQuote(raw)
   const warnings: string[] = []
 
-  const ak = attestationKeyObject(quote.attestationKey)
-  if (!p1363Verifies(quote.signedBytes, ak, quote.signature))
-    throw new AttestationError(
-      `${CONTEXT}: ECDSA signature over header and TD quote body does not verify with the quote's attestation key`,
-    )
-  const chain = verifyToPinnedRoot(quote.pckChain, policy.intelRoots, now, 'PCK certificate chain')
-  if (!p1363Verifies(quote.qeReportRaw, chain.leaf.publicKey, quote.qeReportSignature))
-    throw new AttestationError(
-      `${CONTEXT}: QE report signature does not verify with the PCK leaf certificate's key`,
-    )
-  const binding = Buffer.concat([
-    createHash('sha256').update(quote.attestationKey).update(quote.qeAuthData).digest(),
-    Buffer.alloc(32),
-  ])
-  if (!binding.equals(quote.qeReport.reportData))
-    throw new EvidenceMismatchError(
-      'QE report.reportData',
-      `${hex(binding)} (SHA-256 of attestation key ‖ QE auth data, zero padded)`,
-      hex(quote.qeReport.reportData),
-      CONTEXT,
-    )
+  const chain = checkSignatures(quote, policy.intelRoots, now)
   const pck = pckExtensionOf(chain.leaf)
 
   checkTdFields(quote, policy)
@@ -106,6 +86,32 @@ export function verifyTdxQuote(raw: Buffer, policy: TdxPolicy): TdxVerified {
   if (quote.trailingBytes > 0)
     warnings.push(`${quote.trailingBytes} bytes after the quote's signature data were ignored`)
   return { quote, tcbStatus, qeTcbStatus, rootIsIntels: chain.rootIsIntels, warnings, fmspc: pck.fmspc }
+}
+
+/** The signatures from the attestation key up to a pinned root, and the QE's binding of that key. */
+function checkSignatures(quote: TdxQuote, roots: readonly X509Certificate[], now: Date): VerifiedChain {
+  const ak = attestationKeyObject(quote.attestationKey)
+  if (!p1363Verifies(quote.signedBytes, ak, quote.signature))
+    throw new AttestationError(
+      `${CONTEXT}: ECDSA signature over header and TD quote body does not verify with the quote's attestation key`,
+    )
+  const chain = verifyToPinnedRoot(quote.pckChain, roots, now, 'PCK certificate chain')
+  if (!p1363Verifies(quote.qeReportRaw, chain.leaf.publicKey, quote.qeReportSignature))
+    throw new AttestationError(
+      `${CONTEXT}: QE report signature does not verify with the PCK leaf certificate's key`,
+    )
+  const binding = Buffer.concat([
+    createHash('sha256').update(quote.attestationKey).update(quote.qeAuthData).digest(),
+    Buffer.alloc(32),
+  ])
+  if (!binding.equals(quote.qeReport.reportData))
+    throw new EvidenceMismatchError(
+      'QE report.reportData',
+      `${hex(binding)} (SHA-256 of attestation key ‖ QE auth data, zero padded)`,
+      hex(quote.qeReport.reportData),
+      CONTEXT,
+    )
+  return chain
 }
 
 function checkTdFields(quote: TdxQuote, policy: TdxPolicy): void {
