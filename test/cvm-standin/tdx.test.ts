@@ -1,6 +1,8 @@
 import { X509Certificate } from 'node:crypto'
+import { readFileSync } from 'node:fs'
 import { readdir, stat } from 'node:fs/promises'
 import path from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { expect } from '../support/chai.js'
 import { makeTempDir, type TempDir } from '../support/temp.js'
 import {
@@ -11,6 +13,7 @@ import {
 } from '../../src/lib/cvm-standin/index.js'
 import {
   encodeTdReport,
+  parseTdReport,
   parseTdxCollateral,
   parseTdxQuote,
   pckExtensionOf,
@@ -19,6 +22,7 @@ import {
 } from '../../src/lib/attestation/tdx/index.js'
 
 const REPORT_DATA = Buffer.alloc(64, 0x42)
+const FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../fixtures/cvm/tdx')
 
 const policyFor = (s: TdxStandIn): TdxPolicy => ({
   intelRoots: [new X509Certificate(s.rootPem)],
@@ -79,6 +83,21 @@ describe('TDX stand-in Intel (test double)', () => {
     })
     const v = verifyTdxQuote(s.quoteFromTdReport(report), { ...policyFor(s), mrTd, rtmrs: { 1: rtmr1 } })
     expect(v.quote.body.reportData).to.deep.equal(REPORT_DATA)
+  })
+
+  it('quotes the TD report recorded on Azure, its fields unchanged', async () => {
+    const recorded = readFileSync(path.join(FIXTURES, 'azure_hcl_td_report.bin'))
+    const report = parseTdReport(recorded)
+    // a stand-in of that platform's TCB (a TDX 1.5 module, TEE_TCB_SVN 02 01 06 …)
+    const azure = await createTdxStandIn({ teeTcbSvn: report.teeTcbSvn })
+    const v = verifyTdxQuote(azure.quoteFromTdReport(recorded), {
+      ...policyFor(azure),
+      reportData: report.reportData,
+      mrTd: report.mrTd,
+      xfam: report.xfam,
+    })
+    expect(v.tcbStatus).to.equal('UpToDate')
+    expect(v.quote.body.mrSeam).to.deep.equal(report.mrSeam)
   })
 
   it('refuses to quote a TD report whose hashes do not match', () => {
