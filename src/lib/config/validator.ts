@@ -3,7 +3,9 @@ import {
   createValidator,
   measurementsFromConfig,
   requireMeasurements,
+  readTdxCollateral,
   type AttestationVariant,
+  type CvmValidationPolicy,
   type Measurements,
   type Validator,
   type ValidatorOptions,
@@ -45,20 +47,16 @@ export function validatorSettingsForConfig(config: ClusterConfig): ValidatorSett
     case 'aws-sev-snp':
     case 'gcp-sev-snp':
     case 'azure-sev-snp':
-      return {
-        variant: attestation.variant,
-        measurements,
-        options: {},
-        cvm: snpSettings(attestation.section, undefined, at),
-      }
+    {
+      const cvm = snpSettings(attestation.section, undefined, at)
+      return { variant: attestation.variant, measurements, options: { cvm: cvmValidationPolicy(cvm) }, cvm }
+    }
     case 'qemu-tdx':
     case 'azure-tdx':
-      return {
-        variant: attestation.variant,
-        measurements,
-        options: {},
-        cvm: tdxSettings(attestation.section, undefined, at),
-      }
+    {
+      const cvm = tdxSettings(attestation.section, undefined, at)
+      return { variant: attestation.variant, measurements, options: { cvm: cvmValidationPolicy(cvm) }, cvm }
+    }
   }
 }
 
@@ -66,4 +64,23 @@ export function validatorSettingsForConfig(config: ClusterConfig): ValidatorSett
 export function validatorForConfig(config: ClusterConfig, log?: Logger): Validator {
   const { variant, measurements, options } = validatorSettingsForConfig(config)
   return createValidator(variant, requireMeasurements(measurements), log, options)
+}
+
+/**
+ * What a CVM validator is given from a resolved section: the pinned roots and minimums, and for TDX
+ * the collateral read from its directory (so a bad file fails before any node is dialled).
+ */
+export function cvmValidationPolicy(settings: SnpSettings | TdxSettings): CvmValidationPolicy {
+  if ('arks' in settings)
+    return {
+      kind: 'snp',
+      arks: settings.arks,
+      signingKeyPins: settings.signingKeyPins,
+      minimumTcb: settings.minimumTcb,
+      launchMeasurement: settings.launchMeasurement,
+      allowMigrationAgent: settings.allowMigrationAgent,
+      allowSmt: settings.allowSmt,
+    }
+  const { measurements: _measurements, collateralDir, ...tdx } = settings
+  return { kind: 'tdx', ...tdx, collateral: collateralDir ? readTdxCollateral(collateralDir) : undefined }
 }

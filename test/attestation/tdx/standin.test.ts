@@ -1,0 +1,200 @@
+import { sign, X509Certificate } from 'node:crypto'
+import { expect } from '../../support/chai.js'
+import { createTdxStandIn, type TdxStandIn } from '../../../src/lib/cvm-standin/index.js'
+import { encodeTdReport, verifyTdxQuote, type TdxPolicy } from '../../../src/lib/attestation/tdx/index.js'
+import { AT, collateralOf, expectRefusal, flip, INTEL_ROOT, other, type Refusal } from './helpers.js'
+
+const REPORT_DATA = Buffer.alloc(64, 0x5a)
+const MRTD = Buffer.alloc(48, 0x11)
+const RTMRS = {
+  0: Buffer.alloc(48, 0x20),
+  1: Buffer.alloc(48, 0x21),
+  2: Buffer.alloc(48, 0x22),
+  3: Buffer.alloc(48, 0x23),
+}
+const OLDER_TEE_TCB_SVN = Buffer.from('02000500000000000000000000000000', 'hex')
+
+describe('TDX quotes of the stand-in Intel', () => {
+  let s: TdxStandIn
+  let foreign: TdxStandIn
+  let quote: Buffer
+  let base: TdxPolicy
+
+  before(async () => {
+    ;[s, foreign] = await Promise.all([createTdxStandIn(), createTdxStandIn({ fmspc: '112233445566' })])
+    quote = s.quote({ reportData: REPORT_DATA, mrTd: MRTD, rtmrs: RTMRS })
+    base = {
+      intelRoots: [new X509Certificate(s.rootPem)],
+      reportData: REPORT_DATA,
+      minimum: { qeSvn: s.platform.qeSvn, pceSvn: s.platform.pceSvn, teeTcbSvn: s.platform.teeTcbSvn },
+      mrTd: MRTD,
+      rtmrs: RTMRS,
+      xfam: Buffer.from('e71a060000000000', 'hex'),
+      tdAttributes: Buffer.alloc(8),
+      collateral: collateralOf(s.collateral()),
+    }
+  })
+
+  it('verifies with its collateral as UpToDate, and says its root is not Intel’s', () => {
+    const v = verifyTdxQuote(quote, base)
+    expect(v.tcbStatus).to.equal('UpToDate')
+    expect(v.qeTcbStatus).to.equal('UpToDate')
+    expect(v.rootIsIntels).to.equal(false)
+    expect(v.fmspc).to.equal(s.platform.fmspc)
+    expect(v.warnings.join('\n')).to.match(/not Intel's SGX root CA/)
+  })
+
+  it('accepts an OutOfDate platform only when the policy accepts that status', () => {
+    const older = s.quote({ reportData: REPORT_DATA, mrTd: MRTD, rtmrs: RTMRS, teeTcbSvn: OLDER_TEE_TCB_SVN })
+    const policy = { ...base, minimum: { ...base.minimum, teeTcbSvn: Buffer.alloc(16) } }
+    expectRefusal(() => verifyTdxQuote(older, policy), { field: 'TCB status' })
+    expect(
+      verifyTdxQuote(older, { ...policy, acceptedTcbStatuses: ['UpToDate', 'OutOfDate'] }).tcbStatus,
+    ).to.equal('OutOfDate')
+  })
+
+  it('reports a status Intel gives the level (SWHardeningNeeded) and refuses it by default', () => {
+    const collateral = collateralOf(s.collateral({ tcbStatus: 'SWHardeningNeeded' }))
+    expectRefusal(() => verifyTdxQuote(quote, { ...base, collateral }), { field: 'TCB status' })
+    const v = verifyTdxQuote(quote, {
+      ...base,
+      collateral,
+      acceptedTcbStatuses: ['UpToDate', 'SWHardeningNeeded'],
+    })
+    expect(v.tcbStatus).to.equal('SWHardeningNeeded')
+  })
+
+  it('verifies a quote made from a TD report, as Azure’s IMDS makes it', () => {
+    const report = encodeTdReport({ reportData: REPORT_DATA, mrTd: MRTD, teeTcbSvn: s.platform.teeTcbSvn })
+    const v = verifyTdxQuote(s.quoteFromTdReport(report), { ...base, rtmrs: undefined, xfam: undefined })
+    expect(v.quote.body.mrTd).to.deep.equal(MRTD)
+    expect(v.quote.body.reportData).to.deep.equal(REPORT_DATA)
+  })
+
+  it('judges a TDX 1.5 platform by its TDX module identity', async () => {
+    const s15 = await createTdxStandIn({ teeTcbSvn: Buffer.from('03010500000000000000000000000000', 'hex') })
+    const policy = {
+      ...base,
+      intelRoots: [new X509Certificate(s15.rootPem)],
+      minimum: { qeSvn: 0, pceSvn: 0, teeTcbSvn: Buffer.alloc(16) },
+      collateral: collateralOf(s15.collateral()),
+    }
+    const q15 = s15.quote({ reportData: REPORT_DATA, mrTd: MRTD, rtmrs: RTMRS })
+    expect(verifyTdxQuote(q15, policy).tcbStatus).to.equal('UpToDate')
+    const outdated = { ...policy, collateral: collateralOf(s15.collateral({ moduleStatus: 'OutOfDate' })) }
+    expectRefusal(() => verifyTdxQuote(q15, outdated), { field: 'TCB status' })
+    expect(
+      verifyTdxQuote(q15, { ...outdated, acceptedTcbStatuses: ['UpToDate', 'OutOfDate'] }).tcbStatus,
+    ).to.equal('OutOfDate')
+    const unknownModule = s15.quote({
+      reportData: REPORT_DATA,
+      mrTd: MRTD,
+      rtmrs: RTMRS,
+      teeTcbSvn: Buffer.from('03020500000000000000000000000000', 'hex'),
+    })
+    expectRefusal(() => verifyTdxQuote(unknownModule, policy), { field: 'TDX module identity' })
+  })
+
+  const cases: Record<string, { raw?: () => Buffer; policy?: () => Partial<TdxPolicy>; want: Refusal }> = {
+    'a byte of the signed body changed': {
+      raw: () => flip(quote, AT.mrOwner),
+      want: { message: /ECDSA signature over header/ },
+    },
+    'a byte of the attestation key signature changed': {
+      raw: () => flip(quote, AT.signature + 9),
+      want: { message: /ECDSA signature over header/ },
+    },
+    'a byte of the QE report changed': {
+      raw: () => flip(quote, AT.qeReport + 17),
+      want: { message: /QE report signature/ },
+    },
+    'QE report data not binding the attestation key (re-signed with the PCK key)': {
+      raw: () => {
+        const out = flip(quote, AT.qeReport + 320)
+        const report = out.subarray(AT.qeReport, AT.qeReport + 384)
+        sign('sha256', report, { key: s.keys.pck, dsaEncoding: 'ieee-p1363' }).copy(out, AT.qeReportSignature)
+        return out
+      },
+      want: { field: 'QE report.reportData' },
+    },
+    'Intel’s root pinned instead of the stand-in’s': {
+      policy: () => ({ intelRoots: [INTEL_ROOT] }),
+      want: { message: /chains to none/ },
+    },
+    'another stand-in’s root pinned': {
+      policy: () => ({ intelRoots: [new X509Certificate(foreign.rootPem)] }),
+      want: { message: /chains to none/ },
+    },
+    'the debug TD attribute': {
+      raw: () =>
+        s.quote({
+          reportData: REPORT_DATA,
+          mrTd: MRTD,
+          rtmrs: RTMRS,
+          tdAttributes: Buffer.from('0100000000000000', 'hex'),
+        }),
+      policy: () => ({ tdAttributes: undefined }),
+      want: { field: 'TDATTRIBUTES.DEBUG' },
+    },
+    'MRTD mismatched': { policy: () => ({ mrTd: other(MRTD) }), want: { field: 'MRTD' } },
+    'RTMR2 mismatched': {
+      policy: () => ({ rtmrs: { ...RTMRS, 2: other(RTMRS[2]) } }),
+      want: { field: 'RTMR2' },
+    },
+    'MRSEAM mismatched': { policy: () => ({ mrSeam: Buffer.alloc(48) }), want: { field: 'MRSEAM' } },
+    'XFAM mismatched': { policy: () => ({ xfam: Buffer.alloc(8) }), want: { field: 'XFAM' } },
+    'TEE_TCB_SVN below the minimum': {
+      raw: () => s.quote({ reportData: REPORT_DATA, mrTd: MRTD, rtmrs: RTMRS, teeTcbSvn: OLDER_TEE_TCB_SVN }),
+      want: { field: 'TEE_TCB_SVN' },
+    },
+    'QE SVN below the minimum': {
+      policy: () => ({ minimum: { ...base.minimum, qeSvn: 5 } }),
+      want: { field: 'QE ISVSVN' },
+    },
+    'PCESVN below the minimum': {
+      policy: () => ({ minimum: { ...base.minimum, pceSvn: 12 } }),
+      want: { field: 'PCESVN' },
+    },
+    'wrong REPORT_DATA': {
+      policy: () => ({ reportData: other(REPORT_DATA) }),
+      want: { field: 'REPORTDATA' },
+    },
+    'tampered TCB info': {
+      policy: () => {
+        const files = s.collateral()
+        return {
+          collateral: collateralOf({
+            ...files,
+            tcbInfo: files.tcbInfo.replace('"pcesvn":11', '"pcesvn":10'),
+          }),
+        }
+      },
+      want: { message: /signature of "tcbInfo" does not verify/ },
+    },
+    'expired collateral': {
+      policy: () => ({
+        collateral: collateralOf(s.collateral({ nextUpdate: new Date(Date.now() - 60_000) })),
+      }),
+      want: { field: 'tcbInfo.nextUpdate' },
+    },
+    'collateral of another platform (FMSPC)': {
+      policy: () => ({
+        intelRoots: [new X509Certificate(s.rootPem), new X509Certificate(foreign.rootPem)],
+        collateral: collateralOf(foreign.collateral()),
+      }),
+      want: { field: 'FMSPC' },
+    },
+    'collateral signed under a root that is not pinned': {
+      policy: () => ({ collateral: collateralOf(foreign.collateral()) }),
+      want: { message: /tcbInfo issuer chain: .*chains to none/ },
+    },
+    'TCB status OutOfDate, not accepted': {
+      policy: () => ({ collateral: collateralOf(s.collateral({ tcbStatus: 'OutOfDate' })) }),
+      want: { field: 'TCB status' },
+    },
+  }
+  for (const [name, tc] of Object.entries(cases))
+    it(`is refused after: ${name}`, () => {
+      expectRefusal(() => verifyTdxQuote(tc.raw?.() ?? quote, { ...base, ...tc.policy?.() }), tc.want)
+    })
+})
