@@ -46,14 +46,12 @@ export function validatorSettingsForConfig(config: ClusterConfig): ValidatorSett
       return { variant: 'tpm-ek', measurements, options: { roots: configTrustRoots(attestation.roots) } }
     case 'aws-sev-snp':
     case 'gcp-sev-snp':
-    case 'azure-sev-snp':
-    {
+    case 'azure-sev-snp': {
       const cvm = snpSettings(attestation.section, undefined, at)
       return { variant: attestation.variant, measurements, options: { cvm: cvmValidationPolicy(cvm) }, cvm }
     }
     case 'qemu-tdx':
-    case 'azure-tdx':
-    {
+    case 'azure-tdx': {
       const cvm = tdxSettings(attestation.section, undefined, at)
       return { variant: attestation.variant, measurements, options: { cvm: cvmValidationPolicy(cvm) }, cvm }
     }

@@ -4,7 +4,9 @@
  * the signature covers the exact member text, as Intel's does.
  */
 import { sign, type KeyObject } from 'node:crypto'
-import type { TdxCollateralFiles } from '../attestation/tdx/index.js' // eslint-disable-line no-restricted-imports -- see tdx.ts
+import type { tdx } from '../attestation/index.js'
+
+type TdxCollateralFiles = tdx.TdxCollateralFiles
 
 export interface StandInPlatform {
   fmspc: string

@@ -16,19 +16,19 @@ import {
   subjectKeyIdentifier,
   toPem,
 } from '../x509/index.js'
-// attestation/index.ts does not re-export its tdx folder yet; the integrator adds that line
-// eslint-disable-next-line no-restricted-imports
-import {
+import { tdx } from '../attestation/index.js'
+import { standInCollateral, type StandInCollateralOptions, type StandInPlatform } from './tdx-collateral.js'
+
+const {
   encodePckExtension,
   encodeSgxReportBody,
   encodeTdQuoteBody,
   parseTdReport,
   SGX_EXTENSION_OID,
   tdReportToQuoteBody,
-  type TdQuoteBody,
-  type TdxCollateralFiles,
-} from '../attestation/tdx/index.js'
-import { standInCollateral, type StandInCollateralOptions, type StandInPlatform } from './tdx-collateral.js'
+} = tdx
+type TdQuoteBody = tdx.TdQuoteBody
+type TdxCollateralFiles = tdx.TdxCollateralFiles
 
 export interface TdxStandInOptions {
   fmspc?: string

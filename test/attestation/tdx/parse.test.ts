@@ -133,14 +133,14 @@ describe('TDX collateral', () => {
     await withTempDir(async (dir) => {
       const files = Object.entries(TDX_COLLATERAL_FILES) as [keyof typeof TDX_COLLATERAL_FILES, string][]
       for (const [key, name] of files) await writeFile(path.join(dir, name), RECORDED_COLLATERAL[key])
-      expect((await readTdxCollateral(dir)).tcbInfo.fmspc).to.equal('50806f000000')
+      expect(readTdxCollateral(dir).tcbInfo.fmspc).to.equal('50806f000000')
     })
   })
 
   it('refuses an oversized file and a missing one', async () => {
     await withTempDir(async (dir) => {
       await writeFile(path.join(dir, TDX_COLLATERAL_FILES.tcbInfo), ' '.repeat(300 * 1024))
-      await expect(readTdxCollateral(dir)).to.be.rejectedWith(/larger than|qe-identity|issuer-chain/)
+      expect(() => readTdxCollateral(dir)).to.throw(/larger than/)
     })
   })
 

@@ -19,7 +19,7 @@ import { attestationKeyOf, checkMeasurements, checkSha256Quote, parseOrRefuse } 
 import { expectedReportData, hclReportData } from './binding.js'
 import { decodeSnpInstanceInfo, decodeTdxInstanceInfo } from './instance-info.js'
 import { pemBlocks } from './pem.js'
-import type { CvmSummary, CvmValidationPolicy, SnpValidationPolicy, TdxValidationPolicy } from './policy.js'
+import type { CvmSummary, SnpValidationPolicy, TdxValidationPolicy } from './policy.js'
 
 const SNP_VARIANTS: readonly CvmVariant[] = ['aws-sev-snp', 'gcp-sev-snp', 'azure-sev-snp']
 export const cvmKind = (v: CvmVariant): 'snp' | 'tdx' => (SNP_VARIANTS.includes(v) ? 'snp' : 'tdx')
@@ -153,7 +153,7 @@ function checkTdx(
     summary: {
       kind: 'tdx',
       vendorRoot: verified.rootIsIntels,
-      rootSubject: verified.rootSubject,
+      rootSubject: oneLine(verified.root.subject),
       fields: {
         tcbStatus: verified.tcbStatus,
         mrTd: body.mrTd.toString('hex'),

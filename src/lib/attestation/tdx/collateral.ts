@@ -5,7 +5,7 @@
  * response header (URL-decoded). Parsing checks shape only; verify.ts checks signatures.
  */
 import { X509Certificate } from 'node:crypto'
-import { open } from 'node:fs/promises'
+import { readFileSync, statSync } from 'node:fs'
 import path from 'node:path'
 import { AttestationError } from '../errors.js'
 import { topLevelMembers } from './json-text.js'
@@ -99,32 +99,34 @@ export function parseTdxCollateral(files: TdxCollateralFiles): TdxCollateral {
   }
 }
 
-/** The four files of TDX_COLLATERAL_FILES in `dir`, each at most MAX_COLLATERAL_FILE_BYTES. */
-export async function readTdxCollateral(dir: string): Promise<TdxCollateral> {
-  const entries = await Promise.all(
-    Object.entries(TDX_COLLATERAL_FILES).map(
-      async ([key, name]) => [key, await readBounded(path.join(dir, name))] as const,
-    ),
+/**
+ * The four files of TDX_COLLATERAL_FILES in `dir`, each at most MAX_COLLATERAL_FILE_BYTES. Read
+ * synchronously: config loading is synchronous, and these files are small.
+ */
+export function readTdxCollateral(dir: string): TdxCollateral {
+  const entries = Object.entries(TDX_COLLATERAL_FILES).map(
+    ([key, name]) => [key, readBounded(path.join(dir, name))] as const,
   )
   return parseTdxCollateral(Object.fromEntries(entries) as TdxCollateralFiles)
 }
 
-async function readBounded(file: string): Promise<string> {
-  const handle = await open(file, 'r').catch((cause: unknown) => {
+function readBounded(file: string): string {
+  let data: Buffer
+  try {
+    const size = statSync(file).size
+    if (size > MAX_COLLATERAL_FILE_BYTES)
+      throw new AttestationError(`TDX collateral ${file} is larger than ${MAX_COLLATERAL_FILE_BYTES} bytes`)
+    data = readFileSync(file)
+  } catch (cause: unknown) {
+    if (cause instanceof AttestationError) throw cause
     throw new AttestationError(
       `reading TDX collateral ${file}: ${cause instanceof Error ? cause.message : String(cause)}`,
       { cause },
     )
-  })
-  try {
-    const buf = Buffer.alloc(MAX_COLLATERAL_FILE_BYTES + 1)
-    const { bytesRead } = await handle.read(buf, 0, buf.length, 0)
-    if (bytesRead > MAX_COLLATERAL_FILE_BYTES)
-      throw new AttestationError(`TDX collateral ${file} is larger than ${MAX_COLLATERAL_FILE_BYTES} bytes`)
-    return buf.subarray(0, bytesRead).toString('utf8')
-  } finally {
-    await handle.close()
   }
+  if (data.length > MAX_COLLATERAL_FILE_BYTES)
+    throw new AttestationError(`TDX collateral ${file} is larger than ${MAX_COLLATERAL_FILE_BYTES} bytes`)
+  return data.toString('utf8')
 }
 
 function signedBody(

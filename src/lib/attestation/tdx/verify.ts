@@ -45,6 +45,8 @@ export interface TdxVerified {
   qeTcbStatus: string
   /** The root that verified the PCK chain is Intel's SGX root CA (not a stand-in). */
   rootIsIntels: boolean
+  /** The pinned root the PCK chain ended in. */
+  root: X509Certificate
   warnings: string[]
   fmspc?: string
 }
@@ -85,7 +87,15 @@ export function verifyTdxQuote(raw: Buffer, policy: TdxPolicy): TdxVerified {
     warnings.push("the PCK chain verified against a pinned root that is not Intel's SGX root CA")
   if (quote.trailingBytes > 0)
     warnings.push(`${quote.trailingBytes} bytes after the quote's signature data were ignored`)
-  return { quote, tcbStatus, qeTcbStatus, rootIsIntels: chain.rootIsIntels, warnings, fmspc: pck.fmspc }
+  return {
+    quote,
+    tcbStatus,
+    qeTcbStatus,
+    rootIsIntels: chain.rootIsIntels,
+    root: chain.root,
+    warnings,
+    fmspc: pck.fmspc,
+  }
 }
 
 /** The signatures from the attestation key up to a pinned root, and the QE's binding of that key. */
