@@ -1,0 +1,265 @@
+/**
+ * The confidential-VM variants end to end on a real swtpm: the issuer reads its hardware report
+ * through the configfs-tsm client from the stand-in (TEST DOUBLE) AMD or Intel, the validator
+ * checks the vTPM quote, the report under the pinned stand-in root, and the binding between them.
+ * The attacks: a genuine report passed off beside a quote from a TPM outside the CVM, a changed
+ * InstanceInfo, a root not pinned, a debug guest, a stale report.
+ */
+import { createHash, randomBytes, X509Certificate } from 'node:crypto'
+import { expect } from '../support/chai.js'
+import { startSwtpm, type SwtpmHandle } from '../support/swtpm.js'
+import { makeTempDir, type TempDir } from '../support/temp.js'
+import {
+  AttestationError,
+  createIssuer,
+  createValidator,
+  EvidenceMismatchError,
+  type CvmHardware,
+  type CvmValidationPolicy,
+  type Measurements,
+} from '../../src/lib/attestation/index.js'
+import { decodeDocument, encodeDocument } from '../../src/lib/attestation/document.js'
+import { decodeSnpInstanceInfo, encodeSnpInstanceInfo } from '../../src/lib/attestation/cvm/instance-info.js'
+import {
+  createSnpStandIn,
+  createTdxStandIn,
+  produceSnpEvidence,
+  produceTdxEvidence,
+  type SnpStandIn,
+  type TdxStandIn,
+} from '../../src/lib/cvm-standin/index.js'
+import { startConfigfsTsmStandIn, type ConfigfsTsmStandIn } from '../../src/lib/cvm-standin/configfs-tsm.js'
+import { requestTsmReport } from '../../src/lib/tsm/index.js'
+import { readPcrs } from '../../src/lib/tpm/index.js'
+
+const MEASUREMENT = createHash('sha384').update('cvm-variants test launch').digest()
+const userData = Buffer.from('TLS key of the node')
+
+async function measurementsOf(tpm: SwtpmHandle): Promise<Measurements> {
+  const pcrs = await readPcrs(tpm.open, [4, 15])
+  return new Map([...pcrs].map(([i, v]) => [i, { expected: v, warnOnly: false }]))
+}
+
+describe('confidential-VM variants on swtpm with the stand-in hardware', function () {
+  this.timeout(60_000)
+  let tpm: SwtpmHandle
+  let other: SwtpmHandle
+  let tmp: TempDir
+  let snpVcek: SnpStandIn
+  let snpVlek: SnpStandIn
+  let tdx: TdxStandIn
+  const served: ConfigfsTsmStandIn[] = []
+
+  before(async () => {
+    ;[tpm, other, tmp, snpVcek, snpVlek, tdx] = await Promise.all([
+      startSwtpm(),
+      startSwtpm(),
+      makeTempDir('constell-cvm-'),
+      createSnpStandIn({ signer: 'VCEK' }),
+      createSnpStandIn({ signer: 'VLEK' }),
+      createTdxStandIn(),
+    ])
+  })
+  after(async () => {
+    await Promise.all(served.map((s) => s.stop()))
+    await Promise.all([tpm.stop(), other.stop(), tmp.cleanup()])
+  })
+
+  /** The node's hardware: a configfs-tsm directory the stand-in serves, read by the production client. */
+  async function hardware(
+    kind: 'snp' | 'tdx',
+    standIn: { snp?: SnpStandIn; tdx?: TdxStandIn; debug?: boolean },
+  ): Promise<CvmHardware> {
+    const dir = `${tmp.dir}/tsm-${randomBytes(4).toString('hex')}`
+    const { mkdir } = await import('node:fs/promises')
+    await mkdir(dir)
+    const provider = kind === 'snp' ? 'sev_guest' : 'tdx_guest'
+    const snp = standIn.snp
+    const produce =
+      kind === 'snp' && snp
+        ? produceSnpEvidence({
+            report: ({ reportData }) =>
+              snp.report({
+                reportData,
+                measurement: MEASUREMENT,
+                ...(standIn.debug && { policy: 0x20000n | (1n << 19n) }),
+              }),
+            certificateTable: () => snp.certificateTable(),
+          })
+        : produceTdxEvidence({
+            quote: ({ reportData }) =>
+              (standIn.tdx ?? tdx).quote({
+                reportData,
+                ...(standIn.debug && { tdAttributes: Buffer.from('0100000000000000', 'hex') }),
+              }),
+          })
+    served.push(await startConfigfsTsmStandIn({ dir, provider, produce }))
+    return { report: (reportData) => requestTsmReport({ root: dir, inblob: reportData, provider }) }
+  }
+
+  const snpPolicy = (s: SnpStandIn, over: Partial<CvmValidationPolicy> = {}): CvmValidationPolicy =>
+    ({
+      kind: 'snp',
+      arks: [new X509Certificate(s.ark)],
+      minimumTcb: s.tcb,
+      launchMeasurement: MEASUREMENT,
+      allowMigrationAgent: false,
+      allowSmt: false,
+      ...over,
+    }) as CvmValidationPolicy
+  const tdxPolicy = (over: Record<string, unknown> = {}): CvmValidationPolicy =>
+    ({
+      kind: 'tdx',
+      intelRoots: [new X509Certificate(tdx.rootPem)],
+      minimum: { qeSvn: 0, pceSvn: 0, teeTcbSvn: Buffer.alloc(16) },
+      ...over,
+    }) as CvmValidationPolicy
+
+  const cases = [
+    { variant: 'aws-sev-snp', kind: 'snp', standIn: () => snpVlek },
+    { variant: 'gcp-sev-snp', kind: 'snp', standIn: () => snpVcek },
+    { variant: 'qemu-tdx', kind: 'tdx', standIn: () => undefined },
+  ] as const
+
+  for (const c of cases) {
+    describe(c.variant, () => {
+      const policy = () => (c.kind === 'snp' ? snpPolicy(c.standIn() as SnpStandIn) : tdxPolicy())
+      const issuerOn = async (t: SwtpmHandle, debug = false) =>
+        createIssuer(c.variant, t.open, {
+          cvm: await hardware(c.kind, { snp: c.standIn(), debug }),
+        })
+
+      it('accepts a document from the node, naming the stand-in root as such', async () => {
+        const nonce = randomBytes(32)
+        const doc = await (await issuerOn(tpm)).issue(userData, nonce)
+        const result = await createValidator(c.variant, await measurementsOf(tpm), undefined, {
+          cvm: policy(),
+        }).validate(doc, nonce)
+        expect(result.userData).to.deep.equal(userData)
+        expect(result.cvm?.kind).to.equal(c.kind)
+        expect(result.cvm?.vendorRoot).to.equal(false)
+        expect(result.cvm?.rootSubject).to.match(/STAND-IN/)
+      })
+
+      it('refuses a genuine report beside a quote from a TPM outside the CVM', async () => {
+        const nonce = randomBytes(32)
+        const genuine = decodeDocument(await (await issuerOn(tpm)).issue(userData, nonce))
+        // the outside TPM quotes over the genuine CVM's InstanceInfo: its quote verifies, its AK differs
+        const { issueQuoteDocument } = await import('../../src/lib/attestation/vtpm-quote.js')
+        const forged = await issueQuoteDocument(
+          other.open,
+          userData,
+          nonce,
+          {},
+          {
+            instanceInfo: async () => genuine.instanceInfo ?? Buffer.alloc(0),
+          },
+        )
+        const err = await createValidator(c.variant, await measurementsOf(other), undefined, {
+          cvm: policy(),
+        })
+          .validate(encodeDocument(forged), nonce)
+          .catch((e: unknown) => e)
+        expect(err).to.be.instanceOf(EvidenceMismatchError)
+        expect((err as EvidenceMismatchError).field).to.match(/REPORT_?DATA|REPORTDATA/i)
+      })
+
+      it('refuses a document whose InstanceInfo was changed after quoting', async () => {
+        const nonce = randomBytes(32)
+        const doc = decodeDocument(await (await issuerOn(tpm)).issue(userData, nonce))
+        const info = Buffer.from(doc.instanceInfo ?? Buffer.alloc(0))
+        info[info.length - 3] ^= 1
+        const err = await createValidator(c.variant, await measurementsOf(tpm), undefined, { cvm: policy() })
+          .validate(encodeDocument({ ...doc, instanceInfo: info }), nonce)
+          .catch((e: unknown) => e)
+        expect(err).to.be.instanceOf(AttestationError)
+        expect((err as Error).message).to.match(/not bound to this nonce|InstanceInfo|malformed/)
+      })
+
+      it("refuses a report under a root the config does not pin (the vendor's own)", async () => {
+        const nonce = randomBytes(32)
+        const doc = await (await issuerOn(tpm)).issue(userData, nonce)
+        const { AMD_ROOT_KEYS, INTEL_SGX_ROOT_CA } = await import('../../src/lib/attestation/index.js')
+        const vendors =
+          c.kind === 'snp'
+            ? snpPolicy(
+                c.standIn() as SnpStandIn,
+                { arks: [new X509Certificate(AMD_ROOT_KEYS.Milan)] } as never,
+              )
+            : tdxPolicy({ intelRoots: [new X509Certificate(INTEL_SGX_ROOT_CA)] })
+        const err = await createValidator(c.variant, await measurementsOf(tpm), undefined, { cvm: vendors })
+          .validate(doc, nonce)
+          .catch((e: unknown) => e)
+        expect(err).to.be.instanceOf(AttestationError)
+        expect((err as Error).message).to.match(/pinned|root|ARK/i)
+      })
+
+      it('refuses a debug guest', async () => {
+        const nonce = randomBytes(32)
+        const doc = await (await issuerOn(tpm, true)).issue(userData, nonce)
+        const err = await createValidator(c.variant, await measurementsOf(tpm), undefined, { cvm: policy() })
+          .validate(doc, nonce)
+          .catch((e: unknown) => e)
+        expect(err).to.be.instanceOf(EvidenceMismatchError)
+        expect((err as EvidenceMismatchError).field).to.match(/DEBUG/i)
+      })
+
+      it('refuses a replayed document (another nonce)', async () => {
+        const doc = await (await issuerOn(tpm)).issue(userData, randomBytes(32))
+        const err = await createValidator(c.variant, await measurementsOf(tpm), undefined, { cvm: policy() })
+          .validate(doc, randomBytes(32))
+          .catch((e: unknown) => e)
+        expect(err).to.be.instanceOf(AttestationError)
+        expect((err as Error).message).to.match(/not bound to this nonce/)
+      })
+
+      it('refuses to validate without a policy, and a qemu-vtpm document', async () => {
+        expect(() => createValidator(c.variant, new Map(), undefined, {})).to.throw(
+          AttestationError,
+          /policy/,
+        )
+        const nonce = randomBytes(32)
+        const plain = await createIssuer('qemu-vtpm', tpm.open).issue(userData, nonce)
+        const err = await createValidator(c.variant, await measurementsOf(tpm), undefined, { cvm: policy() })
+          .validate(plain, nonce)
+          .catch((e: unknown) => e)
+        expect((err as Error).message).to.match(/carries no InstanceInfo/)
+      })
+    })
+  }
+
+  it('aws-sev-snp refuses a VCEK-signed report: AWS signs with the VLEK', async () => {
+    const nonce = randomBytes(32)
+    const hw = await hardware('snp', { snp: snpVcek })
+    const err = await createIssuer('aws-sev-snp', tpm.open, { cvm: hw })
+      .issue(userData, nonce)
+      .catch((e: unknown) => e)
+    expect((err as Error).message).to.match(/holds no VLEK/)
+  })
+
+  it('an SNP InstanceInfo without its signer is refused, naming the VCEK', async () => {
+    const nonce = randomBytes(32)
+    const hw = await hardware('snp', { snp: snpVcek })
+    const issued = decodeDocument(
+      await createIssuer('gcp-sev-snp', tpm.open, { cvm: hw }).issue(userData, nonce),
+    )
+    const info = decodeSnpInstanceInfo(issued.instanceInfo ?? Buffer.alloc(0))
+    const { issueQuoteDocument } = await import('../../src/lib/attestation/vtpm-quote.js')
+    const stripped = await issueQuoteDocument(
+      tpm.open,
+      userData,
+      nonce,
+      {},
+      {
+        instanceInfo: async () => encodeSnpInstanceInfo({ ...info, reportSigner: Buffer.alloc(0) }),
+      },
+    )
+    const err = await createValidator('gcp-sev-snp', await measurementsOf(tpm), undefined, {
+      cvm: snpPolicy(snpVcek),
+    })
+      .validate(encodeDocument(stripped), nonce)
+      .catch((e: unknown) => e)
+    expect(err).to.be.instanceOf(AttestationError)
+    expect((err as Error).message).to.match(/VCEK/)
+  })
+})
