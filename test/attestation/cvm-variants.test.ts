@@ -113,7 +113,7 @@ describe('confidential-VM variants on swtpm with the stand-in hardware', functio
       intelRoots: [new X509Certificate(tdx.rootPem)],
       minimum: { qeSvn: 0, pceSvn: 0, teeTcbSvn: Buffer.alloc(16) },
       ...over,
-    }) as CvmValidationPolicy
+    })
 
   const cases = [
     { variant: 'aws-sev-snp', kind: 'snp', standIn: () => snpVlek },
@@ -123,7 +123,7 @@ describe('confidential-VM variants on swtpm with the stand-in hardware', functio
 
   for (const c of cases) {
     describe(c.variant, () => {
-      const policy = () => (c.kind === 'snp' ? snpPolicy(c.standIn() as SnpStandIn) : tdxPolicy())
+      const policy = () => (c.kind === 'snp' ? snpPolicy(c.standIn()) : tdxPolicy())
       const issuerOn = async (t: SwtpmHandle, debug = false) =>
         createIssuer(c.variant, t.open, {
           cvm: await hardware(c.kind, { snp: c.standIn(), debug }),
@@ -183,8 +183,8 @@ describe('confidential-VM variants on swtpm with the stand-in hardware', functio
         const vendors =
           c.kind === 'snp'
             ? snpPolicy(
-                c.standIn() as SnpStandIn,
-                { arks: [new X509Certificate(AMD_ROOT_KEYS.Milan)] } as never,
+                c.standIn(),
+                { arks: [new X509Certificate(AMD_ROOT_KEYS.Milan)] },
               )
             : tdxPolicy({ intelRoots: [new X509Certificate(INTEL_SGX_ROOT_CA)] })
         const err = await createValidator(c.variant, await measurementsOf(tpm), undefined, { cvm: vendors })
