@@ -86,6 +86,8 @@ export function nodePaths(root = '/') {
     kubeletClientKey: at('run/state/kubelet/pki/kubelet-client-key.pem'),
     /** TCG event log of the boot, attached to vTPM attestations when present (securityfs). */
     tpmEventLog: at('sys/kernel/security/tpm0/binary_bios_measurements'),
+    /** The kernel's configfs-tsm reports: a confidential VM's SEV-SNP report or TDX quote. */
+    tsmReport: at('sys/kernel/config/tsm/report'),
     /** 0700 scratch space for key files handed to child processes (tmpfs on a node). */
     runtimeDir: at('run/constellation'),
     /** Components between download and install (on the state disk, beside where they go). */

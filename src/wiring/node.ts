@@ -1,9 +1,17 @@
 /** What every node daemon builds the same way from the node config: its TPM and its attestation issuer. */
-import { createIssuer, readTrustRoots, type Issuer, type ValidatorOptions } from '../lib/attestation/index.js'
+import {
+  createIssuer,
+  isCvmVariant,
+  readTrustRoots,
+  type Issuer,
+  type ValidatorOptions,
+} from '../lib/attestation/index.js'
+import { cvmValidationPolicy } from '../lib/config/index.js'
 import { CliError } from '../lib/errors/index.js'
-import type { NodeConfig } from '../lib/nodeconfig/index.js'
+import { nodeCvmSettings, type NodeConfig } from '../lib/nodeconfig/index.js'
 import { parseHostPort, unixSocketPath } from '../lib/system/index.js'
 import { nodePaths } from '../lib/paths.js'
+import { nodeCvmHardware } from './cvm-hardware.js'
 import { openSwtpm, openSwtpmSocket, openTpmDevice, type OpenTpm, type TpmConfig } from '../lib/tpm/index.js'
 
 /** The TPM the node config names: swtpm's command channel (tests, local clusters) or the device. */
@@ -25,15 +33,31 @@ export function nodeIssuer(
   config: Pick<NodeConfig, 'attestationVariant' | 'root'>,
   openTpm: OpenTpm,
 ): Issuer {
-  return createIssuer(config.attestationVariant, openTpm, {
+  const variant = config.attestationVariant
+  return createIssuer(variant, openTpm, {
     eventLogPath: nodePaths(config.root).tpmEventLog,
+    ...(isCvmVariant(variant) && { cvm: nodeCvmHardware(variant, config.root, openTpm) }),
   })
 }
 
-/** What the node's validators (the join service's) need beyond measurements: tpm-ek's manufacturer roots. */
+/**
+ * What the node's validators (the join service's) need beyond measurements: tpm-ek's manufacturer
+ * roots, or a confidential-VM variant's pinned vendor root and minimums.
+ */
 export function nodeValidatorOptions(
   config: Pick<NodeConfig, 'attestationVariant' | 'attestation'>,
 ): ValidatorOptions {
+  if (isCvmVariant(config.attestationVariant)) {
+    const settings = nodeCvmSettings(config)
+    if (!settings)
+      throw new CliError(
+        `node config: attestationVariant ${config.attestationVariant} needs its section under attestation (the pinned vendor root and minimums) to validate joining nodes`,
+        {
+          hint: '`constellation config generate` writes the section for the workspace; the node needs the same, without measurements',
+        },
+      )
+    return { cvm: cvmValidationPolicy(settings) }
+  }
   if (config.attestationVariant !== 'tpm-ek') return {}
   const roots = config.attestation?.tpmEK?.roots
   if (!roots)

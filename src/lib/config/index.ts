@@ -13,7 +13,7 @@ export type {
 export { ATTESTATION_CONFIG_KEYS } from './types.js'
 export { validateWorkspace, formatFinding } from './validate.js'
 export type { WorkspaceValidation } from './validate.js'
-export { validatorForConfig, validatorSettingsForConfig } from './validator.js'
+export { cvmValidationPolicy, validatorForConfig, validatorSettingsForConfig } from './validator.js'
 
 export { configuredAttestation, snpSettings, tdxSettings } from './attestation.js'
 export type { SnpSettings, TdxSettings } from './attestation.js'

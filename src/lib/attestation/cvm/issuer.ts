@@ -29,15 +29,24 @@ export function createCvmIssuer(variant: CvmVariant, open: OpenTpm, opts: Issuer
     variant,
     oid: VARIANT_OIDS[variant],
     async issue(userData, nonce) {
+      if (variant === 'azure-sev-snp' || variant === 'azure-tdx') {
+        // the HCL report names its AK already: read before the quote's TPM session, which it needs too
+        const info = await azureEvidence(variant, hardware)
+        return encodeDocument(
+          await issueQuoteDocument(open, userData, nonce, opts, {
+            instanceInfo: () => Promise.resolve(info),
+            key: AZURE_HCL_AK_HANDLE,
+          }),
+        )
+      }
       const instanceInfo = (akPub: Buffer) => evidence(variant, hardware, akPub, userData, nonce)
-      const key = variant === 'azure-sev-snp' || variant === 'azure-tdx' ? AZURE_HCL_AK_HANDLE : undefined
-      return encodeDocument(await issueQuoteDocument(open, userData, nonce, opts, { instanceInfo, key }))
+      return encodeDocument(await issueQuoteDocument(open, userData, nonce, opts, { instanceInfo }))
     },
   }
 }
 
 async function evidence(
-  variant: CvmVariant,
+  variant: Exclude<CvmVariant, 'azure-sev-snp' | 'azure-tdx'>,
   hw: CvmHardware,
   akPub: Buffer,
   userData: Buffer,
@@ -54,26 +63,22 @@ async function evidence(
       const { outblob } = await hw.report(expectedReportData(variant, akPub, userData, nonce))
       return encodeTdxInstanceInfo({ quote: outblob })
     }
-    case 'azure-sev-snp': {
-      const hcl = parseHclReport(
-        await need(hw.hclReport, variant, 'the HCL report (vTPM NV index 0x01400001)')(),
-      )
-      const { vcek, chain } = await need(hw.vcek, variant, "the VCEK from the cloud's cache")()
-      return encodeSnpInstanceInfo({
-        attestationReport: hcl.hardwareReport,
-        reportSigner: vcek,
-        certChain: chain,
-        azureRuntimeData: hcl.runtimeData,
-      })
-    }
-    case 'azure-tdx': {
-      const hcl = parseHclReport(
-        await need(hw.hclReport, variant, 'the HCL report (vTPM NV index 0x01400001)')(),
-      )
-      const quote = await need(hw.tdQuote, variant, 'a quote from IMDS')(hcl.hardwareReport)
-      return encodeTdxInstanceInfo({ quote, runtimeData: hcl.runtimeData })
-    }
   }
+}
+
+async function azureEvidence(variant: 'azure-sev-snp' | 'azure-tdx', hw: CvmHardware): Promise<Buffer> {
+  const hcl = parseHclReport(await need(hw.hclReport, variant, 'the HCL report (vTPM NV index 0x01400001)')())
+  if (variant === 'azure-sev-snp') {
+    const { vcek, chain } = await need(hw.vcek, variant, "the VCEK from the cloud's cache")()
+    return encodeSnpInstanceInfo({
+      attestationReport: hcl.hardwareReport,
+      reportSigner: vcek,
+      certChain: chain,
+      azureRuntimeData: hcl.runtimeData,
+    })
+  }
+  const quote = await need(hw.tdQuote, variant, 'a quote from IMDS')(hcl.hardwareReport)
+  return encodeTdxInstanceInfo({ quote, runtimeData: hcl.runtimeData })
 }
 
 function need<T>(fn: T | undefined, variant: CvmVariant, what: string): T {
