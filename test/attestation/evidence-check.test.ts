@@ -13,7 +13,11 @@ import {
 } from '../../src/lib/attestation/evidence-check.js'
 import { renderEvidenceCheck } from '../../src/lib/attestation/evidence-check-render.js'
 import { TDX_COLLATERAL_FILES } from '../../src/lib/attestation/tdx/index.js'
-import { createSnpStandIn, SNP_STANDIN_DEFAULT_POLICY } from '../../src/lib/cvm-standin/index.js'
+import {
+  createSnpStandIn,
+  createTdxStandIn,
+  SNP_STANDIN_DEFAULT_POLICY,
+} from '../../src/lib/cvm-standin/index.js'
 import { fixture as snpFixture, flip } from './snp/helpers.js'
 import { AT, fixture as tdxFixture, RECORDED_NOW as TDX_NOW } from './tdx/helpers.js'
 
@@ -249,6 +253,53 @@ describe('attestation check (checkEvidence)', function () {
       expect(ma.trusted).to.equal(true)
       expect(ma.fields.policy).to.deep.include({ migrateMa: true })
       expect(ma.warnings.join()).to.match(/MIGRATE_MA/)
+    })
+  })
+
+  describe('TDX TCB status from collateral: reported, not judged (stand-in Intel)', () => {
+    before(async () => {
+      const s = await createTdxStandIn()
+      await put('tdx-standin-root.pem', s.rootPem)
+      await put('tdx-standin-quote.dat', s.quote({ reportData: Buffer.alloc(64, 2) }))
+      const debugAttributes = Buffer.alloc(8)
+      debugAttributes[0] = 1
+      await put(
+        'tdx-standin-debug.dat',
+        s.quote({ reportData: Buffer.alloc(64), tdAttributes: debugAttributes }),
+      )
+      for (const status of ['UpToDate', 'OutOfDate', 'Revoked']) {
+        await mkdir(at(`tdx-${status}`))
+        const files = s.collateral({ tcbStatus: status })
+        for (const [k, name] of Object.entries(TDX_COLLATERAL_FILES))
+          await put(`tdx-${status}/${name}`, files[k as keyof typeof files])
+      }
+    })
+    const standIn = { file: 'tdx-standin-quote.dat', roots: ['tdx-standin-root.pem'] }
+
+    it('UpToDate: trusted, the root named as a stand-in', () => {
+      const { check: c } = check({ ...standIn, collateralDir: 'tdx-UpToDate' })
+      expect(c).to.deep.include({ trusted: true })
+      expect(c.fields).to.deep.include({ tcbStatus: 'UpToDate', qeTcbStatus: 'UpToDate' })
+      expect(c.root?.vendor).to.equal(false)
+      expect(renderEvidenceCheck(c)).to.include("chains to a STAND-IN root, not Intel's")
+    })
+
+    it('OutOfDate: trusted, with a warning that says so', () => {
+      const { check: c } = check({ ...standIn, collateralDir: 'tdx-OutOfDate' })
+      expect(c.trusted).to.equal(true)
+      expect(c.fields.tcbStatus).to.equal('OutOfDate')
+      expect(c.warnings.join()).to.match(/TCB status is OutOfDate \(reported, not judged\)/)
+    })
+
+    it('Revoked: refused', () => {
+      const { c } = refusedWith({ ...standIn, collateralDir: 'tdx-Revoked' })
+      expect(c.refusal).to.deep.include({ field: 'TCB status', found: 'Revoked' })
+    })
+
+    it('a debug TD: refused', () => {
+      const { c } = refusedWith({ ...standIn, file: 'tdx-standin-debug.dat' })
+      expect(c.refusal).to.deep.include({ field: 'TDATTRIBUTES.DEBUG' })
+      expect(c.fields.tdAttributes).to.deep.include({ debug: true })
     })
   })
 
