@@ -5,12 +5,8 @@ import path from 'node:path'
 import { expect } from '../support/chai.js'
 import { makeTempDir } from '../support/temp.js'
 import { ExitCode, CliError, UsageError } from '../../src/lib/errors/index.js'
-import {
-  checkEvidence,
-  detectEvidenceKind,
-  MAX_EVIDENCE_FILE_BYTES,
-  type EvidenceCheckInput,
-} from '../../src/lib/attestation/evidence-check.js'
+import { checkEvidence, type EvidenceCheckInput } from '../../src/lib/attestation/evidence-check.js'
+import { detectEvidenceKind, MAX_EVIDENCE_FILE_BYTES } from '../../src/lib/attestation/evidence-input.js'
 import { renderEvidenceCheck } from '../../src/lib/attestation/evidence-check-render.js'
 import { TDX_COLLATERAL_FILES } from '../../src/lib/attestation/tdx/index.js'
 import {
@@ -360,6 +356,7 @@ describe('attestation check (checkEvidence)', function () {
       expect(usage({ ...azure, certs: ['vcek.pem', 'aws-vlek.pem', 'ask-ark.pem'] }).message).to.match(
         /2 signer \(non-CA\) certificates/,
       )
+      expect(usage({ ...azure, certs: ['vcek.pem'] }).message).to.match(/whose ASK must come with --certs/)
       await put('not-a-cert.pem', 'hello')
       expect(usage({ ...azure, certs: ['not-a-cert.pem'] }).message).to.match(/--certs not-a-cert.pem: /)
       expect(usage({ ...tdx, collateralDir: 'no-such-dir' }).message).to.match(/--collateral no-such-dir: /)
