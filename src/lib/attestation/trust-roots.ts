@@ -24,8 +24,13 @@ const HINT = 'give PEM text (-----BEGIN CERTIFICATE-----) or the path of a PEM o
 
 /** `entry` is PEM text when it holds a PEM header, else a path relative to `baseDir`. */
 export function readTrustRoots(entry: string, baseDir: string): X509Certificate[] {
+  return checkCas(readCertificates(entry, baseDir))
+}
+
+/** readTrustRoots without the CA check: for a signer (a VCEK, a VLEK) given beside its chain. */
+export function readCertificates(entry: string, baseDir: string): X509Certificate[] {
   if (entry.trim() === '') throw new TrustRootError(`is empty; ${HINT}`)
-  if (entry.includes('-----BEGIN')) return checkCas(parsePem(entry, 'the PEM text'))
+  if (entry.includes('-----BEGIN')) return parsePem(entry, 'the PEM text')
   const file = path.resolve(baseDir, entry)
   let data: Buffer
   try {
@@ -39,7 +44,7 @@ export function readTrustRoots(entry: string, baseDir: string): X509Certificate[
     throw new TrustRootError(`reading ${file}: ${err instanceof Error ? err.message : String(err)}; ${HINT}`)
   }
   const text = data.toString('latin1')
-  return checkCas(text.includes('-----BEGIN') ? parsePem(text, file) : [parseDer(data, file)])
+  return text.includes('-----BEGIN') ? parsePem(text, file) : [parseDer(data, file)]
 }
 
 function parsePem(text: string, where: string): X509Certificate[] {
