@@ -168,7 +168,7 @@ describe('confidential-VM variants on swtpm with the stand-in hardware', functio
         const nonce = randomBytes(32)
         const doc = decodeDocument(await (await issuerOn(tpm)).issue(userData, nonce))
         const info = Buffer.from(doc.instanceInfo ?? Buffer.alloc(0))
-        info[info.length - 3] ^= 1
+        info.writeUInt8(info.readUInt8(info.length - 3) ^ 1, info.length - 3)
         const err = await createValidator(c.variant, await measurementsOf(tpm), undefined, { cvm: policy() })
           .validate(encodeDocument({ ...doc, instanceInfo: info }), nonce)
           .catch((e: unknown) => e)
