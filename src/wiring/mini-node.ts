@@ -12,8 +12,10 @@ import {
   killGroup,
   readMachineSpec,
   spawnInGroup,
+  standInEvidence,
   stopMarked,
 } from '../lib/mini/index.js'
+import { startConfigfsTsmStandIn } from '../lib/cvm-standin/index.js'
 import { CliError } from '../lib/errors/index.js'
 import { createLogger, serveUntilStopped, sleepMs } from '../lib/system/index.js'
 import { openSwtpmSocket, shutdownTpm } from '../lib/tpm/index.js'
@@ -43,6 +45,13 @@ export async function runNodeSupervisor(machineFile: string, bootId: string): Pr
         s.once('error', () => resolve(false))
       }),
     shutdownTpm: (socket) => shutdownTpm(openSwtpmSocket(socket)),
+    startCvm: async (cvm) =>
+      startConfigfsTsmStandIn({
+        dir: cvm.tsmDir,
+        provider: cvm.kind === 'snp' ? 'sev_guest' : 'tdx_guest',
+        produce: await standInEvidence(cvm),
+        log: log.child('cvm-standin'),
+      }),
     sleep: (ms) => sleepMs(ms),
     env,
     log,

@@ -1,11 +1,12 @@
 import { Flags } from '@oclif/core'
 import { BaseCommand } from '../../base-command.js'
-import { ATTESTATION_VARIANTS, type AttestationVariant } from '../../lib/attestation/index.js'
+import type { AttestationVariant } from '../../lib/attestation/index.js'
 import {
   SIMULATED_NOTICE,
   type MergedKubeconfig,
   type MiniUpResult,
   type NetworkMode,
+  MINI_CVM_VARIANTS,
 } from '../../lib/mini/index.js'
 import { renderStatus, type StatusReport } from '../../lib/status/index.js'
 import { abortOnInterrupt, parseDuration } from '../../lib/system/index.js'
@@ -40,8 +41,8 @@ export default class MiniUp extends BaseCommand {
     attestation: Flags.string({
       char: 'a',
       description:
-        "attestation variant; tpm-ek (the default) manufactures every node's swtpm with EK certificates from a local CA of the cluster (swtpm_setup, swtpm_localca), which the workspace config trusts as the stand-in for a TPM manufacturer; qemu-vtpm takes any attestation key (development of the attestation itself)",
-      options: ATTESTATION_VARIANTS.filter((v) => v === 'qemu-vtpm' || v === 'tpm-ek'),
+        "attestation variant; tpm-ek (the default) manufactures every node's swtpm with EK certificates from a local CA of the cluster (swtpm_setup, swtpm_localca), which the workspace config trusts as the stand-in for a TPM manufacturer; qemu-vtpm takes any attestation key (development of the attestation itself); aws-sev-snp, gcp-sev-snp and qemu-tdx serve every node SEV-SNP reports or TDX quotes at its configfs-tsm directory from a STAND-IN AMD or Intel of the cluster (no CVM hardware here), whose root the workspace config pins",
+      options: ['tpm-ek', 'qemu-vtpm', ...MINI_CVM_VARIANTS],
       default: 'tpm-ek',
     }),
     network: Flags.string({

@@ -7,8 +7,15 @@
 import { createHash } from 'node:crypto'
 import { mkdir, readdir, rm, rmdir } from 'node:fs/promises'
 import path from 'node:path'
-import type { AttestationVariant } from '../attestation/index.js'
-import { generateWorkspace, initSecretHashFor, loadConfig } from '../config/index.js'
+import { cvmKind, isCvmVariant, type AttestationVariant } from '../attestation/index.js'
+import {
+  ATTESTATION_CONFIG_KEYS,
+  generateWorkspace,
+  initSecretHashFor,
+  loadConfig,
+  PROVIDER_VARIANTS,
+  PROVIDERS,
+} from '../config/index.js'
 import { chainMessage, CliError } from '../errors/index.js'
 import { workspacePaths } from '../paths.js'
 import {
@@ -50,6 +57,7 @@ import {
 } from './node-boot.js'
 import { unmergeMiniKubeconfig } from './kubeconfig.js'
 import { manufactureTpm, writeLocalCaConfig } from './tpm-ca.js'
+import { checkMiniVariant, createCvmStandIn, cvmConfigHeader, isMiniCvmVariant } from './cvm.js'
 import type { MetadataView } from './metadata-server.js'
 
 /** What every output of `mini` says first. */
@@ -129,6 +137,7 @@ export async function miniUp(opts: MiniUpOptions, io: MiniIo): Promise<MiniUpRes
   const started = Date.now()
   const workspace = path.resolve(opts.workspace)
   await refuseIfRunning(opts.workspace)
+  if (isCvmVariant(opts.attestation)) checkMiniVariant(opts.attestation)
   await io.preflight()
   const ws = workspacePaths(workspace)
   for (const file of [ws.config, ws.state, ws.masterSecret, ws.adminConf])
@@ -227,14 +236,23 @@ async function startCluster(
   )
   for (const node of nodes) await network.addNode(node.index)
   const env = { ...io.env, [CLUSTER_MARKER]: network.id, CONSTELL_NO_SPINNER: '1' }
-  const ctx = bootContext(record, paths, io)
+  let ctx = bootContext(record, paths, io)
   if (opts.attestation === 'tpm-ek') {
     io.progress(
       `attestation tpm-ek: manufacturing ${nodes.length} TPMs with EK certificates from the cluster's local CA (${paths.tpmCa.dir})`,
     )
     await manufactureTpms(ctx, nodes, paths)
   }
-  await writeWorkspace(workspace, cp0.address, opts, io)
+  let cvmSection: ((relativeTo?: string) => Record<string, unknown>) | undefined
+  if (isCvmVariant(opts.attestation)) {
+    checkMiniVariant(opts.attestation)
+    io.progress(
+      `attestation ${opts.attestation}: a STAND-IN ${cvmKind(opts.attestation) === 'snp' ? 'AMD' : 'Intel'} for the cluster (${paths.cvmStandIn.dir}) signs every node's reports; no CVM hardware runs here`,
+    )
+    cvmSection = await createCvmStandIn(opts.attestation, paths.cvmStandIn)
+    ctx = { ...ctx, attestation: miniAttestation(opts.attestation, paths, cvmSection()) }
+  }
+  await writeWorkspace(workspace, cp0.address, opts, io, cvmSection)
 
   io.progress('starting the metadata service and the SIMULATED Kubernetes API')
   await writeMetadataView(paths, nodes, cp0.address, workspace)
@@ -357,7 +375,7 @@ const interruptedBy = (signal: AbortSignal): InterruptSignal =>
 function bootContext(record: MiniRecord, paths: MiniPaths, io: MiniIo): NodeBootContext {
   return {
     network: miniNetwork(record.network, io.runner),
-    attestation: miniAttestation(record.attestation ?? 'qemu-vtpm', paths.tpmCa.issuerCert),
+    attestation: miniAttestation(record.attestation ?? 'qemu-vtpm', paths),
     runner: io.runner,
     cli: io.cli,
     unitTemplates: io.files.unitTemplates,
@@ -474,10 +492,16 @@ const exitedEarly = (d: Daemon) => {
 }
 
 /** `config generate` for cp-0, with the simulator's kubeadm as the Kubernetes component. */
-async function writeWorkspace(workspace: string, endpoint: string, opts: MiniUpOptions, io: MiniIo) {
+async function writeWorkspace(
+  workspace: string,
+  endpoint: string,
+  opts: MiniUpOptions,
+  io: MiniIo,
+  cvmSection?: (relativeTo?: string) => Record<string, unknown>,
+) {
   await generateWorkspace({
     workspace,
-    provider: 'qemu',
+    provider: PROVIDERS.find((p) => PROVIDER_VARIANTS[p].includes(opts.attestation)) ?? 'qemu',
     kubernetes: opts.kubernetes,
     variant: opts.attestation,
     name: 'mini',
@@ -498,6 +522,14 @@ async function writeWorkspace(workspace: string, endpoint: string, opts: MiniUpO
   if (config.attestation.tpmEK)
     // relative to the config: the cluster's local CA issues every EK certificate (no intermediates)
     config.attestation.tpmEK.roots = [path.relative(workspace, miniPaths(workspace).tpmCa.issuerCert)]
+  let header = config.attestation.tpmEK ? TPM_EK_HEADER : ''
+  if (cvmSection && isMiniCvmVariant(opts.attestation)) {
+    // the stand-in's root, TCB and measurement in place of the generated placeholders
+    const key = ATTESTATION_CONFIG_KEYS[opts.attestation]
+    const attestation = config.attestation as Record<string, Record<string, unknown> | undefined>
+    attestation[key] = { ...attestation[key], ...cvmSection(workspace) }
+    header = cvmConfigHeader(opts.attestation, path.relative(workspace, miniPaths(workspace).cvmStandIn.dir))
+  }
   config.upgrade = {
     charts: [
       { name: 'cilium', namespace: 'kube-system' },
@@ -507,7 +539,7 @@ async function writeWorkspace(workspace: string, endpoint: string, opts: MiniUpO
   }
   await writeSecretFile(
     file,
-    `# constellation mini: Kubernetes is SIMULATED (kubeadm and the API are contract fakes); the charts are stand-ins\n${config.attestation.tpmEK ? TPM_EK_HEADER : ''}${stringifyYaml(config)}`,
+    `# constellation mini: Kubernetes is SIMULATED (kubeadm and the API are contract fakes); the charts are stand-ins\n${header}${stringifyYaml(config)}`,
     'replace',
   )
 }

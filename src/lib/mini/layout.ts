@@ -10,6 +10,7 @@ import { API_SERVER_PORT } from '../contract/index.js'
 import { readTextIfPresent, writeSecretFile } from '../system/index.js'
 import type { NodeRole } from '../nodeconfig/index.js'
 import type { NetworkRecord } from './network.js'
+import { cvmStandInFiles } from './cvm.js'
 import { localCaFiles } from './tpm-ca.js'
 
 export const MINI_DIR = 'constellation-mini'
@@ -63,6 +64,8 @@ export function miniPaths(workspace: string) {
     metadataLog: path.join(dir, 'metadata.log'),
     /** tpm-ek: the cluster's local CA, the stand-in for its TPMs' manufacturer. */
     tpmCa: localCaFiles(path.join(dir, 'tpm-ca')),
+    /** CVM variants: the cluster's stand-in AMD or Intel, which signs every node's reports. */
+    cvmStandIn: cvmStandInFiles(path.join(dir, 'cvm-standin')),
     node: (name: string) => nodeFiles(path.join(dir, 'nodes', name)),
   }
 }

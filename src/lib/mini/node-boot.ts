@@ -10,13 +10,21 @@ import { chmod, mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promis
 import { open } from 'node:fs/promises'
 import { randomBytes } from 'node:crypto'
 import path from 'node:path'
-import type { AttestationVariant } from '../attestation/index.js'
+import { cvmKind, type AttestationVariant } from '../attestation/index.js'
+import { ATTESTATION_CONFIG_KEYS } from '../config/index.js'
 import type { NodeConfig } from '../nodeconfig/index.js'
 import { nodePaths } from '../paths.js'
 import { writeSecretFile, type Runner } from '../system/index.js'
 import { stringifyYaml } from '../yaml/index.js'
 import { alive, CLUSTER_MARKER, markedProcesses, NODE_MARKER, startDaemon, stopMarked } from './daemons.js'
-import { METADATA_PORT, NODE_PORTS, type MiniNodeFiles, type MiniNodeRecord } from './layout.js'
+import { checkMiniVariant, type MiniCvmVariant } from './cvm.js'
+import {
+  METADATA_PORT,
+  NODE_PORTS,
+  type MiniNodeFiles,
+  type MiniNodeRecord,
+  type MiniPaths,
+} from './layout.js'
 import { SUPERVISOR_MARKER, type MachineSpec } from './machine.js'
 import type { MiniNetwork } from './network.js'
 import { kubeletUnitFor } from '../simulator/index.js'
@@ -40,14 +48,29 @@ export interface NodeBootContext {
   attestation: MiniAttestation
 }
 
-/** How the cluster's nodes attest; tpm-ek's join services check EK certificates against `roots`. */
-export type MiniAttestation = { variant: 'qemu-vtpm' } | { variant: 'tpm-ek'; roots: string[] }
+/**
+ * How the cluster's nodes attest; tpm-ek's join services check EK certificates against `roots`; a
+ * CVM variant's join services get its config section (`section`, absolute paths) and every node's
+ * supervisor serves reports signed with the stand-in's keys (`standInKeys`).
+ */
+export type MiniAttestation =
+  | { variant: 'qemu-vtpm' }
+  | { variant: 'tpm-ek'; roots: string[] }
+  | { variant: MiniCvmVariant; standInKeys: string; section: Record<string, unknown> }
 
-export function miniAttestation(variant: AttestationVariant, issuerCert: string): MiniAttestation {
-  if (variant === 'tpm-ek') return { variant, roots: [issuerCert] }
+/** `section` is known once `mini up` made the stand-in; a reboot provisions nothing and needs none. */
+export function miniAttestation(
+  variant: AttestationVariant,
+  paths: Pick<MiniPaths, 'tpmCa' | 'cvmStandIn'>,
+  section: Record<string, unknown> = {},
+): MiniAttestation {
+  if (variant === 'tpm-ek') return { variant, roots: [paths.tpmCa.issuerCert] }
   if (variant === 'qemu-vtpm') return { variant }
-  throw new Error(`mini cannot run attestation variant ${variant} yet (issue 31)`)
+  checkMiniVariant(variant)
+  return { variant, standInKeys: paths.cvmStandIn.keys, section }
 }
+
+const cvmOf = (a: MiniAttestation) => ('standInKeys' in a ? a : undefined)
 
 export const nodeMarker = (clusterId: string, node: string) => `${clusterId}/${node}`
 
@@ -62,6 +85,9 @@ export function miniNodeConfig(
   return {
     attestationVariant: attestation.variant,
     ...(attestation.variant === 'tpm-ek' && { attestation: { tpmEK: { roots: attestation.roots } } }),
+    ...('section' in attestation && {
+      attestation: { [ATTESTATION_CONFIG_KEYS[attestation.variant]]: attestation.section },
+    }),
     // the node's alone: a port on a loopback address would let every user of the host in
     tpm: { swtpm: `unix:${files.sockets.swtpm}` },
     root: files.root,
@@ -88,7 +114,9 @@ export async function provisionNode(
   node: MiniNodeRecord,
   files: MiniNodeFiles,
 ): Promise<void> {
-  for (const dir of [files.root, files.tpmState, files.units, files.unitState])
+  const cvm = cvmOf(ctx.attestation)
+  const tsm = nodePaths(files.root).tsmReport
+  for (const dir of [files.root, files.tpmState, files.units, files.unitState, ...(cvm ? [tsm] : [])])
     await mkdir(dir, { recursive: true, mode: 0o700 })
   const disk = await open(files.disk, 'wx', 0o600)
   await disk.truncate(DISK_BYTES)
@@ -96,7 +124,13 @@ export async function provisionNode(
   const config = stringifyYaml(miniNodeConfig(ctx.network, node, files, ctx.attestation))
   await writeSecretFile(files.config, config, 'replace')
   await renderUnits(ctx, files)
-  await writeSecretFile(files.machine, JSON.stringify(machineSpec(node, files), null, 2) + '\n', 'replace')
+  const spec: MachineSpec = {
+    ...machineSpec(node, files),
+    ...(cvm && {
+      cvm: { kind: cvmKind(cvm.variant), tsmDir: tsm, standInDir: cvm.standInKeys },
+    }),
+  }
+  await writeSecretFile(files.machine, JSON.stringify(spec, null, 2) + '\n', 'replace')
 }
 
 /** The units whose output goes to the node's folder (the rest: systemd/state/UNIT.log, "the journal"). */
