@@ -100,14 +100,19 @@ describe('mini tpm-ek: the cluster CA and its TPMs', function () {
     const network = miniNetwork({ mode: 'loopback', id: 'abc123', prefix: '127.9.9' }, createRunner())
     const node = { name: 'control-plane-0', role: 'control-plane' as const, index: 0, address: '127.9.9.2' }
     const files = paths.node(node.name)
-    const qemu = miniNodeConfig(network, node, files, miniAttestation('qemu-vtpm', paths.tpmCa.issuerCert))
+    const qemu = miniNodeConfig(network, node, files, miniAttestation('qemu-vtpm', paths))
     expect(qemu.attestationVariant).to.equal('qemu-vtpm')
     expect(qemu.attestation).to.equal(undefined)
-    const tpmEk = miniNodeConfig(network, node, files, miniAttestation('tpm-ek', paths.tpmCa.issuerCert))
+    const tpmEk = miniNodeConfig(network, node, files, miniAttestation('tpm-ek', paths))
     expect(tpmEk.attestationVariant).to.equal('tpm-ek')
     expect(tpmEk.attestation).to.deep.equal({
       tpmEK: { roots: [path.join(dir.dir, 'constellation-mini', 'tpm-ca', 'issuercert.pem')] },
     })
+    const section = { amdRootKey: '/the/stand-in/root.pem', bootloaderVersion: 3 }
+    const snp = miniNodeConfig(network, node, files, miniAttestation('gcp-sev-snp', paths, section))
+    expect(snp.attestationVariant).to.equal('gcp-sev-snp')
+    expect(snp.attestation).to.deep.equal({ gcpSEVSNP: section })
+    expect(() => miniAttestation('azure-tdx', paths)).to.throw(/mini cannot run azure-tdx: Azure's CVMs read/)
     // a valid node config once the CA exists (its roots are read as the config is)
     const text = stringifyYaml(tpmEk)
     expect(() => parseNodeConfig(text, files.config)).to.throw(/issuercert\.pem/)
