@@ -16,6 +16,23 @@ describe('attestation variants: what each proves', () => {
       anchored: true,
       says: /^tpm-ek is anchored: it proves .*not prove that the VM's memory is encrypted/,
     },
+    'aws-sev-snp': {
+      anchored: true,
+      says: /^aws-sev-snp is anchored: .*SEV-SNP guest.*VLEK.*SHA-512 of the attestation key,/,
+    },
+    'gcp-sev-snp': {
+      anchored: true,
+      says: /^gcp-sev-snp is anchored: .*SEV-SNP guest.*VCEK.*with the TLS key and nonce/,
+    },
+    'azure-sev-snp': {
+      anchored: true,
+      says: /^azure-sev-snp is anchored: .*SEV-SNP guest.*HCL runtime data/,
+    },
+    'qemu-tdx': {
+      anchored: true,
+      says: /^qemu-tdx is anchored: .*TDX trust domain.*with the TLS key and nonce/,
+    },
+    'azure-tdx': { anchored: true, says: /^azure-tdx is anchored: .*TDX trust domain.*HCL runtime data/ },
   }
 
   it('every variant has a statement', () => {

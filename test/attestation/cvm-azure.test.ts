@@ -14,32 +14,23 @@ import { makeTempDir, type TempDir } from '../support/temp.js'
 import { tpm2Tools } from '../tpm/tpm2-tools.js'
 import {
   AttestationError,
-  AZURE_HCL_AK_HANDLE,
   azure,
   azureImds,
   createIssuer,
   createValidator,
-  EvidenceMismatchError,
   tdx,
   type CvmHardware,
   type CvmValidationPolicy,
 } from '../../src/lib/attestation/index.js'
 import { hclReportData } from '../../src/lib/attestation/cvm/binding.js'
-import {
-  createSnpStandIn,
-  createTdxStandIn,
-  type SnpStandIn,
-  type TdxStandIn,
-} from '../../src/lib/cvm-standin/index.js'
-import {
-  publicKeyOf,
-  parsePublic,
-  readNvIndex,
-  readPublicArea,
-  withTpm,
-  writeNvIndex,
-} from '../../src/lib/tpm/index.js'
+import { createSnpStandIn, createTdxStandIn } from '../../src/lib/cvm-standin/index.js'
+import { publicKeyOf, parsePublic, readNvIndex, readPublicArea, withTpm } from '../../src/lib/tpm/index.js'
 import { AZURE_HCL_REPORT_NV_INDEX } from '../../src/wiring/cvm-hardware.js'
+import { AZURE_HCL_AK_HANDLE } from '../../src/lib/attestation/cvm/issuer.js'
+import { EvidenceMismatchError } from '../../src/lib/attestation/errors.js'
+import { type SnpStandIn } from '../../src/lib/cvm-standin/snp.js'
+import { type TdxStandIn } from '../../src/lib/cvm-standin/tdx.js'
+import { writeNvIndex } from '../../src/lib/tpm/nv-index.js'
 
 const userData = Buffer.from('TLS key of the node')
 

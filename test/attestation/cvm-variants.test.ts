@@ -13,7 +13,6 @@ import {
   AttestationError,
   createIssuer,
   createValidator,
-  EvidenceMismatchError,
   type CvmHardware,
   type CvmValidationPolicy,
   type Measurements,
@@ -25,12 +24,13 @@ import {
   createTdxStandIn,
   produceSnpEvidence,
   produceTdxEvidence,
-  type SnpStandIn,
-  type TdxStandIn,
 } from '../../src/lib/cvm-standin/index.js'
 import { startConfigfsTsmStandIn, type ConfigfsTsmStandIn } from '../../src/lib/cvm-standin/configfs-tsm.js'
 import { requestTsmReport } from '../../src/lib/tsm/index.js'
 import { readPcrs } from '../../src/lib/tpm/index.js'
+import { EvidenceMismatchError } from '../../src/lib/attestation/errors.js'
+import { type SnpStandIn } from '../../src/lib/cvm-standin/snp.js'
+import { type TdxStandIn } from '../../src/lib/cvm-standin/tdx.js'
 
 const MEASUREMENT = createHash('sha384').update('cvm-variants test launch').digest()
 const userData = Buffer.from('TLS key of the node')
@@ -107,13 +107,12 @@ describe('confidential-VM variants on swtpm with the stand-in hardware', functio
       allowSmt: false,
       ...over,
     }) as CvmValidationPolicy
-  const tdxPolicy = (over: Record<string, unknown> = {}): CvmValidationPolicy =>
-    ({
-      kind: 'tdx',
-      intelRoots: [new X509Certificate(tdx.rootPem)],
-      minimum: { qeSvn: 0, pceSvn: 0, teeTcbSvn: Buffer.alloc(16) },
-      ...over,
-    })
+  const tdxPolicy = (over: Record<string, unknown> = {}): CvmValidationPolicy => ({
+    kind: 'tdx',
+    intelRoots: [new X509Certificate(tdx.rootPem)],
+    minimum: { qeSvn: 0, pceSvn: 0, teeTcbSvn: Buffer.alloc(16) },
+    ...over,
+  })
 
   const cases = [
     { variant: 'aws-sev-snp', kind: 'snp', standIn: () => snpVlek },
@@ -179,13 +178,10 @@ describe('confidential-VM variants on swtpm with the stand-in hardware', functio
       it("refuses a report under a root the config does not pin (the vendor's own)", async () => {
         const nonce = randomBytes(32)
         const doc = await (await issuerOn(tpm)).issue(userData, nonce)
-        const { AMD_ROOT_KEYS, INTEL_SGX_ROOT_CA } = await import('../../src/lib/attestation/index.js')
+        const { AMD_ROOT_KEYS, INTEL_SGX_ROOT_CA } = await import('../../src/lib/attestation/vendor-roots.js')
         const vendors =
           c.kind === 'snp'
-            ? snpPolicy(
-                c.standIn(),
-                { arks: [new X509Certificate(AMD_ROOT_KEYS.Milan)] },
-              )
+            ? snpPolicy(c.standIn(), { arks: [new X509Certificate(AMD_ROOT_KEYS.Milan)] })
             : tdxPolicy({ intelRoots: [new X509Certificate(INTEL_SGX_ROOT_CA)] })
         const err = await createValidator(c.variant, await measurementsOf(tpm), undefined, { cvm: vendors })
           .validate(doc, nonce)

@@ -9,13 +9,10 @@ import { checkEvidence, type EvidenceCheckInput } from '../../src/lib/attestatio
 import { detectEvidenceKind, MAX_EVIDENCE_FILE_BYTES } from '../../src/lib/attestation/evidence-input.js'
 import { renderEvidenceCheck } from '../../src/lib/attestation/evidence-check-render.js'
 import { TDX_COLLATERAL_FILES } from '../../src/lib/attestation/tdx/index.js'
-import {
-  createSnpStandIn,
-  createTdxStandIn,
-  SNP_STANDIN_DEFAULT_POLICY,
-} from '../../src/lib/cvm-standin/index.js'
+import { createSnpStandIn, createTdxStandIn } from '../../src/lib/cvm-standin/index.js'
 import { fixture as snpFixture, flip } from './snp/helpers.js'
 import { AT, fixture as tdxFixture, RECORDED_NOW as TDX_NOW } from './tdx/helpers.js'
+import { SNP_STANDIN_DEFAULT_POLICY } from '../../src/lib/cvm-standin/snp.js'
 
 /** Inside the Azure VCEK's validity (2023-08-30 to 2030-08-30) and the ASK/ARK's. */
 const AZURE_NOW = new Date('2024-06-01T00:00:00Z')

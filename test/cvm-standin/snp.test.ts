@@ -13,12 +13,8 @@ import {
   readAmdExtensions,
   verifySnpEvidence,
 } from '../../src/lib/attestation/snp/index.js'
-import {
-  createSnpStandIn,
-  loadSnpStandIn,
-  saveSnpStandIn,
-  type SnpStandIn,
-} from '../../src/lib/cvm-standin/index.js'
+import { createSnpStandIn, loadSnpStandIn, saveSnpStandIn } from '../../src/lib/cvm-standin/index.js'
+import { type SnpStandIn } from '../../src/lib/cvm-standin/snp.js'
 
 const RSASSA_PSS = '1.2.840.113549.1.1.10'
 const run = promisify(execFile)

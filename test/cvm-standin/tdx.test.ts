@@ -5,12 +5,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { expect } from '../support/chai.js'
 import { makeTempDir, type TempDir } from '../support/temp.js'
-import {
-  createTdxStandIn,
-  loadTdxStandIn,
-  saveTdxStandIn,
-  type TdxStandIn,
-} from '../../src/lib/cvm-standin/index.js'
+import { createTdxStandIn, loadTdxStandIn, saveTdxStandIn } from '../../src/lib/cvm-standin/index.js'
 import {
   encodeTdReport,
   parseTdReport,
@@ -20,6 +15,7 @@ import {
   verifyTdxQuote,
   type TdxPolicy,
 } from '../../src/lib/attestation/tdx/index.js'
+import { type TdxStandIn } from '../../src/lib/cvm-standin/tdx.js'
 
 const REPORT_DATA = Buffer.alloc(64, 0x42)
 const FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../fixtures/cvm/tdx')

@@ -4,9 +4,10 @@ import path from 'node:path'
 import { expect } from '../support/chai.js'
 import { startSwtpm, type SwtpmHandle } from '../support/swtpm.js'
 import { makeTempDir, type TempDir } from '../support/temp.js'
-import { readNvIndex, withTpm, writeNvIndex } from '../../src/lib/tpm/index.js'
+import { readNvIndex, withTpm } from '../../src/lib/tpm/index.js'
 import { NvIndexMissingError } from '../../src/lib/tpm/nv-index.js'
 import { tpm2Tools } from './tpm2-tools.js'
+import { writeNvIndex } from '../../src/lib/tpm/nv-index.js'
 
 /** Where Azure's paravisor keeps the HCL report; the stand-in TPM gets one at the same place. */
 const HCL_REPORT_INDEX = 0x01400001

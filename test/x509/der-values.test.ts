@@ -10,8 +10,8 @@ import {
   parseCertificate,
   randomSerialNumber,
   signCertificate,
-  type SignatureScheme,
 } from '../../src/lib/x509/index.js'
+import { type SignatureScheme } from '../../src/lib/x509/signature-scheme.js'
 
 describe('DER values', () => {
   it('round-trips INTEGERs and IA5Strings as AMD writes them', () => {

@@ -27,25 +27,15 @@ export {
 } from './join-config.js'
 export { ATTESTATION_VARIANTS, attestationAssurance, describeAssurance, describeHardware } from './variant.js'
 export type { AttestationVariant, AttestationAssurance } from './variant.js'
-export { AMD_ROOT_KEYS, AMD_ROOT_KEYS_BUNDLE, INTEL_SGX_ROOT_CA } from './vendor-roots.js'
-export type { AmdProduct } from './vendor-roots.js'
-export { CVM_VARIANTS, isCvmVariant, VARIANT_OIDS } from './variant.js'
+export { AMD_ROOT_KEYS_BUNDLE, INTEL_SGX_ROOT_CA } from './vendor-roots.js'
+export { isCvmVariant } from './variant.js'
 export type { CvmVariant } from './variant.js'
-export { EvidenceMismatchError } from './errors.js'
-export type {
-  CvmHardware,
-  CvmSummary,
-  CvmValidationPolicy,
-  SnpValidationPolicy,
-  TdxValidationPolicy,
-} from './cvm/policy.js'
+export type { CvmHardware, CvmSummary, CvmValidationPolicy } from './cvm/policy.js'
 export { cvmKind } from './cvm/validator.js'
-export { AZURE_HCL_AK_HANDLE } from './cvm/issuer.js'
 export * as snp from './snp/index.js'
 export * as azure from './azure/index.js'
 export * as tdx from './tdx/index.js'
 export { readTdxCollateral } from './tdx/index.js'
-export type { TdxCollateral } from './tdx/index.js'
 export { azureImds } from './cvm/azure-imds.js'
 export { checkEvidence } from './evidence-check.js'
 export type { EvidenceCheck } from './evidence-check.js'

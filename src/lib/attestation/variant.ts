@@ -72,7 +72,10 @@ const ASSURANCES: Readonly<Record<AttestationVariant, Omit<AttestationAssurance,
     "the VCEK, read through Azure's HCL report in the vTPM",
     'its REPORT_DATA is the SHA-256 of the HCL runtime data, which names the attestation key',
   ),
-  'qemu-tdx': tdx('its REPORT_DATA is the SHA-512 of the attestation key with the TLS key and nonce'),
+  'qemu-tdx': tdx(
+    'its REPORT_DATA is the SHA-512 of the attestation key with the TLS key and nonce',
+    "; and QEMU's vTPM runs on the host, so its PCR values are the host's word (the RTMRs are the trust domain's own)",
+  ),
   'azure-tdx': tdx(
     "its REPORT_DATA is the SHA-256 of Azure's HCL runtime data, which names the attestation key",
   ),
@@ -87,12 +90,11 @@ function snp(signer: string, binding: string): Omit<AttestationAssurance, 'varia
   }
 }
 
-function tdx(binding: string): Omit<AttestationAssurance, 'variant'> {
+function tdx(binding: string, caveat = ''): Omit<AttestationAssurance, 'variant'> {
   return {
     anchored: true,
     proves: `that the node is an Intel TDX trust domain whose memory the host cannot read: its quote is signed by a quoting enclave certified by a PCK certificate chained to the Intel SGX root pinned in the config, with the MRTD, RTMRs, MRSEAM, XFAM and TD attributes (no debug) the config requires; ${binding}, so the vTPM that quoted the PCR values answers for that trust domain`,
-    doesNotProve:
-      "that the platform's TCB is up to date unless TCB collateral was given, nor that the pinned root is Intel's (a stand-in root proves nothing about hardware)",
+    doesNotProve: `that the platform's TCB is up to date unless TCB collateral was given, nor that the pinned root is Intel's (a stand-in root proves nothing about hardware)${caveat}`,
   }
 }
 

@@ -1,11 +1,7 @@
 /** TEST DOUBLES at the hardware boundary: stand-ins for confidential-VM firmware where none exists. */
-export { createSnpStandIn, loadSnpStandIn, saveSnpStandIn, SNP_STANDIN_DEFAULT_POLICY } from './snp.js'
-export type { SnpStandIn, SnpStandInReportFields, SnpStandInTcb } from './snp.js'
+export { createSnpStandIn, loadSnpStandIn, saveSnpStandIn } from './snp.js'
 export { createTdxStandIn } from './tdx.js'
-export type { TdxStandIn, TdxStandInOptions, TdxQuoteFields } from './tdx.js'
 export { saveTdxStandIn, loadTdxStandIn } from './tdx-store.js'
-export type { StandInCollateralOptions } from './tdx-collateral.js'
 export { startConfigfsTsmStandIn } from './configfs-tsm.js'
 export type { ProduceEvidence } from './configfs-tsm.js'
-export { hostConfigfsTsmStandIn } from './configfs-tsm-host.js'
 export { produceSnpEvidence, produceTdxEvidence } from './configfs-tsm-produce.js'

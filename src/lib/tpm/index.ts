@@ -22,4 +22,4 @@ export { makeCredential, ekPublicKeyFromCertificate } from './make-credential.js
 export type { EkPublicKey, MadeCredential } from './make-credential.js'
 export { activateCredential } from './activate-credential.js'
 export { objectName } from './names.js'
-export { readNvIndex, writeNvIndex } from './nv-index.js'
+export { readNvIndex } from './nv-index.js'

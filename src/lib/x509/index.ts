@@ -12,8 +12,7 @@ export {
   signCertificate,
   toPem,
 } from './certificate.js'
-export type { CertificateExtension, CertificateFields } from './certificate.js'
-export type { SignatureScheme } from './signature-scheme.js'
+export type { CertificateExtension } from './certificate.js'
 export {
   caBasicConstraints,
   extendedKeyUsage,

@@ -5,13 +5,14 @@ import { createHash } from 'node:crypto'
 import { expect } from '../../support/chai.js'
 import { mutate, seededRandom } from '../../support/fuzz.js'
 import { REPO_ROOT } from '../../support/cli.js'
-import { AttestationError, EvidenceMismatchError } from '../../../src/lib/attestation/index.js'
+import { AttestationError } from '../../../src/lib/attestation/index.js'
 import {
   checkHclBinding,
   encodeHclReport,
   hclAttestationKey,
   parseHclReport,
 } from '../../../src/lib/attestation/azure/index.js'
+import { EvidenceMismatchError } from '../../../src/lib/attestation/errors.js'
 
 const fixture = (dir: string, name: string) =>
   readFileSync(path.join(REPO_ROOT, 'test/fixtures/cvm', dir, name))

@@ -3,8 +3,8 @@ import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import { X509Certificate } from 'node:crypto'
 import { REPO_ROOT } from '../../support/cli.js'
-import { AMD_ROOT_KEYS } from '../../../src/lib/attestation/index.js'
 import { parseSnpReport, type SnpEvidence, type SnpPolicy } from '../../../src/lib/attestation/snp/index.js'
+import { AMD_ROOT_KEYS } from '../../../src/lib/attestation/vendor-roots.js'
 
 export const SNP_FIXTURES = path.join(REPO_ROOT, 'test/fixtures/cvm/snp')
 export const fixture = (name: string): Buffer => readFileSync(path.join(SNP_FIXTURES, name))

@@ -1,7 +1,7 @@
 /** verifySnpEvidence on evidence recorded on real AMD hardware (Azure and AWS), against AMD's own ARKs. */
 import { X509Certificate } from 'node:crypto'
 import { expect } from '../../support/chai.js'
-import { AttestationError, EvidenceMismatchError } from '../../../src/lib/attestation/index.js'
+import { AttestationError } from '../../../src/lib/attestation/index.js'
 import { parseSnpReport, verifySnpEvidence, type SnpPolicy } from '../../../src/lib/attestation/snp/index.js'
 import { createSnpStandIn } from '../../../src/lib/cvm-standin/index.js'
 import {
@@ -15,6 +15,7 @@ import {
   recordedCases,
   refusal,
 } from './helpers.js'
+import { EvidenceMismatchError } from '../../../src/lib/attestation/errors.js'
 
 const mismatch = (err: Error, field: string) => {
   expect(err).to.be.instanceOf(EvidenceMismatchError)

@@ -1,15 +1,17 @@
 /** verifySnpEvidence on reports signed by the SEV-SNP stand-in (v2 and v3, VCEK and VLEK). */
 import { randomBytes, X509Certificate } from 'node:crypto'
 import { expect } from '../../support/chai.js'
-import { AttestationError, EvidenceMismatchError } from '../../../src/lib/attestation/index.js'
+import { AttestationError } from '../../../src/lib/attestation/index.js'
 import {
   parseCertificateTable,
   verifySnpEvidence,
   type SnpEvidence,
   type SnpPolicy,
 } from '../../../src/lib/attestation/snp/index.js'
-import { createSnpStandIn, type SnpStandIn } from '../../../src/lib/cvm-standin/index.js'
+import { createSnpStandIn } from '../../../src/lib/cvm-standin/index.js'
 import { flip, MILAN_ARK, policyFor, refusal } from './helpers.js'
+import { EvidenceMismatchError } from '../../../src/lib/attestation/errors.js'
+import { type SnpStandIn } from '../../../src/lib/cvm-standin/snp.js'
 
 const mismatch = (err: Error, field: string) => {
   expect(err).to.be.instanceOf(EvidenceMismatchError)

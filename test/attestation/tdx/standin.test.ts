@@ -1,8 +1,9 @@
 import { sign, X509Certificate } from 'node:crypto'
 import { expect } from '../../support/chai.js'
-import { createTdxStandIn, type TdxStandIn } from '../../../src/lib/cvm-standin/index.js'
+import { createTdxStandIn } from '../../../src/lib/cvm-standin/index.js'
 import { encodeTdReport, verifyTdxQuote, type TdxPolicy } from '../../../src/lib/attestation/tdx/index.js'
 import { AT, collateralOf, expectRefusal, flip, INTEL_ROOT, other, type Refusal } from './helpers.js'
+import { type TdxStandIn } from '../../../src/lib/cvm-standin/tdx.js'
 
 const REPORT_DATA = Buffer.alloc(64, 0x5a)
 const MRTD = Buffer.alloc(48, 0x11)
