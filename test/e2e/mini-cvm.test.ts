@@ -7,7 +7,8 @@
  * naming why; a config expecting another launch measurement or MRTD makes verify exit 4 naming the
  * field, the expected and the found value.
  *
- * Slow (about 10 s each): each case boots a cluster, and its steps depend on the cluster.
+ * Slow (about 5–15 s each): each case boots a cluster, and its steps depend on the cluster; the
+ * SEV-SNP case also reboots a worker, which rejoins through the stand-in.
  */
 import { randomBytes } from 'node:crypto'
 import { readFile, writeFile } from 'node:fs/promises'
@@ -131,6 +132,9 @@ describe('constellation mini with confidential-VM variants through the stand-in 
     }
     expect(report.hardware).to.nested.include({ kind: 'snp', vendorRoot: false, 'fields.signer': 'VCEK' })
     expect(report.hardware?.fields.measurement).to.equal(STANDIN_LAUNCH_MEASUREMENT.toString('hex'))
+    // a reboot: the supervisor brings the stand-in up with the node, and the worker rejoins attested
+    const reboot = await runCli(['mini', 'reboot', 'worker-0', '-C', ws], { timeoutMs: 120_000 })
+    expect(reboot.code, reboot.stdout + reboot.stderr).to.equal(0)
 
     // the cluster's own stand-in: what a genuine CVM of this cluster would report
     const genuine = await loadSnpStandIn(miniPaths(ws).cvmStandIn.keys)
@@ -170,6 +174,16 @@ describe('constellation mini with confidential-VM variants through the stand-in 
 
     const record = (await readMiniRecord(ws))!
     expect(record.attestation).to.equal('gcp-sev-snp')
+  })
+
+  it('aws-sev-snp: init, join and verify through the stand-in AMD, whose reports AWS-style sign with a VLEK', async () => {
+    await up('aws-sev-snp')
+    const verify = await runCli(['verify', '-C', path.join(dir, 'ws'), '--json'])
+    expect(verify.code, verify.stderr).to.equal(0)
+    expect(JSON.parse(verify.stdout)).to.nested.include({
+      'hardware.vendorRoot': false,
+      'hardware.fields.signer': 'VLEK',
+    })
   })
 
   it('qemu-tdx: init, join, verify (TCB status from collateral) through the stand-in Intel; another root and another MRTD refused', async () => {
