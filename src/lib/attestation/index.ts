@@ -30,7 +30,13 @@ export type { AttestationVariant, AttestationAssurance } from './variant.js'
 export { AMD_ROOT_KEYS_BUNDLE, INTEL_SGX_ROOT_CA } from './vendor-roots.js'
 export { isCvmVariant } from './variant.js'
 export type { CvmVariant } from './variant.js'
-export type { CvmHardware, CvmSummary, CvmValidationPolicy } from './cvm/policy.js'
+export type {
+  CvmHardware,
+  CvmSummary,
+  CvmValidationPolicy,
+  SnpValidationPolicy,
+  TdxValidationPolicy,
+} from './cvm/policy.js'
 export { cvmKind } from './cvm/validator.js'
 export * as snp from './snp/index.js'
 export * as azure from './azure/index.js'

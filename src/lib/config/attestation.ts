@@ -6,6 +6,8 @@ import {
   readTrustRoots,
   type AttestationVariant,
   type Measurements,
+  type SnpValidationPolicy,
+  type TdxValidationPolicy,
 } from '../attestation/index.js'
 import { CliError } from '../errors/index.js'
 import { formatPath, type KeyPath, type Problem } from '../yaml/index.js'
@@ -99,32 +101,15 @@ export function configTrustRoots(roots: readonly string[], baseDir = process.cwd
   })
 }
 
-/** What an SEV-SNP validator checks, resolved from a section (the operator's or the node config's). */
-export interface SnpSettings {
-  /** Empty for a node config's section: the join service takes them from the join-config. */
-  measurements: Measurements
-  /** The AMD root keys a VCEK/VLEK chain must end in. */
-  arks: X509Certificate[]
-  /** When set, the ASK/ASVK of the chain must be one of these. */
-  signingKeyPins?: X509Certificate[]
-  minimumTcb: { bootloader: number; tee: number; snp: number; microcode: number }
-  launchMeasurement?: Buffer
-  allowMigrationAgent: boolean
-  allowSmt: boolean
-}
+/**
+ * What an SEV-SNP validator checks, resolved from a section (the operator's or the node config's);
+ * measurements are empty for a node config's section: the join service takes them from the join-config.
+ */
+export type SnpSettings = Omit<SnpValidationPolicy, 'kind'> & { measurements: Measurements }
 
-/** What a TDX validator checks, resolved from a section. */
-export interface TdxSettings {
+/** What a TDX validator checks, resolved from a section; the collateral is read from its (absolute) folder. */
+export type TdxSettings = Omit<TdxValidationPolicy, 'kind' | 'collateral' | 'acceptedTcbStatuses'> & {
   measurements: Measurements
-  intelRoots: X509Certificate[]
-  minimum: { qeSvn: number; pceSvn: number; teeTcbSvn: Buffer }
-  qeVendorId?: Buffer
-  mrSeam?: Buffer
-  xfam?: Buffer
-  tdAttributes?: Buffer
-  mrTd?: Buffer
-  rtmrs?: Partial<Record<0 | 1 | 2 | 3, Buffer>>
-  /** Absolute. */
   collateralDir?: string
 }
 

@@ -3,31 +3,14 @@
  * a CVM issuer needs to reach its hardware: both injected, so production, tests and the local
  * cluster's stand-ins differ only here.
  */
-import type { X509Certificate } from 'node:crypto'
-import type { TdxCollateral } from '../tdx/index.js'
+import type { SnpPolicy } from '../snp/index.js'
+import type { TdxPolicy } from '../tdx/index.js'
 
-export interface SnpValidationPolicy {
-  kind: 'snp'
-  arks: readonly X509Certificate[]
-  signingKeyPins?: readonly X509Certificate[]
-  minimumTcb: { bootloader: number; tee: number; snp: number; microcode: number }
-  launchMeasurement?: Buffer
-  allowMigrationAgent: boolean
-  allowSmt: boolean
-}
+/** An SEV-SNP policy as the config pins it; the binding (REPORT_DATA) and the clock come per call. */
+export type SnpValidationPolicy = { kind: 'snp' } & Omit<SnpPolicy, 'reportData' | 'now'>
 
-export interface TdxValidationPolicy {
-  kind: 'tdx'
-  intelRoots: readonly X509Certificate[]
-  minimum: { qeSvn: number; pceSvn: number; teeTcbSvn: Buffer }
-  qeVendorId?: Buffer
-  mrSeam?: Buffer
-  xfam?: Buffer
-  tdAttributes?: Buffer
-  mrTd?: Buffer
-  rtmrs?: Partial<Record<0 | 1 | 2 | 3, Buffer>>
-  collateral?: TdxCollateral
-}
+/** A TDX policy as the config pins it; the binding (REPORT_DATA) and the clock come per call. */
+export type TdxValidationPolicy = { kind: 'tdx' } & Omit<TdxPolicy, 'reportData' | 'now'>
 
 export type CvmValidationPolicy = SnpValidationPolicy | TdxValidationPolicy
 
