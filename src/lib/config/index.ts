@@ -24,13 +24,13 @@ export { initSecretHashFor } from './init-secret-hash.js'
 export {
   readConfigMeasurements,
   planMeasurementsUpdate,
-  hasChanges,
-  applyMeasurementsUpdate,
-  writeConfigMeasurements,
-  renderMeasurementsUpdate,
   measurementNotes,
+  nodeSource,
 } from './measurements-update.js'
 export type { MeasurementUpdate } from './measurements-update.js'
+export { offerMeasurementsUpdate } from './measurements-offer.js'
+export { planSignedMeasurementsUpdate, signedMeasurementNotes, signedSource } from './signed-measurements.js'
+export { readMeasurementsKey } from './measurements-key.js'
 export {
   JOIN_CONFIG_REQUEST_TIMEOUT_MS,
   joinMeasurementsFromConfig,
