@@ -29,8 +29,9 @@ export {
 } from './measurements-update.js'
 export type { MeasurementUpdate } from './measurements-update.js'
 export { offerMeasurementsUpdate } from './measurements-offer.js'
-export { planSignedMeasurementsUpdate, signedMeasurementNotes, signedSource } from './signed-measurements.js'
-export { readMeasurementsKey } from './measurements-key.js'
+export { signedSource } from './signed-measurements.js'
+export { planFetchedMeasurements } from './fetch-measurements.js'
+export type { FetchPlan } from './fetch-measurements.js'
 export {
   JOIN_CONFIG_REQUEST_TIMEOUT_MS,
   joinMeasurementsFromConfig,
