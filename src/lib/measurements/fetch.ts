@@ -99,8 +99,9 @@ async function download(url: string, what: string, limits: DownloadLimits, get: 
 
 function downloadFailure(url: string, what: string, err: unknown, limits: DownloadLimits): Error {
   const message = messageOf(err)
-  const cause = err instanceof Error && err.cause instanceof Error ? err.cause : undefined
-  const code = (cause as NodeJS.ErrnoException | undefined)?.code
+  const cause: NodeJS.ErrnoException | undefined =
+    err instanceof Error && err.cause instanceof Error ? err.cause : undefined
+  const code = cause?.code
   const reason =
     err instanceof DownloadTooLargeError
       ? 'too-large'

@@ -58,6 +58,14 @@ export function signBlob(data: Buffer, key: KeyObject): string {
   return sign('sha256', data, { key, dsaEncoding: 'der' }).toString('base64')
 }
 
+function verifies(data: Buffer, der: Buffer, key: KeyObject): boolean {
+  try {
+    return verify('sha256', data, { key, dsaEncoding: 'der' }, der)
+  } catch {
+    return false // a malformed DER signature is as bad as a wrong one
+  }
+}
+
 /**
  * Checks `signature` (base64 text, surrounding whitespace allowed) over `data`; refuses with the
  * reason `signature` otherwise. `what` names the signed file in the message.
@@ -71,13 +79,7 @@ export function verifyBlob(data: Buffer, signature: Buffer, key: KeyObject, what
       'the signature file must hold what `cosign sign-blob` or `constellation measurements sign` wrote',
     )
   const der = Buffer.from(text.replace(/\s+/g, ''), 'base64')
-  let valid = false
-  try {
-    valid = verify('sha256', data, { key, dsaEncoding: 'der' }, der)
-  } catch {
-    valid = false // a malformed DER signature is as bad as a wrong one
-  }
-  if (!valid)
+  if (!verifies(data, der, key))
     throw new MeasurementsRefusedError(
       'signature',
       `the signature does not match ${what} under the pinned public key: the file was changed, or signed with another key`,
