@@ -6,7 +6,7 @@ export default class MeasurementsSign extends BaseCommand {
   static override description =
     "For whoever builds node images: check a measurements file (Constellation's JSON: csp, attestationVariant, image, measurements) and sign it as `cosign sign-blob` does (base64 ECDSA P-256 over its SHA-256), so operators can `config fetch-measurements` it against your public key"
   static override examples = [
-    '<%= config.bin %> measurements sign --key cosign.key measurements.json',
+    '<%= config.bin %> measurements sign --key builder.key measurements.json',
     '<%= config.bin %> measurements sign --key signer.pem measurements.json --output - > measurements.json.sig',
   ]
   static override args = {

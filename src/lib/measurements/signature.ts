@@ -14,7 +14,7 @@ const MAX_SIGNATURE_CHARS = 512
 
 /** A PEM private key (PKCS#8 or SEC1 "EC PRIVATE KEY"); `source` names it in errors, never its bytes. */
 export function loadSigningKey(pem: string, source: string): KeyObject {
-  if (/-----BEGIN ENCRYPTED PRIVATE KEY-----|Proc-Type: 4,ENCRYPTED/.test(pem))
+  if (/-----BEGIN ENCRYPTED [A-Z ]*PRIVATE KEY-----|Proc-Type: 4,ENCRYPTED/.test(pem))
     throw new CliError(`${source} is an encrypted private key`, {
       hint: 'decrypt it into a file only you can read (`openssl pkey -in KEY -out plain.pem`, then chmod 600) and pass that; a passphrase prompt is not supported',
     })
