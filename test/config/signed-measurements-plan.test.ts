@@ -105,6 +105,14 @@ describe('adding PCRs to constellation-conf.yaml', () => {
     )
   })
 
+  it('adds after a flow-style entry and its comment, in block style', () => {
+    const text = `${head}      "4": { expected: "${hex(0)}", warnOnly: false }   # kernel\n      "9": { expected: "${hex(0)}", warnOnly: true }\n`
+    const out = applyMeasurementsUpdate(text, 'c.yaml', [add(7, 7)])
+    expect(out).to.equal(
+      `${head}      "4": { expected: "${hex(0)}", warnOnly: false }   # kernel\n      "7":\n        expected: "${hex(7)}"\n        warnOnly: true\n      "9": { expected: "${hex(0)}", warnOnly: true }\n`,
+    )
+  })
+
   it('refuses a flow-style measurements map, naming the PCR', () => {
     const text = `${head}      { "4": { expected: "${hex(0)}", warnOnly: false } }\n`
     expect(() => applyMeasurementsUpdate(text, 'c.yaml', [add(7, 7)])).to.throw(

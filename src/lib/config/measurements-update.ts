@@ -4,7 +4,7 @@
  * quoting, warnOnly flags) stays as the operator wrote it. PCR 15 always stays zero.
  */
 import { readFile, realpath, stat } from 'node:fs/promises'
-import { isMap, isScalar, parseDocument, Scalar, type Document, type Node, type YAMLMap } from 'yaml'
+import { isMap, isNode, isScalar, parseDocument, Scalar, type Document, type Node, type YAMLMap } from 'yaml'
 import { CLUSTER_ID_PCR } from '../attestation/index.js'
 import { CliError } from '../errors/index.js'
 import { writeFileAtomic } from '../system/index.js'
@@ -151,10 +151,19 @@ function insertion(
   const entry = `${indent}${key}:\n${inner}expected: "${update.next}"\n${inner}warnOnly: ${update.warnOnly}\n`
   const after = pairs.findIndex((p) => Number((p.key as Scalar).value) > update.index)
   const previous = after === -1 ? pairs[pairs.length - 1] : pairs[after - 1]
-  const previousEnd = previous && isMap(previous.value) ? previous.value.range?.[2] : undefined
+  const previousEnd = isNode(previous?.value) ? previous.value.range?.[2] : undefined
   const from =
-    after === 0 || previousEnd === undefined ? text.lastIndexOf('\n', firstKey.range[0] - 1) + 1 : previousEnd
+    after === 0 || previousEnd === undefined
+      ? text.lastIndexOf('\n', firstKey.range[0] - 1) + 1
+      : endOfLine(text, previousEnd) // a flow entry's line may go on with a comment
   return { from, to: from, value: from > 0 && text[from - 1] !== '\n' ? `\n${entry}` : entry }
+}
+
+/** The offset after the line break that ends the line `offset` is on (or just ended). */
+function endOfLine(text: string, offset: number): number {
+  if (offset > 0 && text[offset - 1] === '\n') return offset
+  const next = text.indexOf('\n', offset)
+  return next === -1 ? text.length : next + 1
 }
 
 /** Keeps single quotes where the author used them; anything else becomes double-quoted (plain hex of digits would read as a number). */
