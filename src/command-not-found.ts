@@ -9,7 +9,6 @@ import { ExitCode, renderError, UsageError } from './lib/errors/index.js'
 export const ORIGINAL_CLI_NAMES: Record<string, string> = {
   apply: 'init',
   'upgrade apply': 'upgrade execute --helm',
-  'config fetch-measurements': 'config measurements',
 }
 
 export function suggestCommand(typed: string, commands: readonly string[]): string | undefined {

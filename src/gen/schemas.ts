@@ -11,7 +11,7 @@ const cjsDefault = (m) => (m && m.__esModule ? m.default : m);
 /** Ajv's ValidateFunction without `schema`/`schemaEnv`, which only ajv.compile() sets. */
 export type StandaloneValidate = ((data: unknown) => boolean) & { errors?: ErrorObject[] | null };
 export const validateConfig: StandaloneValidate = validate10;
-const schema11 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://constellation.invalid/schemas/constellation-conf.json","title":"constellation-conf.yaml","type":"object","additionalProperties":false,"required":["version","name","kubernetesVersion","attestation"],"properties":{"version":{"const":"v4","description":"Config schema version, must be v4"},"name":{"type":"string","pattern":"^[a-z0-9]([-a-z0-9]{0,35}[a-z0-9])?$","description":"Cluster name: lower-case letters, digits and dashes, at most 37 characters"},"kubernetesVersion":{"type":"string","description":"Full Kubernetes version, e.g. v1.31.13"},"serviceCIDR":{"type":"string","description":"Service CIDR, used at first init","default":"10.96.0.0/12"},"attestation":{"type":"object","additionalProperties":false,"minProperties":1,"maxProperties":1,"properties":{"qemuVTPM":{"type":"object","additionalProperties":false,"required":["measurements"],"description":"Constellation's qemu-vtpm: the AK is trusted as presented (local and test clusters)","properties":{"measurements":{"type":"object","propertyNames":{"pattern":"^([0-9]|1[0-9]|2[0-3])$"},"minProperties":1,"additionalProperties":{"type":"object","additionalProperties":false,"required":["expected"],"properties":{"expected":{"type":"string","pattern":"^[0-9a-fA-F]{64}$","description":"Expected PCR value, 32 bytes as hex"},"warnOnly":{"type":"boolean","default":false,"description":"Warn instead of refusing on mismatch"}}},"description":"PCR index (0-23) to expected value"}}},"tpmEK":{"type":"object","additionalProperties":false,"required":["measurements","roots"],"description":"tpm-ek: the node's EK certificate must chain to a manufacturer root, and its AK must activate a credential","properties":{"measurements":{"type":"object","propertyNames":{"pattern":"^([0-9]|1[0-9]|2[0-3])$"},"minProperties":1,"additionalProperties":{"type":"object","additionalProperties":false,"required":["expected"],"properties":{"expected":{"type":"string","pattern":"^[0-9a-fA-F]{64}$","description":"Expected PCR value, 32 bytes as hex"},"warnOnly":{"type":"boolean","default":false,"description":"Warn instead of refusing on mismatch"}}},"description":"PCR index (0-23) to expected value"},"roots":{"type":"array","maxItems":64,"items":{"type":"string","minLength":1},"description":"TPM manufacturer CA certificates: PEM text, or paths (relative to this file) of PEM or DER files"}}},"awsSEVSNP":{"type":"object","additionalProperties":false,"required":["measurements","bootloaderVersion","teeVersion","snpVersion","microcodeVersion","amdRootKey"],"description":"AWS SEV-SNP: the node's vTPM runs in an AMD SEV-SNP guest whose report chains to amdRootKey","properties":{"measurements":{"type":"object","propertyNames":{"pattern":"^([0-9]|1[0-9]|2[0-3])$"},"minProperties":1,"additionalProperties":{"type":"object","additionalProperties":false,"required":["expected"],"properties":{"expected":{"type":"string","pattern":"^[0-9a-fA-F]{64}$","description":"Expected PCR value, 32 bytes as hex"},"warnOnly":{"type":"boolean","default":false,"description":"Warn instead of refusing on mismatch"}}},"description":"PCR index (0-23) to expected value"},"bootloaderVersion":{"type":"integer","minimum":0,"maximum":255,"description":"Lowest acceptable bootloader SVN of the reported and launch TCB (0-255)"},"teeVersion":{"type":"integer","minimum":0,"maximum":255,"description":"Lowest acceptable TEE (PSP OS) SVN of the reported and launch TCB (0-255)"},"snpVersion":{"type":"integer","minimum":0,"maximum":255,"description":"Lowest acceptable SEV-SNP firmware SVN of the reported and launch TCB (0-255)"},"microcodeVersion":{"type":"integer","minimum":0,"maximum":255,"description":"Lowest acceptable microcode SVN of the reported and launch TCB (0-255)"},"launchMeasurement":{"type":"string","pattern":"^[0-9a-fA-F]{96}$","description":"Expected launch MEASUREMENT of the guest (firmware, and what the VMM loaded with it); absent: not checked, and validators warn: 48 bytes as hex (96 digits)"},"amdRootKey":{"type":"string","minLength":1,"description":"AMD root key(s) (ARK) the VCEK/VLEK chain must end in; may hold several products' ARKs: PEM text, or a path (relative to this file) of a PEM or DER file"},"amdSigningKey":{"type":"string","minLength":1,"description":"Optional pin of the AMD signing key (ASK, or ASVK for a VLEK) that signs the VCEK/VLEK: PEM text, or a path (relative to this file) of a PEM or DER file"},"allowMigrationAgent":{"type":"boolean","default":false,"description":"Accept a guest policy that allows a migration agent (MIGRATE_MA)"},"allowSMT":{"type":"boolean","default":false,"description":"Accept a guest policy that allows simultaneous multithreading (SMT); debug is always refused"}}},"gcpSEVSNP":{"type":"object","additionalProperties":false,"required":["measurements","bootloaderVersion","teeVersion","snpVersion","microcodeVersion","amdRootKey"],"description":"GCP SEV-SNP: the node's vTPM runs in an AMD SEV-SNP guest whose report chains to amdRootKey","properties":{"measurements":{"type":"object","propertyNames":{"pattern":"^([0-9]|1[0-9]|2[0-3])$"},"minProperties":1,"additionalProperties":{"type":"object","additionalProperties":false,"required":["expected"],"properties":{"expected":{"type":"string","pattern":"^[0-9a-fA-F]{64}$","description":"Expected PCR value, 32 bytes as hex"},"warnOnly":{"type":"boolean","default":false,"description":"Warn instead of refusing on mismatch"}}},"description":"PCR index (0-23) to expected value"},"bootloaderVersion":{"type":"integer","minimum":0,"maximum":255,"description":"Lowest acceptable bootloader SVN of the reported and launch TCB (0-255)"},"teeVersion":{"type":"integer","minimum":0,"maximum":255,"description":"Lowest acceptable TEE (PSP OS) SVN of the reported and launch TCB (0-255)"},"snpVersion":{"type":"integer","minimum":0,"maximum":255,"description":"Lowest acceptable SEV-SNP firmware SVN of the reported and launch TCB (0-255)"},"microcodeVersion":{"type":"integer","minimum":0,"maximum":255,"description":"Lowest acceptable microcode SVN of the reported and launch TCB (0-255)"},"launchMeasurement":{"type":"string","pattern":"^[0-9a-fA-F]{96}$","description":"Expected launch MEASUREMENT of the guest (firmware, and what the VMM loaded with it); absent: not checked, and validators warn: 48 bytes as hex (96 digits)"},"amdRootKey":{"type":"string","minLength":1,"description":"AMD root key(s) (ARK) the VCEK/VLEK chain must end in; may hold several products' ARKs: PEM text, or a path (relative to this file) of a PEM or DER file"},"amdSigningKey":{"type":"string","minLength":1,"description":"Optional pin of the AMD signing key (ASK, or ASVK for a VLEK) that signs the VCEK/VLEK: PEM text, or a path (relative to this file) of a PEM or DER file"},"allowMigrationAgent":{"type":"boolean","default":false,"description":"Accept a guest policy that allows a migration agent (MIGRATE_MA)"},"allowSMT":{"type":"boolean","default":false,"description":"Accept a guest policy that allows simultaneous multithreading (SMT); debug is always refused"}}},"azureSEVSNP":{"type":"object","additionalProperties":false,"required":["measurements","bootloaderVersion","teeVersion","snpVersion","microcodeVersion","amdRootKey"],"description":"Azure SEV-SNP: the node's vTPM runs in an AMD SEV-SNP guest whose report chains to amdRootKey","properties":{"measurements":{"type":"object","propertyNames":{"pattern":"^([0-9]|1[0-9]|2[0-3])$"},"minProperties":1,"additionalProperties":{"type":"object","additionalProperties":false,"required":["expected"],"properties":{"expected":{"type":"string","pattern":"^[0-9a-fA-F]{64}$","description":"Expected PCR value, 32 bytes as hex"},"warnOnly":{"type":"boolean","default":false,"description":"Warn instead of refusing on mismatch"}}},"description":"PCR index (0-23) to expected value"},"bootloaderVersion":{"type":"integer","minimum":0,"maximum":255,"description":"Lowest acceptable bootloader SVN of the reported and launch TCB (0-255)"},"teeVersion":{"type":"integer","minimum":0,"maximum":255,"description":"Lowest acceptable TEE (PSP OS) SVN of the reported and launch TCB (0-255)"},"snpVersion":{"type":"integer","minimum":0,"maximum":255,"description":"Lowest acceptable SEV-SNP firmware SVN of the reported and launch TCB (0-255)"},"microcodeVersion":{"type":"integer","minimum":0,"maximum":255,"description":"Lowest acceptable microcode SVN of the reported and launch TCB (0-255)"},"launchMeasurement":{"type":"string","pattern":"^[0-9a-fA-F]{96}$","description":"Expected launch MEASUREMENT of the guest (firmware, and what the VMM loaded with it); absent: not checked, and validators warn: 48 bytes as hex (96 digits)"},"amdRootKey":{"type":"string","minLength":1,"description":"AMD root key(s) (ARK) the VCEK/VLEK chain must end in; may hold several products' ARKs: PEM text, or a path (relative to this file) of a PEM or DER file"},"amdSigningKey":{"type":"string","minLength":1,"description":"Optional pin of the AMD signing key (ASK, or ASVK for a VLEK) that signs the VCEK/VLEK: PEM text, or a path (relative to this file) of a PEM or DER file"},"allowMigrationAgent":{"type":"boolean","default":false,"description":"Accept a guest policy that allows a migration agent (MIGRATE_MA)"},"allowSMT":{"type":"boolean","default":false,"description":"Accept a guest policy that allows simultaneous multithreading (SMT); debug is always refused"}}},"qemuTDX":{"type":"object","additionalProperties":false,"required":["measurements","qeSVN","pceSVN","teeTCBSVN","intelRootKey"],"description":"QEMU TDX: the node's vTPM answers for an Intel TDX trust domain whose quote chains to intelRootKey","properties":{"measurements":{"type":"object","propertyNames":{"pattern":"^([0-9]|1[0-9]|2[0-3])$"},"minProperties":1,"additionalProperties":{"type":"object","additionalProperties":false,"required":["expected"],"properties":{"expected":{"type":"string","pattern":"^[0-9a-fA-F]{64}$","description":"Expected PCR value, 32 bytes as hex"},"warnOnly":{"type":"boolean","default":false,"description":"Warn instead of refusing on mismatch"}}},"description":"PCR index (0-23) to expected value"},"qeSVN":{"type":"integer","minimum":0,"maximum":65535,"description":"Lowest acceptable quoting enclave SVN (0-65535)"},"pceSVN":{"type":"integer","minimum":0,"maximum":65535,"description":"Lowest acceptable provisioning certification enclave SVN (0-65535)"},"teeTCBSVN":{"type":"string","pattern":"^[0-9a-fA-F]{32}$","description":"Lowest acceptable TEE_TCB_SVN, compared component by component: 16 bytes as hex (32 digits)"},"qeVendorID":{"type":"string","pattern":"^[0-9a-fA-F]{32}$","description":"Expected QE_VENDOR_ID of the quoting enclave; absent: not checked: 16 bytes as hex (32 digits)"},"mrSeam":{"type":"string","pattern":"^[0-9a-fA-F]{96}$","description":"Expected MRSEAM (the TDX module); absent: not checked: 48 bytes as hex (96 digits)"},"xfam":{"type":"string","pattern":"^[0-9a-fA-F]{16}$","description":"Expected XFAM (extended features available mask); absent: not checked: 8 bytes as hex (16 digits)"},"tdAttributes":{"type":"string","pattern":"^[0-9a-fA-F]{16}$","description":"Expected TD attributes; absent: not checked (debug is always refused): 8 bytes as hex (16 digits)"},"mrTd":{"type":"string","pattern":"^[0-9a-fA-F]{96}$","description":"Expected MRTD (the initial TD image, i.e. its firmware); absent: not checked: 48 bytes as hex (96 digits)"},"rtmrs":{"type":"object","propertyNames":{"pattern":"^[0-3]$"},"additionalProperties":{"type":"string","pattern":"^[0-9a-fA-F]{96}$","description":"Expected RTMR value: 48 bytes as hex (96 digits)"},"description":"RTMR index (0-3) to expected value; RTMRs not listed are not checked"},"intelRootKey":{"type":"string","minLength":1,"description":"Intel's SGX root CA the quote's PCK chain must end in: PEM text, or a path (relative to this file) of a PEM or DER file"},"collateral":{"type":"string","minLength":1,"description":"Directory (a path (relative to this file)) holding Intel PCS collateral (TCB info and QE identity with their issuer chains); absent: the TCB status is not checked"}}},"azureTDX":{"type":"object","additionalProperties":false,"required":["measurements","qeSVN","pceSVN","teeTCBSVN","intelRootKey"],"description":"Azure TDX: the node's vTPM answers for an Intel TDX trust domain whose quote chains to intelRootKey","properties":{"measurements":{"type":"object","propertyNames":{"pattern":"^([0-9]|1[0-9]|2[0-3])$"},"minProperties":1,"additionalProperties":{"type":"object","additionalProperties":false,"required":["expected"],"properties":{"expected":{"type":"string","pattern":"^[0-9a-fA-F]{64}$","description":"Expected PCR value, 32 bytes as hex"},"warnOnly":{"type":"boolean","default":false,"description":"Warn instead of refusing on mismatch"}}},"description":"PCR index (0-23) to expected value"},"qeSVN":{"type":"integer","minimum":0,"maximum":65535,"description":"Lowest acceptable quoting enclave SVN (0-65535)"},"pceSVN":{"type":"integer","minimum":0,"maximum":65535,"description":"Lowest acceptable provisioning certification enclave SVN (0-65535)"},"teeTCBSVN":{"type":"string","pattern":"^[0-9a-fA-F]{32}$","description":"Lowest acceptable TEE_TCB_SVN, compared component by component: 16 bytes as hex (32 digits)"},"qeVendorID":{"type":"string","pattern":"^[0-9a-fA-F]{32}$","description":"Expected QE_VENDOR_ID of the quoting enclave; absent: not checked: 16 bytes as hex (32 digits)"},"mrSeam":{"type":"string","pattern":"^[0-9a-fA-F]{96}$","description":"Expected MRSEAM (the TDX module); absent: not checked: 48 bytes as hex (96 digits)"},"xfam":{"type":"string","pattern":"^[0-9a-fA-F]{16}$","description":"Expected XFAM (extended features available mask); absent: not checked: 8 bytes as hex (16 digits)"},"tdAttributes":{"type":"string","pattern":"^[0-9a-fA-F]{16}$","description":"Expected TD attributes; absent: not checked (debug is always refused): 8 bytes as hex (16 digits)"},"mrTd":{"type":"string","pattern":"^[0-9a-fA-F]{96}$","description":"Expected MRTD (the initial TD image, i.e. its firmware); absent: not checked: 48 bytes as hex (96 digits)"},"rtmrs":{"type":"object","propertyNames":{"pattern":"^[0-3]$"},"additionalProperties":{"type":"string","pattern":"^[0-9a-fA-F]{96}$","description":"Expected RTMR value: 48 bytes as hex (96 digits)"},"description":"RTMR index (0-3) to expected value; RTMRs not listed are not checked"},"intelRootKey":{"type":"string","minLength":1,"description":"Intel's SGX root CA the quote's PCK chain must end in: PEM text, or a path (relative to this file) of a PEM or DER file"},"collateral":{"type":"string","minLength":1,"description":"Directory (a path (relative to this file)) holding Intel PCS collateral (TCB info and QE identity with their issuer chains); absent: the TCB status is not checked"}}}}},"kubernetesComponents":{"type":"array","description":"Replaces the pinned components (for mirrors)","items":{"type":"object","additionalProperties":false,"required":["url","installPath"],"properties":{"url":{"type":"string","pattern":"^(https?|data):"},"hash":{"type":"string","pattern":"^(sha256:[0-9a-f]{64})?$"},"installPath":{"type":"string","pattern":"^/"},"extract":{"type":"boolean"}}}},"upgrade":{"type":"object","additionalProperties":false,"properties":{"charts":{"type":"array","items":{"type":"object","additionalProperties":false,"required":["name","chart","version","namespace"],"properties":{"name":{"type":"string","minLength":1},"chart":{"type":"string","minLength":1},"repository":{"type":"string"},"version":{"type":"string","minLength":1},"namespace":{"type":"string","minLength":1},"valuesFile":{"type":"string"}}}}}}}};
+const schema11 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://constellation.invalid/schemas/constellation-conf.json","title":"constellation-conf.yaml","type":"object","additionalProperties":false,"required":["version","name","kubernetesVersion","attestation"],"properties":{"version":{"const":"v4","description":"Config schema version, must be v4"},"name":{"type":"string","pattern":"^[a-z0-9]([-a-z0-9]{0,35}[a-z0-9])?$","description":"Cluster name: lower-case letters, digits and dashes, at most 37 characters"},"kubernetesVersion":{"type":"string","description":"Full Kubernetes version, e.g. v1.31.13"},"serviceCIDR":{"type":"string","description":"Service CIDR, used at first init","default":"10.96.0.0/12"},"attestation":{"type":"object","additionalProperties":false,"minProperties":1,"maxProperties":1,"properties":{"qemuVTPM":{"type":"object","additionalProperties":false,"required":["measurements"],"description":"Constellation's qemu-vtpm: the AK is trusted as presented (local and test clusters)","properties":{"measurements":{"type":"object","propertyNames":{"pattern":"^([0-9]|1[0-9]|2[0-3])$"},"minProperties":1,"additionalProperties":{"type":"object","additionalProperties":false,"required":["expected"],"properties":{"expected":{"type":"string","pattern":"^[0-9a-fA-F]{64}$","description":"Expected PCR value, 32 bytes as hex"},"warnOnly":{"type":"boolean","default":false,"description":"Warn instead of refusing on mismatch"}}},"description":"PCR index (0-23) to expected value"}}},"tpmEK":{"type":"object","additionalProperties":false,"required":["measurements","roots"],"description":"tpm-ek: the node's EK certificate must chain to a manufacturer root, and its AK must activate a credential","properties":{"measurements":{"type":"object","propertyNames":{"pattern":"^([0-9]|1[0-9]|2[0-3])$"},"minProperties":1,"additionalProperties":{"type":"object","additionalProperties":false,"required":["expected"],"properties":{"expected":{"type":"string","pattern":"^[0-9a-fA-F]{64}$","description":"Expected PCR value, 32 bytes as hex"},"warnOnly":{"type":"boolean","default":false,"description":"Warn instead of refusing on mismatch"}}},"description":"PCR index (0-23) to expected value"},"roots":{"type":"array","maxItems":64,"items":{"type":"string","minLength":1},"description":"TPM manufacturer CA certificates: PEM text, or paths (relative to this file) of PEM or DER files"}}},"awsSEVSNP":{"type":"object","additionalProperties":false,"required":["measurements","bootloaderVersion","teeVersion","snpVersion","microcodeVersion","amdRootKey"],"description":"AWS SEV-SNP: the node's vTPM runs in an AMD SEV-SNP guest whose report chains to amdRootKey","properties":{"measurements":{"type":"object","propertyNames":{"pattern":"^([0-9]|1[0-9]|2[0-3])$"},"minProperties":1,"additionalProperties":{"type":"object","additionalProperties":false,"required":["expected"],"properties":{"expected":{"type":"string","pattern":"^[0-9a-fA-F]{64}$","description":"Expected PCR value, 32 bytes as hex"},"warnOnly":{"type":"boolean","default":false,"description":"Warn instead of refusing on mismatch"}}},"description":"PCR index (0-23) to expected value"},"bootloaderVersion":{"type":"integer","minimum":0,"maximum":255,"description":"Lowest acceptable bootloader SVN of the reported and launch TCB (0-255)"},"teeVersion":{"type":"integer","minimum":0,"maximum":255,"description":"Lowest acceptable TEE (PSP OS) SVN of the reported and launch TCB (0-255)"},"snpVersion":{"type":"integer","minimum":0,"maximum":255,"description":"Lowest acceptable SEV-SNP firmware SVN of the reported and launch TCB (0-255)"},"microcodeVersion":{"type":"integer","minimum":0,"maximum":255,"description":"Lowest acceptable microcode SVN of the reported and launch TCB (0-255)"},"launchMeasurement":{"type":"string","pattern":"^[0-9a-fA-F]{96}$","description":"Expected launch MEASUREMENT of the guest (firmware, and what the VMM loaded with it); absent: not checked, and validators warn: 48 bytes as hex (96 digits)"},"amdRootKey":{"type":"string","minLength":1,"description":"AMD root key(s) (ARK) the VCEK/VLEK chain must end in; may hold several products' ARKs: PEM text, or a path (relative to this file) of a PEM or DER file"},"amdSigningKey":{"type":"string","minLength":1,"description":"Optional pin of the AMD signing key (ASK, or ASVK for a VLEK) that signs the VCEK/VLEK: PEM text, or a path (relative to this file) of a PEM or DER file"},"allowMigrationAgent":{"type":"boolean","default":false,"description":"Accept a guest policy that allows a migration agent (MIGRATE_MA)"},"allowSMT":{"type":"boolean","default":false,"description":"Accept a guest policy that allows simultaneous multithreading (SMT); debug is always refused"}}},"gcpSEVSNP":{"type":"object","additionalProperties":false,"required":["measurements","bootloaderVersion","teeVersion","snpVersion","microcodeVersion","amdRootKey"],"description":"GCP SEV-SNP: the node's vTPM runs in an AMD SEV-SNP guest whose report chains to amdRootKey","properties":{"measurements":{"type":"object","propertyNames":{"pattern":"^([0-9]|1[0-9]|2[0-3])$"},"minProperties":1,"additionalProperties":{"type":"object","additionalProperties":false,"required":["expected"],"properties":{"expected":{"type":"string","pattern":"^[0-9a-fA-F]{64}$","description":"Expected PCR value, 32 bytes as hex"},"warnOnly":{"type":"boolean","default":false,"description":"Warn instead of refusing on mismatch"}}},"description":"PCR index (0-23) to expected value"},"bootloaderVersion":{"type":"integer","minimum":0,"maximum":255,"description":"Lowest acceptable bootloader SVN of the reported and launch TCB (0-255)"},"teeVersion":{"type":"integer","minimum":0,"maximum":255,"description":"Lowest acceptable TEE (PSP OS) SVN of the reported and launch TCB (0-255)"},"snpVersion":{"type":"integer","minimum":0,"maximum":255,"description":"Lowest acceptable SEV-SNP firmware SVN of the reported and launch TCB (0-255)"},"microcodeVersion":{"type":"integer","minimum":0,"maximum":255,"description":"Lowest acceptable microcode SVN of the reported and launch TCB (0-255)"},"launchMeasurement":{"type":"string","pattern":"^[0-9a-fA-F]{96}$","description":"Expected launch MEASUREMENT of the guest (firmware, and what the VMM loaded with it); absent: not checked, and validators warn: 48 bytes as hex (96 digits)"},"amdRootKey":{"type":"string","minLength":1,"description":"AMD root key(s) (ARK) the VCEK/VLEK chain must end in; may hold several products' ARKs: PEM text, or a path (relative to this file) of a PEM or DER file"},"amdSigningKey":{"type":"string","minLength":1,"description":"Optional pin of the AMD signing key (ASK, or ASVK for a VLEK) that signs the VCEK/VLEK: PEM text, or a path (relative to this file) of a PEM or DER file"},"allowMigrationAgent":{"type":"boolean","default":false,"description":"Accept a guest policy that allows a migration agent (MIGRATE_MA)"},"allowSMT":{"type":"boolean","default":false,"description":"Accept a guest policy that allows simultaneous multithreading (SMT); debug is always refused"}}},"azureSEVSNP":{"type":"object","additionalProperties":false,"required":["measurements","bootloaderVersion","teeVersion","snpVersion","microcodeVersion","amdRootKey"],"description":"Azure SEV-SNP: the node's vTPM runs in an AMD SEV-SNP guest whose report chains to amdRootKey","properties":{"measurements":{"type":"object","propertyNames":{"pattern":"^([0-9]|1[0-9]|2[0-3])$"},"minProperties":1,"additionalProperties":{"type":"object","additionalProperties":false,"required":["expected"],"properties":{"expected":{"type":"string","pattern":"^[0-9a-fA-F]{64}$","description":"Expected PCR value, 32 bytes as hex"},"warnOnly":{"type":"boolean","default":false,"description":"Warn instead of refusing on mismatch"}}},"description":"PCR index (0-23) to expected value"},"bootloaderVersion":{"type":"integer","minimum":0,"maximum":255,"description":"Lowest acceptable bootloader SVN of the reported and launch TCB (0-255)"},"teeVersion":{"type":"integer","minimum":0,"maximum":255,"description":"Lowest acceptable TEE (PSP OS) SVN of the reported and launch TCB (0-255)"},"snpVersion":{"type":"integer","minimum":0,"maximum":255,"description":"Lowest acceptable SEV-SNP firmware SVN of the reported and launch TCB (0-255)"},"microcodeVersion":{"type":"integer","minimum":0,"maximum":255,"description":"Lowest acceptable microcode SVN of the reported and launch TCB (0-255)"},"launchMeasurement":{"type":"string","pattern":"^[0-9a-fA-F]{96}$","description":"Expected launch MEASUREMENT of the guest (firmware, and what the VMM loaded with it); absent: not checked, and validators warn: 48 bytes as hex (96 digits)"},"amdRootKey":{"type":"string","minLength":1,"description":"AMD root key(s) (ARK) the VCEK/VLEK chain must end in; may hold several products' ARKs: PEM text, or a path (relative to this file) of a PEM or DER file"},"amdSigningKey":{"type":"string","minLength":1,"description":"Optional pin of the AMD signing key (ASK, or ASVK for a VLEK) that signs the VCEK/VLEK: PEM text, or a path (relative to this file) of a PEM or DER file"},"allowMigrationAgent":{"type":"boolean","default":false,"description":"Accept a guest policy that allows a migration agent (MIGRATE_MA)"},"allowSMT":{"type":"boolean","default":false,"description":"Accept a guest policy that allows simultaneous multithreading (SMT); debug is always refused"}}},"qemuTDX":{"type":"object","additionalProperties":false,"required":["measurements","qeSVN","pceSVN","teeTCBSVN","intelRootKey"],"description":"QEMU TDX: the node's vTPM answers for an Intel TDX trust domain whose quote chains to intelRootKey","properties":{"measurements":{"type":"object","propertyNames":{"pattern":"^([0-9]|1[0-9]|2[0-3])$"},"minProperties":1,"additionalProperties":{"type":"object","additionalProperties":false,"required":["expected"],"properties":{"expected":{"type":"string","pattern":"^[0-9a-fA-F]{64}$","description":"Expected PCR value, 32 bytes as hex"},"warnOnly":{"type":"boolean","default":false,"description":"Warn instead of refusing on mismatch"}}},"description":"PCR index (0-23) to expected value"},"qeSVN":{"type":"integer","minimum":0,"maximum":65535,"description":"Lowest acceptable quoting enclave SVN (0-65535)"},"pceSVN":{"type":"integer","minimum":0,"maximum":65535,"description":"Lowest acceptable provisioning certification enclave SVN (0-65535)"},"teeTCBSVN":{"type":"string","pattern":"^[0-9a-fA-F]{32}$","description":"Lowest acceptable TEE_TCB_SVN, compared component by component: 16 bytes as hex (32 digits)"},"qeVendorID":{"type":"string","pattern":"^[0-9a-fA-F]{32}$","description":"Expected QE_VENDOR_ID of the quoting enclave; absent: not checked: 16 bytes as hex (32 digits)"},"mrSeam":{"type":"string","pattern":"^[0-9a-fA-F]{96}$","description":"Expected MRSEAM (the TDX module); absent: not checked: 48 bytes as hex (96 digits)"},"xfam":{"type":"string","pattern":"^[0-9a-fA-F]{16}$","description":"Expected XFAM (extended features available mask); absent: not checked: 8 bytes as hex (16 digits)"},"tdAttributes":{"type":"string","pattern":"^[0-9a-fA-F]{16}$","description":"Expected TD attributes; absent: not checked (debug is always refused): 8 bytes as hex (16 digits)"},"mrTd":{"type":"string","pattern":"^[0-9a-fA-F]{96}$","description":"Expected MRTD (the initial TD image, i.e. its firmware); absent: not checked: 48 bytes as hex (96 digits)"},"rtmrs":{"type":"object","propertyNames":{"pattern":"^[0-3]$"},"additionalProperties":{"type":"string","pattern":"^[0-9a-fA-F]{96}$","description":"Expected RTMR value: 48 bytes as hex (96 digits)"},"description":"RTMR index (0-3) to expected value; RTMRs not listed are not checked"},"intelRootKey":{"type":"string","minLength":1,"description":"Intel's SGX root CA the quote's PCK chain must end in: PEM text, or a path (relative to this file) of a PEM or DER file"},"collateral":{"type":"string","minLength":1,"description":"Directory (a path (relative to this file)) holding Intel PCS collateral (TCB info and QE identity with their issuer chains); absent: the TCB status is not checked"}}},"azureTDX":{"type":"object","additionalProperties":false,"required":["measurements","qeSVN","pceSVN","teeTCBSVN","intelRootKey"],"description":"Azure TDX: the node's vTPM answers for an Intel TDX trust domain whose quote chains to intelRootKey","properties":{"measurements":{"type":"object","propertyNames":{"pattern":"^([0-9]|1[0-9]|2[0-3])$"},"minProperties":1,"additionalProperties":{"type":"object","additionalProperties":false,"required":["expected"],"properties":{"expected":{"type":"string","pattern":"^[0-9a-fA-F]{64}$","description":"Expected PCR value, 32 bytes as hex"},"warnOnly":{"type":"boolean","default":false,"description":"Warn instead of refusing on mismatch"}}},"description":"PCR index (0-23) to expected value"},"qeSVN":{"type":"integer","minimum":0,"maximum":65535,"description":"Lowest acceptable quoting enclave SVN (0-65535)"},"pceSVN":{"type":"integer","minimum":0,"maximum":65535,"description":"Lowest acceptable provisioning certification enclave SVN (0-65535)"},"teeTCBSVN":{"type":"string","pattern":"^[0-9a-fA-F]{32}$","description":"Lowest acceptable TEE_TCB_SVN, compared component by component: 16 bytes as hex (32 digits)"},"qeVendorID":{"type":"string","pattern":"^[0-9a-fA-F]{32}$","description":"Expected QE_VENDOR_ID of the quoting enclave; absent: not checked: 16 bytes as hex (32 digits)"},"mrSeam":{"type":"string","pattern":"^[0-9a-fA-F]{96}$","description":"Expected MRSEAM (the TDX module); absent: not checked: 48 bytes as hex (96 digits)"},"xfam":{"type":"string","pattern":"^[0-9a-fA-F]{16}$","description":"Expected XFAM (extended features available mask); absent: not checked: 8 bytes as hex (16 digits)"},"tdAttributes":{"type":"string","pattern":"^[0-9a-fA-F]{16}$","description":"Expected TD attributes; absent: not checked (debug is always refused): 8 bytes as hex (16 digits)"},"mrTd":{"type":"string","pattern":"^[0-9a-fA-F]{96}$","description":"Expected MRTD (the initial TD image, i.e. its firmware); absent: not checked: 48 bytes as hex (96 digits)"},"rtmrs":{"type":"object","propertyNames":{"pattern":"^[0-3]$"},"additionalProperties":{"type":"string","pattern":"^[0-9a-fA-F]{96}$","description":"Expected RTMR value: 48 bytes as hex (96 digits)"},"description":"RTMR index (0-3) to expected value; RTMRs not listed are not checked"},"intelRootKey":{"type":"string","minLength":1,"description":"Intel's SGX root CA the quote's PCK chain must end in: PEM text, or a path (relative to this file) of a PEM or DER file"},"collateral":{"type":"string","minLength":1,"description":"Directory (a path (relative to this file)) holding Intel PCS collateral (TCB info and QE identity with their issuer chains); absent: the TCB status is not checked"}}}}},"measurementsPublicKey":{"type":"string","minLength":1,"description":"The image builder's ECDSA P-256 public key (PEM text, or a path relative to this file) that `config fetch-measurements` verifies signed measurements with"},"kubernetesComponents":{"type":"array","description":"Replaces the pinned components (for mirrors)","items":{"type":"object","additionalProperties":false,"required":["url","installPath"],"properties":{"url":{"type":"string","pattern":"^(https?|data):"},"hash":{"type":"string","pattern":"^(sha256:[0-9a-f]{64})?$"},"installPath":{"type":"string","pattern":"^/"},"extract":{"type":"boolean"}}}},"upgrade":{"type":"object","additionalProperties":false,"properties":{"charts":{"type":"array","items":{"type":"object","additionalProperties":false,"required":["name","chart","version","namespace"],"properties":{"name":{"type":"string","minLength":1},"chart":{"type":"string","minLength":1},"repository":{"type":"string"},"version":{"type":"string","minLength":1},"namespace":{"type":"string","minLength":1},"valuesFile":{"type":"string"}}}}}}}};
 const pattern0 = new RegExp("^[a-z0-9]([-a-z0-9]{0,35}[a-z0-9])?$", "u");
 const pattern1 = new RegExp("^([0-9]|1[0-9]|2[0-3])$", "u");
 const pattern2 = new RegExp("^[0-9a-fA-F]{64}$", "u");
@@ -71,7 +71,7 @@ vErrors.push(err3);
 errors++;
 }
 for(const key0 in data){
-if(!(((((((key0 === "version") || (key0 === "name")) || (key0 === "kubernetesVersion")) || (key0 === "serviceCIDR")) || (key0 === "attestation")) || (key0 === "kubernetesComponents")) || (key0 === "upgrade"))){
+if(!((((((((key0 === "version") || (key0 === "name")) || (key0 === "kubernetesVersion")) || (key0 === "serviceCIDR")) || (key0 === "attestation")) || (key0 === "measurementsPublicKey")) || (key0 === "kubernetesComponents")) || (key0 === "upgrade"))){
 const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err4];
@@ -3004,15 +3004,11 @@ vErrors.push(err246);
 errors++;
 }
 }
-if(data.kubernetesComponents !== undefined){
-let data93 = data.kubernetesComponents;
-if(Array.isArray(data93)){
-const len1 = data93.length;
-for(let i1=0; i1<len1; i1++){
-let data94 = data93[i1];
-if(data94 && typeof data94 == "object" && !Array.isArray(data94)){
-if(data94.url === undefined){
-const err247 = {instancePath:instancePath+"/kubernetesComponents/" + i1,schemaPath:"#/properties/kubernetesComponents/items/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'"};
+if(data.measurementsPublicKey !== undefined){
+let data93 = data.measurementsPublicKey;
+if(typeof data93 === "string"){
+if(func2(data93) < 1){
+const err247 = {instancePath:instancePath+"/measurementsPublicKey",schemaPath:"#/properties/measurementsPublicKey/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err247];
 }
@@ -3021,8 +3017,9 @@ vErrors.push(err247);
 }
 errors++;
 }
-if(data94.installPath === undefined){
-const err248 = {instancePath:instancePath+"/kubernetesComponents/" + i1,schemaPath:"#/properties/kubernetesComponents/items/required",keyword:"required",params:{missingProperty: "installPath"},message:"must have required property '"+"installPath"+"'"};
+}
+else {
+const err248 = {instancePath:instancePath+"/measurementsPublicKey",schemaPath:"#/properties/measurementsPublicKey/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err248];
 }
@@ -3031,9 +3028,16 @@ vErrors.push(err248);
 }
 errors++;
 }
-for(const key34 in data94){
-if(!((((key34 === "url") || (key34 === "hash")) || (key34 === "installPath")) || (key34 === "extract"))){
-const err249 = {instancePath:instancePath+"/kubernetesComponents/" + i1,schemaPath:"#/properties/kubernetesComponents/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key34},message:"must NOT have additional properties"};
+}
+if(data.kubernetesComponents !== undefined){
+let data94 = data.kubernetesComponents;
+if(Array.isArray(data94)){
+const len1 = data94.length;
+for(let i1=0; i1<len1; i1++){
+let data95 = data94[i1];
+if(data95 && typeof data95 == "object" && !Array.isArray(data95)){
+if(data95.url === undefined){
+const err249 = {instancePath:instancePath+"/kubernetesComponents/" + i1,schemaPath:"#/properties/kubernetesComponents/items/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'"};
 if(vErrors === null){
 vErrors = [err249];
 }
@@ -3042,12 +3046,8 @@ vErrors.push(err249);
 }
 errors++;
 }
-}
-if(data94.url !== undefined){
-let data95 = data94.url;
-if(typeof data95 === "string"){
-if(!pattern34.test(data95)){
-const err250 = {instancePath:instancePath+"/kubernetesComponents/" + i1+"/url",schemaPath:"#/properties/kubernetesComponents/items/properties/url/pattern",keyword:"pattern",params:{pattern: "^(https?|data):"},message:"must match pattern \""+"^(https?|data):"+"\""};
+if(data95.installPath === undefined){
+const err250 = {instancePath:instancePath+"/kubernetesComponents/" + i1,schemaPath:"#/properties/kubernetesComponents/items/required",keyword:"required",params:{missingProperty: "installPath"},message:"must have required property '"+"installPath"+"'"};
 if(vErrors === null){
 vErrors = [err250];
 }
@@ -3056,9 +3056,9 @@ vErrors.push(err250);
 }
 errors++;
 }
-}
-else {
-const err251 = {instancePath:instancePath+"/kubernetesComponents/" + i1+"/url",schemaPath:"#/properties/kubernetesComponents/items/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+for(const key34 in data95){
+if(!((((key34 === "url") || (key34 === "hash")) || (key34 === "installPath")) || (key34 === "extract"))){
+const err251 = {instancePath:instancePath+"/kubernetesComponents/" + i1,schemaPath:"#/properties/kubernetesComponents/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key34},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err251];
 }
@@ -3068,11 +3068,11 @@ vErrors.push(err251);
 errors++;
 }
 }
-if(data94.hash !== undefined){
-let data96 = data94.hash;
+if(data95.url !== undefined){
+let data96 = data95.url;
 if(typeof data96 === "string"){
-if(!pattern35.test(data96)){
-const err252 = {instancePath:instancePath+"/kubernetesComponents/" + i1+"/hash",schemaPath:"#/properties/kubernetesComponents/items/properties/hash/pattern",keyword:"pattern",params:{pattern: "^(sha256:[0-9a-f]{64})?$"},message:"must match pattern \""+"^(sha256:[0-9a-f]{64})?$"+"\""};
+if(!pattern34.test(data96)){
+const err252 = {instancePath:instancePath+"/kubernetesComponents/" + i1+"/url",schemaPath:"#/properties/kubernetesComponents/items/properties/url/pattern",keyword:"pattern",params:{pattern: "^(https?|data):"},message:"must match pattern \""+"^(https?|data):"+"\""};
 if(vErrors === null){
 vErrors = [err252];
 }
@@ -3083,7 +3083,7 @@ errors++;
 }
 }
 else {
-const err253 = {instancePath:instancePath+"/kubernetesComponents/" + i1+"/hash",schemaPath:"#/properties/kubernetesComponents/items/properties/hash/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err253 = {instancePath:instancePath+"/kubernetesComponents/" + i1+"/url",schemaPath:"#/properties/kubernetesComponents/items/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err253];
 }
@@ -3093,11 +3093,11 @@ vErrors.push(err253);
 errors++;
 }
 }
-if(data94.installPath !== undefined){
-let data97 = data94.installPath;
+if(data95.hash !== undefined){
+let data97 = data95.hash;
 if(typeof data97 === "string"){
-if(!pattern36.test(data97)){
-const err254 = {instancePath:instancePath+"/kubernetesComponents/" + i1+"/installPath",schemaPath:"#/properties/kubernetesComponents/items/properties/installPath/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\""};
+if(!pattern35.test(data97)){
+const err254 = {instancePath:instancePath+"/kubernetesComponents/" + i1+"/hash",schemaPath:"#/properties/kubernetesComponents/items/properties/hash/pattern",keyword:"pattern",params:{pattern: "^(sha256:[0-9a-f]{64})?$"},message:"must match pattern \""+"^(sha256:[0-9a-f]{64})?$"+"\""};
 if(vErrors === null){
 vErrors = [err254];
 }
@@ -3108,7 +3108,7 @@ errors++;
 }
 }
 else {
-const err255 = {instancePath:instancePath+"/kubernetesComponents/" + i1+"/installPath",schemaPath:"#/properties/kubernetesComponents/items/properties/installPath/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err255 = {instancePath:instancePath+"/kubernetesComponents/" + i1+"/hash",schemaPath:"#/properties/kubernetesComponents/items/properties/hash/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err255];
 }
@@ -3118,9 +3118,11 @@ vErrors.push(err255);
 errors++;
 }
 }
-if(data94.extract !== undefined){
-if(typeof data94.extract !== "boolean"){
-const err256 = {instancePath:instancePath+"/kubernetesComponents/" + i1+"/extract",schemaPath:"#/properties/kubernetesComponents/items/properties/extract/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data95.installPath !== undefined){
+let data98 = data95.installPath;
+if(typeof data98 === "string"){
+if(!pattern36.test(data98)){
+const err256 = {instancePath:instancePath+"/kubernetesComponents/" + i1+"/installPath",schemaPath:"#/properties/kubernetesComponents/items/properties/installPath/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\""};
 if(vErrors === null){
 vErrors = [err256];
 }
@@ -3130,9 +3132,8 @@ vErrors.push(err256);
 errors++;
 }
 }
-}
 else {
-const err257 = {instancePath:instancePath+"/kubernetesComponents/" + i1,schemaPath:"#/properties/kubernetesComponents/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err257 = {instancePath:instancePath+"/kubernetesComponents/" + i1+"/installPath",schemaPath:"#/properties/kubernetesComponents/items/properties/installPath/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err257];
 }
@@ -3142,9 +3143,9 @@ vErrors.push(err257);
 errors++;
 }
 }
-}
-else {
-const err258 = {instancePath:instancePath+"/kubernetesComponents",schemaPath:"#/properties/kubernetesComponents/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data95.extract !== undefined){
+if(typeof data95.extract !== "boolean"){
+const err258 = {instancePath:instancePath+"/kubernetesComponents/" + i1+"/extract",schemaPath:"#/properties/kubernetesComponents/items/properties/extract/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err258];
 }
@@ -3154,12 +3155,9 @@ vErrors.push(err258);
 errors++;
 }
 }
-if(data.upgrade !== undefined){
-let data99 = data.upgrade;
-if(data99 && typeof data99 == "object" && !Array.isArray(data99)){
-for(const key35 in data99){
-if(!(key35 === "charts")){
-const err259 = {instancePath:instancePath+"/upgrade",schemaPath:"#/properties/upgrade/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key35},message:"must NOT have additional properties"};
+}
+else {
+const err259 = {instancePath:instancePath+"/kubernetesComponents/" + i1,schemaPath:"#/properties/kubernetesComponents/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err259];
 }
@@ -3169,15 +3167,9 @@ vErrors.push(err259);
 errors++;
 }
 }
-if(data99.charts !== undefined){
-let data100 = data99.charts;
-if(Array.isArray(data100)){
-const len2 = data100.length;
-for(let i2=0; i2<len2; i2++){
-let data101 = data100[i2];
-if(data101 && typeof data101 == "object" && !Array.isArray(data101)){
-if(data101.name === undefined){
-const err260 = {instancePath:instancePath+"/upgrade/charts/" + i2,schemaPath:"#/properties/upgrade/properties/charts/items/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+}
+else {
+const err260 = {instancePath:instancePath+"/kubernetesComponents",schemaPath:"#/properties/kubernetesComponents/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err260];
 }
@@ -3186,8 +3178,13 @@ vErrors.push(err260);
 }
 errors++;
 }
-if(data101.chart === undefined){
-const err261 = {instancePath:instancePath+"/upgrade/charts/" + i2,schemaPath:"#/properties/upgrade/properties/charts/items/required",keyword:"required",params:{missingProperty: "chart"},message:"must have required property '"+"chart"+"'"};
+}
+if(data.upgrade !== undefined){
+let data100 = data.upgrade;
+if(data100 && typeof data100 == "object" && !Array.isArray(data100)){
+for(const key35 in data100){
+if(!(key35 === "charts")){
+const err261 = {instancePath:instancePath+"/upgrade",schemaPath:"#/properties/upgrade/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key35},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err261];
 }
@@ -3196,8 +3193,16 @@ vErrors.push(err261);
 }
 errors++;
 }
-if(data101.version === undefined){
-const err262 = {instancePath:instancePath+"/upgrade/charts/" + i2,schemaPath:"#/properties/upgrade/properties/charts/items/required",keyword:"required",params:{missingProperty: "version"},message:"must have required property '"+"version"+"'"};
+}
+if(data100.charts !== undefined){
+let data101 = data100.charts;
+if(Array.isArray(data101)){
+const len2 = data101.length;
+for(let i2=0; i2<len2; i2++){
+let data102 = data101[i2];
+if(data102 && typeof data102 == "object" && !Array.isArray(data102)){
+if(data102.name === undefined){
+const err262 = {instancePath:instancePath+"/upgrade/charts/" + i2,schemaPath:"#/properties/upgrade/properties/charts/items/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
 if(vErrors === null){
 vErrors = [err262];
 }
@@ -3206,8 +3211,8 @@ vErrors.push(err262);
 }
 errors++;
 }
-if(data101.namespace === undefined){
-const err263 = {instancePath:instancePath+"/upgrade/charts/" + i2,schemaPath:"#/properties/upgrade/properties/charts/items/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'"};
+if(data102.chart === undefined){
+const err263 = {instancePath:instancePath+"/upgrade/charts/" + i2,schemaPath:"#/properties/upgrade/properties/charts/items/required",keyword:"required",params:{missingProperty: "chart"},message:"must have required property '"+"chart"+"'"};
 if(vErrors === null){
 vErrors = [err263];
 }
@@ -3216,9 +3221,8 @@ vErrors.push(err263);
 }
 errors++;
 }
-for(const key36 in data101){
-if(!((((((key36 === "name") || (key36 === "chart")) || (key36 === "repository")) || (key36 === "version")) || (key36 === "namespace")) || (key36 === "valuesFile"))){
-const err264 = {instancePath:instancePath+"/upgrade/charts/" + i2,schemaPath:"#/properties/upgrade/properties/charts/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key36},message:"must NOT have additional properties"};
+if(data102.version === undefined){
+const err264 = {instancePath:instancePath+"/upgrade/charts/" + i2,schemaPath:"#/properties/upgrade/properties/charts/items/required",keyword:"required",params:{missingProperty: "version"},message:"must have required property '"+"version"+"'"};
 if(vErrors === null){
 vErrors = [err264];
 }
@@ -3227,12 +3231,8 @@ vErrors.push(err264);
 }
 errors++;
 }
-}
-if(data101.name !== undefined){
-let data102 = data101.name;
-if(typeof data102 === "string"){
-if(func2(data102) < 1){
-const err265 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/name",schemaPath:"#/properties/upgrade/properties/charts/items/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data102.namespace === undefined){
+const err265 = {instancePath:instancePath+"/upgrade/charts/" + i2,schemaPath:"#/properties/upgrade/properties/charts/items/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'"};
 if(vErrors === null){
 vErrors = [err265];
 }
@@ -3241,9 +3241,9 @@ vErrors.push(err265);
 }
 errors++;
 }
-}
-else {
-const err266 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/name",schemaPath:"#/properties/upgrade/properties/charts/items/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+for(const key36 in data102){
+if(!((((((key36 === "name") || (key36 === "chart")) || (key36 === "repository")) || (key36 === "version")) || (key36 === "namespace")) || (key36 === "valuesFile"))){
+const err266 = {instancePath:instancePath+"/upgrade/charts/" + i2,schemaPath:"#/properties/upgrade/properties/charts/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key36},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err266];
 }
@@ -3253,11 +3253,11 @@ vErrors.push(err266);
 errors++;
 }
 }
-if(data101.chart !== undefined){
-let data103 = data101.chart;
+if(data102.name !== undefined){
+let data103 = data102.name;
 if(typeof data103 === "string"){
 if(func2(data103) < 1){
-const err267 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/chart",schemaPath:"#/properties/upgrade/properties/charts/items/properties/chart/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+const err267 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/name",schemaPath:"#/properties/upgrade/properties/charts/items/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err267];
 }
@@ -3268,7 +3268,7 @@ errors++;
 }
 }
 else {
-const err268 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/chart",schemaPath:"#/properties/upgrade/properties/charts/items/properties/chart/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err268 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/name",schemaPath:"#/properties/upgrade/properties/charts/items/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err268];
 }
@@ -3278,9 +3278,11 @@ vErrors.push(err268);
 errors++;
 }
 }
-if(data101.repository !== undefined){
-if(typeof data101.repository !== "string"){
-const err269 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/repository",schemaPath:"#/properties/upgrade/properties/charts/items/properties/repository/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data102.chart !== undefined){
+let data104 = data102.chart;
+if(typeof data104 === "string"){
+if(func2(data104) < 1){
+const err269 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/chart",schemaPath:"#/properties/upgrade/properties/charts/items/properties/chart/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err269];
 }
@@ -3290,11 +3292,8 @@ vErrors.push(err269);
 errors++;
 }
 }
-if(data101.version !== undefined){
-let data105 = data101.version;
-if(typeof data105 === "string"){
-if(func2(data105) < 1){
-const err270 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/version",schemaPath:"#/properties/upgrade/properties/charts/items/properties/version/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+else {
+const err270 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/chart",schemaPath:"#/properties/upgrade/properties/charts/items/properties/chart/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err270];
 }
@@ -3304,8 +3303,9 @@ vErrors.push(err270);
 errors++;
 }
 }
-else {
-const err271 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/version",schemaPath:"#/properties/upgrade/properties/charts/items/properties/version/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data102.repository !== undefined){
+if(typeof data102.repository !== "string"){
+const err271 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/repository",schemaPath:"#/properties/upgrade/properties/charts/items/properties/repository/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err271];
 }
@@ -3315,11 +3315,11 @@ vErrors.push(err271);
 errors++;
 }
 }
-if(data101.namespace !== undefined){
-let data106 = data101.namespace;
+if(data102.version !== undefined){
+let data106 = data102.version;
 if(typeof data106 === "string"){
 if(func2(data106) < 1){
-const err272 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/namespace",schemaPath:"#/properties/upgrade/properties/charts/items/properties/namespace/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+const err272 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/version",schemaPath:"#/properties/upgrade/properties/charts/items/properties/version/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err272];
 }
@@ -3330,7 +3330,7 @@ errors++;
 }
 }
 else {
-const err273 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/namespace",schemaPath:"#/properties/upgrade/properties/charts/items/properties/namespace/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err273 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/version",schemaPath:"#/properties/upgrade/properties/charts/items/properties/version/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err273];
 }
@@ -3340,9 +3340,11 @@ vErrors.push(err273);
 errors++;
 }
 }
-if(data101.valuesFile !== undefined){
-if(typeof data101.valuesFile !== "string"){
-const err274 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/valuesFile",schemaPath:"#/properties/upgrade/properties/charts/items/properties/valuesFile/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data102.namespace !== undefined){
+let data107 = data102.namespace;
+if(typeof data107 === "string"){
+if(func2(data107) < 1){
+const err274 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/namespace",schemaPath:"#/properties/upgrade/properties/charts/items/properties/namespace/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err274];
 }
@@ -3352,9 +3354,8 @@ vErrors.push(err274);
 errors++;
 }
 }
-}
 else {
-const err275 = {instancePath:instancePath+"/upgrade/charts/" + i2,schemaPath:"#/properties/upgrade/properties/charts/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err275 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/namespace",schemaPath:"#/properties/upgrade/properties/charts/items/properties/namespace/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err275];
 }
@@ -3364,9 +3365,9 @@ vErrors.push(err275);
 errors++;
 }
 }
-}
-else {
-const err276 = {instancePath:instancePath+"/upgrade/charts",schemaPath:"#/properties/upgrade/properties/charts/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data102.valuesFile !== undefined){
+if(typeof data102.valuesFile !== "string"){
+const err276 = {instancePath:instancePath+"/upgrade/charts/" + i2+"/valuesFile",schemaPath:"#/properties/upgrade/properties/charts/items/properties/valuesFile/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err276];
 }
@@ -3378,7 +3379,7 @@ errors++;
 }
 }
 else {
-const err277 = {instancePath:instancePath+"/upgrade",schemaPath:"#/properties/upgrade/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err277 = {instancePath:instancePath+"/upgrade/charts/" + i2,schemaPath:"#/properties/upgrade/properties/charts/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err277];
 }
@@ -3390,12 +3391,36 @@ errors++;
 }
 }
 else {
-const err278 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err278 = {instancePath:instancePath+"/upgrade/charts",schemaPath:"#/properties/upgrade/properties/charts/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err278];
 }
 else {
 vErrors.push(err278);
+}
+errors++;
+}
+}
+}
+else {
+const err279 = {instancePath:instancePath+"/upgrade",schemaPath:"#/properties/upgrade/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err279];
+}
+else {
+vErrors.push(err279);
+}
+errors++;
+}
+}
+}
+else {
+const err280 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err280];
+}
+else {
+vErrors.push(err280);
 }
 errors++;
 }

@@ -11,7 +11,6 @@ import {
   AttestedKeys,
   Bootstrapper,
   CLUSTER_ID_PCR,
-  httpGet,
   type InitResultKeeper,
   LogCollector,
   NodeJoinClient,
@@ -23,7 +22,6 @@ import {
   stageComponents,
   nodeJoinEndpoints,
   type BootstrapperConfig,
-  type HttpGet,
   type InstallerDeps,
   type JoinClient,
   type JoinClientDeps,
@@ -37,7 +35,9 @@ import { CryptsetupDisk } from '../lib/statedisk/index.js'
 import {
   createLogger,
   createRunner,
+  httpGet,
   serveUntilStopped,
+  type HttpGet,
   type Logger,
   type Runner,
 } from '../lib/system/index.js'

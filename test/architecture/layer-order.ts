@@ -3,7 +3,7 @@ export const LAYERS: readonly (readonly string[])[] = [
   ['errors'],
   ['system'],
   ['yaml', 'ui', 'contract'],
-  ['tpm', 'tsm', 'versions', 'x509', 'grpc', 'kube'],
+  ['tpm', 'tsm', 'versions', 'x509', 'grpc', 'kube', 'measurements'],
   ['kms', 'attestation'],
   ['atls', 'statedisk', 'cvm-standin'],
   ['simulator'],

@@ -86,7 +86,7 @@ describe('constellation CLI (built, as a child process)', () => {
   for (const [typed, want] of [
     ['upgrade apply', 'Hint: did you mean `constellation upgrade execute --helm`? It replaces the original'],
     ['apply', 'Hint: did you mean `constellation init`?'],
-    ['config fetch-measurements', 'Hint: did you mean `constellation config measurements`?'],
+    ['config fetch-measurement', 'Hint: did you mean `constellation config fetch-measurements`?'],
     ['confg validate', 'Hint: did you mean `constellation config validate`?'],
     ['bootstrap-dta', 'Hint: did you mean `constellation bootstrap-data`?'],
     ['xyzzy', 'Hint: run `constellation --help` for the list of commands'],

@@ -13,6 +13,7 @@ interface ManifestCommand {
 const REQUIRED: Record<string, string[]> = {
   'config generate': ['qemu'],
   'config measurements': ['-e', '127.0.0.1'],
+  'config fetch-measurements': ['--url', 'file:///nonexistent/measurements.json'],
   'bootstrap-data generate': ['-f', 'objects.yaml'],
   'mini reboot': ['worker-0'],
   'mini logs': ['worker-0'],

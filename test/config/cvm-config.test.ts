@@ -6,8 +6,8 @@ import { testCertificate } from '../support/test-ca.js'
 import { YamlProblemsError } from '../../src/lib/yaml/index.js'
 import { configWarnings, parseConfig } from '../../src/lib/config/load.js'
 import { defaultConfig, renderConfig } from '../../src/lib/config/generate.js'
+import { applyMeasurementsUpdate } from '../../src/lib/config/measurements-update.js'
 import {
-  applyMeasurementsUpdate,
   configuredAttestation,
   planMeasurementsUpdate,
   readConfigMeasurements,

@@ -7,8 +7,8 @@ import { testCertificate } from '../support/test-ca.js'
 import { stringifyYaml, YamlProblemsError } from '../../src/lib/yaml/index.js'
 import { configWarnings, parseConfig } from '../../src/lib/config/load.js'
 import { defaultConfig } from '../../src/lib/config/generate.js'
+import { applyMeasurementsUpdate } from '../../src/lib/config/measurements-update.js'
 import {
-  applyMeasurementsUpdate,
   planMeasurementsUpdate,
   readConfigMeasurements,
   validatorForConfig,

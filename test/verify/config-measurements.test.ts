@@ -12,7 +12,7 @@ import {
   planMeasurementsUpdate,
   readConfigMeasurements,
   writeConfigMeasurements,
-} from '../../src/lib/config/index.js'
+} from '../../src/lib/config/measurements-update.js'
 import { startVerifyServiceOn, type VerifyServiceProcess } from './verify-service-process.js'
 
 const sha256 = (b: Buffer | string) => createHash('sha256').update(b).digest()

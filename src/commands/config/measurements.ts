@@ -2,13 +2,11 @@ import { Flags } from '@oclif/core'
 import { attestTimeoutFlag } from '../../attest-flags.js'
 import { BaseCommand } from '../../base-command.js'
 import {
-  applyMeasurementsUpdate,
-  hasChanges,
   measurementNotes,
+  nodeSource,
+  offerMeasurementsUpdate,
   planMeasurementsUpdate,
   readConfigMeasurements,
-  renderMeasurementsUpdate,
-  writeConfigMeasurements,
   type MeasurementUpdate,
 } from '../../lib/config/index.js'
 import { workspacePaths } from '../../lib/paths.js'
@@ -18,6 +16,8 @@ export interface MeasurementsResult {
   config: string
   endpoint: string
   variant: string
+  /** How far these values can be trusted: as far as the operator trusts the node. */
+  trust: 'trust-on-first-use'
   written: boolean
   pcrs: MeasurementUpdate[]
   notes: string[]
@@ -25,7 +25,7 @@ export interface MeasurementsResult {
 
 export default class ConfigMeasurements extends BaseCommand {
   static override description =
-    "Attest a node you trust (a golden image) with a fresh nonce and write its PCR values into the config's measurements (PCR 15 stays zero)"
+    "Trust on first use: attest a node you trust (a golden image) with a fresh nonce and write its PCR values into the config's measurements (PCR 15 stays zero). Nothing but your trust in that node vouches for them; `config fetch-measurements` takes values the image builder signed instead"
   static override examples = [
     '<%= config.bin %> config measurements -e 10.0.0.5',
     '<%= config.bin %> config measurements -C my-cluster -e 10.0.0.5:30081 --yes --json',
@@ -59,28 +59,25 @@ export default class ConfigMeasurements extends BaseCommand {
       debug: process.env.CONSTELL_DEBUG === '1',
     })
     const pcrs = planMeasurementsUpdate(config.measurements, node.pcrs)
-    const report = {
+    const written = await offerMeasurementsUpdate(
+      config,
+      pcrs,
+      { source: nodeSource(endpoint), during: 'the node was being attested' },
+      {
+        log: (text) => this.log(text),
+        confirm: (question) => this.confirmChange(question, 'change the config'),
+        yes: flags.yes,
+      },
+    )
+    const notes = measurementNotes(pcrs)
+    return {
       config: config.file,
       endpoint,
       variant: node.variant,
-      written: false,
+      trust: 'trust-on-first-use',
+      written,
       pcrs,
-      notes: measurementNotes(pcrs),
+      notes,
     }
-    this.log(renderMeasurementsUpdate(endpoint, pcrs))
-    if (!hasChanges(pcrs)) {
-      this.log(`${config.file} already expects these values; nothing to write.`)
-      return report
-    }
-    const text = applyMeasurementsUpdate(config.text, config.file, pcrs)
-    const go =
-      flags.yes || (await this.confirmChange(`Write these values into ${config.file}?`, 'change the config'))
-    if (!go) {
-      this.log('Nothing was changed.')
-      return report
-    }
-    await writeConfigMeasurements(config, text)
-    this.log(`Wrote the measurements into ${config.file}.`)
-    return { ...report, written: true }
   }
 }

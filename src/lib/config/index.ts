@@ -24,13 +24,14 @@ export { initSecretHashFor } from './init-secret-hash.js'
 export {
   readConfigMeasurements,
   planMeasurementsUpdate,
-  hasChanges,
-  applyMeasurementsUpdate,
-  writeConfigMeasurements,
-  renderMeasurementsUpdate,
   measurementNotes,
+  nodeSource,
 } from './measurements-update.js'
 export type { MeasurementUpdate } from './measurements-update.js'
+export { offerMeasurementsUpdate } from './measurements-offer.js'
+export { signedSource } from './signed-measurements.js'
+export { planFetchedMeasurements } from './fetch-measurements.js'
+export type { FetchPlan } from './fetch-measurements.js'
 export {
   JOIN_CONFIG_REQUEST_TIMEOUT_MS,
   joinMeasurementsFromConfig,

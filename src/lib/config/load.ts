@@ -16,6 +16,7 @@ import { exists, isHostPort } from '../system/index.js'
 import { trustRootProblems } from './attestation.js'
 import { explainHexProblem } from './attestation-schema.js'
 import { cvmSectionProblems, resolveCvmPaths, SNP_KEYS, TDX_KEYS } from './cvm-sections.js'
+import { measurementsKeyProblems } from './measurements-key.js'
 import type { ClusterConfig, ClusterState } from './types.js'
 
 const WORKSPACE_HINT = 'run `constellation config generate qemu` first, or pass -C <workspace>'
@@ -101,6 +102,7 @@ function checkConfigSemantics(value: unknown, baseDir: string): Problem[] {
   const attestation = isRecord(value.attestation) ? value.attestation : {}
   if (isRecord(attestation.tpmEK)) problems.push(...trustRootProblems(attestation.tpmEK.roots, baseDir))
   problems.push(...cvmSectionProblems(attestation, baseDir, ['attestation']))
+  problems.push(...measurementsKeyProblems(value.measurementsPublicKey, baseDir))
   return problems
 }
 

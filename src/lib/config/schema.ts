@@ -51,6 +51,12 @@ export const configSchema = {
         ...cvmSectionSchemas({ measurements: true, pathNote: 'a path (relative to this file)' }),
       },
     },
+    measurementsPublicKey: {
+      type: 'string',
+      minLength: 1,
+      description:
+        "The image builder's ECDSA P-256 public key (PEM text, or a path relative to this file) that `config fetch-measurements` verifies signed measurements with",
+    },
     kubernetesComponents: {
       type: 'array',
       description: 'Replaces the pinned components (for mirrors)',

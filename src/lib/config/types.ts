@@ -110,6 +110,11 @@ export interface ClusterConfig {
     qemuTDX?: TdxAttestationConfig
     azureTDX?: TdxAttestationConfig
   }
+  /**
+   * The image builder's public key (PEM text, or a file relative to the config) that signed
+   * measurements must verify under (`config fetch-measurements`).
+   */
+  measurementsPublicKey?: string
   /** Replaces the versions table's components (air-gapped mirrors, tests). */
   kubernetesComponents?: ComponentConfig[]
   upgrade?: { charts?: ChartConfig[] }

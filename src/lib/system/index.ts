@@ -37,3 +37,5 @@ export {
   prepareOwnerOnlySocket,
   restrictSocketToOwner,
 } from './unix-socket.js'
+export { httpGet, DEFAULT_DOWNLOAD_LIMITS, DownloadTooLargeError } from './http-get.js'
+export type { HttpGet, DownloadLimits, HttpResponse } from './http-get.js'

@@ -6,8 +6,8 @@ import { gzipSync } from 'node:zlib'
 import { pack } from 'tar-stream'
 import { expect } from '../../support/chai.js'
 import { makeTempDir } from '../../support/temp.js'
+import { httpGet } from '../../../src/lib/system/http-get.js'
 import {
-  httpGet,
   stageComponents,
   type InstallerDeps,
   LogCollector,

@@ -16,7 +16,7 @@ import {
   type DownloadLimits,
   type HttpGet,
   type HttpResponse,
-} from './http-get.js'
+} from '../../system/index.js'
 import { extractTarGz, MAX_EXTRACTED_BYTES } from './tar-extract.js'
 
 export interface Component {
@@ -35,7 +35,7 @@ export interface InstallerDeps {
   root: string
   /** Where components wait between download and install; removed afterwards. */
   stagingDir: string
-  /** httpGet (./http-get.ts) in production. */
+  /** httpGet (system/http-get.ts) in production. */
   get: HttpGet
   log: Logger
   /** Download attempts per component (including the first). */

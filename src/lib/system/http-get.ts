@@ -1,6 +1,6 @@
 /**
- * The installer's download: one HTTP(S) GET on node:http/https, following redirects, streaming the
- * body to a file under a size limit and time limits (connect, idle, total). Node's global fetch
+ * The one bounded download (the installer's components, signed measurements): one HTTP(S) GET on
+ * node:http/https, following redirects, streaming the body to a file under a size limit and time limits (connect, idle, total). Node's global fetch
  * (undici) costs the bootstrapper ~55 ms and ~18 MB resident on first use, for what is one GET per
  * component; certificate verification stays Node's default (on).
  */

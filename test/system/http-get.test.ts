@@ -3,12 +3,11 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { createServer as createHttpsServer } from 'node:https'
 import type { AddressInfo, Socket } from 'node:net'
 import path from 'node:path'
-import { makeTempDir } from '../../support/temp.js'
-import { expect } from '../../support/chai.js'
-import { localhostCert } from '../../support/tls-cert.js'
-import { chainMessage } from '../../../src/lib/errors/index.js'
-import { httpGet } from '../../../src/lib/bootstrapper/index.js'
-import { DownloadTooLargeError, MAX_REDIRECTS } from '../../../src/lib/bootstrapper/components/http-get.js'
+import { makeTempDir } from '../support/temp.js'
+import { expect } from '../support/chai.js'
+import { localhostCert } from '../support/tls-cert.js'
+import { chainMessage } from '../../src/lib/errors/index.js'
+import { DownloadTooLargeError, httpGet, MAX_REDIRECTS } from '../../src/lib/system/http-get.js'
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void
 
