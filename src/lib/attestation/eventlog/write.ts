@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto'
 import { extendPcr, TPM_ALG, type OpenTpm } from '../../tpm/index.js'
 import { EV_NO_ACTION } from './parse.js'
 
-export interface Measurement {
+export interface BootMeasurement {
   pcr: number
   type: number
   /** What was measured (hashed into the digest) unless `digest` is given. */
@@ -34,10 +34,10 @@ const SPEC_ID_HEADER = (() => {
 export const sha256 = (data: Buffer): Buffer => createHash('sha256').update(data).digest()
 
 /** The SHA-256 digest each measurement extends its PCR with. */
-export const digestOf = (m: Measurement): Buffer => m.digest ?? sha256(m.data)
+export const digestOf = (m: BootMeasurement): Buffer => m.digest ?? sha256(m.data)
 
 /** A SHA-256-only crypto-agile log of these measurements, in order. */
-export function encodeEventLog(measurements: readonly Measurement[]): Buffer {
+export function encodeEventLog(measurements: readonly BootMeasurement[]): Buffer {
   const header = Buffer.alloc(4 + 4 + 20 + 4)
   header.writeUInt32LE(0, 0)
   header.writeUInt32LE(EV_NO_ACTION, 4)
@@ -60,13 +60,13 @@ export function encodeEventLog(measurements: readonly Measurement[]): Buffer {
  * Measures as firmware does: extends each PCR through the TPM, in order, and returns the log that
  * records it. The caller writes the log where the issuer reads it (securityfs' path under a root).
  */
-export async function measureBoot(open: OpenTpm, measurements: readonly Measurement[]): Promise<Buffer> {
+export async function measureBoot(open: OpenTpm, measurements: readonly BootMeasurement[]): Promise<Buffer> {
   for (const m of measurements) if (m.type !== EV_NO_ACTION) await extendPcr(open, m.pcr, digestOf(m))
   return encodeEventLog(measurements)
 }
 
 /** The SHA-256 PCR values these measurements leave, from reset: what a verifier should expect. */
-export function pcrsAfter(measurements: readonly Measurement[]): Map<number, Buffer> {
+export function pcrsAfter(measurements: readonly BootMeasurement[]): Map<number, Buffer> {
   const pcrs = new Map<number, Buffer>()
   for (const m of measurements) {
     if (m.type === EV_NO_ACTION) continue
@@ -74,4 +74,15 @@ export function pcrsAfter(measurements: readonly Measurement[]): Map<number, Buf
     pcrs.set(m.pcr, sha256(Buffer.concat([before, digestOf(m)])))
   }
   return pcrs
+}
+
+/** The fixed part of UEFI_IMAGE_LOAD_EVENT, before the device path. */
+export const EV_EFI_IMAGE_LOAD_EVENT_BYTES = 32
+
+/** UEFI_IMAGE_LOAD_EVENT: where the image was loaded, its length, and its device path. */
+export function imageLoadEvent(imageLength: number, devicePath: Buffer): Buffer {
+  const head = Buffer.alloc(EV_EFI_IMAGE_LOAD_EVENT_BYTES)
+  head.writeBigUInt64LE(BigInt(imageLength), 8)
+  head.writeBigUInt64LE(BigInt(devicePath.length), 24)
+  return Buffer.concat([head, devicePath])
 }
