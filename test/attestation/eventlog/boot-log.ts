@@ -1,8 +1,8 @@
 /** A firmware-like boot for the event-log tests: what each PCR measured, as a real log records it. */
 import { EVENT_TYPES as T } from '../../../src/lib/attestation/eventlog/describe.js'
-import type { Measurement } from '../../../src/lib/attestation/eventlog/write.js'
+import type { BootMeasurement } from '../../../src/lib/attestation/eventlog/write.js'
 
-const separator = (pcr: number): Measurement => ({ pcr, type: T.EV_SEPARATOR, data: Buffer.alloc(4) })
+const separator = (pcr: number): BootMeasurement => ({ pcr, type: T.EV_SEPARATOR, data: Buffer.alloc(4) })
 
 /** UEFI_VARIABLE_DATA for a variable of the global-variable GUID. */
 export function efiVariable(name: string, value: Buffer): Buffer {
@@ -29,7 +29,7 @@ export function taggedEvent(id: number, data: Buffer): Buffer {
   return Buffer.concat([head, data])
 }
 
-export const BOOT: Measurement[] = [
+export const BOOT: BootMeasurement[] = [
   { pcr: 0, type: T.EV_S_CRTM_VERSION, data: Buffer.from('1.0\0', 'utf16le') },
   { pcr: 0, type: T.EV_EFI_PLATFORM_FIRMWARE_BLOB, data: Buffer.alloc(16, 1) },
   { pcr: 7, type: T.EV_EFI_VARIABLE_DRIVER_CONFIG, data: efiVariable('SecureBoot', Buffer.from([1])) },

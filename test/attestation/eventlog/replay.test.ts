@@ -11,7 +11,7 @@ import {
   encodeEventLog,
   measureBoot,
   pcrsAfter,
-  type Measurement,
+  type BootMeasurement,
 } from '../../../src/lib/attestation/eventlog/write.js'
 import { pcrEvent } from '../../../src/lib/tpm/commands.js'
 import { readPcrs, withTpm } from '../../../src/lib/tpm/index.js'
@@ -42,7 +42,7 @@ describe('event log replay against swtpm', function () {
     const doc = await createIssuer('qemu-vtpm', tpm.open, { eventLogPath: logFile }).issue(userData, nonce)
     return createValidator('qemu-vtpm', new Map()).validate(doc, nonce)
   }
-  const rewrite = (events: Measurement[]) => writeFile(logFile, encodeEventLog(events))
+  const rewrite = (events: BootMeasurement[]) => writeFile(logFile, encodeEventLog(events))
 
   it('accepts a log that replays, and lists what was measured', async () => {
     const got = await attest()
@@ -69,7 +69,7 @@ describe('event log replay against swtpm', function () {
   })
 
   it('agrees with TPM2_PCR_Event, where the TPM itself hashes the data', async () => {
-    const event: Measurement = { pcr: 10, type: T.EV_IPL, data: Buffer.from('measured by the TPM') }
+    const event: BootMeasurement = { pcr: 10, type: T.EV_IPL, data: Buffer.from('measured by the TPM') }
     await withTpm(tpm.open, (t) => pcrEvent(t, event.pcr, event.data))
     await rewrite([...BOOT, event])
     expect((await attest()).eventLog?.pcrs).to.include(10)
@@ -88,7 +88,7 @@ describe('event log replay against swtpm', function () {
     expect((await createValidator('qemu-vtpm', new Map()).validate(doc, nonce)).eventLog).to.equal(undefined)
   })
 
-  const refusals: Record<string, { edit: (events: Measurement[]) => Measurement[]; pcr: number }> = {
+  const refusals: Record<string, { edit: (events: BootMeasurement[]) => BootMeasurement[]; pcr: number }> = {
     'a corrupted digest': {
       edit: (e) => e.map((m, i) => (i === 13 ? { ...m, digest: Buffer.alloc(32, 0xaa) } : m)),
       pcr: 4,
