@@ -1,6 +1,6 @@
 /** A firmware-like boot for the event-log tests: what each PCR measured, as a real log records it. */
 import { EVENT_TYPES as T } from '../../../src/lib/attestation/eventlog/describe.js'
-import type { BootMeasurement } from '../../../src/lib/attestation/eventlog/write.js'
+import { imageLoadEvent, type BootMeasurement } from '../../../src/lib/attestation/eventlog/write.js'
 
 const separator = (pcr: number): BootMeasurement => ({ pcr, type: T.EV_SEPARATOR, data: Buffer.alloc(4) })
 
@@ -11,15 +11,6 @@ export function efiVariable(name: string, value: Buffer): Buffer {
   head.writeBigUInt64LE(BigInt(name.length), 16)
   head.writeBigUInt64LE(BigInt(value.length), 24)
   return Buffer.concat([head, Buffer.from(name, 'utf16le'), value])
-}
-
-/** UEFI_IMAGE_LOAD_EVENT with a device path. */
-export function efiImage(length: number, devicePath: Buffer): Buffer {
-  const head = Buffer.alloc(32)
-  head.writeBigUInt64LE(0x7e000000n, 0)
-  head.writeBigUInt64LE(BigInt(length), 8)
-  head.writeBigUInt64LE(BigInt(devicePath.length), 24)
-  return Buffer.concat([head, devicePath])
 }
 
 export function taggedEvent(id: number, data: Buffer): Buffer {
@@ -36,8 +27,16 @@ export const BOOT: BootMeasurement[] = [
   { pcr: 1, type: T.EV_EFI_VARIABLE_BOOT, data: efiVariable('BootOrder', Buffer.from([0, 0])) },
   ...[0, 1, 2, 3, 5, 6, 7].map(separator),
   { pcr: 4, type: T.EV_EFI_ACTION, data: Buffer.from('Calling EFI Application from Boot Option') },
-  { pcr: 4, type: T.EV_EFI_BOOT_SERVICES_APPLICATION, data: efiImage(4096, Buffer.from('04040400', 'hex')) },
-  { pcr: 4, type: T.EV_EFI_BOOT_SERVICES_APPLICATION, data: efiImage(8192, Buffer.from('7fff0400', 'hex')) },
+  {
+    pcr: 4,
+    type: T.EV_EFI_BOOT_SERVICES_APPLICATION,
+    data: imageLoadEvent(4096, Buffer.from('04040400', 'hex')),
+  },
+  {
+    pcr: 4,
+    type: T.EV_EFI_BOOT_SERVICES_APPLICATION,
+    data: imageLoadEvent(8192, Buffer.from('7fff0400', 'hex')),
+  },
   separator(4),
   { pcr: 8, type: T.EV_IPL, data: Buffer.from('kernel_cmdline: console=ttyS0\0') },
   { pcr: 9, type: T.EV_EVENT_TAG, data: taggedEvent(0x8f3b22ed, Buffer.from('initrd')) },
