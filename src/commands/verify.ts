@@ -3,6 +3,7 @@ import { attestTimeoutFlag } from '../attest-flags.js'
 import { BaseCommand } from '../base-command.js'
 import { loadConfig, validatorSettingsForConfig } from '../lib/config/index.js'
 import { CliError } from '../lib/errors/index.js'
+import { writeFileAtomic } from '../lib/system/index.js'
 import { workspacePaths } from '../lib/paths.js'
 import {
   parseAttestTimeout,
@@ -19,6 +20,7 @@ export default class Verify extends BaseCommand {
     '<%= config.bin %> verify -C my-cluster',
     '<%= config.bin %> verify -e 10.0.0.5',
     '<%= config.bin %> verify -e 10.0.0.5:30081 --cluster-id 3f1c… --json',
+    '<%= config.bin %> verify -e 10.0.0.5 --raw attestation.json',
   ]
   static override flags = {
     ...BaseCommand.workspaceFlag,
@@ -30,6 +32,10 @@ export default class Verify extends BaseCommand {
     'cluster-id': Flags.string({
       description:
         "hex cluster ID; PCR 15 must show that the node belongs to it; default: the state's clusterValues.clusterID",
+    }),
+    raw: Flags.string({
+      description:
+        'write the attestation document the node sent (JSON, as Constellation encodes it) to this file, trusted or not',
     }),
     ...attestTimeoutFlag,
   }
@@ -51,6 +57,7 @@ export default class Verify extends BaseCommand {
       clusterId: target.clusterId,
       timeoutMs,
       debug: process.env.CONSTELL_DEBUG === '1',
+      ...(flags.raw !== undefined && { saveDocument: saveTo(flags.raw) }),
     })
     if (outcome.report && !this.jsonEnabled()) {
       if (target.clusterIdFrom === 'state') this.log(`Cluster ID from ${paths.state}: ${target.clusterId}`)
@@ -61,3 +68,6 @@ export default class Verify extends BaseCommand {
     return outcome.report
   }
 }
+
+/** The document holds no secret (a quote, public keys, the event log): readable like any report. */
+const saveTo = (file: string) => (document: Buffer) => writeFileAtomic(file, document, 0o644)

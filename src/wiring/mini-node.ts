@@ -10,6 +10,7 @@ import {
   SUPERVISOR_MARKER,
   SYSTEMCTL_SOCKET_ENV,
   killGroup,
+  measureNodeBoot,
   readMachineSpec,
   spawnInGroup,
   standInEvidence,
@@ -45,6 +46,7 @@ export async function runNodeSupervisor(machineFile: string, bootId: string): Pr
         s.once('error', () => resolve(false))
       }),
     shutdownTpm: (socket) => shutdownTpm(openSwtpmSocket(socket)),
+    measureBoot: (boot, socket) => measureNodeBoot(openSwtpmSocket(socket), boot),
     startCvm: async (cvm) =>
       startConfigfsTsmStandIn({
         dir: cvm.tsmDir,

@@ -13,7 +13,15 @@ import { readBootStatus, type BootStatus, type MachineSpec } from '../../src/lib
 import { NodeSupervisor, type SupervisorDeps } from '../../src/lib/mini/supervisor.js'
 import { simulatorPaths } from '../../src/lib/simulator/index.js'
 import { createLogger, sleepMs } from '../../src/lib/system/index.js'
-import { openSwtpmSocket, quote, shutdownTpm, withTpm, type OpenTpm } from '../../src/lib/tpm/index.js'
+import {
+  openSwtpmSocket,
+  quote,
+  readPcrs,
+  shutdownTpm,
+  withTpm,
+  type OpenTpm,
+} from '../../src/lib/tpm/index.js'
+import { bootPcrs, launcherScript, measureNodeBoot } from '../../src/lib/mini/measured-boot.js'
 import { readDictionaryAttackState } from '../../src/lib/tpm/dictionary-attack.js'
 import { createPrimary, flushContext } from '../../src/lib/tpm/commands.js'
 import { akTemplate } from '../../src/lib/tpm/ak.js'
@@ -206,6 +214,42 @@ describe('mini: a node supervisor (its systemd), real processes and swtpm', func
     await expect(supervisor.startUnits(['broken.service'])).to.be.rejectedWith(
       /Job for broken.service failed: its unit file is refused: .*broken.service:3: "MemoryMax=1G": mini's systemd does not implement this in \[Service\]/,
     )
+  })
+
+  describe('measured boot', () => {
+    const cli = ['/usr/bin/node', '/opt/constellation/bin/run.js']
+    const measured = async (failWith?: Error) => {
+      const dir = tmp.dir
+      await writeFile(path.join(dir, 'constellation'), launcherScript(cli))
+      const eventLog = path.join(dir, 'root/sys/kernel/security/tpm0/binary_bios_measurements')
+      machine.boot = { launcher: path.join(dir, 'constellation'), unitTemplates: machine.unitDir, eventLog }
+      // the unit records whether the log was there when it started: measured before any unit runs
+      await unit(
+        'first.service',
+        `[Service]\nExecStart=/bin/sh -c 'test -s ${eventLog} && echo log-present; exec sleep 60'\n[Install]\nWantedBy=multi-user.target\n`,
+      )
+      deps.measureBoot = failWith
+        ? () => Promise.reject(failWith)
+        : (boot, socket) => measureNodeBoot(openSwtpmSocket(socket), boot)
+      supervisor = new NodeSupervisor(machine, deps)
+      await supervisor.start()
+    }
+
+    it('extends the PCRs mini expects and writes the log before the first unit starts', async () => {
+      await measured()
+      await until('first.service', 'running')
+      await eventually('first.service saw the log', async () =>
+        (await readFile(path.join(tmp.dir, 'first.log'), 'utf8')).includes('log-present') ? true : undefined,
+      )
+      const want = await bootPcrs(cli, machine.unitDir)
+      expect(await readPcrs(openSwtpmSocket(machine.tpm.socket), [...want.keys()])).to.deep.equal(want)
+    })
+
+    it('a boot that cannot be measured starts no unit', async () => {
+      await measured(new Error('TPM gone'))
+      expect((await status()).units['first.service']?.state).to.not.equal('running')
+      expect(journal.join('\n')).to.match(/The measured boot failed; nothing boots.*TPM gone/)
+    })
   })
 
   it('powered off in order, the TPM counts no dictionary-attack failure; without the shutdown it would', async () => {

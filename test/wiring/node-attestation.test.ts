@@ -10,6 +10,8 @@ import { createValidator, type Validator } from '../../src/lib/attestation/index
 import { createAttestedChannelCredentials } from '../../src/lib/atls/index.js'
 import { LogCollector, type BootstrapperConfig } from '../../src/lib/bootstrapper/index.js'
 import { nodePaths } from '../../src/lib/paths.js'
+import { EVENT_TYPES } from '../../src/lib/attestation/eventlog/describe.js'
+import { encodeEventLog } from '../../src/lib/attestation/eventlog/write.js'
 import { readPcrs } from '../../src/lib/tpm/index.js'
 import { createNodeBootstrapper } from '../../src/wiring/bootstrapper.js'
 import { createVerifyService } from '../../src/wiring/verify-service.js'
@@ -98,7 +100,10 @@ describe('node daemons from src/wiring: the attestation carries the TPM event lo
     for (const present of [true, false]) {
       it(`${name}: ${present ? 'attaches the event log the node has' : 'attaches none when the node has none'}`, async () => {
         const root = path.join(dir, `${name.replace(/\W+/g, '-')}-${present}`)
-        const eventLog = randomBytes(512)
+        // a log the validator can replay whatever the shared TPM's PCRs hold: no event extends one
+        const eventLog = encodeEventLog([
+          { pcr: 0, type: EVENT_TYPES.EV_NO_ACTION, data: randomBytes(512), digest: Buffer.alloc(32) },
+        ])
         const file = nodePaths(root).tpmEventLog
         await mkdir(path.dirname(file), { recursive: true })
         if (present) await writeFile(file, eventLog)

@@ -43,7 +43,13 @@ export function createQemuVtpmValidator(measurements: Measurements, log?: Logger
       const akName = parseOrRefuse(() => objectName(doc.akPub), 'Attestation.ak_pub')
       const entry = checkSha256Quote(doc, ak, nonce)
       const warnings = checkMeasurements(measurements, entry.pcrs, log)
-      return { userData: doc.userData, pcrs: entry.pcrs, warnings, akName }
+      return {
+        userData: doc.userData,
+        pcrs: entry.pcrs,
+        warnings,
+        akName,
+        ...(entry.eventLog && { eventLog: entry.eventLog }),
+      }
     },
   }
 }

@@ -162,6 +162,7 @@ export function createTpmEkValidator(
         warnings,
         akName,
         activation: { ek, akName, proven: expected !== undefined },
+        ...(entry.eventLog && { eventLog: entry.eventLog }),
       }
     },
     async challengeActivation(request) {

@@ -2,6 +2,7 @@
 import type { X509Certificate } from 'node:crypto'
 import type { EkPublicKey, MadeCredential } from '../tpm/index.js'
 import type { CvmHardware, CvmSummary, CvmValidationPolicy } from './cvm/policy.js'
+import type { EventLogReplay } from './eventlog/replay.js'
 import type { AttestationVariant } from './variant.js'
 
 /** The key a verifier makes a credential for: the node's EK and the Name of the AK that quoted. */
@@ -42,6 +43,8 @@ export interface ValidationResult {
   activation?: ActivationTarget & { proven: boolean }
   /** Set by the confidential-VM variants: what the hardware evidence showed, for verify and status. */
   cvm?: CvmSummary
+  /** The node's event log, replayed to the quoted PCRs; unset when the document carried none. */
+  eventLog?: EventLogReplay
 }
 
 export interface Issuer {

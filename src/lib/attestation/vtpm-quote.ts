@@ -26,6 +26,7 @@ import {
 } from '../tpm/index.js'
 import type { AttestationDocument, QuoteEntry } from './document.js'
 import { AttestationError } from './errors.js'
+import { replayEventLog, type EventLogReplay } from './eventlog/replay.js'
 import { compareMeasurements, type Measurements } from './measurements.js'
 import type { IssuerOptions } from './types.js'
 
@@ -91,12 +92,22 @@ export function attestationKeyOf(
   return ak
 }
 
-/** The SHA-256 quote, checked against the AK, the verifier's nonce and the reported PCR values. */
-export function checkSha256Quote(doc: AttestationDocument, ak: TpmtPublic, nonce: Buffer): QuoteEntry {
+/**
+ * The SHA-256 quote, checked against the AK, the verifier's nonce and the reported PCR values; the
+ * event log, when the document carries one, must replay to the quoted PCRs it has events for. A
+ * document without a log is not refused (nodes without securityfs exist): `eventLog` stays unset.
+ */
+export function checkSha256Quote(
+  doc: AttestationDocument,
+  ak: TpmtPublic,
+  nonce: Buffer,
+): QuoteEntry & { eventLog?: EventLogReplay } {
   const entry = doc.quotes.find((q) => q.hashAlg === TPM_ALG.SHA256)
   if (!entry) throw new AttestationError('attestation has no quote over the SHA-256 PCR bank')
   checkQuote(entry, ak, qualifyingData(doc.userData, nonce, doc.instanceInfo))
-  return entry
+  // only after the signature: the quoted values are then the TPM's, and the log is checked against them
+  if (!doc.eventLog) return entry
+  return { ...entry, eventLog: replayEventLog(doc.eventLog, entry.hashAlg, entry.pcrs) }
 }
 
 /** Enforced mismatches refuse; warn-only ones are logged and returned. */

@@ -58,6 +58,7 @@ import {
 import { unmergeMiniKubeconfig } from './kubeconfig.js'
 import { manufactureTpm, writeLocalCaConfig } from './tpm-ca.js'
 import { checkMiniVariant, createCvmStandIn, cvmConfigHeader, isMiniCvmVariant } from './cvm.js'
+import { bootPcrs } from './measured-boot.js'
 import type { MetadataView } from './metadata-server.js'
 
 /** What every output of `mini` says first. */
@@ -530,6 +531,7 @@ async function writeWorkspace(
     attestation[key] = { ...attestation[key], ...cvmSection(workspace) }
     header = cvmConfigHeader(opts.attestation, path.relative(workspace, miniPaths(workspace).cvmStandIn.dir))
   }
+  await expectMeasuredBoot(config.attestation, opts.attestation, io)
   config.upgrade = {
     charts: [
       { name: 'cilium', namespace: 'kube-system' },
@@ -541,6 +543,24 @@ async function writeWorkspace(
     file,
     `# constellation mini: Kubernetes is SIMULATED (kubeadm and the API are contract fakes); the charts are stand-ins\n${header}${stringifyYaml(config)}`,
     'replace',
+  )
+}
+
+/**
+ * The nodes' measured boot (measured-boot.ts) extends PCRs 0–9 the same way on every node: the config
+ * enforces those values (the generated ones for the other PCRs stay), so the nodes' event logs and
+ * their quotes both match what the operator's config says.
+ */
+async function expectMeasuredBoot(attestation: object, variant: AttestationVariant, io: MiniIo) {
+  const section = (attestation as Record<string, { measurements?: Record<string, unknown> } | undefined>)[
+    ATTESTATION_CONFIG_KEYS[variant]
+  ]
+  if (!section) return
+  const measurements: Record<string, unknown> = { ...section.measurements }
+  for (const [pcr, value] of await bootPcrs(io.cli, io.files.unitTemplates))
+    measurements[String(pcr)] = { expected: value.toString('hex'), warnOnly: false }
+  section.measurements = Object.fromEntries(
+    Object.entries(measurements).sort(([a], [b]) => Number(a) - Number(b)),
   )
 }
 

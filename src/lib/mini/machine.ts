@@ -4,6 +4,7 @@
  * and the boot status it keeps (boot.json, rewritten on every change, read by whoever waits).
  */
 import { readFile } from 'node:fs/promises'
+import type { MachineBoot } from './measured-boot.js'
 import { readTextIfPresent, writeSecretFile } from '../system/index.js'
 
 /** The supervisor's own process carries this marker (its children do not): `mini reboot` finds it by it. */
@@ -30,6 +31,8 @@ export interface MachineSpec {
    * directory, signed by the cluster's stand-in AMD or Intel (no CVM hardware exists here).
    */
   cvm?: MachineCvm
+  /** What its boot measures into the TPM before any unit starts (absent on nodes provisioned before). */
+  boot?: MachineBoot
 }
 
 export interface MachineCvm {

@@ -26,6 +26,7 @@ import {
   type MiniPaths,
 } from './layout.js'
 import { SUPERVISOR_MARKER, type MachineSpec } from './machine.js'
+import { launcherScript } from './measured-boot.js'
 import type { MiniNetwork } from './network.js'
 import { kubeletUnitFor } from '../simulator/index.js'
 
@@ -126,6 +127,11 @@ export async function provisionNode(
   await renderUnits(ctx, files)
   const spec: MachineSpec = {
     ...machineSpec(node, files),
+    boot: {
+      launcher: launcherFile(files),
+      unitTemplates: ctx.unitTemplates,
+      eventLog: nodePaths(files.root).tpmEventLog,
+    },
     ...(cvm && {
       cvm: { kind: cvmKind(cvm.variant), tsmDir: tsm, standInDir: cvm.standInKeys },
     }),
@@ -161,10 +167,12 @@ function machineSpec(node: MiniNodeRecord, files: MiniNodeFiles): MachineSpec {
   }
 }
 
+const launcherFile = (files: MiniNodeFiles) => path.join(files.dir, 'constellation')
+
 /** The project's units with this node's CLI, config and root, as the image would install them. */
 async function renderUnits(ctx: NodeBootContext, files: MiniNodeFiles): Promise<void> {
-  const launcher = path.join(files.dir, 'constellation')
-  await writeFile(launcher, `#!/bin/sh\nexec ${ctx.cli.map((a) => `'${a}'`).join(' ')} "$@"\n`)
+  const launcher = launcherFile(files)
+  await writeFile(launcher, launcherScript(ctx.cli))
   await chmod(launcher, 0o755)
   for (const dir of [ctx.unitTemplates, ctx.miniUnits])
     for (const unit of await readdir(dir)) {

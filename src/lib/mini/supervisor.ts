@@ -21,6 +21,7 @@ import {
   type MachineSpec,
   type UnitState,
 } from './machine.js'
+import type { MachineBoot } from './measured-boot.js'
 import { serveSystemctl, SystemctlError } from './systemctl-socket.js'
 import { parseUnitFile, type UnitSpec } from './units.js'
 
@@ -62,6 +63,8 @@ export interface SupervisorDeps {
   tpmAccepts(socket: string): Promise<boolean>
   /** A CVM node's hardware stand-in (configfs-tsm), up while the node is powered on. */
   startCvm?(cvm: MachineCvm): Promise<{ stop(): Promise<void> }>
+  /** The node's measured boot through the TPM's command socket: PCRs extended, the event log written. */
+  measureBoot?(boot: MachineBoot, tpmSocket: string): Promise<void>
   /** TPM2_Shutdown(CLEAR) through the TPM's command socket. */
   shutdownTpm(socket: string): Promise<void>
   sleep(ms: number): Promise<void>
@@ -125,6 +128,7 @@ export class NodeSupervisor {
     this.publish()
     this.deps.log.info('Powered on', { node: this.machine.node, bootId: this.deps.bootId })
     if (!(await this.startTpm())) return this.statusWrite
+    if (!(await this.measureBoot())) return this.statusWrite
     if (!(await this.startCvm())) return this.statusWrite
     const boot = [...this.units].filter(([, u]) => u.spec?.startsAtBoot).map(([name]) => name)
     this.deps.log.info('Starting the boot units', { units: boot })
@@ -344,6 +348,20 @@ export class NodeSupervisor {
       return true
     } catch (err) {
       this.deps.log.error('The CVM hardware stand-in did not start; nothing boots', { error: messageOf(err) })
+      return false
+    }
+  }
+
+  /** As firmware does before the boot loader runs: a node whose boot cannot be measured does not boot. */
+  private async measureBoot(): Promise<boolean> {
+    const { boot } = this.machine
+    if (!boot || !this.deps.measureBoot) return true
+    try {
+      await this.deps.measureBoot(boot, this.machine.tpm.socket)
+      this.deps.log.info('Measured boot: PCRs extended, event log written', { eventLog: boot.eventLog })
+      return true
+    } catch (err) {
+      this.deps.log.error('The measured boot failed; nothing boots', { error: messageOf(err) })
       return false
     }
   }

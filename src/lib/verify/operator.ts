@@ -10,6 +10,7 @@ import {
   createValidator,
   requireMeasurements,
   type Measurements,
+  type ReplayedEvent,
   type ValidationResult,
   type Validator,
   type ValidatorOptions,
@@ -43,6 +44,8 @@ export interface VerifyRequest extends AttestRequest {
   measurements: Measurements
   /** Hex cluster ID: PCR 15 must then equal SHA256(0^32 ‖ SHA256(clusterID)). */
   clusterId?: string
+  /** `--raw`: given the attestation document the node sent, trusted or not, before the outcome returns. */
+  saveDocument?: (document: Buffer) => Promise<void>
 }
 
 export type PcrStatus = 'ok' | 'mismatch' | 'warn' | 'not checked'
@@ -53,6 +56,15 @@ export interface PcrReport {
   enforced?: boolean
   status: PcrStatus
 }
+/**
+ * What the node's event log says was measured, per PCR. `replayed: false` when the node sent no log:
+ * then only the quoted values speak (not refused, as nodes without securityfs exist).
+ */
+export type EventLogReport =
+  | { replayed: true; bank: string; pcrs: { index: number; replayed: boolean; events: LoggedEvent[] }[] }
+  | { replayed: false; reason: string }
+export type LoggedEvent = Omit<ReplayedEvent, 'pcr'>
+
 export interface VerifyReport {
   endpoint: string
   variant: string
@@ -70,6 +82,8 @@ export interface VerifyReport {
   attestation: AttestationAssurance
   /** The confidential-VM variants: what the hardware evidence showed, and whose root it chains to. */
   hardware?: CvmSummary
+  /** Set for a trusted node: its event log, replayed. */
+  eventLog?: EventLogReport
 }
 export interface VerifyOutcome {
   report?: VerifyReport
@@ -101,10 +115,17 @@ export function expectedMeasurements(base: Measurements, clusterId?: string): Me
 
 /** Warn-only mismatches come back in the report (the command prints them once), not through a logger. */
 export async function verifyNode(req: VerifyRequest): Promise<VerifyOutcome> {
+  const seen: Seen = {}
+  const outcome = await attestNode(req, seen)
+  // --raw: written whether or not the node was trusted (a refused document is what one wants to read)
+  if (req.saveDocument && seen.document) await req.saveDocument(seen.document)
+  return outcome
+}
+
+async function attestNode(req: VerifyRequest, seen: Seen): Promise<VerifyOutcome> {
   const measurements = requireMeasurements(expectedMeasurements(req.measurements, req.clusterId))
   // The inner validator checks everything but the measurements; inspectingValidator compares them
   // itself, so the report can show the quoted PCRs of a refused node too.
-  const seen: Seen = {}
   const validator = inspectingValidator(validatorFor(req), measurements, seen)
   try {
     const described = await describeOverAtls(req, validator, seen)
@@ -145,6 +166,8 @@ export async function readNodePcrs(
 }
 
 type Seen = {
+  /** The last attestation document the node sent. */
+  document?: Buffer
   pcrs?: Map<number, Buffer>
   refusal?: unknown
   /** The handshake's final result: for tpm-ek, after the credential activation. */
@@ -240,6 +263,7 @@ function inspectingValidator(crypto: Validator, measurements: Measurements, seen
     oid: crypto.oid,
     ...(crypto.challengeActivation && { challengeActivation: crypto.challengeActivation.bind(crypto) }),
     async validate(document, nonce, expected) {
+      seen.document = document
       try {
         const result = await crypto.validate(document, nonce, expected)
         seen.pcrs = result.pcrs
@@ -293,5 +317,20 @@ function report(
     ...activation,
     attestation: attestationAssurance(req.variant),
     ...(verified?.cvm && { hardware: verified.cvm }),
+    ...(trusted && { eventLog: eventLogReport(verified) }),
+  }
+}
+
+function eventLogReport(verified: ValidationResult | undefined): EventLogReport {
+  const log = verified?.eventLog
+  if (!log) return { replayed: false, reason: 'the node sent no event log: nothing was replayed' }
+  const byPcr = new Map<number, LoggedEvent[]>()
+  for (const { pcr, ...event } of log.events) byPcr.set(pcr, [...(byPcr.get(pcr) ?? []), event])
+  return {
+    replayed: true,
+    bank: log.bank,
+    pcrs: [...byPcr]
+      .sort(([a], [b]) => a - b)
+      .map(([index, events]) => ({ index, replayed: log.pcrs.includes(index), events })),
   }
 }

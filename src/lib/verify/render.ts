@@ -1,7 +1,7 @@
 /** Text rendering of a verify report (the command prints it; --json prints the report itself). */
 import { describeAssurance, describeHardware, type CvmSummary } from '../attestation/index.js'
 import { renderTable } from '../ui/index.js'
-import type { VerifyReport } from './operator.js'
+import type { EventLogReport, VerifyReport } from './operator.js'
 
 export function renderVerifyReport(r: VerifyReport): string {
   const rows = r.pcrs
@@ -23,6 +23,7 @@ export function renderVerifyReport(r: VerifyReport): string {
     '',
     ...r.warnings.map((w) => `Warning: ${w}`),
     ...(r.hardware ? renderHardware(r.hardware) : []),
+    ...(r.eventLog ? [renderEventLog(r.eventLog)] : []),
     verdict,
     // what "trusted" is worth: said beside every verdict that trusts
     ...(r.trusted ? [describeAssurance(r.attestation)] : []),
@@ -31,4 +32,12 @@ export function renderVerifyReport(r: VerifyReport): string {
 
 function renderHardware(h: CvmSummary): string[] {
   return [describeHardware(h), ...Object.entries(h.fields).map(([k, v]) => `  ${k}: ${v}`), '']
+}
+
+/** A short summary; `--json` lists every event. */
+function renderEventLog(log: EventLogReport): string {
+  if (!log.replayed) return `Event log: ${log.reason}.`
+  const counts = log.pcrs.map((p) => `PCR ${p.index}: ${p.events.length}`).join(', ')
+  const replayed = log.pcrs.filter((p) => p.replayed).map((p) => p.index)
+  return `Event log (${log.bank}): replayed ok for PCRs ${replayed.join(', ') || 'none'}; events per PCR: ${counts} (--json lists them).`
 }

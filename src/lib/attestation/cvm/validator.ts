@@ -79,6 +79,7 @@ export function createCvmValidator(
         warnings: [...warnings, ...measurementWarnings],
         akName,
         cvm: summary,
+        ...(entry.eventLog && { eventLog: entry.eventLog }),
       }
     },
   }
