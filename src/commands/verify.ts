@@ -8,6 +8,7 @@ import {
   parseAttestTimeout,
   renderVerifyReport,
   resolveVerifyTarget,
+  VERIFY_PROTOCOLS,
   verifyNode,
   type VerifyReport,
 } from '../lib/verify/index.js'
@@ -31,6 +32,12 @@ export default class Verify extends BaseCommand {
       description:
         "hex cluster ID; PCR 15 must show that the node belongs to it; default: the state's clusterValues.clusterID",
     }),
+    protocol: Flags.string({
+      options: [...VERIFY_PROTOCOLS],
+      default: 'atls',
+      description:
+        "how to ask the node: attested TLS, or Constellation's plain-gRPC verify.API/GetAttestation (the document is checked the same way against a fresh nonce)",
+    }),
     ...attestTimeoutFlag,
   }
 
@@ -51,6 +58,7 @@ export default class Verify extends BaseCommand {
       clusterId: target.clusterId,
       timeoutMs,
       debug: process.env.CONSTELL_DEBUG === '1',
+      protocol: flags.protocol === 'get-attestation' ? 'get-attestation' : 'atls',
     })
     if (outcome.report && !this.jsonEnabled()) {
       if (target.clusterIdFrom === 'state') this.log(`Cluster ID from ${paths.state}: ${target.clusterId}`)

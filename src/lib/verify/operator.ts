@@ -21,6 +21,7 @@ import { CliError, type CliErrorOptions, ExitCode, messageOf, UsageError } from 
 import { withoutRpcInternals } from '../grpc/index.js'
 import { formatDuration, parseDuration } from '../system/index.js'
 import { VerifyService, type DescribeResponse } from './service-definition.js'
+import { attestWithGetAttestation, type VerifyProtocol } from './get-attestation-client.js'
 
 export const DEFAULT_VERIFY_TIMEOUT_MS = 15_000
 /** `--timeout` of the commands that attest a node. */
@@ -37,6 +38,8 @@ export interface AttestRequest {
   timeoutMs?: number
   /** Keep transport details in errors (CONSTELL_DEBUG=1). */
   debug?: boolean
+  /** aTLS (default) or Constellation's plain-gRPC GetAttestation; the same checks either way. */
+  protocol?: VerifyProtocol
 }
 
 export interface VerifyRequest extends AttestRequest {
@@ -107,7 +110,7 @@ export async function verifyNode(req: VerifyRequest): Promise<VerifyOutcome> {
   const seen: Seen = {}
   const validator = inspectingValidator(validatorFor(req), measurements, seen)
   try {
-    const described = await describeOverAtls(req, validator, seen)
+    const described = await attest(req, validator, seen)
     const pcrs = seen.pcrs ?? new Map<number, Buffer>()
     return { report: report(req, described.variant, measurements, pcrs, true, seen.verified) }
   } catch (err: unknown) {
@@ -132,7 +135,7 @@ export async function readNodePcrs(
   const seen: Seen = {}
   const validator = inspectingValidator(validatorFor(req), new Map(), seen)
   try {
-    const described = await describeOverAtls(req, validator, seen)
+    const described = await attest(req, validator, seen)
     return { variant: described.variant, pcrs: seen.pcrs ?? new Map() }
   } catch (err: unknown) {
     if (seen.refusal === undefined && !isAttestationFailure(err)) throw unreachable(req, err)
@@ -154,6 +157,11 @@ type Seen = {
 /** The variant's validator with no measurements: inspectingValidator compares them itself. */
 const validatorFor = (req: AttestRequest) =>
   createValidator(req.variant, new Map(), undefined, req.validatorOptions)
+
+const attest = (req: AttestRequest, validator: Validator, seen: Seen) =>
+  req.protocol === 'get-attestation'
+    ? attestWithGetAttestation(req.endpoint, validator, req.timeoutMs ?? DEFAULT_VERIFY_TIMEOUT_MS, seen)
+    : describeOverAtls(req, validator, seen)
 
 async function describeOverAtls(
   req: AttestRequest,
