@@ -113,6 +113,29 @@ describe('verify.API/GetAttestation on the verification service', function () {
       }
     })
 
+    it("answers Constellation's REST form, GET /?nonce=<base64url>, on the same port", async () => {
+      const nonce = randomBytes(32)
+      const res = await fetch(`http://${endpoint}/?nonce=${nonce.toString('base64url')}`)
+      expect(res.status).to.equal(200)
+      const body = (await res.json()) as { data: string }
+      const result = await createValidator('qemu-vtpm', await measured()).validate(
+        Buffer.from(body.data, 'base64'),
+        nonce,
+      )
+      expect(result.userData.toString()).to.equal('VerifyService')
+      const refusals: Array<[string, RequestInit, number, RegExp]> = [
+        ['/', {}, 400, /nonce parameter is required exactly once/],
+        [`/?nonce=${randomBytes(16).toString('base64url')}`, {}, 400, /nonce: 16 bytes/],
+        ['/?nonce=a&nonce=b', {}, 400, /exactly once/],
+        ['/?nonce=%25%25', {}, 400, /invalid base64url/],
+      ]
+      for (const [url, init, status, says] of refusals) {
+        const refused = await fetch(`http://${endpoint}${url}`, init)
+        expect(refused.status, url).to.equal(status)
+        expect(await refused.text(), url).to.match(says)
+      }
+    })
+
     const nonces: Record<string, { nonce: Buffer; code: grpc.status; details: RegExp }> = {
       'an empty nonce': {
         nonce: Buffer.alloc(0),
@@ -192,7 +215,7 @@ describe('verify.API/GetAttestation on the verification service', function () {
 
     const closedBy: Record<string, (s: Socket) => void> = {
       'a peer that never sends a byte': () => {},
-      'a peer that speaks neither TLS nor HTTP/2': (s) => s.write('GET / HTTP/1.1\r\n\r\n'),
+      'a peer that speaks neither TLS, HTTP/2 nor a GET': (s) => s.write('SSH-2.0-OpenSSH_9.2\r\n'),
     }
     for (const [name, act] of Object.entries(closedBy))
       it(`closes ${name}`, async () => {

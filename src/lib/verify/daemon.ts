@@ -13,7 +13,12 @@ import {
   type CredentialsWithServices,
 } from '../grpc/index.js'
 import type { Logger } from '../system/index.js'
-import { createGetAttestationServer, type GetAttestationLimits } from './get-attestation-server.js'
+import { serveHttpGet } from './get-attestation-http.js'
+import {
+  AttestationDesk,
+  createGetAttestationServer,
+  type GetAttestationLimits,
+} from './get-attestation-server.js'
 import { listenForBothProtocols } from './protocol-listener.js'
 import { VerifyService, type DescribeResponse } from './service-definition.js'
 
@@ -32,6 +37,7 @@ export interface VerifyServiceBounds {
 export class VerifyServiceDaemon {
   private readonly server: grpc.Server
   private readonly plain: grpc.Server
+  private readonly desk: AttestationDesk
   private listener?: BoundedListener
   private stopping?: Promise<void>
   private resolveDone!: () => void
@@ -55,10 +61,9 @@ export class VerifyServiceDaemon {
         cb(null, { variant: issuer.variant })
       },
     })
-    this.plain = createGetAttestationServer(issuer, log.child('getAttestation'), {
-      connections: bounds.limits,
-      limits: bounds.getAttestation,
-    })
+    // one desk for both forms of GetAttestation, so its limits count every quote
+    this.desk = new AttestationDesk(issuer, log.child('getAttestation'), bounds.getAttestation)
+    this.plain = createGetAttestationServer(this.desk, { connections: bounds.limits })
   }
 
   /** Binds and serves; resolves with the bound address (port 0 picks a free one). */
@@ -77,6 +82,13 @@ export class VerifyServiceDaemon {
         atlsCredentials: creds,
         plain: this.plain,
         plainCredentials: grpc.ServerCredentials.createInsecure(),
+        http: (socket, first) =>
+          serveHttpGet(
+            socket,
+            first,
+            this.desk,
+            this.bounds.handshakeTimeoutMs ?? DEFAULT_FIRST_BYTE_TIMEOUT_MS,
+          ),
       },
       'verifyService.listen',
       {

@@ -36,57 +36,101 @@ export const DEFAULT_GET_ATTESTATION_LIMITS: Required<GetAttestationLimits> = { 
 /** Retry advice sent with RESOURCE_EXHAUSTED, as the recovery endpoint does. */
 const RETRY_PUSHBACK_MS = 1_000
 
+/** Why a request got no attestation: the status each protocol answers with follows from it. */
+export class AttestationRefusal extends Error {
+  constructor(
+    readonly reason: 'invalid' | 'busy' | 'failed',
+    message: string,
+  ) {
+    super(message)
+    this.name = 'AttestationRefusal'
+  }
+}
+
+/**
+ * Issues documents for GetAttestation's callers, whichever protocol they came by: checks the nonce
+ * and keeps the quotes in flight within the limits before the TPM is asked.
+ */
+export class AttestationDesk {
+  private readonly limits: Required<GetAttestationLimits>
+  private readonly inFlight = new Map<string, number>()
+  private total = 0
+
+  constructor(
+    private readonly issuer: Issuer,
+    private readonly log: Logger,
+    limits: GetAttestationLimits = {},
+  ) {
+    this.limits = { ...DEFAULT_GET_ATTESTATION_LIMITS, ...limits }
+  }
+
+  get perPeer(): number {
+    return this.limits.perPeer
+  }
+
+  async issue(peer: string, nonce: Buffer): Promise<Buffer> {
+    const bad = checkNonce(nonce)
+    if (bad) throw new AttestationRefusal('invalid', bad)
+    const mine = this.inFlight.get(peer) ?? 0
+    if (mine >= this.limits.perPeer)
+      throw new AttestationRefusal(
+        'busy',
+        `${mine} attestations for this address are being issued already, the most one address may wait for; retry in 1 s`,
+      )
+    if (this.total >= this.limits.total)
+      throw new AttestationRefusal(
+        'busy',
+        `${this.total} attestations are being issued already, as many as the node queues; retry in 1 s`,
+      )
+    this.inFlight.set(peer, mine + 1)
+    this.total++
+    try {
+      const document = await this.issuer.issue(VERIFY_SERVICE_USER_DATA, nonce)
+      this.log.info('Attestation issued', { peer })
+      return document
+    } catch (err: unknown) {
+      this.log.error('Issuing attestation failed', { peer, error: messageOf(err) })
+      throw new AttestationRefusal('failed', `issuing attestation: ${messageOf(err)}`)
+    } finally {
+      this.total--
+      const left = (this.inFlight.get(peer) ?? 1) - 1
+      if (left === 0) this.inFlight.delete(peer)
+      else this.inFlight.set(peer, left)
+    }
+  }
+}
+
+const GRPC_STATUS = {
+  invalid: grpc.status.INVALID_ARGUMENT,
+  busy: grpc.status.RESOURCE_EXHAUSTED,
+  failed: grpc.status.INTERNAL,
+} as const
+
 /** A grpc.Server (no TLS) answering only GetAttestation; the caller binds it. */
 export function createGetAttestationServer(
-  issuer: Issuer,
-  log: Logger,
-  opts: { connections?: ConnectionLimits; limits?: GetAttestationLimits } = {},
+  desk: AttestationDesk,
+  opts: { connections?: ConnectionLimits } = {},
 ): grpc.Server {
-  const limits = { ...DEFAULT_GET_ATTESTATION_LIMITS, ...opts.limits }
-  const inFlight = new Map<string, number>()
-  let total = 0
   const server = new grpc.Server({
     ...boundedServerOptions(opts.connections),
     'grpc.max_receive_message_length': MAX_REQUEST_BYTES,
-    // one quote per call, and a connection may not open streams beyond what the limits admit
-    'grpc.max_concurrent_streams': limits.perPeer,
+    // one quote per call; a connection's further calls wait in its client, costing the node nothing
+    'grpc.max_concurrent_streams': desk.perPeer,
   })
   server.addService(APIService, {
     getAttestation: (
       call: grpc.ServerUnaryCall<GetAttestationRequest, GetAttestationResponse>,
       cb: grpc.sendUnaryData<GetAttestationResponse>,
     ) => {
-      const peer = peerAddress(call.getPeer())
-      const bad = checkNonce(call.request.nonce)
-      if (bad) return cb(rpcError(grpc.status.INVALID_ARGUMENT, bad))
-      const mine = inFlight.get(peer) ?? 0
-      if (mine >= limits.perPeer || total >= limits.total) {
-        const why =
-          mine >= limits.perPeer
-            ? `${mine} attestations for this address are being issued already, the most one address may wait for`
-            : `${total} attestations are being issued already, as many as the node queues`
-        return cb(rpcError(grpc.status.RESOURCE_EXHAUSTED, `${why}; retry in 1 s`, RETRY_PUSHBACK_MS))
-      }
-      inFlight.set(peer, mine + 1)
-      total++
-      issuer
-        .issue(VERIFY_SERVICE_USER_DATA, call.request.nonce)
-        .then(
-          (attestation) => {
-            log.info('Attestation issued', { peer })
-            cb(null, { attestation })
-          },
-          (err: unknown) => {
-            log.error('Issuing attestation failed', { peer, error: messageOf(err) })
-            cb(rpcError(grpc.status.INTERNAL, `issuing attestation: ${messageOf(err)}`))
-          },
-        )
-        .finally(() => {
-          total--
-          const left = (inFlight.get(peer) ?? 1) - 1
-          if (left === 0) inFlight.delete(peer)
-          else inFlight.set(peer, left)
-        })
+      desk.issue(peerAddress(call.getPeer()), call.request.nonce).then(
+        (attestation) => cb(null, { attestation }),
+        (err: unknown) => {
+          const refusal = err instanceof AttestationRefusal ? err : undefined
+          const code = GRPC_STATUS[refusal?.reason ?? 'failed']
+          const pushback = refusal?.reason === 'busy' ? RETRY_PUSHBACK_MS : undefined
+          cb(rpcError(code, messageOf(err), pushback))
+        },
+      )
     },
   })
   return server
