@@ -13,6 +13,11 @@ import { parseNodeConfig } from '../../src/lib/nodeconfig/node-config.js'
 import { silentLogger } from '../../src/lib/system/logger.js'
 import { readPcrs } from '../../src/lib/tpm/index.js'
 import { verifyNode, VerifyServiceDaemon } from '../../src/lib/verify/index.js'
+import {
+  attestWithGetAttestation,
+  type AttestationSeen,
+} from '../../src/lib/verify/get-attestation-client.js'
+import type { ValidationResult, Validator } from '../../src/lib/attestation/index.js'
 import { createVerifyService } from '../../src/wiring/verify-service.js'
 
 const PROTO = path.join(path.dirname(fileURLToPath(import.meta.url)), '../../proto/verify.proto')
@@ -224,6 +229,59 @@ describe('verify.API/GetAttestation on the verification service', function () {
         await new Promise<void>((resolve) => socket.once('connect', () => resolve()))
         act(socket)
         await new Promise<void>((resolve) => socket.once('close', () => resolve()).resume())
+      })
+  })
+
+  describe('the operator side refuses what the validator alone would pass', () => {
+    let daemon: VerifyServiceDaemon
+    let endpoint: string
+    beforeEach(async () => {
+      const issuer: Issuer = {
+        variant: 'qemu-vtpm',
+        oid: '1.3.9900.5.1',
+        issue: async () => Buffer.from('doc'),
+      }
+      daemon = new VerifyServiceDaemon('127.0.0.1:0', issuer, silentLogger)
+      endpoint = await daemon.start()
+    })
+    afterEach(() => daemon.stop(1000))
+
+    /** A validator that passes any document with this result: only what follows it is under test. */
+    const stubValidator = (result: Partial<ValidationResult>): Validator => ({
+      variant: 'tpm-ek',
+      oid: '1.3.9900.5.100',
+      validate: async () => ({
+        userData: Buffer.from('VerifyService'),
+        pcrs: new Map(),
+        warnings: [],
+        akName: Buffer.alloc(34),
+        ...result,
+      }),
+    })
+    const cases: Record<string, { result: Partial<ValidationResult>; refused?: RegExp }> = {
+      'a document for other user data (an aTLS certificate key, say)': {
+        result: { userData: Buffer.alloc(32) },
+        refused: /user data is not "VerifyService"/,
+      },
+      'tpm-ek without a credential activation, which the RPC cannot run': {
+        // the EK is never read on this path: only `proven` decides
+        result: { activation: { ek: undefined as never, akName: Buffer.alloc(34), proven: false } },
+        refused:
+          /counts only after credential activation, which get-attestation cannot perform; use --protocol atls/,
+      },
+      'a document the validator passes with userData "VerifyService"': { result: {} },
+    }
+    for (const [name, tc] of Object.entries(cases))
+      it(name, async () => {
+        const seen: AttestationSeen = {}
+        const got = attestWithGetAttestation(endpoint, stubValidator(tc.result), 5_000, seen)
+        if (!tc.refused) {
+          await expect(got).to.eventually.deep.equal({ variant: 'tpm-ek' })
+          expect(seen.verified).to.not.equal(undefined)
+          return
+        }
+        await expect(got).to.be.rejectedWith(tc.refused)
+        expect(String(seen.refusal)).to.match(tc.refused) // so verify reports exit 4, not unreachable
       })
   })
 })
