@@ -9,6 +9,7 @@ import {
   parseAttestTimeout,
   renderVerifyReport,
   resolveVerifyTarget,
+  VERIFY_PROTOCOLS,
   verifyNode,
   type VerifyReport,
 } from '../lib/verify/index.js'
@@ -37,6 +38,12 @@ export default class Verify extends BaseCommand {
       description:
         'write the attestation document the node sent (JSON, as Constellation encodes it) to this file, trusted or not',
     }),
+    protocol: Flags.string({
+      options: [...VERIFY_PROTOCOLS],
+      default: 'atls',
+      description:
+        "how to ask the node: attested TLS, or Constellation's plain-gRPC verify.API/GetAttestation (the document is checked the same way against a fresh nonce)",
+    }),
     ...attestTimeoutFlag,
   }
 
@@ -58,6 +65,7 @@ export default class Verify extends BaseCommand {
       timeoutMs,
       debug: process.env.CONSTELL_DEBUG === '1',
       ...(flags.raw !== undefined && { saveDocument: saveTo(flags.raw) }),
+      protocol: flags.protocol === 'get-attestation' ? 'get-attestation' : 'atls',
     })
     if (outcome.report && !this.jsonEnabled()) {
       if (target.clusterIdFrom === 'state') this.log(`Cluster ID from ${paths.state}: ${target.clusterId}`)

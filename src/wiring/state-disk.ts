@@ -55,6 +55,11 @@ export interface StateDiskIo {
   recoveryEndpoint: (recover: (master: { key: Buffer; salt: Buffer }) => Promise<void>) => RecoveryEndpoint
   log: Logger
   retry?: JoinRetrySettings
+  /**
+   * Format new disks with dm-integrity (Constellation's format). Only a node that maps its disk
+   * can: without device-mapper (mini, tests) cryptsetup cannot format integrity at all.
+   */
+  integrity?: boolean
 }
 
 export function buildStateDiskSetup(
@@ -64,7 +69,13 @@ export function buildStateDiskSetup(
 ): Promise<SetupOutcome> {
   const paths = nodePaths(config.root)
   return setupStateDisk({
-    disk: new CryptsetupDisk(config.stateDisk.device, io.runner, paths.runtimeDir, config.stateDisk.pbkdf),
+    disk: new CryptsetupDisk(
+      config.stateDisk.device,
+      io.runner,
+      paths.runtimeDir,
+      config.stateDisk.pbkdf,
+      io.integrity ?? false,
+    ),
     mounter: io.mounter,
     paths,
     readClusterIdPcr: async () => (await readPcrs(io.openTpm, [CLUSTER_ID_PCR])).get(CLUSTER_ID_PCR),
@@ -119,7 +130,9 @@ export async function runStateDiskSetup(
   })) as StateDiskNodeConfig
   routeGrpcLogs(log)
   if (opts.simulateMapping)
-    log.warn('State disk mapping SIMULATED (constellation mini): the key is checked, the disk is not mapped')
+    log.warn(
+      'State disk mapping SIMULATED (constellation mini): the key is checked, the disk is not mapped, and a new disk is formatted without dm-integrity (encrypted, not authenticated), which needs device-mapper',
+    )
   const openTpm = openTpmFromConfig(config.tpm)
   const issuer = nodeIssuer(config, openTpm)
   const runner = createRunner()
@@ -143,6 +156,7 @@ export async function runStateDiskSetup(
         requestRejoinTicket: attestedRejoinTicketRequester(issuer, undefined, config.metadata.self.vpcIP),
         recoveryEndpoint: nodeRecoveryEndpoint(config, issuer, log),
         log,
+        integrity: !opts.simulateMapping,
       },
       stop.signal,
     )

@@ -7,10 +7,73 @@ import { encodeMarkToken, findMark, type FoundMark, type StateDiskMark } from '.
 export const CRYPTSETUP = 'cryptsetup'
 export const BLKID = 'blkid'
 
-/** Key-derivation cost for new keyslots; tests lower it, production keeps cryptsetup's default (argon2id). */
+/** Key-derivation cost for new keyslots; tests and mini lower it, production uses LUKS_KEYSLOT_PBKDF_ARGS. */
 export interface PbkdfSettings {
   type: 'pbkdf2' | 'argon2id'
   iterations: number
+}
+
+/**
+ * The data segment as Constellation's disk-mapper formats it (internal/cryptsetup, format()):
+ * AES-XTS with a 512-bit key, 4096-byte sectors, and dm-integrity with HMAC-SHA256 tags, whose
+ * 256-bit key cryptsetup adds to the volume key (96 bytes in all, as Constellation's 64 + 32).
+ * No --integrity-no-wipe: cryptsetup then writes every sector once so that its tag is valid, as
+ * Constellation wipes after formatting; with it, reading a sector never written fails its check.
+ */
+export const LUKS_DATA_ARGS = [
+  '--cipher',
+  'aes-xts-plain64',
+  '--key-size',
+  '512',
+  '--hash',
+  'sha256',
+  '--sector-size',
+  '4096',
+] as const
+export const LUKS_INTEGRITY_ARGS = ['--integrity', 'hmac-sha256'] as const
+/**
+ * Constellation's keyslot cost: argon2id benchmarked to 2 s, at most 64 MiB and 4 threads (RFC 9106's
+ * low-memory recommendation). cryptsetup caps the threads at the CPUs it finds.
+ */
+export const LUKS_KEYSLOT_PBKDF_ARGS = [
+  '--pbkdf',
+  'argon2id',
+  '--iter-time',
+  '2000',
+  '--pbkdf-memory',
+  '65536',
+  '--pbkdf-parallel',
+  '4',
+] as const
+
+/**
+ * How a new state disk is formatted. Production: integrity on, Constellation's argon2id. `integrity:
+ * false` is for hosts without device-mapper (mini, tests): cryptsetup cannot create dm-integrity
+ * there, and such a disk is encrypted but not authenticated, which whoever reports it must say.
+ */
+export interface StateDiskFormat {
+  integrity: boolean
+  /** Overrides LUKS_KEYSLOT_PBKDF_ARGS (tests and mini: pbkdf2 with few iterations). */
+  pbkdf?: PbkdfSettings
+}
+
+export const PRODUCTION_STATE_DISK_FORMAT: StateDiskFormat = { integrity: true }
+
+/** The luksFormat argv (without the key file and device) for `format`. */
+export function luksFormatArgs(format: StateDiskFormat): string[] {
+  return [
+    'luksFormat',
+    '--type',
+    'luks2',
+    '--batch-mode',
+    ...LUKS_DATA_ARGS,
+    ...(format.integrity ? LUKS_INTEGRITY_ARGS : []),
+    ...(format.pbkdf ? pbkdfArgs(format.pbkdf) : LUKS_KEYSLOT_PBKDF_ARGS),
+  ]
+}
+
+function pbkdfArgs(pbkdf: PbkdfSettings): string[] {
+  return ['--pbkdf', pbkdf.type, '--pbkdf-force-iterations', String(pbkdf.iterations)]
 }
 
 /** What a device holds before boot decides what to do with it. */
@@ -27,7 +90,17 @@ export class CryptsetupDisk {
     /** A directory only root can read; key files live there for the duration of one command. */
     private readonly scratchDir: string,
     private readonly pbkdf?: PbkdfSettings,
+    /**
+     * Whether format() adds dm-integrity. Production wiring passes true; the default is false only
+     * because a host without device-mapper (mini, tests) cannot format it at all.
+     */
+    private readonly integrity = false,
   ) {}
+
+  /** What format() makes: said wherever the disk is reported, since integrity may be off. */
+  get formatting(): StateDiskFormat {
+    return { integrity: this.integrity, ...(this.pbkdf && { pbkdf: this.pbkdf }) }
+  }
 
   private uuidRead?: Promise<string>
 
@@ -77,11 +150,9 @@ export class CryptsetupDisk {
   /** A new LUKS2 header with `key` in keyslot 0; the UUID changes, so the cached one is dropped. */
   async format(key: Buffer): Promise<void> {
     this.uuidRead = undefined
-    await this.runner.run(
-      CRYPTSETUP,
-      ['luksFormat', '--type', 'luks2', '--batch-mode', ...this.pbkdfArgs(), '--key-file', '-', this.device],
-      { input: key },
-    )
+    await this.runner.run(CRYPTSETUP, [...luksFormatArgs(this.formatting), '--key-file', '-', this.device], {
+      input: key,
+    })
   }
 
   async readMark(): Promise<FoundMark | undefined> {
@@ -129,9 +200,9 @@ export class CryptsetupDisk {
     }
   }
 
+  /** A new keyslot costs what the format's would. */
   private pbkdfArgs(): string[] {
-    if (!this.pbkdf) return []
-    return ['--pbkdf', this.pbkdf.type, '--pbkdf-force-iterations', String(this.pbkdf.iterations)]
+    return this.pbkdf ? pbkdfArgs(this.pbkdf) : [...LUKS_KEYSLOT_PBKDF_ARGS]
   }
 
   private async withKeyFile<T>(key: Buffer, fn: (file: string) => Promise<T>): Promise<T> {

@@ -1,27 +1,43 @@
-/** Node side: serves this node's attestation over aTLS on the verification service port. */
+/**
+ * Node side: serves this node's attestation on the verification service port, over aTLS (our CLI)
+ * and as Constellation's plain-gRPC verify.API/GetAttestation (its CLI, any gRPC client).
+ */
 import * as grpc from '@grpc/grpc-js'
 import type { Issuer } from '../attestation/index.js'
 import { createAttestedServerCredentials } from '../atls/index.js'
 import {
   boundedServerOptions,
-  listenBounded,
   shutdownGracefully,
   type BoundedListener,
   type ConnectionLimits,
+  type CredentialsWithServices,
 } from '../grpc/index.js'
 import type { Logger } from '../system/index.js'
+import { serveHttpGet } from './get-attestation-http.js'
+import {
+  AttestationDesk,
+  createGetAttestationServer,
+  type GetAttestationLimits,
+} from './get-attestation-server.js'
+import { listenForBothProtocols } from './protocol-listener.js'
 import { VerifyService, type DescribeResponse } from './service-definition.js'
 
 export const DEFAULT_STOP_GRACE_MS = 10_000
+/** A peer must start its TLS handshake or HTTP/2 preface within this, as a handshake must finish. */
+export const DEFAULT_FIRST_BYTE_TIMEOUT_MS = 10_000
 
 /** What one connection may cost the service; the defaults fit any genuine client. */
 export interface VerifyServiceBounds {
   limits?: ConnectionLimits
   handshakeTimeoutMs?: number
+  /** Quotes GetAttestation callers may have in flight. */
+  getAttestation?: GetAttestationLimits
 }
 
 export class VerifyServiceDaemon {
   private readonly server: grpc.Server
+  private readonly plain: grpc.Server
+  private readonly desk: AttestationDesk
   private listener?: BoundedListener
   private stopping?: Promise<void>
   private resolveDone!: () => void
@@ -45,6 +61,9 @@ export class VerifyServiceDaemon {
         cb(null, { variant: issuer.variant })
       },
     })
+    // one desk for both forms of GetAttestation, so its limits count every quote
+    this.desk = new AttestationDesk(issuer, log.child('getAttestation'), bounds.getAttestation)
+    this.plain = createGetAttestationServer(this.desk, { connections: bounds.limits })
   }
 
   /** Binds and serves; resolves with the bound address (port 0 picks a free one). */
@@ -55,10 +74,29 @@ export class VerifyServiceDaemon {
       log: this.log,
       handshakeTimeoutMs: this.bounds.handshakeTimeoutMs,
     })
-    this.listener = await listenBounded(this.server, this.listen, creds, 'verifyService.listen', {
-      limits: this.bounds.limits,
-      log: this.log,
-    })
+    if (bringsServices(creds)) creds.addServicesTo(this.server)
+    this.listener = await listenForBothProtocols(
+      this.listen,
+      {
+        atls: this.server,
+        atlsCredentials: creds,
+        plain: this.plain,
+        plainCredentials: grpc.ServerCredentials.createInsecure(),
+        http: (socket, first) =>
+          serveHttpGet(
+            socket,
+            first,
+            this.desk,
+            this.bounds.handshakeTimeoutMs ?? DEFAULT_FIRST_BYTE_TIMEOUT_MS,
+          ),
+      },
+      'verifyService.listen',
+      {
+        limits: this.bounds.limits,
+        log: this.log,
+        firstByteTimeoutMs: this.bounds.handshakeTimeoutMs ?? DEFAULT_FIRST_BYTE_TIMEOUT_MS,
+      },
+    )
     const { address } = this.listener
     this.log.info('Verification service listening', { address, variant: this.issuer.variant })
     return address
@@ -68,7 +106,7 @@ export class VerifyServiceDaemon {
   stop(graceMs = DEFAULT_STOP_GRACE_MS): Promise<void> {
     this.stopping ??= (async () => {
       this.listener?.close()
-      await shutdownGracefully(this.server, graceMs)
+      await Promise.all([shutdownGracefully(this.server, graceMs), shutdownGracefully(this.plain, graceMs)])
       this.listener?.destroy()
       this.log.info('Verification service stopped')
       this.resolveDone()
@@ -76,3 +114,7 @@ export class VerifyServiceDaemon {
     return this.stopping
   }
 }
+
+/** tpm-ek's attested credentials bring the activation service their clients call. */
+const bringsServices = (c: grpc.ServerCredentials): c is grpc.ServerCredentials & CredentialsWithServices =>
+  typeof (c as Partial<CredentialsWithServices>).addServicesTo === 'function'

@@ -22,6 +22,7 @@ import { CliError, type CliErrorOptions, ExitCode, messageOf, UsageError } from 
 import { withoutRpcInternals } from '../grpc/index.js'
 import { formatDuration, parseDuration } from '../system/index.js'
 import { VerifyService, type DescribeResponse } from './service-definition.js'
+import { attestWithGetAttestation, type VerifyProtocol } from './get-attestation-client.js'
 
 export const DEFAULT_VERIFY_TIMEOUT_MS = 15_000
 /** `--timeout` of the commands that attest a node. */
@@ -38,6 +39,8 @@ export interface AttestRequest {
   timeoutMs?: number
   /** Keep transport details in errors (CONSTELL_DEBUG=1). */
   debug?: boolean
+  /** aTLS (default) or Constellation's plain-gRPC GetAttestation; the same checks either way. */
+  protocol?: VerifyProtocol
 }
 
 export interface VerifyRequest extends AttestRequest {
@@ -128,7 +131,7 @@ async function attestNode(req: VerifyRequest, seen: Seen): Promise<VerifyOutcome
   // itself, so the report can show the quoted PCRs of a refused node too.
   const validator = inspectingValidator(validatorFor(req), measurements, seen)
   try {
-    const described = await describeOverAtls(req, validator, seen)
+    const described = await attest(req, validator, seen)
     const pcrs = seen.pcrs ?? new Map<number, Buffer>()
     return { report: report(req, described.variant, measurements, pcrs, true, seen.verified) }
   } catch (err: unknown) {
@@ -153,7 +156,7 @@ export async function readNodePcrs(
   const seen: Seen = {}
   const validator = inspectingValidator(validatorFor(req), new Map(), seen)
   try {
-    const described = await describeOverAtls(req, validator, seen)
+    const described = await attest(req, validator, seen)
     return { variant: described.variant, pcrs: seen.pcrs ?? new Map() }
   } catch (err: unknown) {
     if (seen.refusal === undefined && !isAttestationFailure(err)) throw unreachable(req, err)
@@ -177,6 +180,11 @@ type Seen = {
 /** The variant's validator with no measurements: inspectingValidator compares them itself. */
 const validatorFor = (req: AttestRequest) =>
   createValidator(req.variant, new Map(), undefined, req.validatorOptions)
+
+const attest = (req: AttestRequest, validator: Validator, seen: Seen) =>
+  req.protocol === 'get-attestation'
+    ? attestWithGetAttestation(req.endpoint, validator, req.timeoutMs ?? DEFAULT_VERIFY_TIMEOUT_MS, seen)
+    : describeOverAtls(req, validator, seen)
 
 async function describeOverAtls(
   req: AttestRequest,
