@@ -1,4 +1,4 @@
-export { listenBounded, listenOn, routeGrpcLogs, shutdownGracefully } from './server.js'
+export { listenBounded, listenLimited, listenOn, routeGrpcLogs, shutdownGracefully } from './server.js'
 export type { BoundedListener, CredentialsWithServices } from './server.js'
 export { boundedServerOptions, ConnectionLimiter } from './connection-limits.js'
 export type { ConnectionLimits } from './connection-limits.js'

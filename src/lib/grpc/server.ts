@@ -68,8 +68,22 @@ export async function listenBounded(
   opts: { limits?: ConnectionLimits; log?: Logger } = {},
 ): Promise<BoundedListener> {
   if (bringsServices(credentials)) credentials.addServicesTo(server)
-  const { host, port } = parseHostPort(listen, { requirePort: true, allowPortZero: true })
   const injector = server.createConnectionInjector(credentials)
+  return listenLimited(listen, configKey, (socket) => injector.injectConnection(socket), opts)
+}
+
+/**
+ * A TCP listener on `listen` that admits each connection through a ConnectionLimiter (per remote
+ * address and in all) and hands the admitted ones to `accept`; a port it cannot bind fails naming
+ * `configKey`, the node config's key to change.
+ */
+export async function listenLimited(
+  listen: string,
+  configKey: string,
+  accept: (socket: Socket) => void,
+  opts: { limits?: ConnectionLimits; log?: Logger } = {},
+): Promise<BoundedListener> {
+  const { host, port } = parseHostPort(listen, { requirePort: true, allowPortZero: true })
   const limiter = new ConnectionLimiter(opts.limits, (refusal) =>
     opts.log?.warn('Refusing connections over a limit', { ...refusal }),
   )
@@ -78,7 +92,7 @@ export async function listenBounded(
     if (!limiter.admit(socket)) return
     open.add(socket)
     socket.once('close', () => open.delete(socket))
-    injector.injectConnection(socket)
+    accept(socket)
   })
   await new Promise<void>((resolve, reject) => {
     tcp.once('error', reject)

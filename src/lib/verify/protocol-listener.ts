@@ -6,10 +6,9 @@
  * Connections are counted per address and in all before anything is read, as listenBounded does.
  */
 import type * as grpc from '@grpc/grpc-js'
-import { createServer as createNetServer, type Socket } from 'node:net'
-import { CliError } from '../errors/index.js'
-import { ConnectionLimiter, type BoundedListener, type ConnectionLimits } from '../grpc/index.js'
-import { formatHostPort, parseHostPort, type Logger } from '../system/index.js'
+import type { Socket } from 'node:net'
+import { listenLimited, type BoundedListener, type ConnectionLimits } from '../grpc/index.js'
+import type { Logger } from '../system/index.js'
 
 const TLS_HANDSHAKE_RECORD = 0x16
 // also a POST or PUT, which the HTTP/2 server then refuses: only GET is served over HTTP/1.1
@@ -36,13 +35,8 @@ export async function listenForBothProtocols(
   configKey: string,
   opts: { limits?: ConnectionLimits; log?: Logger; firstByteTimeoutMs: number },
 ): Promise<BoundedListener> {
-  const { host, port } = parseHostPort(listen, { requirePort: true, allowPortZero: true })
   const atls = routes.atls.createConnectionInjector(routes.atlsCredentials)
   const plain = routes.plain.createConnectionInjector(routes.plainCredentials)
-  const limiter = new ConnectionLimiter(opts.limits, (refusal) =>
-    opts.log?.warn('Refusing connections over a limit', { ...refusal }),
-  )
-  const open = new Set<Socket>()
   const route = (socket: Socket, chunk: Buffer) => {
     socket.pause()
     if (chunk[0] === HTTP_GET_FIRST_BYTE) return routes.http(socket, chunk)
@@ -52,33 +46,17 @@ export async function listenForBothProtocols(
     else if (chunk[0] === HTTP2_PREFACE_FIRST_BYTE) plain.injectConnection(socket)
     else socket.destroy()
   }
-  const tcp = createNetServer((socket) => {
-    if (!limiter.admit(socket)) return
-    open.add(socket)
-    socket.once('close', () => open.delete(socket))
-    socket.on('error', () => socket.destroy()) // a reset before routing is nobody's business
-    const silent = setTimeout(() => socket.destroy(), opts.firstByteTimeoutMs).unref()
-    socket.once('data', (chunk: Buffer) => {
-      clearTimeout(silent)
-      route(socket, chunk)
-    })
-    socket.once('close', () => clearTimeout(silent))
-  })
-  await new Promise<void>((resolve, reject) => {
-    tcp.once('error', reject)
-    tcp.listen(port, host, () => resolve())
-  }).catch((cause: unknown) => {
-    throw new CliError(`listening on ${listen}`, {
-      hint: `is another process listening there? stop it, or change ${configKey} in the node config`,
-      cause,
-    })
-  })
-  const bound = tcp.address()
-  return {
-    address: formatHostPort(host, typeof bound === 'object' && bound ? bound.port : port),
-    close: () => tcp.close(),
-    destroy: () => {
-      for (const socket of open) socket.destroy()
+  return listenLimited(
+    listen,
+    configKey,
+    (socket) => {
+      const silent = setTimeout(() => socket.destroy(), opts.firstByteTimeoutMs).unref()
+      socket.once('data', (chunk: Buffer) => {
+        clearTimeout(silent)
+        route(socket, chunk)
+      })
+      socket.once('close', () => clearTimeout(silent))
     },
-  }
+    opts,
+  )
 }
