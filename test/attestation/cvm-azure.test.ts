@@ -22,7 +22,6 @@ import {
   type CvmHardware,
   type CvmValidationPolicy,
 } from '../../src/lib/attestation/index.js'
-import { hclReportData } from '../../src/lib/attestation/cvm/binding.js'
 import { createSnpStandIn, createTdxStandIn } from '../../src/lib/cvm-standin/index.js'
 import { publicKeyOf, parsePublic, readNvIndex, readPublicArea, withTpm } from '../../src/lib/tpm/index.js'
 import { AZURE_HCL_REPORT_NV_INDEX } from '../../src/wiring/cvm-hardware.js'
@@ -102,7 +101,7 @@ describe('Azure CVM variants: HCL report in the vTPM, IMDS stand-in', function (
 
   /** What Azure's firmware does at boot: a hardware report bound to the runtime data, kept in NV. */
   async function bootFirmware(kind: 'snp' | 'tdx', runtimeData: Buffer, opts: { bindTo?: Buffer } = {}) {
-    const reportData = hclReportData(opts.bindTo ?? runtimeData)
+    const reportData = azure.hclReportData(opts.bindTo ?? runtimeData)
     const hardwareReport =
       kind === 'snp'
         ? snp.report({ reportData })

@@ -139,6 +139,11 @@ export function hclAttestationKey(runtimeData: Buffer): KeyObject {
   return key
 }
 
+/** What REPORT_DATA holds for this runtime data: SHA-256 of it, zero-padded to 64 bytes. */
+export function hclReportData(runtimeData: Buffer): Buffer {
+  return Buffer.concat([createHash('sha256').update(runtimeData).digest(), Buffer.alloc(32)])
+}
+
 /** REPORT_DATA binds the runtime data: its first 32 bytes are SHA-256(runtime data), the rest zero. */
 export function checkHclBinding(reportDataFromHardware: Buffer, runtimeData: Buffer): void {
   if (reportDataFromHardware.length !== 64)
@@ -148,7 +153,7 @@ export function checkHclBinding(reportDataFromHardware: Buffer, runtimeData: Buf
       String(reportDataFromHardware.length),
       'Azure HCL',
     )
-  const digest = createHash('sha256').update(runtimeData).digest()
+  const digest = hclReportData(runtimeData).subarray(0, 32)
   const head = reportDataFromHardware.subarray(0, 32)
   if (!head.equals(digest))
     throw new EvidenceMismatchError(

@@ -1,3 +1,9 @@
 /** Azure confidential VMs: the HCL report in the vTPM and its binding of the HCL attestation key. */
-export { checkHclBinding, encodeHclReport, hclAttestationKey, parseHclReport } from './hcl-report.js'
+export {
+  checkHclBinding,
+  encodeHclReport,
+  hclAttestationKey,
+  hclReportData,
+  parseHclReport,
+} from './hcl-report.js'
 export type { HclReport } from './hcl-report.js'

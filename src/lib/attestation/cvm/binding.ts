@@ -3,7 +3,7 @@
  * the attestation key that signed the quote, so a quote from a TPM outside the CVM cannot be passed
  * off with a genuine report. AWS's is Constellation's (SHA-512 of the AK's public area); GCP and
  * QEMU-TDX add the TLS key and nonce the quote is bound to, so the report is fresh as well; Azure's
- * report commits to the HCL runtime data, which names the AK (checked in azure-binding.ts).
+ * report commits to the HCL runtime data, which names the AK (azure/hcl-report.ts).
  */
 import { createHash } from 'node:crypto'
 import type { CvmVariant } from '../variant.js'
@@ -29,9 +29,4 @@ export function expectedReportData(
     case 'qemu-tdx':
       return sha('sha512', akPub, sha('sha256', userData, nonce))
   }
-}
-
-/** Azure: REPORT_DATA holds SHA-256 of the HCL runtime data, zero-padded to 64 bytes. */
-export function hclReportData(runtimeData: Buffer): Buffer {
-  return Buffer.concat([sha('sha256', runtimeData), Buffer.alloc(REPORT_DATA_BYTES - 32)])
 }
