@@ -344,6 +344,20 @@ export class FakeApiServer {
     this.commit(p, this.controllers.admit(resource, obj, existing), existing)
   }
 
+  /** kube-system/kubeadm-config's ClusterConfiguration.kubernetesVersion, when kubeadm uploaded one. */
+  private recordedKubernetesVersion(): string | undefined {
+    const cm = this.get('v1', 'configmaps', 'kubeadm-config', 'kube-system') as
+      { data?: Record<string, unknown> } | undefined
+    const text = cm?.data?.ClusterConfiguration
+    if (typeof text !== 'string') return undefined
+    try {
+      const cluster = parseYaml(text, 'kubeadm-config').value as { kubernetesVersion?: unknown } | null
+      return typeof cluster?.kubernetesVersion === 'string' ? cluster.kubernetesVersion : undefined
+    } catch {
+      return undefined // a broken record: the version the fake reports without one
+    }
+  }
+
   get(apiVersion: string, resource: string, name: string, namespace?: string): KubeObject | undefined {
     return this.objects.get(keyOf({ apiVersion, resource, namespace, name }))
   }
@@ -514,7 +528,8 @@ export class FakeApiServer {
     const method = req.method ?? 'GET'
     this.requests.push({ method, path: url.pathname, query: url.searchParams, body })
     // public information, as kube-apiserver's system:public-info-viewer role grants it to anyone
-    if (method === 'GET' && url.pathname === '/version') return send(res, 200, versionInfo())
+    if (method === 'GET' && url.pathname === '/version')
+      return send(res, 200, versionInfo(this.recordedKubernetesVersion()))
     const health = method === 'GET' ? healthResponse(url.pathname, url.searchParams) : undefined
     if (health) return sendText(res, health.code, health.body)
     if (req.headers.authorization !== `Bearer ${ADMIN_TOKEN}`)
