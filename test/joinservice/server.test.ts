@@ -160,7 +160,7 @@ describe('join service over aTLS', function () {
       parseCsr: fakeCsrParser,
       ca,
       controlPlaneServiceFiles: serviceFiles,
-      components: async () => COMPONENTS,
+      kubernetes: async () => ({ version: 'v1.31.13', components: COMPONENTS }),
       stateDisks,
       cluster: { measurementSalt: MEASUREMENT_SALT, apiServerEndpoint: '10.0.0.1:6443' },
       members: staticMembers(MEMBERS),

@@ -7,6 +7,7 @@ import { mkdir, rm } from 'node:fs/promises'
 import path from 'node:path'
 import { chainMessage } from '../../errors/index.js'
 import { CommandFailedError, retry } from '../../system/index.js'
+import { kubernetesMinor } from '../../versions/index.js'
 import type { KubeadmDeps } from './kubeadm-init.js'
 import { withKubeadmConfig, writeAuditPolicy } from './kubeadm-files.js'
 import { renderKubeadmJoinConfig, type KubeadmJoinInput } from './kubeadm-join-config.js'
@@ -31,6 +32,7 @@ export async function runKubeadmJoin(input: KubeadmJoinInput, deps: KubeadmJoinD
   const timeoutMs = deps.timeoutMs ?? KUBEADM_JOIN_TIMEOUT_MS
   const deadline = Date.now() + timeoutMs
   const version = await installedVersion(deps)
+  checkClusterVersion(version, input.clusterVersion)
   if (input.controlPlane) await writeAuditPolicy(paths)
   const render = () =>
     renderKubeadmJoinConfig({
@@ -62,6 +64,15 @@ export async function runKubeadmJoin(input: KubeadmJoinInput, deps: KubeadmJoinD
       throw new Error(`kubeadm join failed (at most ${attempts} attempts within ${within})`, { cause })
     })
   })
+}
+
+/** A kubeadm of another minor than the cluster's would join this node at a version the cluster is not at. */
+function checkClusterVersion(installed: string, cluster: string | undefined): void {
+  if (!cluster) return
+  if (kubernetesMinor(installed) !== kubernetesMinor(cluster))
+    throw new Error(
+      `the join ticket says the cluster runs Kubernetes ${cluster}, but the components it carries installed kubeadm ${installed}: the cluster's record of its components (kube-system/constellation-components-${cluster}, or the join service's components file) is not of its version`,
+    )
 }
 
 /** The kubeadm API version follows the installed kubeadm, not the cluster: ask it. */
