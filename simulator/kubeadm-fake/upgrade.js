@@ -400,6 +400,7 @@ function apply(words, ctx) {
     "[upgrade/apply] FATAL: couldn't upgrade control plane. kubeadm has tried to recover everything into the earlier state. Errors faced: timed out waiting for the condition",
   )
   upgradeStaticPods(files, to, patchList, ctx, renew)
+  const from = cluster.kubernetesVersion
   cluster.kubernetesVersion = to
   write(
     configMapFile(dir, 'kubeadm-config'),
@@ -415,7 +416,7 @@ function apply(words, ctx) {
   console.log(
     '[upgrade] Now please proceed with upgrading the rest of the nodes by following the right order.',
   )
-  ctx.die.done({ target: to, cluster: cluster.kubernetesVersion })
+  ctx.die.done({ target: to, cluster: from })
 }
 
 function node(ctx) {

@@ -390,6 +390,7 @@ function bootContext(record: MiniRecord, paths: MiniPaths, io: MiniIo): NodeBoot
       PATH: `${io.files.systemctlFakeDir}:${io.env.PATH ?? ''}`,
       KUBEADM_FAKE_API_DIR: paths.apiDir,
       KUBEADM_FAKE_ADMIN_KUBECONFIG: paths.apiKubeconfig,
+      KUBEADM_FAKE_LOG: paths.kubeadmLog,
     },
   }
 }

@@ -59,6 +59,8 @@ export function miniPaths(workspace: string) {
     bin: path.join(dir, 'bin'),
     apiDir: path.join(dir, 'api'),
     apiKubeconfig: path.join(dir, 'api-admin.conf'),
+    /** The kubeadm fake's record of every upgrade call, one JSON line each (KUBEADM_FAKE_LOG). */
+    kubeadmLog: path.join(dir, 'kubeadm-calls.jsonl'),
     apiLog: path.join(dir, 'apiserver.log'),
     metadataView: path.join(dir, 'metadata.json'),
     metadataLog: path.join(dir, 'metadata.log'),

@@ -169,13 +169,10 @@ async function runKubeadm(req: NodeUpgradeRequest, deps: NodeUpgradeDeps): Promi
     )
   // a worker has no admin.conf: kubelet.conf, which kubeadm upgrade node falls back to by itself
   const kubeconfig = ['--kubeconfig', controlPlane ? paths.adminConf : paths.kubeletConf]
-  const common = [
-    '--ignore-preflight-errors',
-    IGNORED_PREFLIGHT_ERRORS,
-    '--patches',
-    paths.kubeadmPatchDir,
-    ...kubeconfig,
-  ]
+  // kubeadm refuses a --patches directory that does not exist; a node whose components carry no
+  // image patches has none
+  const patches = existsSync(paths.kubeadmPatchDir) ? ['--patches', paths.kubeadmPatchDir] : []
+  const common = ['--ignore-preflight-errors', IGNORED_PREFLIGHT_ERRORS, ...patches, ...kubeconfig]
   const runs: [string, string[], number][] =
     req.step === 'apply'
       ? [
