@@ -6,12 +6,13 @@
  * ClusterConfiguration, kube-system/kubelet-config and the node's /var/lib/kubelet/config.yaml.
  * Then the simulator reports the new versions: the API fake's /version, the kubelet stand-in's.
  */
+import { createHash } from 'node:crypto'
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { parse } from 'yaml'
 import { objectFile } from '../../simulator/api-layout.js'
 import { versionInfo } from '../../src/lib/simulator/fake-apiserver-info.js'
-import { simulatorPaths } from '../../src/lib/simulator/index.js'
+import { simulatedComponents, simulatorPaths } from '../../src/lib/simulator/index.js'
 import { runProcess } from '../../src/lib/system/process.js'
 import { expect } from '../support/chai.js'
 import { REPO_ROOT } from '../support/cli.js'
@@ -431,5 +432,36 @@ describe('kubeadm fake: upgrade plan, apply and node (as kubeadm documents them)
       const r = await runProcess(launcher, ['--version'])
       expect(r.stdout.trim()).to.equal('Kubernetes v1.32.9')
     })
+  })
+})
+
+describe('simulatedComponents: the simulator’s kubeadm and kubelet of a version', () => {
+  it('are launchers that know their version, hash-pinned as the installer requires', async () => {
+    const tmp = await makeTempDir()
+    try {
+      const paths = simulatorPaths(REPO_ROOT)
+      const components = simulatedComponents('v1.32.9', {
+        nodeBinary: process.execPath,
+        kubeadmFake: paths.kubeadmFake,
+        kubeletUnit: paths.kubeletUnit,
+      })
+      expect(components.map((c) => c.installPath)).to.deep.equal([
+        '/run/state/bin/kubeadm',
+        '/run/state/bin/kubelet',
+      ])
+      for (const [i, c] of components.entries()) {
+        const bytes = Buffer.from(c.url.slice(c.url.indexOf(',') + 1), 'base64')
+        expect(c.hash).to.equal(`sha256:${createHash('sha256').update(bytes).digest('hex')}`)
+        const file = path.join(tmp.dir, `c${i}`)
+        await writeFile(file, bytes, { mode: 0o755 })
+        const r = await runProcess(file, i === 0 ? ['version', '-o', 'short'] : ['--version'])
+        expect(r.stdout.trim()).to.equal(i === 0 ? 'v1.32.9' : 'Kubernetes v1.32.9')
+      }
+      expect(() =>
+        simulatedComponents('1.32', { nodeBinary: '', kubeadmFake: '', kubeletUnit: '' }),
+      ).to.throw(/not a version/)
+    } finally {
+      await tmp.cleanup()
+    }
   })
 })
