@@ -20,7 +20,7 @@ export interface KubeadmJoinInput {
   controlPlane: boolean
   /**
    * The version the join ticket says the cluster runs (empty from a join service that does not say):
-   * the installed kubeadm must be of its minor, or the ticket's components are not that version's.
+   * an installed kubeadm of another minor is logged as a warning (the ticket's components are not that version's).
    */
   clusterVersion?: string
 }

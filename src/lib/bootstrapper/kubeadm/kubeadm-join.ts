@@ -32,7 +32,8 @@ export async function runKubeadmJoin(input: KubeadmJoinInput, deps: KubeadmJoinD
   const timeoutMs = deps.timeoutMs ?? KUBEADM_JOIN_TIMEOUT_MS
   const deadline = Date.now() + timeoutMs
   const version = await installedVersion(deps)
-  checkClusterVersion(version, input.clusterVersion)
+  const mismatch = versionMismatch(version, input.clusterVersion)
+  if (mismatch) deps.log.warn(mismatch, { installedKubeadm: version, clusterVersion: input.clusterVersion })
   if (input.controlPlane) await writeAuditPolicy(paths)
   const render = () =>
     renderKubeadmJoinConfig({
@@ -66,13 +67,14 @@ export async function runKubeadmJoin(input: KubeadmJoinInput, deps: KubeadmJoinD
   })
 }
 
-/** A kubeadm of another minor than the cluster's would join this node at a version the cluster is not at. */
-function checkClusterVersion(installed: string, cluster: string | undefined): void {
-  if (!cluster) return
-  if (kubernetesMinor(installed) !== kubernetesMinor(cluster))
-    throw new Error(
-      `the join ticket says the cluster runs Kubernetes ${cluster}, but the components it carries installed kubeadm ${installed}: the cluster's record of its components (kube-system/constellation-components-${cluster}, or the join service's components file) is not of its version`,
-    )
+/**
+ * A kubeadm of another minor than the cluster's joins this node at a version the cluster is not at.
+ * Said, not refused: this runs past the node lock, where a refusal would cost the node, and kubeadm's
+ * own skew checks still stand; the cause is the cluster's record of its components.
+ */
+function versionMismatch(installed: string, cluster: string | undefined): string | undefined {
+  if (!cluster || kubernetesMinor(installed) === kubernetesMinor(cluster)) return undefined
+  return `The join ticket says the cluster runs Kubernetes ${cluster}, but the components it carries installed kubeadm ${installed}: the cluster's record of its components (kube-system/constellation-components-${cluster}, or the join service's components file) is not of its version`
 }
 
 /** The kubeadm API version follows the installed kubeadm, not the cluster: ask it. */
