@@ -135,7 +135,7 @@ export async function issueJoinTicket(
     measurementSecret(deps),
     diskKey(deps, req.diskUuid),
     step("removing the node's earlier disk records", () => dropEarlierDisks(req, deps.stateDisks)),
-    step('issuing a bootstrap token', () => deps.tokens.issue()),
+    step('issuing a bootstrap token', () => deps.tokens.issue(req.node)),
     step('reading the Kubernetes components', () => deps.components()),
     step('signing the kubelet certificate', () => deps.kubeletSigner.sign(req.csr)),
     controlPlane
