@@ -26,6 +26,8 @@ export interface NodeRemoveSettings {
   drainTimeoutMs: number
   progress: (line: string) => void
   showPlan: (plan: RemovalPlan) => void
+  /** Called first when the cluster is a mini cluster's (its Kubernetes and etcd SIMULATED). */
+  onSimulated: () => void
 }
 
 /** Whether the workspace is a mini cluster's (its etcd is the simulator's). */
@@ -34,6 +36,7 @@ export const isMiniWorkspace = async (workspace: string) => (await readMiniRecor
 export async function runNodeRemove(s: NodeRemoveSettings) {
   const api = await openNodeAdmin(s.kubeconfig ?? workspacePaths(s.workspace).adminConf)
   const mini = s.kubeconfig === undefined && (await isMiniWorkspace(s.workspace))
+  if (mini) s.onSimulated()
   const deps = {
     api,
     etcd: mini ? simulatedEtcd(api) : undefined,

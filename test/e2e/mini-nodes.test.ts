@@ -70,6 +70,8 @@ describe('constellation mini: nodes added to and removed from a running cluster 
     expect(unconfirmed.stderr).to.include('refusing to remove worker-1 without confirmation')
     const remove = await cli(['node', 'remove', 'worker-1', '--yes', '--json'])
     ok(remove, 'node remove')
+    expect(remove.stderr).to.include('Kubernetes is SIMULATED')
+    expect(remove.stderr).to.include('Removing worker worker-1 from the cluster at https://')
     const removal = JSON.parse(remove.stdout) as {
       report: { nodeDeleted: boolean; diskRecordsDeleted: string[]; bootstrapTokensDeleted: string[] }
     }

@@ -47,9 +47,9 @@ export default class NodeRemove extends BaseCommand {
       yes: flags.yes,
       drainTimeoutMs,
       progress: (line) => process.stderr.write(`• ${line}\n`),
+      onSimulated: () => process.stderr.write(`${SIMULATED_NOTICE}\n`),
       showPlan: (plan) => (json ? process.stderr : process.stdout).write(`${renderRemovalPlan(plan)}\n`),
     })
-    if (result.simulated) process.stderr.write(`${SIMULATED_NOTICE}\n`)
     this.log(renderRemovalReport(result.report))
     return {
       plan: result.plan,
