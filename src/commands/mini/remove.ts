@@ -32,9 +32,8 @@ export default class MiniRemove extends BaseCommand {
         showPlan: (text) => (json ? process.stderr : process.stdout).write(`${text}\n`),
       },
     )
-    this.log(renderRemovalReport(result.removal))
-    if (!result.removal.declined)
-      this.log(`${result.node.name} is powered off; removed ${result.removed.join(', ')}`)
+    const machine = `  ${result.node.name} is powered off; removed ${result.removed.join(', ')}`
+    this.log(renderRemovalReport(result.removal, machine))
     return { ...result, simulated: SIMULATED_NOTICE }
   }
 }

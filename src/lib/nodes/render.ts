@@ -28,14 +28,20 @@ export function renderRemovalPlan(plan: RemovalPlan): string {
   return lines.join('\n')
 }
 
-export function renderRemovalReport(r: RemovalReport): string {
+/** `machine`: what became of the machine, when the caller retired it too (`mini remove`). */
+export function renderRemovalReport(r: RemovalReport, machine?: string): string {
   if (r.declined) return `Declined: ${r.node} was not changed.`
-  const lines = [`${r.node} is removed from the cluster.`]
+  const changed = r.nodeDeleted || r.diskRecordsDeleted.length > 0 || r.bootstrapTokensDeleted.length > 0
+  const lines = [
+    changed ? `${r.node} is removed from the cluster.` : `${r.node} was out of the cluster already.`,
+  ]
   if (r.evicted.length) lines.push(`  evicted: ${r.evicted.join(', ')}`)
   if (r.etcdMemberRemoved) lines.push(`  etcd member removed: ${r.etcdMemberRemoved}`)
   if (r.diskRecordsDeleted.length) lines.push(`  disk records deleted: ${r.diskRecordsDeleted.join(', ')}`)
   if (r.bootstrapTokensDeleted.length)
     lines.push(`  bootstrap tokens deleted: ${r.bootstrapTokensDeleted.join(', ')}`)
-  lines.push('  its state disk is refused if it asks to rejoin: power the machine off and delete it')
+  lines.push(
+    machine ?? '  its state disk is refused if it asks to rejoin: power the machine off and delete it',
+  )
   return lines.join('\n')
 }
