@@ -135,7 +135,7 @@ export async function issueJoinTicket(
     measurementSecret(deps),
     diskKey(deps, req.diskUuid),
     step("removing the node's earlier disk records", () => dropEarlierDisks(req, deps.stateDisks)),
-    step('issuing a bootstrap token', () => deps.tokens.issue()),
+    step('issuing a bootstrap token', () => deps.tokens.issue(req.node)),
     step("reading the cluster's Kubernetes version and components", () => deps.kubernetes()),
     step('signing the kubelet certificate', () => deps.kubeletSigner.sign(req.csr)),
     controlPlane

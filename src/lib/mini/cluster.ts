@@ -357,7 +357,7 @@ async function startCluster(
 }
 
 /** A node's TPM and key service are sockets in its folder, whose path a socket address must hold. */
-function refuseLongSocketPaths(workspace: string, names: readonly string[]): void {
+export function refuseLongSocketPaths(workspace: string, names: readonly string[]): void {
   for (const name of names)
     for (const socket of Object.values(miniPaths(workspace).node(name).sockets)) {
       const problem = unixAddressProblem(`unix:${socket}`)
@@ -373,7 +373,7 @@ const interruptedBy = (signal: AbortSignal): InterruptSignal =>
   signal.reason === 'SIGTERM' ? 'SIGTERM' : 'SIGINT'
 
 /** What booting any node of this cluster needs: its network, the CLI, the simulator's variables. */
-function bootContext(record: MiniRecord, paths: MiniPaths, io: MiniIo): NodeBootContext {
+export function bootContext(record: MiniRecord, paths: MiniPaths, io: MiniIo): NodeBootContext {
   return {
     network: miniNetwork(record.network, io.runner),
     attestation: miniAttestation(record.attestation ?? 'qemu-vtpm', paths),
@@ -408,7 +408,7 @@ export interface RebootHooks {
 export const DEFAULT_REBOOT_TIMEOUT_MS = 300_000
 
 /** The command that gives `node` its disk key when no join service can. */
-const recoverCommand = (workspace: string, node: MiniNodeRecord) =>
+export const recoverCommand = (workspace: string, node: MiniNodeRecord) =>
   `constellation recover -C ${workspace} --endpoint ${node.address}:${NODE_PORTS.recovery}`
 
 /**

@@ -44,7 +44,10 @@ export interface MiniRecord {
   createdFiles: string[]
   /** Whether `mini up` created the workspace folder itself (then `mini down` removes it if empty). */
   createdWorkspace: boolean
+  /** The nodes as they are now: `mini up`'s, then those `mini add` added, less those `mini remove` retired. */
   nodes: MiniNodeRecord[]
+  /** Indexes (addresses) of nodes `mini remove` retired: never handed to another node. */
+  retiredIndexes?: number[]
   /** How the nodes attest; absent in records from before tpm-ek (then qemu-vtpm). */
   attestation?: AttestationVariant
   /** `mini up --merge-kubeconfig`: what it added to which kubeconfig, for `mini down` to take out. */
