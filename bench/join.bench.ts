@@ -112,7 +112,7 @@ export default async function join() {
       kubeletSigner: createKubeletSigner({ ...ca, clock: () => new Date() }),
       ca,
       controlPlaneServiceFiles: () => Promise.resolve([]),
-      components: () => Promise.resolve(COMPONENTS),
+      kubernetes: () => Promise.resolve({ version: 'v1.31.13', components: COMPONENTS }),
       stateDisks: new InMemoryStateDisks(),
       cluster: { measurementSalt: MEASUREMENT_SALT, apiServerEndpoint: '127.0.0.1:6443' },
       members: staticMembers(benchMembers(Math.max(...ROUNDS))),

@@ -11,6 +11,7 @@ const withoutFramework = {
   joinservice: () => import('../dist/service-run.js'),
   keyservice: () => import('../dist/service-run.js'),
   verifyservice: () => import('../dist/service-run.js'),
+  'upgrade-agent': () => import('../dist/service-run.js'),
 }
 
 if (args.length === 1 && (args[0] === '--version' || args[0] === '-v')) {

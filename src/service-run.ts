@@ -1,6 +1,6 @@
 /**
  * The node's long-running services without the CLI framework: `constellation joinservice`,
- * `keyservice` and `verifyservice`, as their systemd units start them (`--config FILE`). Loading
+ * `keyservice`, `verifyservice` and `upgrade-agent`, as their systemd units start them (`--config FILE`). Loading
  * oclif would cost each of them ~10 MB resident for its whole life (DESIGN §6: ≤ 80 MB). Anything
  * but the plain flags goes to oclif, which owns help and usage errors for the same commands.
  */
@@ -16,6 +16,7 @@ const SERVICES: Record<string, () => Promise<(configPath: string) => Promise<voi
   joinservice: async () => (await import('./wiring/joinservice.js')).runJoinService,
   keyservice: async () => (await import('./wiring/keyservice.js')).runKeyService,
   verifyservice: async () => (await import('./wiring/verify-service.js')).runVerifyService,
+  'upgrade-agent': async () => (await import('./wiring/upgrade-agent.js')).runUpgradeAgent,
 }
 
 export const FRAMEWORK_FREE_SERVICES = Object.keys(SERVICES)

@@ -54,6 +54,8 @@ export function nodePaths(root = '/') {
     kubernetesDir: at('etc/kubernetes'),
     kubernetesPki: at('etc/kubernetes/pki'),
     adminConf: at('etc/kubernetes/admin.conf'),
+    /** The kubelet's kubeconfig, which kubeadm writes on every node (a worker's only one). */
+    kubeletConf: at('etc/kubernetes/kubelet.conf'),
     serviceConfigDir: at('var/config'),
     /** The master secret and its salt as the node persists them for the key service (raw bytes, 0600). */
     masterSecretFile: at('var/config/mastersecret'),

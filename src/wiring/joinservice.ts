@@ -9,6 +9,7 @@ import { routeGrpcLogs } from '../lib/grpc/index.js'
 import {
   apiStateDiskRegistry,
   collectStateDisksPeriodically,
+  clusterKubernetesSource,
   createJoinService,
   createKubeletSigner,
   JoinConfigSync,
@@ -89,7 +90,10 @@ export async function createNodeJoinService(
     ca,
     controlPlaneServiceFiles: () =>
       Promise.resolve(Object.entries(serviceFiles).map(([name, data]) => ({ name, data: data() }))),
-    components: () => readComponentsFile(paths.componentsFile),
+    kubernetes: clusterKubernetesSource({
+      api,
+      localComponents: () => readComponentsFile(paths.componentsFile),
+    }),
     stateDisks,
     cluster: { measurementSalt, apiServerEndpoint: apiServerEndpoint(metadataOf(config)) },
     members: memberDirectory(config),

@@ -7,7 +7,10 @@ import { createAttestedChannelCredentials } from '../lib/atls/index.js'
 import { chainMessage, CliError } from '../lib/errors/index.js'
 import { detectHelm } from '../lib/helm/index.js'
 import { initCluster } from '../lib/init/index.js'
+import { openNodeAdmin } from '../lib/kube/index.js'
 import {
+  addMiniNode,
+  removeMiniNode,
   mergeMiniKubeconfig,
   miniDown,
   miniUp,
@@ -22,6 +25,7 @@ import { simulatorPaths } from '../lib/simulator/index.js'
 import { clusterStatus, type StatusReport } from '../lib/status/index.js'
 import { createLogger, createRunner } from '../lib/system/index.js'
 import { linesProgress } from '../lib/ui/index.js'
+import { removalConfirm } from './nodes.js'
 import { statusDeps } from './status.js'
 
 export function miniIo(opts: { skipHelm: boolean; progress: (line: string) => void }): MiniIo {
@@ -121,4 +125,27 @@ export const runMiniReboot = (
     timeoutMs: opts.timeoutMs,
     signal: opts.signal,
     hard: opts.hard,
+  })
+
+export const runMiniAdd = (
+  opts: {
+    workspace: string
+    name: string
+    role: 'control-plane' | 'worker'
+    timeoutMs: number
+    signal: AbortSignal
+  },
+  progress: (line: string) => void,
+) => addMiniNode(opts, miniIo({ skipHelm: true, progress }))
+
+export const runMiniRemove = (
+  opts: { workspace: string; name: string; yes: boolean; drainTimeoutMs: number },
+  io: { progress: (line: string) => void; showPlan: (text: string) => void },
+) =>
+  removeMiniNode(opts, {
+    io: miniIo({ skipHelm: true, progress: io.progress }),
+    openNodeAdmin: (kubeconfig) => openNodeAdmin(kubeconfig),
+    kubeconfig: workspacePaths(opts.workspace).adminConf,
+    confirm: removalConfirm(),
+    showPlan: io.showPlan,
   })

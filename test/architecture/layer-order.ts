@@ -9,7 +9,7 @@ export const LAYERS: readonly (readonly string[])[] = [
   ['simulator'],
   ['config'],
   ['nodeconfig', 'helm'],
-  ['bootstrapper', 'init', 'verify', 'upgrade', 'bootstrapdata', 'joinservice', 'recover'],
+  ['bootstrapper', 'init', 'verify', 'upgrade', 'bootstrapdata', 'joinservice', 'recover', 'nodes'],
   ['mini', 'status'],
 ]
 

@@ -28,16 +28,25 @@ describe('systemd units', () => {
   let units: string[]
   before(async () => (units = (await readdir(UNIT_DIR)).filter((f) => f.endsWith('.service')).sort()))
 
-  it('ships the state-disk, bootstrapper, key service and join service units', () => {
+  it('ships the state-disk, bootstrapper, key service, join service and upgrade agent units', () => {
     expect(units).to.deep.equal([
       'constellation-bootstrapper.service',
       'constellation-joinservice.service',
       'constellation-keyservice.service',
       'constellation-state-disk.service',
+      'constellation-upgrade-agent.service',
     ])
     expect([...CONTROL_PLANE_UNITS].sort()).to.deep.equal(
-      units.filter((u) => !/bootstrapper|state-disk/.test(u)),
+      units.filter((u) => !/bootstrapper|state-disk|upgrade-agent/.test(u)),
     )
+  })
+
+  it('the upgrade agent runs on every node from boot, waits for the node to join, and is let finish a step', async () => {
+    const agent = keysOf(await readFile(path.join(UNIT_DIR, 'constellation-upgrade-agent.service'), 'utf8'))
+    expect(agent.WantedBy).to.equal('multi-user.target')
+    expect(agent.ConditionPathExists).to.equal('/etc/constellation/node-config.yaml')
+    expect(agent.Restart).to.equal('on-failure')
+    expect(agent.TimeoutStopSec).to.equal('20min')
   })
 
   it('boot order: the state disk first (it waits for the key of a rebooted node), then the bootstrapper and the services', async () => {

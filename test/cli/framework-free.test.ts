@@ -13,6 +13,7 @@ import BootstrapRun from '../../src/commands/bootstrap/run.js'
 import Init from '../../src/commands/init.js'
 import JoinService from '../../src/commands/joinservice.js'
 import KeyService from '../../src/commands/keyservice.js'
+import UpgradeAgent from '../../src/commands/upgrade-agent.js'
 import VerifyService from '../../src/commands/verifyservice.js'
 import { FRAMEWORK_FREE_SERVICES, SERVICE_FLAGS } from '../../src/service-run.js'
 import { INIT_FLAGS } from '../../src/init-run.js'
@@ -75,8 +76,13 @@ describe('framework-free entries (bin/run.js)', function () {
     })
   }
 
-  describe('the node services (joinservice, keyservice, verifyservice)', () => {
-    const commands = { joinservice: JoinService, keyservice: KeyService, verifyservice: VerifyService }
+  describe('the node services (joinservice, keyservice, verifyservice, upgrade-agent)', () => {
+    const commands = {
+      joinservice: JoinService,
+      keyservice: KeyService,
+      verifyservice: VerifyService,
+      'upgrade-agent': UpgradeAgent,
+    }
     it('are all framework-free, with the same flags as their oclif commands', () => {
       expect(FRAMEWORK_FREE_SERVICES).to.have.members(Object.keys(commands))
       for (const command of Object.values(commands))

@@ -17,6 +17,9 @@ const REQUIRED: Record<string, string[]> = {
   'bootstrap-data generate': ['-f', 'objects.yaml'],
   'mini reboot': ['worker-0'],
   'mini logs': ['worker-0'],
+  'mini add': ['worker-9', '--role', 'worker'],
+  'mini remove': ['worker-0'],
+  'node remove': ['worker-0'],
   'upgrade execute': ['--helm'],
 }
 

@@ -109,7 +109,7 @@ async function ticketEndpoint(metadata: EndpointMetadata): Promise<string> {
     kubeletSigner: createKubeletSigner({ ...ca, clock: () => new Date() }),
     ca,
     controlPlaneServiceFiles: serviceFiles,
-    components: async () => COMPONENTS,
+    kubernetes: async () => ({ version: 'v1.31.13', components: COMPONENTS }),
     measurementSalt: MEASUREMENT_SALT,
     stateDisks: new InMemoryStateDisks(),
     apiServerEndpoint: apiServerEndpoint(metadata),

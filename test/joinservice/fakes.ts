@@ -51,9 +51,12 @@ export const stubDataKeysDown: DataKeyGetter = () =>
 /** Hands out distinct, well-formed tokens and remembers them. */
 export class FakeTokenIssuer implements TokenIssuer {
   readonly issued: string[] = []
+  /** Whom each token was issued to. */
+  readonly issuedFor: Array<string | undefined> = []
   failWith?: Error
-  async issue(): Promise<string> {
+  async issue(node?: string): Promise<string> {
     if (this.failWith) throw this.failWith
+    this.issuedFor.push(node)
     const token = `tok${String(this.issued.length).padStart(3, '0')}.${'s'.repeat(12)}${String(this.issued.length).padStart(4, '0')}`
     this.issued.push(token)
     return token

@@ -160,7 +160,7 @@ describe('join service over aTLS', function () {
       parseCsr: fakeCsrParser,
       ca,
       controlPlaneServiceFiles: serviceFiles,
-      components: async () => COMPONENTS,
+      kubernetes: async () => ({ version: 'v1.31.13', components: COMPONENTS }),
       stateDisks,
       cluster: { measurementSalt: MEASUREMENT_SALT, apiServerEndpoint: '10.0.0.1:6443' },
       members: staticMembers(MEMBERS),
@@ -230,6 +230,7 @@ describe('join service over aTLS', function () {
     expect(ticket.stateDiskKey).to.deep.equal(kms.diskKey(UUID))
     expect(ticket.measurementSecret).to.deep.equal(kms.measurementSecret())
     expect(ticket.token).to.equal(tokens.issued[0])
+    expect(tokens.issuedFor, 'the token names its node (node remove deletes it)').to.deep.equal(['worker-1'])
     expect(ticket.discoveryTokenCaCertHash).to.equal(ca.caCertHash)
     expect(ticket.controlPlaneFiles).to.deep.equal([])
     expect(certOf(ticket.kubeletCert).subjectAltName).to.equal('DNS:worker-1, IP Address:127.0.0.1')

@@ -55,7 +55,7 @@ describe('join tickets', () => {
       kubeletSigner: createKubeletSigner({ ...ca, clock: () => new Date() }),
       ca,
       controlPlaneServiceFiles: serviceFiles,
-      components: async () => COMPONENTS,
+      kubernetes: async () => ({ version: 'v1.31.13', components: COMPONENTS }),
       measurementSalt: MEASUREMENT_SALT,
       stateDisks,
       apiServerEndpoint: '10.0.0.1:6443',
@@ -110,6 +110,7 @@ describe('join tickets', () => {
         .and.match(/^sha256:[0-9a-f]{64}$/)
       expect(ticket.apiServerEndpoint).to.equal('10.0.0.1:6443')
       expect(ticket.kubernetesComponents).to.deep.equal(COMPONENTS)
+      expect(ticket.kubernetesVersion).to.equal('v1.31.13')
       const cert = certOf(ticket.kubeletCert)
       expect(cert.subject).to.contain(`CN=system:node:${tc.peer.node}`)
       expect(cert.subjectAltName).to.equal(`DNS:${tc.peer.node}, IP Address:${tc.peer.address}`)

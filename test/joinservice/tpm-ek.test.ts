@@ -105,7 +105,7 @@ describe('join service of a tpm-ek cluster (swtpms with EK certificates)', funct
       parseCsr: fakeCsrParser,
       ca,
       controlPlaneServiceFiles: serviceFiles,
-      components: async () => COMPONENTS,
+      kubernetes: async () => ({ version: 'v1.31.13', components: COMPONENTS }),
       stateDisks: new InMemoryStateDisks(),
       cluster: { measurementSalt: MEASUREMENT_SALT, apiServerEndpoint: '10.0.0.1:6443' },
       members: staticMembers([{ name: 'worker-1', role: 'worker', vpcIP: '127.0.0.1' }]),

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto'
+import { createHash, randomBytes } from 'node:crypto'
 import { expect } from '../support/chai.js'
 import { BOOTSTRAP_TOKEN_PATTERN } from '../../src/lib/contract/index.js'
 import {
@@ -67,6 +67,18 @@ describe('bootstrap tokens', () => {
         'auth-extra-groups': 'system:bootstrappers:kubeadm:default-node-token',
       },
     })
+  })
+
+  it('issued for a node, carry its name: a label with its digest (what `node remove` deletes by) and the description', () => {
+    const token = { id: 'abcdef', secret: '0123456789abcdef', expires: new Date('2026-03-01T12:15:00Z') }
+    const secret = bootstrapTokenSecret(token, 'issued by a test', 'worker-1')
+    expect(secret.metadata.labels).to.deep.equal({
+      'constellation.io/bootstrap-token-node': createHash('sha256')
+        .update('worker-1')
+        .digest('hex')
+        .slice(0, 63),
+    })
+    expect(secret.stringData.description).to.equal('issued by a test for node "worker-1"')
   })
 
   it('are a pure function of the random source (what keeps golden files stable)', () => {

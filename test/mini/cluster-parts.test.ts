@@ -7,7 +7,7 @@ import { mkdir, readFile, stat, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { markedProcesses, startDaemon, stopMarked, alive } from '../../src/lib/mini/daemons.js'
 import { miniPaths, readMiniRecord, writeMiniRecord, type MiniRecord } from '../../src/lib/mini/layout.js'
-import { chooseNetwork, miniNetwork, removeNetwork } from '../../src/lib/mini/network.js'
+import { chooseNetwork, miniNetwork, removeNetwork, removeNodeNetwork } from '../../src/lib/mini/network.js'
 import { createRunner, type Runner } from '../../src/lib/system/index.js'
 import { expect } from '../support/chai.js'
 import { makeTempDir } from '../support/temp.js'
@@ -83,6 +83,13 @@ describe('mini: the cluster network', function () {
       expect(healed, 'the link plugged back').to.equal('hi')
       await stopMarked('MINI_TEST_MARK', record.id)
       expect(alive(server.pid)).to.equal(false)
+      // `mini remove`: node 1's namespace and link go, node 0's stay
+      expect(await removeNodeNetwork(record, 1, runner)).to.deep.equal([
+        `link cst${record.id}h1`,
+        `network namespace cst-${record.id}-1`,
+      ])
+      expect(await removeNodeNetwork(record, 1, runner), 'twice: nothing left').to.deep.equal([])
+      expect((await runner.run('ip', ['netns', 'list'])).stdout).to.include(`cst-${record.id}-0`)
     } finally {
       await stopMarked('MINI_TEST_MARK', record.id)
       const removed = await removeNetwork(record, runner)

@@ -170,6 +170,23 @@ describe('mini: a node supervisor (its systemd), real processes and swtpm', func
     )
     expect(absent).to.include({ code: 5 })
     expect((absent as { stderr: string }).stderr).to.include('Unit absent.service not found.')
+    // restart: the running process stops, a new one starts (how an upgraded kubelet comes into use)
+    const before = (await status()).units['on-demand.service']?.pid
+    await systemctl('restart', 'on-demand.service')
+    const after = (await status()).units['on-demand.service']
+    expect(after?.state).to.equal('running')
+    expect(after?.pid).to.be.a('number').and.not.equal(before)
+    expect(alive(before ?? 0), 'the old process is gone').to.equal(false)
+    const restartAbsent = await systemctl('restart', 'absent.service').catch(
+      (err: { code: number; stderr: string }) => err,
+    )
+    expect(restartAbsent).to.include({ code: 5 })
+    const unknownVerb = await systemctl('stop', 'on-demand.service').catch(
+      (err: { code: number; stderr: string }) => err,
+    )
+    expect((unknownVerb as { stderr: string }).stderr).to.include(
+      'only "start" and "restart" are implemented',
+    )
 
     // a second supervisor of the same node refuses to start, and leaves the first alone
     const second = new NodeSupervisor(machine, { ...deps, bootId: 'boot-2' })

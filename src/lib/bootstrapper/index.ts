@@ -22,6 +22,8 @@ export type { JoinTicketRequester, RejoinTicketRequester } from './join/join-tic
 export { runKubeadmJoin } from './kubeadm/kubeadm-join.js'
 
 export { runNode } from './node-run.js'
+export { upgradeNode } from './upgrade/node-upgrade.js'
+export { UpgradeAgent } from './upgrade/upgrade-agent.js'
 export { setupStateDisk } from './state-disk/state-disk-setup.js'
 export type { SetupOutcome } from './state-disk/state-disk-setup.js'
 

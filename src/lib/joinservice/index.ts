@@ -4,6 +4,7 @@
  * entry wires into it. Building blocks stay internal; tests import their files directly.
  */
 export { createJoinService } from './server.js'
+export { clusterKubernetesSource } from './cluster-kubernetes.js'
 
 export { MeasurementsStore } from './measurements-store.js'
 

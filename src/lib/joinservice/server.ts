@@ -4,7 +4,6 @@
  * line per request, and status codes that say whether to retry.
  */
 import * as grpc from '@grpc/grpc-js'
-import type { Component } from '../../gen/components.js'
 import {
   APIService,
   type IssueJoinTicketRequest,
@@ -68,7 +67,8 @@ export interface JoinServiceOptions {
   ca: Pick<ClusterCa, 'caCertHash' | 'controlPlaneFiles'>
   /** What a joining control plane needs beside the PKI to run its own key and join services. */
   controlPlaneServiceFiles: TicketDeps['controlPlaneServiceFiles']
-  components: () => Promise<Component[]>
+  /** What the cluster runs now (cluster-kubernetes.ts in production). */
+  kubernetes: TicketDeps['kubernetes']
   /** The cluster's state disks (ConfigMaps in production): join tickets add theirs, rejoins must be among them. */
   stateDisks: TicketDeps['stateDisks']
   cluster: { measurementSalt: Buffer; apiServerEndpoint: string }
@@ -115,7 +115,7 @@ export class JoinService {
       kubeletSigner: opts.kubeletSigner,
       ca: opts.ca,
       controlPlaneServiceFiles: opts.controlPlaneServiceFiles,
-      components: opts.components,
+      kubernetes: opts.kubernetes,
       measurementSalt: opts.cluster.measurementSalt,
       stateDisks: opts.stateDisks,
       apiServerEndpoint: opts.cluster.apiServerEndpoint,

@@ -36,8 +36,8 @@ export interface TicketDeps {
   ca: Pick<ClusterCa, 'caCertHash' | 'controlPlaneFiles'>
   /** Sent to control planes beside the PKI: what they need to run their own key and join services. */
   controlPlaneServiceFiles: () => Promise<readonly ControlPlaneFile[]>
-  /** The components the cluster runs now (they change with upgrades). */
-  components: () => Promise<Component[]>
+  /** The Kubernetes version and components the cluster runs now (they change with upgrades). */
+  kubernetes: () => Promise<{ version: string; components: Component[] }>
   measurementSalt: Buffer
   /** Records each ticket's disk, so that only the cluster's disks can rejoin. */
   stateDisks: StateDiskRegistry
@@ -131,12 +131,12 @@ export async function issueJoinTicket(
 ): Promise<IssueJoinTicketResponse> {
   await claimDisk(req, deps)
   const controlPlane = req.role === 'control-plane'
-  const [secret, key, , token, components, kubeletCert, serviceFiles] = await Promise.all([
+  const [secret, key, , token, kubernetes, kubeletCert, serviceFiles] = await Promise.all([
     measurementSecret(deps),
     diskKey(deps, req.diskUuid),
     step("removing the node's earlier disk records", () => dropEarlierDisks(req, deps.stateDisks)),
-    step('issuing a bootstrap token', () => deps.tokens.issue()),
-    step('reading the Kubernetes components', () => deps.components()),
+    step('issuing a bootstrap token', () => deps.tokens.issue(req.node)),
+    step("reading the cluster's Kubernetes version and components", () => deps.kubernetes()),
     step('signing the kubelet certificate', () => deps.kubeletSigner.sign(req.csr)),
     controlPlane
       ? step("reading the control plane's service files", () => deps.controlPlaneServiceFiles())
@@ -153,8 +153,8 @@ export async function issueJoinTicket(
     controlPlaneFiles: controlPlane
       ? [...deps.ca.controlPlaneFiles, ...serviceFiles].map((f) => ({ name: f.name, data: f.data }))
       : [],
-    kubernetesVersion: '',
-    kubernetesComponents: components,
+    kubernetesVersion: kubernetes.version,
+    kubernetesComponents: kubernetes.components,
     // Emergency SSH is not part of this tool: no CA, no host certificate.
     authorizedCaPublicKey: Buffer.alloc(0),
     hostCertificate: Buffer.alloc(0),

@@ -3,7 +3,7 @@
  * `bootstrap-token-<id>` Secret in kube-system that makes the API server accept them (capi.md §2.2,
  * kubeadm's BootstrapTokenToSecret). Bootstrap data and the join service both issue them.
  */
-import { randomBytes } from 'node:crypto'
+import { createHash, randomBytes } from 'node:crypto'
 import type { KubeApi, SecretObject } from './api.js'
 import { KubeApiError } from './client.js'
 
@@ -49,12 +49,31 @@ export const tokenString = (t: BootstrapToken): string => `${t.id}.${t.secret}`
 /** Go's time.RFC3339 in UTC, as kubeadm writes `expiration`: whole seconds, `Z`. */
 const rfc3339 = (d: Date): string => d.toISOString().replace(/\.\d{3}Z$/, 'Z')
 
-/** The Secret kubeadm builds for a node-join token; `description` says who issued it. */
-export function bootstrapTokenSecret(token: BootstrapToken, description: string): SecretObject {
+/**
+ * Labels a bootstrap-token Secret issued for one node, so that retiring the node finds its tokens
+ * (`constellation node remove`): SHA-256 of the node name, cut to a label value's 63 characters.
+ */
+export const BOOTSTRAP_TOKEN_NODE_LABEL = 'constellation.io/bootstrap-token-node'
+export const tokenNodeLabelValue = (node: string): string =>
+  createHash('sha256').update(node).digest('hex').slice(0, 63)
+
+/**
+ * The Secret kubeadm builds for a node-join token; `description` says who issued it, `node` (when
+ * known) whom it was issued to (a label and the description).
+ */
+export function bootstrapTokenSecret(
+  token: BootstrapToken,
+  description: string,
+  node?: string,
+): SecretObject {
   return {
     apiVersion: 'v1',
     kind: 'Secret',
-    metadata: { name: `bootstrap-token-${token.id}`, namespace: 'kube-system' },
+    metadata: {
+      name: `bootstrap-token-${token.id}`,
+      namespace: 'kube-system',
+      ...(node === undefined ? {} : { labels: { [BOOTSTRAP_TOKEN_NODE_LABEL]: tokenNodeLabelValue(node) } }),
+    },
     type: 'bootstrap.kubernetes.io/token',
     stringData: {
       'token-id': token.id,
@@ -63,7 +82,7 @@ export function bootstrapTokenSecret(token: BootstrapToken, description: string)
       'usage-bootstrap-signing': 'true',
       'usage-bootstrap-authentication': 'true',
       'auth-extra-groups': NODE_BOOTSTRAP_TOKEN_GROUP,
-      description,
+      description: node === undefined ? description : `${description} for node ${JSON.stringify(node)}`,
     },
   }
 }
@@ -98,8 +117,8 @@ export function apiTokenRegistrar(api: Pick<KubeApi, 'createSecret'>): TokenRegi
 }
 
 export interface TokenIssuer {
-  /** A fresh, registered token string, valid for the TTL. */
-  issue(): Promise<string>
+  /** A fresh, registered token string, valid for the TTL; `node` is whom it is for (its Secret says so). */
+  issue(node?: string): Promise<string>
 }
 
 export interface TokenIssuerOptions {
@@ -115,7 +134,7 @@ export function createTokenIssuer(
 ): TokenIssuer {
   const description = opts.description ?? 'Bootstrap token issued by the constellation join service'
   return {
-    async issue() {
+    async issue(node) {
       for (let attempt = 1; ; attempt++) {
         const token = generateBootstrapToken(
           opts.random ?? randomBytes,
@@ -123,7 +142,7 @@ export function createTokenIssuer(
           opts.ttlMs ?? BOOTSTRAP_TOKEN_TTL_MS,
         )
         try {
-          await registrar.register(bootstrapTokenSecret(token, description))
+          await registrar.register(bootstrapTokenSecret(token, description, node))
           return tokenString(token)
         } catch (err) {
           if (!(err instanceof TokenIdTakenError) || attempt >= ISSUE_ATTEMPTS)

@@ -151,6 +151,53 @@ interface Call {
   path: string
   body?: unknown
   timeoutMs: number
+  /** The body's media type (default application/json). */
+  contentType?: string
+}
+
+/**
+ * A node's own Node object's annotations: what a node agent reads its instructions from and reports
+ * in. A kubelet's credentials may read and patch its own Node (the Node authorizer and
+ * NodeRestriction admit that much), so a worker needs no other credential for it.
+ */
+export interface NodeAnnotationsApi {
+  /** Undefined when the Node is not registered. */
+  get(node: string): Promise<Record<string, string> | undefined>
+  /** A merge patch: `null` removes an annotation. */
+  merge(node: string, annotations: Record<string, string | null>): Promise<void>
+}
+
+export async function openNodeAnnotations(
+  kubeconfigPath: string,
+  opts: KubeApiOptions = {},
+): Promise<NodeAnnotationsApi> {
+  const kc = await readNodeKubeconfig(kubeconfigPath)
+  const timeoutMs = opts.requestTimeoutMs ?? API_REQUEST_TIMEOUT_MS
+  const at = (node: string) => `/api/v1/nodes/${encodeURIComponent(node)}`
+  return {
+    async get(node) {
+      const found = (await call(kc, {
+        what: `reading Node ${node}`,
+        method: 'GET',
+        path: at(node),
+        timeoutMs,
+      }).catch((err: unknown) => {
+        if (err instanceof KubeApiError && err.status === 404) return undefined
+        throw err
+      })) as { metadata?: { annotations?: Record<string, string> } } | undefined
+      return found && { ...found.metadata?.annotations }
+    },
+    async merge(node, annotations) {
+      await call(kc, {
+        what: `annotating Node ${node}`,
+        method: 'PATCH',
+        path: at(node),
+        body: { metadata: { annotations } },
+        contentType: 'application/merge-patch+json',
+        timeoutMs,
+      })
+    },
+  }
 }
 
 function call(kc: NodeKubeconfig, c: Call): Promise<unknown> {
@@ -165,7 +212,9 @@ function call(kc: NodeKubeconfig, c: Call): Promise<unknown> {
     signal: AbortSignal.timeout(c.timeoutMs),
     headers: {
       accept: 'application/json',
-      ...(payload ? { 'content-type': 'application/json', 'content-length': payload.length } : {}),
+      ...(payload
+        ? { 'content-type': c.contentType ?? 'application/json', 'content-length': payload.length }
+        : {}),
       ...(kc.token ? { authorization: `Bearer ${kc.token}` } : {}),
     },
   }

@@ -4,7 +4,6 @@
  * aTLS, key derivation, LUKS2 headers, join tickets, certificates, the Helm releases. What is
  * simulated: the Kubernetes API, kubeadm, systemctl and the kubelet, and the state disk's mapping.
  */
-import { createHash } from 'node:crypto'
 import { mkdir, readdir, rm, rmdir } from 'node:fs/promises'
 import path from 'node:path'
 import { cvmKind, isCvmVariant, type AttestationVariant } from '../attestation/index.js'
@@ -60,6 +59,7 @@ import { manufactureTpm, writeLocalCaConfig } from './tpm-ca.js'
 import { checkMiniVariant, createCvmStandIn, cvmConfigHeader, isMiniCvmVariant } from './cvm.js'
 import { bootPcrs } from './measured-boot.js'
 import type { MetadataView } from './metadata-server.js'
+import { simulatedComponents } from '../simulator/index.js'
 
 /** What every output of `mini` says first. */
 export const SIMULATED_NOTICE =
@@ -357,7 +357,7 @@ async function startCluster(
 }
 
 /** A node's TPM and key service are sockets in its folder, whose path a socket address must hold. */
-function refuseLongSocketPaths(workspace: string, names: readonly string[]): void {
+export function refuseLongSocketPaths(workspace: string, names: readonly string[]): void {
   for (const name of names)
     for (const socket of Object.values(miniPaths(workspace).node(name).sockets)) {
       const problem = unixAddressProblem(`unix:${socket}`)
@@ -373,7 +373,7 @@ const interruptedBy = (signal: AbortSignal): InterruptSignal =>
   signal.reason === 'SIGTERM' ? 'SIGTERM' : 'SIGINT'
 
 /** What booting any node of this cluster needs: its network, the CLI, the simulator's variables. */
-function bootContext(record: MiniRecord, paths: MiniPaths, io: MiniIo): NodeBootContext {
+export function bootContext(record: MiniRecord, paths: MiniPaths, io: MiniIo): NodeBootContext {
   return {
     network: miniNetwork(record.network, io.runner),
     attestation: miniAttestation(record.attestation ?? 'qemu-vtpm', paths),
@@ -390,6 +390,7 @@ function bootContext(record: MiniRecord, paths: MiniPaths, io: MiniIo): NodeBoot
       PATH: `${io.files.systemctlFakeDir}:${io.env.PATH ?? ''}`,
       KUBEADM_FAKE_API_DIR: paths.apiDir,
       KUBEADM_FAKE_ADMIN_KUBECONFIG: paths.apiKubeconfig,
+      KUBEADM_FAKE_LOG: paths.kubeadmLog,
     },
   }
 }
@@ -407,7 +408,7 @@ export interface RebootHooks {
 export const DEFAULT_REBOOT_TIMEOUT_MS = 300_000
 
 /** The command that gives `node` its disk key when no join service can. */
-const recoverCommand = (workspace: string, node: MiniNodeRecord) =>
+export const recoverCommand = (workspace: string, node: MiniNodeRecord) =>
   `constellation recover -C ${workspace} --endpoint ${node.address}:${NODE_PORTS.recovery}`
 
 /**
@@ -510,16 +511,12 @@ async function writeWorkspace(
   })
   const file = workspacePaths(workspace).config
   const config = await loadConfig(file)
-  const launcher = Buffer.from(`#!/bin/sh\nexec '${io.nodeBinary}' '${io.files.kubeadmFake}' "$@"\n`)
-  config.kubernetesComponents = [
-    {
-      // a data: URL, so the node's installer really installs (and hash-checks) it: no download server
-      url: `data:application/octet-stream;base64,${launcher.toString('base64')}`,
-      hash: `sha256:${createHash('sha256').update(launcher).digest('hex')}`,
-      installPath: '/run/state/bin/kubeadm',
-      extract: false,
-    },
-  ]
+  // the simulator's kubeadm and kubelet of this version (launchers that know it), hash-checked by the node
+  config.kubernetesComponents = simulatedComponents(config.kubernetesVersion, {
+    nodeBinary: io.nodeBinary,
+    kubeadmFake: io.files.kubeadmFake,
+    kubeletUnit: io.files.kubeletUnit,
+  })
   if (config.attestation.tpmEK)
     // relative to the config: the cluster's local CA issues every EK certificate (no intermediates)
     config.attestation.tpmEK.roots = [path.relative(workspace, miniPaths(workspace).tpmCa.issuerCert)]

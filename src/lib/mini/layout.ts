@@ -44,7 +44,10 @@ export interface MiniRecord {
   createdFiles: string[]
   /** Whether `mini up` created the workspace folder itself (then `mini down` removes it if empty). */
   createdWorkspace: boolean
+  /** The nodes as they are now: `mini up`'s, then those `mini add` added, less those `mini remove` retired. */
   nodes: MiniNodeRecord[]
+  /** Indexes (addresses) of nodes `mini remove` retired: never handed to another node. */
+  retiredIndexes?: number[]
   /** How the nodes attest; absent in records from before tpm-ek (then qemu-vtpm). */
   attestation?: AttestationVariant
   /** `mini up --merge-kubeconfig`: what it added to which kubeconfig, for `mini down` to take out. */
@@ -59,6 +62,8 @@ export function miniPaths(workspace: string) {
     bin: path.join(dir, 'bin'),
     apiDir: path.join(dir, 'api'),
     apiKubeconfig: path.join(dir, 'api-admin.conf'),
+    /** The kubeadm fake's record of every upgrade call, one JSON line each (KUBEADM_FAKE_LOG). */
+    kubeadmLog: path.join(dir, 'kubeadm-calls.jsonl'),
     apiLog: path.join(dir, 'apiserver.log'),
     metadataView: path.join(dir, 'metadata.json'),
     metadataLog: path.join(dir, 'metadata.log'),

@@ -93,6 +93,32 @@ async function createBridge(record: NetworkRecord, ip: (...args: string[]) => Pr
   await ip('link', 'set', bridge, 'up')
 }
 
+/** Removes node n's namespace and the host's end of its link (netns; nothing in loopback mode). */
+export async function removeNodeNetwork(
+  record: NetworkRecord,
+  index: number,
+  runner: Runner,
+): Promise<string[]> {
+  if (record.mode !== 'netns') return []
+  const removed: string[] = []
+  const link = hostLinkName(record.id, index)
+  if (
+    await runner.run('ip', ['link', 'show', link]).then(
+      () => true,
+      () => false,
+    )
+  ) {
+    await runner.run('ip', ['link', 'delete', link])
+    removed.push(`link ${link}`)
+  }
+  const ns = namespaceName(record.id, index)
+  if ((await runner.run('ip', ['netns', 'list'])).stdout.split('\n').some((l) => l.split(' ')[0] === ns)) {
+    await runner.run('ip', ['netns', 'delete', ns])
+    removed.push(`network namespace ${ns}`)
+  }
+  return removed
+}
+
 /** Removes every namespace and link of this network that exists; what is already gone is fine. */
 export async function removeNetwork(record: NetworkRecord, runner: Runner): Promise<string[]> {
   if (record.mode !== 'netns') return []

@@ -122,7 +122,10 @@ export class NodeSupervisor {
    */
   async start(): Promise<void> {
     // first: a second supervisor of this node fails here, before it touches anything
-    this.control = await serveSystemctl(this.machine.control, { start: (u) => this.startUnits(u) })
+    this.control = await serveSystemctl(this.machine.control, {
+      start: (u) => this.startUnits(u),
+      restart: (u) => this.restartUnits(u),
+    })
     for (const dir of this.machine.volatile) await rm(dir, { recursive: true, force: true })
     await this.loadUnits()
     this.publish()
@@ -186,6 +189,28 @@ export class NodeSupervisor {
           )
           .join('\n'),
       )
+  }
+
+  /**
+   * `systemctl restart`: each unit stops as at power-off (KillSignal, SIGKILL after TimeoutStopSec)
+   * and starts again with its start job; a unit that was not running just starts. This is how a
+   * replaced binary (the kubelet an upgrade installed) comes into use.
+   */
+  async restartUnits(names: readonly string[]): Promise<void> {
+    if (this.stopping) throw new SystemctlError(1, 'the node is powering off')
+    for (const name of names)
+      if (!this.units.has(name))
+        throw new SystemctlError(5, `Failed to restart ${name}: Unit ${name} not found.`)
+    for (const name of names) {
+      const run = this.units.get(name)
+      if (!run) continue
+      await run.job
+      this.deps.log.info('Restarting on request', { unit: name })
+      await this.stopUnit(name, run)
+      // a restart is a fresh start: a stopped unit that had failed or exited starts again
+      this.setState(name, run, 'inactive')
+    }
+    await this.startUnits(names)
   }
 
   private async loadUnits(): Promise<void> {

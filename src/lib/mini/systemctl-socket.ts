@@ -1,6 +1,6 @@
 /**
- * How `systemctl start` reaches a mini node's supervisor: the simulator's systemctl
- * (simulator/systemctl-fake) connects to the node's 0600 unix socket, writes one JSON line
+ * How `systemctl start` and `systemctl restart` reach a mini node's supervisor: the simulator's
+ * systemctl (simulator/systemctl-fake) connects to the node's 0600 unix socket, writes one JSON line
  * `{"verb":"start","units":[…]}` and gets one back, `{"ok":true}` or `{"ok":false,"code":N,"message":…}`,
  * which it prints and exits with, as systemctl does (5: no such unit).
  */
@@ -23,7 +23,12 @@ const MAX_REQUEST_BYTES = 64 * 1024
 
 export interface SystemctlHandler {
   start(units: string[]): Promise<void>
+  /** Stops each unit that runs (as `systemctl stop` would), then starts it. */
+  restart(units: string[]): Promise<void>
 }
+
+/** The verbs mini's systemd answers. */
+const VERBS = ['start', 'restart'] as const
 
 /** Listens on `socket` (refused if another process listens there); close it with `server.close()`. */
 export async function serveSystemctl(socket: string, handler: SystemctlHandler): Promise<Server> {
@@ -57,14 +62,15 @@ function answer(conn: Socket, handler: SystemctlHandler): void {
 async function handle(line: string, handler: SystemctlHandler) {
   try {
     const req = JSON.parse(line) as { verb?: unknown; units?: unknown }
-    if (req.verb !== 'start')
+    const verb = VERBS.find((v) => v === req.verb)
+    if (!verb)
       throw new SystemctlError(
         1,
-        `mini's systemd: only "start" is implemented, not ${JSON.stringify(req.verb)}`,
+        `mini's systemd: only ${VERBS.map((v) => `"${v}"`).join(' and ')} are implemented, not ${JSON.stringify(req.verb)}`,
       )
     if (!Array.isArray(req.units) || req.units.length === 0 || !req.units.every((u) => typeof u === 'string'))
       throw new SystemctlError(1, 'Too few arguments.')
-    await handler.start(req.units)
+    await handler[verb](req.units)
     return { ok: true }
   } catch (err) {
     return { ok: false, code: err instanceof SystemctlError ? err.code : 1, message: messageOf(err) }

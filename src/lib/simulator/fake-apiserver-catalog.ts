@@ -170,6 +170,20 @@ export function apiResourceList(types: readonly ResourceType[], groupVersion: st
         ...(t.shortNames ? { shortNames: t.shortNames } : {}),
         ...(t.categories ? { categories: t.categories } : {}),
       },
+      // kubectl drain looks here for the eviction subresource and the policy version it takes
+      ...(t.group === '' && t.resource === 'pods'
+        ? [
+            {
+              name: 'pods/eviction',
+              singularName: '',
+              namespaced: true,
+              group: 'policy',
+              version: 'v1',
+              kind: 'Eviction',
+              verbs: ['create'],
+            },
+          ]
+        : []),
       ...(t.createOnly
         ? []
         : [

@@ -7,19 +7,26 @@
  * the fake's own: it has no etcd or informers to report on.
  */
 
-/** The Kubernetes version the fake reports (kubeadm's fake reports the same by default). */
-const FAKE_KUBERNETES_VERSION = 'v1.31.13'
+/**
+ * The Kubernetes version the fake reports before kubeadm uploaded one (kubeadm's fake reports the
+ * same by default). After that it is the ClusterConfiguration's kubernetesVersion: `kubeadm upgrade
+ * apply` moves the API server's static pod and that record together, so the API server the cluster
+ * runs is at the recorded version.
+ */
+export const FAKE_KUBERNETES_VERSION = 'v1.31.13'
+const VERSION = /^v(\d+)\.(\d+)\.\d+$/
 
 /** Who the admin token is: the identity of a kubeadm cluster's admin.conf (1.29+). */
 const ADMIN_USER = { username: 'kubernetes-admin', groups: ['kubeadm:cluster-admins'] } as const
 
 /** GET /version: version.Info as kube-apiserver fills it. */
-export function versionInfo() {
-  const [major = '1', minor = '0'] = FAKE_KUBERNETES_VERSION.slice(1).split('.')
+export function versionInfo(recorded?: string) {
+  const version = recorded !== undefined && VERSION.test(recorded) ? recorded : FAKE_KUBERNETES_VERSION
+  const [, major = '1', minor = '0'] = VERSION.exec(version) ?? []
   return {
     major,
     minor,
-    gitVersion: FAKE_KUBERNETES_VERSION,
+    gitVersion: version,
     gitCommit: '0000000000000000000000000000000000000000',
     gitTreeState: 'clean',
     buildDate: '1970-01-01T00:00:00Z',

@@ -7,7 +7,8 @@
  * (`=`, `!=`, `in`, `notin`, `key`, `!key`) and field selectors (metadata.name/namespace and the
  * field labels the real server knows); get, create (409 on exists), replace (409 on a stale
  * resourceVersion), merge, strategic merge (lists of named objects by name, directives obeyed),
- * JSON and server-side-apply patches (apply creates), the status subresource, delete (owned objects follow, as the garbage collector does);
+ * JSON and server-side-apply patches (apply creates), the status subresource, a pod's eviction subresource
+ * (PodDisruptionBudgets honoured: fake-apiserver-eviction.ts), delete (owned objects follow, as the garbage collector does);
  * Status objects on errors. Objects are kept as the real server keeps them: uid, creationTimestamp,
  * generation (bumped when spec changes), a Service's clusterIP, workload defaults.
  *
@@ -69,6 +70,7 @@ import {
 } from './fake-apiserver-catalog.js'
 import { WorkloadControllers, type WorkloadRef } from './fake-apiserver-controllers.js'
 import { protobufDeleteOptions, type DeleteOptions } from './fake-apiserver-deleteoptions.js'
+import { decideEviction } from './fake-apiserver-eviction.js'
 import {
   NODE_MONITOR_GRACE_PERIOD_MS,
   NODE_MONITOR_PERIOD_MS,
@@ -344,6 +346,20 @@ export class FakeApiServer {
     this.commit(p, this.controllers.admit(resource, obj, existing), existing)
   }
 
+  /** kube-system/kubeadm-config's ClusterConfiguration.kubernetesVersion, when kubeadm uploaded one. */
+  private recordedKubernetesVersion(): string | undefined {
+    const cm = this.get('v1', 'configmaps', 'kubeadm-config', 'kube-system') as
+      { data?: Record<string, unknown> } | undefined
+    const text = cm?.data?.ClusterConfiguration
+    if (typeof text !== 'string') return undefined
+    try {
+      const cluster = parseYaml(text, 'kubeadm-config').value as { kubernetesVersion?: unknown } | null
+      return typeof cluster?.kubernetesVersion === 'string' ? cluster.kubernetesVersion : undefined
+    } catch {
+      return undefined // a broken record: the version the fake reports without one
+    }
+  }
+
   get(apiVersion: string, resource: string, name: string, namespace?: string): KubeObject | undefined {
     return this.objects.get(keyOf({ apiVersion, resource, namespace, name }))
   }
@@ -514,7 +530,8 @@ export class FakeApiServer {
     const method = req.method ?? 'GET'
     this.requests.push({ method, path: url.pathname, query: url.searchParams, body })
     // public information, as kube-apiserver's system:public-info-viewer role grants it to anyone
-    if (method === 'GET' && url.pathname === '/version') return send(res, 200, versionInfo())
+    if (method === 'GET' && url.pathname === '/version')
+      return send(res, 200, versionInfo(this.recordedKubernetesVersion()))
     const health = method === 'GET' ? healthResponse(url.pathname, url.searchParams) : undefined
     if (health) return sendText(res, health.code, health.body)
     if (req.headers.authorization !== `Bearer ${ADMIN_TOKEN}`)
@@ -541,6 +558,8 @@ export class FakeApiServer {
     }
     const p = parsePath(url.pathname)
     if (!p) return send(res, 404, status(404, 'NotFound', `no route for ${url.pathname}`))
+    if (p.resource === 'pods' && p.subresource === 'eviction' && p.apiVersion === 'v1')
+      return this.respondEviction(res, p, method, body)
     if (p.subresource && p.subresource !== 'status')
       return send(res, 404, status(404, 'NotFound', `the fake serves no ${p.subresource} subresource`))
     if (this.isCreateOnly(p)) return this.respondReview(res, p, method, body)
@@ -744,6 +763,34 @@ export class FakeApiServer {
       apiVersion: p.apiVersion,
       encode: asRow,
     })
+  }
+
+  /** POST pods/NAME/eviction (fake-apiserver-eviction.ts): the pod goes, or the refusal says why. */
+  private respondEviction(res: http.ServerResponse, p: ParsedPath, method: string, body: unknown) {
+    if (method !== 'POST')
+      return send(
+        res,
+        405,
+        status(405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource'),
+      )
+    const pod = this.objects.get(
+      keyOf({ apiVersion: p.apiVersion, resource: p.resource, namespace: p.namespace, name: p.name }),
+    )
+    if (!pod) return send(res, 404, status(404, 'NotFound', `pods "${p.name}" not found`))
+    const inNamespace = { apiVersion: 'v1', resource: 'pods', namespace: p.namespace }
+    const budgets = this.select({
+      apiVersion: 'policy/v1',
+      resource: 'poddisruptionbudgets',
+      namespace: p.namespace,
+    })
+    const decision = decideEviction(pod, body, budgets, this.select(inNamespace))
+    if (!decision.evict)
+      return send(res, decision.code, {
+        ...status(decision.code, decision.reason, decision.message),
+        ...(decision.causes ? { details: { causes: decision.causes } } : {}),
+      })
+    this.remove({ ...inNamespace, name: pod.metadata.name }, pod, false)
+    send(res, 201, status(201, 'Success', ''))
   }
 
   private respondCreate(res: http.ServerResponse, p: ParsedPath, obj: KubeObject) {

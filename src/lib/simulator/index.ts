@@ -6,7 +6,7 @@
  * every output. In src/ only the mini flow, the wiring and this simulator's process entry may
  * import it (test/architecture/simulator-users.test.ts).
  */
-export { simulatorPaths, kubeletUnitFor } from './paths.js'
+export { simulatorPaths, kubeletUnitFor, simulatedComponents } from './paths.js'
 
 export { FakeApiServer } from './fake-apiserver.js'
 export type { FakeApiServerOptions } from './fake-apiserver.js'

@@ -14,5 +14,5 @@ export {
   kubernetesMinor,
   kubeadmApiVersion,
 } from './kubernetes-version.js'
-export { encodeComponents, readComponentsFile } from './components-file.js'
+export { encodeComponents, parseComponents, readComponentsFile } from './components-file.js'
 export { compareSemver, parseSemver } from './semver.js'

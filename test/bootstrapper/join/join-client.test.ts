@@ -95,7 +95,7 @@ function stubJoinService(
             ...(behaviour === 'bad-pki-name' ? [{ name: '../../etc/shadow', data: Buffer.from('x') }] : []),
           ]
         : [],
-      kubernetesVersion: '',
+      kubernetesVersion: 'v1.31.13',
       kubernetesComponents: COMPONENTS,
       authorizedCaPublicKey: Buffer.alloc(0),
       hostCertificate: Buffer.alloc(0),
@@ -274,6 +274,7 @@ describe('NodeJoinClient on stub parts', function () {
         token: TOKEN,
         caCertHash: ca.caCertHash,
         controlPlane: false,
+        clusterVersion: 'v1.31.13',
       },
     ])
   })

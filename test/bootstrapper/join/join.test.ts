@@ -108,7 +108,7 @@ async function startJoinService(
     kubeletSigner: createKubeletSigner({ ...ca, clock: () => new Date() }),
     ca,
     controlPlaneServiceFiles: serviceFiles,
-    components: () => Promise.resolve(components),
+    kubernetes: () => Promise.resolve({ version: 'v1.31.13', components }),
     stateDisks,
     cluster: { measurementSalt: MEASUREMENT_SALT, apiServerEndpoint: API_SERVER },
     members: staticMembers(opts.members),

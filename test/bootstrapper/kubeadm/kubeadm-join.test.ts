@@ -112,6 +112,33 @@ describe('kubeadm join', () => {
       return { runner, argv, configs }
     }
 
+    it('warns when the installed kubeadm is of another minor than the ticket says the cluster runs', async () => {
+      const paths = nodePaths(root)
+      const run = async (clusterVersion: string) => {
+        const k = stubKubeadm(0)
+        const lines: string[] = []
+        await runKubeadmJoin(
+          { ...input(false), clusterVersion },
+          {
+            runner: k.runner,
+            kubeadm: '/stub/kubeadm',
+            paths,
+            recordOutput: () => {},
+            log: createLogger({ format: 'json', write: (l) => lines.push(l) }),
+            retryDelayMs: 1,
+          },
+        )
+        expect(k.argv.filter((a) => a[0] === 'join')).to.have.length(1)
+        return lines.filter((l) => l.includes('"level":"warn"'))
+      }
+      expect(await run('v1.31.12'), 'same minor').to.deep.equal([])
+      const warned = await run('v1.32.9')
+      expect(warned).to.have.length(1)
+      expect(warned[0]).to.match(
+        /The join ticket says the cluster runs Kubernetes v1\.32\.9, but the components it carries installed kubeadm v1\.31\.13/,
+      )
+    })
+
     const cases: Record<string, { failures: number; wantJoins: number; wantError?: RegExp }> = {
       'joins at the first attempt': { failures: 0, wantJoins: 1 },
       'joins at the third attempt': { failures: 2, wantJoins: 3 },

@@ -50,8 +50,11 @@ export interface InstallerDeps {
 }
 
 export interface StagedComponents {
-  /** Copies every component into place under the root. */
-  install(): Promise<void>
+  /**
+   * Copies every component (or those `select` picks) into place under the root; each one once
+   * (an upgrade installs the kubelet apart, after kubeadm's step).
+   */
+  install(select?: (component: Component) => boolean): Promise<void>
   /** Removes the staging directory; safe to call more than once. */
   discard(): Promise<void>
 }
@@ -94,7 +97,13 @@ export async function stageComponents(
         }),
       )
     }
-    return { install: () => installStaged(staged, deps.log), discard }
+    const pending = new Set(staged)
+    const install = async (select: (c: Component) => boolean = () => true) => {
+      const now = staged.filter((s) => pending.has(s) && select(s.component))
+      await installStaged(now, deps.log)
+      for (const s of now) pending.delete(s)
+    }
+    return { install, discard }
   } catch (err) {
     await discard()
     throw err

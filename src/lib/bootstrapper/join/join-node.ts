@@ -103,9 +103,11 @@ export async function joinNode(plan: JoinPlan, deps: JoinNodeDeps): Promise<bool
       token: ticket.token,
       caCertHash: ticket.caCertHash,
       controlPlane,
+      clusterVersion: ticket.kubernetesVersion,
     }),
   )
   deps.log.info('Node joined the cluster', {
+    kubernetesVersion: ticket.kubernetesVersion || undefined,
     role: controlPlane ? 'control-plane' : 'worker',
     apiServerEndpoint,
     clusterId: clusterId.toString('hex'),

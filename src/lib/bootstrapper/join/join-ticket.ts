@@ -32,6 +32,8 @@ export interface JoinTicket {
   /** Only for a control plane: what its own key and join services need (the master secret among them). */
   serviceFiles: Array<{ name: ControlPlaneServiceFileName; data: Buffer }>
   components: Component[]
+  /** What the cluster runs (`vX.Y.Z`), or '' from a join service that does not say. */
+  kubernetesVersion: string
 }
 
 /** The ticket is unusable; the node asks again. */
@@ -69,6 +71,10 @@ export function checkJoinTicket(res: IssueJoinTicketResponse, want: TicketExpect
     )
   }
   checkKubeletCert(res.kubeletCert, want.kubeletKey)
+  if (res.kubernetesVersion !== '' && !/^v\d+\.\d+\.\d+$/.test(res.kubernetesVersion))
+    throw new BadTicketError(
+      `kubernetes_version: ${JSON.stringify(res.kubernetesVersion.slice(0, 40))} is not vX.Y.Z`,
+    )
   const files = want.controlPlane ? checkControlPlaneFiles(res.controlPlaneFiles) : { pki: [], service: [] }
   return {
     diskKey: res.stateDiskKey,
@@ -81,6 +87,7 @@ export function checkJoinTicket(res: IssueJoinTicketResponse, want: TicketExpect
     controlPlaneFiles: files.pki,
     serviceFiles: files.service,
     components: res.kubernetesComponents,
+    kubernetesVersion: res.kubernetesVersion,
   }
 }
 

@@ -18,6 +18,11 @@ export interface KubeadmJoinInput {
   /** `sha256:<hex>` pin of the cluster CA's public key. */
   caCertHash: string
   controlPlane: boolean
+  /**
+   * The version the join ticket says the cluster runs (empty from a join service that does not say):
+   * an installed kubeadm of another minor is logged as a warning (the ticket's components are not that version's).
+   */
+  clusterVersion?: string
 }
 
 export interface KubeadmJoinConfigInput extends KubeadmJoinInput {

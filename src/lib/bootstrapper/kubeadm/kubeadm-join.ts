@@ -7,6 +7,7 @@ import { mkdir, rm } from 'node:fs/promises'
 import path from 'node:path'
 import { chainMessage } from '../../errors/index.js'
 import { CommandFailedError, retry } from '../../system/index.js'
+import { kubernetesMinor } from '../../versions/index.js'
 import type { KubeadmDeps } from './kubeadm-init.js'
 import { withKubeadmConfig, writeAuditPolicy } from './kubeadm-files.js'
 import { renderKubeadmJoinConfig, type KubeadmJoinInput } from './kubeadm-join-config.js'
@@ -31,6 +32,8 @@ export async function runKubeadmJoin(input: KubeadmJoinInput, deps: KubeadmJoinD
   const timeoutMs = deps.timeoutMs ?? KUBEADM_JOIN_TIMEOUT_MS
   const deadline = Date.now() + timeoutMs
   const version = await installedVersion(deps)
+  const mismatch = versionMismatch(version, input.clusterVersion)
+  if (mismatch) deps.log.warn(mismatch, { installedKubeadm: version, clusterVersion: input.clusterVersion })
   if (input.controlPlane) await writeAuditPolicy(paths)
   const render = () =>
     renderKubeadmJoinConfig({
@@ -62,6 +65,16 @@ export async function runKubeadmJoin(input: KubeadmJoinInput, deps: KubeadmJoinD
       throw new Error(`kubeadm join failed (at most ${attempts} attempts within ${within})`, { cause })
     })
   })
+}
+
+/**
+ * A kubeadm of another minor than the cluster's joins this node at a version the cluster is not at.
+ * Said, not refused: this runs past the node lock, where a refusal would cost the node, and kubeadm's
+ * own skew checks still stand; the cause is the cluster's record of its components.
+ */
+function versionMismatch(installed: string, cluster: string | undefined): string | undefined {
+  if (!cluster || kubernetesMinor(installed) === kubernetesMinor(cluster)) return undefined
+  return `The join ticket says the cluster runs Kubernetes ${cluster}, but the components it carries installed kubeadm ${installed}: the cluster's record of its components (kube-system/constellation-components-${cluster}, or the join service's components file) is not of its version`
 }
 
 /** The kubeadm API version follows the installed kubeadm, not the cluster: ask it. */
