@@ -25,7 +25,7 @@ import { simulatorPaths } from '../lib/simulator/index.js'
 import { clusterStatus, type StatusReport } from '../lib/status/index.js'
 import { createLogger, createRunner } from '../lib/system/index.js'
 import { linesProgress } from '../lib/ui/index.js'
-import { removalConfirm } from './nodes.js'
+import { terminalConfirm } from './nodes.js'
 import { statusDeps } from './status.js'
 
 export function miniIo(opts: { skipHelm: boolean; progress: (line: string) => void }): MiniIo {
@@ -146,6 +146,6 @@ export const runMiniRemove = (
     io: miniIo({ skipHelm: true, progress: io.progress }),
     openNodeAdmin: (kubeconfig) => openNodeAdmin(kubeconfig),
     kubeconfig: workspacePaths(opts.workspace).adminConf,
-    confirm: removalConfirm(),
+    confirm: terminalConfirm('node removal'),
     showPlan: io.showPlan,
   })

@@ -12,9 +12,9 @@ import { workspacePaths } from '../lib/paths.js'
 import { canPrompt, processTerminal, promptOrAbort } from '../lib/ui/index.js'
 
 /** Asks on the terminal, or undefined when nobody can answer (then --yes is needed). */
-export function removalConfirm(): ((question: string) => Promise<boolean>) | undefined {
+export function terminalConfirm(what: string): ((question: string) => Promise<boolean>) | undefined {
   return canPrompt(processTerminal())
-    ? (message) => promptOrAbort('node removal', () => confirm({ message, default: false }))
+    ? (message) => promptOrAbort(what, () => confirm({ message, default: false }))
     : undefined
 }
 
@@ -41,7 +41,7 @@ export async function runNodeRemove(s: NodeRemoveSettings) {
     api,
     etcd: mini ? simulatedEtcd(api) : undefined,
     clock: { now: () => Date.now(), sleep: (ms: number) => new Promise<void>((r) => setTimeout(r, ms)) },
-    confirm: removalConfirm(),
+    confirm: terminalConfirm('node removal'),
     progress: s.progress,
   }
   const plan = await planNodeRemoval(s.name, deps)

@@ -4,7 +4,7 @@ export const LAYERS: readonly (readonly string[])[] = [
   ['system'],
   ['yaml', 'ui', 'contract'],
   ['tpm', 'tsm', 'versions', 'x509', 'grpc', 'kube', 'measurements'],
-  ['kms', 'attestation'],
+  ['kms', 'attestation', 'nodeupgrade'],
   ['atls', 'statedisk', 'cvm-standin'],
   ['simulator'],
   ['config'],

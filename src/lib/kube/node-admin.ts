@@ -1,5 +1,5 @@
 /**
- * The requests that retire a node, over @kubernetes/client-node with the operator's kubeconfig:
+ * The requests that retire or upgrade a node, over @kubernetes/client-node with the operator's kubeconfig:
  * cordon, the pods on it, evictions (the eviction subresource, which honours PodDisruptionBudgets),
  * and deleting the Node and the objects that name it. Every request is bounded and names itself
  * and the server when it fails (requestCaller); an eviction the API refuses for a disruption budget
@@ -15,6 +15,10 @@ export interface AdminNode {
   annotations: Record<string, string>
   internalIP?: string
   unschedulable: boolean
+  /** Its Ready condition is True. */
+  ready: boolean
+  /** What its kubelet reports (status.nodeInfo.kubeletVersion). */
+  kubeletVersion?: string
 }
 
 /** A pod bound to a node. */
@@ -47,6 +51,8 @@ export interface NodeAdmin {
   listNodes(): Promise<AdminNode[]>
   /** Marks the Node unschedulable (kubectl cordon). */
   cordon(name: string): Promise<void>
+  /** Makes the Node schedulable again (kubectl uncordon). */
+  uncordon(name: string): Promise<void>
   /** Sets one annotation on the Node. */
   annotateNode(name: string, key: string, value: string): Promise<void>
   podsOn(node: string): Promise<NodePod[]>
@@ -95,6 +101,8 @@ export async function openNodeAdmin(
     annotations: n.metadata?.annotations ?? {},
     internalIP: n.status?.addresses?.find((a) => a.type === 'InternalIP')?.address,
     unschedulable: n.spec?.unschedulable === true,
+    ready: n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true,
+    kubeletVersion: n.status?.nodeInfo?.kubeletVersion,
   })
   const admin: NodeAdmin = {
     server,
@@ -109,6 +117,10 @@ export async function openNodeAdmin(
     async cordon(name) {
       const body = [{ op: 'add', path: '/spec/unschedulable', value: true }]
       await call(`cordoning Node ${name}`, () => core.patchNode({ name, body }, options()))
+    },
+    async uncordon(name) {
+      const body = [{ op: 'add', path: '/spec/unschedulable', value: false }]
+      await call(`uncordoning Node ${name}`, () => core.patchNode({ name, body }, options()))
     },
     async annotateNode(name, key, value) {
       const node = await admin.getNode(name)

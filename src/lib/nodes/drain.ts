@@ -53,7 +53,7 @@ export async function drainNode(
   node: string,
   api: DrainApi,
   clock: DrainClock,
-  opts: { timeoutMs: number; progress: (line: string) => void },
+  opts: { timeoutMs: number; progress: (line: string) => void; rerun?: string },
 ): Promise<DrainResult> {
   const deadline = clock.now() + opts.timeoutMs
   const pods = await api.podsOn(node)
@@ -85,7 +85,7 @@ export async function drainNode(
     if (clock.now() + EVICTION_RETRY_INTERVAL_MS > deadline)
       throw drainTimeout(
         node,
-        opts.timeoutMs,
+        opts,
         [...pending].map((p) => `${podName(p)} (${blocked.get(podName(p)) ?? 'not evicted'})`),
       )
     await clock.sleep(EVICTION_RETRY_INTERVAL_MS)
@@ -98,7 +98,7 @@ export async function drainNode(
     if (clock.now() + POD_GONE_POLL_MS > deadline)
       throw drainTimeout(
         node,
-        opts.timeoutMs,
+        opts,
         left.map((p) => `${podName(p)} (evicted, still terminating)`),
       )
     await clock.sleep(POD_GONE_POLL_MS)
@@ -106,12 +106,12 @@ export async function drainNode(
   return { evicted: evicted.map(podName), kept }
 }
 
-function drainTimeout(node: string, timeoutMs: number, left: string[]) {
+function drainTimeout(node: string, opts: { timeoutMs: number; rerun?: string }, left: string[]) {
   return new CliError(
-    `draining ${node}: still on it after ${formatDuration(timeoutMs)}: ${left.join(', ')}`,
+    `draining ${node}: still on it after ${formatDuration(opts.timeoutMs)}: ${left.join(', ')}`,
     {
       exitCode: ExitCode.Failure,
-      hint: `${node} stays cordoned and nothing else was changed; free the disruption budgets (or scale up), then run the removal again, or give it more time with --drain-timeout`,
+      hint: `${node} stays cordoned and nothing else was changed; free the disruption budgets (or scale up), then run ${opts.rerun ?? 'the removal'} again, or give it more time with --drain-timeout`,
     },
   )
 }

@@ -1,7 +1,14 @@
-/** Nodes of a running cluster: retiring one (`constellation node remove`). */
+/** Nodes of a running cluster: retiring one (`node remove`), and upgrading their Kubernetes one by one. */
 export { NodeNotFoundError, planNodeRemoval, removeNode } from './remove.js'
 export type { RemovalPlan, RemovalReport } from './remove.js'
 export { renderRemovalPlan, renderRemovalReport } from './render.js'
 export { DEFAULT_DRAIN_TIMEOUT_MS } from './drain.js'
 export { peerUrlOf } from './etcd.js'
 export type { EtcdMembership } from './etcd.js'
+export { planKubernetesUpgrade, checkVersionStep, componentsDigest } from './upgrade-plan.js'
+export type { KubernetesUpgradeApi, KubernetesUpgradePlan, TargetComponents } from './upgrade-plan.js'
+export { runKubernetesUpgrade, upgradeFailed, DEFAULT_NODE_UPGRADE_TIMEOUT_MS } from './upgrade-run.js'
+export type { KubernetesUpgradeReport } from './upgrade-run.js'
+export { renderKubernetesPlan, renderKubernetesReport } from './upgrade-render.js'
+export { readUpgradeRecord, UPGRADE_RECORD } from './upgrade-record.js'
+export type { UpgradeRecord } from './upgrade-record.js'

@@ -3,7 +3,15 @@
  * internal address, readiness and kubelet version. Bounded like every API read; an error names the
  * request, never a response body.
  */
-import { API_REQUEST_TIMEOUT_MS, openClusterClient, requestCaller, type KubeNode } from '../kube/index.js'
+import {
+  API_REQUEST_TIMEOUT_MS,
+  openClusterClient,
+  requestCaller,
+  statusOf,
+  type KubeNode,
+} from '../kube/index.js'
+import { readUpgradeRecord, type UpgradeRecord } from '../nodes/index.js'
+import { UPGRADE_STATUS_ANNOTATION, parseStatus, type AgentStatus } from '../nodeupgrade/index.js'
 
 export interface KubernetesNode {
   name: string
@@ -13,11 +21,15 @@ export interface KubernetesNode {
   /** Why it is not Ready, from its Ready condition (a node lifecycle controller's NodeStatusUnknown). */
   notReady?: string
   kubeletVersion?: string
+  /** Its upgrade agent's last answer (the status annotation), when it has one. */
+  upgrade?: Pick<AgentStatus, 'id' | 'state' | 'phase' | 'message'>
 }
 
 export interface ClusterView {
   kubernetesVersion: string
   nodes: KubernetesNode[]
+  /** The cluster's record of its last Kubernetes upgrade, when one ran. */
+  upgrade?: UpgradeRecord
 }
 
 const ROLE_LABEL = 'node-role.kubernetes.io/'
@@ -30,9 +42,22 @@ export async function readClusterView(
   const call = requestCaller(api.server, timeoutMs)
   const version = await call('reading the API server version', () => api.serverVersion())
   const nodes = await call('listing Nodes', () => api.listNodes())
+  const upgrade = await call('reading the Kubernetes upgrade record', () =>
+    readUpgradeRecord({
+      getConfigMap: (namespace, name) =>
+        api.readConfigMap(namespace, name).then(
+          (cm) => ({ data: (cm.data ?? {}) as Record<string, string>, resourceVersion: '' }),
+          (err: unknown) => {
+            if (statusOf(err) === 404) return undefined
+            throw err
+          },
+        ),
+    }),
+  )
   return {
     kubernetesVersion: version ?? '',
     nodes: (nodes ?? []).map(nodeOf).sort((a, b) => a.name.localeCompare(b.name)),
+    ...(upgrade && { upgrade }),
   }
 }
 
@@ -49,7 +74,15 @@ function nodeOf(n: KubeNode): KubernetesNode {
     internalIP: n.status?.addresses?.find((a) => a.type === 'InternalIP')?.address,
     ...readiness(n.status?.conditions?.find((c) => c.type === 'Ready')),
     kubeletVersion: n.status?.nodeInfo?.kubeletVersion,
+    ...upgradeOf(n.metadata?.annotations?.[UPGRADE_STATUS_ANNOTATION]),
   }
+}
+
+function upgradeOf(raw: string | undefined): Pick<KubernetesNode, 'upgrade'> {
+  const status = parseStatus(raw)
+  if (!status) return {}
+  const { id, state, phase, message } = status
+  return { upgrade: { id, state, ...(phase && { phase }), ...(message && { message }) } }
 }
 
 function readiness(ready: NodeCondition | undefined): Pick<KubernetesNode, 'ready' | 'notReady'> {

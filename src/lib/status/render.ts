@@ -1,7 +1,7 @@
 /** The plain text of `constellation status`: one table of nodes, then the cluster's versions. */
 import { describeAssurance } from '../attestation/index.js'
 import { renderTable } from '../ui/index.js'
-import type { StatusReport } from './status.js'
+import type { NodeStatus, StatusReport } from './status.js'
 
 export function renderStatus(r: StatusReport): string {
   const rows = r.nodes.map((n) => [
@@ -11,7 +11,7 @@ export function renderStatus(r: StatusReport): string {
     n.attestation,
     n.clusterIdPcr,
     n.kubernetes ? (n.kubernetes.ready ? 'Ready' : 'NotReady') : '?',
-    n.kubernetes?.kubeletVersion ?? '?',
+    kubeletCell(n, r.kubernetesUpgrade),
   ])
   const lines = [
     renderTable(['NODE', 'ROLES', 'ADDRESS', 'ATTESTATION', 'PCR 15', 'KUBERNETES', 'KUBELET'], rows),
@@ -23,11 +23,22 @@ export function renderStatus(r: StatusReport): string {
   lines.push(...hardware)
   for (const n of r.nodes.filter((x) => x.kubernetes?.notReady))
     lines.push(`${n.name}: NotReady: ${n.kubernetes?.notReady ?? ''}`)
+  for (const n of r.nodes.filter((x) => x.kubernetes?.upgrade))
+    lines.push(`${n.name}: upgrade ${describeAgent(n.kubernetes!.upgrade!)}`)
   lines.push(
     r.apiError
       ? `Kubernetes API: ${r.apiError}`
       : `Kubernetes ${r.kubernetesVersion ?? '?'}; ${r.nodes.length} node${r.nodes.length === 1 ? '' : 's'}`,
   )
+  const u = r.kubernetesUpgrade
+  if (u && u.state !== 'succeeded')
+    lines.push(
+      `Kubernetes upgrade to ${u.target} (${u.id}): ${u.state}, ${u.atTarget} of ${r.nodes.length} nodes at ${u.target}` +
+        (u.failure
+          ? `; stopped at ${u.failure.node}${r.nodes.some((n) => n.name === u.failure?.node && n.kubernetes?.upgrade) ? ' (above)' : `: ${u.failure.message}`}`
+          : '') +
+        `; \`upgrade apply --kubernetes ${u.target}\` resumes it`,
+    )
   if (r.releases)
     lines.push(
       r.releases.length === 0
@@ -38,4 +49,15 @@ export function renderStatus(r: StatusReport): string {
   lines.push(`Attestation: ${describeAssurance(r.attestation)}`)
   lines.push(r.healthy ? 'Healthy.' : 'NOT healthy: see the rows above.')
   return lines.join('\n')
+}
+
+/** The kubelet's version, and the upgrade's target beside it while the node is not there yet. */
+function kubeletCell(n: NodeStatus, upgrade: StatusReport['kubernetesUpgrade']): string {
+  const version = n.kubernetes?.kubeletVersion ?? '?'
+  if (!upgrade || upgrade.state === 'succeeded' || version === upgrade.target) return version
+  return `${version} → ${upgrade.target}`
+}
+
+function describeAgent(a: NonNullable<NonNullable<NodeStatus['kubernetes']>['upgrade']>): string {
+  return [a.state, a.phase && `in ${a.phase}`, a.message].filter(Boolean).join(': ')
 }

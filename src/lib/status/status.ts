@@ -47,13 +47,30 @@ export interface NodeStatus {
   /** PCR 15 against the workspace's cluster ID: known only when the node sent its quote. */
   clusterIdPcr: 'match' | 'mismatch' | 'unknown'
   /** Undefined when the Kubernetes API was not reachable. */
-  kubernetes?: { ready: boolean; notReady?: string; kubeletVersion?: string }
+  kubernetes?: {
+    ready: boolean
+    notReady?: string
+    kubeletVersion?: string
+    /** Its upgrade agent's last answer, when it is for the cluster's upgrade and not a success. */
+    upgrade?: { state: string; phase?: string; message?: string }
+  }
   /** Confidential-VM variants: whose root the node's hardware evidence chained to. */
   hardware?: string
 }
 
+/** The cluster's last Kubernetes upgrade, as its record says. */
+export interface KubernetesUpgradeStatus {
+  id: string
+  target: string
+  state: 'running' | 'succeeded' | 'failed'
+  /** Nodes whose kubelet is at the target. */
+  atTarget: number
+  failure?: { node: string; phase?: string; message: string }
+}
+
 export interface StatusReport {
   kubernetesVersion?: string
+  kubernetesUpgrade?: KubernetesUpgradeStatus
   apiError?: string
   nodes: NodeStatus[]
   releases?: Array<Pick<InstalledRelease, 'name' | 'namespace' | 'version' | 'status'>>
@@ -83,10 +100,16 @@ export async function clusterStatus(deps: StatusDeps): Promise<StatusReport> {
         : []
   const nodes = await Promise.all(
     targets.map(async (t): Promise<NodeStatus> => {
+      const upgradeId = 'view' in cluster ? cluster.view.upgrade?.id : undefined
+      const agent = t.node?.upgrade
       const kubernetes = t.node && {
         ready: t.node.ready,
         ...(t.node.notReady ? { notReady: t.node.notReady } : {}),
         kubeletVersion: t.node.kubeletVersion,
+        // the agent's own words about this upgrade's step, unless it went well
+        ...(agent && upgradeId && agent.id.startsWith(`${upgradeId}/`) && agent.state !== 'succeeded'
+          ? { upgrade: { state: agent.state, phase: agent.phase, message: agent.message } }
+          : {}),
       }
       const base = { name: t.name, roles: t.roles, address: t.address, ...(kubernetes ? { kubernetes } : {}) }
       if (!t.address) return { ...base, attestation: 'no address', clusterIdPcr: 'unknown' }
@@ -112,8 +135,21 @@ export async function clusterStatus(deps: StatusDeps): Promise<StatusReport> {
       'view' in cluster &&
       nodes.every((n) => n.attestation === 'trusted' && n.clusterIdPcr === 'match' && n.kubernetes?.ready),
   }
-  if ('view' in cluster) report.kubernetesVersion = cluster.view.kubernetesVersion
-  else report.apiError = cluster.error
+  if ('view' in cluster) {
+    report.kubernetesVersion = cluster.view.kubernetesVersion
+    const record = cluster.view.upgrade
+    if (record) {
+      report.kubernetesUpgrade = {
+        id: record.id,
+        target: record.target,
+        state: record.state,
+        atTarget: cluster.view.nodes.filter((n) => n.kubeletVersion === record.target).length,
+        ...(record.failure && { failure: record.failure }),
+      }
+      // a stopped upgrade leaves a mixed fleet: not healthy until it is finished
+      if (record.state === 'failed') report.healthy = false
+    }
+  } else report.apiError = cluster.error
   if (releases && 'list' in releases)
     report.releases = releases.list.map(({ name, namespace, version, status }) => ({
       name,

@@ -6,6 +6,7 @@ export {
   resolveKubernetesVersion,
   isSupportedVersion,
   componentsFor,
+  nextKubernetesVersion,
 } from './supported.js'
 export type { KubernetesComponent } from './supported.js'
 export {

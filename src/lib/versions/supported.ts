@@ -98,3 +98,15 @@ function unsupported(input: string, why: string): CliError {
     { exitCode: ExitCode.Usage },
   )
 }
+
+/**
+ * Where a cluster at `current` can go next: the supported patch of its own minor when it is newer,
+ * else the supported patch one minor up (kubeadm moves one minor at a time); undefined at the newest.
+ */
+export function nextKubernetesVersion(current: string): string | undefined {
+  const now = parseKubernetesVersion(current)
+  if (!now) return undefined
+  const later = supportedVersions().filter((v) => compareVersions(v, current) > 0)
+  const sameMinor = later.find((v) => parseKubernetesVersion(v)?.minor === now.minor)
+  return sameMinor ?? later.find((v) => parseKubernetesVersion(v)?.minor === now.minor + 1)
+}

@@ -16,8 +16,8 @@ import {
   NodeUpgradeError,
   upgradeNode,
   type NodeUpgradeDeps,
-  type NodeUpgradeRequest,
 } from '../../../src/lib/bootstrapper/upgrade/node-upgrade.js'
+import type { NodeUpgradeRequest } from '../../../src/lib/nodeupgrade/index.js'
 import { nodePaths } from '../../../src/lib/paths.js'
 import { FakeApiServer, simulatorPaths } from '../../../src/lib/simulator/index.js'
 import { createRunner, type Runner } from '../../../src/lib/system/index.js'

@@ -6,16 +6,14 @@
  */
 import { writeFile } from 'node:fs/promises'
 import path from 'node:path'
-import {
-  NodeUpgradeError,
-  type NodeUpgradeRequest,
-} from '../../../src/lib/bootstrapper/upgrade/node-upgrade.js'
+import { NodeUpgradeError } from '../../../src/lib/bootstrapper/upgrade/node-upgrade.js'
+import { UpgradeAgent } from '../../../src/lib/bootstrapper/upgrade/upgrade-agent.js'
 import {
   UPGRADE_REQUEST_ANNOTATION,
   UPGRADE_STATUS_ANNOTATION,
-  UpgradeAgent,
   type AgentStatus,
-} from '../../../src/lib/bootstrapper/upgrade/upgrade-agent.js'
+  type NodeUpgradeRequest,
+} from '../../../src/lib/nodeupgrade/index.js'
 import { openNodeAnnotations } from '../../../src/lib/kube/index.js'
 import { FakeApiServer } from '../../../src/lib/simulator/index.js'
 import { silentLogger } from '../../../src/lib/system/logger.js'

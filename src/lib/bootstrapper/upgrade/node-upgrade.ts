@@ -17,18 +17,7 @@ import {
   type KubernetesComponent,
 } from '../../versions/index.js'
 import { checkComponents, type StagedComponents } from '../components/installer.js'
-
-export const NODE_UPGRADE_STEPS = ['apply', 'node'] as const
-/** `apply`: the first control plane (`kubeadm upgrade apply`); `node`: every other node. */
-export type NodeUpgradeStep = (typeof NODE_UPGRADE_STEPS)[number]
-
-export interface NodeUpgradeRequest {
-  /** The target, `vX.Y.Z`. */
-  kubernetesVersion: string
-  /** Every component of the target version (kubeadm, kubelet, kubectl, image patches, …). */
-  components: readonly KubernetesComponent[]
-  step: NodeUpgradeStep
-}
+import { NODE_UPGRADE_STEPS, type NodeUpgradeRequest, type NodeUpgradeStep } from '../../nodeupgrade/index.js'
 
 export interface NodeUpgradeResult {
   kubernetesVersion: string

@@ -1,14 +1,9 @@
 /**
  * The node's upgrade agent: it watches its own Node object for an upgrade request and runs this
- * node's step (node-upgrade.ts), reporting in the same object. No port, no socket, no SSH: the
- * operator's CLI reaches nodes only through the API server, and a kubelet's credentials may read and
- * patch its own Node, so every node (a worker too) can take part with what it already holds.
- *
- *   upgrade.constellation.edgeless.systems/kubernetes          the request (JSON, the operator's):
- *       {"id": "...", "kubernetesVersion": "v1.32.9", "step": "apply"|"node", "components": [...]}
- *   upgrade.constellation.edgeless.systems/kubernetes-status   the answer (JSON, this agent's):
- *       {"id": "...", "state": "running"|"succeeded"|"failed", "kubernetesVersion", "step",
- *        "phase"?, "message"?, "nodeChanged"?, "kubeadmOutput"?, "updatedAt"}
+ * node's step (node-upgrade.ts), reporting in the same object (the annotations: nodeupgrade/).
+ * No port, no socket, no SSH: the operator's CLI reaches nodes only through the API server, and a
+ * kubelet's credentials may read and patch its own Node, so every node (a worker too) can take part
+ * with what it already holds.
  *
  * A request is done once its status has the same id and a final state; a status left `running` (the
  * agent or the node stopped mid-step) is run again: `kubeadm upgrade apply/node` of the same version
@@ -17,36 +12,21 @@
 import { chainMessage, messageOf } from '../../errors/index.js'
 import type { NodeAnnotationsApi } from '../../kube/index.js'
 import type { Logger } from '../../system/index.js'
-import type { KubernetesComponent } from '../../versions/index.js'
 import {
-  NODE_UPGRADE_STEPS,
-  NodeUpgradeError,
+  UPGRADE_REQUEST_ANNOTATION,
+  UPGRADE_STATUS_ANNOTATION,
+  parseRequest,
+  parseStatus,
+  requestId,
+  type AgentRequest,
+  type AgentStatus,
   type NodeUpgradeRequest,
-  type NodeUpgradeResult,
-  type NodeUpgradeStep,
-} from './node-upgrade.js'
+} from '../../nodeupgrade/index.js'
+import { NodeUpgradeError, type NodeUpgradeResult } from './node-upgrade.js'
 
-export const UPGRADE_REQUEST_ANNOTATION = 'upgrade.constellation.edgeless.systems/kubernetes'
-export const UPGRADE_STATUS_ANNOTATION = 'upgrade.constellation.edgeless.systems/kubernetes-status'
 export const UPGRADE_POLL_INTERVAL_MS = 5_000
 /** Annotations share 256 KiB per object: the status quotes the end of kubeadm's output only. */
 const MAX_STATUS_OUTPUT_CHARS = 4 * 1024
-
-export interface AgentRequest extends NodeUpgradeRequest {
-  id: string
-}
-
-export interface AgentStatus {
-  id: string
-  state: 'running' | 'succeeded' | 'failed'
-  kubernetesVersion: string
-  step: string
-  phase?: string
-  message?: string
-  nodeChanged?: boolean
-  kubeadmOutput?: string
-  updatedAt: string
-}
 
 export interface UpgradeAgentDeps {
   /** This node's name in Kubernetes. */
@@ -138,7 +118,8 @@ export class UpgradeAgent {
         ...base,
         state: 'failed',
         phase: failure?.phase ?? 'unknown',
-        message: chainMessage(err),
+        // a step's own error says it all (its cause included); anything else is chained
+        message: failure ? failure.message : chainMessage(err),
         nodeChanged: failure?.nodeChanged ?? true,
         ...(failure?.kubeadmOutput && { kubeadmOutput: tail(failure.kubeadmOutput) }),
       })
@@ -159,54 +140,3 @@ export class UpgradeAgent {
 
 const tail = (text: string) =>
   text.length > MAX_STATUS_OUTPUT_CHARS ? '…' + text.slice(-MAX_STATUS_OUTPUT_CHARS) : text
-
-function requestId(raw: string): string {
-  try {
-    const id = (JSON.parse(raw) as { id?: unknown } | null)?.id
-    return typeof id === 'string' ? id : ''
-  } catch {
-    return ''
-  }
-}
-
-/** The request's shape; the step itself checks the version and every component again. */
-export function parseRequest(raw: string): AgentRequest {
-  let doc: unknown
-  try {
-    doc = JSON.parse(raw)
-  } catch (err) {
-    throw new Error(`annotation ${UPGRADE_REQUEST_ANNOTATION}: not JSON: ${messageOf(err)}`, { cause: err })
-  }
-  const where = `annotation ${UPGRADE_REQUEST_ANNOTATION}`
-  if (typeof doc !== 'object' || doc === null) throw new Error(`${where}: want a JSON object`)
-  const r = doc as Record<string, unknown>
-  if (typeof r.id !== 'string' || r.id === '') throw new Error(`${where}: id: want a non-empty string`)
-  if (typeof r.kubernetesVersion !== 'string') throw new Error(`${where}: kubernetesVersion: want a string`)
-  if (!(NODE_UPGRADE_STEPS as readonly unknown[]).includes(r.step))
-    throw new Error(`${where}: step: want one of ${NODE_UPGRADE_STEPS.join(', ')}`)
-  if (!Array.isArray(r.components)) throw new Error(`${where}: components: want a list`)
-  const components = r.components.map((c: unknown, i): KubernetesComponent => {
-    const o = (typeof c === 'object' && c !== null ? c : {}) as Record<string, unknown>
-    for (const key of ['url', 'hash', 'installPath'] as const)
-      if (typeof o[key] !== 'string') throw new Error(`${where}: components[${i}].${key}: want a string`)
-    if (typeof o.extract !== 'boolean')
-      throw new Error(`${where}: components[${i}].extract: want true or false`)
-    return {
-      url: o.url as string,
-      hash: o.hash as string,
-      installPath: o.installPath as string,
-      extract: o.extract,
-    }
-  })
-  return { id: r.id, kubernetesVersion: r.kubernetesVersion, step: r.step as NodeUpgradeStep, components }
-}
-
-function parseStatus(raw: string | undefined): AgentStatus | undefined {
-  if (raw === undefined) return undefined
-  try {
-    const s = JSON.parse(raw) as Partial<AgentStatus> | null
-    return typeof s?.id === 'string' && typeof s.state === 'string' ? (s as AgentStatus) : undefined
-  } catch {
-    return undefined // not ours to read: the request is run and the status written anew
-  }
-}
