@@ -218,7 +218,8 @@ describe('Kubernetes upgrade, node by node (API contract fake, real upgrade agen
     expect(record).to.include({ id: p.id, from: FROM, target: TO, state: 'succeeded' })
     expect(Object.keys(record!.nodes)).to.deep.equal(['control-plane-0', 'worker-0', 'worker-1'])
     const components = server.get('v1', 'configmaps', `constellation-components-${TO}`, 'kube-system')
-    expect(JSON.parse(String(components?.data?.components))).to.have.length(1)
+    const data = (components?.data ?? {}) as Record<string, string>
+    expect(JSON.parse(data.components ?? '')).to.have.length(1)
     // run again: every node is at the target, nothing is asked of any agent
     events = []
     const again = await plan()

@@ -226,7 +226,10 @@ async function waitForAnswer(
     if (status?.id === id) {
       if (status.state !== 'running') return status
       const phase = status.phase ?? 'running'
-      if (phase !== lastPhase) deps.progress(`${name}: its upgrade agent is running the step${status.phase ? ` (${status.phase})` : ''}`)
+      if (phase !== lastPhase)
+        deps.progress(
+          `${name}: its upgrade agent is running the step${status.phase ? ` (${status.phase})` : ''}`,
+        )
       lastPhase = phase
     }
     if (deps.clock.now() + UPGRADE_WATCH_INTERVAL_MS > deadline)

@@ -46,7 +46,7 @@ export async function readClusterView(
     readUpgradeRecord({
       getConfigMap: (namespace, name) =>
         api.readConfigMap(namespace, name).then(
-          (cm) => ({ data: (cm.data ?? {}) as Record<string, string>, resourceVersion: '' }),
+          (cm) => ({ data: cm.data ?? {}, resourceVersion: '' }),
           (err: unknown) => {
             if (statusOf(err) === 404) return undefined
             throw err
