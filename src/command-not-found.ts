@@ -8,7 +8,6 @@ import { ExitCode, renderError, UsageError } from './lib/errors/index.js'
 /** Names from the original Constellation CLI, and what does that job here. */
 export const ORIGINAL_CLI_NAMES: Record<string, string> = {
   apply: 'init',
-  'upgrade apply': 'upgrade execute --helm',
 }
 
 export function suggestCommand(typed: string, commands: readonly string[]): string | undefined {

@@ -84,7 +84,7 @@ describe('constellation CLI (built, as a child process)', () => {
   })
 
   for (const [typed, want] of [
-    ['upgrade apply', 'Hint: did you mean `constellation upgrade execute --helm`? It replaces the original'],
+    ['upgrade aply', 'Hint: did you mean `constellation upgrade apply`?'],
     ['apply', 'Hint: did you mean `constellation init`?'],
     ['config fetch-measurement', 'Hint: did you mean `constellation config fetch-measurements`?'],
     ['confg validate', 'Hint: did you mean `constellation config validate`?'],

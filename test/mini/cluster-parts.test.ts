@@ -7,7 +7,13 @@ import { mkdir, readFile, stat, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { markedProcesses, startDaemon, stopMarked, alive } from '../../src/lib/mini/daemons.js'
 import { miniPaths, readMiniRecord, writeMiniRecord, type MiniRecord } from '../../src/lib/mini/layout.js'
-import { chooseNetwork, miniNetwork, removeNetwork, removeNodeNetwork } from '../../src/lib/mini/network.js'
+import {
+  bridgeMac,
+  chooseNetwork,
+  miniNetwork,
+  removeNetwork,
+  removeNodeNetwork,
+} from '../../src/lib/mini/network.js'
 import { createRunner, type Runner } from '../../src/lib/system/index.js'
 import { expect } from '../support/chai.js'
 import { makeTempDir } from '../support/temp.js'
@@ -47,8 +53,15 @@ describe('mini: the cluster network', function () {
     const record = await chooseNetwork('netns', runner)
     const net = miniNetwork(record, runner)
     try {
+      const bridgeAddress = async () =>
+        (await runner.run('ip', ['-o', 'link', 'show', `cst${record.id}br`])).stdout.match(
+          /link\/ether (\S+)/,
+        )?.[1]
       await net.addNode(0)
+      // a node added later must not move the bridge's address under the others' ARP caches
+      expect(await bridgeAddress()).to.equal(bridgeMac(record.id))
       await net.addNode(1)
+      expect(await bridgeAddress(), 'after a second port').to.equal(bridgeMac(record.id))
       // a TCP server in node 1's namespace, reached from node 0's namespace and from the host
       const serve = `require('net').createServer((s) => s.end('hi')).listen(7000, '${net.nodeAddress(1)}', () => console.log('up'))`
       const server = startDaemon({

@@ -32,6 +32,9 @@ export interface MiniNetwork extends NetworkRecord {
 
 const namespaceName = (id: string, index: number) => `cst-${id}-${index}`
 const bridgeName = (id: string) => `cst${id}br`
+/** A locally administered unicast address from the cluster's id (6 hex digits). */
+export const bridgeMac = (id: string) =>
+  `02:c5:${(id.padStart(6, '0').slice(-6).match(/../g) ?? []).join(':')}:01`
 /** Interface names are at most 15 bytes: "cst" + 6 + "h" + index. */
 const hostLinkName = (id: string, index: number) => `cst${id}h${index}`
 
@@ -88,7 +91,9 @@ export function miniNetwork(record: NetworkRecord, runner: Runner): MiniNetwork 
 
 async function createBridge(record: NetworkRecord, ip: (...args: string[]) => Promise<unknown>) {
   const bridge = bridgeName(record.id)
-  await ip('link', 'add', bridge, 'type', 'bridge')
+  // a set address is kept: otherwise the bridge takes its lowest port's, and a node added later
+  // (mini add) could change it under every node's ARP cache, cutting them off for half a minute
+  await ip('link', 'add', bridge, 'address', bridgeMac(record.id), 'type', 'bridge')
   await ip('addr', 'add', `${record.prefix}.1/24`, 'dev', bridge)
   await ip('link', 'set', bridge, 'up')
 }
