@@ -123,7 +123,7 @@ export async function planKubernetesUpgrade(input: string, deps: PlanDeps): Prom
 }
 
 /** One minor step at a time, no downgrade (kubeadm's policy; the same patch again finishes nodes). */
-export function checkVersionStep(from: string, target: string): void {
+function checkVersionStep(from: string, target: string): void {
   const a = parseKubernetesVersion(from)
   const b = parseKubernetesVersion(target)
   if (!a || !b) throw new CliError(`cannot compare ${from} with ${target}`)
@@ -183,7 +183,7 @@ function checkComponents(components: readonly KubernetesComponent[], source: str
   })
 }
 
-export const componentsDigest = (components: readonly KubernetesComponent[]) =>
+const componentsDigest = (components: readonly KubernetesComponent[]) =>
   `sha256:${createHash('sha256').update(encodeComponents(components)).digest('hex')}`
 
 /** `v1.32.9-20261127t171500z`: readable, sortable, and a valid label value. */

@@ -10,7 +10,7 @@ import type { KubeApi } from '../kube/index.js'
 import { isPatchRelease, parseKubernetesVersion } from '../versions/index.js'
 import { parseYaml } from '../yaml/index.js'
 
-export const KUBEADM_CONFIG = { namespace: 'kube-system', name: 'kubeadm-config' } as const
+const KUBEADM_CONFIG = { namespace: 'kube-system', name: 'kubeadm-config' } as const
 export const COMPONENTS_NAMESPACE = 'kube-system'
 export const componentsConfigMapName = (version: string) => `constellation-components-${version}`
 

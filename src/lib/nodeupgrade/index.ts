@@ -11,7 +11,6 @@ export {
 export type { AgentRequest, AgentStatus, NodeUpgradeRequest, NodeUpgradeStep } from './protocol.js'
 export {
   COMPONENTS_NAMESPACE,
-  KUBEADM_CONFIG,
   componentsConfigMapName,
   readClusterVersion,
 } from './cluster-version.js'
