@@ -5,7 +5,7 @@
  * and the server when it fails (requestCaller); an eviction the API refuses for a disruption budget
  * (HTTP 429) is an answer, not an error.
  */
-import { clientNodeLibrary, readKubeconfig, requestTimeout } from './client-node.js'
+import { clientNodeLibrary, openClientNodeKubeApi, readKubeconfig, requestTimeout } from './client-node.js'
 import { API_REQUEST_TIMEOUT_MS, requestCaller, statusOf } from './client.js'
 
 /** The part of a Node that removing it looks at. */
@@ -94,6 +94,7 @@ export async function openNodeAdmin(
   const server = kc.getCurrentCluster()?.server ?? kubeconfigPath
   const options = () => requestTimeout(k8s, timeoutMs)
   const call = requestCaller(server, timeoutMs, kubeconfigPath)
+  const configMaps = await openClientNodeKubeApi(kubeconfigPath, opts)
   type RawNode = Awaited<ReturnType<typeof core.readNode>>
   const asNode = (n: RawNode): AdminNode => ({
     name: n.metadata?.name ?? '',
@@ -169,23 +170,9 @@ export async function openNodeAdmin(
     async deleteNode(name) {
       await call(`deleting Node ${name}`, () => core.deleteNode({ name }, options()), true)
     },
-    async listConfigMaps(namespace, labelSelector) {
-      const list = await call(`listing ConfigMaps ${namespace} (${labelSelector})`, () =>
-        core.listNamespacedConfigMap({ namespace, labelSelector }, options()),
-      )
-      return (list?.items ?? []).map((cm) => ({
-        name: cm.metadata?.name ?? '',
-        labels: cm.metadata?.labels ?? {},
-        data: cm.data ?? {},
-      }))
-    },
-    async deleteConfigMap(namespace, name) {
-      await call(
-        `deleting ConfigMap ${namespace}/${name}`,
-        () => core.deleteNamespacedConfigMap({ namespace, name }, options()),
-        true,
-      )
-    },
+    // the same requests as the services' KubeApi: one implementation of each
+    listConfigMaps: (namespace, labelSelector) => configMaps.listConfigMaps(namespace, labelSelector),
+    deleteConfigMap: (namespace, name) => configMaps.deleteConfigMap(namespace, name),
     async listSecrets(namespace, labelSelector) {
       const list = await call(`listing Secrets ${namespace} (${labelSelector})`, () =>
         core.listNamespacedSecret({ namespace, labelSelector }, options()),
