@@ -9,8 +9,4 @@ export {
   requestId,
 } from './protocol.js'
 export type { AgentRequest, AgentStatus, NodeUpgradeRequest, NodeUpgradeStep } from './protocol.js'
-export {
-  COMPONENTS_NAMESPACE,
-  componentsConfigMapName,
-  readClusterVersion,
-} from './cluster-version.js'
+export { COMPONENTS_NAMESPACE, componentsConfigMapName, readClusterVersion } from './cluster-version.js'
