@@ -70,7 +70,9 @@ export async function installFakeSystemd(opts: FakeSystemdOptions): Promise<Fake
     journal: (unit) => readFile(path.join(stateDir, `${unit}.log`), 'utf8').catch(() => ''),
     pid,
     async stop() {
-      const units = (await readdir(stateDir)).filter((f) => f.endsWith('.pid')).map((f) => f.slice(0, -4))
+      // a node that never started has no state folder: nothing to stop
+      const entries = await readdir(stateDir).catch(() => [] as string[])
+      const units = entries.filter((f) => f.endsWith('.pid')).map((f) => f.slice(0, -4))
       await Promise.all(units.map(async (unit) => stopProcess((await pid(unit)) ?? 0)))
       // the journals stay (a test reads them across a reboot); the node's temp dir goes with the test
       await Promise.all(units.map((unit) => rm(path.join(stateDir, `${unit}.pid`), { force: true })))

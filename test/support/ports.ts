@@ -1,4 +1,6 @@
 /** Loopback ports for servers the tests (and benchmarks) start. */
+import { randomInt } from 'node:crypto'
+import { readFileSync } from 'node:fs'
 import { connect, createServer } from 'node:net'
 
 const HOST = '127.0.0.1'
@@ -85,3 +87,34 @@ export async function listeningHere(port: number): Promise<boolean> {
 /** A random address of 127/8 (all of it is local): a service there may own a fixed port, such as 30081. */
 export const ownLoopback = (): string =>
   `127.${[1, 2, 3].map(() => 1 + Math.floor(Math.random() * 250)).join('.')}`
+
+/**
+ * Two adjacent free ports (swtpm's server and control port). Not from the ephemeral range: the
+ * kernel hands bind(0) odd ports there and outgoing connections the even ones, so the port after
+ * a bind(0) port is often some connection's local port while other tests run. Below that range
+ * only listeners compete, and both ports are tried before they are returned.
+ */
+export async function freePortPair(): Promise<number> {
+  const low = ephemeralLow()
+  for (;;) {
+    const port = 2 * randomInt(5_000, Math.floor(low / 2) - 1)
+    if ((await bindable(port)) && (await bindable(port + 1))) return port
+  }
+}
+
+function ephemeralLow(): number {
+  try {
+    const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0])
+    return Number.isInteger(low) && low > 12_000 ? low : 32_768
+  } catch {
+    return 32_768
+  }
+}
+
+function bindable(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = createServer()
+    srv.once('error', () => resolve(false))
+    srv.listen(port, HOST, () => srv.close(() => resolve(true)))
+  })
+}

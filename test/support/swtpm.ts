@@ -5,7 +5,7 @@ import { connect } from 'node:net'
 import { localCaFiles, manufactureTpm, writeLocalCaConfig } from '../../src/lib/mini/tpm-ca.js'
 import { createRunner } from '../../src/lib/system/index.js'
 import { openSwtpm, type OpenTpm } from '../../src/lib/tpm/index.js'
-import { freePort } from './ports.js'
+import { freePortPair } from './ports.js'
 import { makeTempDir, withTempDir } from './temp.js'
 
 export interface SwtpmHandle {
@@ -71,12 +71,12 @@ export async function startSwtpm(opts: SwtpmOptions = {}): Promise<SwtpmHandle> 
   return handle
 }
 
-/** swtpm on free ports over `stateDir`; a port taken between freePort() and bind is retried with new ones. */
+/** swtpm on free ports over `stateDir`; a port taken between freePortPair() and bind is retried with new ones. */
 async function spawnSwtpm(stateDir: string): Promise<{ child: ChildProcess; port: number }> {
   let lastError: unknown
   for (let attempt = 0; attempt < START_ATTEMPTS; attempt++) {
     // the tss2 swtpm TCTI (tpm2-tools) expects the control port right after the server port
-    const port = await freePort()
+    const port = await freePortPair()
     const ctrlPort = port + 1
     const child = spawn(
       'swtpm',
