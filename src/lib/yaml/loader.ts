@@ -5,7 +5,8 @@
 import { LineCounter, parseAllDocuments, stringify, type Document } from 'yaml'
 import { CliError, messageOf } from '../errors/index.js'
 import { readRegularFile } from '../system/index.js'
-import { createOffsetLocator } from './locate.js'
+import { readBlockSubset } from './block-subset.js'
+import { createOffsetLocator, lineAndColumn } from './locate.js'
 import { AliasProblem, documentToValue, type NodeProblem } from './to-value.js'
 
 /** The largest YAML file the loader reads unless its caller sets another limit. */
@@ -85,6 +86,12 @@ export async function readYamlFile(file: string, opts: ReadYamlOptions): Promise
  * are unresolved, cyclic or explode) is thrown as a YamlProblemsError with positions; nothing else.
  */
 export function parseYamlDocuments(text: string, file: string): YamlSource[] {
+  // Configs take the fast reader; it declines anything else, and any problem, to the full one.
+  const block = readBlockSubset(text)
+  if (block) {
+    const position = lineAndColumn(text)
+    return [{ file, index: 0, value: block.value, locate: (path) => position(block.offsetOf(path)) }]
+  }
   const lineCounter = new LineCounter()
   const at = (offset: number | undefined) => {
     if (offset === undefined) return {}
