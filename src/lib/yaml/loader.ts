@@ -160,8 +160,9 @@ export function throwIfProblems(source: YamlSource, problems: readonly Problem[]
   throw new YamlProblemsError(
     source.file,
     problems.map((p) => {
-      const at = source.locate(p.path) // no spread of it: one object less per problem, of tens of thousands
-      return at ? { ...p, line: at.line, column: at.column } : { ...p }
+      // built, not spread: spreading tens of thousands of problems took most of this function
+      const at = source.locate(p.path)
+      return at ? { path: p.path, message: p.message, ...at } : { path: p.path, message: p.message }
     }),
   )
 }
