@@ -1,9 +1,13 @@
 #!/usr/bin/env node
 // `--version` is answered before oclif loads: loading the framework alone costs about twice a bare
 // node start, and version checks run in scripts and health probes. The text matches oclif's.
+// Help pages come from dist/help-index.json, which the build renders with oclif's own Help class
+// (scripts/gen-help-index.ts); they are printed here when oclif would print exactly that text.
 // `bootstrap run` (the node daemon), the node's services and `init` with plain flags also run
-// without oclif: see src/bootstrap-run.ts, src/service-run.ts and src/init-run.ts; help and anything
-// unusual still go through oclif.
+// without oclif: see src/bootstrap-run.ts, src/service-run.ts and src/init-run.ts; anything
+// unusual still goes through oclif.
+import { existsSync, readFileSync } from 'node:fs'
+
 const args = process.argv.slice(2)
 const withoutFramework = {
   'bootstrap run': () => import('../dist/bootstrap-run.js'),
@@ -15,17 +19,18 @@ const withoutFramework = {
 }
 
 if (args.length === 1 && (args[0] === '--version' || args[0] === '-v')) {
-  const { readFileSync } = await import('node:fs')
   const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'))
-  process.stdout.write(
-    `${pkg.oclif.bin}/${pkg.version} ${process.platform}-${process.arch} node-${process.version}\n`,
-  )
-} else if (!(await ranWithoutFramework())) {
+  process.stdout.write(userAgent(pkg.oclif.bin, pkg.version) + '\n')
+} else if (!printedIndexedHelp() && !(await ranWithoutFramework())) {
   // oclif would load semver on every start to compare Node with package.json's engines (~8 ms);
   // npm checks engines at install time.
   process.env.OCLIF_DISABLE_ENGINE_WARNING ??= '1'
   const { execute } = await import('../dist/cli.js')
   await execute({ dir: import.meta.url })
+}
+
+function userAgent(bin, version) {
+  return `${bin}/${version} ${process.platform}-${process.arch} node-${process.version}`
 }
 
 async function ranWithoutFramework() {
@@ -34,4 +39,49 @@ async function ranWithoutFramework() {
   if (!load) return false
   const { runWithoutFramework } = await load()
   return runWithoutFramework(args.slice(id.split(' ').length), id)
+}
+
+/** Prints the indexed page for a plain help request (`[help] [topic…] [command]`, `… --help`). */
+function printedIndexedHelp() {
+  const last = args.at(-1)
+  const words =
+    last === '--help' || last === '-h' ? args.slice(0, -1) : args[0] === 'help' ? args.slice(1) : args
+  if (args.length > 0 && words === args) return false // not a help request (`constellation` alone is)
+  if (words.some((w) => w.startsWith('-')) || !oclifWouldRenderPlain()) return false
+  let index
+  try {
+    index = JSON.parse(readFileSync(new URL('../dist/help-index.json', import.meta.url), 'utf8'))
+  } catch {
+    return false // not built (bin/dev.js runs without it): oclif renders the page
+  }
+  const key = words.join(' ')
+  if (!Object.hasOwn(index.pages, key)) return false
+  process.stdout.write(index.pages[key].replaceAll(index.userAgent, userAgent(index.bin, index.version)))
+  return true
+}
+
+/**
+ * Whether oclif would render help as the index holds it: 80 columns and no colour (stdout is not a
+ * terminal and nothing forces colour, as ansis decides), no user theme, no user-installed plugins.
+ */
+function oclifWouldRenderPlain() {
+  const env = process.env
+  if (process.stdout.isTTY || env.OCLIF_COLUMNS) return false
+  const colourForced = [
+    'FORCE_COLOR',
+    'COLORTERM',
+    'TF_BUILD',
+    'TEAMCITY_VERSION',
+    'CI',
+    'PM2_HOME',
+    'NEXT_RUNTIME',
+  ]
+  if (!env.NO_COLOR && colourForced.some((name) => name in env)) return false
+  if (!env.HOME) return false // oclif then asks os.homedir(): leave that case to it
+  const configDir =
+    env.CONSTELLATION_CONFIG_DIR || `${env.XDG_CONFIG_HOME || `${env.HOME}/.config`}/constellation`
+  const dataDir =
+    env.CONSTELLATION_DATA_DIR || `${env.XDG_DATA_HOME || `${env.HOME}/.local/share`}/constellation`
+  const themeOff = ['true', '1'].includes(env.CONSTELLATION_DISABLE_THEME)
+  return (themeOff || !existsSync(`${configDir}/theme.json`)) && !existsSync(`${dataDir}/package.json`)
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Bundles src/ into dist/ (scripts/bundle.ts) and writes oclif's command manifest. It builds into a
-# fresh folder and swaps it in, so a CLI process started from dist/ meanwhile never sees a
-# half-written tree. Type checking is `npm run typecheck`.
+# Bundles src/ into dist/ (scripts/bundle.ts), writes oclif's command manifest and the help index.
+# It builds into a fresh folder and swaps it in, so a CLI process started from dist/ meanwhile
+# never sees a half-written tree. Type checking is `npm run typecheck`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d .build-XXXXXX)
@@ -14,3 +14,5 @@ mv "$tmp" dist
 rm -rf "$old"
 # oclif (the dev tool) checks npm for a newer version of itself and warns on stderr: not our news.
 OCLIF_SKIP_NEW_VERSION_CHECK=true npx oclif manifest >/dev/null
+# Every help page, rendered by oclif from that manifest, for bin/run.js to print without oclif.
+npx tsx scripts/gen-help-index.ts dist

@@ -5,7 +5,8 @@
 import { LineCounter, parseAllDocuments, stringify, type Document } from 'yaml'
 import { CliError, messageOf } from '../errors/index.js'
 import { readRegularFile } from '../system/index.js'
-import { createOffsetLocator } from './locate.js'
+import { readBlockSubset } from './block-subset.js'
+import { createOffsetLocator, lineAndColumn } from './locate.js'
 import { AliasProblem, documentToValue, type NodeProblem } from './to-value.js'
 
 /** The largest YAML file the loader reads unless its caller sets another limit. */
@@ -41,15 +42,17 @@ export class YamlProblemsError extends CliError {
     readonly file: string,
     readonly problems: readonly Located[],
   ) {
-    super(`${file} is not valid:\n${listLines(problems.map((p) => formatProblem(file, p)))}`)
+    // only the listed ones are formatted: a file of unknown keys has tens of thousands
+    const listed = problems.slice(0, MAX_LISTED_PROBLEMS).map((p) => formatProblem(file, p))
+    super(`${file} is not valid:\n${listLines(listed, problems.length)}`)
     this.name = 'YamlProblemsError'
   }
 }
 
-/** Indented lines, at most MAX_LISTED_PROBLEMS of them, then how many more there are. */
-export function listLines(lines: readonly string[]): string {
+/** Indented lines, at most MAX_LISTED_PROBLEMS of them, then how many more there are of `total`. */
+export function listLines(lines: readonly string[], total = lines.length): string {
   const shown = lines.slice(0, MAX_LISTED_PROBLEMS).map((l) => '  ' + l)
-  if (lines.length > shown.length) shown.push(`  … and ${lines.length - shown.length} more`)
+  if (total > shown.length) shown.push(`  … and ${total - shown.length} more`)
   return shown.join('\n')
 }
 
@@ -85,6 +88,12 @@ export async function readYamlFile(file: string, opts: ReadYamlOptions): Promise
  * are unresolved, cyclic or explode) is thrown as a YamlProblemsError with positions; nothing else.
  */
 export function parseYamlDocuments(text: string, file: string): YamlSource[] {
+  // Configs take the fast reader; it declines anything else, and any problem, to the full one.
+  const block = readBlockSubset(text)
+  if (block) {
+    const position = lineAndColumn(text)
+    return [{ file, index: 0, value: block.value, locate: (path) => position(block.offsetOf(path)) }]
+  }
   const lineCounter = new LineCounter()
   const at = (offset: number | undefined) => {
     if (offset === undefined) return {}
@@ -150,7 +159,11 @@ export function throwIfProblems(source: YamlSource, problems: readonly Problem[]
   if (problems.length === 0) return
   throw new YamlProblemsError(
     source.file,
-    problems.map((p) => ({ ...p, ...source.locate(p.path) })),
+    problems.map((p) => {
+      // built, not spread: spreading tens of thousands of problems took most of this function
+      const at = source.locate(p.path)
+      return at ? { path: p.path, message: p.message, ...at } : { path: p.path, message: p.message }
+    }),
   )
 }
 

@@ -1,4 +1,4 @@
-/** Key path to source offset, with each map's keys indexed once (a scan per lookup was quadratic). */
+/** Key path to source offset, with each map's keys indexed once (a scan per lookup was quadratic); offset to line and column. */
 import { isMap, isSeq, type Document, type Node, type Pair, type YAMLMap } from 'yaml'
 import type { KeyPath } from './index.js'
 import { keyOf } from './to-value.js'
@@ -36,5 +36,24 @@ export function createOffsetLocator(doc: Document): (path: KeyPath) => number | 
       } else break
     }
     return best
+  }
+}
+
+/** Offset to 1-based line and column (as the yaml package's LineCounter), lines indexed on first use. */
+export function lineAndColumn(text: string): (offset: number) => { line: number; column: number } {
+  let lineStarts: number[] | undefined
+  return (offset) => {
+    if (!lineStarts) {
+      lineStarts = [0]
+      for (let i = text.indexOf('\n'); i >= 0; i = text.indexOf('\n', i + 1)) lineStarts.push(i + 1)
+    }
+    let low = 0
+    let high = lineStarts.length - 1
+    while (low < high) {
+      const mid = (low + high + 1) >> 1
+      if ((lineStarts[mid] as number) <= offset) low = mid
+      else high = mid - 1
+    }
+    return { line: low + 1, column: offset - (lineStarts[low] as number) + 1 }
   }
 }
