@@ -18,13 +18,14 @@ const crd = (i: number) => ({
  * records how many were unanswered at once and which lists started after a failure it gave.
  */
 function stubReader(crds: number, pages: number, failPlural?: string) {
-  const seen = { maxInFlight: 0, startedAfterFailure: [] as string[] }
+  const seen = { maxInFlight: 0, startedAfterFailure: [] as string[], requestsAfterFailure: 0 }
   let inFlight = 0
   let failed = false
   const reader: ClusterReader = {
     serverVersion: () => Promise.resolve('v1.31.0'),
     configMapData: () => Promise.resolve(undefined),
     async listPage(group, version, plural, limit, token) {
+      if (failed) seen.requestsAfterFailure++
       if (failed && token === undefined) seen.startedAfterFailure.push(plural)
       seen.maxInFlight = Math.max(seen.maxInFlight, ++inFlight)
       await new Promise((r) => setTimeout(r, 2))
@@ -74,10 +75,12 @@ describe('pre-upgrade backup: listing and writing (stub ClusterReader)', () => {
     )
   })
 
-  it('stops at a failed listing, naming it, and starts no other listing after it', async () => {
-    const { reader, seen } = stubReader(10, 3, 'things1')
+  it('stops at a failed listing, naming it; no listing starts after it, running ones stop', async () => {
+    const { reader, seen } = stubReader(10, 20, 'things1')
     await expect(backupCustomResources(reader, tmp.dir)).to.be.rejectedWith(/listing things1\.stub/)
     expect(seen.startedAfterFailure).to.deep.equal([])
+    // at most the page each of the three other running listings had already asked for
+    expect(seen.requestsAfterFailure).to.be.at.most(3)
   })
 
   it('stops when a file cannot be written, naming the file, and leaves it as it was', async () => {

@@ -24,6 +24,7 @@ export const BACKUP_PAGE_SIZE = 500
  * memory: at most two pages per listing.
  */
 const LIST_CONCURRENCY = 4
+
 export interface ClusterBackupSummary {
   crds: number
   customResources: number
@@ -78,8 +79,9 @@ export async function backupCustomResources(
     crd.spec.versions.filter((v) => v.served !== false).map((v) => ({ ...crd.spec, version: v.name })),
   )
   let customResources = 0
-  await forEachBounded(resources, LIST_CONCURRENCY, async ({ group, version, names }) => {
+  await forEachBounded(resources, LIST_CONCURRENCY, async ({ group, version, names }, failed) => {
     for await (const page of listPages(reader, group, version, names.plural, pageSize)) {
+      if (failed()) return
       const files = page.map((item) => {
         const meta = (item as { metadata?: { name?: unknown; namespace?: unknown } }).metadata
         if (typeof meta?.name !== 'string')
@@ -121,16 +123,22 @@ async function* listPages(
 }
 
 /**
- * Runs `work` on every item, at most `limit` at a time. After a failure no new item starts; the
- * ones running finish (nothing writes after the backup has failed) and the first failure is thrown.
+ * Runs `work` on every item, at most `limit` at a time. After a failure no new item starts and the
+ * running ones are told (`failed()`) so they stop at their next step; once all have stopped, the
+ * first failure is thrown, so nothing is still writing when the caller reports it.
  */
-async function forEachBounded<T>(items: readonly T[], limit: number, work: (item: T) => Promise<void>) {
+async function forEachBounded<T>(
+  items: readonly T[],
+  limit: number,
+  work: (item: T, failed: () => boolean) => Promise<void>,
+) {
   let next = 0
   let failure: { err: unknown } | undefined
+  const failed = () => failure !== undefined
   const worker = async () => {
     while (!failure && next < items.length) {
       const item = items[next++] as T
-      await work(item).catch((err: unknown) => void (failure ??= { err }))
+      await work(item, failed).catch((err: unknown) => void (failure ??= { err }))
     }
   }
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker))
