@@ -7,6 +7,7 @@ import {
   lstatIfPresent,
   writeFileAtomic,
   writeFileExclusive,
+  writeNewSecretFilesSync,
   writeSecretFile,
 } from '../../src/lib/system/index.js'
 import { type SecretWrite } from '../../src/lib/system/files.js'
@@ -127,5 +128,46 @@ describe('writeSecretFile: 0600 whatever the umask, never through a symlink', ()
   it('exclusive: an existing file is refused and left as it was', async () => {
     await expect(writeSecretFile(outside, 'secret', 'exclusive')).to.be.rejectedWith(/already exists/)
     expect(await readFile(outside, 'utf8')).to.equal('outside')
+  })
+})
+
+describe('writeNewSecretFilesSync: a batch of new 0600 files, refused where anything is', () => {
+  let dir: string
+  let cleanup: () => Promise<void>
+  let umask: number
+  beforeEach(async () => {
+    ;({ dir, cleanup } = await makeTempDir())
+    umask = process.umask(0o022) // each case sets its own; this one is put back afterwards
+  })
+  afterEach(async () => {
+    process.umask(umask)
+    await cleanup()
+  })
+
+  const cases: Record<string, { umask: number }> = {
+    "the widest umask: open()'s mode alone would decide": { umask: 0 },
+    'a umask that narrows 0600 to 0400': { umask: 0o277 },
+  }
+  for (const [name, tc] of Object.entries(cases)) {
+    it(`every file is 0600 and holds its data (${name})`, async () => {
+      process.umask(tc.umask)
+      const files = ['a', 'b', 'c'].map((n) => ({ file: path.join(dir, `${n}.yaml`), data: `${n}: 1\n` }))
+      writeNewSecretFilesSync(files)
+      for (const { file, data } of files) {
+        expect((await lstat(file)).mode & 0o777, file).to.equal(0o600)
+        expect(await readFile(file, 'utf8')).to.equal(data)
+      }
+    })
+  }
+
+  it('stops at a file or symlink already at a path, naming it, and writes nothing through it', async () => {
+    const outside = path.join(dir, 'outside')
+    await writeFile(outside, 'outside')
+    await symlink(outside, path.join(dir, 'b.yaml'))
+    const files = ['a', 'b', 'c'].map((n) => ({ file: path.join(dir, `${n}.yaml`), data: 'secret' }))
+    expect(() => writeNewSecretFilesSync(files)).to.throw(`${path.join(dir, 'b.yaml')} already exists`)
+    expect(await readFile(outside, 'utf8')).to.equal('outside')
+    expect(await readFile(path.join(dir, 'a.yaml'), 'utf8')).to.equal('secret')
+    expect(await exists(path.join(dir, 'c.yaml'))).to.equal(false)
   })
 })

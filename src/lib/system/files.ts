@@ -3,7 +3,7 @@
  * and reads that are bounded and refuse anything but a regular file.
  */
 import { randomBytes } from 'node:crypto'
-import { constants, type Stats } from 'node:fs'
+import { closeSync, constants, fchmodSync, openSync, writeSync, type Stats } from 'node:fs'
 import { chmod, copyFile, lstat, mkdir, open, readFile, rename, rm } from 'node:fs/promises'
 import path from 'node:path'
 import { CliError, isErrnoException } from '../errors/index.js'
@@ -51,18 +51,46 @@ export async function writeFileExclusive(file: string, data: string | Uint8Array
   try {
     handle = await open(file, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, mode)
   } catch (err) {
-    if (isErrnoException(err, 'EEXIST')) {
-      throw new CliError(`${file} already exists`, {
-        hint: 'move it away or choose another workspace; nothing was changed',
-      })
-    }
-    throw err
+    throw existsError(file, err)
   }
   try {
     await handle.writeFile(data)
     await handle.chmod(mode) // the umask may have narrowed or widened open()'s mode
   } finally {
     await handle.close()
+  }
+}
+
+/** EEXIST as the user should read it; any other failure unchanged. */
+function existsError(file: string, err: unknown): unknown {
+  if (!isErrnoException(err, 'EEXIST')) return err
+  return new CliError(`${file} already exists`, {
+    hint: 'move it away or choose another workspace; nothing was changed',
+  })
+}
+
+/**
+ * Writes many small new secret files into folders that already exist, as writeSecretFile's
+ * `exclusive` does (0600 whatever the umask, refused when anything is at the path), but
+ * synchronously: for thousands of files of a few hundred bytes, one thread-pool round trip per
+ * open, write, chmod and close costs several times the system calls themselves. It blocks the
+ * event loop for the whole batch, so callers keep batches to a few hundred files.
+ */
+export function writeNewSecretFilesSync(files: Iterable<{ file: string; data: string }>): void {
+  for (const { file, data } of files) {
+    let fd
+    try {
+      fd = openSync(file, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, SECRET_FILE_MODE)
+    } catch (err) {
+      throw existsError(file, err)
+    }
+    try {
+      const bytes = Buffer.from(data)
+      for (let at = 0; at < bytes.length;) at += writeSync(fd, bytes, at)
+      fchmodSync(fd, SECRET_FILE_MODE) // the umask may have narrowed openSync()'s mode
+    } finally {
+      closeSync(fd)
+    }
   }
 }
 

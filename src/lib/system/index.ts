@@ -8,6 +8,7 @@ export {
   exists,
   SECRET_FILE_MODE,
   writeSecretFile,
+  writeNewSecretFilesSync,
   readSecretFile,
 } from './files.js'
 

@@ -12,13 +12,18 @@ import { mkdir } from 'node:fs/promises'
 import path from 'node:path'
 import { stringifyYaml } from '../yaml/index.js'
 import type { Helm } from '../helm/index.js'
-import { writeSecretFile } from '../system/index.js'
+import { writeNewSecretFilesSync, writeSecretFile } from '../system/index.js'
 import type { ClusterReader } from './kube-reader.js'
 import type { PlannedRelease } from './plan.js'
 
 export const BACKUP_PAGE_SIZE = 500
-/** Files written at once: enough to keep the disk busy, few enough to stay far from EMFILE. */
-const WRITE_CONCURRENCY = 64
+/**
+ * Resources (a CRD's served version) listed at once. Pages of one resource follow each other
+ * (each continue token comes with the page before), so this, and reading one page ahead, is
+ * where the backup overlaps the API server's work with its own; it also bounds what is held in
+ * memory: at most two pages per listing.
+ */
+const LIST_CONCURRENCY = 4
 
 export interface ClusterBackupSummary {
   crds: number
@@ -56,54 +61,88 @@ export async function backupCustomResources(
 ): Promise<ClusterBackupSummary> {
   const writer = new BackupWriter(path.join(dir, 'backups'))
   const crds: Crd[] = []
-  for await (const item of listAll(
-    reader,
-    'apiextensions.k8s.io',
-    'v1',
-    'customresourcedefinitions',
-    pageSize,
-  )) {
-    const crd = asCrd(item)
-    crds.push(crd)
-    const doc = {
-      ...(item as object),
-      apiVersion: 'apiextensions.k8s.io/v1',
-      kind: 'CustomResourceDefinition',
-    }
-    await writer.write(['crds'], `${crd.metadata.name}.yaml`, doc)
+  const crdList = listPages(reader, 'apiextensions.k8s.io', 'v1', 'customresourcedefinitions', pageSize)
+  for await (const page of crdList) {
+    const files = page.map((item) => {
+      const crd = asCrd(item)
+      crds.push(crd)
+      const doc = {
+        ...(item as object),
+        apiVersion: 'apiextensions.k8s.io/v1',
+        kind: 'CustomResourceDefinition',
+      }
+      return { segments: ['crds'], file: `${crd.metadata.name}.yaml`, doc }
+    })
+    await writer.write(files)
   }
+  const resources = crds.flatMap((crd) =>
+    crd.spec.versions.filter((v) => v.served !== false).map((v) => ({ ...crd.spec, version: v.name })),
+  )
   let customResources = 0
-  for (const crd of crds) {
-    const { group, names } = crd.spec
-    for (const v of crd.spec.versions.filter((x) => x.served !== false)) {
-      for await (const item of listAll(reader, group, v.name, names.plural, pageSize)) {
+  await forEachBounded(resources, LIST_CONCURRENCY, async ({ group, version, names }, failed) => {
+    for await (const page of listPages(reader, group, version, names.plural, pageSize)) {
+      if (failed()) return
+      const files = page.map((item) => {
         const meta = (item as { metadata?: { name?: unknown; namespace?: unknown } }).metadata
         if (typeof meta?.name !== 'string')
-          throw new Error(`a ${names.kind} in ${group}/${v.name} has no name`)
+          throw new Error(`a ${names.kind} in ${group}/${version} has no name`)
         const ns = typeof meta.namespace === 'string' ? [meta.namespace] : []
-        await writer.write([group, v.name, ...ns, names.kind], `${meta.name}.yaml`, item)
-        customResources++
-      }
+        return { segments: [group, version, ...ns, names.kind], file: `${meta.name}.yaml`, doc: item }
+      })
+      await writer.write(files)
+      customResources += files.length
     }
-  }
-  await writer.flush()
+  })
   return { crds: crds.length, customResources }
 }
 
-async function* listAll(
+/**
+ * A list's pages in order; the next page is requested as soon as one arrives, so that the API
+ * server prepares it while this one is written.
+ */
+async function* listPages(
   reader: ClusterReader,
   group: string,
   version: string,
   plural: string,
   limit: number,
-) {
-  let token: string | undefined
-  do {
-    const page = await reader.listPage(group, version, plural, limit, token)
+): AsyncGenerator<unknown[]> {
+  const request = (token?: string) => {
+    const page = reader.listPage(group, version, plural, limit, token)
+    page.catch(() => {}) // awaited below; kept from being unhandled if the consumer stops first
+    return page
+  }
+  let next = request()
+  for (;;) {
+    const page = await next
     if (!page) return // the version is not served (404): nothing to back up
-    yield* page.items
-    token = page.continueToken
-  } while (token)
+    if (page.continueToken) next = request(page.continueToken)
+    yield page.items
+    if (!page.continueToken) return
+  }
+}
+
+/**
+ * Runs `work` on every item, at most `limit` at a time. After a failure no new item starts and the
+ * running ones are told (`failed()`) so they stop at their next step; once all have stopped, the
+ * first failure is thrown, so nothing is still writing when the caller reports it.
+ */
+async function forEachBounded<T>(
+  items: readonly T[],
+  limit: number,
+  work: (item: T, failed: () => boolean) => Promise<void>,
+) {
+  let next = 0
+  let failure: { err: unknown } | undefined
+  const failed = () => failure !== undefined
+  const worker = async () => {
+    while (!failure && next < items.length) {
+      const item = items[next++] as T
+      await work(item, failed).catch((err: unknown) => void (failure ??= { err }))
+    }
+  }
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker))
+  if (failure) throw failure.err
 }
 
 function asCrd(item: unknown): Crd {
@@ -119,37 +158,33 @@ function asCrd(item: unknown): Crd {
   return c as Crd
 }
 
-/** Writes YAML files with bounded concurrency, creating each folder once. */
+interface BackupFile {
+  segments: readonly string[]
+  file: string
+  doc: unknown
+}
+
+/** Writes a page of objects as YAML files, creating each folder once. */
 class BackupWriter {
   private readonly made = new Set<string>()
-  private readonly inFlight = new Set<Promise<void>>()
-  private failure: unknown
 
   constructor(private readonly root: string) {}
 
-  async write(segments: readonly string[], file: string, doc: unknown): Promise<void> {
-    const dir = path.join(this.root, ...segments.map(safeSegment))
-    const target = path.join(dir, safeSegment(file))
-    if (!this.made.has(dir)) {
+  async write(files: readonly BackupFile[]): Promise<void> {
+    const out = files.map(({ segments, file, doc }) => {
+      const dir = path.join(this.root, ...segments.map(safeSegment))
+      return { dir, file: path.join(dir, safeSegment(file)), data: stringifyYaml(doc) }
+    })
+    for (const dir of new Set(out.map((f) => f.dir))) {
+      if (this.made.has(dir)) continue
       await mkdir(dir, { recursive: true, mode: 0o700 })
       this.made.add(dir)
     }
-    // Failures are kept, not left as unhandled rejections, and thrown by the next call.
-    const p: Promise<void> = writeSecretFile(target, stringifyYaml(doc), 'exclusive')
-      .catch((err: unknown) => void (this.failure ??= err))
-      .finally(() => this.inFlight.delete(p))
-    this.inFlight.add(p)
-    if (this.inFlight.size >= WRITE_CONCURRENCY) await Promise.race(this.inFlight)
-    this.throwIfFailed()
-  }
-
-  async flush(): Promise<void> {
-    await Promise.all(this.inFlight)
-    this.throwIfFailed()
-  }
-
-  private throwIfFailed(): void {
-    if (this.failure !== undefined) throw new Error('writing the backup', { cause: this.failure })
+    try {
+      writeNewSecretFilesSync(out)
+    } catch (err) {
+      throw new Error('writing the backup', { cause: err })
+    }
   }
 }
 
