@@ -14,6 +14,7 @@ import type {
   Validator,
 } from '../attestation/index.js'
 import { AttestationError } from '../attestation/index.js'
+import type * as X509 from '../x509/index.js'
 import type { Certificate } from '../x509/index.js'
 
 /**
@@ -22,7 +23,11 @@ import type { Certificate } from '../x509/index.js'
  * loads while the server produces its attestation), servers prepareCertificateEncoder() once they
  * listen.
  */
-export const preloadX509 = () => import('../x509/index.js')
+export const preloadX509 = (): Promise<X509Module> => (x509Module ??= import('../x509/index.js'))
+type X509Module = typeof X509
+// One import() for the process: each call of import() resolves the specifier again (under a loader
+// hook such as tsx's, a round trip to the loader thread, ~1 ms), and this runs on every handshake.
+let x509Module: Promise<X509Module> | undefined
 
 /**
  * For servers: loads the encoder and encodes one throwaway certificate. The first encode fills
