@@ -102,14 +102,20 @@ export interface PeerCertificate {
   commonName?: string
 }
 
-/** Decodes a peer's DER certificate for verifyAttestedCertificate; refuses anything that is not exactly DER X.509. */
-export async function readPeerCertificate(der: Buffer): Promise<PeerCertificate> {
+/**
+ * Decodes a peer's certificate for verifyAttestedCertificate; refuses anything that is not exactly
+ * DER X.509. Given the X509Certificate a TLS socket already decoded (getPeerX509Certificate), it
+ * is not decoded by node:crypto again: OpenSSL refuses a certificate message whose DER does not
+ * fill it exactly, so `raw` is the bytes the peer sent.
+ */
+export async function readPeerCertificate(peer: Buffer | X509Certificate): Promise<PeerCertificate> {
   const { parseCertificate, subjectCommonNames } = await preloadX509()
+  const der = Buffer.isBuffer(peer) ? peer : peer.raw
   let cert: X509Certificate
   let fields: Certificate
   let commonNames: string[]
   try {
-    cert = new X509Certificate(der)
+    cert = Buffer.isBuffer(peer) ? new X509Certificate(der) : peer
     fields = parseCertificate(der)
     commonNames = subjectCommonNames(fields)
   } catch (cause: unknown) {
