@@ -63,7 +63,7 @@ export async function createAttestedCertificate(
   const x509 = preloadX509() // loads while the TPM quotes
   const { publicKey, privateKey } = await generateEcKeyPair('ec', { namedCurve: 'P-256' })
   const document = issuer ? await issuer.issue(userDataOf(spkiOf(publicKey)), nonce) : undefined
-  const { distinguishedName, randomSerialNumber, signCertificate, toPem } = await x509
+  const { distinguishedName, pemOfSigned, randomSerialNumber, signCertificate } = await x509
   const name = distinguishedName([['CN', commonName]])
   const der = signCertificate(
     {
@@ -78,7 +78,7 @@ export async function createAttestedCertificate(
     privateKey,
   )
   return {
-    certPem: toPem(der),
+    certPem: pemOfSigned(der),
     keyPem: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
     der,
   }

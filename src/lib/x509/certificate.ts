@@ -103,7 +103,18 @@ export function randomSerialNumber(): Buffer {
   return bytes
 }
 
+/** The certificate's PEM; throws unless `der` is a certificate node:crypto can read. */
 export const toPem = (der: Buffer): string => new X509Certificate(der).toString()
+
+/**
+ * RFC 7468 PEM of a certificate this process just encoded (signCertificate's output), byte for byte
+ * what toPem gives, without decoding it again: with OpenSSL 3 that decode, key included, cost more
+ * than the join service's whole kubelet signature.
+ */
+export function pemOfSigned(der: Buffer): string {
+  const lines = der.toString('base64').match(/.{1,64}/g) ?? []
+  return `-----BEGIN CERTIFICATE-----\n${lines.join('\n')}\n-----END CERTIFICATE-----\n`
+}
 
 export const toExtension = (e: CertificateExtension): Extension =>
   new Extension({ extnID: e.oid, critical: e.critical, extnValue: new OctetString(e.value) })
