@@ -238,7 +238,10 @@ export async function createAttestedClientChannelCredentials(
   localAddress?: string,
 ): Promise<grpc.ChannelCredentials> {
   const plain = createUnattestedServerCredentials({ handshakeTimeoutMs: deadlineMs, localAddress })
-  const client = new (grpc.makeGenericClientConstructor(ChallengeService, 'challenge'))(target, plain)
+  // one call per channel: channelz (which nothing reads) would only register and unregister it
+  const client = new (grpc.makeGenericClientConstructor(ChallengeService, 'challenge'))(target, plain, {
+    'grpc.enable_channelz': 0,
+  })
   const activation = issuer.activationRequest ? await issuer.activationRequest() : Buffer.alloc(0)
   const answer = await new Promise<Buffer>((resolve, reject) =>
     client.makeUnaryRequest(
