@@ -40,6 +40,8 @@ export async function prepareCertificateEncoder(): Promise<void> {
 
 export const CERT_VALIDITY_SLACK_MS = 2 * 60 * 60 * 1000
 const COMMON_NAME = 'Constellation'
+/** X.520 commonName, where the join direction's client certificate carries the server's nonce. */
+const COMMON_NAME_OID = '2.5.4.3'
 // node:crypto's own, not the x509 module's: the key and the quote must not wait for the encoder to load
 const generateEcKeyPair = promisify(generateKeyPair)
 
@@ -109,7 +111,7 @@ export interface PeerCertificate {
  * fill it exactly, so `raw` is the bytes the peer sent.
  */
 export async function readPeerCertificate(peer: Buffer | X509Certificate): Promise<PeerCertificate> {
-  const { parseCertificate, subjectCommonNames } = await preloadX509()
+  const { parseCertificate } = await preloadX509()
   const der = Buffer.isBuffer(peer) ? peer : peer.raw
   let cert: X509Certificate
   let fields: Certificate
@@ -117,7 +119,9 @@ export async function readPeerCertificate(peer: Buffer | X509Certificate): Promi
   try {
     cert = Buffer.isBuffer(peer) ? new X509Certificate(der) : peer
     fields = parseCertificate(der)
-    commonNames = subjectCommonNames(fields)
+    commonNames = fields.tbsCertificate.subject.flatMap((rdn) =>
+      rdn.filter((atv) => atv.type === COMMON_NAME_OID).map((atv) => atv.value.toString()),
+    )
   } catch (cause: unknown) {
     throw new AttestationError('peer certificate is not valid DER X.509', { cause })
   }

@@ -23,6 +23,6 @@ export {
 } from './extensions.js'
 export { createCsr, parseCsr } from './csr.js'
 export { generateEcdsaP256KeyPair, generateEcdsaP384KeyPair, generateRsaKeyPair } from './keys.js'
-export { distinguishedName, subjectCommonNames } from './name.js'
+export { distinguishedName } from './name.js'
 export type { Certificate } from '@peculiar/asn1-x509'
 export { decodeDerIa5String, decodeDerInteger, encodeDerIa5String, encodeDerInteger } from './der-values.js'

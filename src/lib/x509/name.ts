@@ -1,11 +1,5 @@
 /** Distinguished names for the subjects and issuers we write. */
-import {
-  AttributeTypeAndValue,
-  AttributeValue,
-  Name,
-  RelativeDistinguishedName,
-  type Certificate,
-} from '@peculiar/asn1-x509'
+import { AttributeTypeAndValue, AttributeValue, Name, RelativeDistinguishedName } from '@peculiar/asn1-x509'
 
 /** X.520 attribute types used in our subjects. */
 const ATTRIBUTE_OIDS = { CN: '2.5.4.3', O: '2.5.4.10' } as const
@@ -32,7 +26,3 @@ export function attributeValues(name: Name, type: keyof typeof ATTRIBUTE_OIDS): 
     rdn.filter((atv) => atv.type === ATTRIBUTE_OIDS[type]).map((atv) => atv.value.toString()),
   )
 }
-
-/** Every CN of a certificate's subject, in order. */
-export const subjectCommonNames = (cert: Certificate): string[] =>
-  attributeValues(cert.tbsCertificate.subject, 'CN')
