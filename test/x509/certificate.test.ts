@@ -15,6 +15,7 @@ import {
   generateRsaKeyPair,
   keyUsage,
   parseCertificate,
+  pemOfSigned,
   randomSerialNumber,
   signCertificate,
   subjectAltName,
@@ -180,6 +181,26 @@ describe('x509: encoding details', () => {
     expect(parseCertificate(pem).tbsCertificate.serialNumber).to.deep.equal(
       parseCertificate(der).tbsCertificate.serialNumber,
     )
+  })
+
+  it('pemOfSigned gives the bytes toPem gives, without decoding, whatever the DER length modulo 48', async () => {
+    const keys = await generateEcdsaP256KeyPair()
+    // an extension of 0..47 more bytes moves the DER through every base64 line ending
+    for (let extra = 0; extra < 48; extra++) {
+      const der = signCertificate(
+        {
+          serialNumber: randomSerialNumber(),
+          subject: distinguishedName([['CN', 'pem']]),
+          issuer: distinguishedName([['CN', 'pem']]),
+          notBefore: NOW,
+          notAfter: new Date(NOW.getTime() + HOUR_MS),
+          publicKey: keys.publicKey,
+          extensions: [{ oid: '1.3.9999.1', critical: false, value: Buffer.alloc(extra, 7) }],
+        },
+        keys.privateKey,
+      )
+      expect(pemOfSigned(der)).to.equal(toPem(der))
+    }
   })
 
   it('refuses a signing key it has no algorithm for, naming the key type', () => {

@@ -14,6 +14,7 @@ import type {
   Validator,
 } from '../attestation/index.js'
 import { AttestationError } from '../attestation/index.js'
+import type * as X509 from '../x509/index.js'
 import type { Certificate } from '../x509/index.js'
 
 /**
@@ -22,7 +23,11 @@ import type { Certificate } from '../x509/index.js'
  * loads while the server produces its attestation), servers prepareCertificateEncoder() once they
  * listen.
  */
-export const preloadX509 = () => import('../x509/index.js')
+export const preloadX509 = (): Promise<X509Module> => (x509Module ??= import('../x509/index.js'))
+type X509Module = typeof X509
+// One import() for the process: each call of import() resolves the specifier again (under a loader
+// hook such as tsx's, a round trip to the loader thread, ~1 ms), and this runs on every handshake.
+let x509Module: Promise<X509Module> | undefined
 
 /**
  * For servers: loads the encoder and encodes one throwaway certificate. The first encode fills
@@ -35,6 +40,8 @@ export async function prepareCertificateEncoder(): Promise<void> {
 
 export const CERT_VALIDITY_SLACK_MS = 2 * 60 * 60 * 1000
 const COMMON_NAME = 'Constellation'
+/** X.520 commonName, where the join direction's client certificate carries the server's nonce. */
+const COMMON_NAME_OID = '2.5.4.3'
 // node:crypto's own, not the x509 module's: the key and the quote must not wait for the encoder to load
 const generateEcKeyPair = promisify(generateKeyPair)
 
@@ -58,7 +65,7 @@ export async function createAttestedCertificate(
   const x509 = preloadX509() // loads while the TPM quotes
   const { publicKey, privateKey } = await generateEcKeyPair('ec', { namedCurve: 'P-256' })
   const document = issuer ? await issuer.issue(userDataOf(spkiOf(publicKey)), nonce) : undefined
-  const { distinguishedName, randomSerialNumber, signCertificate, toPem } = await x509
+  const { distinguishedName, pemOfSigned, randomSerialNumber, signCertificate } = await x509
   const name = distinguishedName([['CN', commonName]])
   const der = signCertificate(
     {
@@ -73,7 +80,7 @@ export async function createAttestedCertificate(
     privateKey,
   )
   return {
-    certPem: toPem(der),
+    certPem: pemOfSigned(der),
     keyPem: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
     der,
   }
@@ -88,31 +95,58 @@ export interface VerifyOptions {
   activate?: (target: ActivationTarget) => Promise<void>
 }
 
+/** A peer's certificate, decoded once: node:crypto's view (signature, key) and its ASN.1 fields. */
+export interface PeerCertificate {
+  der: Buffer
+  cert: X509Certificate
+  fields: Certificate
+  /** The subject's one CN (the join direction's nonce); undefined when there is none or several. */
+  commonName?: string
+}
+
 /**
- * Checks a peer's attested certificate: self-signature, validity window, an extension for one of
- * the validators' OIDs validated with our nonce, and userData = SHA256(the certificate's SPKI).
+ * Decodes a peer's certificate for verifyAttestedCertificate; refuses anything that is not exactly
+ * DER X.509. Given the X509Certificate a TLS socket already decoded (getPeerX509Certificate), it
+ * is not decoded by node:crypto again: OpenSSL refuses a certificate message whose DER does not
+ * fill it exactly, so `raw` is the bytes the peer sent.
  */
-export async function verifyAttestedCertificate(
-  der: Buffer,
-  validators: readonly Validator[],
-  nonce: Buffer,
-  opts: VerifyOptions = {},
-): Promise<ValidationResult> {
-  const now = opts.now ?? new Date()
+export async function readPeerCertificate(peer: Buffer | X509Certificate): Promise<PeerCertificate> {
   const { parseCertificate } = await preloadX509()
+  const der = Buffer.isBuffer(peer) ? peer : peer.raw
   let cert: X509Certificate
-  let parsed: Certificate
+  let fields: Certificate
+  let commonNames: string[]
   try {
-    cert = new X509Certificate(der)
-    parsed = parseCertificate(der)
+    cert = Buffer.isBuffer(peer) ? new X509Certificate(der) : peer
+    fields = parseCertificate(der)
+    commonNames = fields.tbsCertificate.subject.flatMap((rdn) =>
+      rdn.filter((atv) => atv.type === COMMON_NAME_OID).map((atv) => atv.value.toString()),
+    )
   } catch (cause: unknown) {
     throw new AttestationError('peer certificate is not valid DER X.509', { cause })
   }
   // node:crypto re-encodes the parsed certificate, so a length difference means bytes DER does not cover
   if (cert.raw.length !== der.length)
     throw new AttestationError('peer certificate has bytes outside its DER encoding')
-  if (!selfSigned(cert)) throw new AttestationError('peer certificate is not correctly self-signed')
-  const { validity, extensions = [] } = parsed.tbsCertificate
+  return { der, cert, fields, commonName: commonNames.length === 1 ? commonNames[0] : undefined }
+}
+
+/**
+ * Checks a peer's attested certificate (DER, or as readPeerCertificate decoded it): self-signature,
+ * validity window, an extension for one of the validators' OIDs validated with our nonce, and
+ * userData = SHA256(the certificate's SPKI).
+ */
+export async function verifyAttestedCertificate(
+  peer: Buffer | PeerCertificate,
+  validators: readonly Validator[],
+  nonce: Buffer,
+  opts: VerifyOptions = {},
+): Promise<ValidationResult> {
+  const now = opts.now ?? new Date()
+  const { cert, fields } = Buffer.isBuffer(peer) ? await readPeerCertificate(peer) : peer
+  const publicKey = selfSignedKey(cert)
+  if (!publicKey) throw new AttestationError('peer certificate is not correctly self-signed')
+  const { validity, extensions = [] } = fields.tbsCertificate
   const notBefore = validity.notBefore.getTime()
   const notAfter = validity.notAfter.getTime()
   if (now < notBefore || now > notAfter)
@@ -124,7 +158,7 @@ export async function verifyAttestedCertificate(
     if (!validator) continue
     const document = Buffer.from(ext.extnValue.buffer) // the extnValue OCTET STRING's content: the raw document
     const result = await validator.validate(document, nonce, opts.expected)
-    if (!result.userData.equals(userDataOf(spkiOf(cert.publicKey))))
+    if (!result.userData.equals(userDataOf(spkiOf(publicKey))))
       throw new AttestationError(
         'certificate hash does not match user data: the certificate key is not the attested key',
       )
@@ -147,11 +181,16 @@ export async function verifyAttestedCertificate(
   )
 }
 
-/** OpenSSL's check of the signature (and that both signature algorithm fields agree) with the certificate's own key. */
-function selfSigned(cert: X509Certificate): boolean {
+/**
+ * OpenSSL's check of the signature (and that both signature algorithm fields agree) with the
+ * certificate's own key, which it returns: each read of X509Certificate.publicKey decodes the key
+ * again (OpenSSL 3: ~0.1 ms). Undefined when the key does not decode or the signature does not verify.
+ */
+function selfSignedKey(cert: X509Certificate): KeyObject | undefined {
   try {
-    return cert.verify(cert.publicKey)
+    const publicKey = cert.publicKey
+    return cert.verify(publicKey) ? publicKey : undefined
   } catch {
-    return false
+    return undefined
   }
 }

@@ -1,5 +1,5 @@
 /** Signs a joining node's kubelet certificate with the cluster CA, from a request the CSR policy accepted. */
-import { createPrivateKey, createPublicKey } from 'node:crypto'
+import { createPrivateKey } from 'node:crypto'
 import {
   distinguishedName,
   extendedKeyUsage,
@@ -51,7 +51,9 @@ export function createKubeletSigner({ caCertPem, caKeyPem, clock }: KubeletSigne
           issuer,
           notBefore: new Date(now - KUBELET_CERT_BACKDATE_MS),
           notAfter: new Date(now + KUBELET_CERT_VALIDITY_MS),
-          publicKey: createPublicKey({ key: csr.publicKeyDer, format: 'der', type: 'spki' }),
+          // the SPKI parseCsr exported from the key it verified the request with; a KeyObject
+          // made from it again would only be exported back (two OpenSSL codec passes per join)
+          publicKey: csr.publicKeyDer,
           extensions: [
             keyUsage(['digitalSignature', 'keyEncipherment']),
             extendedKeyUsage(['clientAuth', 'serverAuth']),

@@ -124,6 +124,8 @@ export class JoinService {
     this.checkDeps = { parseCsr: opts.parseCsr ?? parseCsr }
     this.server = new grpc.Server({
       'grpc.max_receive_message_length': opts.limits?.maxRequestBytes ?? MAX_JOIN_REQUEST_BYTES,
+      // nothing reads channelz here; it registered every connection (two per join) and call
+      'grpc.enable_channelz': 0,
       ...boundedServerOptions(opts.limits?.connections),
     })
     this.server.addService(APIService, {

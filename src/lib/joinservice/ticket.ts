@@ -13,7 +13,7 @@ import type {
 import { canonicalDiskUuid, MEASUREMENT_SECRET_BYTES, STATE_DISK_KEY_BYTES } from '../contract/index.js'
 import { MEASUREMENT_SECRET_KEY_ID } from '../kms/index.js'
 import type { NodeRole } from '../nodeconfig/index.js'
-import { toPem } from '../x509/index.js'
+import { pemOfSigned } from '../x509/index.js'
 import type { TokenIssuer } from '../kube/index.js'
 import type { ClusterCa, ControlPlaneFile } from './cluster-ca.js'
 import { csrProblems, type CsrFields, type CsrParser } from './csr-policy.js'
@@ -146,7 +146,7 @@ export async function issueJoinTicket(
     stateDiskKey: key,
     measurementSalt: deps.measurementSalt,
     measurementSecret: secret,
-    kubeletCert: Buffer.from(toPem(kubeletCert)),
+    kubeletCert: Buffer.from(pemOfSigned(kubeletCert)),
     apiServerEndpoint: deps.apiServerEndpoint,
     token,
     discoveryTokenCaCertHash: deps.ca.caCertHash,

@@ -28,13 +28,15 @@ export interface CertificateFields {
   issuer: Name
   notBefore: Date
   notAfter: Date
-  publicKey: KeyObject
+  /** The certified key, or its DER SubjectPublicKeyInfo as node:crypto exports it (spares a re-export). */
+  publicKey: KeyObject | Buffer
   extensions: readonly CertificateExtension[]
 }
 
 /**
  * Encodes the fields as a TBSCertificate, signs it (SHA-256 unless the scheme says otherwise) and
- * returns the certificate's DER.
+ * returns the certificate's DER. The TBSCertificate is encoded once: the signed bytes are framed
+ * as they are, not re-encoded from the schema (which cost as much again on every join).
  */
 export function signCertificate(
   fields: CertificateFields,
@@ -50,19 +52,40 @@ export function signCertificate(
     validity: new Validity({ notBefore: fields.notBefore, notAfter: fields.notAfter }),
     subject: fields.subject,
     subjectPublicKeyInfo: AsnConvert.parse(
-      fields.publicKey.export({ type: 'spki', format: 'der' }),
+      Buffer.isBuffer(fields.publicKey)
+        ? fields.publicKey
+        : fields.publicKey.export({ type: 'spki', format: 'der' }),
       SubjectPublicKeyInfo,
     ),
     // "extensions" is SEQUENCE SIZE (1..MAX): absent rather than empty
     extensions: fields.extensions.length > 0 ? new Extensions(fields.extensions.map(toExtension)) : undefined,
   })
   const tbsDer = Buffer.from(AsnConvert.serialize(tbs))
-  const cert = new Certificate({
-    tbsCertificate: tbs,
-    signatureAlgorithm: algorithm,
-    signatureValue: toArrayBuffer(signWith(scheme, tbsDer, signingKey)),
-  })
-  return Buffer.from(AsnConvert.serialize(cert))
+  // Certificate ::= SEQUENCE { tbsCertificate, signatureAlgorithm, signatureValue BIT STRING }
+  return derSequence(
+    tbsDer,
+    Buffer.from(AsnConvert.serialize(algorithm)),
+    derBitString(signWith(scheme, tbsDer, signingKey)),
+  )
+}
+
+/** X.690 §8.9: a SEQUENCE around elements that are DER already. */
+function derSequence(...elements: Buffer[]): Buffer {
+  const content = Buffer.concat(elements)
+  return Buffer.concat([Buffer.from([0x30]), derLength(content.length), content])
+}
+
+/** X.690 §8.6: a BIT STRING of whole bytes (no unused bits). */
+function derBitString(bytes: Buffer): Buffer {
+  return Buffer.concat([Buffer.from([0x03]), derLength(bytes.length + 1), Buffer.from([0]), bytes])
+}
+
+/** X.690 §8.1.3: definite length, short form below 128, else the fewest big-endian octets. */
+function derLength(length: number): Buffer {
+  if (length < 0x80) return Buffer.from([length])
+  const octets: number[] = []
+  for (let rest = length; rest > 0; rest = Math.floor(rest / 256)) octets.unshift(rest & 0xff)
+  return Buffer.from([0x80 | octets.length, ...octets])
 }
 
 /**
@@ -80,7 +103,18 @@ export function randomSerialNumber(): Buffer {
   return bytes
 }
 
+/** The certificate's PEM; throws unless `der` is a certificate node:crypto can read. */
 export const toPem = (der: Buffer): string => new X509Certificate(der).toString()
+
+/**
+ * RFC 7468 PEM of a certificate this process just encoded (signCertificate's output), byte for byte
+ * what toPem gives, without decoding it again: with OpenSSL 3 that decode, key included, cost more
+ * than the join service's whole kubelet signature.
+ */
+export function pemOfSigned(der: Buffer): string {
+  const lines = der.toString('base64').match(/.{1,64}/g) ?? []
+  return `-----BEGIN CERTIFICATE-----\n${lines.join('\n')}\n-----END CERTIFICATE-----\n`
+}
 
 export const toExtension = (e: CertificateExtension): Extension =>
   new Extension({ extnID: e.oid, critical: e.critical, extnValue: new OctetString(e.value) })

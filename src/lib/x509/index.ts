@@ -8,6 +8,7 @@
 export {
   certificateExtensions,
   parseCertificate,
+  pemOfSigned,
   randomSerialNumber,
   signCertificate,
   toPem,
