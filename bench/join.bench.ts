@@ -1,8 +1,7 @@
 /**
  * Attested joins per second at one join service: 100 and then 500 joiners at once (bench/join-nodes.ts,
  * a child process), each with its own key, CSR and disk UUID, attesting from swtpm over the
- * join-direction aTLS; the service derives the ticket's keys from the master secret in-process, as
- * its production wiring does (src/wiring/joinservice.ts). The one double is the token
+ * join-direction aTLS; the service asks a real key service over gRPC. The one double is the token
  * registrar (BENCH DOUBLE: the Kubernetes API, which cannot run here), kept in memory. The nodes
  * share the machine's two cores with the service, so the rate is a floor for the service alone.
  */
@@ -18,7 +17,7 @@ import {
   validatorSourceFrom,
 } from '../src/lib/joinservice/index.js'
 import { type JoinService } from '../src/lib/joinservice/server.js'
-import { ClusterKms } from '../src/lib/kms/index.js'
+import { createKeyService, KeyServiceClient } from '../src/lib/kms/index.js'
 import { createTokenIssuer, type SecretObject } from '../src/lib/kube/index.js'
 import { type TokenRegistrar } from '../src/lib/kube/bootstrap-token.js'
 import { silentLogger } from '../src/lib/system/logger.js'
@@ -53,7 +52,7 @@ async function round(endpoint: string, joiners: number) {
   )
   let out = ''
   child.stdout.on('data', (d: Buffer) => (out += d.toString()))
-  const cpuBefore = process.cpuUsage() // this process runs only the join service
+  const cpuBefore = process.cpuUsage() // this process runs only the join and key services
   const code = await new Promise<number | null>((resolve) => child.on('close', resolve))
   const cpu = process.cpuUsage(cpuBefore)
   if (code !== 0) throw new Error(`bench/join-nodes.ts exited ${code}`)
@@ -92,7 +91,8 @@ async function round(endpoint: string, joiners: number) {
 export default async function join() {
   const tpms: SwtpmHandle[] = []
   let service: JoinService | undefined
-  const keys = new ClusterKms(MASTER.key, MASTER.salt)
+  const keyService = createKeyService({ listen: '127.0.0.1:0', masterSecret: MASTER, logger: silentLogger })
+  const keys = new KeyServiceClient(await keyService.start())
   try {
     // the nodes' swtpms start fresh, so any fresh swtpm shows the PCR values they will report
     tpms.push(await startSwtpm())
@@ -107,7 +107,7 @@ export default async function join() {
       validatorSource: validatorSourceFrom({ current: () => measurements }, (m) =>
         createValidator('qemu-vtpm', m),
       ),
-      keyService: (id, length) => Promise.resolve(keys.deriveDataKey(id, length)),
+      keyService: (id, length) => keys.getDataKey(id, length),
       tokens: createTokenIssuer(registrar, () => new Date()),
       kubeletSigner: createKubeletSigner({ ...ca, clock: () => new Date() }),
       ca,
@@ -128,10 +128,12 @@ export default async function join() {
       rounds: results,
       swtpms: SWTPMS,
       targetJoinsPerSecond: 100,
-      note: 'joiners in a child process on the same 2 cores; each join = challenge RPC + client quote + aTLS + CSR check and signing + 2 HKDF key derivations in-process (as production wires it) + token + disk record; then every node rejoins at once (challenge + quote + aTLS + disk lookup + 2 key derivations)',
+      note: 'joiners in a child process on the same 2 cores; each join = challenge RPC + client quote + aTLS + CSR check and signing + 2 key-service RPCs + token + disk record; then every node rejoins at once (challenge + quote + aTLS + disk lookup + 2 key-service RPCs)',
     }
   } finally {
     await service?.stop(1_000)
+    keys.close()
+    await keyService.stop(1_000)
     await Promise.all(tpms.map((t) => t.stop()))
   }
 }
