@@ -1,6 +1,6 @@
 /**
  * `joinservice` with its production parts: the measurements of the cluster's join-config (followed
- * through the Kubernetes API), the node's master secret, bootstrap tokens and the control-plane lease
+ * through the Kubernetes API), the local key service, bootstrap tokens and the control-plane lease
  * in the Kubernetes API, the cluster CA kubeadm wrote on this control plane, JSON logs.
  */
 import { apiServerEndpoint } from '../lib/contract/index.js'
@@ -24,7 +24,7 @@ import {
   type JoinConfigMap,
   type MemberDirectory,
 } from '../lib/joinservice/index.js'
-import { ClusterKms, readNodeMasterSecret } from '../lib/kms/index.js'
+import { KeyServiceClient, readNodeMasterSecret } from '../lib/kms/index.js'
 import { apiTokenRegistrar, createTokenIssuer, openNodeKubeApi, type KubeApi } from '../lib/kube/index.js'
 import {
   fetchMetadataPeers,
@@ -34,7 +34,14 @@ import {
   type ResolvedNodeConfig,
 } from '../lib/nodeconfig/index.js'
 import { nodePaths, type ControlPlaneServiceFileName } from '../lib/paths.js'
-import { createLogger, readRegularFile, serveUntilStopped, type Logger } from '../lib/system/index.js'
+import {
+  createLogger,
+  formatHostPort,
+  parseHostPort,
+  readRegularFile,
+  serveUntilStopped,
+  type Logger,
+} from '../lib/system/index.js'
 import { readComponentsFile } from '../lib/versions/index.js'
 import { attestationKeyName, withTpm } from '../lib/tpm/index.js'
 import { nodeValidatorOptions, openTpmFromConfig } from './node.js'
@@ -64,11 +71,7 @@ export async function createNodeJoinService(
     readNodeMasterSecret(paths),
     readRegularFile(paths.measurementSaltFile, { maxBytes: 1024, what: 'measurement salt' }),
   ])
-  // This process holds the node's master secret anyway (a joining control plane gets it in its
-  // ticket), so a ticket's keys are derived here, with the key service's own HKDF, instead of in
-  // two gRPC round trips to the key service beside it (1-2 ms of CPU per ticket, both ends
-  // together, of about 10 ms in bench/join.bench.ts).
-  const keys = new ClusterKms(masterSecret.key, masterSecret.salt)
+  const keys = new KeyServiceClient(dialAddress(config.keyService.listen))
   const stateDisks = apiStateDiskRegistry(api)
   const stopped = new AbortController()
   const serviceFiles: Record<ControlPlaneServiceFileName, () => Buffer> = {
@@ -81,7 +84,7 @@ export async function createNodeJoinService(
     validatorSource: validatorSourceFrom(store, (m) =>
       createValidator(config.attestationVariant, m, undefined, validatorOptions),
     ),
-    keyService: (id, length) => Promise.resolve(keys.deriveDataKey(id, length)),
+    keyService: (id, length) => keys.getDataKey(id, length),
     tokens: createTokenIssuer(apiTokenRegistrar(api), clock),
     kubeletSigner: createKubeletSigner({ ...ca, clock }),
     ca,
@@ -125,6 +128,7 @@ export async function createNodeJoinService(
       await sync.stop()
       await service.stop()
       store.close()
+      keys.close()
     },
   }
 }
@@ -143,6 +147,14 @@ function joinConfigMap(api: KubeApi): JoinConfigMap {
     read: async () => (await api.getConfigMap(namespace, name))?.data[key],
     create: (text) => api.applyConfigMap(namespace, name, { [key]: text }),
   }
+}
+
+/** A wildcard listen address is dialled on loopback: the key service runs on this node (or on its socket). */
+function dialAddress(listen: string): string {
+  if (listen.startsWith('unix:')) return listen
+  const { host, port } = parseHostPort(listen, { requirePort: true })
+  const local = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host
+  return formatHostPort(local, port)
 }
 
 function metadataOf(config: ResolvedNodeConfig): ResolvedMetadata {
