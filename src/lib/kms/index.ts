@@ -25,4 +25,4 @@ export {
 } from './init-secret.js'
 export { createKeyService } from './keyservice-server.js'
 export type { KeyService } from './keyservice-server.js'
-export { KeyServiceUnreachableError } from './keyservice-client.js'
+export { KeyServiceClient, KeyServiceUnreachableError } from './keyservice-client.js'
