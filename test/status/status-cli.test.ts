@@ -161,6 +161,87 @@ describe('constellation status (built CLI; swtpm verification services, API fake
     expect(res.stderr).to.include('not every node is trusted, of this cluster and Ready')
   })
 
+  it("a stopped Kubernetes upgrade: each kubelet against its target, the cordoned node and its agent's reason; not healthy", async () => {
+    const cp = await startNode()
+    const worker = await startNode()
+    putNodes([
+      { name: 'cp-0', address: cp, controlPlane: true },
+      { name: 'worker-0', address: worker },
+    ])
+    const id = 'v1.32.9-20261127t120000z'
+    // cp-0 moved; worker-0's agent failed after it changed the node, so the upgrade left it cordoned
+    const cp0 = api.get('v1', 'nodes', 'cp-0')!
+    api.put('v1', 'nodes', {
+      ...cp0,
+      status: { ...(cp0.status as Record<string, unknown>), nodeInfo: { kubeletVersion: 'v1.32.9' } },
+    })
+    const w0 = api.get('v1', 'nodes', 'worker-0')!
+    const agentStatus = {
+      id: `${id}/worker-0/1`,
+      state: 'failed',
+      kubernetesVersion: 'v1.32.9',
+      step: 'node',
+      phase: 'kubelet',
+      message: 'restarting kubelet.service failed',
+      nodeChanged: true,
+      updatedAt: '2026-11-27T12:01:00Z',
+    }
+    api.put('v1', 'nodes', {
+      ...w0,
+      metadata: {
+        ...w0.metadata,
+        annotations: {
+          'upgrade.constellation.edgeless.systems/kubernetes-status': JSON.stringify(agentStatus),
+        },
+      },
+      spec: { unschedulable: true },
+    })
+    const record = {
+      id,
+      from: 'v1.31.13',
+      target: 'v1.32.9',
+      componentsDigest: `sha256:${'a'.repeat(64)}`,
+      state: 'failed',
+      startedAt: '2026-11-27T12:00:00Z',
+      updatedAt: '2026-11-27T12:01:00Z',
+      order: [
+        { node: 'cp-0', step: 'apply' },
+        { node: 'worker-0', step: 'node' },
+      ],
+      nodes: { 'cp-0': { state: 'succeeded', at: '2026-11-27T12:00:30Z' } },
+      failure: { node: 'worker-0', phase: 'kubelet', message: 'restarting kubelet.service failed' },
+    }
+    api.put('v1', 'configmaps', {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'constellation-kubernetes-upgrade', namespace: 'kube-system' },
+      data: { upgrade: JSON.stringify(record) },
+    })
+    const res = await status({ PATH: '/usr/bin:/bin' })
+    expect(res.code, res.stdout + res.stderr).to.equal(1)
+    expect(res.stdout).to.match(/^cp-0\s+control-plane\s+\S+\s+trusted\s+match\s+Ready\s+v1\.32\.9$/m)
+    expect(res.stdout).to.match(
+      /^worker-0\s+worker\s+\S+\s+trusted\s+match\s+Ready,SchedulingDisabled\s+v1\.31\.13 → v1\.32\.9$/m,
+    )
+    expect(res.stdout).to.include('worker-0: upgrade failed: in kubelet: restarting kubelet.service failed')
+    expect(res.stdout).to.include(
+      `Kubernetes upgrade to v1.32.9 (${id}): failed, 1 of 2 nodes at v1.32.9; stopped at worker-0 (above); \`upgrade apply --kubernetes v1.32.9\` resumes it`,
+    )
+    expect(res.stdout).to.include('NOT healthy')
+    const json = JSON.parse((await status({ PATH: '/usr/bin:/bin' }, '--json')).stdout) as {
+      kubernetesUpgrade: unknown
+      nodes: Array<{ name: string; kubernetes?: { unschedulable?: boolean } }>
+    }
+    expect(json.kubernetesUpgrade).to.deep.equal({
+      id,
+      target: 'v1.32.9',
+      state: 'failed',
+      atTarget: 1,
+      failure: record.failure,
+    })
+    expect(json.nodes.find((n) => n.name === 'worker-0')?.kubernetes?.unschedulable).to.equal(true)
+  })
+
   it('without the Kubernetes API it still attests the first node of the workspace, and says the API is down', async () => {
     const cp = await startNode()
     const stateFile = path.join(ws.dir, 'constellation-state.yaml')

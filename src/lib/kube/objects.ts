@@ -34,6 +34,7 @@ export interface ResourceRef {
 /** The part of a Node the tool reads. */
 export interface KubeNode {
   metadata?: { name?: string; labels?: Record<string, string>; annotations?: Record<string, string> }
+  spec?: { unschedulable?: boolean }
   status?: {
     addresses?: Array<{ type: string; address: string }>
     conditions?: Array<{ type: string; status: string; reason?: string; message?: string }>

@@ -18,6 +18,8 @@ export interface KubernetesNode {
   roles: string[]
   internalIP?: string
   ready: boolean
+  /** Cordoned: no new pods are scheduled on it (kubectl's SchedulingDisabled). */
+  unschedulable?: boolean
   /** Why it is not Ready, from its Ready condition (a node lifecycle controller's NodeStatusUnknown). */
   notReady?: string
   kubeletVersion?: string
@@ -73,6 +75,7 @@ function nodeOf(n: KubeNode): KubernetesNode {
     roles: roles.length > 0 ? roles.sort() : ['worker'],
     internalIP: n.status?.addresses?.find((a) => a.type === 'InternalIP')?.address,
     ...readiness(n.status?.conditions?.find((c) => c.type === 'Ready')),
+    ...(n.spec?.unschedulable === true && { unschedulable: true }),
     kubeletVersion: n.status?.nodeInfo?.kubeletVersion,
     ...upgradeOf(n.metadata?.annotations?.[UPGRADE_STATUS_ANNOTATION]),
   }

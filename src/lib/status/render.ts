@@ -10,7 +10,9 @@ export function renderStatus(r: StatusReport): string {
     n.address ?? '-',
     n.attestation,
     n.clusterIdPcr,
-    n.kubernetes ? (n.kubernetes.ready ? 'Ready' : 'NotReady') : '?',
+    n.kubernetes
+      ? `${n.kubernetes.ready ? 'Ready' : 'NotReady'}${n.kubernetes.unschedulable ? ',SchedulingDisabled' : ''}`
+      : '?',
     kubeletCell(n, r.kubernetesUpgrade),
   ])
   const lines = [

@@ -50,6 +50,8 @@ export interface NodeStatus {
   kubernetes?: {
     ready: boolean
     notReady?: string
+    /** Cordoned (kubectl's SchedulingDisabled): an upgrade or a removal under way, or one that stopped. */
+    unschedulable?: boolean
     kubeletVersion?: string
     /** Its upgrade agent's last answer, when it is for the cluster's upgrade and not a success. */
     upgrade?: { state: string; phase?: string; message?: string }
@@ -105,6 +107,7 @@ export async function clusterStatus(deps: StatusDeps): Promise<StatusReport> {
       const kubernetes = t.node && {
         ready: t.node.ready,
         ...(t.node.notReady ? { notReady: t.node.notReady } : {}),
+        ...(t.node.unschedulable && { unschedulable: true }),
         kubeletVersion: t.node.kubeletVersion,
         // the agent's own words about this upgrade's step, unless it went well
         ...(agent && upgradeId && agent.id.startsWith(`${upgradeId}/`) && agent.state !== 'succeeded'
