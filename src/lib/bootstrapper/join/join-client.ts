@@ -5,9 +5,10 @@
  * the operator may update the measurements meanwhile.
  */
 import { chainMessage } from '../../errors/index.js'
+import { withoutRpcInternals } from '../../grpc/index.js'
 import { kubernetesNodeName, type NodeMember } from '../../nodeconfig/index.js'
 import type { NodePaths } from '../../paths.js'
-import { retry, type Logger } from '../../system/index.js'
+import { retry, type Logger, type RetryOptions } from '../../system/index.js'
 import type { JoinClient } from '../daemon.js'
 import type { StateDisk } from '../init/init-node.js'
 import type { Component, StagedComponents } from '../components/installer.js'
@@ -22,6 +23,8 @@ export interface JoinRetrySettings {
   maxDelayMs: number
   /** ±fraction of each delay, so that nodes that failed together do not ask again together. */
   jitter: number
+  /** The wait between rounds (tests count the waits instead of waiting). */
+  sleep?: RetryOptions['sleep']
 }
 
 /** Constellation asks every 30 s; a fresh node asks sooner at first, as the cluster may just be up. */
@@ -48,16 +51,35 @@ export interface JoinClientDeps {
 
 /** No join service gave this node a usable ticket in this round; the next round asks again. */
 class NoTicketError extends Error {
-  constructor(readonly reasons: string[]) {
+  constructor(
+    readonly reasons: string[],
+    /** Every endpoint refused the connection: no join service runs yet (the cluster is not initialized). */
+    readonly nothingListens: boolean,
+  ) {
     super(`no join service gave this node a ticket: ${reasons.join('; ')}`)
     this.name = 'NoTicketError'
   }
 }
 
+/**
+ * The host answered and nothing listens on the port: a join service that does not run yet, as on
+ * every node until the cluster is initialized. Asking again costs the host one refused connection,
+ * so the client asks at its first pace rather than backing off, and joins within a second or so
+ * of the service starting.
+ */
+function nothingListens(err: unknown): boolean {
+  const details = typeof err === 'object' && err !== null ? (err as { details?: unknown }).details : undefined
+  return /\bECONNREFUSED\b/.test(`${typeof details === 'string' ? details : ''} ${chainMessage(err)}`)
+}
+
+const isNothingListening = (err: unknown): boolean => err instanceof NoTicketError && err.nothingListens
+
 export class NodeJoinClient implements JoinClient {
   private readonly stopSignal = new AbortController()
   private running?: Promise<void>
   private readonly log: Logger
+  /** Said once per stretch of rounds in which no join service listened; the rounds after it are quiet. */
+  private saidNothingListens = false
 
   constructor(private readonly deps: JoinClientDeps) {
     this.log = deps.log.child('join-client')
@@ -89,14 +111,25 @@ export class NodeJoinClient implements JoinClient {
         attempts: Number.POSITIVE_INFINITY,
         ...settings,
         retryable: (err) => !(err instanceof JoinFailedError),
+        steady: isNothingListening,
         signal,
         // each join service's answer is logged already; anything else is said here
-        onRetry: (err, attempt, delayMs) =>
+        onRetry: (err, attempt, delayMs) => {
+          if (isNothingListening(err)) {
+            if (this.saidNothingListens) return
+            this.saidNothingListens = true
+            this.log.info('No join service listens yet; asking again every second or so until one does', {
+              attempt,
+            })
+            return
+          }
+          this.saidNothingListens = false
           this.log.info('No join ticket yet; asking again', {
             attempt,
             delayMs,
             ...(err instanceof NoTicketError ? {} : { error: chainMessage(err) }),
-          }),
+          })
+        },
       })
       if (!joined) this.log.info('Init took the node lock; the join client stops')
     } catch (err) {
@@ -114,17 +147,18 @@ export class NodeJoinClient implements JoinClient {
     const signal = this.stopSignal.signal
     const diskUuid = await this.deps.disk.uuid()
     const reasons: string[] = []
+    let refusedConnections = 0
     for (const endpoint of this.deps.endpoints) {
       signal.throwIfAborted()
       if (lock.isLocked) return false
       const got = await this.requestTicket(endpoint, diskUuid).catch((err: unknown) => {
         signal.throwIfAborted()
-        const reason = logJoinServiceRefusal(
-          this.log,
-          endpoint,
-          err,
-          'No usable join ticket from this join service',
-        )
+        const refused = nothingListens(err)
+        if (refused) refusedConnections++
+        const reason =
+          refused && this.saidNothingListens
+            ? withoutRpcInternals(chainMessage(err)) // said already: this stretch's rounds are quiet
+            : logJoinServiceRefusal(this.log, endpoint, err, 'No usable join ticket from this join service')
         reasons.push(`${endpoint}: ${reason}`)
         return undefined
       })
@@ -154,7 +188,7 @@ export class NodeJoinClient implements JoinClient {
         await staged.discard()
       }
     }
-    throw new NoTicketError(reasons)
+    throw new NoTicketError(reasons, refusedConnections === this.deps.endpoints.length)
   }
 
   /** A fresh key and CSR per request, as Constellation: a refused request leaves nothing to reuse. */
