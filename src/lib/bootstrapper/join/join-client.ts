@@ -5,7 +5,6 @@
  * the operator may update the measurements meanwhile.
  */
 import { chainMessage } from '../../errors/index.js'
-import { withoutRpcInternals } from '../../grpc/index.js'
 import { kubernetesNodeName, type NodeMember } from '../../nodeconfig/index.js'
 import type { NodePaths } from '../../paths.js'
 import { retry, type Logger, type RetryOptions } from '../../system/index.js'
@@ -15,7 +14,7 @@ import type { Component, StagedComponents } from '../components/installer.js'
 import type { KubeadmJoinInput } from '../kubeadm/kubeadm-join-config.js'
 import { JoinFailedError, joinNode, type JoinPlan } from './join-node.js'
 import { checkJoinTicket } from './join-ticket.js'
-import { logJoinServiceRefusal, type JoinTicketRequester } from './join-ticket-request.js'
+import { isRefusedConnection, JoinRoundsLog, type JoinTicketRequester } from './join-ticket-request.js'
 import type { NodeLock } from '../node-lock.js'
 
 export interface JoinRetrySettings {
@@ -61,28 +60,17 @@ class NoTicketError extends Error {
   }
 }
 
-/**
- * The host answered and nothing listens on the port: a join service that does not run yet, as on
- * every node until the cluster is initialized. Asking again costs the host one refused connection,
- * so the client asks at its first pace rather than backing off, and joins within a second or so
- * of the service starting.
- */
-function nothingListens(err: unknown): boolean {
-  const details = typeof err === 'object' && err !== null ? (err as { details?: unknown }).details : undefined
-  return /\bECONNREFUSED\b/.test(`${typeof details === 'string' ? details : ''} ${chainMessage(err)}`)
-}
-
 const isNothingListening = (err: unknown): boolean => err instanceof NoTicketError && err.nothingListens
 
 export class NodeJoinClient implements JoinClient {
   private readonly stopSignal = new AbortController()
   private running?: Promise<void>
   private readonly log: Logger
-  /** Said once per stretch of rounds in which no join service listened; the rounds after it are quiet. */
-  private saidNothingListens = false
+  private readonly rounds: JoinRoundsLog
 
   constructor(private readonly deps: JoinClientDeps) {
     this.log = deps.log.child('join-client')
+    this.rounds = new JoinRoundsLog(this.log, 'No usable join ticket from this join service')
   }
 
   /** Resolves once joined, stopped, or Init took the lock; rejects when the join failed past the lock. */
@@ -114,22 +102,14 @@ export class NodeJoinClient implements JoinClient {
         steady: isNothingListening,
         signal,
         // each join service's answer is logged already; anything else is said here
-        onRetry: (err, attempt, delayMs) => {
-          if (isNothingListening(err)) {
-            if (this.saidNothingListens) return
-            this.saidNothingListens = true
-            this.log.info('No join service listens yet; asking again every second or so until one does', {
+        onRetry: (err, attempt, delayMs) =>
+          this.rounds.roundFailed(isNothingListening(err), attempt, () =>
+            this.log.info('No join ticket yet; asking again', {
               attempt,
-            })
-            return
-          }
-          this.saidNothingListens = false
-          this.log.info('No join ticket yet; asking again', {
-            attempt,
-            delayMs,
-            ...(err instanceof NoTicketError ? {} : { error: chainMessage(err) }),
-          })
-        },
+              delayMs,
+              ...(err instanceof NoTicketError ? {} : { error: chainMessage(err) }),
+            }),
+          ),
       })
       if (!joined) this.log.info('Init took the node lock; the join client stops')
     } catch (err) {
@@ -153,13 +133,8 @@ export class NodeJoinClient implements JoinClient {
       if (lock.isLocked) return false
       const got = await this.requestTicket(endpoint, diskUuid).catch((err: unknown) => {
         signal.throwIfAborted()
-        const refused = nothingListens(err)
-        if (refused) refusedConnections++
-        const reason =
-          refused && this.saidNothingListens
-            ? withoutRpcInternals(chainMessage(err)) // said already: this stretch's rounds are quiet
-            : logJoinServiceRefusal(this.log, endpoint, err, 'No usable join ticket from this join service')
-        reasons.push(`${endpoint}: ${reason}`)
+        if (isRefusedConnection(err)) refusedConnections++
+        reasons.push(`${endpoint}: ${this.rounds.failure(endpoint, err)}`)
         return undefined
       })
       if (!got) continue
