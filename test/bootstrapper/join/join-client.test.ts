@@ -162,6 +162,18 @@ async function setUp(dir: string, tc: Setup) {
 
 const mode = async (file: string) => (await stat(file)).mode & 0o777
 
+/** Rounds 100 ms apart, doubling without jitter; the waits are counted, not waited. */
+function countWaits(deps: JoinClientDeps): number[] {
+  const slept: number[] = []
+  deps.retry = {
+    initialDelayMs: 100,
+    maxDelayMs: 60_000,
+    jitter: 0,
+    sleep: async (ms) => void slept.push(ms),
+  }
+  return slept
+}
+
 describe('NodeJoinClient on stub parts', function () {
   this.timeout(10_000)
   let dir: string
@@ -396,13 +408,7 @@ describe('NodeJoinClient on stub parts', function () {
         ],
       },
     })
-    const slept: number[] = []
-    node.deps.retry = {
-      initialDelayMs: 100,
-      maxDelayMs: 60_000,
-      jitter: 0,
-      sleep: async (ms) => void slept.push(ms),
-    }
+    const slept = countWaits(node.deps)
     await node.start()
     expect(slept).to.deep.equal([100, 100, 100, 100, 100, 200])
     const said = node.lines.map((l) => JSON.parse(l) as { msg: string; reason?: string })
@@ -420,13 +426,7 @@ describe('NodeJoinClient on stub parts', function () {
         '10.0.0.2:30090': ['refuse-attestation', 'refuse-attestation', 'ticket'],
       },
     })
-    const slept: number[] = []
-    node.deps.retry = {
-      initialDelayMs: 100,
-      maxDelayMs: 60_000,
-      jitter: 0,
-      sleep: async (ms) => void slept.push(ms),
-    }
+    const slept = countWaits(node.deps)
     await node.start()
     expect(slept).to.deep.equal([100, 200])
   })
