@@ -43,7 +43,7 @@ describe('upgrade plan', () => {
     expect(renderPlan(plan)).to.match(/b\s+kube-system\s+-\s+1\.1\.0\s+install: not installed/)
   })
 
-  for (const status of ['pending-upgrade', 'pending-rollback', 'pending-install']) {
+  for (const status of ['pending-upgrade', 'pending-rollback', 'pending-install', 'uninstalling']) {
     it(`skips a release that is ${status}, even with --force`, () => {
       const plan = planUpgrade([target('a', '1.1.0')], [installed('a', '1.0.0', status)], { force: true })
       expect(plan.releases[0]?.verdict).to.deep.equal({
@@ -52,6 +52,46 @@ describe('upgrade plan', () => {
       })
     })
   }
+
+  it('hands --force to the rules: a forced plan upgrades across a major version', () => {
+    const forced = planUpgrade([target('a', '2.0.0')], [installed('a', '1.0.0')], { force: true })
+    expect(forced.force).to.equal(true)
+    expect(forced.releases[0]?.verdict).to.deep.equal({
+      action: 'upgrade',
+      reason: 'forced: version rules skipped',
+    })
+    const plain = planUpgrade([target('a', '2.0.0')], [installed('a', '1.0.0')], { force: false })
+    expect(plain.force).to.equal(false)
+    expect(plain.releases[0]?.verdict).to.deep.equal({
+      action: 'skip',
+      reason: '1.0.0 → 2.0.0 changes the major version (use --force)',
+    })
+  })
+
+  it("hands a release's minor-jump allowance to the rules, and only that release's", () => {
+    const jumping = { ...target('a', '1.3.0'), allowMinorJump: true }
+    const plan = planUpgrade(
+      [jumping, target('b', '1.3.0')],
+      [installed('a', '1.1.0'), installed('b', '1.1.0')],
+      {
+        force: false,
+      },
+    )
+    expect(plan.releases.map((r) => r.verdict)).to.deep.equal([
+      { action: 'upgrade', reason: '1.1.0 → 1.3.0' },
+      {
+        action: 'skip',
+        reason: '1.1.0 → 1.3.0 skips 1 minor version(s); upgrade one minor at a time (or --force)',
+      },
+    ])
+  })
+
+  it('keeps the installed revision, what an explicit rollback goes back to', () => {
+    const plan = planUpgrade([target('a', '1.1.0'), target('b', '1.1.0')], [installed('a', '1.0.0')], {
+      force: false,
+    })
+    expect(plan.releases.map((r) => r.installedRevision)).to.deep.equal([3, undefined])
+  })
 
   it('upgrades a release whose last revision failed', () => {
     const plan = planUpgrade([target('a', '1.1.0')], [installed('a', '1.0.0', 'failed')], { force: false })
