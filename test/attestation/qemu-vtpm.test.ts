@@ -13,6 +13,11 @@ import {
 } from '../../src/lib/attestation/index.js'
 import { ExitCode } from '../../src/lib/errors/index.js'
 import { decodeDocument, encodeDocument } from '../../src/lib/attestation/document.js'
+import { qualifyingData } from '../../src/lib/attestation/vtpm-quote.js'
+import { TPM_ALG, TPMA_OBJECT, withAttestationKey, withTpm } from '../../src/lib/tpm/index.js'
+import { runCommand } from '../../src/lib/tpm/commands.js'
+import { TpmWriter } from '../../src/lib/tpm/buffer.js'
+import { marshalPcrSelection, readSignature } from '../../src/lib/tpm/structures.js'
 
 const sha256 = (b: Buffer) => createHash('sha256').update(b).digest()
 const ALL = Array.from({ length: 24 }, (_, i) => i)
@@ -35,6 +40,47 @@ function editDocument(
   const json = JSON.parse(doc.toString()) as Parameters<typeof edit>[0]
   edit(json)
   return Buffer.from(JSON.stringify(json))
+}
+
+/** The document with its AK's object attributes changed; the key itself (and so the signature) stays valid. */
+function withAkAttributes(doc: Buffer, edit: (attributes: number) => number): Buffer {
+  const d = decodeDocument(doc)
+  const akPub = Buffer.from(d.akPub)
+  // TPMT_PUBLIC: type (2), nameAlg (2), objectAttributes (4)
+  akPub.writeUInt32BE(edit(akPub.readUInt32BE(4)) >>> 0, 4)
+  return encodeDocument({ ...d, akPub })
+}
+
+/**
+ * The document with its quote replaced by one the same AK signs over other PCR banks: a genuine TPM
+ * quote, bound to the nonce, whose selection is not the one SHA-256 bank the document reports.
+ */
+async function requoted(
+  tpm: SwtpmHandle,
+  doc: Buffer,
+  nonce: Buffer,
+  banks: Array<{ hashAlg: number; pcrs: number[] }>,
+): Promise<Buffer> {
+  const d = decodeDocument(doc)
+  const { quote, rawSig } = await withTpm(tpm.open, (t) =>
+    withAttestationKey(t, async (ak) => {
+      const w = new TpmWriter().sized(qualifyingData(d.userData, nonce)).u16(TPM_ALG.NULL)
+      marshalPcrSelection(w, banks)
+      const { params } = await runCommand(t, {
+        name: 'Quote',
+        handles: [ak.handle],
+        authorized: 1,
+        params: w.toBuffer(),
+      })
+      const quoted = Buffer.from(params.sized('quoted'))
+      const start = params.position
+      readSignature(params)
+      return { quote: quoted, rawSig: Buffer.from(params.since(start)) }
+    }),
+  )
+  const [entry] = d.quotes
+  if (!entry) throw new Error('issued document has no quote')
+  return encodeDocument({ ...d, quotes: [{ ...entry, quote, rawSig }] })
 }
 
 describe('qemu-vtpm attestation against swtpm', function () {
@@ -134,6 +180,30 @@ describe('qemu-vtpm attestation against swtpm', function () {
         doc: editDocument(doc, (j) => delete j.Attestation.quotes[0]!.pcrs.pcrs['13']),
       }),
       want: /quoted PCR selection .* does not match the reported PCRs/,
+    },
+    // only a restricted key guarantees that the TPM itself built what it signed
+    'an AK that is not restricted (its signature still verifies)': {
+      prepare: ({ doc }) => ({ doc: withAkAttributes(doc, (a) => a & ~TPMA_OBJECT.restricted) }),
+      want: /^attestation key is not a restricted signing key$/,
+    },
+    'an AK that is not a signing key': {
+      prepare: ({ doc }) => ({ doc: withAkAttributes(doc, (a) => a & ~TPMA_OBJECT.sign) }),
+      want: /^attestation key is not a restricted signing key$/,
+    },
+    'a genuine quote over the SHA-1 bank reported as SHA-256': {
+      prepare: async ({ doc, tpm }) => ({
+        doc: await requoted(tpm, doc, nonce, [{ hashAlg: TPM_ALG.SHA1, pcrs: ALL }]),
+      }),
+      want: /^quoted PCR selection \[0,1,.*,23\] does not match the reported PCRs \[0,1,.*,23\]$/,
+    },
+    'a genuine quote over two banks': {
+      prepare: async ({ doc, tpm }) => ({
+        doc: await requoted(tpm, doc, nonce, [
+          { hashAlg: TPM_ALG.SHA256, pcrs: ALL },
+          { hashAlg: TPM_ALG.SHA1, pcrs: [0] },
+        ]),
+      }),
+      want: /^quoted PCR selection \[0,1,.*,23\] does not match the reported PCRs \[0,1,.*,23\]$/,
     },
   }
   for (const [name, tc] of Object.entries(refusals)) {
