@@ -1,7 +1,8 @@
 import { planToJson, renderPlan, renderReport } from '../../src/lib/upgrade/index.js'
 import { mergeValues, valueChanges } from '../../src/lib/helm/binary/values.js'
 import { expect } from '../support/chai.js'
-import { planUpgrade } from '../../src/lib/upgrade/plan.js'
+import { planChangesCluster, planUpgrade } from '../../src/lib/upgrade/plan.js'
+import { CliError } from '../../src/lib/errors/index.js'
 import { type InstalledRelease } from '../../src/lib/helm/binary/helm.js'
 import { type ReleaseTarget } from '../../src/lib/helm/releases/releases.js'
 
@@ -119,7 +120,26 @@ describe('upgrade plan', () => {
         [installed('a', '1.0.0', 'deployed', 'ops'), installed('a', '1.0.0', 'deployed', 'kube-system')],
         { force: false },
       ),
-    ).to.throw(/release a is installed twice, in namespaces ops and kube-system/)
+    )
+      .to.throw(CliError, /^release a is installed twice, in namespaces ops and kube-system$/)
+      .with.property(
+        'hint',
+        'uninstall the one the cluster does not use (`helm uninstall a -n <namespace>`), then plan again',
+      )
+  })
+
+  it('changes the cluster when any release is installed or upgraded, not when all are skipped', () => {
+    const plan = (installedA: string) =>
+      planUpgrade(
+        [target('a', '1.1.0'), target('b', '1.1.0')],
+        [installed('a', installedA), installed('b', '1.1.0')],
+        {
+          force: false,
+        },
+      )
+    expect(planChangesCluster(plan('1.1.0'))).to.equal(false)
+    expect(planChangesCluster(plan('1.0.0'))).to.equal(true)
+    expect(planChangesCluster({ releases: [], force: false })).to.equal(false)
   })
 
   it('shows which values the upgrade adds or changes, never the values themselves', () => {
