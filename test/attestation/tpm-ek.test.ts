@@ -140,7 +140,9 @@ describe('tpm-ek attestation: EK certificate chain and credential activation aga
     const doc = await createIssuer('tpm-ek', tpm.open).issue(userData, nonce)
     const v = createValidator('tpm-ek', m, undefined, { roots: [root] })
     expect(v.variant).to.equal('tpm-ek')
-    await v.validate(doc, nonce)
+    const got = await v.validate(doc, nonce)
+    expect(got.userData).to.deep.equal(userData)
+    expect(got.activation?.akName).to.deep.equal(objectName(decodeDocument(doc).akPub))
     expect(() => createValidator('tpm-ek', m)).to.throw(CliError, 'needs manufacturer root certificates')
     const leaf = testCertificate({ cn: 'not a CA', ca: false })
     expect(() => createTpmEkValidator(m, [leaf.cert])).to.throw(
@@ -162,7 +164,17 @@ describe('tpm-ek attestation: EK certificate chain and credential activation aga
   })
 
   it('an intermediate configured as the root also anchors the chain', async () => {
-    await createTpmEkValidator(m, [intermediate]).validate(await issuer.issue(userData, nonce), nonce)
+    const doc = await issuer.issue(userData, nonce)
+    const got = await createTpmEkValidator(m, [intermediate]).validate(doc, nonce)
+    expect(got.userData).to.deep.equal(userData)
+    expect(got.warnings).to.deep.equal([])
+    const [eccEk] = decodeDocument(doc).ekCertificates ?? []
+    expect(got.activation?.ek.key.equals(new X509Certificate(eccEk!).publicKey)).to.equal(true)
+    // the same document with the manufacturer's root alone anchored is refused: the intermediate did the anchoring
+    const unrelated = testCertificate({ cn: 'unrelated root', ca: true })
+    expect(await refusal(createTpmEkValidator(m, [unrelated.cert]).validate(doc, nonce))).to.match(
+      /^EK certificate chain: .*chains to none of the 1 configured manufacturer roots \(root CN=unrelated root: is not its issuer/,
+    )
   })
 
   it("refuses an EK certificate from another manufacturer's CA, naming the link", async () => {
