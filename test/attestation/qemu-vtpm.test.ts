@@ -183,11 +183,11 @@ describe('qemu-vtpm attestation against swtpm', function () {
     },
     // only a restricted key guarantees that the TPM itself built what it signed
     'an AK that is not restricted (its signature still verifies)': {
-      prepare: ({ doc }) => ({ doc: withAkAttributes(doc, (a) => a & ~TPMA_OBJECT.restricted) }),
+      prepare: async ({ doc }) => ({ doc: withAkAttributes(doc, (a) => a & ~TPMA_OBJECT.restricted) }),
       want: /^attestation key is not a restricted signing key$/,
     },
     'an AK that is not a signing key': {
-      prepare: ({ doc }) => ({ doc: withAkAttributes(doc, (a) => a & ~TPMA_OBJECT.sign) }),
+      prepare: async ({ doc }) => ({ doc: withAkAttributes(doc, (a) => a & ~TPMA_OBJECT.sign) }),
       want: /^attestation key is not a restricted signing key$/,
     },
     'a genuine quote over the SHA-1 bank reported as SHA-256': {
