@@ -236,8 +236,15 @@ describe('CSR policy', () => {
     expect(claimedNodeName({ commonNames: ['system:node:w'] })).to.equal('w')
     expect(claimedNodeName({ commonNames: ['w'] })).to.equal(undefined)
     expect(claimedNodeName({ commonNames: ['system:node:a', 'system:node:b'] })).to.equal(undefined)
+    expect(claimedNodeName({ commonNames: [] })).to.equal(undefined)
     expect(isRfc1123Name('a'.repeat(63))).to.be.true
     expect(isRfc1123Name('a'.repeat(64))).to.be.false
+    expect(isRfc1123Name('a')).to.be.true
+    expect(isRfc1123Name('a.b-c.d')).to.be.true
+    // 253 characters in all, each label within 63
+    const labels = (n: number) => Array.from({ length: n }, () => 'a'.repeat(63)).join('.')
+    expect(isRfc1123Name(`${labels(3)}.${'b'.repeat(61)}`)).to.be.true
+    expect(isRfc1123Name(`${labels(3)}.${'b'.repeat(62)}`)).to.be.false
     expect(isRfc1123Name('-a')).to.be.false
     expect(isRfc1123Name('a..b')).to.be.false
   })
@@ -254,6 +261,7 @@ describe('IP addresses by value', () => {
     ['192.168.100.200', '::ffff:192.168.100.200'],
     ['::ffff:192.168.100.200', '::ffff:c0a8:64c8'],
     ['::ffff:255.1.0.254', '255.1.0.254'],
+    ['::ffff:10.0.0.5%eth0', '10.0.0.5'],
   ]
   for (const [a, b] of same) it(`${a} is ${b}`, () => expect(sameIp(a, b)).to.be.true)
   const different: Array<[string, string]> = [
@@ -262,6 +270,7 @@ describe('IP addresses by value', () => {
     ['::10.0.0.5', '10.0.0.5'], // IPv4-compatible (deprecated), not mapped
     ['10.0.0.5', 'not an ip'],
     ['not an ip', 'not an ip'],
+    ['not an ip', '10.0.0.5'],
     ['::ffff:192.168.100.200', '192.168.200.100'],
     ['::fffe:10.0.0.5', '10.0.0.5'],
   ]
@@ -307,6 +316,9 @@ describe('IP addresses by value', () => {
     '::1:4711': '::1',
     '[::1]:4711': '::1',
     '::ffff:127.0.0.1:4711': '::ffff:127.0.0.1',
+    // not grpc-js forms: left as they are, so they match no address
+    'x[::1]:4711': 'x[::1]',
+    '[::1]:4711x': '[::1]:4711x',
   }
   for (const [peer, host] of Object.entries(peers))
     it(`reads host ${host} from grpc-js peer ${peer}`, () => expect(peerHost(peer)).to.equal(host))
