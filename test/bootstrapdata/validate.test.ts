@@ -411,6 +411,9 @@ describe('bootstrap data input validation accepts valid specs', () => {
     'kubeadm sections that are null or lists': {
       spec: '  clusterConfiguration: { etcd: null }\n  joinConfiguration: { discovery: { file: { kubeConfig: [{ user: {} }] } } }',
     },
+    'a discovery kubeConfig that is text, not an object': {
+      spec: '  joinConfiguration: { discovery: { file: { kubeConfig: /etc/kubernetes/discovery.conf } } }',
+    },
     'cloud-config: inactive users, boot commands': {
       spec: '  users: [{ name: u, inactive: true }]\n  bootCommands: [echo hi]',
     },
