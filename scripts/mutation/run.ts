@@ -56,7 +56,14 @@ const DOMAINS: Record<string, Domain> = {
   atls: {
     about: 'aTLS: the attested certificate and the nonce it is bound to',
     mutate: ['src/lib/atls/certificate.ts', 'src/lib/atls/nonce.ts', 'src/lib/atls/challenge.ts'],
-    tests: ['test/atls/x509.test.ts', 'test/atls/certificate-fuzz.test.ts', 'test/atls/challenge.test.ts'],
+    tests: [
+      'test/atls/certificate-checks.test.ts',
+      'test/atls/atls.test.ts',
+      'test/atls/x509.test.ts',
+      'test/atls/certificate-fuzz.test.ts',
+      'test/atls/challenge.test.ts',
+      'test/atls/join-direction.test.ts',
+    ],
   },
   joinservice: {
     about: "the join service's admission, ticket rules, CSR policy and peer addresses",
