@@ -36,7 +36,7 @@ async function expectRefusal(p: Promise<unknown>, message: string | RegExp): Pro
 }
 
 /** A self-signed certificate with the given subject attributes and no attestation extension. */
-function plainCertificate(subject: Array<[string, string]>): Buffer {
+function plainCertificate(subject: Array<[string, string]>, extensionOids: string[] = []): Buffer {
   const { publicKey, privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' })
   const name = distinguishedName(subject)
   const now = Date.now()
@@ -48,7 +48,7 @@ function plainCertificate(subject: Array<[string, string]>): Buffer {
       notBefore: new Date(now - 60_000),
       notAfter: new Date(now + 60_000),
       publicKey,
-      extensions: [],
+      extensions: extensionOids.map((oid) => ({ oid, critical: false, value: Buffer.from([5, 0]) })),
     },
     privateKey,
   )
@@ -109,6 +109,23 @@ describe('attested certificate checks (fake attestation)', () => {
     await expectRefusal(
       verifyAttestedCertificate(fake.der, [other, { ...other, oid: '1.3.9900.99.3' }], nonce),
       `unknown OID: no attestation extension for 1.3.9900.99.2 (qemu-vtpm), 1.3.9900.99.3 (qemu-vtpm); certificate extensions: ${FAKE_ATTESTATION_OID}`,
+    )
+  })
+
+  it('lists every extension it found, comma-separated', async () => {
+    await expectRefusal(
+      verifyAttestedCertificate(plainCertificate([['CN', 'x']], ['1.2.3.4', '1.2.3.5']), [validator], nonce),
+      `unknown OID: no attestation extension for ${FAKE_ATTESTATION_OID} (qemu-vtpm); certificate extensions: 1.2.3.4, 1.2.3.5`,
+    )
+  })
+
+  it('refuses a certificate whose self-signature was broken, before reading its document', async () => {
+    const cert = await createAttestedCertificate(authority.issuer(), nonce)
+    const der = Buffer.from(cert.der)
+    der[der.length - 5]! ^= 0xff // inside the signature value
+    await expectRefusal(
+      verifyAttestedCertificate(der, [validator], nonce),
+      'peer certificate is not correctly self-signed',
     )
   })
 
