@@ -6,6 +6,7 @@ import { extendPcr, readPcrs } from '../../src/lib/tpm/index.js'
 import {
   AttestationError,
   clusterIdPcrValue,
+  compareMeasurements,
   createIssuer,
   createValidator,
   measurementsFromConfig,
@@ -14,7 +15,7 @@ import {
 import { ExitCode } from '../../src/lib/errors/index.js'
 import { decodeDocument, encodeDocument } from '../../src/lib/attestation/document.js'
 import { qualifyingData } from '../../src/lib/attestation/vtpm-quote.js'
-import { TPM_ALG, TPMA_OBJECT, withAttestationKey, withTpm } from '../../src/lib/tpm/index.js'
+import { objectName, TPM_ALG, TPMA_OBJECT, withAttestationKey, withTpm } from '../../src/lib/tpm/index.js'
 import { runCommand } from '../../src/lib/tpm/commands.js'
 import { TpmWriter } from '../../src/lib/tpm/buffer.js'
 import { marshalPcrSelection, readSignature } from '../../src/lib/tpm/structures.js'
@@ -105,6 +106,50 @@ describe('qemu-vtpm attestation against swtpm', function () {
     const parsed = decodeDocument(doc)
     expect(parsed.instanceInfo).to.equal(undefined)
     expect(JSON.parse(doc.toString())).to.have.keys('Attestation', 'InstanceInfo', 'UserData')
+    // the AK's Name is what a service records to know this TPM again
+    expect(got.akName).to.deep.equal(objectName(parsed.akPub))
+    expect(got.eventLog).to.equal(undefined)
+    expect(Object.keys(got)).not.to.include('eventLog')
+  })
+
+  it('names its variant and OID on both sides', () => {
+    for (const side of [createIssuer('qemu-vtpm', tpm.open), createValidator('qemu-vtpm', new Map())])
+      expect([side.variant, side.oid]).to.deep.equal(['qemu-vtpm', '1.3.9900.5.1'])
+  })
+
+  it('accepts a genuine quote whose selection also names an empty bank', async () => {
+    const doc = await createIssuer('qemu-vtpm', tpm.open).issue(userData, nonce)
+    const requotedDoc = await requoted(tpm, doc, nonce, [
+      { hashAlg: TPM_ALG.SHA256, pcrs: ALL },
+      { hashAlg: TPM_ALG.SHA1, pcrs: [] },
+    ])
+    const got = await createValidator('qemu-vtpm', await measurementsOf(tpm)).validate(requotedDoc, nonce)
+    expect(got.userData).to.deep.equal(userData)
+  })
+
+  it('names every enforced mismatch, one a line, in ascending PCR order', async () => {
+    const doc = await createIssuer('qemu-vtpm', tpm.open).issue(userData, nonce)
+    const m = new Map([13, 9, 4].map((i) => [i, { expected: Buffer.alloc(32, i), warnOnly: false }]))
+    const pcrs = await readPcrs(tpm.open, [4, 9, 13])
+    const line = (i: number) => `untrusted measurement value ${pcrs.get(i)!.toString('hex')} at index ${i}`
+    const err = await createValidator('qemu-vtpm', m)
+      .validate(doc, nonce)
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      )
+    expect(err).to.be.instanceOf(AttestationError)
+    expect((err as Error).message).to.equal(
+      `measurement validation failed:\n${line(4)}\n${line(9)}\n${line(13)}`,
+    )
+    expect(compareMeasurements(m, pcrs).errors).to.deep.equal([line(4), line(9), line(13)])
+  })
+
+  it('returns warn-only mismatches without a logger', async () => {
+    const m = measurementsFromConfig({ '9': { expected: 'ab'.repeat(32), warnOnly: true } })
+    const doc = await createIssuer('qemu-vtpm', tpm.open).issue(userData, nonce)
+    const got = await createValidator('qemu-vtpm', m).validate(doc, nonce)
+    expect(got.warnings).to.have.length(1)
   })
 
   it('accepts PCR 15 = clusterIdPcrValue after the node extended it with SHA256(clusterID)', async () => {
@@ -180,6 +225,36 @@ describe('qemu-vtpm attestation against swtpm', function () {
         doc: editDocument(doc, (j) => delete j.Attestation.quotes[0]!.pcrs.pcrs['13']),
       }),
       want: /quoted PCR selection .* does not match the reported PCRs/,
+    },
+    'an ak_pub that is not a TPMT_PUBLIC': {
+      prepare: async ({ doc }) => ({
+        doc: editDocument(doc, (j) => (j.Attestation.ak_pub = Buffer.from('garbage').toString('base64'))),
+      }),
+      want: /^malformed attestation document: Attestation\.ak_pub: /,
+    },
+    'a raw_sig that is not a TPMT_SIGNATURE': {
+      prepare: async ({ doc }) => ({
+        doc: editDocument(
+          doc,
+          (j) => (j.Attestation.quotes[0]!.raw_sig = Buffer.from([1, 2, 3]).toString('base64')),
+        ),
+      }),
+      want: /^malformed attestation document: raw_sig: /,
+    },
+    'a quote labelled with another bank than SHA-256': {
+      prepare: async ({ doc }) => {
+        const d = decodeDocument(doc)
+        return {
+          doc: encodeDocument({ ...d, quotes: d.quotes.map((q) => ({ ...q, hashAlg: TPM_ALG.SHA1 })) }),
+        }
+      },
+      want: /^attestation has no quote over the SHA-256 PCR bank$/,
+    },
+    'a genuine quote over no PCRs at all': {
+      prepare: async ({ doc, tpm }) => ({
+        doc: await requoted(tpm, doc, nonce, [{ hashAlg: TPM_ALG.SHA256, pcrs: [] }]),
+      }),
+      want: /^quoted PCR selection \[\] does not match the reported PCRs \[0,1,.*,23\]$/,
     },
     // only a restricted key guarantees that the TPM itself built what it signed
     'an AK that is not restricted (its signature still verifies)': {
