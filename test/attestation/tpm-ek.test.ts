@@ -132,7 +132,8 @@ describe('tpm-ek attestation: EK certificate chain and credential activation aga
       'UserData',
       'EndorsementKeyCertificates',
     ])
-    expect(issuer.oid).to.equal('1.3.9900.5.100')
+    expect([issuer.variant, issuer.oid]).to.deep.equal(['tpm-ek', '1.3.9900.5.100'])
+    expect([validator.variant, validator.oid]).to.deep.equal(['tpm-ek', '1.3.9900.5.100'])
     expect(VARIANT_OIDS['tpm-ek']).to.equal('1.3.9900.5.100')
   })
 
@@ -330,6 +331,9 @@ describe('tpm-ek attestation: EK certificate chain and credential activation aga
       expect(err).to.be.instanceOf(CliError)
       expect((err as Error).message).to.equal(
         'the TPM has no EK certificate (RSA 2048, ECC P-256 or P-384); tpm-ek attestation needs one',
+      )
+      expect((err as CliError).hint).to.equal(
+        'use a TPM provisioned with an EK certificate by its manufacturer (swtpm: swtpm_setup --create-ek-cert), or the qemu-vtpm attestation variant',
       )
     } finally {
       await bare.stop()
