@@ -15,7 +15,14 @@ import {
 import { ExitCode } from '../../src/lib/errors/index.js'
 import { decodeDocument, encodeDocument } from '../../src/lib/attestation/document.js'
 import { qualifyingData } from '../../src/lib/attestation/vtpm-quote.js'
-import { objectName, TPM_ALG, TPMA_OBJECT, withAttestationKey, withTpm } from '../../src/lib/tpm/index.js'
+import {
+  objectName,
+  TPM_ALG,
+  TPMA_OBJECT,
+  TpmParseError,
+  withAttestationKey,
+  withTpm,
+} from '../../src/lib/tpm/index.js'
 import { runCommand } from '../../src/lib/tpm/commands.js'
 import { TpmWriter } from '../../src/lib/tpm/buffer.js'
 import { marshalPcrSelection, readSignature } from '../../src/lib/tpm/structures.js'
@@ -143,6 +150,35 @@ describe('qemu-vtpm attestation against swtpm', function () {
       `measurement validation failed:\n${line(4)}\n${line(9)}\n${line(13)}`,
     )
     expect(compareMeasurements(m, pcrs).errors).to.deep.equal([line(4), line(9), line(13)])
+  })
+
+  it('refuses a verifier that expects credential activation: qemu-vtpm cannot prove one', async () => {
+    const doc = await createIssuer('qemu-vtpm', tpm.open).issue(userData, nonce)
+    const err = await createValidator('qemu-vtpm', await measurementsOf(tpm))
+      .validate(doc, nonce, { secret: randomBytes(32), akName: objectName(decodeDocument(doc).akPub) })
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      )
+    expect(err).to.be.instanceOf(AttestationError)
+    expect((err as Error).message).to.equal(
+      'qemu-vtpm attestation cannot prove credential activation, which this verifier expects',
+    )
+  })
+
+  it('keeps the TPM structure error as the cause of a malformed-field refusal', async () => {
+    const doc = editDocument(
+      await createIssuer('qemu-vtpm', tpm.open).issue(userData, nonce),
+      (j) => (j.Attestation.ak_pub = Buffer.from('garbage').toString('base64')),
+    )
+    const err = await createValidator('qemu-vtpm', new Map())
+      .validate(doc, nonce)
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      )
+    expect(err).to.be.instanceOf(AttestationError)
+    expect((err as Error).cause).to.be.instanceOf(TpmParseError)
   })
 
   it('returns warn-only mismatches without a logger', async () => {
