@@ -292,6 +292,17 @@ describe('tpm-ek attestation: EK certificate chain and credential activation aga
     expect((err as Error).message).to.include('made for another AK or another EK')
   })
 
+  it('refuses an activation request whose AkPub does not parse, naming the request and the field', async () => {
+    const ours = decodeActivationRequest(await issuer.activationRequest())
+    expect(
+      await refusal(
+        validator.challengeActivation(
+          encodeActivationRequest({ ekCertificates: ours.ekCertificates, akPub: Buffer.from('garbage') }),
+        ),
+      ),
+    ).to.match(/^malformed activation request: AkPub: /)
+  })
+
   it('refuses a replayed proof, a missing proof and a proof from another AK, naming which', async () => {
     const request = await issuer.activationRequest()
     const first = await validator.challengeActivation(request)
@@ -305,6 +316,14 @@ describe('tpm-ek attestation: EK certificate chain and credential activation aga
     expect(
       await refusal(validator.validate(await issuer.issue(userData, nonce), nonce, second.expected)),
     ).to.match(/^credential activation: the document carries no ActivationProof/)
+    // a proof of another length is refused the same way, not by a crash of the comparison
+    expect(
+      await refusal(
+        validator.validate(await issuer.issue(userData, nonce, Buffer.alloc(16)), nonce, second.expected),
+      ),
+    ).to.equal(
+      "credential activation: ActivationProof is not this challenge's secret (a replayed or forged activation)",
+    )
     const otherAk = {
       ...first.expected,
       akName: Buffer.concat([Buffer.from('000b', 'hex'), randomBytes(32)]),
