@@ -277,6 +277,16 @@ describe('qemu-vtpm attestation against swtpm', function () {
       }),
       want: /^malformed attestation document: raw_sig: /,
     },
+    'a signature that claims SHA-1': {
+      prepare: async ({ doc }) => ({
+        doc: editDocument(doc, (j) => {
+          const sig = Buffer.from(j.Attestation.quotes[0]!.raw_sig, 'base64')
+          sig.writeUInt16BE(TPM_ALG.SHA1, 2) // TPMT_SIGNATURE: sigAlg, then the hash
+          j.Attestation.quotes[0]!.raw_sig = sig.toString('base64')
+        }),
+      }),
+      want: /^malformed attestation document: raw_sig: TPMT_SIGNATURE: hash algorithm 0x4 is not accepted$/,
+    },
     'a quote labelled with another bank than SHA-256': {
       prepare: async ({ doc }) => {
         const d = decodeDocument(doc)

@@ -124,6 +124,7 @@ describe('tpm-ek attestation: EK certificate chain and credential activation aga
     expect(parsed.ekCertificates).to.deep.equal([eccEk, intermediate.raw])
     expect(parsed.activationProof).to.equal(undefined)
     expect(got.activation?.proven).to.equal(false)
+    expect(Object.keys(got), 'no event log, no eventLog key').not.to.include('eventLog')
     expect(got.activation?.akName).to.deep.equal(objectName(parsed.akPub))
     expect(got.activation?.ek.key.equals(new X509Certificate(eccEk).publicKey)).to.equal(true)
     expect(Object.keys(JSON.parse(doc.toString()) as object)).to.deep.equal([
