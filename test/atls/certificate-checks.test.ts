@@ -36,7 +36,7 @@ async function expectRefusal(p: Promise<unknown>, message: string | RegExp): Pro
 }
 
 /** A self-signed certificate with the given subject attributes and no attestation extension. */
-function plainCertificate(subject: Array<[string, string]>, extensionOids: string[] = []): Buffer {
+function plainCertificate(subject: Array<['CN' | 'O', string]>, extensionOids: string[] = []): Buffer {
   const { publicKey, privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' })
   const name = distinguishedName(subject)
   const now = Date.now()

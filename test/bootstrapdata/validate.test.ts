@@ -133,23 +133,23 @@ const cases: Record<string, Case> = {
   'ignition: plain gzip': {
     text: input('  files: [{ path: /a, encoding: gzip, content: x }]'),
     opts: { format: 'ignition' },
-    want: /\n  cluster\.yaml:\d+:\d+: spec\.files\[0\]\.encoding: encoding gzip is not supported with Ignition \(KubeadmConfig "cfg"\)$/,
+    want: /\n {2}cluster\.yaml:\d+:\d+: spec\.files\[0\]\.encoding: encoding gzip is not supported with Ignition \(KubeadmConfig "cfg"\)$/,
   },
   'ignition: partition on a relative device': {
     text: input('  diskSetup: { partitions: [{ device: ephemeral0, layout: true }] }'),
     opts: { format: 'ignition' },
-    want: /\n  cluster\.yaml:\d+:\d+: spec\.diskSetup\.partitions\[0\]\.device: must be an absolute path with Ignition \(KubeadmConfig "cfg"\)$/,
+    want: /\n {2}cluster\.yaml:\d+:\d+: spec\.diskSetup\.partitions\[0\]\.device: must be an absolute path with Ignition \(KubeadmConfig "cfg"\)$/,
   },
   'base64 contentFrom naming a Secret that is not in the input': {
     text: input('  files: [{ path: /a, encoding: base64, contentFrom: { secret: { name: nope, key: k } } }]'),
-    want: /\n  cluster\.yaml:\d+:\d+: spec\.files\[0\]\.contentFrom\.secret\.name: Secret "nope" is not in the input; add it as a kind: Secret document \(KubeadmConfig "cfg"\)$/,
+    want: /\n {2}cluster\.yaml:\d+:\d+: spec\.files\[0\]\.contentFrom\.secret\.name: Secret "nope" is not in the input; add it as a kind: Secret document \(KubeadmConfig "cfg"\)$/,
   },
   // a multi-line CLC is refused for being CLC, once, not also for its newlines
   'CLC additionalConfig over several lines': {
     text: input(
       '  format: ignition\n  ignition: { containerLinuxConfig: { additionalConfig: "storage:\\n  files: []\\n" } }',
     ),
-    want: /is not valid:\n  cluster\.yaml:\d+:\d+: spec\.ignition\.containerLinuxConfig\.additionalConfig: is not supported: output is Ignition spec 3 \(Container Linux Config is spec 2\); use files, users and commands instead \(KubeadmConfig "cfg"\)$/,
+    want: /is not valid:\n {2}cluster\.yaml:\d+:\d+: spec\.ignition\.containerLinuxConfig\.additionalConfig: is not supported: output is Ignition spec 3 \(Container Linux Config is spec 2\); use files, users and commands instead \(KubeadmConfig "cfg"\)$/,
   },
   'ignition: mount without an absolute mount point': {
     text: input('  mounts: [[data, swap]]'),
@@ -168,7 +168,7 @@ const cases: Record<string, Case> = {
   'attested: Secret-sourced user password': {
     text: input('  users: [{ name: u, passwdFrom: { secret: { name: creds, key: token } } }]'),
     opts: { format: 'cloud-config', attested: true },
-    want: /\n  cluster\.yaml:18:\d+: spec\.users\[0\]\.passwdFrom: would put a Secret into user data, which attested formats never do; ship it with the image or fetch it after attestation \(KubeadmConfig "cfg"\)$/,
+    want: /\n {2}cluster\.yaml:18:\d+: spec\.users\[0\]\.passwdFrom: would put a Secret into user data, which attested formats never do; ship it with the image or fetch it after attestation \(KubeadmConfig "cfg"\)$/,
   },
   'CRD limit: command longer than 10240': {
     text: input(`  preKubeadmCommands: ["${'x'.repeat(10241)}"]`),
