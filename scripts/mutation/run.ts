@@ -198,6 +198,10 @@ async function main(argv: string[]): Promise<number> {
     console.error(`unknown domain ${unknown.join(', ')}; domains: ${Object.keys(DOMAINS).join(', ')}`)
     return 2
   }
+  // every Stryker child process loads the runner plugin, not only the test runners: give them all the shim
+  process.env.NODE_OPTIONS = [process.env.NODE_OPTIONS, `--require "${MOCHA12_PATHS}"`]
+    .filter(Boolean)
+    .join(' ')
   const scores: Score[] = []
   for (const name of names.length > 0 ? names : Object.keys(DOMAINS)) {
     const domain = DOMAINS[name]
