@@ -175,6 +175,27 @@ describe('state disk records (ConfigMaps in the Kubernetes API)', () => {
       expect(lines[1]).to.include("Recorded this node's state disk")
     })
 
+    it('tries again when the disk is recorded but its record cannot be read (no owner to compare)', async () => {
+      const { lines, log } = silent()
+      let calls = 0
+      const unreadable: StateDiskRegistry = {
+        lookup: (id) => disks.lookup(id),
+        disksOf: (node) => disks.disksOf(node),
+        list: () => disks.list(),
+        remove: (id) => disks.remove(id),
+        create: (id, rec) =>
+          ++calls === 1 ? Promise.reject(new DiskRecordExistsError(id, undefined)) : disks.create(id, rec),
+      }
+      const own = { uuid: uuid(3), record: record('cp-0', { role: 'control-plane' }) }
+      await recordOwnDisk(unreadable, async () => own, log, new AbortController().signal)
+      expect(calls).to.equal(2)
+      expect(lines[0]).to.match(
+        new RegExp(`trying again.*"attempt":1.*"error":"state disk ${uuid(3)} is recorded already"`),
+      )
+      expect(lines[1]).to.include("Recorded this node's state disk")
+      expect(lines).to.have.length(2)
+    })
+
     it('is created once, and found again after a restart', async () => {
       const { lines, log } = silent()
       const own = { uuid: uuid(1), record: record('cp-0', { role: 'control-plane' }) }
