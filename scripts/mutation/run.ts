@@ -52,6 +52,8 @@ const DOMAINS: Record<string, Domain> = {
       'test/attestation/eventlog/replay.test.ts',
       'test/attestation/measurements.test.ts',
       'test/attestation/document.test.ts',
+      // the issuer quoting with a persistent key (Azure's HCL AK) is reached only from the Azure CVM variants
+      'test/attestation/cvm-azure.test.ts',
     ],
   },
   'tpm-ek': {

@@ -14,7 +14,7 @@ import {
 } from '../../src/lib/attestation/index.js'
 import { ExitCode } from '../../src/lib/errors/index.js'
 import { decodeDocument, encodeDocument } from '../../src/lib/attestation/document.js'
-import { qualifyingData } from '../../src/lib/attestation/vtpm-quote.js'
+import { parseOrRefuse, qualifyingData } from '../../src/lib/attestation/vtpm-quote.js'
 import {
   objectName,
   TPM_ALG,
@@ -370,5 +370,40 @@ describe('qemu-vtpm attestation against swtpm', function () {
     const b = decodeDocument(await createIssuer('qemu-vtpm', tpm.open).issue(userData, randomBytes(32)))
     expect(a.akPub).to.deep.equal(b.akPub)
     expect(decodeDocument(encodeDocument(a))).to.deep.equal(a)
+  })
+})
+
+describe('parseOrRefuse', () => {
+  it('names the field of a TPM structure that does not parse, keeping the parse error as the cause', () => {
+    const parseError = new TpmParseError('truncated TPM2B')
+    expect(() =>
+      parseOrRefuse(
+        () => {
+          throw parseError
+        },
+        'AkPub',
+        'activation request',
+      ),
+    )
+      .to.throw(AttestationError, 'malformed activation request: AkPub: truncated TPM2B')
+      .with.property('cause', parseError)
+  })
+
+  it('lets any other error through unchanged: only a parse error is a malformed document', () => {
+    const bug = new TypeError('not a parse error')
+    expect(() =>
+      parseOrRefuse(() => {
+        throw bug
+      }, 'Attestation.ak_pub'),
+    ).to.throw(TypeError, 'not a parse error')
+    let thrown: unknown
+    try {
+      parseOrRefuse(() => {
+        throw bug
+      }, 'Attestation.ak_pub')
+    } catch (err) {
+      thrown = err
+    }
+    expect(thrown).to.equal(bug)
   })
 })
