@@ -39,6 +39,10 @@ import {
 } from '../../src/lib/attestation/document.js'
 import { createAttestedCertificate, verifyAttestedCertificate } from '../../src/lib/atls/certificate.js'
 import { CliError } from '../../src/lib/errors/index.js'
+import { TpmParseError } from '../../src/lib/tpm/index.js'
+import { TpmError } from '../../src/lib/tpm/errors.js'
+import { measureBoot } from '../../src/lib/attestation/eventlog/write.js'
+import { BOOT } from './eventlog/boot-log.js'
 
 const sha256 = (b: Buffer) => createHash('sha256').update(b).digest()
 const PCRS = [0, 4, 7, 15]
@@ -360,6 +364,49 @@ describe('tpm-ek attestation: EK certificate chain and credential activation aga
     }
   })
 
+  it('issuing fails with the TPM error when an EK certificate cannot be read, not "no EK certificate"', async () => {
+    const broken: OpenTpm = async () => ({
+      send: () => Promise.reject(new Error('device gone')),
+      close: async () => {},
+    })
+    const err = await createTpmEkIssuer(broken)
+      .issue(userData, nonce)
+      .catch((e: unknown) => e)
+    expect(err).to.be.instanceOf(TpmError)
+    expect((err as Error).message).to.match(/^reading the EK certificate at NV index 0x1c000/)
+    expect(((err as Error).cause as Error).message).to.equal('device gone')
+  })
+
+  it('issuing refuses a TPM holding more intermediates than a document may carry', async () => {
+    const tools = tpm2Tools(tpm, tmp.dir)
+    const extra = ['0x01c00101', '0x01c00102', '0x01c00103']
+    const size = String(intermediate.raw.length)
+    try {
+      for (const index of extra) {
+        await tools('tpm2_nvdefine', [
+          index,
+          '-C',
+          'o',
+          '-s',
+          size,
+          '-a',
+          'ownerread|ownerwrite|authread|authwrite',
+        ])
+        await tools('tpm2_nvwrite', [index, '-C', 'o', '-i', 'chain.der'])
+      }
+      // the EK certificate and four intermediates: one more than MAX_EK_CERTIFICATES (4)
+      const err = await createTpmEkIssuer(tpm.open)
+        .issue(userData, nonce)
+        .catch((e: unknown) => e)
+      expect(err).to.be.instanceOf(TpmParseError)
+      expect((err as Error).message).to.equal(
+        'EK certificate chain: the TPM holds more than 3 intermediate certificates',
+      )
+    } finally {
+      for (const index of extra) await tools('tpm2_nvundefine', [index, '-C', 'o']).catch(() => undefined)
+    }
+  })
+
   it('aTLS refuses a tpm-ek peer whose activation has not happened (fail closed until the exchange is wired)', async () => {
     const certNonce = randomBytes(32)
     const cert = await createAttestedCertificate(issuer, certNonce)
@@ -368,5 +415,15 @@ describe('tpm-ek attestation: EK certificate chain and credential activation aga
     expect((err as Error).message).to.equal(
       "tpm-ek: the peer's attestation counts only after credential activation, which this connection does not perform",
     )
+  })
+
+  // last: the boot log extends PCRs that `m` holds for the tests above
+  it('returns the replayed event log of a tpm-ek document that carries one', async () => {
+    const logFile = path.join(tmp.dir, 'binary_bios_measurements')
+    await writeFile(logFile, await measureBoot(tpm.open, BOOT))
+    const doc = await createTpmEkIssuer(tpm.open, { eventLogPath: logFile }).issue(userData, nonce)
+    const got = await createTpmEkValidator(new Map(), [root]).validate(doc, nonce)
+    expect(got.eventLog?.bank).to.equal('SHA-256')
+    expect(got.eventLog?.events).to.have.length(BOOT.length)
   })
 })
