@@ -372,9 +372,13 @@ describe('join tickets', () => {
     it('looking up the state disk (rejoin)', async () => {
       const { d } = deps()
       d.stateDisks.lookup = () => Promise.reject(new Error('down'))
-      await expect(issueRejoinTicket({ diskUuid: UUID }, worker1, d))
-        .to.be.rejectedWith(TicketStepError, /^looking up the state disk failed$/)
-        .and.eventually.have.property('step', 'looking up the state disk')
+      const err = await issueRejoinTicket({ diskUuid: UUID }, worker1, d).then(
+        () => expect.fail('issued'),
+        (e: unknown) => e,
+      )
+      expect(err)
+        .to.be.instanceOf(TicketStepError)
+        .and.include({ step: 'looking up the state disk', message: 'looking up the state disk failed' })
     })
   })
 
@@ -458,10 +462,14 @@ describe('join tickets', () => {
 
     it('refuses a disk the cluster never issued a ticket for, asking for no key', async () => {
       const { d, asked } = deps()
-      await expect(issueRejoinTicket({ diskUuid: UUID }, worker1, d)).to.be.rejectedWith(
-        JoinRefusedError,
-        /^disk_uuid: [0-9a-f-]{36} is not a state disk of this cluster/,
+      const err = await issueRejoinTicket({ diskUuid: UUID }, worker1, d).then(
+        () => expect.fail('issued'),
+        (e: unknown) => e as JoinRefusedError,
       )
+      expect(err)
+        .to.be.instanceOf(JoinRefusedError)
+        .and.include({ status: 'permission-denied', node: 'worker-1' })
+      expect(err.message).to.match(/^disk_uuid: [0-9a-f-]{36} is not a state disk of this cluster/)
       expect(asked).to.deep.equal([])
     })
 
