@@ -15,7 +15,7 @@ import type {
 } from '../attestation/index.js'
 import { AttestationError } from '../attestation/index.js'
 import type * as X509 from '../x509/index.js'
-import type { Certificate } from '../x509/index.js'
+import type { CertificateView } from '../x509/index.js'
 
 /**
  * The X.509 encoder (asn1 schemas: ~40 ms and ~5-8 MB to load) is loaded apart from the rest:
@@ -40,8 +40,6 @@ export async function prepareCertificateEncoder(): Promise<void> {
 
 export const CERT_VALIDITY_SLACK_MS = 2 * 60 * 60 * 1000
 const COMMON_NAME = 'Constellation'
-/** X.520 commonName, where the join direction's client certificate carries the server's nonce. */
-const COMMON_NAME_OID = '2.5.4.3'
 // node:crypto's own, not the x509 module's: the key and the quote must not wait for the encoder to load
 const generateEcKeyPair = promisify(generateKeyPair)
 
@@ -95,11 +93,11 @@ export interface VerifyOptions {
   activate?: (target: ActivationTarget) => Promise<void>
 }
 
-/** A peer's certificate, decoded once: node:crypto's view (signature, key) and its ASN.1 fields. */
+/** A peer's certificate, decoded once: node:crypto's view (signature, key) and the fields we read. */
 export interface PeerCertificate {
   der: Buffer
   cert: X509Certificate
-  fields: Certificate
+  fields: CertificateView
   /** The subject's one CN (the join direction's nonce); undefined when there is none or several. */
   commonName?: string
 }
@@ -111,24 +109,21 @@ export interface PeerCertificate {
  * fill it exactly, so `raw` is the bytes the peer sent.
  */
 export async function readPeerCertificate(peer: Buffer | X509Certificate): Promise<PeerCertificate> {
-  const { parseCertificate } = await preloadX509()
+  const { readCertificateView } = await preloadX509()
   const der = Buffer.isBuffer(peer) ? peer : peer.raw
   let cert: X509Certificate
-  let fields: Certificate
-  let commonNames: string[]
+  let fields: CertificateView
   try {
     cert = Buffer.isBuffer(peer) ? new X509Certificate(der) : peer
-    fields = parseCertificate(der)
-    commonNames = fields.tbsCertificate.subject.flatMap((rdn) =>
-      rdn.filter((atv) => atv.type === COMMON_NAME_OID).map((atv) => atv.value.toString()),
-    )
+    fields = readCertificateView(der)
   } catch (cause: unknown) {
     throw new AttestationError('peer certificate is not valid DER X.509', { cause })
   }
   // node:crypto re-encodes the parsed certificate, so a length difference means bytes DER does not cover
   if (cert.raw.length !== der.length)
     throw new AttestationError('peer certificate has bytes outside its DER encoding')
-  return { der, cert, fields, commonName: commonNames.length === 1 ? commonNames[0] : undefined }
+  const names = fields.subjectCommonNames
+  return { der, cert, fields, commonName: names.length === 1 ? names[0] : undefined }
 }
 
 /**
@@ -144,21 +139,19 @@ export async function verifyAttestedCertificate(
 ): Promise<ValidationResult> {
   const now = opts.now ?? new Date()
   const { cert, fields } = Buffer.isBuffer(peer) ? await readPeerCertificate(peer) : peer
-  const publicKey = selfSignedKey(cert)
-  if (!publicKey) throw new AttestationError('peer certificate is not correctly self-signed')
-  const { validity, extensions = [] } = fields.tbsCertificate
-  const notBefore = validity.notBefore.getTime()
-  const notAfter = validity.notAfter.getTime()
-  if (now < notBefore || now > notAfter)
+  if (!isSelfSigned(cert)) throw new AttestationError('peer certificate is not correctly self-signed')
+  const { notBefore, notAfter, extensions } = fields
+  if (now.getTime() < notBefore.getTime() || now.getTime() > notAfter.getTime())
     throw new AttestationError(
       `peer certificate expired or not yet valid (valid ${notBefore.toISOString()} to ${notAfter.toISOString()}, now ${now.toISOString()})`,
     )
   for (const ext of extensions) {
-    const validator = validators.find((v) => v.oid === ext.extnID)
+    const validator = validators.find((v) => v.oid === ext.oid)
     if (!validator) continue
-    const document = Buffer.from(ext.extnValue.buffer) // the extnValue OCTET STRING's content: the raw document
-    const result = await validator.validate(document, nonce, opts.expected)
-    if (!result.userData.equals(userDataOf(spkiOf(publicKey))))
+    const result = await validator.validate(ext.value, nonce, opts.expected)
+    // the SPKI bytes the certificate carries, which its key and signature come from: hashing them
+    // as they are spares an export of the key (OpenSSL 3: ~0.1 ms) and any re-encoding
+    if (!result.userData.equals(userDataOf(fields.subjectPublicKeyInfo)))
       throw new AttestationError(
         'certificate hash does not match user data: the certificate key is not the attested key',
       )
@@ -174,23 +167,18 @@ export async function verifyAttestedCertificate(
     }
     return result
   }
-  const found = extensions.map((e) => e.extnID).join(', ') || 'none'
+  const found = extensions.map((e) => e.oid).join(', ') || 'none'
   const want = validators.map((v) => `${v.oid} (${v.variant})`).join(', ')
   throw new AttestationError(
     `unknown OID: no attestation extension for ${want}; certificate extensions: ${found}`,
   )
 }
 
-/**
- * OpenSSL's check of the signature (and that both signature algorithm fields agree) with the
- * certificate's own key, which it returns: each read of X509Certificate.publicKey decodes the key
- * again (OpenSSL 3: ~0.1 ms). Undefined when the key does not decode or the signature does not verify.
- */
-function selfSignedKey(cert: X509Certificate): KeyObject | undefined {
+/** OpenSSL's check of the signature (and that both signature algorithm fields agree) with the certificate's own key. */
+function isSelfSigned(cert: X509Certificate): boolean {
   try {
-    const publicKey = cert.publicKey
-    return cert.verify(publicKey) ? publicKey : undefined
+    return cert.verify(cert.publicKey)
   } catch {
-    return undefined
+    return false
   }
 }

@@ -7,19 +7,45 @@ import { createPublicKey, sign, verify, type KeyObject } from 'node:crypto'
 import { Attributes, CertificationRequest, CertificationRequestInfo } from '@peculiar/asn1-csr'
 import { AsnConvert } from '@peculiar/asn1-schema'
 import {
+  AsnIpConverter,
   Attribute,
   Extensions,
   id_ce_subjectAltName,
-  SubjectAlternativeName,
   SubjectPublicKeyInfo,
-  type GeneralName,
 } from '@peculiar/asn1-x509'
+import * as asn1js from 'asn1js'
 import { signatureAlgorithm, toArrayBuffer, toExtension } from './certificate.js'
+import {
+  children,
+  decodeDer,
+  encodingOf,
+  extensionsOf,
+  isContext,
+  isUniversal,
+  nameValues,
+  oidOf,
+  type DerBlock,
+} from './der-tree.js'
 import { subjectAltName } from './extensions.js'
-import { attributeValues, distinguishedName, type NameAttribute } from './name.js'
+import { distinguishedName, type NameAttribute } from './name.js'
 
 /** PKCS#9 extensionRequest: the extensions a request asks the CA for. */
 const EXTENSION_REQUEST = '1.2.840.113549.1.9.14'
+const COMMON_NAME = '2.5.4.3'
+const ORGANIZATION = '2.5.4.10'
+/** GeneralName's CHOICE tags (RFC 5280 §4.2.1.6), for naming the ones a request may not carry. */
+const GENERAL_NAME_KINDS = [
+  'otherName',
+  'rfc822Name',
+  'dNSName',
+  'x400Address',
+  'directoryName',
+  'ediPartyName',
+  'uniformResourceIdentifier',
+  'iPAddress',
+  'registeredID',
+]
+const [DNS_NAME_TAG, IP_ADDRESS_TAG] = [2, 7]
 
 /** The signature algorithms a request may use, with the hash and key type each takes. */
 const SIGNATURE_ALGORITHMS: Record<string, { name: string; hash: string; keyType: 'ec' | 'rsa' }> = {
@@ -115,33 +141,71 @@ export function createCsr(input: CsrInput): Buffer {
  * Reads a DER PKCS#10 request and verifies its self-signature; throws a CsrError naming the reason
  * for anything else: not DER PKCS#10, another version, an unreadable key, a signature algorithm we
  * do not accept or that does not fit the key, a signature that does not verify, a SAN of a type
- * other than DNS name or IP address.
+ * other than DNS name or IP address. The join service reads one per join, so the fields are read
+ * from asn1js's decode by their place in RFC 2986 (der-tree.ts says why).
  */
 export function parseCsr(der: Buffer): ParsedCsr {
   const request = decodeRequest(der)
-  const info = request.certificationRequestInfo
-  if (info.version !== 0) throw new CsrError(`version ${info.version + 1}; PKCS#10 knows only version 1`)
-  const publicKeyDer = Buffer.from(AsnConvert.serialize(info.subjectPKInfo))
-  const publicKey = readPublicKey(publicKeyDer, info.subjectPKInfo.algorithm.algorithm)
-  const signed = request.certificationRequestInfoRaw ?? AsnConvert.serialize(info)
-  verifySignature(request, Buffer.from(signed), publicKey)
-  const { dnsNames, ipAddresses } = requestedNames(info.attributes)
+  if (request.version !== 0)
+    throw new CsrError(`version ${request.version + 1}; PKCS#10 knows only version 1`)
+  const publicKey = readPublicKey(request.publicKeyDer, request.keyAlgorithm)
+  verifySignature(request, publicKey)
+  const { dnsNames, ipAddresses } = requestedNames(request.attributes)
   return {
-    organizations: attributeValues(info.subject, 'O'),
-    commonNames: attributeValues(info.subject, 'CN'),
+    organizations: request.organizations,
+    commonNames: request.commonNames,
     key: describeKey(publicKey),
-    publicKeyDer, // the SPKI the signature verified with (exporting the KeyObject again costs ~1% of a join)
+    publicKeyDer: request.publicKeyDer, // the SPKI the signature verified with, as the request carries it
     dnsNames,
     ipAddresses,
     signatureValid: true,
   }
 }
 
-function decodeRequest(der: Buffer): CertificationRequest {
+interface DecodedRequest {
+  version: number
+  organizations: string[]
+  commonNames: string[]
+  publicKeyDer: Buffer
+  keyAlgorithm: string
+  attributes: DerBlock[]
+  /** The certificationRequestInfo's encoding, which the signature covers. */
+  signed: Buffer
+  signatureAlgorithm: string
+  signature: Buffer
+}
+
+/**
+ * CertificationRequest ::= SEQUENCE { certificationRequestInfo, signatureAlgorithm, signature BIT STRING }
+ * CertificationRequestInfo ::= SEQUENCE { version INTEGER, subject Name, subjectPKInfo, attributes [0] IMPLICIT SET OF Attribute }
+ */
+function decodeRequest(der: Buffer): DecodedRequest {
   try {
     const length = outerDerLength(der)
     if (length !== der.length) throw new Error(`${der.length - length} bytes follow the request's SEQUENCE`)
-    return AsnConvert.parse(der, CertificationRequest)
+    const [info, algorithm, signature] = children(decodeDer(der, 'request'), 'CertificationRequest')
+    const [version, subject, spki, attributes] = children(info, 'certificationRequestInfo')
+    if (!(version instanceof asn1js.Integer)) throw new Error('version is not an INTEGER')
+    const [keyAlgorithm] = children(children(spki, 'subjectPKInfo')[0], 'subjectPKInfo algorithm')
+    if (attributes !== undefined && !isContext(attributes, 0))
+      throw new Error('attributes is not [0] SET OF Attribute')
+    if (
+      !(signature instanceof asn1js.BitString) ||
+      signature.idBlock.isConstructed ||
+      signature.valueBlock.unusedBits !== 0
+    )
+      throw new Error('signature is not a BIT STRING of whole bytes')
+    return {
+      version: version.valueBlock.valueDec,
+      organizations: nameValues(subject, ORGANIZATION, 'subject'),
+      commonNames: nameValues(subject, COMMON_NAME, 'subject'),
+      publicKeyDer: encodingOf(spki as DerBlock),
+      keyAlgorithm: oidOf(keyAlgorithm, 'subjectPKInfo algorithm'),
+      attributes: attributes ? (attributes as asn1js.Constructed).valueBlock.value : [],
+      signed: encodingOf(info as DerBlock),
+      signatureAlgorithm: oidOf(children(algorithm, 'signatureAlgorithm')[0], 'signatureAlgorithm'),
+      signature: Buffer.from(signature.valueBlock.valueHexView),
+    }
   } catch (cause) {
     throw new CsrError(`not a DER PKCS#10 request: ${messageOf(cause)}`, { cause })
   }
@@ -167,8 +231,8 @@ function readPublicKey(spki: Buffer, algorithmOid: string): KeyObject {
   }
 }
 
-function verifySignature(request: CertificationRequest, signed: Buffer, key: KeyObject): void {
-  const oid = request.signatureAlgorithm.algorithm
+function verifySignature(request: DecodedRequest, key: KeyObject): void {
+  const oid = request.signatureAlgorithm
   const algorithm = SIGNATURE_ALGORITHMS[oid]
   if (!algorithm)
     throw new CsrError(
@@ -180,7 +244,7 @@ function verifySignature(request: CertificationRequest, signed: Buffer, key: Key
     )
   let valid: boolean
   try {
-    valid = verify(algorithm.hash, signed, key, Buffer.from(request.signature))
+    valid = verify(algorithm.hash, request.signed, key, request.signature)
   } catch (cause) {
     throw new CsrError(`signature is malformed: ${messageOf(cause)}`, { cause })
   }
@@ -197,40 +261,49 @@ function describeKey(key: KeyObject): CsrPublicKey {
 }
 
 /** The SANs of the extensionRequest; a request may carry at most one of each. */
-function requestedNames(attributes: Attributes | undefined): { dnsNames: string[]; ipAddresses: string[] } {
+function requestedNames(attributes: DerBlock[]): { dnsNames: string[]; ipAddresses: string[] } {
   const names = { dnsNames: [] as string[], ipAddresses: [] as string[] }
-  const requests = (attributes ?? []).filter((a) => a.type === EXTENSION_REQUEST)
+  const requests = attributes
+    .map((a) => children(a, 'attribute'))
+    .filter(
+      ([type]) => type instanceof asn1js.ObjectIdentifier && type.valueBlock.toString() === EXTENSION_REQUEST,
+    )
   if (requests.length === 0) return names
-  const [only, ...more] = requests.flatMap((a) => a.values)
+  const values = requests.flatMap(([, set]) =>
+    isUniversal(set, 17, true) ? (set as asn1js.Set).valueBlock.value : [undefined],
+  )
+  const [only, ...more] = values
   if (!only || more.length > 0 || requests.length > 1)
     throw new CsrError('extensionRequest: more than one value; want exactly one')
-  let extensions: Extensions
+  let sans: Buffer[]
   try {
-    extensions = AsnConvert.parse(only, Extensions)
+    sans = extensionsOf(only)
+      .filter((e) => e.oid === id_ce_subjectAltName)
+      .map((e) => e.value)
   } catch (cause) {
     throw new CsrError(`extensionRequest: not a list of extensions: ${messageOf(cause)}`, { cause })
   }
-  const sans = extensions.filter((e) => e.extnID === id_ce_subjectAltName)
   if (sans.length > 1) throw new CsrError('extensionRequest: more than one subjectAltName')
   const [san] = sans
   if (!san) return names
-  let general: SubjectAlternativeName
+  let general: DerBlock[]
   try {
-    general = AsnConvert.parse(san.extnValue.buffer, SubjectAlternativeName)
+    general = children(decodeDer(san, 'subjectAltName'), 'GeneralNames')
   } catch (cause) {
     throw new CsrError(`subjectAltName: cannot be read: ${messageOf(cause)}`, { cause })
   }
   for (const name of general) {
-    if (name.dNSName !== undefined) names.dnsNames.push(name.dNSName)
-    else if (name.iPAddress !== undefined) names.ipAddresses.push(name.iPAddress)
+    if (isContext(name, DNS_NAME_TAG, false))
+      names.dnsNames.push(Buffer.from((name as asn1js.Primitive).valueBlock.valueHexView).toString('latin1'))
+    else if (isContext(name, IP_ADDRESS_TAG, false)) names.ipAddresses.push(AsnIpConverter.fromASN(name))
     else throw new CsrError(`subjectAltName: ${kindOf(name)} names are not accepted; only DNS and IP`)
   }
   return names
 }
 
-function kindOf(name: GeneralName): string {
-  const kind = Object.entries(name).find(([, v]) => v !== undefined)?.[0]
-  return kind ?? 'empty'
+function kindOf(name: DerBlock): string {
+  const { tagClass, tagNumber } = name.idBlock
+  return (tagClass === 3 && GENERAL_NAME_KINDS[tagNumber]) || 'unknown'
 }
 
 const messageOf = (err: unknown): string => (err instanceof Error ? err.message : String(err))

@@ -14,6 +14,8 @@ export {
   toPem,
 } from './certificate.js'
 export type { CertificateExtension } from './certificate.js'
+export { readCertificateView } from './certificate-view.js'
+export type { CertificateView, ViewedExtension } from './certificate-view.js'
 export {
   caBasicConstraints,
   extendedKeyUsage,

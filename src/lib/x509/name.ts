@@ -19,10 +19,3 @@ export function distinguishedName(attributes: readonly NameAttribute[]): Name {
     ),
   )
 }
-
-/** Every value of one attribute type in the name, in order (any string type, as the decoder renders it). */
-export function attributeValues(name: Name, type: keyof typeof ATTRIBUTE_OIDS): string[] {
-  return name.flatMap((rdn) =>
-    rdn.filter((atv) => atv.type === ATTRIBUTE_OIDS[type]).map((atv) => atv.value.toString()),
-  )
-}
