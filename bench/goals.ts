@@ -40,7 +40,7 @@ const ratio = (ms: number | undefined, nodeMs: number) =>
 
 const GOALS: Goal[] = [
   {
-    figure: 'join service CPU per attested join (500 at once)',
+    figure: 'join service CPU per attested join (500 at once; the key service apart)',
     unit: 'ms',
     pick: (r) => at(r.join, 'rounds', -1, 'serviceCpuMsPerJoin'),
     atMost: 5,

@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process'
 import { readFile } from 'node:fs/promises'
+import { processCpuMs } from './serving-child.js'
 /** Small statistics helpers shared by the benchmarks. */
 export function summarize(samplesMs: number[]) {
   const sorted = [...samplesMs].sort((a, b) => a - b)
@@ -40,10 +41,7 @@ export async function nodeBaseline(runs: number, env: NodeJS.ProcessEnv = proces
 
 /** Until the process used no CPU for two 100 ms samples in a row (at most 10 s), so that work it does right after it starts is neither missing from "idle" nor mixed into a timing. */
 export async function waitUntilIdle(pid: number): Promise<void> {
-  const cpuTicks = async () => {
-    const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]?.split(' ') ?? []
-    return Number(fields[11]) + Number(fields[12]) // utime + stime (fields 14 and 15 of stat)
-  }
+  const cpuTicks = () => processCpuMs(pid)
   let last = await cpuTicks()
   for (let quiet = 0, tries = 0; quiet < 2 && tries < 100; tries++) {
     await new Promise((r) => setTimeout(r, 100))
