@@ -1,5 +1,6 @@
 /** Signs a joining node's kubelet certificate with the cluster CA, from a request the CSR policy accepted. */
 import { createPrivateKey } from 'node:crypto'
+import { AsnConvert } from '@peculiar/asn1-schema'
 import {
   distinguishedName,
   extendedKeyUsage,
@@ -32,9 +33,14 @@ export interface KubeletSignerOptions {
  * client and serving use, the node name as DNS SAN, its address as IP SAN.
  */
 export function createKubeletSigner({ caCertPem, caKeyPem, clock }: KubeletSignerOptions): KubeletSigner {
-  // the CA's subject exactly as encoded, so every verifier chains it
-  const issuer = parseCertificate(caCertPem).tbsCertificate.subject
+  // the CA's subject exactly as encoded, so every verifier chains it; encoded once, as are the
+  // extensions every kubelet certificate shares
+  const issuer = Buffer.from(AsnConvert.serialize(parseCertificate(caCertPem).tbsCertificate.subject))
   const caKey = createPrivateKey(caKeyPem)
+  const usages = [
+    keyUsage(['digitalSignature', 'keyEncipherment']),
+    extendedKeyUsage(['clientAuth', 'serverAuth']),
+  ]
   return {
     async sign(csr) {
       const name = claimedNodeName(csr)
@@ -55,8 +61,7 @@ export function createKubeletSigner({ caCertPem, caKeyPem, clock }: KubeletSigne
           // made from it again would only be exported back (two OpenSSL codec passes per join)
           publicKey: csr.publicKeyDer,
           extensions: [
-            keyUsage(['digitalSignature', 'keyEncipherment']),
-            extendedKeyUsage(['clientAuth', 'serverAuth']),
+            ...usages,
             subjectAltName({ dns: csr.dnsNames, ips: csr.ipAddresses.map(canonicalIp) }),
           ],
         },

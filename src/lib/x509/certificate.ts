@@ -1,18 +1,9 @@
 /** Certificates: fields encoded as an RFC 5280 TBSCertificate, signed with SHA-256 by node:crypto. */
 import { randomBytes, X509Certificate, type KeyObject } from 'node:crypto'
 import { AsnConvert, OctetString } from '@peculiar/asn1-schema'
-import {
-  type AlgorithmIdentifier,
-  Certificate,
-  Extension,
-  Extensions,
-  SubjectPublicKeyInfo,
-  TBSCertificate,
-  Validity,
-  Version,
-  type Name,
-} from '@peculiar/asn1-x509'
+import { type AlgorithmIdentifier, Certificate, Extension, type Name } from '@peculiar/asn1-x509'
 import { algorithmFor, signWith, type SignatureScheme } from './signature-scheme.js'
+import { derElement, encodeTbsCertificate } from './tbs-certificate.js'
 
 export interface CertificateExtension {
   oid: string
@@ -24,8 +15,9 @@ export interface CertificateExtension {
 export interface CertificateFields {
   /** Positive, minimally encoded, at most 20 bytes (RFC 5280 §4.1.2.2): see randomSerialNumber. */
   serialNumber: Buffer
-  subject: Name
-  issuer: Name
+  /** A Name, or its DER (a signer that names the same issuer every time encodes it once). */
+  subject: Name | Buffer
+  issuer: Name | Buffer
   notBefore: Date
   notAfter: Date
   /** The certified key, or its DER SubjectPublicKeyInfo as node:crypto exports it (spares a re-export). */
@@ -34,59 +26,35 @@ export interface CertificateFields {
 }
 
 /**
- * Encodes the fields as a TBSCertificate, signs it (SHA-256 unless the scheme says otherwise) and
- * returns the certificate's DER. The TBSCertificate is encoded once: the signed bytes are framed
- * as they are, not re-encoded from the schema (which cost as much again on every join).
+ * Encodes the fields as a TBSCertificate (tbs-certificate.ts), signs it (SHA-256 unless the scheme
+ * says otherwise) and returns the certificate's DER, the signed bytes framed as they are.
  */
 export function signCertificate(
   fields: CertificateFields,
   signingKey: KeyObject,
   scheme: SignatureScheme = 'sha256',
 ): Buffer {
-  const algorithm = algorithmFor(signingKey, scheme)
-  const tbs = new TBSCertificate({
-    version: Version.v3,
-    serialNumber: toArrayBuffer(fields.serialNumber),
+  const algorithm = Buffer.from(AsnConvert.serialize(algorithmFor(signingKey, scheme)))
+  const tbsDer = encodeTbsCertificate({
+    serialNumber: fields.serialNumber,
     signature: algorithm,
-    issuer: fields.issuer,
-    validity: new Validity({ notBefore: fields.notBefore, notAfter: fields.notAfter }),
-    subject: fields.subject,
-    subjectPublicKeyInfo: AsnConvert.parse(
-      Buffer.isBuffer(fields.publicKey)
-        ? fields.publicKey
-        : fields.publicKey.export({ type: 'spki', format: 'der' }),
-      SubjectPublicKeyInfo,
-    ),
-    // "extensions" is SEQUENCE SIZE (1..MAX): absent rather than empty
-    extensions: fields.extensions.length > 0 ? new Extensions(fields.extensions.map(toExtension)) : undefined,
+    issuer: nameDer(fields.issuer),
+    subject: nameDer(fields.subject),
+    notBefore: fields.notBefore,
+    notAfter: fields.notAfter,
+    subjectPublicKeyInfo: Buffer.isBuffer(fields.publicKey)
+      ? fields.publicKey
+      : fields.publicKey.export({ type: 'spki', format: 'der' }),
+    extensions: fields.extensions,
   })
-  const tbsDer = Buffer.from(AsnConvert.serialize(tbs))
   // Certificate ::= SEQUENCE { tbsCertificate, signatureAlgorithm, signatureValue BIT STRING }
-  return derSequence(
-    tbsDer,
-    Buffer.from(AsnConvert.serialize(algorithm)),
-    derBitString(signWith(scheme, tbsDer, signingKey)),
-  )
+  const signature = signWith(scheme, tbsDer, signingKey)
+  // the signature as a BIT STRING of whole bytes: no unused bits
+  return derElement(0x30, tbsDer, algorithm, derElement(0x03, Buffer.from([0]), signature))
 }
 
-/** X.690 §8.9: a SEQUENCE around elements that are DER already. */
-function derSequence(...elements: Buffer[]): Buffer {
-  const content = Buffer.concat(elements)
-  return Buffer.concat([Buffer.from([0x30]), derLength(content.length), content])
-}
-
-/** X.690 §8.6: a BIT STRING of whole bytes (no unused bits). */
-function derBitString(bytes: Buffer): Buffer {
-  return Buffer.concat([Buffer.from([0x03]), derLength(bytes.length + 1), Buffer.from([0]), bytes])
-}
-
-/** X.690 §8.1.3: definite length, short form below 128, else the fewest big-endian octets. */
-function derLength(length: number): Buffer {
-  if (length < 0x80) return Buffer.from([length])
-  const octets: number[] = []
-  for (let rest = length; rest > 0; rest = Math.floor(rest / 256)) octets.unshift(rest & 0xff)
-  return Buffer.from([0x80 | octets.length, ...octets])
-}
+const nameDer = (name: Name | Buffer): Buffer =>
+  Buffer.isBuffer(name) ? name : Buffer.from(AsnConvert.serialize(name))
 
 /**
  * The certificate's ASN.1 structure, from DER bytes or a PEM string; throws on anything that is

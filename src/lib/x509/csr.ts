@@ -18,6 +18,7 @@ import { signatureAlgorithm, toArrayBuffer, toExtension } from './certificate.js
 import {
   children,
   decodeDer,
+  elementLength,
   encodingOf,
   extensionsOf,
   isContext,
@@ -181,7 +182,9 @@ interface DecodedRequest {
  */
 function decodeRequest(der: Buffer): DecodedRequest {
   try {
-    const length = outerDerLength(der)
+    if (der.length < 2 || der[0] !== 0x30) throw new Error('does not start with a SEQUENCE')
+    const length = elementLength(der)
+    if (Number.isNaN(length)) throw new Error('bad length of the SEQUENCE')
     if (length !== der.length) throw new Error(`${der.length - length} bytes follow the request's SEQUENCE`)
     const [info, algorithm, signature] = children(decodeDer(der, 'request'), 'CertificationRequest')
     const [version, subject, spki, attributes] = children(info, 'certificationRequestInfo')
@@ -209,16 +212,6 @@ function decodeRequest(der: Buffer): DecodedRequest {
   } catch (cause) {
     throw new CsrError(`not a DER PKCS#10 request: ${messageOf(cause)}`, { cause })
   }
-}
-
-/** Bytes the first DER element spans (tag, length, contents), so that trailing bytes are noticed. */
-function outerDerLength(der: Buffer): number {
-  if (der.length < 2 || der[0] !== 0x30) throw new Error('does not start with a SEQUENCE')
-  const first = der[1] ?? 0
-  if (first < 0x80) return 2 + first
-  const octets = first & 0x7f
-  if (octets === 0 || octets > 4 || der.length < 2 + octets) throw new Error('bad length of the SEQUENCE')
-  return 2 + octets + der.readUIntBE(2, octets)
 }
 
 function readPublicKey(spki: Buffer, algorithmOid: string): KeyObject {

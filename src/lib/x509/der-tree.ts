@@ -22,6 +22,19 @@ export function decodeDer(bytes: Uint8Array, what: string): DerBlock {
   return decoded.result
 }
 
+/**
+ * Bytes the first element spans by its header (a one-octet tag, a definite length of at most four
+ * octets), without decoding its contents; NaN when the header is not one.
+ */
+export function elementLength(der: Uint8Array): number {
+  const first = der[1] ?? 0
+  if (der.length < 2 || ((der[0] ?? 0) & 0x1f) === 0x1f) return NaN
+  if (first < 0x80) return 2 + first
+  const octets = first & 0x7f
+  if (octets === 0 || octets > 4 || der.length < 2 + octets) return NaN
+  return 2 + octets + Buffer.from(der.buffer, der.byteOffset, der.byteLength).readUIntBE(2, octets)
+}
+
 /** The elements of a SEQUENCE. */
 export function children(block: DerBlock | undefined, what: string): DerBlock[] {
   if (!isUniversal(block, SEQUENCE, true)) throw new Error(`${what} is not a SEQUENCE`)
