@@ -50,6 +50,21 @@ export function namesUsedFromOutside(files: string[]): Map<string, Set<string>> 
       const domain = domainOf(resolved)
       return domain && resolved === indexOf(domain) && domain !== domainOf(file) ? domain : undefined
     }
+    const loadedLazily: string[] = []
+    const findImports = (node: ts.Node): void => {
+      const [arg] = ts.isCallExpression(node) ? node.arguments : []
+      if (
+        ts.isCallExpression(node) &&
+        node.expression.kind === ts.SyntaxKind.ImportKeyword &&
+        arg &&
+        ts.isStringLiteral(arg)
+      ) {
+        const domain = target(arg.text)
+        if (domain && !loadedLazily.includes(domain)) loadedLazily.push(domain)
+      }
+      ts.forEachChild(node, findImports)
+    }
+    findImports(source)
     const visit = (node: ts.Node): void => {
       if (ts.isImportDeclaration(node) && ts.isStringLiteral(node.moduleSpecifier)) {
         const domain = target(node.moduleSpecifier.text)
@@ -69,17 +84,25 @@ export function namesUsedFromOutside(files: string[]): Map<string, Set<string>> 
         if (domain)
           for (const e of node.exportClause.elements) used.get(domain)!.add((e.propertyName ?? e.name).text)
       }
-      // `const { a, b } = await import('../x/index.js')`
+      // `const { a, b } = await import('../x/index.js')`, or `= await preloadX()` in a file whose
+      // preloadX() is the one `import('../x/index.js')` in it (a module loaded only when needed)
       if (
         ts.isVariableDeclaration(node) &&
         ts.isObjectBindingPattern(node.name) &&
         node.initializer &&
         ts.isAwaitExpression(node.initializer) &&
-        ts.isCallExpression(node.initializer.expression) &&
-        node.initializer.expression.expression.kind === ts.SyntaxKind.ImportKeyword
+        ts.isCallExpression(node.initializer.expression)
       ) {
-        const [arg] = node.initializer.expression.arguments
-        const domain = arg && ts.isStringLiteral(arg) ? target(arg.text) : undefined
+        const call = node.initializer.expression
+        const [arg] = call.arguments
+        const domain =
+          call.expression.kind === ts.SyntaxKind.ImportKeyword
+            ? arg && ts.isStringLiteral(arg)
+              ? target(arg.text)
+              : undefined
+            : call.arguments.length === 0 && loadedLazily.length === 1
+              ? loadedLazily[0]
+              : undefined
         if (domain)
           for (const e of node.name.elements)
             used.get(domain)!.add(((e.propertyName ?? e.name) as ts.Identifier).text)

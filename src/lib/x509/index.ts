@@ -15,7 +15,7 @@ export {
 } from './certificate.js'
 export type { CertificateExtension } from './certificate.js'
 export { readCertificateView } from './certificate-view.js'
-export type { CertificateView, ViewedExtension } from './certificate-view.js'
+export type { CertificateView } from './certificate-view.js'
 export {
   caBasicConstraints,
   extendedKeyUsage,
@@ -26,5 +26,4 @@ export {
 export { createCsr, parseCsr } from './csr.js'
 export { generateEcdsaP256KeyPair, generateEcdsaP384KeyPair, generateRsaKeyPair } from './keys.js'
 export { distinguishedName } from './name.js'
-export type { Certificate } from '@peculiar/asn1-x509'
 export { decodeDerIa5String, decodeDerInteger, encodeDerIa5String, encodeDerInteger } from './der-values.js'
