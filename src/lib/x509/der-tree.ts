@@ -14,9 +14,13 @@ const CONTEXT = 3
 const SEQUENCE = 16
 const SET = 17
 
-/** The one element the bytes hold; throws on what BER cannot decode and on bytes after it. */
+/**
+ * The one element the bytes hold; throws on what BER cannot decode and on bytes after it. The
+ * contents of OCTET and BIT STRINGs stay bytes: asn1js would otherwise try to decode each as
+ * DER too (a 3 kB attestation document, a signature), most of the cost of a certificate.
+ */
 export function decodeDer(bytes: Uint8Array, what: string): DerBlock {
-  const decoded = asn1js.fromBER(bytes, { copyInput: false })
+  const decoded = asn1js.fromBER(bytes, { copyInput: false, parseEmbedded: false })
   if (decoded.offset === -1) throw new Error(`${what} is not DER: ${decoded.result.error}`)
   if (decoded.offset !== bytes.length) throw new Error(`bytes follow the ${what}`)
   return decoded.result
