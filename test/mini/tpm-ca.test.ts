@@ -9,11 +9,12 @@ import path from 'node:path'
 import { miniPaths } from '../../src/lib/mini/layout.js'
 import { miniNetwork } from '../../src/lib/mini/network.js'
 import { miniAttestation, miniNodeConfig } from '../../src/lib/mini/node-boot.js'
-import { localCaFiles, manufactureTpm, writeLocalCaConfig } from '../../src/lib/mini/tpm-ca.js'
+import { createLocalCa, localCaFiles, manufactureTpm, writeLocalCaConfig } from '../../src/lib/mini/tpm-ca.js'
 import { CliError } from '../../src/lib/errors/index.js'
 import { parseNodeConfig } from '../../src/lib/nodeconfig/node-config.js'
 import { CommandFailedError, createRunner, type Runner } from '../../src/lib/system/index.js'
 import { stringifyYaml } from '../../src/lib/yaml/index.js'
+import { readCertificateView } from '../../src/lib/x509/index.js'
 import { expect } from '../support/chai.js'
 import { makeTempDir, type TempDir } from '../support/temp.js'
 import { testCertificate } from '../support/test-ca.js'
@@ -93,6 +94,36 @@ describe('mini tpm-ek: the cluster CA and its TPMs', function () {
     expect(cert.checkIssued(new X509Certificate(await readFile(ca.rootCert)))).to.equal(true)
     for (const tpm of ['a', 'b'])
       expect((await stat(path.join(dir.dir, tpm, 'tpm2-00.permall'))).isFile(), tpm).to.equal(true)
+  })
+
+  it('for real: with the CA made first, TPMs are manufactured at once and keep its issuing certificate', async () => {
+    const ca = localCaFiles(path.join(dir.dir, 'tpm-ca'))
+    await writeLocalCaConfig(ca)
+    const now = new Date('2026-11-28T00:00:00Z')
+    await createLocalCa(ca, now)
+    const issuer = await readFile(ca.issuerCert, 'utf8')
+    const cert = new X509Certificate(issuer)
+    expect(cert.ca).to.equal(true)
+    expect(cert.checkIssued(cert) && cert.verify(cert.publicKey), 'self-signed').to.equal(true)
+    // basicConstraints CA and keyUsage (keyCertSign), both critical; a key identifier
+    expect(readCertificateView(cert.raw).extensions.map((e) => [e.oid, e.critical])).to.deep.equal([
+      ['2.5.29.19', true],
+      ['2.5.29.15', true],
+      ['2.5.29.14', false],
+    ])
+    expect(new Date(cert.validFrom).getTime()).to.equal(now.getTime() - 3600_000)
+    expect(cert.validTo).to.equal('Dec 31 23:59:59 9999 GMT')
+    expect((await stat(ca.signingKey)).mode & 0o777, 'the signing key is 0600').to.equal(0o600)
+
+    const runner = createRunner()
+    await Promise.all(['a', 'b', 'c'].map((tpm) => manufactureTpm(runner, path.join(dir.dir, tpm), ca)))
+    for (const tpm of ['a', 'b', 'c'])
+      expect((await stat(path.join(dir.dir, tpm, 'tpm2-00.permall'))).isFile(), tpm).to.equal(true)
+    expect(await readFile(ca.issuerCert, 'utf8'), 'swtpm_localca used the CA it found').to.equal(issuer)
+    expect(await stat(ca.rootCert).catch(() => undefined), 'and made no root of its own').to.equal(undefined)
+    // a second call leaves a CA that is there as it is (the TPMs above were issued by it)
+    await createLocalCa(ca)
+    expect(await readFile(ca.issuerCert, 'utf8')).to.equal(issuer)
   })
 
   it('node configs name the variant, and for tpm-ek the CA issuing certificate as the one root', async () => {

@@ -55,7 +55,7 @@ import {
   type NodeBootContext,
 } from './node-boot.js'
 import { unmergeMiniKubeconfig } from './kubeconfig.js'
-import { manufactureTpm, writeLocalCaConfig } from './tpm-ca.js'
+import { createLocalCa, manufactureTpm, writeLocalCaConfig } from './tpm-ca.js'
 import { checkMiniVariant, createCvmStandIn, cvmConfigHeader, isMiniCvmVariant } from './cvm.js'
 import { bootPcrs } from './measured-boot.js'
 import type { MetadataView } from './metadata-server.js'
@@ -475,16 +475,14 @@ export async function rebootNode(workspace: string, name: string, io: MiniIo, ho
 }
 
 /**
- * Every node's TPM state, before its swtpm first starts. The first one alone: swtpm_localca makes
- * the CA's keys on first use, and another swtpm_localca that finds the signing key but not yet the
- * issuing certificate would fail. The rest in parallel (swtpm_localca locks its statedir).
+ * Every node's TPM state, before its swtpm first starts: all at once (swtpm_localca locks its
+ * statedir), from the CA createLocalCa makes first.
  */
 async function manufactureTpms(ctx: NodeBootContext, nodes: MiniNodeRecord[], paths: MiniPaths) {
   await writeLocalCaConfig(paths.tpmCa)
+  await createLocalCa(paths.tpmCa)
   const tpmState = (node: MiniNodeRecord) => paths.node(node.name).tpmState
-  const [first, ...rest] = nodes
-  if (first) await manufactureTpm(ctx.runner, tpmState(first), paths.tpmCa, ctx.env)
-  await Promise.all(rest.map((node) => manufactureTpm(ctx.runner, tpmState(node), paths.tpmCa, ctx.env)))
+  await Promise.all(nodes.map((node) => manufactureTpm(ctx.runner, tpmState(node), paths.tpmCa, ctx.env)))
 }
 
 const exitedEarly = (d: Daemon) => {

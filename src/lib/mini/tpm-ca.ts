@@ -6,10 +6,20 @@
  * (issuercert.pem) and the TPMs carry no intermediate in NV, so that certificate is the root
  * verifiers trust. Both programs are Debian's swtpm-tools.
  */
-import { mkdir, mkdtemp, rm } from 'node:fs/promises'
+import { mkdir, mkdtemp, rm, stat } from 'node:fs/promises'
 import path from 'node:path'
 import { CliError, messageOf } from '../errors/index.js'
-import { writeSecretFile, type Runner } from '../system/index.js'
+import { writeFileAtomic, writeSecretFile, type Runner } from '../system/index.js'
+import {
+  caBasicConstraints,
+  distinguishedName,
+  generateEcdsaP256KeyPair,
+  keyUsage,
+  pemOfSigned,
+  randomSerialNumber,
+  signCertificate,
+  subjectKeyIdentifier,
+} from '../x509/index.js'
 
 /** The files of a local CA in `dir`; swtpm_localca creates the keys and certificates on first use. */
 export function localCaFiles(dir: string) {
@@ -30,7 +40,7 @@ export function localCaFiles(dir: string) {
 export type LocalCaFiles = ReturnType<typeof localCaFiles>
 
 export const SWTPM_LOCALCA = '/usr/bin/swtpm_localca'
-/** About 1 s per TPM here (two EKs, two certificates); the first also makes the CA's keys. */
+/** About 1 s per TPM here (two EKs, two certificates); without createLocalCa the first also makes the CA's keys. */
 const MANUFACTURE_TIMEOUT_MS = 60_000
 
 /**
@@ -53,6 +63,43 @@ export async function writeLocalCaConfig(ca: LocalCaFiles): Promise<void> {
   }
   await writeSecretFile(ca.setupConfig, lines(setup), 'replace')
 }
+
+/** RFC 5280 §4.1.2.5: a certificate with no well-defined expiration date, as swtpm_localca's own. */
+const NO_EXPIRY = new Date('9999-12-31T23:59:59Z')
+const MANUFACTURER_NAME = 'constellation mini TPM manufacturer (stand-in)'
+
+/**
+ * The CA's signing key (ECDSA P-256, 0600) and its self-signed issuing certificate, made before any
+ * TPM is manufactured, so that all of a cluster's TPMs are manufactured at once. Left to
+ * swtpm_localca, the first swtpm_setup makes them (two RSA 3072 keys with certtool, about 1 s
+ * here) while every other TPM waits for it. swtpm_localca uses the files it finds.
+ */
+export async function createLocalCa(ca: LocalCaFiles, now = new Date()): Promise<void> {
+  // a CA already there (a cluster's folder kept from before) is its TPMs' manufacturer still
+  if (await exists(ca.signingKey)) return
+  const { publicKey, privateKey } = await generateEcdsaP256KeyPair()
+  const name = distinguishedName([['CN', MANUFACTURER_NAME]])
+  const cert = signCertificate(
+    {
+      serialNumber: randomSerialNumber(),
+      subject: name,
+      issuer: name,
+      notBefore: new Date(now.getTime() - 60 * 60 * 1000), // an hour of clock skew between nodes
+      notAfter: NO_EXPIRY,
+      publicKey,
+      extensions: [caBasicConstraints(), keyUsage(['keyCertSign']), subjectKeyIdentifier(publicKey)],
+    },
+    privateKey,
+  )
+  await writeSecretFile(ca.signingKey, privateKey.export({ type: 'pkcs8', format: 'pem' }), 'exclusive')
+  await writeFileAtomic(ca.issuerCert, pemOfSigned(cert), 0o644) // the root every node's config names
+}
+
+const exists = (file: string) =>
+  stat(file).then(
+    () => true,
+    () => false,
+  )
 
 const lines = (entries: Record<string, string>) =>
   Object.entries(entries)
