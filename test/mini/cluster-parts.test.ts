@@ -5,6 +5,7 @@
  */
 import { mkdir, readFile, stat, writeFile } from 'node:fs/promises'
 import path from 'node:path'
+import { bootContext, type MiniIo } from '../../src/lib/mini/cluster.js'
 import { markedProcesses, startDaemon, stopMarked, alive } from '../../src/lib/mini/daemons.js'
 import { miniPaths, readMiniRecord, writeMiniRecord, type MiniRecord } from '../../src/lib/mini/layout.js'
 import {
@@ -148,6 +149,33 @@ describe('mini: processes found by their marker', function () {
     } finally {
       await stopMarked('MINI_TEST_MARK', `${mark}2`, 2_000)
     }
+  })
+})
+
+describe("mini: a node's environment", () => {
+  it("keeps the operator's variables but not the operator's extra trusted CAs", () => {
+    const operator = {
+      PATH: '/usr/bin',
+      HOME: '/root',
+      NODE_EXTRA_CA_CERTS: '/etc/ssl/certs/ca.crt',
+      LANG: 'C',
+    }
+    const record = {
+      network: { mode: 'loopback', id: 'abc123', prefix: '127.9.9' },
+      nodes: [],
+    } as unknown as MiniRecord
+    const io = { runner, env: operator, files: { systemctlFakeDir: '/fake/systemctl' } } as unknown as MiniIo
+    const { env } = bootContext(record, miniPaths('/ws'), io)
+    expect(env).to.not.have.property('NODE_EXTRA_CA_CERTS')
+    expect(env).to.include({
+      HOME: '/root',
+      LANG: 'C',
+      PATH: '/fake/systemctl:/usr/bin',
+      CONSTELL_MINI_CLUSTER: 'abc123',
+    })
+    expect(operator.NODE_EXTRA_CA_CERTS, "the operator's own environment is left as it is").to.equal(
+      '/etc/ssl/certs/ca.crt',
+    )
   })
 })
 
