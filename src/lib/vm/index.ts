@@ -1,0 +1,7 @@
+/**
+ * Node virtual machines for `mini --machines vm`: the image (Debian packages plus this project,
+ * built once per version into a cache), QEMU machines with swtpm as their TPM, and QEMU's guest
+ * agent to run commands on them.
+ */
+export { ensureImage } from './image.js'
+export type { ImageResult } from './image.js'
