@@ -4,4 +4,5 @@
  * agent to run commands on them.
  */
 export { ensureImage } from './image.js'
-export type { ImageResult } from './image.js'
+export type { ImageFiles, ImageResult } from './image.js'
+export { GUEST_STATE_DISK, qemuArgs, qmpCommand, swtpmArgs, vmMac } from './qemu.js'
