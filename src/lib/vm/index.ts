@@ -6,3 +6,4 @@
 export { ensureImage } from './image.js'
 export type { ImageFiles, ImageResult } from './image.js'
 export { GUEST_STATE_DISK, qemuArgs, qmpCommand, swtpmArgs, vmMac } from './qemu.js'
+export { guestExec } from './guest-agent.js'
