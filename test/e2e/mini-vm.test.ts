@@ -8,7 +8,9 @@
  * (QEMU system_reset) resets the PCRs and keeps the disk; a power cut (QEMU and swtpm SIGKILLed)
  * leaves a machine that boots again.
  *
- * Kubernetes is not involved (no init here): the node waits for init or a join as a new node does.
+ * `mini exec` runs commands in the guest through QEMU's guest agent, and `mini logs` shows its serial
+ * console. Kubernetes is not involved (no init here): the node waits for init or a join as a new
+ * node does.
  *
  * Slow: the image's first build takes minutes (then it is cached under .cache/vm-images), and each
  * boot about a minute on one emulated vCPU, three boots in all. Needs root (tap devices, the
@@ -17,11 +19,12 @@
 import { execFileSync } from 'node:child_process'
 import bcrypt from 'bcryptjs'
 import { rm } from 'node:fs/promises'
-import path from 'node:path'
 import { connect } from 'node:net'
 import { chooseNetwork, miniNetwork, removeNetwork, type MiniNetwork } from '../../src/lib/mini/network.js'
 import { MetadataServer } from '../../src/lib/mini/metadata-server.js'
-import { METADATA_PORT, type MiniNodeRecord } from '../../src/lib/mini/layout.js'
+import { METADATA_PORT, miniPaths, writeMiniRecord, type MiniNodeRecord } from '../../src/lib/mini/layout.js'
+import { showNodeLogs } from '../../src/lib/mini/logs.js'
+import { runMiniExec } from '../../src/wiring/mini-exec.js'
 import {
   powerCutVmNode,
   powerOnVmNode,
@@ -68,6 +71,16 @@ describe('mini --machines vm: a node as a QEMU VM', function () {
     network = miniNetwork(await chooseNetwork('netns', runner), runner)
     node.address = network.nodeAddress(0)
     ctx = { network, runner, image: image.files, env: process.env, clusterId: network.id, accel: 'tcg' }
+    // the record `mini exec` and `mini logs` read: the node's files where a cluster keeps them
+    await writeMiniRecord(tmp.dir, {
+      version: 1,
+      startedAt: new Date().toISOString(),
+      network: { mode: network.mode, id: network.id, prefix: network.prefix },
+      createdFiles: [],
+      createdWorkspace: false,
+      nodes: [node],
+      machines: 'vm',
+    })
   })
 
   after(async () => {
@@ -78,7 +91,7 @@ describe('mini --machines vm: a node as a QEMU VM', function () {
     await tmp?.cleanup()
   })
 
-  const files = () => vmNodeFiles(path.join(tmp.dir, node.name))
+  const files = () => vmNodeFiles(miniPaths(tmp.dir).node(node.name).dir)
   const exec = async (script: string) => {
     const r = await guestExec(files().sockets.guestAgent, ['/bin/sh', '-c', script])
     if (r.exitCode !== 0) throw new Error(`guest: ${script}: exit ${r.exitCode}\n${r.stdout}${r.stderr}`)
@@ -148,6 +161,20 @@ describe('mini --machines vm: a node as a QEMU VM', function () {
     expect(await exec('grep -A1 "^tpm:" /etc/constellation/node-config.yaml')).to.include('/dev/tpmrm0')
     expect(await exec('cat /sys/class/tpm/tpm0/tpm_version_major')).to.equal('2\n')
     expect(await exec('readlink -f /usr/bin/constellation && node --version')).to.match(/run\.js\nv2\d\./)
+    // mini exec: the guest's exit code and output, as they are
+    expect(await runMiniExec(tmp.dir, node.name, ['sh', '-c', 'hostname; exit 7'])).to.deep.equal({
+      exitCode: 7,
+      stdout: `${node.name}\n`,
+      stderr: '',
+    })
+    // mini logs: the serial console (kernel, systemd, the units' JSON lines by journald) is the node's log
+    let logs = ''
+    await showNodeLogs(
+      { workspace: tmp.dir, node: node.name, service: 'console', follow: false },
+      (t) => (logs += t),
+    )
+    expect(logs).to.match(/Started constellation-bootstrapper\.service/)
+    expect(logs).to.match(/"msg":"Init server listening"/)
   })
 
   it('a reset (QEMU system_reset) resets the PCRs, keeps the disk and boots to Init again', async () => {
