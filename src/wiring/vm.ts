@@ -3,7 +3,7 @@
  * runtime as inputs, mmdebstrap, npm and mke2fs through the process runner, the package's
  * .cache/vm-images (or CONSTELL_VM_CACHE) as the cache.
  */
-import { ensureImage, type ImageResult } from '../lib/vm/index.js'
+import { ensureImage, pruneImages, type ImageResult } from '../lib/vm/index.js'
 import { packageFile } from '../lib/paths.js'
 import { createRunner } from '../lib/system/index.js'
 
@@ -28,4 +28,13 @@ export function ensureNodeImage(
     },
     createRunner(),
   )
+}
+
+/** The image for this version, and with `prune` every other cached image removed. */
+export async function buildNodeImage(
+  opts: { cacheDir: string; prune: boolean },
+  progress: (line: string) => void,
+): Promise<ImageResult & { pruned: string[] }> {
+  const image = await ensureNodeImage(progress, opts.cacheDir)
+  return { ...image, pruned: opts.prune ? await pruneImages(opts.cacheDir, image.manifest) : [] }
 }

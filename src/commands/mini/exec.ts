@@ -9,6 +9,7 @@ export default class MiniExec extends BaseCommand {
     '<%= config.bin %> mini exec worker-0 -C ./mini -- ls',
     '<%= config.bin %> mini exec worker-0 -C ./mini -- cryptsetup status state',
   ]
+  static override usage = 'mini exec NODE [-C <value>] -- COMMAND [ARG…]'
   static override enableJsonFlag = false
   static override strict = false
   static override args = {

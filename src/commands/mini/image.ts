@@ -1,24 +1,32 @@
 import { Flags } from '@oclif/core'
 import { BaseCommand } from '../../base-command.js'
 import type { ImageResult } from '../../lib/vm/index.js'
-import { ensureNodeImage, vmImageCacheDir } from '../../wiring/vm.js'
+import { buildNodeImage, vmImageCacheDir } from '../../wiring/vm.js'
 
 export default class MiniImage extends BaseCommand {
   static override description =
-    "Build the node VM image `mini up --machines vm` boots (Debian packages from the mirror, this project and its Node.js runtime, the project's systemd units), once per version: it is cached under a hash of its inputs. Needs root (mmdebstrap)."
-  static override examples = ['<%= config.bin %> mini image', '<%= config.bin %> mini image --json']
+    "Build the image mini's virtual-machine nodes boot (Debian packages from the mirror, this project and its Node.js runtime, the project's systemd units), once per version: it is cached under a hash of its inputs. Needs root (mmdebstrap)."
+  static override examples = [
+    '<%= config.bin %> mini image',
+    '<%= config.bin %> mini image --prune',
+    '<%= config.bin %> mini image --json',
+  ]
   static override flags = {
+    prune: Flags.boolean({
+      description:
+        'remove every other cached image and Debian base (a running VM cluster of another version needs its image to power nodes on again)',
+    }),
     'cache-dir': Flags.directory({
       description: "where images are kept (default: the package's .cache/vm-images, or $CONSTELL_VM_CACHE)",
     }),
   }
 
-  async run(): Promise<ImageResult> {
+  async run(): Promise<ImageResult & { pruned: string[] }> {
     const { flags } = await this.parse(MiniImage)
     const started = Date.now()
-    const image = await ensureNodeImage(
+    const image = await buildNodeImage(
+      { cacheDir: flags['cache-dir'] ?? vmImageCacheDir(), prune: flags.prune },
       (line) => process.stderr.write(`• ${line}\n`),
-      flags['cache-dir'] ?? vmImageCacheDir(),
     )
     const m = image.manifest
     this.log(
@@ -27,6 +35,7 @@ export default class MiniImage extends BaseCommand {
     this.log(
       `  kernel ${m.kernel}, Node.js ${m.nodeVersion}, ${Object.keys(m.packages).length} Debian packages, root disk ${(m.rootDiskBytes / 2 ** 20).toFixed(0)} MiB on disk, built ${m.builtAt} in ${m.buildSeconds} s`,
     )
+    for (const removed of image.pruned) this.log(`removed ${removed}`)
     return image
   }
 }

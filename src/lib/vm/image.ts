@@ -271,3 +271,23 @@ function parsePackages(text: string): Record<string, string> {
   }
   return out
 }
+
+/**
+ * Removes every cached image and Debian base but `keep`'s (about 1 GiB and 650 MiB each), and what
+ * an interrupted build left. Only on request: a running VM cluster's overlays name their image as
+ * backing file, and its next power-on needs it.
+ */
+export async function pruneImages(cacheDir: string, keep: ImageManifest): Promise<string[]> {
+  const removed: string[] = []
+  const keepBase = `base-${baseInputsHash()}.tar`
+  for (const entry of await readdir(cacheDir).catch(() => [] as string[])) {
+    const stale =
+      (/^[0-9a-f]{16}$/.test(entry) && entry !== keep.hash) ||
+      entry.startsWith('.build-') ||
+      (/^base-[0-9a-f]{16}\.tar/.test(entry) && entry !== keepBase)
+    if (!stale) continue
+    await rm(path.join(cacheDir, entry), { recursive: true, force: true })
+    removed.push(path.join(cacheDir, entry))
+  }
+  return removed
+}

@@ -3,7 +3,7 @@
  * built once per version into a cache), QEMU machines with swtpm as their TPM, and QEMU's guest
  * agent to run commands on them.
  */
-export { ensureImage } from './image.js'
+export { ensureImage, pruneImages } from './image.js'
 export type { ImageFiles, ImageResult } from './image.js'
 export { GUEST_STATE_DISK, qemuArgs, qmpCommand, swtpmArgs, vmMac } from './qemu.js'
 export { guestExec } from './guest-agent.js'
