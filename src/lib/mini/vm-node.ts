@@ -14,7 +14,7 @@ import { stringifyYaml } from '../yaml/index.js'
 import { GUEST_STATE_DISK, qemuArgs, qmpCommand, swtpmArgs, vmMac, type ImageFiles } from '../vm/index.js'
 import { CLUSTER_MARKER, NODE_MARKER, startDaemon, stopMarked, markedProcesses, alive } from './daemons.js'
 import { METADATA_PORT, NODE_PORTS, type MiniNodeRecord } from './layout.js'
-import type { MiniNetwork } from './network.js'
+import { tapName, type MiniNetwork } from './network.js'
 import { waitForFile, waitForSocket } from './wait.js'
 
 /** A state disk big enough for LUKS2 with dm-integrity's tags and journal, and a small ext4. */
@@ -129,7 +129,7 @@ export async function powerOnVmNode(ctx: VmBootContext, node: MiniNodeRecord, fi
         accel: ctx.accel,
         sockets: files.sockets,
         consoleLog: files.consoleLog,
-        tap: `cst${ctx.network.id}t${node.index}`,
+        tap: tapName(ctx.network.id, node.index),
         mac: vmMac(ctx.network.id, node.index),
         address: `${node.address}/24`,
         nodeConfigFile: files.nodeConfig,
