@@ -266,6 +266,12 @@ describe('bootstrapper units', () => {
       expect(() => installTarget('/r', '/../../etc/passwd')).to.throw(/contains ".."/)
       expect(decodeDataUrl('data:,a%2Cb').toString()).to.equal('a,b')
     })
+    it('keeps install paths under a real node\'s root, "/" (found in a VM node)', () => {
+      expect(installTarget('/', '/opt/cni/bin')).to.equal('/opt/cni/bin')
+      expect(installTarget('/', '/run/state/bin/kubeadm')).to.equal('/run/state/bin/kubeadm')
+      expect(() => installTarget('/', '/')).to.throw(/is the node root or leaves it/)
+      expect(() => installTarget('/', '/../etc')).to.throw(/contains ".."/)
+    })
   })
 
   describe('node lock', () => {

@@ -151,7 +151,9 @@ export function installTarget(root: string, installPath: string): string {
     throw new Error(`install path ${JSON.stringify(installPath)} contains ".."`)
   const resolvedRoot = path.resolve(root)
   const target = path.resolve(resolvedRoot, '.' + path.posix.normalize(installPath))
-  if (target === resolvedRoot || !target.startsWith(resolvedRoot + path.sep))
+  // a real node's root is "/", which already ends in the separator ("//" would refuse everything)
+  const under = resolvedRoot.endsWith(path.sep) ? resolvedRoot : resolvedRoot + path.sep
+  if (target === resolvedRoot || !target.startsWith(under))
     throw new Error(`install path ${JSON.stringify(installPath)} is the node root or leaves it`)
   return target
 }
