@@ -17,8 +17,8 @@
  * bridge, mmdebstrap), qemu-system-x86_64 and mmdebstrap; skipped without them.
  */
 import { execFileSync } from 'node:child_process'
-import bcrypt from 'bcryptjs'
-import { rm } from 'node:fs/promises'
+import { rm, writeFile } from 'node:fs/promises'
+import path from 'node:path'
 import { connect } from 'node:net'
 import { chooseNetwork, miniNetwork, removeNetwork, type MiniNetwork } from '../../src/lib/mini/network.js'
 import { MetadataServer } from '../../src/lib/mini/metadata-server.js'
@@ -34,6 +34,13 @@ import {
   type VmBootContext,
 } from '../../src/lib/mini/vm-node.js'
 import { createRunner } from '../../src/lib/system/index.js'
+import { generateWorkspace, initSecretHashFor, loadConfig } from '../../src/lib/config/index.js'
+import { workspacePaths } from '../../src/lib/paths.js'
+import { simulatedComponents, simulatorPaths } from '../../src/lib/simulator/index.js'
+import { DEFAULT_KUBERNETES_MINOR } from '../../src/lib/versions/index.js'
+import { stringifyYaml } from '../../src/lib/yaml/index.js'
+import { GUEST_NODE, GUEST_PROJECT_DIR } from '../../src/lib/vm/image.js'
+import { runCli } from '../support/cli.js'
 import type { ImageResult } from '../../src/lib/vm/index.js'
 import { guestExec, waitForGuestAgent } from '../../src/lib/vm/guest-agent.js'
 import { ensureNodeImage } from '../../src/wiring/vm.js'
@@ -63,6 +70,9 @@ describe('mini --machines vm: a node as a QEMU VM', function () {
   const runner = createRunner()
   const node: MiniNodeRecord = { name: 'control-plane-0', role: 'control-plane', index: 0, address: '' }
   let ctx: VmBootContext
+  /** The operator's workspace (config generate), whose init secret's hash the metadata serves. */
+  const ws = () => path.join(tmp.dir, 'ws')
+  let initSecretHash: string
 
   before(async function () {
     if (!runnable) this.skip()
@@ -70,6 +80,16 @@ describe('mini --machines vm: a node as a QEMU VM', function () {
     tmp = await makeTempDir('constell-vm-')
     network = miniNetwork(await chooseNetwork('netns', runner), runner)
     node.address = network.nodeAddress(0)
+    await generateWorkspace({
+      workspace: ws(),
+      provider: 'qemu',
+      kubernetes: DEFAULT_KUBERNETES_MINOR,
+      variant: 'qemu-vtpm',
+      name: 'vm',
+      endpoint: node.address,
+    })
+    // a node reads it at boot, as from its cloud's metadata
+    initSecretHash = (await initSecretHashFor(ws())).initSecretHash
     ctx = { network, runner, image: image.files, env: process.env, clusterId: network.id, accel: 'tcg' }
     // the record `mini exec` and `mini logs` read: the node's files where a cluster keeps them
     await writeMiniRecord(tmp.dir, {
@@ -144,8 +164,7 @@ describe('mini --machines vm: a node as a QEMU VM', function () {
     metadata = new MetadataServer(() => ({
       members: [{ name: node.name, role: node.role, vpcIP: node.address }],
       endpointHost: node.address,
-      // any init secret's: this node is never initialized here
-      initSecretHash: bcrypt.hashSync('not used', 4),
+      initSecretHash,
     }))
     await metadata.start(`${network.hostAddress}:${METADATA_PORT}`)
     const started = Date.now()
@@ -198,6 +217,35 @@ describe('mini --machines vm: a node as a QEMU VM', function () {
     await rm(files().sockets.qmp, { force: true })
     await powerOnVmNode(ctx, node, files())
     await bootedToInit()
+    await expectMappedStateDisk()
+  })
+
+  it('constellation init from the host: attested over aTLS, the node locks, re-keys its disk and runs kubeadm', async () => {
+    const file = workspacePaths(ws()).config
+    const config = await loadConfig(file)
+    // Kubernetes SIMULATED: the simulator's kubeadm and kubelet stand-ins, at the image's paths
+    config.kubernetesComponents = simulatedComponents(config.kubernetesVersion, {
+      ...simulatorPaths(GUEST_PROJECT_DIR),
+      nodeBinary: GUEST_NODE,
+    })
+    // The firmware's PCR 4 (SeaBIOS measures its boot path there), read from this node: the test is
+    // about the attested channel, not about where reference values come from (the image's job, later)
+    const pcr4 = /4\s*:\s*0x([0-9A-F]{64})/i.exec(await exec('tpm2_pcrread sha256:4'))?.[1]
+    const section = config.attestation as unknown as Record<string, { measurements: Record<string, unknown> }>
+    section.qemuVTPM!.measurements['4'] = { expected: pcr4!.toLowerCase(), warnOnly: false }
+    await writeFile(file, stringifyYaml(config))
+
+    const res = await runCli(['init', '-C', ws(), '--skip-helm', '--timeout', '8m'], {
+      timeoutMs: 10 * 60_000,
+    })
+    expect(res.code, res.stderr).to.equal(0)
+    expect(res.stdout).to.include('successfully initialized')
+    expect(res.stdout + res.stderr).to.include('Verifying the attestation of the node')
+    // the node lock: PCR 15 holds the cluster ID now
+    expect(await exec('tpm2_pcrread sha256:15')).to.not.match(/15\s*:\s*0x0{64}/i)
+    expect(await exec('journalctl -b -u constellation-bootstrapper -o cat --no-pager')).to.include(
+      '"msg":"State disk key set"',
+    )
     await expectMappedStateDisk()
   })
 })
