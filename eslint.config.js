@@ -72,10 +72,11 @@ export default tseslint.config(
     languageOptions: { globals: { process: 'readonly', URL: 'readonly', console: 'readonly' } },
   },
   {
-    files: ['**/*.cjs'],
+    // CommonJS by bin/package.json: a CommonJS entry starts ~7 ms faster than an ES module
+    files: ['**/*.cjs', 'bin/run.js'],
     languageOptions: {
       sourceType: 'commonjs',
-      globals: { require: 'readonly', module: 'readonly', process: 'readonly' },
+      globals: { require: 'readonly', module: 'readonly', process: 'readonly', __dirname: 'readonly' },
     },
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },

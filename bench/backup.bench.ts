@@ -13,7 +13,7 @@ import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { createClusterReader } from '../src/lib/upgrade/index.js'
 import { backupCustomResources, BACKUP_PAGE_SIZE } from '../src/lib/upgrade/backup.js'
-import { summarize, timeRuns } from './stats.js'
+import { nodeBaseline, summarize } from './stats.js'
 
 const CUSTOM_RESOURCES = 10_000
 const RUNS = 5
@@ -29,14 +29,6 @@ async function cpuMsOf(pid: number): Promise<number> {
 const ownCpuMs = () => {
   const u = process.cpuUsage()
   return (u.user + u.system) / 1000
-}
-
-function nodeE0(): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['-e', '0'], { stdio: 'ignore' })
-    child.on('error', reject)
-    child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`node -e 0 exited ${code}`))))
-  })
 }
 
 /** The fake in its own process; resolves once it is seeded and serving. */
@@ -98,6 +90,6 @@ export default async function backup() {
     backupRoot: os.tmpdir(),
     cliCpuMedianMs: median(cliCpu),
     fakeApiServerCpuMedianMs: median(fakeCpu),
-    nodeBaseline: summarize(await timeRuns(BASELINE_RUNS, nodeE0)),
+    nodeBaseline: await nodeBaseline(BASELINE_RUNS),
   }
 }

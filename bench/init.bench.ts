@@ -149,7 +149,7 @@ async function measureBringUp(env: NodeJS.ProcessEnv) {
 
 export default async function init() {
   return {
-    targetInitOverheadMedianMs: 500,
+    targetInitOverheadRatioToNode: 2.5,
     targetBootstrapperRssMB: 80,
     ...(await measure(ENVIRONMENTS.machine)),
     withoutNodeExtraCaCerts: await measure(ENVIRONMENTS.withoutNodeExtraCaCerts),

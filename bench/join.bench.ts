@@ -45,7 +45,8 @@ class InMemoryTokenRegistrar implements TokenRegistrar {
 async function round(endpoint: string, joiners: number) {
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', path.join(HERE, 'join-nodes.ts'), endpoint, String(joiners), String(SWTPMS)],
+    // the parent's Node flags (`--import tsx`, and `--cpu-prof` when profiling: both processes then)
+    [...process.execArgv, path.join(HERE, 'join-nodes.ts'), endpoint, String(joiners), String(SWTPMS)],
     {
       stdio: ['ignore', 'pipe', 'inherit'],
     },

@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process'
 import { readFile } from 'node:fs/promises'
 /** Small statistics helpers shared by the benchmarks. */
 export function summarize(samplesMs: number[]) {
@@ -21,6 +22,20 @@ export async function timeRuns(runs: number, fn: () => Promise<void>): Promise<n
     samples.push(Number(process.hrtime.bigint() - start) / 1e6)
   }
   return samples
+}
+
+/** One `node -e 0`: the machine's floor for any process start, the benchmarks' baseline. */
+export function nodeE0(env: NodeJS.ProcessEnv = process.env): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['-e', '0'], { stdio: 'ignore', env })
+    child.on('error', reject)
+    child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`node -e 0 exited ${code}`))))
+  })
+}
+
+/** `node -e 0` timed `runs` times in `env`. */
+export async function nodeBaseline(runs: number, env: NodeJS.ProcessEnv = process.env) {
+  return summarize(await timeRuns(runs, () => nodeE0(env)))
 }
 
 /** Until the process used no CPU for two 100 ms samples in a row (at most 10 s), so that work it does right after it starts is neither missing from "idle" nor mixed into a timing. */

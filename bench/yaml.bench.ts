@@ -3,9 +3,8 @@
  * Loading must stay linear: msPerMiB should hold about steady as the size doubles. The goal
  * (DESIGN.md §6) is a cost per MiB; `node -e 0` of the same run says how fast this machine was.
  */
-import { spawn } from 'node:child_process'
 import { YamlProblemsError } from '../src/lib/yaml/index.js'
-import { summarize, timeRuns } from './stats.js'
+import { nodeBaseline, summarize, timeRuns } from './stats.js'
 import { parseConfig } from '../src/lib/config/load.js'
 
 const SIZES_KIB = [256, 512, 1024]
@@ -22,16 +21,9 @@ function unknownKeys(kib: number): string {
   return lines.join('')
 }
 
-const nodeStart = () =>
-  new Promise<void>((resolve, reject) => {
-    const child = spawn(process.execPath, ['-e', '0'], { stdio: 'ignore' })
-    child.on('error', reject)
-    child.on('close', () => resolve())
-  })
-
 export default async function yaml() {
   const results: Record<string, unknown> = {
-    nodeBaseline: summarize(await timeRuns(RUNS, nodeStart)),
+    nodeBaseline: await nodeBaseline(RUNS),
     goalMsPerMiB: GOAL_MS_PER_MIB,
   }
   for (const kib of SIZES_KIB) {

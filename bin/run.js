@@ -1,4 +1,6 @@
 #!/usr/bin/env node
+// CommonJS (bin/package.json), not an ES module: Node's ES-module loader alone costs ~7 ms of
+// CPU at every start (a quarter of `node -e 0`), and `--version` and help pages need none of it.
 // `--version` is answered before oclif loads: loading the framework alone costs about twice a bare
 // node start, and version checks run in scripts and health probes. The text matches oclif's.
 // Help pages come from dist/help-index.json, which the build renders with oclif's own Help class
@@ -6,8 +8,11 @@
 // `bootstrap run` (the node daemon), the node's services and `init` with plain flags also run
 // without oclif: see src/bootstrap-run.ts, src/service-run.ts and src/init-run.ts; anything
 // unusual still goes through oclif.
-import { existsSync, readFileSync } from 'node:fs'
+'use strict'
+const { existsSync, readFileSync } = require('node:fs')
+const path = require('node:path')
 
+const ROOT = path.join(__dirname, '..')
 const args = process.argv.slice(2)
 const withoutFramework = {
   'bootstrap run': () => import('../dist/bootstrap-run.js'),
@@ -19,14 +24,20 @@ const withoutFramework = {
 }
 
 if (args.length === 1 && (args[0] === '--version' || args[0] === '-v')) {
-  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'))
+  const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8'))
   process.stdout.write(userAgent(pkg.oclif.bin, pkg.version) + '\n')
-} else if (!printedIndexedHelp() && !(await ranWithoutFramework())) {
+} else if (!printedIndexedHelp()) {
+  void main()
+}
+
+async function main() {
+  if (await ranWithoutFramework()) return
   // oclif would load semver on every start to compare Node with package.json's engines (~8 ms);
   // npm checks engines at install time.
   process.env.OCLIF_DISABLE_ENGINE_WARNING ??= '1'
   const { execute } = await import('../dist/cli.js')
-  await execute({ dir: import.meta.url })
+  // the project's root, not this file: oclif takes the nearest package.json, here bin/'s
+  await execute({ dir: ROOT })
 }
 
 function userAgent(bin, version) {
@@ -50,9 +61,9 @@ function printedIndexedHelp() {
   if (words.some((w) => w.startsWith('-')) || !oclifWouldRenderPlain()) return false
   let index
   try {
-    index = JSON.parse(readFileSync(new URL('../dist/help-index.json', import.meta.url), 'utf8'))
+    index = JSON.parse(readFileSync(path.join(ROOT, 'dist/help-index.json'), 'utf8'))
   } catch {
-    return false // not built (bin/dev.js runs without it): oclif renders the page
+    return false // not built (bin/dev.mjs runs without it): oclif renders the page
   }
   const key = words.join(' ')
   if (!Object.hasOwn(index.pages, key)) return false

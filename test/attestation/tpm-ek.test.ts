@@ -39,6 +39,10 @@ import {
 } from '../../src/lib/attestation/document.js'
 import { createAttestedCertificate, verifyAttestedCertificate } from '../../src/lib/atls/certificate.js'
 import { CliError } from '../../src/lib/errors/index.js'
+import { TpmParseError } from '../../src/lib/tpm/index.js'
+import { TpmError } from '../../src/lib/tpm/errors.js'
+import { measureBoot } from '../../src/lib/attestation/eventlog/write.js'
+import { BOOT } from './eventlog/boot-log.js'
 
 const sha256 = (b: Buffer) => createHash('sha256').update(b).digest()
 const PCRS = [0, 4, 7, 15]
@@ -124,6 +128,7 @@ describe('tpm-ek attestation: EK certificate chain and credential activation aga
     expect(parsed.ekCertificates).to.deep.equal([eccEk, intermediate.raw])
     expect(parsed.activationProof).to.equal(undefined)
     expect(got.activation?.proven).to.equal(false)
+    expect(Object.keys(got), 'no event log, no eventLog key').not.to.include('eventLog')
     expect(got.activation?.akName).to.deep.equal(objectName(parsed.akPub))
     expect(got.activation?.ek.key.equals(new X509Certificate(eccEk).publicKey)).to.equal(true)
     expect(Object.keys(JSON.parse(doc.toString()) as object)).to.deep.equal([
@@ -132,7 +137,8 @@ describe('tpm-ek attestation: EK certificate chain and credential activation aga
       'UserData',
       'EndorsementKeyCertificates',
     ])
-    expect(issuer.oid).to.equal('1.3.9900.5.100')
+    expect([issuer.variant, issuer.oid]).to.deep.equal(['tpm-ek', '1.3.9900.5.100'])
+    expect([validator.variant, validator.oid]).to.deep.equal(['tpm-ek', '1.3.9900.5.100'])
     expect(VARIANT_OIDS['tpm-ek']).to.equal('1.3.9900.5.100')
   })
 
@@ -140,7 +146,9 @@ describe('tpm-ek attestation: EK certificate chain and credential activation aga
     const doc = await createIssuer('tpm-ek', tpm.open).issue(userData, nonce)
     const v = createValidator('tpm-ek', m, undefined, { roots: [root] })
     expect(v.variant).to.equal('tpm-ek')
-    await v.validate(doc, nonce)
+    const got = await v.validate(doc, nonce)
+    expect(got.userData).to.deep.equal(userData)
+    expect(got.activation?.akName).to.deep.equal(objectName(decodeDocument(doc).akPub))
     expect(() => createValidator('tpm-ek', m)).to.throw(CliError, 'needs manufacturer root certificates')
     const leaf = testCertificate({ cn: 'not a CA', ca: false })
     expect(() => createTpmEkValidator(m, [leaf.cert])).to.throw(
@@ -162,7 +170,17 @@ describe('tpm-ek attestation: EK certificate chain and credential activation aga
   })
 
   it('an intermediate configured as the root also anchors the chain', async () => {
-    await createTpmEkValidator(m, [intermediate]).validate(await issuer.issue(userData, nonce), nonce)
+    const doc = await issuer.issue(userData, nonce)
+    const got = await createTpmEkValidator(m, [intermediate]).validate(doc, nonce)
+    expect(got.userData).to.deep.equal(userData)
+    expect(got.warnings).to.deep.equal([])
+    const [eccEk] = decodeDocument(doc).ekCertificates ?? []
+    expect(got.activation?.ek.key.equals(new X509Certificate(eccEk!).publicKey)).to.equal(true)
+    // the same document with the manufacturer's root alone anchored is refused: the intermediate did the anchoring
+    const unrelated = testCertificate({ cn: 'unrelated root', ca: true })
+    expect(await refusal(createTpmEkValidator(m, [unrelated.cert]).validate(doc, nonce))).to.match(
+      /^EK certificate chain: .*chains to none of the 1 configured manufacturer roots \(root CN=unrelated root: is not its issuer/,
+    )
   })
 
   it("refuses an EK certificate from another manufacturer's CA, naming the link", async () => {
@@ -279,6 +297,17 @@ describe('tpm-ek attestation: EK certificate chain and credential activation aga
     expect((err as Error).message).to.include('made for another AK or another EK')
   })
 
+  it('refuses an activation request whose AkPub does not parse, naming the request and the field', async () => {
+    const ours = decodeActivationRequest(await issuer.activationRequest())
+    expect(
+      await refusal(
+        validator.challengeActivation(
+          encodeActivationRequest({ ekCertificates: ours.ekCertificates, akPub: Buffer.from('garbage') }),
+        ),
+      ),
+    ).to.match(/^malformed activation request: AkPub: /)
+  })
+
   it('refuses a replayed proof, a missing proof and a proof from another AK, naming which', async () => {
     const request = await issuer.activationRequest()
     const first = await validator.challengeActivation(request)
@@ -292,6 +321,14 @@ describe('tpm-ek attestation: EK certificate chain and credential activation aga
     expect(
       await refusal(validator.validate(await issuer.issue(userData, nonce), nonce, second.expected)),
     ).to.match(/^credential activation: the document carries no ActivationProof/)
+    // a proof of another length is refused the same way, not by a crash of the comparison
+    expect(
+      await refusal(
+        validator.validate(await issuer.issue(userData, nonce, Buffer.alloc(16)), nonce, second.expected),
+      ),
+    ).to.equal(
+      "credential activation: ActivationProof is not this challenge's secret (a replayed or forged activation)",
+    )
     const otherAk = {
       ...first.expected,
       akName: Buffer.concat([Buffer.from('000b', 'hex'), randomBytes(32)]),
@@ -319,8 +356,54 @@ describe('tpm-ek attestation: EK certificate chain and credential activation aga
       expect((err as Error).message).to.equal(
         'the TPM has no EK certificate (RSA 2048, ECC P-256 or P-384); tpm-ek attestation needs one',
       )
+      expect((err as CliError).hint).to.equal(
+        'use a TPM provisioned with an EK certificate by its manufacturer (swtpm: swtpm_setup --create-ek-cert), or the qemu-vtpm attestation variant',
+      )
     } finally {
       await bare.stop()
+    }
+  })
+
+  it('issuing fails with the TPM error when an EK certificate cannot be read, not "no EK certificate"', async () => {
+    const broken: OpenTpm = async () => ({
+      send: () => Promise.reject(new Error('device gone')),
+      close: async () => {},
+    })
+    const err = await createTpmEkIssuer(broken)
+      .issue(userData, nonce)
+      .catch((e: unknown) => e)
+    expect(err).to.be.instanceOf(TpmError)
+    expect((err as Error).message).to.match(/^reading the EK certificate at NV index 0x1c000/)
+    expect(((err as Error).cause as Error).message).to.equal('device gone')
+  })
+
+  it('issuing refuses a TPM holding more intermediates than a document may carry', async () => {
+    const tools = tpm2Tools(tpm, tmp.dir)
+    const extra = ['0x01c00101', '0x01c00102', '0x01c00103']
+    const size = String(intermediate.raw.length)
+    try {
+      for (const index of extra) {
+        await tools('tpm2_nvdefine', [
+          index,
+          '-C',
+          'o',
+          '-s',
+          size,
+          '-a',
+          'ownerread|ownerwrite|authread|authwrite',
+        ])
+        await tools('tpm2_nvwrite', [index, '-C', 'o', '-i', 'chain.der'])
+      }
+      // the EK certificate and four intermediates: one more than MAX_EK_CERTIFICATES (4)
+      const err = await createTpmEkIssuer(tpm.open)
+        .issue(userData, nonce)
+        .catch((e: unknown) => e)
+      expect(err).to.be.instanceOf(TpmParseError)
+      expect((err as Error).message).to.equal(
+        'EK certificate chain: the TPM holds more than 3 intermediate certificates',
+      )
+    } finally {
+      for (const index of extra) await tools('tpm2_nvundefine', [index, '-C', 'o']).catch(() => undefined)
     }
   })
 
@@ -332,5 +415,15 @@ describe('tpm-ek attestation: EK certificate chain and credential activation aga
     expect((err as Error).message).to.equal(
       "tpm-ek: the peer's attestation counts only after credential activation, which this connection does not perform",
     )
+  })
+
+  // last: the boot log extends PCRs that `m` holds for the tests above
+  it('returns the replayed event log of a tpm-ek document that carries one', async () => {
+    const logFile = path.join(tmp.dir, 'binary_bios_measurements')
+    await writeFile(logFile, await measureBoot(tpm.open, BOOT))
+    const doc = await createTpmEkIssuer(tpm.open, { eventLogPath: logFile }).issue(userData, nonce)
+    const got = await createTpmEkValidator(new Map(), [root]).validate(doc, nonce)
+    expect(got.eventLog?.bank).to.equal('SHA-256')
+    expect(got.eventLog?.events).to.have.length(BOOT.length)
   })
 })

@@ -18,16 +18,14 @@ import VerifyService from '../../src/commands/verifyservice.js'
 import { FRAMEWORK_FREE_SERVICES, SERVICE_FLAGS } from '../../src/service-run.js'
 import { INIT_FLAGS } from '../../src/init-run.js'
 import { expect } from '../support/chai.js'
-import { CLI, REPO_ROOT, runCli, type CliResult } from '../support/cli.js'
+import { REPO_ROOT, runCli, throughOclifArgv, type CliResult } from '../support/cli.js'
 import { withTempDir } from '../support/temp.js'
 import { startDaemonProcess, startLocalNode } from '../support/local-node.js'
 
 /** The same command line through oclif, the way bin/run.js runs every other command. */
 function runThroughOclif(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
-  const script = `const { execute } = await import(${JSON.stringify(path.join(REPO_ROOT, 'dist/cli.js'))});
-await execute({ dir: ${JSON.stringify(new URL(`file://${CLI}`).href)}, args: ${JSON.stringify(args)} })`
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+    const child = spawn(process.execPath, throughOclifArgv(args), {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, CONSTELL_NO_SPINNER: '1', ...env },
     })

@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process'
 import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { expect } from '../support/chai.js'
-import { CLI, REPO_ROOT, type CliResult } from '../support/cli.js'
+import { CLI, REPO_ROOT, throughOclifArgv, type CliResult } from '../support/cli.js'
 import { withTempDir } from '../support/temp.js'
 
 /** The environment without anything that makes oclif render in colour or at another width. */
@@ -35,9 +35,7 @@ const runCliWith = (args: string[], env: NodeJS.ProcessEnv) => run([CLI, ...args
 
 /** The same command line rendered by oclif, as bin/run.js did for every help request before. */
 function runThroughOclif(args: string[], env: NodeJS.ProcessEnv): Promise<CliResult> {
-  const script = `const { execute } = await import(${JSON.stringify(path.join(REPO_ROOT, 'dist/cli.js'))});
-await execute({ dir: ${JSON.stringify(new URL(`file://${CLI}`).href)}, args: ${JSON.stringify(args)} })`
-  return run(['--input-type=module', '-e', script], { ...env, DEBUG: undefined })
+  return run(throughOclifArgv(args), { ...env, DEBUG: undefined })
 }
 
 const PAGES: Record<string, string[]> = {

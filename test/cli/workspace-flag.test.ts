@@ -51,21 +51,26 @@ describe('-C/--workspace naming a file, in every command that takes it', () => {
     ['a file', 'afile'],
     ['a path through a file', 'afile/ws'],
   ] as const)
-    it(`${label}: exit 2, naming the flag and the path, and nothing is written`, async () => {
+    it(`${label}: exit 2, naming the flag and the path, and nothing is written`, async function () {
+      this.timeout(120_000) // one CLI process per command (~30), four at a time
       const failures: string[] = []
-      for (const id of await workspaceCommands()) {
-        const args = [...id.split(' '), ...(REQUIRED[id] ?? []), '-C', value]
-        const res = await runCli(args, { cwd: tmp.dir })
-        const said = res.stderr
-        if (
-          res.code !== 2 ||
-          !said.includes('-C/--workspace') ||
-          !said.includes(path.join(tmp.dir, 'afile')) ||
-          said.includes('This is a bug')
-        )
-          failures.push(`${id}: exit ${res.code}: ${said.trim()}`)
+      const ids = await workspaceCommands()
+      const walk = async () => {
+        for (let id = ids.shift(); id !== undefined; id = ids.shift()) {
+          const args = [...id.split(' '), ...(REQUIRED[id] ?? []), '-C', value]
+          const res = await runCli(args, { cwd: tmp.dir })
+          const said = res.stderr
+          if (
+            res.code !== 2 ||
+            !said.includes('-C/--workspace') ||
+            !said.includes(path.join(tmp.dir, 'afile')) ||
+            said.includes('This is a bug')
+          )
+            failures.push(`${id}: exit ${res.code}: ${said.trim()}`)
+        }
       }
-      expect(failures).to.deep.equal([])
+      await Promise.all([walk(), walk(), walk(), walk()])
+      expect(failures.sort()).to.deep.equal([])
       expect(await readFile(path.join(tmp.dir, 'afile'), 'utf8')).to.equal('not a folder\n')
     })
 })

@@ -187,7 +187,7 @@ describe('faults: a killed join service, wrong measurements, a replayed attestat
         !d.running()
           ? Promise.reject(new Error(`worker_${i} exited`))
           : /No usable join ticket from this join service/.test(d.log()) &&
-              /No join ticket yet; asking again/.test(d.log())
+              /No join service listens yet; asking again/.test(d.log())
             ? true
             : undefined,
       ).catch((err: unknown) => {

@@ -150,10 +150,11 @@ describe('resume over aTLS (swtpm, cryptsetup, kubeadm contract fake)', function
     await eventually(
       'the node to see its caller gone',
       async () => (await r.logs.collect()).toString().includes('The Init caller went away') || undefined,
-      10_000,
+      30_000,
     )
     await hold.release()
     const kept = nodePaths(node.root).initResultFile
+    // the rest of init (kubeadm fake, certificates) runs on a machine the parallel test jobs share
     await eventually(
       'the kept answer',
       () =>
@@ -161,7 +162,7 @@ describe('resume over aTLS (swtpm, cryptsetup, kubeadm contract fake)', function
           () => true,
           () => undefined,
         ),
-      10_000,
+      30_000,
     )
     return { r, request }
   }
@@ -169,6 +170,7 @@ describe('resume over aTLS (swtpm, cryptsetup, kubeadm contract fake)', function
   it('the node keeps the answer on its state disk (0600, no master secret in it) and hands it to a resume over aTLS', async () => {
     const { r, request } = await interruptedInit()
     const kept = nodePaths(node.root).initResultFile
+    // the rest of init (kubeadm fake, certificates) runs on a machine the parallel test jobs share
     expect((await stat(kept)).mode & 0o777).to.equal(0o600)
     const text = await readFile(kept, 'utf8')
     const master = parseClusterKmsUri(request.kmsUri)

@@ -87,8 +87,8 @@ describe('operator init units', () => {
 
   it('names merged entries after the cluster and a cluster-ID prefix, so same-named clusters do not collide', () => {
     const named = parse(nameEntriesAfterCluster(kubeconfig('c'), 'c-1a2b3c4d')) as {
-      clusters: Array<{ name: string }>
-      users: Array<{ name: string }>
+      clusters: Array<{ name: string; cluster: unknown }>
+      users: Array<{ name: string; user: unknown }>
       contexts: Array<{ name: string; context: { cluster: string; user: string } }>
       'current-context': string
     }
@@ -98,12 +98,24 @@ describe('operator init units', () => {
       { name: 'c-1a2b3c4d', context: { cluster: 'c-1a2b3c4d', user: 'c-1a2b3c4d-admin' } },
     ])
     expect(named['current-context']).to.equal('c-1a2b3c4d')
-    const both = mergeKubeconfig(
-      kubeconfig('c'),
-      nameEntriesAfterCluster(kubeconfig('c'), 'c-1a2b3c4d'),
-      '/k',
-    )
-    expect((parse(both) as { clusters: unknown[] }).clusters).to.have.length(2)
+    // renamed, not rewritten: the server, the CA and the credentials stay what the node sent
+    expect(named.clusters[0]?.cluster).to.deep.equal({
+      server: 'https://10.0.0.1:6443',
+      'certificate-authority-data': 'Q0E=',
+    })
+    expect(named.users[0]?.user).to.deep.equal({ token: 't' })
+    const both = parse(
+      mergeKubeconfig(
+        kubeconfig('c', 'https://10.0.0.9:6443'),
+        nameEntriesAfterCluster(kubeconfig('c'), 'c-1a2b3c4d'),
+        '/k',
+      ),
+    ) as { clusters: Array<{ name: string; cluster: { server: string } }>; 'current-context': string }
+    expect(both.clusters.map((c) => [c.name, c.cluster.server])).to.deep.equal([
+      ['c', 'https://10.0.0.9:6443'],
+      ['c-1a2b3c4d', 'https://10.0.0.1:6443'],
+    ])
+    expect(both['current-context']).to.equal('c-1a2b3c4d')
   })
 
   it('the node logs: 0600 whatever mode the file had, never through a symlink', async () => {

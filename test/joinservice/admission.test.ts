@@ -78,6 +78,7 @@ describe('admission', () => {
       expect(await results, 'every join succeeds, none failed for concurrency').to.deep.equal(names)
       expect(joins.maxRunning).to.equal(tc.wantMax)
       expect(joins.started, 'in arrival order').to.deep.equal(names)
+      expect(admission.stats()[tc.role], 'every turn given back').to.deep.equal({ active: 0, queued: 0 })
     })
 
   it('lets workers through while a control plane joins, and vice versa', async () => {
@@ -101,8 +102,10 @@ describe('admission', () => {
     joins.finish('cp-1', new Error('key service down'))
     await expect(first).to.be.rejectedWith('key service down')
     await tick()
+    expect(admission.stats()['control-plane']).to.deep.equal({ active: 1, queued: 0 })
     joins.finish('cp-2')
     expect(await second).to.equal('cp-2')
+    expect(admission.stats()['control-plane']).to.deep.equal({ active: 0, queued: 0 })
   })
 
   it('takes a caller that hung up out of the queue; the rest keep their order', async () => {

@@ -6,7 +6,7 @@ import {
   type CsrFields,
   type CsrProblem,
 } from '../../src/lib/joinservice/csr-policy.js'
-import { ipBytes, peerHost, sameIp } from '../../src/lib/joinservice/ip-address.js'
+import { ipBytes, isLoopback, peerHost, sameIp } from '../../src/lib/joinservice/ip-address.js'
 
 /** What an honest worker at 10.0.0.5 sends (the fields a CSR parser would extract). */
 const honest: CsrFields = {
@@ -39,6 +39,15 @@ describe('CSR policy', () => {
     'its own loopback address from 127.0.0.1 (nodes sharing a host, mini without namespaces)': {
       csr: { ipAddresses: ['127.42.0.3'] },
       peer: '127.0.0.1',
+    },
+    'the IPv6 loopback address from 127.0.0.1': { csr: { ipAddresses: ['::1'] }, peer: '127.0.0.1' },
+    'its own loopback address from ::1 (an IPv6-only host)': {
+      csr: { ipAddresses: ['127.0.0.1'] },
+      peer: '::1',
+    },
+    'a multi-digit IPv4-mapped SAN for its IPv4 peer': {
+      csr: { ipAddresses: ['::ffff:192.168.100.200'] },
+      peer: '192.168.100.200',
     },
   }
   for (const [name, tc] of Object.entries(accepted))
@@ -147,6 +156,21 @@ describe('CSR policy', () => {
         },
       ],
     },
+    'a reachable address from the IPv6 loopback peer': {
+      csr: { ipAddresses: ['10.0.0.5'] },
+      peer: '::1',
+      want: [
+        {
+          field: 'IP SAN',
+          kind: 'forbidden',
+          reason: /10\.0\.0\.5 is not the address the request came from \(::1\)/,
+        },
+      ],
+    },
+    'the IPv6 loopback address from a reachable peer': {
+      csr: { ipAddresses: ['::1'] },
+      want: [{ field: 'IP SAN', kind: 'forbidden', reason: /::1 is not the address/ }],
+    },
     'a loopback address from a reachable peer': {
       csr: { ipAddresses: ['127.0.0.1'] },
       want: [{ field: 'IP SAN', kind: 'forbidden', reason: /127\.0\.0\.1 is not the address/ }],
@@ -212,8 +236,15 @@ describe('CSR policy', () => {
     expect(claimedNodeName({ commonNames: ['system:node:w'] })).to.equal('w')
     expect(claimedNodeName({ commonNames: ['w'] })).to.equal(undefined)
     expect(claimedNodeName({ commonNames: ['system:node:a', 'system:node:b'] })).to.equal(undefined)
+    expect(claimedNodeName({ commonNames: [] })).to.equal(undefined)
     expect(isRfc1123Name('a'.repeat(63))).to.be.true
     expect(isRfc1123Name('a'.repeat(64))).to.be.false
+    expect(isRfc1123Name('a')).to.be.true
+    expect(isRfc1123Name('a.b-c.d')).to.be.true
+    // 253 characters in all, each label within 63
+    const labels = (n: number) => Array.from({ length: n }, () => 'a'.repeat(63)).join('.')
+    expect(isRfc1123Name(`${labels(3)}.${'b'.repeat(61)}`)).to.be.true
+    expect(isRfc1123Name(`${labels(3)}.${'b'.repeat(62)}`)).to.be.false
     expect(isRfc1123Name('-a')).to.be.false
     expect(isRfc1123Name('a..b')).to.be.false
   })
@@ -227,6 +258,10 @@ describe('IP addresses by value', () => {
     ['::1', '0:0:0:0:0:0:0:1'],
     ['fe80::1%eth0', 'fe80::1'],
     ['::', '0::0'],
+    ['192.168.100.200', '::ffff:192.168.100.200'],
+    ['::ffff:192.168.100.200', '::ffff:c0a8:64c8'],
+    ['::ffff:255.1.0.254', '255.1.0.254'],
+    ['::ffff:10.0.0.5%eth0', '10.0.0.5'],
   ]
   for (const [a, b] of same) it(`${a} is ${b}`, () => expect(sameIp(a, b)).to.be.true)
   const different: Array<[string, string]> = [
@@ -234,6 +269,10 @@ describe('IP addresses by value', () => {
     ['::1', '127.0.0.1'],
     ['::10.0.0.5', '10.0.0.5'], // IPv4-compatible (deprecated), not mapped
     ['10.0.0.5', 'not an ip'],
+    ['not an ip', 'not an ip'],
+    ['not an ip', '10.0.0.5'],
+    ['::ffff:192.168.100.200', '192.168.200.100'],
+    ['::fffe:10.0.0.5', '10.0.0.5'],
   ]
   for (const [a, b] of different) it(`${a} is not ${b}`, () => expect(sameIp(a, b)).to.be.false)
 
@@ -241,13 +280,45 @@ describe('IP addresses by value', () => {
     expect(ipBytes('::ffff:1.2.3.4')).to.deep.equal(Buffer.from([1, 2, 3, 4]))
     expect(ipBytes('2001:db8::')?.length).to.equal(16)
     expect(ipBytes('1.2.3')).to.equal(undefined)
+    expect(ipBytes('::ffff:192.168.100.200')).to.deep.equal(Buffer.from([192, 168, 100, 200]))
+    expect(ipBytes('2001:db8::1:2')).to.deep.equal(
+      Buffer.from([0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 2]),
+    )
+    expect(ipBytes('1:2:3:4:5:6:7:8')).to.deep.equal(
+      Buffer.from([0, 1, 0, 2, 0, 3, 0, 4, 0, 5, 0, 6, 0, 7, 0, 8]),
+    )
+    expect(ipBytes('64:ff9b::192.0.2.33')).to.deep.equal(
+      Buffer.from([0, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0, 192, 0, 2, 33]),
+    )
+    expect(ipBytes('fe80::1%eth0:0')?.length).to.equal(16)
   })
+
+  const loopback: Record<string, boolean> = {
+    '127.0.0.1': true,
+    '127.255.255.254': true,
+    '::1': true,
+    '0:0:0:0:0:0:0:1': true,
+    '::1%lo': true,
+    '::ffff:127.0.0.1': true,
+    '128.0.0.1': false,
+    '126.0.0.1': false,
+    '::': false,
+    '::2': false,
+    '1::1': false,
+    '::101': false,
+    'not an ip': false,
+  }
+  for (const [address, want] of Object.entries(loopback))
+    it(`${address} is ${want ? '' : 'not '}loopback`, () => expect(isLoopback(address)).to.equal(want))
 
   const peers: Record<string, string> = {
     '10.0.0.5:4711': '10.0.0.5',
     '::1:4711': '::1',
     '[::1]:4711': '::1',
     '::ffff:127.0.0.1:4711': '::ffff:127.0.0.1',
+    // not grpc-js forms: left as they are, so they match no address
+    'x[::1]:4711': 'x[::1]',
+    '[::1]:4711x': '[::1]:4711x',
   }
   for (const [peer, host] of Object.entries(peers))
     it(`reads host ${host} from grpc-js peer ${peer}`, () => expect(peerHost(peer)).to.equal(host))

@@ -7,7 +7,9 @@ import path from 'node:path'
 import { openNodeKubeApi, type KubeApi } from '../../src/lib/kube/index.js'
 import { FakeApiServer } from '../../src/lib/simulator/index.js'
 import { collectStateDisks } from '../../src/lib/joinservice/state-disk-collector.js'
-import { recordOwnDisk } from '../../src/lib/joinservice/own-disk.js'
+import { ownDiskRecord, recordOwnDisk } from '../../src/lib/joinservice/own-disk.js'
+import { writeNodeState } from '../../src/lib/nodeconfig/node-state.js'
+import { nodePaths } from '../../src/lib/paths.js'
 import {
   apiStateDiskRegistry,
   DiskRecordExistsError,
@@ -106,6 +108,94 @@ describe('state disk records (ConfigMaps in the Kubernetes API)', () => {
       return { lines, log: createLogger({ format: 'json', write: (l) => lines.push(l) }) }
     }
 
+    it("is built from the node state's disk, this node's metadata name and address, and its AK", async () => {
+      const paths = nodePaths(path.join(dir, 'root'))
+      await mkdir(path.dirname(paths.nodeStateFile), { recursive: true })
+      const source = {
+        paths,
+        self: { name: 'CP_0', role: 'control-plane' as const, vpcIP: '10.0.0.7' },
+        readAttestationKeyName: async () => Buffer.from('000bcafe', 'hex'),
+        clock: () => NOW,
+      }
+      await writeNodeState(paths, {
+        role: 'control-plane',
+        measurementSalt: Buffer.alloc(32),
+        diskUuid: uuid(3),
+      })
+      expect(await ownDiskRecord(source)).to.deep.equal({
+        uuid: uuid(3),
+        record: {
+          node: 'cp-0',
+          role: 'control-plane',
+          address: '10.0.0.7',
+          tpm: '000bcafe',
+          recordedAt: NOW.toISOString(),
+        },
+      })
+      expect(await ownDiskRecord({ ...source, self: undefined }), 'no metadata, no record').to.equal(
+        undefined,
+      )
+      await writeNodeState(paths, { role: 'control-plane', measurementSalt: Buffer.alloc(32) })
+      expect(await ownDiskRecord(source), 'no disk in the node state').to.equal(undefined)
+    })
+
+    it('records nothing for a node without a disk, and logs a failure it cannot retry away', async () => {
+      const { lines, log } = silent()
+      await recordOwnDisk(disks, async () => undefined, log, new AbortController().signal)
+      expect(lines).to.deep.equal([])
+      await recordOwnDisk(disks, () => Promise.reject(new Error('no TPM')), log, new AbortController().signal)
+      expect(lines.join('\n')).to.match(
+        /state disk is not recorded: it cannot rejoin without `constellation recover`.*"error":"no TPM"/,
+      )
+      const stopped = new AbortController()
+      stopped.abort()
+      const before = lines.length
+      await recordOwnDisk(disks, () => Promise.reject(new Error('stopping')), log, stopped.signal)
+      expect(lines, 'a stop is not a failure').to.have.length(before)
+    })
+
+    it('tries again when the API does not answer yet, logging each failure', async () => {
+      const { lines, log } = silent()
+      let calls = 0
+      const flaky: StateDiskRegistry = {
+        lookup: (id) => disks.lookup(id),
+        disksOf: (node) => disks.disksOf(node),
+        list: () => disks.list(),
+        remove: (id) => disks.remove(id),
+        create: (id, rec) =>
+          ++calls === 1 ? Promise.reject(new Error('connection refused')) : disks.create(id, rec),
+      }
+      const own = { uuid: uuid(2), record: record('cp-0', { role: 'control-plane' }) }
+      await recordOwnDisk(flaky, async () => own, log, new AbortController().signal)
+      expect(calls).to.equal(2)
+      expect(await disks.lookup(uuid(2))).to.deep.equal(own.record)
+      expect(lines[0]).to.match(
+        /Recording this node's state disk failed; trying again.*"attempt":1.*"error":"connection refused"/,
+      )
+      expect(lines[1]).to.include("Recorded this node's state disk")
+    })
+
+    it('tries again when the disk is recorded but its record cannot be read (no owner to compare)', async () => {
+      const { lines, log } = silent()
+      let calls = 0
+      const unreadable: StateDiskRegistry = {
+        lookup: (id) => disks.lookup(id),
+        disksOf: (node) => disks.disksOf(node),
+        list: () => disks.list(),
+        remove: (id) => disks.remove(id),
+        create: (id, rec) =>
+          ++calls === 1 ? Promise.reject(new DiskRecordExistsError(id, undefined)) : disks.create(id, rec),
+      }
+      const own = { uuid: uuid(3), record: record('cp-0', { role: 'control-plane' }) }
+      await recordOwnDisk(unreadable, async () => own, log, new AbortController().signal)
+      expect(calls).to.equal(2)
+      expect(lines[0]).to.match(
+        new RegExp(`trying again.*"attempt":1.*"error":"state disk ${uuid(3)} is recorded already"`),
+      )
+      expect(lines[1]).to.include("Recorded this node's state disk")
+      expect(lines).to.have.length(2)
+    })
+
     it('is created once, and found again after a restart', async () => {
       const { lines, log } = silent()
       const own = { uuid: uuid(1), record: record('cp-0', { role: 'control-plane' }) }
@@ -118,6 +208,9 @@ describe('state disk records (ConfigMaps in the Kubernetes API)', () => {
       )
       expect(await disks.lookup(uuid(1))).to.deep.equal(own.record)
       expect(lines.filter((l) => l.includes("Recorded this node's state disk"))).to.have.length(2)
+      expect(lines[0])
+        .to.include(`"diskUUID":"${uuid(1)}"`)
+        .and.include('"node":"cp-0"')
     })
 
     it("is never rewritten when the disk is another node's: logged as an error", async () => {

@@ -3,6 +3,7 @@ import { ClusterKms } from '../../src/lib/kms/index.js'
 import type { IssueJoinTicketRequest } from '../../src/gen/join.js'
 import { createKubeletSigner } from '../../src/lib/joinservice/kubelet-signer.js'
 import {
+  checkDiskUuid,
   checkJoinRequest,
   issueJoinTicket,
   issueRejoinTicket,
@@ -14,6 +15,7 @@ import type { PeerIdentity } from '../../src/lib/joinservice/peer-identity.js'
 import type { ClusterCa } from '../../src/lib/joinservice/cluster-ca.js'
 import type { CsrFields } from '../../src/lib/joinservice/csr-policy.js'
 import { InMemoryStateDisks } from '../support/state-disks.js'
+import { DiskRecordExistsError } from '../../src/lib/joinservice/state-disks.js'
 import {
   certOf,
   COMPONENTS,
@@ -171,6 +173,30 @@ describe('join tickets', () => {
       want: /^disk_uuid: "" is not a UUID/,
       node: 'worker-1',
     },
+    'a disk UUID with a prefix (a UUID inside another key ID)': {
+      req: { diskUuid: `key-${UUID}` },
+      status: 'invalid-argument',
+      want: /^disk_uuid: "key-0b4f5e2a-[0-9a-f-]+" is not a UUID$/,
+      node: 'worker-1',
+    },
+    'a disk UUID with a suffix': {
+      req: { diskUuid: `${UUID}/measurementSecret` },
+      status: 'invalid-argument',
+      want: /^disk_uuid: "0b4f5e2a-[0-9a-f-]+\/measurementSecret" is not a UUID$/,
+      node: 'worker-1',
+    },
+    'a long disk UUID, quoted only up to 64 characters': {
+      req: { diskUuid: 'x'.repeat(100) },
+      status: 'invalid-argument',
+      want: new RegExp(`^disk_uuid: "${'x'.repeat(64)}" is not a UUID$`),
+      node: 'worker-1',
+    },
+    "a CSR for another node's name with a weak key: forbidden outweighs invalid": {
+      csr: { commonNames: ['system:node:worker-2'], dnsNames: [], key: { type: 'rsa', modulusLength: 1024 } },
+      status: 'permission-denied',
+      want: /^certificate_request: .*node name "worker-2".*RSA 1024 bits/,
+      node: 'worker-1',
+    },
     'a request that is not a CSR': {
       raw: Buffer.from('garbage'),
       status: 'invalid-argument',
@@ -297,6 +323,93 @@ describe('join tickets', () => {
       expect((err as Error).cause, 'the cause is kept for the server log').to.be.instanceOf(Error)
     })
 
+  it('checkDiskUuid: a refusal with no node named when none is given', () => {
+    expect(() => checkDiskUuid('not-a-uuid'))
+      .to.throw(JoinRefusedError, /^disk_uuid: "not-a-uuid" is not a UUID$/)
+      .with.property('node', '')
+    expect(checkDiskUuid(UUID.toUpperCase())).to.equal(UUID)
+  })
+
+  describe('each step, failing alone, is named', () => {
+    const down = () => Promise.reject(new Error('down'))
+    const steps: Record<string, { peer?: PeerIdentity; edit: (d: TicketDeps) => void }> = {
+      'getting the measurement secret from the key service': {
+        edit: (d) => {
+          const keys = d.dataKey
+          d.dataKey = (id, length) => (id === 'measurementSecret' ? down() : keys(id, length))
+        },
+      },
+      'getting the disk key from the key service': {
+        edit: (d) => {
+          const keys = d.dataKey
+          d.dataKey = (id, length) => (id === UUID ? down() : keys(id, length))
+        },
+      },
+      'recording the state disk': { edit: (d) => (d.stateDisks.create = down) },
+      "removing the node's earlier disk records": { edit: (d) => (d.stateDisks.disksOf = down) },
+      "reading the cluster's Kubernetes version and components": { edit: (d) => (d.kubernetes = down) },
+      'signing the kubelet certificate': { edit: (d) => (d.kubeletSigner = { sign: down }) },
+      "reading the control plane's service files": {
+        peer: controlPlane1,
+        edit: (d) => (d.controlPlaneServiceFiles = down),
+      },
+    }
+    for (const [name, tc] of Object.entries(steps))
+      it(name, async () => {
+        const { d } = deps()
+        tc.edit(d)
+        const peer = tc.peer ?? worker1
+        const err = await issueJoinTicket(check(await request({}, {}, peer), peer), d).then(
+          () => expect.fail('issued'),
+          (e: unknown) => e,
+        )
+        expect(err)
+          .to.be.instanceOf(TicketStepError)
+          .and.include({ step: name, message: `${name} failed` })
+        expect((err as Error).cause).to.have.property('message', 'down')
+      })
+
+    it('looking up the state disk (rejoin)', async () => {
+      const { d } = deps()
+      d.stateDisks.lookup = () => Promise.reject(new Error('down'))
+      const err = await issueRejoinTicket({ diskUuid: UUID }, worker1, d).then(
+        () => expect.fail('issued'),
+        (e: unknown) => e,
+      )
+      expect(err)
+        .to.be.instanceOf(TicketStepError)
+        .and.include({ step: 'looking up the state disk', message: 'looking up the state disk failed' })
+    })
+  })
+
+  it('refuses a join for a disk recorded for another node name at the same address and TPM', async () => {
+    const { d, asked } = deps()
+    await issueJoinTicket(check(await request()), d)
+    asked.length = 0
+    const renamed: PeerIdentity = { ...worker1, node: 'worker-7' }
+    await expect(issueJoinTicket(check(await request({}, {}, renamed), renamed), d)).to.be.rejectedWith(
+      JoinRefusedError,
+      /^disk_uuid: [0-9a-f-]{36} is the state disk of node "worker-1" already/,
+    )
+    expect(asked).to.deep.equal([])
+  })
+
+  it('refuses a join for a disk recorded already whose record cannot be read, naming no node', async () => {
+    const { d, asked } = deps()
+    d.stateDisks.create = (uuid) => Promise.reject(new DiskRecordExistsError(uuid, undefined))
+    const err = await issueJoinTicket(check(await request()), d).then(
+      () => expect.fail('issued'),
+      (e: unknown) => e as JoinRefusedError,
+    )
+    expect(err)
+      .to.be.instanceOf(JoinRefusedError)
+      .and.include({ status: 'permission-denied', node: 'worker-1' })
+    expect(err.message).to.equal(
+      `disk_uuid: ${UUID} is the state disk of node "unknown" already; a join is for a new disk (a rebooted node asks for a rejoin ticket)`,
+    )
+    expect(asked).to.deep.equal([])
+  })
+
   describe('rejoin', () => {
     it('issues the disk key and measurement secret only, to the node the disk was recorded for', async () => {
       const { d, asked } = deps()
@@ -349,10 +462,14 @@ describe('join tickets', () => {
 
     it('refuses a disk the cluster never issued a ticket for, asking for no key', async () => {
       const { d, asked } = deps()
-      await expect(issueRejoinTicket({ diskUuid: UUID }, worker1, d)).to.be.rejectedWith(
-        JoinRefusedError,
-        /^disk_uuid: [0-9a-f-]{36} is not a state disk of this cluster/,
+      const err = await issueRejoinTicket({ diskUuid: UUID }, worker1, d).then(
+        () => expect.fail('issued'),
+        (e: unknown) => e as JoinRefusedError,
       )
+      expect(err)
+        .to.be.instanceOf(JoinRefusedError)
+        .and.include({ status: 'permission-denied', node: 'worker-1' })
+      expect(err.message).to.match(/^disk_uuid: [0-9a-f-]{36} is not a state disk of this cluster/)
       expect(asked).to.deep.equal([])
     })
 

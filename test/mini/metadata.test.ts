@@ -7,6 +7,7 @@ import { expect } from '../support/chai.js'
 import { MetadataServer, type MetadataView } from '../../src/lib/mini/index.js'
 import { httpMetadataClient, parseBootstrapperNodeConfig } from '../../src/lib/nodeconfig/index.js'
 import { resolveMetadata, type MetadataClient } from '../../src/lib/nodeconfig/metadata.js'
+import { ExitCode, exitCodeOf } from '../../src/lib/errors/index.js'
 
 const HASH = '$2a$04$abcdefghijklmnopqrstuu5ySmH6TgnwhSUCqSnQRvSWdkm1rHHQe'
 const VIEW: MetadataView = {
@@ -158,6 +159,8 @@ metadata: { provider: static, self: { name: a, role: worker, vpcIP: 10.0.0.2 }, 
       }
       const err = await resolveMetadata(nodeConfig(url), client, FAST).catch((e: unknown) => e)
       expect(`${String(err)}: ${String((err as Error).cause)}`).to.match(tc.want)
+      // bad outside input: exit 1 with a hint, not 70 ("This is a bug")
+      expect(exitCodeOf(err)).to.equal(ExitCode.Failure)
     })
   }
 })

@@ -4,6 +4,7 @@
  * stands in for the node's disk and queue). Its verdict must match what happened on the node.
  */
 import { randomBytes } from 'node:crypto'
+import { rm } from 'node:fs/promises'
 import * as grpc from '@grpc/grpc-js'
 import { APIService, type RecoverMessage, type RecoverResponse } from '../../src/gen/recover.js'
 import {
@@ -15,10 +16,15 @@ import { CliError, ExitCode } from '../../src/lib/errors/index.js'
 import { listenOn } from '../../src/lib/grpc/index.js'
 import { writeMasterSecret } from '../../src/lib/kms/index.js'
 import { workspacePaths } from '../../src/lib/paths.js'
-import { recoverNode, type RecoverResult } from '../../src/lib/recover/index.js'
+import {
+  recoverNode,
+  recoveryEndpoint,
+  renderRecoverResult,
+  type RecoverResult,
+} from '../../src/lib/recover/index.js'
 import { createLogger } from '../../src/lib/system/index.js'
 import { expect } from '../support/chai.js'
-import { createFakeAttestation } from '../support/fake-attestation.js'
+import { createFakeAttestation, type FakeFault } from '../support/fake-attestation.js'
 import { freePort } from '../support/ports.js'
 import { makeTempDir, type TempDir } from '../support/temp.js'
 
@@ -58,7 +64,7 @@ describe('constellation recover when the node is busy or an answer is lost', fun
     await temp.cleanup()
   })
 
-  async function node(script: Script): Promise<string> {
+  async function node(script: Script, fault: FakeFault = 'none'): Promise<string> {
     server = new grpc.Server()
     server.addService(APIService, {
       recover: (
@@ -70,15 +76,20 @@ describe('constellation recover when the node is busy or an answer is lost', fun
         else if (answer !== 'never') reply(answer)
       },
     })
-    return listenOn(server, '127.0.0.1:0', createAttestedServerCredentials({ issuer: fake.issuer() }), 'test')
+    return listenOn(
+      server,
+      '127.0.0.1:0',
+      createAttestedServerCredentials({ issuer: fake.issuer(fault) }),
+      'test',
+    )
   }
-  const recover = (endpoint: string, timeoutMs = 20_000): Promise<RecoverResult> =>
+  const recover = (endpoint: string, timeoutMs = 20_000, retryIntervalMs = 50): Promise<RecoverResult> =>
     recoverNode(
       { workspace, endpoint, timeoutMs, timeout: `${timeoutMs / 1000}s` },
       {
         credentials: () => createAttestedChannelCredentials({ validators: [fake.validator()] }),
         log: createLogger({ format: 'text', write: (l) => log.push(l) }),
-        retryIntervalMs: 50,
+        retryIntervalMs,
         callTimeoutMs: 500,
       },
     )
@@ -133,6 +144,104 @@ describe('constellation recover when the node is busy or an answer is lost', fun
           `Waiting for the node at ${endpoint} to answer: attempt ${i + 1} failed: .*ECONNREFUSED.*; trying again in 0\\.05s`,
         ),
       ),
+    )
+  })
+
+  /** The CliError `recover` ends with, against a node that answers every call with `answer`. */
+  async function failureOf(answer: Partial<grpc.StatusObject>, timeoutMs = 20_000) {
+    const endpoint = await node(() => answer)
+    const err = await recover(endpoint, timeoutMs).catch((e: unknown) => e)
+    expect(err).to.be.instanceOf(CliError)
+    return { endpoint, err: err as CliError }
+  }
+
+  it('a master secret the node refuses: the refusal and what to check, exit 1', async () => {
+    const { endpoint, err } = await failureOf({
+      code: grpc.status.PERMISSION_DENIED,
+      details: 'wrong secret',
+    })
+    expect(err.message).to.equal(`the node at ${endpoint} refused the master secret: wrong secret`)
+    expect(err.hint).to.equal(
+      'the state disk stays closed; check that constellation-mastersecret.json belongs to this cluster',
+    )
+    expect(err.exitCode).to.equal(ExitCode.Failure)
+    expect(calls, 'a refusal is not retried').to.equal(1)
+  })
+
+  it('an error on the node: recovering failed, with its details, not retried', async () => {
+    const { endpoint, err } = await failureOf({ code: grpc.status.INTERNAL, details: 'disk gone' })
+    expect(err.message).to.equal(`recovering the node at ${endpoint} failed: disk gone`)
+    expect(err.exitCode).to.equal(ExitCode.Failure)
+    expect(calls).to.equal(1)
+  })
+
+  it('busy until --timeout: says so, unreachable, and suspects a flood', async () => {
+    // the node asks for 5 s, so --timeout (1 s) ends the wait, never a call in flight
+    const endpoint = await node(() => busy(5_000))
+    const err = (await recover(endpoint, 1_000).catch((e: unknown) => e)) as CliError
+    expect(err.message).to.equal(
+      `the node at ${endpoint} was busy with other master secrets until --timeout (1s): the node is trying other master secrets; retry in 5 s`,
+    )
+    expect(err.exitCode).to.equal(ExitCode.Unreachable)
+    expect(err.hint).to.match(/^someone may be flooding the node's recovery endpoint/)
+    expect(calls).to.equal(1)
+  })
+
+  it('a busy node naming no usable time (0 ms) is left alone for a second', async () => {
+    const zero = new grpc.Metadata()
+    zero.set('grpc-retry-pushback-ms', '0')
+    const endpoint = await node((n) =>
+      n === 0 ? { code: grpc.status.RESOURCE_EXHAUSTED, details: 'busy', metadata: zero } : 'ok',
+    )
+    const started = Date.now()
+    expect(await recover(endpoint)).to.deep.equal({ endpoint, recovered: true })
+    expect(Date.now() - started).to.be.at.least(950)
+    expect(log.join('\n')).to.include('The node is busy: busy; trying again in 1 s')
+  })
+
+  it('no master secret in the workspace: names the file, sends nothing', async () => {
+    const endpoint = await node(() => 'ok')
+    await rm(workspacePaths(workspace).masterSecret)
+    const err = (await recover(endpoint).catch((e: unknown) => e)) as CliError
+    expect(err).to.be.instanceOf(CliError)
+    expect(err.message).to.equal(`${workspacePaths(workspace).masterSecret} does not exist`)
+    expect(err.hint).to.match(/^recover needs the master secret init wrote/)
+    expect(calls).to.equal(0)
+  })
+
+  it('nothing listening until --timeout: could not reach it within the timeout, unreachable', async () => {
+    const endpoint = `127.0.0.1:${await freePort()}`
+    // a 5 s retry interval: --timeout (1 s) ends the wait after a refused connection, never a call
+    const err = (await recover(endpoint, 1_000, 5_000).catch((e: unknown) => e)) as CliError
+    expect(err).to.be.instanceOf(CliError)
+    expect(err.message).to.match(
+      new RegExp(`^could not reach the node at ${endpoint} within 1s: .*ECONNREFUSED`),
+    )
+    expect(err.exitCode).to.equal(ExitCode.Unreachable)
+    expect(err.hint).to.match(/serves recovery on port 9999/)
+  })
+
+  it('a node that fails attestation: exit 4, the secret never sent, and no retry', async () => {
+    const endpoint = await node(() => 'ok', 'wrong-measurements')
+    const err = (await recover(endpoint).catch((e: unknown) => e)) as CliError
+    expect(err).to.be.instanceOf(CliError)
+    expect(err.message).to.match(
+      new RegExp(`^the node at ${endpoint} failed attestation; the master secret was not sent: `),
+    )
+    expect(err.exitCode).to.equal(ExitCode.AttestationFailed)
+    expect(err.hint).to.equal('check the measurements in constellation-conf.yaml against the node image')
+    expect(calls).to.equal(0)
+  })
+
+  it('endpoints: port 9999 unless named; the result line says how it recovered', () => {
+    expect(recoveryEndpoint('10.0.0.1', '--endpoint')).to.equal('10.0.0.1:9999')
+    expect(recoveryEndpoint('10.0.0.1:7000', '--endpoint')).to.equal('10.0.0.1:7000')
+    expect(recoveryEndpoint('::1', '--endpoint')).to.equal('[::1]:9999')
+    expect(renderRecoverResult({ endpoint: 'e:1', recovered: true })).to.equal(
+      'Recovered the node at e:1: it opens its state disk and boots.',
+    )
+    expect(renderRecoverResult({ endpoint: 'e:1', recovered: true, answerLost: true })).to.equal(
+      'Recovered the node at e:1: it answered that it recovered already, after an attempt of this run went unanswered; it opens its state disk and boots.',
     )
   })
 })

@@ -130,6 +130,10 @@ describe('recovery endpoint under a flood of master secrets (aTLS, real gRPC)', 
     const busy = results.find((r) => r.code === grpc.status.RESOURCE_EXHAUSTED)
     expect(Number(busy?.headers['grpc-retry-pushback-ms'])).to.be.above(0)
     expect(busy?.details).to.match(/retry in \d+ s/)
+    const pushbackMs = Number(busy?.headers['grpc-retry-pushback-ms'])
+    expect(busy?.details, 'the pushback in seconds, rounded up to a tenth').to.match(
+      new RegExp(`; retry in ${Math.ceil(pushbackMs / 100) / 10} s$`),
+    )
     const logged = lines.filter((l) => l.includes('Recovery request'))
     expect(logged.length, 'a flood costs a few log lines, not one each').to.be.at.most(20)
     expect(logged.at(-1)).to.match(/"count":\d+/)

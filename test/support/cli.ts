@@ -5,9 +5,9 @@ import { fileURLToPath } from 'node:url'
 
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 export const CLI = path.join(REPO_ROOT, 'bin/run.js')
-/** CONSTELL_TEST_CLI=dev runs the sources through bin/dev.js (no build); CI runs the build. */
+/** CONSTELL_TEST_CLI=dev runs the sources through bin/dev.mjs (no build); CI runs the build. */
 export const CLI_ARGS =
-  process.env.CONSTELL_TEST_CLI === 'dev' ? ['--import', 'tsx', path.join(REPO_ROOT, 'bin/dev.js')] : [CLI]
+  process.env.CONSTELL_TEST_CLI === 'dev' ? ['--import', 'tsx', path.join(REPO_ROOT, 'bin/dev.mjs')] : [CLI]
 
 export interface CliResult {
   code: number | null
@@ -49,13 +49,21 @@ export function runCli(args: readonly string[], opts: RunOptions = {}): Promise<
 }
 
 /**
+ * Node's argv that runs `args` through oclif, as bin/run.js does for any command line it does not
+ * answer itself. oclif is given the project's root: from bin/ it would take bin/package.json.
+ */
+export function throughOclifArgv(args: readonly string[]): string[] {
+  const script = `const { execute } = await import(${JSON.stringify(path.join(REPO_ROOT, 'dist/cli.js'))});
+await execute({ dir: ${JSON.stringify(REPO_ROOT)}, args: ${JSON.stringify(args)} })`
+  return ['--input-type=module', '-e', script]
+}
+
+/**
  * The built CLI as a child the test can signal; `result` resolves when it exits. `oclif` runs the
  * command line through oclif, as bin/run.js does for anything but plain init flags.
  */
 export function spawnCli(args: readonly string[], opts: { env?: NodeJS.ProcessEnv; oclif?: boolean } = {}) {
-  const throughOclif = `const { execute } = await import(${JSON.stringify(path.join(REPO_ROOT, 'dist/cli.js'))});
-await execute({ dir: ${JSON.stringify(new URL(`file://${CLI}`).href)}, args: ${JSON.stringify(args)} })`
-  const argv = opts.oclif ? ['--input-type=module', '-e', throughOclif] : [...CLI_ARGS, ...args]
+  const argv = opts.oclif ? throughOclifArgv(args) : [...CLI_ARGS, ...args]
   const child: ChildProcess = spawn(process.execPath, argv, {
     cwd: REPO_ROOT,
     env: { ...process.env, CONSTELL_NO_SPINNER: '1', ...opts.env },

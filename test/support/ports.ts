@@ -5,17 +5,19 @@ import { connect, createServer } from 'node:net'
 
 const HOST = '127.0.0.1'
 
-/** A port that was free a moment ago; callers retry when a race takes it. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer()
-    srv.once('error', reject)
-    srv.listen(0, HOST, () => {
-      const addr = srv.address()
-      const port = typeof addr === 'object' && addr ? addr.port : 0
-      srv.close(() => resolve(port))
-    })
-  })
+/**
+ * A port that was free a moment ago, for a server a test starts later. Not from the ephemeral
+ * range: there the kernel gives a released port to the next bind(0) of any process, and a parallel
+ * test's HTTP server once took a join service's port in the seconds before the service bound it
+ * (its TLS client then read "wrong version number"). Below that range only ports picked like this
+ * one compete, at random among ~20,000.
+ */
+export async function freePort(): Promise<number> {
+  const low = ephemeralLow()
+  for (;;) {
+    const port = randomInt(10_000, low)
+    if (await bindable(port)) return port
+  }
 }
 
 /** A loopback port kept busy by a plain TCP listener until `release`, for testing a taken port. */

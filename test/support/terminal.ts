@@ -22,7 +22,7 @@ export function runCliOnTerminal(
   type: { when: TypeWhen; keys: string },
 ): Promise<TerminalRun> {
   const entry =
-    process.env.CONSTELL_TEST_CLI === 'dev' ? ['--import', 'tsx', path.join(REPO_ROOT, 'bin/dev.js')] : [CLI]
+    process.env.CONSTELL_TEST_CLI === 'dev' ? ['--import', 'tsx', path.join(REPO_ROOT, 'bin/dev.mjs')] : [CLI]
   const command = [process.execPath, ...entry, ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ')
   return new Promise((resolve, reject) => {
     // A fresh pty has no size; listr2 would wrap every character onto its own line.

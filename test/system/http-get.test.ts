@@ -91,7 +91,16 @@ describe('httpGet (the installer download on node:http/https)', () => {
     const base = await serve(() => {})
     servers[0]!.close()
     servers.length = 0
-    await expect(httpGet(`${base}/k`, file())).to.be.rejected
+    const err = await httpGet(`${base}/k`, file()).then(
+      () => undefined,
+      (e: unknown) => e,
+    )
+    // retryable: a plain Error (the installer gives up at once only on DownloadTooLargeError or abort)
+    expect(err).to.be.instanceOf(Error).and.not.to.be.instanceOf(DownloadTooLargeError)
+    expect((err as Error).message).to.match(
+      new RegExp(`^GET ${base}/k: connect ECONNREFUSED 127\\.0\\.0\\.1:\\d+$`),
+    )
+    expect(((err as Error).cause as NodeJS.ErrnoException).code).to.equal('ECONNREFUSED')
   })
 
   const limits = { maxBytes: 64 * 1024, connectTimeoutMs: 5_000, idleTimeoutMs: 300, totalTimeoutMs: 1_500 }

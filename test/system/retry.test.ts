@@ -53,6 +53,27 @@ describe('retry: backoff and jitter', () => {
     expect(seen).to.deep.equal(slept)
     expect(new Set(slept)).to.deep.equal(new Set([90]))
   })
+
+  it('a steady failure waits the initial delay; the backoff starts over from there', async () => {
+    const errors = ['busy', 'busy', 'nobody listens', 'nobody listens', 'busy', 'busy']
+    const slept: number[] = []
+    let call = 0
+    await retry(
+      async () => {
+        const err = errors[call++]
+        if (err) throw new Error(err)
+      },
+      {
+        attempts: 10,
+        initialDelayMs: 100,
+        maxDelayMs: 1_000,
+        retryable: () => true,
+        steady: (err) => (err as Error).message === 'nobody listens',
+        sleep: async (ms) => void slept.push(ms),
+      },
+    )
+    expect(slept).to.deep.equal([100, 200, 100, 100, 100, 200])
+  })
 })
 
 describe('describeRetry: one line per retry, for the person waiting', () => {

@@ -44,6 +44,14 @@ describe('NV indices read whole, in chunks the TPM accepts', function () {
     ])
     expect(a).to.deep.equal(big)
     expect(b).to.deep.equal(ownerOnly)
+    // which auth was used: with an owner password set, the owner's empty auth fails, the index's does not
+    await tools('tpm2_changeauth', ['-c', 'o', 'owner-secret'])
+    expect(await withTpm(tpm.open, (t) => nvReadAll(t, 0x01500001))).to.deep.equal(big)
+    const err = await withTpm(tpm.open, (t) => nvReadAll(t, 0x01500002)).then(
+      () => undefined,
+      (e: unknown) => e,
+    )
+    expect(String(err)).to.match(/NV_Read/)
   })
 
   it('drops NV padding after the certificate and refuses an index that holds no DER', async () => {

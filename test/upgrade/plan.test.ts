@@ -1,7 +1,8 @@
 import { planToJson, renderPlan, renderReport } from '../../src/lib/upgrade/index.js'
 import { mergeValues, valueChanges } from '../../src/lib/helm/binary/values.js'
 import { expect } from '../support/chai.js'
-import { planUpgrade } from '../../src/lib/upgrade/plan.js'
+import { planChangesCluster, planUpgrade } from '../../src/lib/upgrade/plan.js'
+import { CliError } from '../../src/lib/errors/index.js'
 import { type InstalledRelease } from '../../src/lib/helm/binary/helm.js'
 import { type ReleaseTarget } from '../../src/lib/helm/releases/releases.js'
 
@@ -43,7 +44,7 @@ describe('upgrade plan', () => {
     expect(renderPlan(plan)).to.match(/b\s+kube-system\s+-\s+1\.1\.0\s+install: not installed/)
   })
 
-  for (const status of ['pending-upgrade', 'pending-rollback', 'pending-install']) {
+  for (const status of ['pending-upgrade', 'pending-rollback', 'pending-install', 'uninstalling']) {
     it(`skips a release that is ${status}, even with --force`, () => {
       const plan = planUpgrade([target('a', '1.1.0')], [installed('a', '1.0.0', status)], { force: true })
       expect(plan.releases[0]?.verdict).to.deep.equal({
@@ -52,6 +53,46 @@ describe('upgrade plan', () => {
       })
     })
   }
+
+  it('hands --force to the rules: a forced plan upgrades across a major version', () => {
+    const forced = planUpgrade([target('a', '2.0.0')], [installed('a', '1.0.0')], { force: true })
+    expect(forced.force).to.equal(true)
+    expect(forced.releases[0]?.verdict).to.deep.equal({
+      action: 'upgrade',
+      reason: 'forced: version rules skipped',
+    })
+    const plain = planUpgrade([target('a', '2.0.0')], [installed('a', '1.0.0')], { force: false })
+    expect(plain.force).to.equal(false)
+    expect(plain.releases[0]?.verdict).to.deep.equal({
+      action: 'skip',
+      reason: '1.0.0 → 2.0.0 changes the major version (use --force)',
+    })
+  })
+
+  it("hands a release's minor-jump allowance to the rules, and only that release's", () => {
+    const jumping = { ...target('a', '1.3.0'), allowMinorJump: true }
+    const plan = planUpgrade(
+      [jumping, target('b', '1.3.0')],
+      [installed('a', '1.1.0'), installed('b', '1.1.0')],
+      {
+        force: false,
+      },
+    )
+    expect(plan.releases.map((r) => r.verdict)).to.deep.equal([
+      { action: 'upgrade', reason: '1.1.0 → 1.3.0' },
+      {
+        action: 'skip',
+        reason: '1.1.0 → 1.3.0 skips 1 minor version(s); upgrade one minor at a time (or --force)',
+      },
+    ])
+  })
+
+  it('keeps the installed revision, what an explicit rollback goes back to', () => {
+    const plan = planUpgrade([target('a', '1.1.0'), target('b', '1.1.0')], [installed('a', '1.0.0')], {
+      force: false,
+    })
+    expect(plan.releases.map((r) => r.installedRevision)).to.deep.equal([3, undefined])
+  })
 
   it('upgrades a release whose last revision failed', () => {
     const plan = planUpgrade([target('a', '1.1.0')], [installed('a', '1.0.0', 'failed')], { force: false })
@@ -79,7 +120,26 @@ describe('upgrade plan', () => {
         [installed('a', '1.0.0', 'deployed', 'ops'), installed('a', '1.0.0', 'deployed', 'kube-system')],
         { force: false },
       ),
-    ).to.throw(/release a is installed twice, in namespaces ops and kube-system/)
+    )
+      .to.throw(CliError, /^release a is installed twice, in namespaces ops and kube-system$/)
+      .with.property(
+        'hint',
+        'uninstall the one the cluster does not use (`helm uninstall a -n <namespace>`), then plan again',
+      )
+  })
+
+  it('changes the cluster when any release is installed or upgraded, not when all are skipped', () => {
+    const plan = (installedA: string) =>
+      planUpgrade(
+        [target('a', '1.1.0'), target('b', '1.1.0')],
+        [installed('a', installedA), installed('b', '1.1.0')],
+        {
+          force: false,
+        },
+      )
+    expect(planChangesCluster(plan('1.1.0'))).to.equal(false)
+    expect(planChangesCluster(plan('1.0.0'))).to.equal(true)
+    expect(planChangesCluster({ releases: [], force: false })).to.equal(false)
   })
 
   it('shows which values the upgrade adds or changes, never the values themselves', () => {

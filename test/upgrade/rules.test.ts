@@ -69,7 +69,13 @@ describe('upgrade rules', () => {
       installed: 'latest',
       target: '1.0.0',
       want: 'skip',
-      reason: /not semver/,
+      reason: /^installed version latest is not semver$/,
+    },
+    'target not semver → skip': {
+      installed: '1.0.0',
+      target: 'main',
+      want: 'skip',
+      reason: /^target version main is not semver$/,
     },
   }
   for (const [name, tc] of Object.entries(cases)) {

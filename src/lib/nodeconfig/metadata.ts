@@ -8,6 +8,7 @@
 import { request } from 'node:http'
 import { isIP } from 'node:net'
 import { API_SERVER_PORT } from '../contract/index.js'
+import { CliError } from '../errors/index.js'
 import { formatHostPort, retry, type RetryOptions } from '../system/index.js'
 import type { NodeConfig, NodeMember, ResolvedMetadata } from './index.js'
 
@@ -80,7 +81,11 @@ export async function resolveMetadata(
     try {
       return read(body)
     } catch (cause) {
-      throw new Error(`the metadata service ${url} answered ${path} with something else`, { cause })
+      // outside input, not a bug of ours: the node gives up with exit 1, naming the path
+      throw new CliError(`the metadata service ${url} answered ${path} with something else`, {
+        cause,
+        hint: `check what the metadata service at ${url} serves for ${path}`,
+      })
     }
   }
   const self = await ask('/self', (b) => member(JSON.parse(b)))

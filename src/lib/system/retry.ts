@@ -16,6 +16,11 @@ export interface RetryOptions {
   random?: () => number
   /** Returns true when the error is worth another attempt. */
   retryable: (err: unknown) => boolean
+  /**
+   * Returns true for a failure that does not lengthen the wait: the next attempt comes after
+   * initialDelayMs (e.g. nothing listens yet: a refused connection costs the other side nothing).
+   */
+  steady?: (err: unknown) => boolean
   signal?: AbortSignal
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>
   onRetry?: (err: unknown, attempt: number, delayMs: number) => void
@@ -29,10 +34,12 @@ export async function retry<T>(fn: (attempt: number) => Promise<T>, opts: RetryO
       return await fn(attempt)
     } catch (err) {
       if (attempt >= opts.attempts || !opts.retryable(err) || opts.signal?.aborted) throw err
+      const steady = opts.steady?.(err) ?? false
+      if (steady) delay = opts.initialDelayMs
       const wait = withJitter(delay, opts.jitter ?? 0, opts.random ?? Math.random)
       opts.onRetry?.(err, attempt, wait)
       await sleep(wait, opts.signal)
-      delay = Math.min(delay * 2, opts.maxDelayMs ?? Number.POSITIVE_INFINITY)
+      if (!steady) delay = Math.min(delay * 2, opts.maxDelayMs ?? Number.POSITIVE_INFINITY)
     }
   }
 }

@@ -130,7 +130,7 @@ export function parseCsr(der: Buffer): ParsedCsr {
     organizations: attributeValues(info.subject, 'O'),
     commonNames: attributeValues(info.subject, 'CN'),
     key: describeKey(publicKey),
-    publicKeyDer: publicKey.export({ type: 'spki', format: 'der' }),
+    publicKeyDer, // the SPKI the signature verified with (exporting the KeyObject again costs ~1% of a join)
     dnsNames,
     ipAddresses,
     signatureValid: true,

@@ -157,10 +157,22 @@ async function setUp(dir: string, tc: Setup) {
   }
   const client = new NodeJoinClient(deps)
   const start = () => client.start(lock, () => void (locked++, events.push('onLocked')))
-  return { client, start, events, requests, lines, extended, joined, lock, locked: () => locked }
+  return { client, start, deps, events, requests, lines, extended, joined, lock, locked: () => locked }
 }
 
 const mode = async (file: string) => (await stat(file)).mode & 0o777
+
+/** Rounds 100 ms apart, doubling without jitter; the waits are counted, not waited. */
+function countWaits(deps: JoinClientDeps): number[] {
+  const slept: number[] = []
+  deps.retry = {
+    initialDelayMs: 100,
+    maxDelayMs: 60_000,
+    jitter: 0,
+    sleep: async (ms) => void slept.push(ms),
+  }
+  return slept
+}
 
 describe('NodeJoinClient on stub parts', function () {
   this.timeout(10_000)
@@ -382,6 +394,41 @@ describe('NodeJoinClient on stub parts', function () {
     await node.client.stop()
     expect(node.lock.isLocked).to.equal(false)
     expect(node.events).not.to.include('stage')
+  })
+
+  it('while no join service listens it asks at its first pace and says so once; a refusal backs off again', async () => {
+    const node = await setUp(dir, {
+      endpoints: ['10.0.0.1:30090'],
+      script: {
+        '10.0.0.1:30090': [
+          ...Array<Behaviour>(4).fill('unavailable'),
+          'refuse-attestation',
+          'refuse-attestation',
+          'ticket',
+        ],
+      },
+    })
+    const slept = countWaits(node.deps)
+    await node.start()
+    expect(slept).to.deep.equal([100, 100, 100, 100, 100, 200])
+    const said = node.lines.map((l) => JSON.parse(l) as { msg: string; reason?: string })
+    expect(said.filter((l) => l.msg.startsWith('No join service listens yet'))).to.have.length(1)
+    expect(said.filter((l) => /ECONNREFUSED/.test(l.reason ?? ''))).to.have.length(1)
+    expect(said.filter((l) => l.msg === "The join service refused this node's attestation")).to.have.length(2)
+    expect(said.filter((l) => l.msg === 'No join ticket yet; asking again')).to.have.length(2)
+    expect(node.locked()).to.equal(1)
+  })
+
+  it('one join service that refuses the connection and one that answers: the backoff grows', async () => {
+    const node = await setUp(dir, {
+      script: {
+        '10.0.0.1:30090': ['unavailable', 'unavailable', 'unavailable'],
+        '10.0.0.2:30090': ['refuse-attestation', 'refuse-attestation', 'ticket'],
+      },
+    })
+    const slept = countWaits(node.deps)
+    await node.start()
+    expect(slept).to.deep.equal([100, 200])
   })
 
   it('no endpoint in the metadata: nothing asked, start() resolves at once', async () => {

@@ -7,14 +7,14 @@
 import { chainMessage } from '../../errors/index.js'
 import { kubernetesNodeName, type NodeMember } from '../../nodeconfig/index.js'
 import type { NodePaths } from '../../paths.js'
-import { retry, type Logger } from '../../system/index.js'
+import { retry, type Logger, type RetryOptions } from '../../system/index.js'
 import type { JoinClient } from '../daemon.js'
 import type { StateDisk } from '../init/init-node.js'
 import type { Component, StagedComponents } from '../components/installer.js'
 import type { KubeadmJoinInput } from '../kubeadm/kubeadm-join-config.js'
 import { JoinFailedError, joinNode, type JoinPlan } from './join-node.js'
 import { checkJoinTicket } from './join-ticket.js'
-import { logJoinServiceRefusal, type JoinTicketRequester } from './join-ticket-request.js'
+import { isRefusedConnection, JoinRoundsLog, type JoinTicketRequester } from './join-ticket-request.js'
 import type { NodeLock } from '../node-lock.js'
 
 export interface JoinRetrySettings {
@@ -22,6 +22,8 @@ export interface JoinRetrySettings {
   maxDelayMs: number
   /** ±fraction of each delay, so that nodes that failed together do not ask again together. */
   jitter: number
+  /** The wait between rounds (tests count the waits instead of waiting). */
+  sleep?: RetryOptions['sleep']
 }
 
 /** Constellation asks every 30 s; a fresh node asks sooner at first, as the cluster may just be up. */
@@ -48,19 +50,27 @@ export interface JoinClientDeps {
 
 /** No join service gave this node a usable ticket in this round; the next round asks again. */
 class NoTicketError extends Error {
-  constructor(readonly reasons: string[]) {
+  constructor(
+    readonly reasons: string[],
+    /** Every endpoint refused the connection: no join service runs yet (the cluster is not initialized). */
+    readonly nothingListens: boolean,
+  ) {
     super(`no join service gave this node a ticket: ${reasons.join('; ')}`)
     this.name = 'NoTicketError'
   }
 }
 
+const isNothingListening = (err: unknown): boolean => err instanceof NoTicketError && err.nothingListens
+
 export class NodeJoinClient implements JoinClient {
   private readonly stopSignal = new AbortController()
   private running?: Promise<void>
   private readonly log: Logger
+  private readonly rounds: JoinRoundsLog
 
   constructor(private readonly deps: JoinClientDeps) {
     this.log = deps.log.child('join-client')
+    this.rounds = new JoinRoundsLog(this.log, 'No usable join ticket from this join service')
   }
 
   /** Resolves once joined, stopped, or Init took the lock; rejects when the join failed past the lock. */
@@ -89,14 +99,17 @@ export class NodeJoinClient implements JoinClient {
         attempts: Number.POSITIVE_INFINITY,
         ...settings,
         retryable: (err) => !(err instanceof JoinFailedError),
+        steady: isNothingListening,
         signal,
         // each join service's answer is logged already; anything else is said here
         onRetry: (err, attempt, delayMs) =>
-          this.log.info('No join ticket yet; asking again', {
-            attempt,
-            delayMs,
-            ...(err instanceof NoTicketError ? {} : { error: chainMessage(err) }),
-          }),
+          this.rounds.roundFailed(isNothingListening(err), attempt, () =>
+            this.log.info('No join ticket yet; asking again', {
+              attempt,
+              delayMs,
+              ...(err instanceof NoTicketError ? {} : { error: chainMessage(err) }),
+            }),
+          ),
       })
       if (!joined) this.log.info('Init took the node lock; the join client stops')
     } catch (err) {
@@ -114,18 +127,14 @@ export class NodeJoinClient implements JoinClient {
     const signal = this.stopSignal.signal
     const diskUuid = await this.deps.disk.uuid()
     const reasons: string[] = []
+    let refusedConnections = 0
     for (const endpoint of this.deps.endpoints) {
       signal.throwIfAborted()
       if (lock.isLocked) return false
       const got = await this.requestTicket(endpoint, diskUuid).catch((err: unknown) => {
         signal.throwIfAborted()
-        const reason = logJoinServiceRefusal(
-          this.log,
-          endpoint,
-          err,
-          'No usable join ticket from this join service',
-        )
-        reasons.push(`${endpoint}: ${reason}`)
+        if (isRefusedConnection(err)) refusedConnections++
+        reasons.push(`${endpoint}: ${this.rounds.failure(endpoint, err)}`)
         return undefined
       })
       if (!got) continue
@@ -154,7 +163,7 @@ export class NodeJoinClient implements JoinClient {
         await staged.discard()
       }
     }
-    throw new NoTicketError(reasons)
+    throw new NoTicketError(reasons, refusedConnections === this.deps.endpoints.length)
   }
 
   /** A fresh key and CSR per request, as Constellation: a refused request leaves nothing to reuse. */

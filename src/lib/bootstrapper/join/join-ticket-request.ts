@@ -112,10 +112,16 @@ function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
   return Promise.race([work, aborted]).finally(() => signal.removeEventListener('abort', onAbort))
 }
 
+/** Why one join service gave this node nothing, in the service's own words without gRPC's wrapping. */
+function refusalReason(err: unknown): string {
+  const details = typeof err === 'object' && err !== null ? (err as { details?: unknown }).details : undefined
+  return withoutRpcInternals(typeof details === 'string' && details ? details : chainMessage(err))
+}
+
 /**
- * Logs why one join service gave this node nothing, in the service's own words without gRPC's
- * wrapping: a refused attestation as such (the operator may update the measurements), anything
- * else under `otherwise`. Returns the reason, for the round's summary.
+ * Logs why one join service gave this node nothing: a refused attestation as such (the operator
+ * may update the measurements), anything else under `otherwise`. Returns the reason, for the
+ * round's summary.
  */
 export function logJoinServiceRefusal(
   log: Logger,
@@ -123,10 +129,47 @@ export function logJoinServiceRefusal(
   err: unknown,
   otherwise: string,
 ): string {
-  const details = typeof err === 'object' && err !== null ? (err as { details?: unknown }).details : undefined
-  const reason = withoutRpcInternals(typeof details === 'string' && details ? details : chainMessage(err))
+  const reason = refusalReason(err)
   if (isAttestationFailure(err))
     log.warn("The join service refused this node's attestation", { endpoint, reason })
   else log.warn(otherwise, { endpoint, reason })
   return reason
+}
+
+/**
+ * The host answered and nothing listens on the port: a join service that does not run yet (every
+ * node until the cluster is initialized; a control plane that is rebooting). Asking again costs
+ * the host one refused connection, so the rounds keep their first pace rather than backing off,
+ * and the node gets its answer within a second or so of the service starting.
+ */
+export const isRefusedConnection = (err: unknown): boolean => /\bECONNREFUSED\b/.test(refusalReason(err))
+
+/**
+ * The log of rounds over the join services: each failure as logJoinServiceRefusal says it, but a
+ * stretch of rounds in which no join service listened is said once, not every second.
+ */
+export class JoinRoundsLog {
+  private saidNothingListens = false
+
+  constructor(
+    private readonly log: Logger,
+    private readonly otherwise: string,
+  ) {}
+
+  /** One endpoint's failure; returns the reason, for the round's summary. */
+  failure(endpoint: string, err: unknown): string {
+    if (this.saidNothingListens && isRefusedConnection(err)) return refusalReason(err)
+    return logJoinServiceRefusal(this.log, endpoint, err, this.otherwise)
+  }
+
+  /** A round that ended without an answer; `again` is the caller's own line for any other round. */
+  roundFailed(nothingListened: boolean, attempt: number, again: () => void): void {
+    if (!nothingListened) {
+      this.saidNothingListens = false
+      return again()
+    }
+    if (this.saidNothingListens) return
+    this.saidNothingListens = true
+    this.log.info('No join service listens yet; asking again every second or so until one does', { attempt })
+  }
 }

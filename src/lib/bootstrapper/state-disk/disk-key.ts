@@ -9,7 +9,11 @@ import { ClusterKms } from '../../kms/index.js'
 import { RecoveryRefusedError } from '../../statedisk/index.js'
 import { retry, type Logger } from '../../system/index.js'
 import { DEFAULT_JOIN_RETRY, type JoinRetrySettings } from '../join/join-client.js'
-import { logJoinServiceRefusal, type RejoinTicketRequester } from '../join/join-ticket-request.js'
+import {
+  isRefusedConnection,
+  JoinRoundsLog,
+  type RejoinTicketRequester,
+} from '../join/join-ticket-request.js'
 
 export interface DiskKeys {
   diskKey: Buffer
@@ -39,7 +43,17 @@ export interface DiskKeyDeps {
   signal: AbortSignal
 }
 
-class NoRejoinTicketError extends Error {}
+class NoRejoinTicketError extends Error {
+  constructor(
+    message: string,
+    /** Every endpoint refused the connection: no join service runs (the control planes are down too). */
+    readonly nothingListens: boolean,
+  ) {
+    super(message)
+  }
+}
+
+const isNothingListening = (err: unknown): boolean => err instanceof NoRejoinTicketError && err.nothingListens
 
 export async function acquireDiskKey(deps: DiskKeyDeps): Promise<DiskKeys> {
   const { log } = deps
@@ -97,37 +111,45 @@ async function askJoinServices(
     return
   }
   const settings = deps.retry ?? DEFAULT_JOIN_RETRY
+  const rounds = new JoinRoundsLog(deps.log, 'No disk key from this join service')
   await retry(
     async () => {
       const reasons: string[] = []
+      let refusedConnections = 0
       for (const endpoint of deps.endpoints) {
         signal.throwIfAborted()
-        const reason = await askOne(deps, endpoint, offer, signal)
-        if (reason === undefined) return
+        const failure = await askOne(deps, endpoint, offer, signal)
+        if (failure === undefined) return
+        if (typeof failure !== 'string' && isRefusedConnection(failure.err)) refusedConnections++
+        const reason = typeof failure === 'string' ? failure : rounds.failure(endpoint, failure.err)
         reasons.push(`${endpoint}: ${reason}`)
       }
-      throw new NoRejoinTicketError(`no join service gave this node its disk key: ${reasons.join('; ')}`)
+      throw new NoRejoinTicketError(
+        `no join service gave this node its disk key: ${reasons.join('; ')}`,
+        refusedConnections === deps.endpoints.length,
+      )
     },
     {
       attempts: Number.POSITIVE_INFINITY,
-      initialDelayMs: settings.initialDelayMs,
-      maxDelayMs: settings.maxDelayMs,
-      jitter: settings.jitter,
+      ...settings,
       retryable: (err) => err instanceof NoRejoinTicketError,
+      steady: isNothingListening,
       signal,
-      onRetry: (_err, attempt, delayMs) =>
-        deps.log.info('Asking the join services again', { attempt, delayMs }),
+      onRetry: (err, attempt, delayMs) =>
+        rounds.roundFailed(isNothingListening(err), attempt, () =>
+          deps.log.info('Asking the join services again', { attempt, delayMs }),
+        ),
     },
   )
 }
 
-/** Undefined when this join service's key opened the disk; otherwise why not. */
+/** Undefined when this join service's key opened the disk; otherwise why not, or what it failed with. */
 async function askOne(
   deps: DiskKeyDeps,
   endpoint: string,
   offer: (keys: DiskKeys) => Promise<boolean>,
   signal: AbortSignal,
-): Promise<string | undefined> {
+): Promise<string | { err: unknown } | undefined> {
   try {
     const ticket = await deps.requestRejoinTicket(endpoint, { diskUuid: deps.diskUuid }, signal)
     const keys = {
@@ -141,6 +163,6 @@ async function askOne(
     return 'its disk key does not open this disk'
   } catch (err) {
     signal.throwIfAborted()
-    return logJoinServiceRefusal(deps.log, endpoint, err, 'No disk key from this join service')
+    return { err }
   }
 }
