@@ -52,6 +52,23 @@ describe('vm: qemu and swtpm command lines', () => {
     ])
   })
 
+  it("shares the SIMULATED API's folder over 9p; its kubeconfig and a control plane's upstream by fw_cfg", () => {
+    const simulator = { apiDir: '/w/api', adminKubeconfig: '/w/api-admin.conf' }
+    const worker = qemuArgs({ ...spec, simulator })
+    expect(values(worker, '-virtfs')).to.deep.equal([
+      'local,path=/w/api,mount_tag=mini-api,security_model=none,id=mini-api',
+    ])
+    expect(values(worker, '-fw_cfg').slice(3)).to.deep.equal([
+      'name=opt/constellation/api-admin-kubeconfig,file=/w/api-admin.conf',
+    ])
+    const controlPlane = qemuArgs({ ...spec, simulator: { ...simulator, upstream: '10.1.2.1:6443' } })
+    expect(values(controlPlane, '-fw_cfg').slice(4)).to.deep.equal([
+      'name=opt/constellation/api-upstream,string=10.1.2.1:6443',
+    ])
+    // without a simulator (a VM of its own): nothing shared
+    expect(values(qemuArgs(spec), '-virtfs')).to.deep.equal([])
+  })
+
   it('uses the host CPU only with KVM', () => {
     expect(values(qemuArgs({ ...spec, accel: 'kvm' }), '-cpu')).to.deep.equal(['host'])
   })

@@ -21,7 +21,7 @@ const SYNC_TIMEOUT_MS = 10_000
 export async function guestExec(
   socketPath: string,
   argv: readonly string[],
-  opts: { timeoutMs?: number; input?: string } = {},
+  opts: { timeoutMs?: number; input?: string | Buffer } = {},
 ): Promise<GuestExecResult> {
   const [file, ...args] = argv
   if (!file) throw new Error('guest exec: empty command')

@@ -6,7 +6,18 @@
  * file) and this package; nothing else is downloaded. Needs root (mmdebstrap's root mode).
  */
 import { randomBytes } from 'node:crypto'
-import { copyFile, cp, mkdir, readdir, rename, rm, stat, symlink, writeFile } from 'node:fs/promises'
+import {
+  copyFile,
+  cp,
+  mkdir,
+  readdir,
+  readFile,
+  rename,
+  rm,
+  stat,
+  symlink,
+  writeFile,
+} from 'node:fs/promises'
 import path from 'node:path'
 import { exists, readTextIfPresent, type Runner } from '../system/index.js'
 import {
@@ -190,6 +201,9 @@ async function installProject(opts: ImageBuildOptions, root: string, runner: Run
   await symlink(path.join(GUEST_PROJECT_DIR, 'bin/run.js'), path.join(root, 'usr/bin/constellation'))
 }
 
+/** The project's units that run kubeadm (init, join, upgrade): the simulator's is theirs in a VM. */
+const SIMULATOR_UNITS = ['constellation-bootstrapper.service', 'constellation-upgrade-agent.service']
+
 async function installUnits(packageDir: string, root: string, runner: Runner) {
   const files = guestFiles(packageDir)
   const unitDir = path.join(root, 'etc/systemd/system')
@@ -204,6 +218,24 @@ async function installUnits(packageDir: string, root: string, runner: Runner) {
   await copyFile(
     path.join(files.vmDir, 'vm-guest-setup'),
     path.join(root, GUEST_PROJECT_DIR, 'vm-guest-setup'),
+  )
+  // Kubernetes SIMULATED: the API's port on control planes (started by vm-guest-setup, not enabled),
+  // and where the units that run kubeadm find the simulator's folder and admin kubeconfig
+  for (const unit of ['mini-api-proxy.socket', 'mini-api-proxy.service'])
+    await copyFile(path.join(files.vmDir, unit), path.join(unitDir, unit))
+  for (const unit of SIMULATOR_UNITS) {
+    const dropIn = path.join(unitDir, `${unit}.d`)
+    await mkdir(dropIn, { recursive: true })
+    await copyFile(path.join(files.vmDir, 'kubernetes-simulator.conf'), path.join(dropIn, 'simulator.conf'))
+  }
+  // the kubelet unit a node image ships, as the simulator's stand-in (started by kubeadm, not enabled)
+  const kubelet = path.join(packageDir, 'simulator/kubelet-unit')
+  await writeFile(
+    path.join(unitDir, 'kubelet.service'),
+    (await readFile(path.join(kubelet, 'kubelet.service'), 'utf8')).replaceAll(
+      '/usr/bin/kubelet',
+      path.join(GUEST_PROJECT_DIR, 'simulator/kubelet-unit/kubelet'),
+    ),
   )
   const journald = path.join(root, 'etc/systemd/journald.conf.d')
   await mkdir(journald, { recursive: true })

@@ -39,6 +39,19 @@ export interface VmSpec {
   /** `<address>/<prefix length>` for eth0 */
   address: string
   nodeConfigFile: string
+  /** Kubernetes SIMULATED: how the guest reaches the cluster's API simulator on the host. */
+  simulator?: VmSimulatorSpec
+}
+
+/**
+ * The API simulator's folder (shared over 9p, tag mini-api: the kubeadm stand-in in the guest reads
+ * and writes it as kubeadm the API), its admin kubeconfig (by fw_cfg), and on control planes the
+ * host's address and port the guest's API port forwards to.
+ */
+export interface VmSimulatorSpec {
+  apiDir: string
+  adminKubeconfig: string
+  upstream?: string
 }
 
 /** qemu-system-x86_64's argv for a node (without the program). */
@@ -70,6 +83,16 @@ export function qemuArgs(spec: VmSpec): string[] {
     fw('hostname', `string=${spec.name}`),
     fw('address', `string=${spec.address}`),
     fw('node-config', `file=${spec.nodeConfigFile}`),
+    spec.simulator
+      ? [
+          [
+            '-virtfs',
+            `local,path=${spec.simulator.apiDir},mount_tag=mini-api,security_model=none,id=mini-api`,
+          ],
+          fw('api-admin-kubeconfig', `file=${spec.simulator.adminKubeconfig}`),
+          spec.simulator.upstream ? fw('api-upstream', `string=${spec.simulator.upstream}`) : [],
+        ].flat()
+      : [],
   ].flat()
 }
 
