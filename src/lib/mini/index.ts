@@ -4,7 +4,8 @@
  */
 export { MetadataServer } from './metadata-server.js'
 export type { MetadataView } from './metadata-server.js'
-export { miniDown, miniUp, rebootNode, SIMULATED_NOTICE } from './cluster.js'
+export { miniDown, miniUp, rebootNode, SIMULATED_NOTICE, simulatedNotice } from './cluster.js'
+export type { MachineKind } from './machines.js'
 export type { MiniDownOptions, MiniDownResult, MiniIo, MiniUpOptions, MiniUpResult } from './cluster.js'
 export { readMiniRecord } from './layout.js'
 export { addMiniNode, removeMiniNode } from './membership.js'

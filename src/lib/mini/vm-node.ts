@@ -11,11 +11,26 @@ import path from 'node:path'
 import type { NodeConfig } from '../nodeconfig/index.js'
 import { writeSecretFile, type Runner } from '../system/index.js'
 import { stringifyYaml } from '../yaml/index.js'
-import { GUEST_STATE_DISK, qemuArgs, qmpCommand, swtpmArgs, vmMac, type ImageFiles } from '../vm/index.js'
+import {
+  GUEST_STATE_DISK,
+  qemuArgs,
+  qmpCommand,
+  swtpmArgs,
+  vmMac,
+  type ImageFiles,
+  type VmSimulatorSpec,
+  guestExec,
+} from '../vm/index.js'
 import { CLUSTER_MARKER, NODE_MARKER, startDaemon, stopMarked, markedProcesses, alive } from './daemons.js'
 import { METADATA_PORT, NODE_PORTS, type MiniNodeRecord } from './layout.js'
 import { tapName, type MiniNetwork } from './network.js'
-import { waitForFile, waitForSocket } from './wait.js'
+import { logTail, waitForFile, waitForSocket } from './wait.js'
+import {
+  NodeBootFailedError,
+  NodeBootInterruptedError,
+  NodeBootTimeoutError,
+  type BootWatchOptions,
+} from './boot-watch.js'
 
 /** A state disk big enough for LUKS2 with dm-integrity's tags and journal, and a small ext4. */
 export const VM_STATE_DISK_BYTES = 128 * 1024 * 1024
@@ -70,9 +85,21 @@ export interface VmBootContext {
   env: NodeJS.ProcessEnv
   clusterId: string
   accel: 'tcg' | 'kvm'
+  /**
+   * Kubernetes SIMULATED: the API simulator's folder and admin kubeconfig on the host, and where it
+   * listens (control planes forward the API's port there).
+   */
+  simulator?: { apiDir: string; adminKubeconfig: string; listen: string }
 }
 
-/** A new machine: its tap, an overlay over the image, an empty state disk, its TPM folder and config. */
+/** What the guest gets of the simulator: every node its folder, control planes its port. */
+function simulatorFor(ctx: VmBootContext, node: MiniNodeRecord): VmSimulatorSpec | undefined {
+  if (!ctx.simulator) return undefined
+  const { apiDir, adminKubeconfig, listen } = ctx.simulator
+  return { apiDir, adminKubeconfig, ...(node.role === 'control-plane' && { upstream: listen }) }
+}
+
+/** A new machine: an overlay over the image, an empty state disk, its TPM folder and config (its tap: network.addTap). */
 export async function provisionVmNode(ctx: VmBootContext, node: MiniNodeRecord, files: VmNodeFiles) {
   await mkdir(files.tpmState, { recursive: true, mode: 0o700 })
   await ctx.runner.run('qemu-img', [
@@ -90,7 +117,6 @@ export async function provisionVmNode(ctx: VmBootContext, node: MiniNodeRecord, 
   await disk.truncate(VM_STATE_DISK_BYTES)
   await disk.close()
   await writeSecretFile(files.nodeConfig, stringifyYaml(vmNodeConfig(ctx.network, node)), 'replace')
-  await ctx.network.addTap(node.index)
 }
 
 const vmMarker = (clusterId: string, node: string) => `${clusterId}/${node}`
@@ -105,7 +131,8 @@ export async function powerOnVmNode(ctx: VmBootContext, node: MiniNodeRecord, fi
     [CLUSTER_MARKER]: ctx.clusterId,
     [NODE_MARKER]: vmMarker(ctx.clusterId, node.name),
   }
-  await rm(files.sockets.swtpmCtrl, { force: true })
+  // a power cut leaves its sockets' files behind: the next QEMU and swtpm make them anew
+  for (const socket of Object.values(files.sockets)) await rm(socket, { force: true })
   startDaemon({
     argv: [
       'swtpm',
@@ -133,6 +160,7 @@ export async function powerOnVmNode(ctx: VmBootContext, node: MiniNodeRecord, fi
         mac: vmMac(ctx.network.id, node.index),
         address: `${node.address}/24`,
         nodeConfigFile: files.nodeConfig,
+        simulator: simulatorFor(ctx, node),
       }),
     ],
     env,
@@ -167,4 +195,97 @@ export async function powerOffVmNode(clusterId: string, node: string, files: VmN
   while (orderly && pids.some(alive) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200))
   await stopMarked(NODE_MARKER, marker, 0)
   return { orderly: orderly && Date.now() < deadline }
+}
+
+const STATE_DISK_UNIT = 'constellation-state-disk.service'
+const BOOTSTRAPPER_UNIT = 'constellation-bootstrapper.service'
+/** How often the guest is asked; each ask is a guest-exec of systemctl on one emulated vCPU. */
+const VM_POLL_MS = 3_000
+
+/** `systemctl show` of units: each unit's properties, units apart by an empty line. */
+export function parseUnitStates(text: string): Array<Record<string, string>> {
+  return text
+    .trim()
+    .split(/\n\s*\n/)
+    .map((block) =>
+      Object.fromEntries(
+        block
+          .split('\n')
+          .map((line) => line.split('='))
+          .filter((kv) => kv.length >= 2)
+          .map(([k, ...v]) => [k!.trim(), v.join('=').trim()]),
+      ),
+    )
+}
+
+/**
+ * Watches a VM boot from the host, through its guest agent (the guest's systemd is the truth):
+ * resolves once `bootstrap run` is done in this boot (its unit active, its process exited); rejects
+ * when state-disk setup or the bootstrapper failed, when QEMU is gone, at the deadline, or on
+ * `opts.signal`. The guest keeps booting whatever happens to the wait.
+ */
+export async function waitUntilVmBooted(
+  clusterId: string,
+  node: MiniNodeRecord,
+  files: VmNodeFiles,
+  opts: BootWatchOptions,
+): Promise<void> {
+  const deadline = Date.now() + opts.timeoutMs
+  let waitingFor = 'the machine to boot (its guest agent)'
+  const said = new Set<string>()
+  const say = (line: string) => {
+    if (!opts.announceWaits || said.has(line)) return
+    said.add(line)
+    opts.progress?.(`${node.name}: waiting for ${line}`)
+  }
+  const journal = async (unit: string) =>
+    (
+      await guestExec(
+        files.sockets.guestAgent,
+        ['journalctl', '-b', '-u', unit, '-o', 'cat', '-n', '15', '--no-pager'],
+        {
+          timeoutMs: 30_000,
+        },
+      ).catch((err: unknown) => ({ stdout: `(its journal: ${String(err)})` }))
+    ).stdout
+  for (;;) {
+    if (opts.signal?.aborted)
+      throw new NodeBootInterruptedError(
+        node.name,
+        waitingFor,
+        opts.signal.reason === 'SIGTERM' ? 'SIGTERM' : 'SIGINT',
+      )
+    if ((await markedProcesses(NODE_MARKER, vmMarker(clusterId, node.name))).length === 0)
+      throw new NodeBootFailedError(
+        `${node.name} went off while booting: its QEMU is gone (powered off by another command, or it crashed)\n${await logTail(files.qemuLog)}\n${await logTail(files.consoleLog)}`,
+      )
+    const shown = await guestExec(
+      files.sockets.guestAgent,
+      ['systemctl', 'show', '-p', 'ActiveState', '-p', 'SubState', STATE_DISK_UNIT, BOOTSTRAPPER_UNIT],
+      { timeoutMs: 30_000 },
+    ).catch(() => undefined)
+    if (shown?.exitCode === 0) {
+      const [disk, bootstrapper] = parseUnitStates(shown.stdout)
+      for (const [unit, state] of [
+        [STATE_DISK_UNIT, disk],
+        [BOOTSTRAPPER_UNIT, bootstrapper],
+      ] as const)
+        if (state?.ActiveState === 'failed')
+          throw new NodeBootFailedError(`${node.name}'s ${unit} failed; its journal:\n${await journal(unit)}`)
+      if (bootstrapper?.ActiveState === 'active' && bootstrapper.SubState === 'exited') return
+      waitingFor =
+        disk?.ActiveState === 'active'
+          ? opts.rebooted
+            ? 'bootstrap run to start its services again'
+            : 'bootstrap run (init or join)'
+          : `state-disk setup${opts.rebooted ? ' (its disk key from a join service, or ' + opts.recoverCommand + ')' : ''}`
+      say(waitingFor)
+    }
+    if (Date.now() > deadline) {
+      const err = new NodeBootTimeoutError(node.name, waitingFor, opts.timeoutMs)
+      err.message += `\nits bootstrapper's journal:\n${await journal(BOOTSTRAPPER_UNIT)}\nstate-disk setup's:\n${await journal(STATE_DISK_UNIT)}`
+      throw err
+    }
+    await new Promise((r) => setTimeout(r, VM_POLL_MS))
+  }
 }
