@@ -4,6 +4,7 @@
  * agent's socket (the real agent: test/e2e/mini-vm.test.ts).
  */
 import { mkdir } from 'node:fs/promises'
+import { CliError } from '../../src/lib/errors/index.js'
 import { expect } from '../support/chai.js'
 import { makeTempDir, type TempDir } from '../support/temp.js'
 import { execOnNode } from '../../src/lib/mini/exec.js'
@@ -52,6 +53,18 @@ describe('mini exec', () => {
     expect(calls).to.deep.equal([
       [`${miniPaths(tmp.dir).node('worker-0').dir}/qga.sock`, ['systemctl', 'is-active', 'x']],
     ])
+  })
+
+  it("says which node's agent did not answer, and where the VM is, as an error of the user's (exit 1)", async () => {
+    await writeMiniRecord(tmp.dir, record('vm'))
+    const err = (await execOnNode(tmp.dir, 'worker-0', ['true'], {
+      runner: createRunner(),
+      guestExec: () => Promise.reject(new Error('the guest agent did not answer (not booted yet?)')),
+    }).catch((e: unknown) => e)) as CliError
+    expect(err).to.be.instanceOf(CliError)
+    expect(err.message).to.match(/worker-0's guest agent \(.*qga\.sock\) did not run true/)
+    expect(err.exitCode ?? 1).to.equal(1)
+    expect(err.hint).to.include('mini logs worker-0 console')
   })
 
   const refusals: Record<string, { node: string; argv: string[]; want: RegExp }> = {

@@ -42,7 +42,15 @@ export async function execOnNode(
   const [file, ...args] = argv
   if (!file) throw new CliError('mini exec: no command given', { hint: 'mini exec NODE -- COMMAND [ARGS…]' })
   const dir = miniPaths(workspace).node(name).dir
-  if (record.machines === 'vm') return io.guestExec(vmNodeFiles(dir).sockets.guestAgent, argv)
+  if (record.machines === 'vm') {
+    const socket = vmNodeFiles(dir).sockets.guestAgent
+    return io.guestExec(socket, argv).catch((cause: unknown) => {
+      throw new CliError(`mini exec: ${name}'s guest agent (${socket}) did not run ${file}`, {
+        cause,
+        hint: `the VM may be off, still booting, or busy (\`mini up\` and \`mini reboot\` watch it through the same agent): \`constellation mini logs ${name} console -C ${workspace}\` shows where it is; try again`,
+      })
+    })
+  }
   const files = miniPaths(workspace).node(name)
   const [prefixFile, ...prefixArgs] = [
     ...miniNetwork(record.network, io.runner).execPrefix(node.index),

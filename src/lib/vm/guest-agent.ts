@@ -15,7 +15,11 @@ export interface GuestExecResult {
 
 /** How often guest-exec-status is asked while the command runs. */
 const EXEC_POLL_MS = 200
-const SYNC_TIMEOUT_MS = 10_000
+/**
+ * The agent's port takes one client at a time (another waits until it leaves), and a guest on one
+ * emulated vCPU of a busy host answers slowly: 30 s before a sync counts as unanswered.
+ */
+const SYNC_TIMEOUT_MS = 30_000
 
 /** Runs `argv` on the guest (no shell) and returns its exit code and output, once it ended. */
 export async function guestExec(
