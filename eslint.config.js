@@ -2,7 +2,17 @@ import js from '@eslint/js'
 import tseslint from 'typescript-eslint'
 
 export default tseslint.config(
-  { ignores: ['.build-*/**', '.old-dist-*/**', 'dist/**', 'node_modules/**', 'coverage/**', 'src/gen/**'] },
+  {
+    ignores: [
+      '.build-*/**',
+      '.old-dist-*/**',
+      '.cache/**',
+      'dist/**',
+      'node_modules/**',
+      'coverage/**',
+      'src/gen/**',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

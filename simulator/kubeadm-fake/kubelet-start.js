@@ -32,7 +32,9 @@ export function startKubelet({ kubernetesDir, nodeRegistration, write }) {
   console.log(
     '[kubelet-start] Writing kubelet environment file with flags to file "/var/lib/kubelet/kubeadm-flags.env"',
   )
-  if (!process.env.SYSTEMCTL_FAKE_UNIT_DIR) {
+  // kubeadm starts the kubelet where systemd is the init system: the simulator's systemctl (a mini
+  // process node), or a real systemd (a mini VM node, whose units say so with KUBEADM_FAKE_SYSTEMD=1)
+  if (!process.env.SYSTEMCTL_FAKE_UNIT_DIR && process.env.KUBEADM_FAKE_SYSTEMD !== '1') {
     console.log(
       "[kubelet-start] No supported init system detected, won't make sure the kubelet is running properly.",
     )

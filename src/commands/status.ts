@@ -2,7 +2,7 @@ import { Flags } from '@oclif/core'
 import { attestTimeoutFlag } from '../attest-flags.js'
 import { BaseCommand } from '../base-command.js'
 import { CliError } from '../lib/errors/index.js'
-import { readMiniRecord, SIMULATED_NOTICE } from '../lib/mini/index.js'
+import { readMiniRecord, simulatedNotice } from '../lib/mini/index.js'
 import { clusterStatus, renderStatus, watchStatus, type StatusReport } from '../lib/status/index.js'
 import { formatDuration, parseDuration } from '../lib/system/index.js'
 import { inPlace, processTerminal } from '../lib/ui/index.js'
@@ -43,7 +43,8 @@ export default class Status extends BaseCommand {
   async run(): Promise<StatusReport & { simulated?: string }> {
     const { flags } = await this.parse(Status)
     // a cluster of `mini up`: say that its Kubernetes is simulated, here as everywhere
-    const simulated = (await readMiniRecord(flags.workspace)) ? SIMULATED_NOTICE : undefined
+    const record = await readMiniRecord(flags.workspace)
+    const simulated = record ? simulatedNotice(record.machines) : undefined
     const deps = await statusDeps({
       workspace: flags.workspace,
       kubeconfig: flags.kubeconfig,

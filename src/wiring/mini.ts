@@ -27,6 +27,7 @@ import { createLogger, createRunner } from '../lib/system/index.js'
 import { linesProgress } from '../lib/ui/index.js'
 import { terminalConfirm } from './nodes.js'
 import { statusDeps } from './status.js'
+import { ensureNodeImage } from './vm.js'
 
 export function miniIo(opts: { skipHelm: boolean; progress: (line: string) => void }): MiniIo {
   const simulator = simulatorPaths()
@@ -47,14 +48,21 @@ export function miniIo(opts: { skipHelm: boolean; progress: (line: string) => vo
     },
     env: process.env,
     progress: opts.progress,
+    vmImage: async () => {
+      const image = await ensureNodeImage((line) => opts.progress(`node image: ${line}`))
+      opts.progress(
+        `node image ${image.built ? `built in ${image.manifest.buildSeconds} s` : 'from the cache'}: ${image.files.dir} (kernel ${image.manifest.kernel}, Node.js ${image.manifest.nodeVersion})`,
+      )
+      return image.files.dir
+    },
     preflight: () => (opts.skipHelm ? Promise.resolve() : checkHelmPresent()),
-    init: async (workspace) => {
+    init: async (workspace, { timeoutMs = 120_000 } = {}) => {
       await initCluster(
         {
           workspace,
           conformance: false,
           mergeKubeconfig: false,
-          timeout: { text: '2m', ms: 120_000 },
+          timeout: { text: `${Math.round(timeoutMs / 1000)}s`, ms: timeoutMs },
           debug: false,
           skipHelm: opts.skipHelm,
           skipHelmWait: false,

@@ -3,7 +3,7 @@ export const LAYERS: readonly (readonly string[])[] = [
   ['errors'],
   ['system'],
   ['yaml', 'ui', 'contract'],
-  ['tpm', 'tsm', 'versions', 'x509', 'grpc', 'kube', 'measurements'],
+  ['tpm', 'tsm', 'versions', 'x509', 'grpc', 'kube', 'measurements', 'vm'],
   ['kms', 'attestation', 'nodeupgrade'],
   ['atls', 'statedisk', 'cvm-standin'],
   ['simulator'],

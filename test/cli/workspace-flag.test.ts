@@ -17,6 +17,7 @@ const REQUIRED: Record<string, string[]> = {
   'bootstrap-data generate': ['-f', 'objects.yaml'],
   'mini reboot': ['worker-0'],
   'mini logs': ['worker-0'],
+  'mini exec': ['worker-0', 'true'],
   'mini add': ['worker-9', '--role', 'worker'],
   'mini remove': ['worker-0'],
   'node remove': ['worker-0'],

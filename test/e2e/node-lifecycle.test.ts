@@ -2,7 +2,9 @@
  * Nodes across reboots, end to end: the join and key services, `bootstrap run`, `init` and
  * `recover` are processes; `state-disk setup` runs in this process with the mount boundary's
  * RecordingMounter (no device-mapper here), on each node's real swtpm (restarted at a reboot, so
- * its PCRs reset) and LUKS2 image. Kubernetes is the contract fakes of DESIGN §4.
+ * its PCRs reset) and LUKS2 image. Kubernetes is the contract fakes of DESIGN §4. The mapping the
+ * double stands in for is real in test/e2e/mini-vm.test.ts (dm-crypt + dm-integrity in a QEMU VM);
+ * this file is about the keys across reboots, which the headers alone decide.
  *
  * Slow (about 10–20 s each): every case first builds the cluster it reboots (init, then joins, each
  * re-keying a LUKS2 image); the steps of a case depend on each other, so they are one test.

@@ -1,6 +1,6 @@
 import { Args, Flags } from '@oclif/core'
 import { BaseCommand } from '../../base-command.js'
-import { SIMULATED_NOTICE, type MiniNodeRecord } from '../../lib/mini/index.js'
+import { readMiniRecord, simulatedNotice, type MiniNodeRecord } from '../../lib/mini/index.js'
 import { abortOnInterrupt, parseDuration } from '../../lib/system/index.js'
 import { runMiniReboot } from '../../wiring/mini.js'
 
@@ -21,13 +21,14 @@ export default class MiniReboot extends BaseCommand {
     }),
     hard: Flags.boolean({
       description:
-        'a power cut: every process of the node is killed at once and its TPM gets no TPM2_Shutdown, as when a machine crashes or is reset',
+        'a power cut: every process of the node (a VM: its QEMU and swtpm) is killed at once and its TPM gets no TPM2_Shutdown, as when a machine crashes; without it a VM node is reset (QEMU system_reset, its reset button)',
     }),
   }
 
   async run(): Promise<{ node: MiniNodeRecord; simulated: string }> {
     const { args, flags } = await this.parse(MiniReboot)
-    process.stderr.write(`${SIMULATED_NOTICE}\n`)
+    const notice = simulatedNotice((await readMiniRecord(flags.workspace).catch(() => undefined))?.machines)
+    process.stderr.write(`${notice}\n`)
     const interrupt = abortOnInterrupt()
     try {
       const node = await runMiniReboot(flags.workspace, args.node, {
@@ -37,7 +38,7 @@ export default class MiniReboot extends BaseCommand {
         progress: (line) => process.stderr.write(`• ${line}\n`),
       })
       if (!this.jsonEnabled()) this.log(`${node.name} is back (${node.address}).`)
-      return { node, simulated: SIMULATED_NOTICE }
+      return { node, simulated: notice }
     } finally {
       interrupt.release()
     }

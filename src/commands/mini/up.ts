@@ -2,9 +2,10 @@ import { Flags } from '@oclif/core'
 import { BaseCommand } from '../../base-command.js'
 import type { AttestationVariant } from '../../lib/attestation/index.js'
 import {
-  SIMULATED_NOTICE,
+  simulatedNotice,
   type MergedKubeconfig,
   type MiniUpResult,
+  type MachineKind,
   type NetworkMode,
   MINI_CVM_VARIANTS,
 } from '../../lib/mini/index.js'
@@ -23,6 +24,7 @@ export default class MiniUp extends BaseCommand {
     '<%= config.bin %> mini up -C ./mini --control-planes 3 --workers 3',
     '<%= config.bin %> mini up -C ./mini --json',
     '<%= config.bin %> mini up -C ./mini --attestation qemu-vtpm',
+    'sudo <%= config.bin %> mini up -C ./mini --machines vm --workers 1',
   ]
   static override flags = {
     ...BaseCommand.workspaceFlag,
@@ -43,7 +45,14 @@ export default class MiniUp extends BaseCommand {
       description:
         "attestation variant; tpm-ek (the default) manufactures every node's swtpm with EK certificates from a local CA of the cluster (swtpm_setup, swtpm_localca), which the workspace config trusts as the stand-in for a TPM manufacturer; qemu-vtpm takes any attestation key (development of the attestation itself); aws-sev-snp, gcp-sev-snp and qemu-tdx serve every node SEV-SNP reports or TDX quotes at its configfs-tsm directory from a STAND-IN AMD or Intel of the cluster (no CVM hardware here), whose root the workspace config pins",
       options: ['tpm-ek', 'qemu-vtpm', ...MINI_CVM_VARIANTS],
-      default: 'tpm-ek',
+      default: async ({ flags }) => (flags.machines === 'vm' ? 'qemu-vtpm' : 'tpm-ek'),
+      defaultHelp: async () => 'tpm-ek; qemu-vtpm with --machines vm',
+    }),
+    machines: Flags.string({
+      description:
+        'what each node is: process (a supervisor per node, its own namespace, swtpm and disk image; state disks not mapped) or vm (a QEMU VM per node booted from the node image, which `mini image` builds and caches: real systemd, TPM at /dev/tpmrm0, state disk mapped with dm-crypt + dm-integrity; needs root; minutes per node under TCG, attestation qemu-vtpm)',
+      options: ['process', 'vm'],
+      default: 'process',
     }),
     network: Flags.string({
       description:
@@ -53,8 +62,8 @@ export default class MiniUp extends BaseCommand {
     }),
     'skip-helm': Flags.boolean({ description: 'install no Helm releases (then helm need not be on PATH)' }),
     timeout: Flags.string({
-      description: 'give up when the nodes have not joined after this long',
-      default: '5m',
+      description:
+        'give up when the nodes have not joined after this long (default 5m; 30m with --machines vm)',
     }),
     'merge-kubeconfig': Flags.boolean({
       description:
@@ -75,7 +84,9 @@ export default class MiniUp extends BaseCommand {
           ? 'netns'
           : 'loopback'
         : (flags.network as NetworkMode)
-    process.stderr.write(`${SIMULATED_NOTICE}\n`)
+    const machines = flags.machines as MachineKind
+    const notice = simulatedNotice(machines)
+    process.stderr.write(`${notice}\n`)
     const interrupt = abortOnInterrupt()
     try {
       const { up, status, mergedKubeconfig, warnings } = await runMiniUp(
@@ -88,8 +99,13 @@ export default class MiniUp extends BaseCommand {
           attestation: flags.attestation as AttestationVariant,
           skipHelm: flags['skip-helm'],
           retain: flags.retain,
-          timeoutMs: parseDuration(flags.timeout, '--timeout'),
+          timeoutMs: flags.timeout
+            ? parseDuration(flags.timeout, '--timeout')
+            : machines === 'vm'
+              ? 30 * 60_000
+              : 5 * 60_000,
           signal: interrupt.signal,
+          machines,
         },
         (line) => process.stderr.write(`• ${line}\n`),
         { mergeKubeconfig: flags['merge-kubeconfig'] },
@@ -99,9 +115,9 @@ export default class MiniUp extends BaseCommand {
         this.log(renderStatus(status))
         this.log('')
         this.log(
-          `${up.nodes.length} nodes up in ${(up.elapsedMs / 1000).toFixed(1)} s (${mode === 'netns' ? 'a network namespace each' : 'a loopback address each'}, ${up.network.prefix}.0/24; attestation ${up.attestation}).`,
+          `${up.nodes.length} nodes up in ${(up.elapsedMs / 1000).toFixed(1)} s (${machines === 'vm' ? 'a QEMU VM each, on a bridge' : mode === 'netns' ? 'a network namespace each' : 'a loopback address each'}, ${up.network.prefix}.0/24; attestation ${up.attestation}).`,
         )
-        this.log(SIMULATED_NOTICE)
+        this.log(notice)
         // as the user can type them here: the CLI their PATH finds, the workspace as they gave it
         const cli = await commandForUser(process.env, packageFile())
         const ws = `-C ${shellQuote(flags.workspace)}`
@@ -113,7 +129,7 @@ export default class MiniUp extends BaseCommand {
           )
         this.log(`Remove it: ${cli} mini down ${ws}`)
       }
-      return { ...up, simulated: SIMULATED_NOTICE, status, mergedKubeconfig }
+      return { ...up, simulated: notice, status, mergedKubeconfig }
     } finally {
       interrupt.release()
     }

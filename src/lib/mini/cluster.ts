@@ -28,12 +28,7 @@ import {
 import { stringifyYaml } from '../yaml/index.js'
 import { CLUSTER_MARKER, startDaemon, stopMarked, type Daemon } from './daemons.js'
 import { waitForPort } from './wait.js'
-import {
-  NodeBootInterruptedError,
-  NodeBootTimeoutError,
-  waitUntilBooted,
-  type BootWatchOptions,
-} from './boot-watch.js'
+import { NodeBootInterruptedError, NodeBootTimeoutError, type BootWatchOptions } from './boot-watch.js'
 import {
   METADATA_PORT,
   MINI_DIR,
@@ -46,24 +41,33 @@ import {
   type MiniRecord,
 } from './layout.js'
 import { chooseNetwork, miniNetwork, removeNetwork, type NetworkMode } from './network.js'
+import { miniAttestation, type NodeBootContext } from './node-boot.js'
 import {
-  miniAttestation,
-  powerOffNode,
-  powerOnNode,
-  provisionNode,
-  type NodeBoot,
-  type NodeBootContext,
-} from './node-boot.js'
+  apiListen,
+  processMachines,
+  vmMachines,
+  type MachineBoot,
+  type MachineKind,
+  type Machines,
+} from './machines.js'
+import { VM_MEMORY_MIB } from './vm-node.js'
+import { imageFiles } from '../vm/index.js'
 import { unmergeMiniKubeconfig } from './kubeconfig.js'
 import { createLocalCa, manufactureTpm, writeLocalCaConfig } from './tpm-ca.js'
 import { checkMiniVariant, createCvmStandIn, cvmConfigHeader, isMiniCvmVariant } from './cvm.js'
-import { bootPcrs } from './measured-boot.js'
 import type { MetadataView } from './metadata-server.js'
 import { simulatedComponents } from '../simulator/index.js'
 
 /** What every output of `mini` says first. */
 export const SIMULATED_NOTICE =
   'Kubernetes is SIMULATED: kubeadm, the Kubernetes API, systemctl and the kubelet are contract fakes, and state disks are not mapped (no device-mapper). Attestation, aTLS, keys, LUKS2 headers, join tickets, certificates and Helm releases are real.'
+
+/** `--machines vm`: what is real on a VM node, and what stays SIMULATED. */
+export const VM_SIMULATED_NOTICE =
+  'Kubernetes is SIMULATED: kubeadm and the kubelet are contract fakes in each VM, the Kubernetes API a contract fake on this host. Each node is a QEMU VM under real systemd, with its TPM at /dev/tpmrm0 (swtpm) and its state disk mapped with dm-crypt and dm-integrity; attestation, aTLS, keys, join tickets, certificates and Helm releases are real.'
+
+export const simulatedNotice = (machines: MachineKind = 'process') =>
+  machines === 'vm' ? VM_SIMULATED_NOTICE : SIMULATED_NOTICE
 
 export interface MiniIo {
   runner: Runner
@@ -83,10 +87,12 @@ export interface MiniIo {
     metadataEntry: string
     chartsDir: string
   }
+  /** `--machines vm`: the node image (from the cache, or built now); its folder. */
+  vmImage?(): Promise<string>
   /** The environment node processes start from (PATH, HOME). */
   env: NodeJS.ProcessEnv
   /** Attests cp-0 and initializes the cluster (the operator's `constellation init`). */
-  init(workspace: string): Promise<void>
+  init(workspace: string, opts?: { timeoutMs?: number }): Promise<void>
   /** Checks what the run will need (helm) before anything starts. */
   preflight(): Promise<void>
   progress(line: string): void
@@ -106,6 +112,8 @@ export interface MiniUpOptions {
   /** How long joins may take in all. */
   timeoutMs: number
   signal?: AbortSignal
+  /** What the nodes are: supervised processes (the default) or QEMU VMs. */
+  machines?: MachineKind
 }
 
 export interface MiniUpResult {
@@ -113,6 +121,7 @@ export interface MiniUpResult {
   attestation: AttestationVariant
   network: { mode: NetworkMode; hostAddress: string; prefix: string }
   nodes: MiniNodeRecord[]
+  machines: MachineKind
   elapsedMs: number
 }
 
@@ -139,6 +148,8 @@ export async function miniUp(opts: MiniUpOptions, io: MiniIo): Promise<MiniUpRes
   const workspace = path.resolve(opts.workspace)
   await refuseIfRunning(opts.workspace)
   if (isCvmVariant(opts.attestation)) checkMiniVariant(opts.attestation)
+  const machines = opts.machines ?? 'process'
+  if (machines === 'vm') checkVmOptions(opts)
   await io.preflight()
   const ws = workspacePaths(workspace)
   for (const file of [ws.config, ws.state, ws.masterSecret, ws.adminConf])
@@ -159,6 +170,7 @@ export async function miniUp(opts: MiniUpOptions, io: MiniIo): Promise<MiniUpRes
     ...Array.from({ length: opts.workers }, (_, i) => nodeName('worker', i)),
   ]
   refuseLongSocketPaths(workspace, names)
+  const vmImage = machines === 'vm' ? await vmImageOf(io) : undefined
   const createdWorkspace = !(await exists(workspace))
   await mkdir(workspace, { recursive: true })
   const network = miniNetwork(await chooseNetwork(opts.mode, io.runner), io.runner)
@@ -177,6 +189,7 @@ export async function miniUp(opts: MiniUpOptions, io: MiniIo): Promise<MiniUpRes
     createdWorkspace,
     nodes,
     attestation: opts.attestation,
+    ...(vmImage && { machines: 'vm' as const, vmImage }),
   }
   await writeMiniRecord(workspace, record) // from here on, `mini down` can undo everything
   try {
@@ -232,10 +245,10 @@ async function startCluster(
   const cp0 = nodes[0]
   if (!cp0) throw new CliError('a cluster needs a control plane')
 
+  const vm = record.machines === 'vm'
   io.progress(
-    `network: ${network.mode === 'netns' ? 'a namespace per node' : 'a loopback address per node'}, ${network.prefix}.0/24`,
+    `network: ${vm ? "a tap per VM on the cluster's bridge" : network.mode === 'netns' ? 'a namespace per node' : 'a loopback address per node'}, ${network.prefix}.0/24`,
   )
-  for (const node of nodes) await network.addNode(node.index)
   const env = { ...io.env, [CLUSTER_MARKER]: network.id, CONSTELL_NO_SPINNER: '1' }
   let ctx = bootContext(record, paths, io)
   if (opts.attestation === 'tpm-ek') {
@@ -253,7 +266,9 @@ async function startCluster(
     cvmSection = await createCvmStandIn(opts.attestation, paths.cvmStandIn)
     ctx = { ...ctx, attestation: miniAttestation(opts.attestation, paths, cvmSection()) }
   }
-  await writeWorkspace(workspace, cp0.address, opts, io, cvmSection)
+  const machines = vm ? machinesFor(record, paths, io) : processMachines(ctx, paths, network.id)
+  for (const node of nodes) await machines.addToNetwork(node)
+  await writeWorkspace(workspace, cp0.address, opts, io, machines, cvmSection)
 
   io.progress('starting the metadata service and the SIMULATED Kubernetes API')
   await writeMetadataView(paths, nodes, cp0.address, workspace)
@@ -270,9 +285,13 @@ async function startCluster(
     logFile: paths.metadataLog,
   })
   await mkdir(paths.apiDir, { recursive: true, mode: 0o700 })
+  const placement = machines.api(
+    cp0,
+    nodes.filter((n) => n.role === 'control-plane'),
+  )
   const api = startDaemon({
     argv: [
-      ...network.execPrefix(cp0.index),
+      ...placement.execPrefix,
       io.nodeBinary,
       io.files.apiEntry,
       '--dir',
@@ -280,16 +299,15 @@ async function startCluster(
       '--kubeconfig',
       paths.apiKubeconfig,
       '--listen',
-      `${cp0.address}:${NODE_PORTS.apiServer}`,
-      '--cert-host',
-      cp0.address,
+      apiListen(placement),
+      ...placement.certHosts.flatMap((host) => ['--cert-host', host]),
     ],
     env,
     logFile: paths.apiLog,
   })
   await Promise.all([
     waitForPort(network.hostAddress, METADATA_PORT, { what: 'the metadata service', log: paths.metadataLog }),
-    waitForPort(cp0.address, NODE_PORTS.apiServer, {
+    waitForPort(placement.host, NODE_PORTS.apiServer, {
       what: 'the SIMULATED Kubernetes API',
       log: paths.apiLog,
       gaveUp: exitedEarly(api),
@@ -297,17 +315,18 @@ async function startCluster(
   ])
 
   io.progress(
-    `booting ${nodes.length} nodes, a supervisor each (its systemd): swtpm (attestation ${opts.attestation}), state-disk setup, bootstrap run`,
+    vm
+      ? `booting ${nodes.length} QEMU VMs (TCG, 1 vCPU, ${VM_MEMORY_MIB} MiB each) under real systemd: swtpm at /dev/tpmrm0 (attestation ${opts.attestation}), state-disk setup (dm-crypt + dm-integrity), bootstrap run`
+      : `booting ${nodes.length} nodes, a supervisor each (its systemd): swtpm (attestation ${opts.attestation}), state-disk setup, bootstrap run`,
   )
   const boots = await Promise.all(
     nodes.map(async (node) => {
-      const files = paths.node(node.name)
-      await provisionNode(ctx, node, files)
-      return powerOnNode(ctx, node, files, network.id)
+      await machines.provision(node)
+      return machines.powerOn(node)
     }),
   )
   // every node is watched from here on: a refusal is reported while it happens, a failure ends the wait
-  const watchOpts = (boot: NodeBoot): BootWatchOptions => ({
+  const watchOpts = (boot: MachineBoot): BootWatchOptions => ({
     timeoutMs: opts.timeoutMs,
     signal: opts.signal,
     progress: io.progress,
@@ -315,17 +334,16 @@ async function startCluster(
   })
   let failed = false
   const booted = boots.map((boot) =>
-    waitUntilBooted(boot, watchOpts(boot)).catch((err: unknown) => {
+    boot.wait(watchOpts(boot)).catch((err: unknown) => {
       failed = true
       throw err
     }),
   )
   booted.forEach((b) => b.catch(() => {}))
-  const first = boots[0]!
   await Promise.race([
     waitForPort(cp0.address, NODE_PORTS.init, {
       what: `${cp0.name}'s Init server`,
-      log: first.files.log('bootstrap'),
+      log: machines.bootstrapLog(cp0),
       timeoutMs: opts.timeoutMs,
       gaveUp: () => failed,
     }),
@@ -336,24 +354,79 @@ async function startCluster(
   io.progress(
     `constellation init: attesting ${cp0.name} at ${cp0.address}:${NODE_PORTS.init} (${opts.attestation}${opts.attestation === 'tpm-ek' ? ': EK certificate chain, then credential activation' : ''})`,
   )
-  await io.init(workspace)
+  // a VM's kubeadm stand-in takes minutes on one emulated vCPU (its certificates alone about 1.5 min)
+  await io.init(workspace, vm ? { timeoutMs: VM_INIT_TIMEOUT_MS } : {})
   opts.signal?.throwIfAborted()
   io.progress(
     `waiting for ${nodes.length - 1} nodes to join (each: its bootstrap run, after attesting to ${cp0.name}'s join service)`,
   )
   await Promise.all(booted)
-  for (const cp of boots.filter((b) => b.node.role === 'control-plane'))
-    await waitForPort(cp.node.address, NODE_PORTS.join, {
-      what: `${cp.node.name}'s join service`,
-      log: path.join(cp.files.unitState, 'constellation-joinservice.service.log'),
+  for (const cp of nodes.filter((n) => n.role === 'control-plane'))
+    await waitForPort(cp.address, NODE_PORTS.join, {
+      what: `${cp.name}'s join service`,
+      log: machines.joinServiceLog(cp),
     })
   return {
     workspace,
     attestation: opts.attestation,
     network: { mode: network.mode, hostAddress: network.hostAddress, prefix: network.prefix },
     nodes,
+    machines: machines.kind,
     elapsedMs: Date.now() - started,
   }
+}
+
+/** How long init may take on a VM control plane (TCG: every step of its bootstrapper is slow). */
+const VM_INIT_TIMEOUT_MS = 20 * 60_000
+
+/** What VM nodes need: root (taps on a bridge), and the attestation their image's nodes do. */
+function checkVmOptions(opts: MiniUpOptions) {
+  if (opts.mode !== 'netns')
+    throw new CliError(
+      '--machines vm needs the bridged network (--network netns, as root): each VM gets a tap on it',
+      {
+        hint: 'run mini up as root, or without --machines vm; nothing was changed',
+      },
+    )
+  if (opts.attestation !== 'qemu-vtpm')
+    throw new CliError(
+      `--machines vm attests with qemu-vtpm (the VM's swtpm has no EK certificates), not ${opts.attestation}`,
+      {
+        hint: 'pass --attestation qemu-vtpm, or leave --attestation out; nothing was changed',
+      },
+    )
+}
+
+async function vmImageOf(io: MiniIo): Promise<string> {
+  if (!io.vmImage) throw new CliError('--machines vm: this build of mini has no node image to boot')
+  return io.vmImage()
+}
+
+/** The machines of a recorded cluster: its processes, or its VMs booted from the image it recorded. */
+export function machinesFor(record: MiniRecord, paths: MiniPaths, io: MiniIo): Machines {
+  if (record.machines !== 'vm')
+    return processMachines(bootContext(record, paths, io), paths, record.network.id)
+  if (!record.vmImage)
+    throw new CliError(`${paths.record} names no node image for its VMs`, {
+      hint: `\`constellation mini down -C ${path.dirname(paths.dir)}\` removes the cluster`,
+    })
+  const network = miniNetwork(record.network, io.runner)
+  return vmMachines(
+    {
+      network,
+      runner: io.runner,
+      image: imageFiles(record.vmImage),
+      env: io.env,
+      clusterId: record.network.id,
+      accel: 'tcg',
+      simulator: {
+        apiDir: paths.apiDir,
+        adminKubeconfig: paths.apiKubeconfig,
+        listen: `${network.hostAddress}:${NODE_PORTS.apiServer}`,
+      },
+    },
+    paths,
+  )
 }
 
 /** A node's TPM and key service are sockets in its folder, whose path a socket address must hold. */
@@ -441,26 +514,34 @@ export async function rebootNode(workspace: string, name: string, io: MiniIo, ho
       hint: `its nodes: ${record.nodes.map((n) => n.name).join(', ')}`,
     })
   const paths = miniPaths(workspace)
-  const files = paths.node(name)
-  io.progress(
-    hooks.hard
-      ? `${name}: power cut (every process killed, its TPM without TPM2_Shutdown)`
-      : `${name}: shutting down (its services stop, then its TPM gets TPM2_Shutdown)`,
-  )
-  const { orderly } = await powerOffNode(record.network.id, name, { hard: hooks.hard })
-  if (!hooks.hard && !orderly)
+  const machines = machinesFor(record, paths, io)
+  let boot: MachineBoot
+  if (machines.reset && !hooks.hard && !hooks.whilePoweredOff) {
     io.progress(
-      `${name}: its supervisor was not running or did not stop in time: it was stopped as by a power cut`,
+      `${name}: reset (QEMU system_reset, as its reset button: no shutdown, its TPM re-initialised so its PCRs reset, its disks kept)`,
     )
-  await hooks.whilePoweredOff?.()
+    boot = await machines.reset(node)
+  } else {
+    io.progress(
+      hooks.hard
+        ? `${name}: power cut (every process killed, its TPM without TPM2_Shutdown)`
+        : `${name}: shutting down (its services stop, then its TPM gets TPM2_Shutdown)`,
+    )
+    const { orderly } = await machines.powerOff(node, { hard: hooks.hard })
+    if (!hooks.hard && !orderly)
+      io.progress(
+        `${name}: ${machines.kind === 'vm' ? 'it did not power off in time after the ACPI power button' : 'its supervisor was not running or did not stop in time'}: it was stopped as by a power cut`,
+      )
+    await hooks.whilePoweredOff?.()
+    boot = await machines.powerOn(node)
+  }
   io.progress(
     `${name} boots: its disk key comes from a control plane's join service, or from \`${recoverCommand(workspace, node)}\` when none is up`,
   )
-  const boot = await powerOnNode(bootContext(record, paths, io), node, files, record.network.id)
   const timeoutMs = hooks.timeoutMs ?? DEFAULT_REBOOT_TIMEOUT_MS
   const status = `\`constellation status -C ${workspace}\` shows when it is back`
   try {
-    await waitUntilBooted(boot, {
+    await boot.wait({
       timeoutMs,
       signal: hooks.signal,
       progress: io.progress,
@@ -478,7 +559,7 @@ export async function rebootNode(workspace: string, name: string, io: MiniIo, ho
       throw new CliError(err.message, {
         exitCode: err.exitCode,
         data: err.data,
-        hint: `it keeps booting on its own: ${status}; \`constellation mini reboot ${name} -C ${workspace}\` starts it over; its logs: ${files.dir}`,
+        hint: `it keeps booting on its own: ${status}; \`constellation mini reboot ${name} -C ${workspace}\` starts it over; its logs: ${paths.node(name).dir}`,
       })
     throw err
   }
@@ -508,6 +589,7 @@ async function writeWorkspace(
   endpoint: string,
   opts: MiniUpOptions,
   io: MiniIo,
+  machines: Machines,
   cvmSection?: (relativeTo?: string) => Record<string, unknown>,
 ) {
   await generateWorkspace({
@@ -521,11 +603,14 @@ async function writeWorkspace(
   const file = workspacePaths(workspace).config
   const config = await loadConfig(file)
   // the simulator's kubeadm and kubelet of this version (launchers that know it), hash-checked by the node
-  config.kubernetesComponents = simulatedComponents(config.kubernetesVersion, {
-    nodeBinary: io.nodeBinary,
-    kubeadmFake: io.files.kubeadmFake,
-    kubeletUnit: io.files.kubeletUnit,
-  })
+  config.kubernetesComponents = simulatedComponents(
+    config.kubernetesVersion,
+    machines.componentFiles({
+      nodeBinary: io.nodeBinary,
+      kubeadmFake: io.files.kubeadmFake,
+      kubeletUnit: io.files.kubeletUnit,
+    }),
+  )
   if (config.attestation.tpmEK)
     // relative to the config: the cluster's local CA issues every EK certificate (no intermediates)
     config.attestation.tpmEK.roots = [path.relative(workspace, miniPaths(workspace).tpmCa.issuerCert)]
@@ -537,7 +622,7 @@ async function writeWorkspace(
     attestation[key] = { ...attestation[key], ...cvmSection(workspace) }
     header = cvmConfigHeader(opts.attestation, path.relative(workspace, miniPaths(workspace).cvmStandIn.dir))
   }
-  await expectMeasuredBoot(config.attestation, opts.attestation, io)
+  await expectMeasuredBoot(config.attestation, opts.attestation, machines)
   config.upgrade = {
     charts: [
       { name: 'cilium', namespace: 'kube-system' },
@@ -553,17 +638,17 @@ async function writeWorkspace(
 }
 
 /**
- * The nodes' measured boot (measured-boot.ts) extends PCRs 0–9 the same way on every node: the config
- * enforces those values (the generated ones for the other PCRs stay), so the nodes' event logs and
- * their quotes both match what the operator's config says.
+ * The nodes' measured boot (measured-boot.ts; a VM's firmware, vm/firmware.ts) extends PCRs 0–9 the
+ * same way on every node: the config enforces those values (the generated ones for the other PCRs
+ * stay), so the nodes' event logs and their quotes both match what the operator's config says.
  */
-async function expectMeasuredBoot(attestation: object, variant: AttestationVariant, io: MiniIo) {
+async function expectMeasuredBoot(attestation: object, variant: AttestationVariant, machines: Machines) {
   const section = (attestation as Record<string, { measurements?: Record<string, unknown> } | undefined>)[
     ATTESTATION_CONFIG_KEYS[variant]
   ]
   if (!section) return
   const measurements: Record<string, unknown> = { ...section.measurements }
-  for (const [pcr, value] of await bootPcrs(io.cli, io.files.unitTemplates))
+  for (const [pcr, value] of await machines.bootPcrs())
     measurements[String(pcr)] = { expected: value.toString('hex'), warnOnly: false }
   section.measurements = Object.fromEntries(
     Object.entries(measurements).sort(([a], [b]) => Number(a) - Number(b)),

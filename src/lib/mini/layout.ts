@@ -48,6 +48,10 @@ export interface MiniRecord {
   nodes: MiniNodeRecord[]
   /** Indexes (addresses) of nodes `mini remove` retired: never handed to another node. */
   retiredIndexes?: number[]
+  /** What the nodes are: processes under a supervisor (absent: the default) or QEMU VMs. */
+  machines?: 'process' | 'vm'
+  /** vm: the cached node image the VMs boot from (their overlays name its root disk as backing file). */
+  vmImage?: string
   /** How the nodes attest; absent in records from before tpm-ek (then qemu-vtpm). */
   attestation?: AttestationVariant
   /** `mini up --merge-kubeconfig`: what it added to which kubeconfig, for `mini down` to take out. */

@@ -96,6 +96,17 @@ async function confirmed(node: string, yes: boolean, confirm?: (q: string) => Pr
   return confirm(`Power ${node} off and delete its files?`)
 }
 
+/** Adding and removing VM nodes is not built yet: said before anything changes. */
+function refuseVmCluster(record: MiniRecord, command: string, workspace: string) {
+  if (record.machines === 'vm')
+    throw new CliError(
+      `${command}: the cluster in ${workspace} runs its nodes as VMs, and ${command} handles process nodes only (for now)`,
+      {
+        hint: 'nothing was changed; a cluster of the size you need comes from mini up --machines vm',
+      },
+    )
+}
+
 export interface MiniAddOptions {
   workspace: string
   name: string
@@ -108,6 +119,7 @@ export interface MiniAddOptions {
 export async function addMiniNode(opts: MiniAddOptions, io: MiniIo): Promise<MiniNodeRecord> {
   const workspace = path.resolve(opts.workspace)
   const record = await requireRecord(workspace)
+  refuseVmCluster(record, 'mini add', workspace)
   if (!NODE_NAME.test(opts.name))
     throw new UsageError(
       `node name ${JSON.stringify(opts.name)} is not a lower-case RFC 1123 label of at most 32 characters`,
@@ -194,6 +206,7 @@ export async function removeMiniNode(
 ): Promise<MiniRemoveResult> {
   const workspace = path.resolve(opts.workspace)
   const record = await requireRecord(workspace)
+  refuseVmCluster(record, 'mini remove', workspace)
   const node = record.nodes.find((n) => n.name === opts.name)
   if (!node)
     throw new CliError(`the mini cluster in ${workspace} has no node ${JSON.stringify(opts.name)}`, {

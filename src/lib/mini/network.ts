@@ -28,6 +28,11 @@ export interface MiniNetwork extends NetworkRecord {
   addNode(index: number): Promise<void>
   /** Unplugs (false) or plugs back (true) node n's link; netns only. */
   setLink(index: number, up: boolean): Promise<void>
+  /**
+   * Node n as a virtual machine: a tap device on the bridge (created if need be) for its QEMU
+   * (netns only: it needs root). Returns the tap's name.
+   */
+  addTap(index: number): Promise<string>
 }
 
 const namespaceName = (id: string, index: number) => `cst-${id}-${index}`
@@ -37,6 +42,8 @@ export const bridgeMac = (id: string) =>
   `02:c5:${(id.padStart(6, '0').slice(-6).match(/../g) ?? []).join(':')}:01`
 /** Interface names are at most 15 bytes: "cst" + 6 + "h" + index. */
 const hostLinkName = (id: string, index: number) => `cst${id}h${index}`
+/** A VM's tap device: "cst" + 6 + "t" + index. */
+export const tapName = (id: string, index: number) => `cst${id}t${index}`
 
 /** A free /24 for a new cluster: random, and not on any interface of this host. */
 export async function chooseNetwork(
@@ -86,6 +93,21 @@ export function miniNetwork(record: NetworkRecord, runner: Runner): MiniNetwork 
       if (!netns) throw new Error('cutting a link needs network namespaces (run as root)')
       await ip('link', 'set', hostLinkName(record.id, index), up ? 'up' : 'down')
     },
+    async addTap(index) {
+      if (!netns) throw new Error('virtual machines need the bridged network (run as root)')
+      const bridge = bridgeName(record.id)
+      if (
+        await runner.run('ip', ['link', 'show', bridge]).then(
+          () => false,
+          () => true,
+        )
+      )
+        await createBridge(record, ip)
+      const tap = tapName(record.id, index)
+      await ip('tuntap', 'add', 'dev', tap, 'mode', 'tap')
+      await ip('link', 'set', tap, 'master', bridge, 'up')
+      return tap
+    },
   }
 }
 
@@ -130,7 +152,7 @@ export async function removeNetwork(record: NetworkRecord, runner: Runner): Prom
   const removed: string[] = []
   // the host's veth ends first: deleting a namespace removes its end only when the kernel gets to it
   const links = (await runner.run('ip', ['-o', 'link', 'show'])).stdout
-  for (const name of links.matchAll(new RegExp(`^\\d+: (cst${record.id}h\\d+)@`, 'gm'))) {
+  for (const name of links.matchAll(new RegExp(`^\\d+: (cst${record.id}[ht]\\d+)[@:]`, 'gm'))) {
     await runner.run('ip', ['link', 'delete', name[1]!])
     removed.push(`link ${name[1]!}`)
   }

@@ -1,6 +1,6 @@
 /** Waiting for a cluster's processes, with the tail of their log when they do not come. */
 import { connect } from 'node:net'
-import { readFile } from 'node:fs/promises'
+import { access, readFile } from 'node:fs/promises'
 import type { Daemon } from './daemons.js'
 
 const LOG_TAIL_LINES = 15
@@ -75,4 +75,38 @@ export async function waitForExit(
         ? `is not done after ${Math.round(w.timeoutMs / 1000)} s`
         : 'was interrupted'
   throw new Error(`${w.what} ${why}\n${await logTail(w.log)}`)
+}
+
+/** Resolves once a unix socket accepts a connection (a daemon that listens on one is up). */
+export async function waitForSocket(socketPath: string, w: PortWait): Promise<void> {
+  const deadline = Date.now() + (w.timeoutMs ?? 30_000)
+  for (;;) {
+    const up = await new Promise<boolean>((resolve) => {
+      const socket = connect(socketPath)
+      socket.once('connect', () => {
+        socket.destroy()
+        resolve(true)
+      })
+      socket.once('error', () => resolve(false))
+    })
+    if (up) return
+    if (w.gaveUp?.() || Date.now() > deadline)
+      throw new Error(`${w.what} did not listen on ${socketPath}\n${await logTail(w.log)}`)
+    await new Promise((r) => setTimeout(r, 100))
+  }
+}
+
+/** Resolves once `file` exists. */
+export async function waitForFile(file: string, w: PortWait): Promise<void> {
+  const deadline = Date.now() + (w.timeoutMs ?? 30_000)
+  while (
+    !(await access(file).then(
+      () => true,
+      () => false,
+    ))
+  ) {
+    if (w.gaveUp?.() || Date.now() > deadline)
+      throw new Error(`${w.what} did not create ${file}\n${await logTail(w.log)}`)
+    await new Promise((r) => setTimeout(r, 100))
+  }
 }

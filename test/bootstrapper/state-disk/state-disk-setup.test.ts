@@ -2,7 +2,9 @@
  * state-disk setup on real parts (cryptsetup on image files, swtpm for PCR 15) with the mount
  * boundary's RecordingMounter: which disks it formats, which it refuses, and how a rebooted node
  * gets its key. The join services and the recovery endpoint are stand-ins here that hand setup a
- * ticket or a master secret; test/e2e/node-lifecycle.test.ts runs the real ones.
+ * ticket or a master secret; test/e2e/node-lifecycle.test.ts runs the real ones. The mapping and
+ * mounting behind the boundary are real in test/e2e/mini-vm.test.ts (a QEMU VM): here only the
+ * decisions above it are under test, with the real cryptsetup on each header.
  */
 import { createHash, randomBytes } from 'node:crypto'
 import { readFile, rm, stat } from 'node:fs/promises'

@@ -1,0 +1,67 @@
+/**
+ * The image cache: its key moves with every input byte (a project change means a new image), the
+ * Debian base's only with the package list; `--prune` keeps the current image and base alone.
+ */
+import { mkdir, readdir, writeFile } from 'node:fs/promises'
+import path from 'node:path'
+import { expect } from '../support/chai.js'
+import { makeTempDir, type TempDir } from '../support/temp.js'
+import { baseInputsHash, imageInputsHash, PROJECT_FILES } from '../../src/lib/vm/image-recipe.js'
+import { pruneImages, type ImageManifest } from '../../src/lib/vm/image.js'
+
+describe('vm: image cache', () => {
+  let tmp: TempDir
+  beforeEach(async () => (tmp = await makeTempDir()))
+  afterEach(() => tmp.cleanup())
+
+  async function fakePackage(dir: string) {
+    for (const entry of PROJECT_FILES)
+      if (entry.includes('.')) await writeFile(path.join(dir, entry), `${entry}\n`)
+      else {
+        await mkdir(path.join(dir, entry, 'sub'), { recursive: true })
+        await writeFile(path.join(dir, entry, 'sub', 'a.js'), 'a\n')
+      }
+    await writeFile(path.join(dir, 'node'), 'node binary\n')
+    return { packageDir: dir, nodeBinary: path.join(dir, 'node') }
+  }
+
+  it('keys the image by every input byte, and the base by the package list alone', async () => {
+    const inputs = await fakePackage(tmp.dir)
+    const first = await imageInputsHash(inputs)
+    expect(await imageInputsHash(inputs)).to.equal(first)
+    const base = baseInputsHash()
+    await writeFile(path.join(tmp.dir, 'dist', 'sub', 'a.js'), 'b\n')
+    expect(await imageInputsHash(inputs)).to.not.equal(first)
+    await writeFile(path.join(tmp.dir, 'dist', 'sub', 'a.js'), 'a\n')
+    await writeFile(inputs.nodeBinary, 'another node\n')
+    expect(await imageInputsHash(inputs)).to.not.equal(first)
+    expect(baseInputsHash()).to.equal(base)
+  })
+
+  it('refuses to hash a package without its build, saying so', async () => {
+    await expect(imageInputsHash({ packageDir: tmp.dir, nodeBinary: '/bin/sh' })).to.be.rejectedWith(
+      /image input .*bin is missing \(run `npm run build`\)/,
+    )
+  })
+
+  it('prunes other images, other bases and interrupted builds, and keeps the current ones', async () => {
+    const keep = { hash: '0123456789abcdef' } as ImageManifest
+    const base = `base-${baseInputsHash()}.tar`
+    for (const dir of [keep.hash, 'fedcba9876543210', '.build-x-1']) await mkdir(path.join(tmp.dir, dir))
+    for (const file of [
+      base,
+      'base-1111111111111111.tar',
+      'base-1111111111111111.tar.ab.partial',
+      'notes.txt',
+    ])
+      await writeFile(path.join(tmp.dir, file), '')
+    const removed = await pruneImages(tmp.dir, keep)
+    expect(removed.map((f) => path.basename(f)).sort()).to.deep.equal([
+      '.build-x-1',
+      'base-1111111111111111.tar',
+      'base-1111111111111111.tar.ab.partial',
+      'fedcba9876543210',
+    ])
+    expect((await readdir(tmp.dir)).sort()).to.deep.equal([keep.hash, base, 'notes.txt'].sort())
+  })
+})
