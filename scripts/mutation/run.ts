@@ -145,6 +145,8 @@ const DOMAINS: Record<string, Domain> = {
       'test/attestation/tdx/parse.test.ts',
       'test/attestation/tdx/recorded.test.ts',
       'test/attestation/tdx/standin.test.ts',
+      'test/attestation/tdx/chain.test.ts',
+      'test/attestation/tdx/tcb.test.ts',
     ],
   },
   kms: {
