@@ -142,6 +142,7 @@ const DOMAINS: Record<string, Domain> = {
       'test/attestation/snp/report.test.ts',
       'test/attestation/snp/verify-recorded.test.ts',
       'test/attestation/snp/verify-standin.test.ts',
+      'test/attestation/snp/refusals.test.ts',
       'test/attestation/tdx/parse.test.ts',
       'test/attestation/tdx/recorded.test.ts',
       'test/attestation/tdx/standin.test.ts',
