@@ -138,6 +138,7 @@ const DOMAINS: Record<string, Domain> = {
     // the fuzz tests stay out, as for attestation
     tests: [
       'test/attestation/cvm-variants.test.ts',
+      'test/attestation/cvm-binding.test.ts',
       'test/attestation/cvm-azure.test.ts',
       'test/attestation/snp/report.test.ts',
       'test/attestation/snp/verify-recorded.test.ts',

@@ -139,6 +139,7 @@ describe('confidential-VM variants on swtpm with the stand-in hardware', functio
         expect(result.cvm?.vendorRoot).to.equal(false)
         expect(result.cvm?.rootSubject).to.match(/STAND-IN/)
         expect(result.cvm?.rootSubject, 'one line').not.to.include('\n')
+        expect(result.akName, "the AK's TPM name (SHA-256)").to.be.instanceOf(Buffer).with.length(34)
         const fields = result.cvm?.fields ?? {}
         if (c.kind === 'snp') {
           const s = c.standIn()

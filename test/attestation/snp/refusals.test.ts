@@ -5,10 +5,11 @@
  * validity, the signature algorithm, an unsigned report, and the messages of the report checks.
  * Reports come from the SEV-SNP stand-in (TEST DOUBLE).
  */
-import { randomBytes, X509Certificate } from 'node:crypto'
+import { randomBytes, X509Certificate, type KeyObject } from 'node:crypto'
 import { expect } from '../../support/chai.js'
 import { AttestationError, EvidenceMismatchError } from '../../../src/lib/attestation/errors.js'
 import {
+  encodeAmdExtensions,
   parseCertificateTable,
   verifySnpEvidence,
   type SnpEvidence,
@@ -19,13 +20,16 @@ import { type SnpStandIn } from '../../../src/lib/cvm-standin/snp.js'
 import {
   distinguishedName,
   generateEcdsaP256KeyPair,
+  generateEcdsaP384KeyPair,
+  generateRsaKeyPair,
   parseCertificate,
   randomSerialNumber,
   signCertificate,
   toPem,
   caBasicConstraints,
+  type CertificateExtension,
 } from '../../../src/lib/x509/index.js'
-import { policyFor, refusal } from './helpers.js'
+import { policyFor, recordedCases, refusal } from './helpers.js'
 
 const oneLine = (name: string) => name.split('\n').join(', ')
 
@@ -111,7 +115,7 @@ describe('verifySnpEvidence: which refusal, in its words', function () {
       )
     })
 
-    it('a pinned "ARK" with the real ARK’s name and key but issued by someone else is not self-signed: refused', async () => {
+    it('a pinned "ARK" with the real ARK’s name and key, naming itself its issuer but signed by another key, is not self-signed: refused', async () => {
       const someone = await generateEcdsaP256KeyPair()
       const fake = new X509Certificate(
         toPem(
@@ -119,7 +123,7 @@ describe('verifySnpEvidence: which refusal, in its words', function () {
             {
               serialNumber: randomSerialNumber(),
               subject: parseCertificate(s.ark).tbsCertificate.subject,
-              issuer: distinguishedName([['CN', 'Someone else']]),
+              issuer: parseCertificate(s.ark).tbsCertificate.subject, // names itself as its issuer
               notBefore: new Date(Date.now() - 3600_000),
               notAfter: new Date(Date.now() + 3600_000),
               publicKey: ark.publicKey,
@@ -147,6 +151,92 @@ describe('verifySnpEvidence: which refusal, in its words', function () {
       ])
       expect(err.message).to.match(/^SEV-SNP chain: VCEK validity: /)
     })
+  })
+
+  describe('a signer certificate made here (a chain of our own under a pinned ARK of our own)', () => {
+    /** ARK → ASK → signer, P-256 CAs; the signer's key and AMD extensions as given. */
+    async function chainWith(signerKey: KeyObject, extensions: Parameters<typeof encodeAmdExtensions>[0]) {
+      const [arkKeys, askKeys] = await Promise.all([generateEcdsaP256KeyPair(), generateEcdsaP256KeyPair()])
+      const day = 24 * 3600_000
+      const cert = (
+        cn: string,
+        issuer: string,
+        key: KeyObject,
+        by: KeyObject,
+        exts: CertificateExtension[],
+      ) =>
+        toPem(
+          signCertificate(
+            {
+              serialNumber: randomSerialNumber(),
+              subject: distinguishedName([['CN', cn]]),
+              issuer: distinguishedName([['CN', issuer]]),
+              notBefore: new Date(Date.now() - day),
+              notAfter: new Date(Date.now() + day),
+              publicKey: key,
+              extensions: exts,
+            },
+            by,
+          ),
+        )
+      const arkPem = cert('ARK-Milan', 'ARK-Milan', arkKeys.publicKey, arkKeys.privateKey, [
+        caBasicConstraints(),
+      ])
+      const askPem = cert('SEV-Milan', 'ARK-Milan', askKeys.publicKey, arkKeys.privateKey, [
+        caBasicConstraints(),
+      ])
+      const signerPem = cert(
+        'SEV-VCEK',
+        'SEV-Milan',
+        signerKey,
+        askKeys.privateKey,
+        encodeAmdExtensions(extensions),
+      )
+      return {
+        evidence: { signer: Buffer.from(signerPem), chain: [Buffer.from(askPem)] },
+        policy: { arks: [new X509Certificate(arkPem)] },
+      }
+    }
+    const tcb = () => s.tcb
+
+    it('a signer with both a hwID and a cspId, or neither, is neither a VCEK nor a VLEK', async () => {
+      const key = (await generateEcdsaP384KeyPair()).publicKey
+      for (const ext of [
+        { tcb: tcb(), productName: 'Milan-B0', hwId: s.chipId, cspId: 'a cloud' },
+        { tcb: tcb(), productName: 'Milan-B0' },
+      ]) {
+        const made = await chainWith(key, ext)
+        const err = mismatchOf(refusal(() => run(made.evidence, made.policy)))
+        expect(err.message).to.equal(
+          "SEV-SNP evidence: signer certificate: expected a VCEK (the report's SIGNING_KEY), found neither a VCEK (hwID extension) nor a VLEK (cspId extension)",
+        )
+      }
+    })
+
+    it('a VCEK whose key is not ECDSA P-384 is refused by its key, naming what it is', async () => {
+      const ext = { tcb: tcb(), productName: 'Milan-B0', hwId: s.chipId }
+      const p256 = await chainWith((await generateEcdsaP256KeyPair()).publicKey, ext)
+      expect(refusal(() => run(p256.evidence, p256.policy)).message).to.equal(
+        'VCEK key: expected ECDSA P-384, found ec prime256v1',
+      )
+      const rsa = await chainWith(generateRsaKeyPair().publicKey, ext)
+      expect(refusal(() => run(rsa.evidence, rsa.policy)).message).to.equal(
+        'VCEK key: expected ECDSA P-384, found rsa',
+      )
+    })
+  })
+
+  it('evidence without a chain offers no ASK', () => {
+    expect(refusal(() => run({ chain: undefined })).message).to.match(/: offered none$/)
+  })
+
+  it("without a clock in the policy, the real one: AWS's recorded VLEK expired in December 2025", () => {
+    const aws = recordedCases().find((c) => c.signer === 'VLEK')!
+    const withClock = policyFor(aws.evidence.report, aws.now)
+    expect(verifySnpEvidence(aws.evidence, withClock).signer).to.equal('VLEK')
+    const { now: _, ...withoutClock } = withClock
+    const err = mismatchOf(refusal(() => verifySnpEvidence(aws.evidence, withoutClock)))
+    expect(err.field).to.equal('VLEK validity')
   })
 
   describe('the report', () => {

@@ -28,9 +28,13 @@ interface Made {
 async function make(
   cn: string,
   issuer: Made | undefined,
-  { ca = true, from = new Date(NOW.getTime() - DAY), to = new Date(NOW.getTime() + DAY) } = {},
+  opts: { ca?: boolean; from?: Date; to?: Date; key?: KeyObject; publicKey?: KeyObject } = {},
 ): Promise<Made> {
-  const { privateKey, publicKey } = await generateEcdsaP256KeyPair()
+  const { ca = true, from = new Date(NOW.getTime() - DAY), to = new Date(NOW.getTime() + DAY) } = opts
+  const { privateKey, publicKey } =
+    opts.key && opts.publicKey
+      ? { privateKey: opts.key, publicKey: opts.publicKey }
+      : await generateEcdsaP256KeyPair()
   const name = distinguishedName([['CN', cn]])
   const der = signCertificate(
     {
@@ -86,8 +90,13 @@ describe('TDX certificate chains up to a pinned root', function () {
 
   it('a chain that reaches no pinned root: names where it ends and the roots it tried', async () => {
     const other = await make('Other Root', undefined)
-    expect(refusal(() => walk([leaf.cert, ca.cert], [other.cert]))).to.equal(
-      'PCK certificate chain: CN=Platform CA, issued by CN=Root, chains to none of the 1 pinned roots (CN=Other Root)',
+    expect(refusal(() => walk([leaf.cert, ca.cert], [other.cert, leaf.cert]))).to.equal(
+      'PCK certificate chain: CN=Platform CA, issued by CN=Root, chains to none of the 2 pinned roots (CN=Other Root; CN=PCK)',
+    )
+    // the root's key under another name did not issue the CA: names and signature must both match
+    const renamed = await make('Renamed Root', undefined, { key: root.key, publicKey: root.cert.publicKey })
+    expect(refusal(() => walk([leaf.cert, ca.cert], [renamed.cert]))).to.match(
+      /chains to none of the 1 pinned roots/,
     )
   })
 

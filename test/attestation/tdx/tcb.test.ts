@@ -83,6 +83,7 @@ describe('TDX TCB evaluation and collateral rules', function () {
       ])
       const p = mismatch(() => evaluateTcb(info({ pceId: 'ffff' }), pck, body))
       expect([p.field, p.expected, p.found]).to.deep.equal(['PCEID', 'ffff', pck.pceId])
+      expect(contextOf(p)).to.equal('PCK certificate vs tcbInfo')
     })
 
     it('the TDX module: MRSIGNERSEAM must match; SEAMATTRIBUTES only under the mask; no module section, no check', () => {
@@ -92,9 +93,10 @@ describe('TDX TCB evaluation and collateral rules', function () {
         attributesMask: Buffer.alloc(8),
       }
       const other = Buffer.from(body.mrSignerSeam.map((b) => b ^ 0xff))
-      expect(
-        mismatch(() => evaluateTcb(info({ tdxModule: { ...module, mrSigner: other } }), pck, body)).field,
-      ).to.equal('MRSIGNERSEAM')
+      const signer = mismatch(() =>
+        evaluateTcb(info({ tdxModule: { ...module, mrSigner: other } }), pck, body),
+      )
+      expect([signer.field, contextOf(signer)]).to.deep.equal(['MRSIGNERSEAM', 'tcbInfo.tdxModule'])
       const seam = Buffer.from(body.seamAttributes)
       // attributes the mask leaves out may differ
       const masked = {
@@ -120,7 +122,11 @@ describe('TDX TCB evaluation and collateral rules', function () {
           seamAttributes: Buffer.alloc(seam.length, 0x01),
         }),
       )
-      expect([err.field, err.found]).to.deep.equal(['SEAMATTRIBUTES (masked)', '01'.repeat(seam.length)])
+      expect([err.field, err.found, contextOf(err)]).to.deep.equal([
+        'SEAMATTRIBUTES (masked)',
+        '01'.repeat(seam.length),
+        'tcbInfo.tdxModule',
+      ])
       expect(
         evaluateTcb(info({ tdxModule: undefined }), pck, {
           ...body,
@@ -157,7 +163,7 @@ describe('TDX TCB evaluation and collateral rules', function () {
       const none = mismatch(() =>
         evaluateTcb(info({ tcbLevels: [level({ pceSvn: pck.pceSvn + 1 })] }), pck, body),
       )
-      expect(none.field).to.equal('TCB level')
+      expect([none.field, contextOf(none)]).to.deep.equal(['TCB level', 'TDX TCB evaluation'])
       expect(none.expected).to.match(
         /^one of the 1 levels of tcbInfo \(fmspc [0-9a-f]{12}\) at or below the platform$/,
       )
@@ -211,6 +217,7 @@ describe('TDX TCB evaluation and collateral rules', function () {
           'ISVSVN at or below 1',
           'none',
         ])
+        expect(contextOf(low)).to.equal('TDX TCB evaluation')
         const missing = mismatch(() =>
           evaluateTcb(
             info({
@@ -226,6 +233,7 @@ describe('TDX TCB evaluation and collateral rules', function () {
           'TDX_0A',
           'none in tcbInfo.tdxModuleIdentities (TDX_01, TDX_02)',
         ])
+        expect(contextOf(missing)).to.equal('TDX TCB evaluation')
         const empty = mismatch(() =>
           evaluateTcb(info({ tcbLevels: levels15(), tdxModuleIdentities: [] }), pck, body15(3)),
         )
