@@ -140,6 +140,55 @@ describe('TDX quotes of the stand-in Intel', () => {
     ).to.equal('OutOfDate')
   })
 
+  it('the refusals of the quote name what they expected, in their words', () => {
+    const messageOf = (fn: () => unknown): string => {
+      try {
+        fn()
+      } catch (e) {
+        return (e as Error).message
+      }
+      throw new Error('accepted')
+    }
+    const c = collateralOf(s.collateral())
+    const qeOutdated = {
+      ...c,
+      qeIdentity: {
+        ...c.qeIdentity,
+        tcbLevels: c.qeIdentity.tcbLevels.map((l) => ({ ...l, tcbStatus: 'OutOfDate' })),
+      },
+    }
+    expect(messageOf(() => verifyTdxQuote(quote, { ...base, collateral: qeOutdated }))).to.equal(
+      'TDX quote: QE TCB status: expected UpToDate, found OutOfDate',
+    )
+    expect(messageOf(() => verifyTdxQuote(quote, { ...base, intelRoots: [INTEL_ROOT] }))).to.match(
+      /^PCK certificate chain: .* chains to none of the 1 pinned roots/,
+    )
+    const resigned = flip(quote, AT.qeReport + 320)
+    sign('sha256', resigned.subarray(AT.qeReport, AT.qeReport + 384), {
+      key: s.keys.pck,
+      dsaEncoding: 'ieee-p1363',
+    }).copy(resigned, AT.qeReportSignature)
+    expect(messageOf(() => verifyTdxQuote(resigned, base))).to.match(
+      /^TDX quote: QE report\.reportData: expected [0-9a-f]{128} \(SHA-256 of attestation key ‖ QE auth data, zero padded\), found [0-9a-f]{128}$/,
+    )
+    const debug = s.quote({
+      reportData: REPORT_DATA,
+      mrTd: MRTD,
+      rtmrs: RTMRS,
+      tdAttributes: Buffer.from('0100000000000000', 'hex'),
+    })
+    expect(messageOf(() => verifyTdxQuote(debug, { ...base, tdAttributes: undefined }))).to.equal(
+      'TDX quote: TDATTRIBUTES.DEBUG: expected 0 (production TD), found 1 (debug TD; TDATTRIBUTES 0100000000000000)',
+    )
+    const older = s.quote({ reportData: REPORT_DATA, mrTd: MRTD, rtmrs: RTMRS, teeTcbSvn: OLDER_TEE_TCB_SVN })
+    expect(messageOf(() => verifyTdxQuote(older, base))).to.equal(
+      `TDX quote: TEE_TCB_SVN: expected at least ${base.minimum.teeTcbSvn.toString('hex')} in every byte, found ${OLDER_TEE_TCB_SVN.toString('hex')}`,
+    )
+    expect(
+      messageOf(() => verifyTdxQuote(quote, { ...base, minimum: { ...base.minimum, qeSvn: 99 } })),
+    ).to.equal(`TDX quote: QE ISVSVN: expected at least 99, found ${s.platform.qeSvn}`)
+  })
+
   it('a policy of the wrong shape is refused before the quote is read', () => {
     expectRefusal(() => verifyTdxQuote(quote, { ...base, reportData: Buffer.alloc(63) }), {
       message: /^TDX policy: reportData must be 64 bytes, got 63$/,
