@@ -111,7 +111,11 @@ const DOMAINS: Record<string, Domain> = {
       'src/lib/statedisk/recovery-refused.ts',
       'src/lib/recover/recover.ts',
     ],
-    tests: ['test/statedisk/recovery-server.test.ts', 'test/recover/recover-retry.test.ts'],
+    tests: [
+      'test/statedisk/recovery-server.test.ts',
+      'test/statedisk/recovery-server-answers.test.ts',
+      'test/recover/recover-retry.test.ts',
+    ],
     // recover.test.ts (the CLI as a child process) runs in the sandbox with `sandbox: ['!/bin']` and
     // `env: { CONSTELL_TEST_CLI: 'dev' }` (the sources through bin/dev.js; the sandbox has no dist/),
     // but its dry run takes ~56 s and a run hours at concurrency 1 (each CLI start under tsx, and
@@ -134,13 +138,17 @@ const DOMAINS: Record<string, Domain> = {
     // the fuzz tests stay out, as for attestation
     tests: [
       'test/attestation/cvm-variants.test.ts',
+      'test/attestation/cvm-binding.test.ts',
       'test/attestation/cvm-azure.test.ts',
       'test/attestation/snp/report.test.ts',
       'test/attestation/snp/verify-recorded.test.ts',
       'test/attestation/snp/verify-standin.test.ts',
+      'test/attestation/snp/refusals.test.ts',
       'test/attestation/tdx/parse.test.ts',
       'test/attestation/tdx/recorded.test.ts',
       'test/attestation/tdx/standin.test.ts',
+      'test/attestation/tdx/chain.test.ts',
+      'test/attestation/tdx/tcb.test.ts',
     ],
   },
   kms: {

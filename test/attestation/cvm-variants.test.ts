@@ -138,6 +138,86 @@ describe('confidential-VM variants on swtpm with the stand-in hardware', functio
         expect(result.cvm?.kind).to.equal(c.kind)
         expect(result.cvm?.vendorRoot).to.equal(false)
         expect(result.cvm?.rootSubject).to.match(/STAND-IN/)
+        expect(result.cvm?.rootSubject, 'one line').not.to.include('\n')
+        expect(result.akName, "the AK's TPM name (SHA-256)").to.be.instanceOf(Buffer).with.length(34)
+        const fields = result.cvm?.fields ?? {}
+        if (c.kind === 'snp') {
+          const s = c.standIn()
+          expect(result.cvm?.rootSubject).to.equal(new X509Certificate(s.ark).subject.split('\n').join(', '))
+          expect(Object.keys(fields)).to.deep.equal([
+            'product',
+            'signer',
+            'reportVersion',
+            'measurement',
+            'reportedTcb',
+            'policy',
+            'reportData',
+          ])
+          expect(fields).to.include({
+            product: 'Milan',
+            signer: s.signer,
+            measurement: MEASUREMENT.toString('hex'),
+            reportedTcb: `bootloader ${s.tcb.bootloader}, tee ${s.tcb.tee}, snp ${s.tcb.snp}, microcode ${s.tcb.microcode}`,
+            policy: '0x20000',
+          })
+          expect(fields.reportVersion).to.match(/^\d+$/)
+          expect(fields.reportData).to.match(/^[0-9a-f]{128}$/)
+          expect(result.warnings, 'a pinned measurement, the PCRs as expected').to.deep.equal([])
+        } else {
+          expect(result.cvm?.rootSubject).to.equal(
+            new X509Certificate(tdx.rootPem).subject.split('\n').join(', '),
+          )
+          expect(Object.keys(fields)).to.deep.equal([
+            'tcbStatus',
+            'mrTd',
+            'rtmr0',
+            'rtmr1',
+            'rtmr2',
+            'rtmr3',
+            'mrSeam',
+            'tdAttributes',
+            'xfam',
+            'reportData',
+          ])
+          expect(fields.tcbStatus).to.equal('not evaluated')
+          for (const k of ['mrTd', 'rtmr0', 'rtmr3', 'mrSeam']) expect(fields[k]).to.match(/^[0-9a-f]{96}$/)
+          expect(fields.reportData).to.match(/^[0-9a-f]{128}$/)
+          // the hardware's warnings reach the result: no collateral, a stand-in root
+          expect(result.warnings).to.have.length(2)
+          expect(result.warnings[0]).to.match(/^TCB status not evaluated/)
+        }
+      })
+
+      it("checks the hardware evidence at the validator's clock: far ahead, a certificate has expired", async () => {
+        const nonce = randomBytes(32)
+        const doc = await (await issuerOn(tpm)).issue(userData, nonce)
+        const later = new Date(Date.now() + 40 * 365 * 24 * 3600_000)
+        const err = await createValidator(c.variant, await measurementsOf(tpm), undefined, {
+          cvm: policy(),
+          now: () => later,
+        })
+          .validate(doc, nonce)
+          .catch((e: unknown) => e)
+        expect(err).to.be.instanceOf(AttestationError)
+        expect((err as Error).message).to.match(c.kind === 'snp' ? /validity: .*found now / : /expired on /)
+      })
+
+      it('refuses to prove credential activation, before reading the document', async () => {
+        const err = await createValidator(c.variant, new Map(), undefined, { cvm: policy() })
+          .validate(Buffer.alloc(0), randomBytes(32), {} as never)
+          .catch((e: unknown) => e)
+        expect(err).to.be.instanceOf(AttestationError)
+        expect((err as Error).message).to.equal(
+          `${c.variant} attestation cannot prove credential activation, which this verifier expects`,
+        )
+      })
+
+      it("names the policy it needs: the other kind's policy is none", () => {
+        const otherKind: CvmValidationPolicy = c.kind === 'snp' ? tdxPolicy() : snpPolicy(snpVcek)
+        expect(() => createValidator(c.variant, new Map(), undefined, { cvm: otherKind })).to.throw(
+          AttestationError,
+          `${c.variant} validation needs its ${c.kind === 'snp' ? 'SEV-SNP' : 'TDX'} policy (pinned root and minimums) from the config; none was given`,
+        )
       })
 
       it('refuses a genuine report beside a quote from a TPM outside the CVM', async () => {

@@ -4,7 +4,7 @@
  * stands in for the node's disk and queue). Its verdict must match what happened on the node.
  */
 import { randomBytes } from 'node:crypto'
-import { rm } from 'node:fs/promises'
+import { readFile, rm, writeFile } from 'node:fs/promises'
 import * as grpc from '@grpc/grpc-js'
 import { APIService, type RecoverMessage, type RecoverResponse } from '../../src/gen/recover.js'
 import {
@@ -22,10 +22,11 @@ import {
   renderRecoverResult,
   type RecoverResult,
 } from '../../src/lib/recover/index.js'
+import type { RecoverDeps } from '../../src/lib/recover/recover.js'
 import { createLogger } from '../../src/lib/system/index.js'
 import { expect } from '../support/chai.js'
 import { createFakeAttestation, type FakeFault } from '../support/fake-attestation.js'
-import { freePort } from '../support/ports.js'
+import { freePort, ownLoopback } from '../support/ports.js'
 import { makeTempDir, type TempDir } from '../support/temp.js'
 
 const fake = createFakeAttestation()
@@ -83,7 +84,12 @@ describe('constellation recover when the node is busy or an answer is lost', fun
       'test',
     )
   }
-  const recover = (endpoint: string, timeoutMs = 20_000, retryIntervalMs = 50): Promise<RecoverResult> =>
+  const recover = (
+    endpoint: string | undefined,
+    timeoutMs = 20_000,
+    retryIntervalMs = 50,
+    more: Partial<RecoverDeps> = {},
+  ): Promise<RecoverResult> =>
     recoverNode(
       { workspace, endpoint, timeoutMs, timeout: `${timeoutMs / 1000}s` },
       {
@@ -91,8 +97,16 @@ describe('constellation recover when the node is busy or an answer is lost', fun
         log: createLogger({ format: 'text', write: (l) => log.push(l) }),
         retryIntervalMs,
         callTimeoutMs: 500,
+        ...more,
       },
     )
+  /** A wait that never ends by itself: only --timeout ends it, so --timeout lands in a wait, never in a call. */
+  const untilTimeout = (_ms: number, signal?: AbortSignal) =>
+    new Promise<void>((_, reject) =>
+      signal?.addEventListener('abort', () => reject(signal.reason as Error), { once: true }),
+    )
+  /** A wait that refuses: the run ends after its first retryable failure, with that refusal. */
+  const noWaiting = () => Promise.reject(new Error('no more waiting'))
   const busy = (ms: number): Partial<grpc.StatusObject> => {
     const metadata = new grpc.Metadata()
     metadata.set('grpc-retry-pushback-ms', String(ms))
@@ -129,6 +143,7 @@ describe('constellation recover when the node is busy or an answer is lost', fun
   it('--timeout ends an attempt the node may be trying: unreachable, and it says the node may have recovered', async () => {
     const endpoint = await node(() => 'never')
     const err = await recover(endpoint, 300).catch((e: unknown) => e)
+    expect((err as CliError).message).to.equal(`the node at ${endpoint} did not answer within 0.3s`)
     expect((err as CliError).exitCode).to.equal(ExitCode.Unreachable)
     expect((err as CliError).hint).to.match(/may have recovered.*run recover again/)
   })
@@ -145,6 +160,8 @@ describe('constellation recover when the node is busy or an answer is lost', fun
         ),
       ),
     )
+    // the node's words, not the error's rendering of itself (code and name)
+    for (const line of retries) expect(line).not.to.match(/UNAVAILABLE|Error:/)
   })
 
   /** The CliError `recover` ends with, against a node that answers every call with `answer`. */
@@ -193,10 +210,75 @@ describe('constellation recover when the node is busy or an answer is lost', fun
     const endpoint = await node((n) =>
       n === 0 ? { code: grpc.status.RESOURCE_EXHAUSTED, details: 'busy', metadata: zero } : 'ok',
     )
-    const started = Date.now()
-    expect(await recover(endpoint)).to.deep.equal({ endpoint, recovered: true })
-    expect(Date.now() - started).to.be.at.least(950)
+    const waits: number[] = []
+    const sleep = (ms: number) => (waits.push(ms), Promise.resolve())
+    expect(await recover(endpoint, 20_000, 50, { sleep })).to.deep.equal({ endpoint, recovered: true })
+    expect(waits).to.deep.equal([1_000])
     expect(log.join('\n')).to.include('The node is busy: busy; trying again in 1 s')
+  })
+
+  it("a busy node: the log line names the endpoint and the attempt; the next wait is the node's, the one after is the interval again", async () => {
+    const endpoint = await node((n) =>
+      n === 0 ? busy(700) : n === 1 ? { code: grpc.status.UNAVAILABLE, details: 'x' } : 'ok',
+    )
+    const waits: number[] = []
+    const sleep = (ms: number) => (waits.push(ms), Promise.resolve())
+    expect(await recover(endpoint, 20_000, 50, { sleep })).to.deep.equal({ endpoint, recovered: true })
+    expect(waits).to.deep.equal([700, 50])
+    expect(log[0]).to.equal(
+      `INFO The node is busy: the node is trying other master secrets; retry in 0.7 s; trying again in 0.7 s endpoint=${endpoint} attempt=1`,
+    )
+  })
+
+  it('an attempt whose answer was lost, then a refusal: the refusal, not a recovery', async () => {
+    const endpoint = await node((n) =>
+      n === 0 ? 'never' : { code: grpc.status.PERMISSION_DENIED, details: 'wrong secret' },
+    )
+    const err = (await recover(endpoint).catch((e: unknown) => e)) as CliError
+    expect(err).to.be.instanceOf(CliError)
+    expect(err.message).to.equal(`the node at ${endpoint} refused the master secret: wrong secret`)
+    expect(calls).to.equal(2)
+  })
+
+  it('--timeout in a wait after an unanswered attempt: could not reach it within the timeout, with the last failure', async () => {
+    const endpoint = await node(() => 'never')
+    const err = (await recover(endpoint, 2_000, 50, { sleep: untilTimeout, callTimeoutMs: 200 }).catch(
+      (e: unknown) => e,
+    )) as CliError
+    expect(err).to.be.instanceOf(CliError)
+    expect(err.message).to.match(
+      new RegExp(`^could not reach the node at ${endpoint} within 2s: Deadline exceeded`),
+    )
+    expect(err.exitCode).to.equal(ExitCode.Unreachable)
+    expect(calls).to.equal(1)
+  })
+
+  it("no --endpoint: the node is the state's clusterEndpoint host, on port 9999", async () => {
+    const host = ownLoopback()
+    const state = workspacePaths(workspace).state
+    await writeFile(state, (await readFile(state, 'utf8')).replaceAll('127.0.0.1', host))
+    const err = (await recover(undefined, 20_000, 50, { sleep: noWaiting }).catch(
+      (e: unknown) => e,
+    )) as CliError
+    expect(err).to.be.instanceOf(CliError)
+    expect(err.message).to.match(
+      new RegExp(`^recovering the node at ${host.replaceAll('.', '\\.')}:9999 failed: .*no more waiting`),
+    )
+  })
+
+  it("an unreadable endpoint names where it came from: --endpoint, or the state's clusterEndpoint", async () => {
+    const flag = (await recover('host:port').catch((e: unknown) => e)) as CliError
+    expect(flag.message).to.equal('--endpoint "host:port" is not HOST, HOST:PORT or [IPv6]:PORT')
+    expect(flag.exitCode).to.equal(ExitCode.Usage)
+    const state = workspacePaths(workspace).state
+    await writeFile(
+      state,
+      (await readFile(state, 'utf8')).replace(/clusterEndpoint: .*/, 'clusterEndpoint: ""'),
+    )
+    const fromState = (await recover(undefined).catch((e: unknown) => e)) as CliError
+    expect(fromState.message).to.equal(
+      `${state}: infrastructure.clusterEndpoint "" is not HOST, HOST:PORT or [IPv6]:PORT`,
+    )
   })
 
   it('no master secret in the workspace: names the file, sends nothing', async () => {

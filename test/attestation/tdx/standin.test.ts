@@ -96,6 +96,123 @@ describe('TDX quotes of the stand-in Intel', () => {
     expectRefusal(() => verifyTdxQuote(unknownModule, policy), { field: 'TDX module identity' })
   })
 
+  it('with collateral and the stand-in root: one warning, the root; no trailing bytes, no warning of them', () => {
+    expect(verifyTdxQuote(quote, base).warnings).to.deep.equal([
+      "the PCK chain verified against a pinned root that is not Intel's SGX root CA",
+    ])
+    expect(verifyTdxQuote(Buffer.concat([quote, Buffer.alloc(3)]), base).warnings).to.deep.equal([
+      "the PCK chain verified against a pinned root that is not Intel's SGX root CA",
+      "3 bytes after the quote's signature data were ignored",
+    ])
+  })
+
+  it('a TCB status not accepted names the accepted ones; a QE TCB status not accepted is refused too', () => {
+    const outOfDate = { ...base, collateral: collateralOf(s.collateral({ tcbStatus: 'OutOfDate' })) }
+    const err = (() => {
+      try {
+        verifyTdxQuote(quote, { ...outOfDate, acceptedTcbStatuses: ['UpToDate', 'SWHardeningNeeded'] })
+      } catch (e) {
+        return e as Error
+      }
+      throw new Error('accepted')
+    })()
+    expect(err.message).to.equal(
+      'TDX quote: TCB status: expected UpToDate or SWHardeningNeeded, found OutOfDate',
+    )
+    // the rules read the parsed collateral (the signature covers its text): a QE identity whose level is out of date
+    const c = collateralOf(s.collateral())
+    const qeOutdated = {
+      ...c,
+      qeIdentity: {
+        ...c.qeIdentity,
+        tcbLevels: c.qeIdentity.tcbLevels.map((l) => ({ ...l, tcbStatus: 'OutOfDate' })),
+      },
+    }
+    expectRefusal(() => verifyTdxQuote(quote, { ...base, collateral: qeOutdated }), {
+      field: 'QE TCB status',
+    })
+    expect(
+      verifyTdxQuote(quote, {
+        ...base,
+        collateral: qeOutdated,
+        acceptedTcbStatuses: ['UpToDate', 'OutOfDate'],
+      }).qeTcbStatus,
+    ).to.equal('OutOfDate')
+  })
+
+  it('the refusals of the quote name what they expected, in their words', () => {
+    const messageOf = (fn: () => unknown): string => {
+      try {
+        fn()
+      } catch (e) {
+        return (e as Error).message
+      }
+      throw new Error('accepted')
+    }
+    const c = collateralOf(s.collateral())
+    const qeOutdated = {
+      ...c,
+      qeIdentity: {
+        ...c.qeIdentity,
+        tcbLevels: c.qeIdentity.tcbLevels.map((l) => ({ ...l, tcbStatus: 'OutOfDate' })),
+      },
+    }
+    expect(messageOf(() => verifyTdxQuote(quote, { ...base, collateral: qeOutdated }))).to.equal(
+      'TDX quote: QE TCB status: expected UpToDate, found OutOfDate',
+    )
+    expect(messageOf(() => verifyTdxQuote(quote, { ...base, intelRoots: [INTEL_ROOT] }))).to.match(
+      /^PCK certificate chain: .* chains to none of the 1 pinned roots/,
+    )
+    const resigned = flip(quote, AT.qeReport + 320)
+    sign('sha256', resigned.subarray(AT.qeReport, AT.qeReport + 384), {
+      key: s.keys.pck,
+      dsaEncoding: 'ieee-p1363',
+    }).copy(resigned, AT.qeReportSignature)
+    expect(messageOf(() => verifyTdxQuote(resigned, base))).to.match(
+      /^TDX quote: QE report\.reportData: expected [0-9a-f]{128} \(SHA-256 of attestation key ‖ QE auth data, zero padded\), found [0-9a-f]{128}$/,
+    )
+    const debug = s.quote({
+      reportData: REPORT_DATA,
+      mrTd: MRTD,
+      rtmrs: RTMRS,
+      tdAttributes: Buffer.from('0100000000000000', 'hex'),
+    })
+    expect(messageOf(() => verifyTdxQuote(debug, { ...base, tdAttributes: undefined }))).to.equal(
+      'TDX quote: TDATTRIBUTES.DEBUG: expected 0 (production TD), found 1 (debug TD; TDATTRIBUTES 0100000000000000)',
+    )
+    const older = s.quote({ reportData: REPORT_DATA, mrTd: MRTD, rtmrs: RTMRS, teeTcbSvn: OLDER_TEE_TCB_SVN })
+    expect(messageOf(() => verifyTdxQuote(older, base))).to.equal(
+      `TDX quote: TEE_TCB_SVN: expected at least ${base.minimum.teeTcbSvn.toString('hex')} in every byte, found ${OLDER_TEE_TCB_SVN.toString('hex')}`,
+    )
+    expect(
+      messageOf(() => verifyTdxQuote(quote, { ...base, minimum: { ...base.minimum, qeSvn: 99 } })),
+    ).to.equal(`TDX quote: QE ISVSVN: expected at least 99, found ${s.platform.qeSvn}`)
+  })
+
+  it('a policy of the wrong shape is refused before the quote is read', () => {
+    expectRefusal(() => verifyTdxQuote(quote, { ...base, reportData: Buffer.alloc(63) }), {
+      message: /^TDX policy: reportData must be 64 bytes, got 63$/,
+    })
+    expectRefusal(
+      () => verifyTdxQuote(quote, { ...base, minimum: { ...base.minimum, teeTcbSvn: Buffer.alloc(15) } }),
+      { message: /^TDX policy: minimum.teeTcbSvn must be 16 bytes, got 15$/ },
+    )
+    expectRefusal(() => verifyTdxQuote(quote, { ...base, intelRoots: [] }), {
+      message: /^TDX policy: no Intel root certificate is pinned$/,
+    })
+    expectRefusal(() => verifyTdxQuote(Buffer.alloc(10), { ...base, reportData: Buffer.alloc(65) }), {
+      message: /^TDX policy: reportData must be 64 bytes, got 65$/,
+    })
+  })
+
+  it('an attestation key that is not a P-256 point: refused, naming the key', () => {
+    const bad = Buffer.from(quote)
+    bad.fill(0xff, AT.attestationKey, AT.attestationKey + 64)
+    expectRefusal(() => verifyTdxQuote(bad, base), {
+      message: new RegExp(`^TDX quote: attestation key ${'ff'.repeat(64)} is not a P-256 point \\(`),
+    })
+  })
+
   const cases: Record<string, { raw?: () => Buffer; policy?: () => Partial<TdxPolicy>; want: Refusal }> = {
     'a byte of the signed body changed': {
       raw: () => flip(quote, AT.mrOwner),
