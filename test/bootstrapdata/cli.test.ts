@@ -9,6 +9,7 @@ import { runCli } from '../support/cli.js'
 import { makeTempDir } from '../support/temp.js'
 import { S3RVER_CREDENTIALS, S3Server } from '../support/s3-server.js'
 import { FIXTURES, fixtureText, validateUserData } from './helpers.js'
+import { readInitSecret } from '../support/init-secret.js'
 
 interface CliResultJson {
   machines: Array<{
@@ -130,7 +131,7 @@ describe('constellation bootstrap-data generate (CLI)', function () {
       { cwd: tmp.dir },
     )
     expect(res.code, res.stderr).to.equal(0)
-    const secret = /initSecret: (\w+)/.exec(await readFile(at('ws/constellation-state.yaml'), 'utf8'))?.[1]
+    const secret = (await readInitSecret(at('ws'))).toString('hex')
     const result = JSON.parse(res.stdout) as CliResultJson
     expect(result.machines.map((m) => m.machine)).to.deep.equal(['cp-0', 'worker-0'])
     for (const m of result.machines) {
@@ -139,9 +140,7 @@ describe('constellation bootstrap-data generate (CLI)', function () {
       }
       const installed = document.write_files.find((f) => f.path === NODE_CONFIG_PATH)?.content ?? ''
       const nodeConfig = parseBootstrapperNodeConfig(installed, NODE_CONFIG_PATH)
-      expect(await checkInitSecret(Buffer.from(secret ?? '', 'hex'), nodeConfig.initSecretHash)).to.equal(
-        true,
-      )
+      expect(await checkInitSecret(Buffer.from(secret, 'hex'), nodeConfig.initSecretHash)).to.equal(true)
       expect(nodeConfig.stateDisk).to.deep.equal({ device: '/dev/sdb' })
     }
   })

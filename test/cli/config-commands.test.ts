@@ -4,6 +4,7 @@ import { Config } from '@oclif/core'
 import { expect } from '../support/chai.js'
 import { REPO_ROOT, runCli } from '../support/cli.js'
 import { makeTempDir } from '../support/temp.js'
+import { readInitSecret } from '../support/init-secret.js'
 
 describe('constellation CLI (built, as a child process)', () => {
   let ws: { dir: string; cleanup: () => Promise<void> }
@@ -320,8 +321,7 @@ describe('constellation config init-secret-hash', () => {
       const res = await runCli(['config', 'init-secret-hash', '-C', ws.dir, '--json'])
       expect(res.code, res.stderr).to.equal(0)
       const { initSecretHash } = JSON.parse(res.stdout) as { initSecretHash: string }
-      const state = await readFile(path.join(ws.dir, 'constellation-state.yaml'), 'utf8')
-      const secretHex = /initSecret: (\w+)/.exec(state)?.[1] ?? ''
+      const secretHex = (await readInitSecret(ws.dir)).toString('hex')
       const bcrypt = (await import('bcryptjs')).default
       expect(await bcrypt.compare(Buffer.from(secretHex, 'hex').toString('latin1'), initSecretHash)).to.equal(
         true,

@@ -2,7 +2,6 @@
  * Node-side Init tests: a real Bootstrapper (swtpm, cryptsetup image, aTLS) on a LocalNode,
  * and a raw Init client that shows exactly what the node sent (every log chunk, the final status).
  */
-import { readFile } from 'node:fs/promises'
 import type { Metadata, ServiceError } from '@grpc/grpc-js'
 import { createIssuer } from '../../src/lib/attestation/index.js'
 import { validatorForConfig } from '../../src/lib/config/index.js'
@@ -16,6 +15,7 @@ import { workspacePaths } from '../../src/lib/paths.js'
 import { createLogger } from '../../src/lib/system/index.js'
 import { readPcrs } from '../../src/lib/tpm/index.js'
 import { buildBootstrapper, type BootstrapperIo } from '../../src/wiring/bootstrapper.js'
+import { readInitSecret } from './init-secret.js'
 import type { LocalNode } from './local-node.js'
 import { spyingRunner } from './runner.js'
 import { type Component } from '../../src/lib/bootstrapper/components/installer.js'
@@ -76,7 +76,7 @@ export async function initRequest(
 ): Promise<InitRequest> {
   const ws = workspacePaths(node.workspace)
   const config = await loadConfig(ws.config)
-  const secret = (await readFile(ws.state, 'utf8')).match(/initSecret: (\w+)/)?.[1] ?? ''
+  const secret = await readInitSecret(node.workspace)
   const components: Component[] = (config.kubernetesComponents ?? []).map((c) => ({
     ...c,
     hash: c.hash ?? '',
@@ -88,7 +88,7 @@ export async function initRequest(
     measurementSalt: Buffer.alloc(32, 9),
     kubernetesVersion: 'v1.31.13',
     kubernetesComponents: components,
-    initSecret: Buffer.from(secret, 'hex'),
+    initSecret: secret,
     clusterName: 'constell',
     ...overrides,
   })

@@ -12,6 +12,7 @@ import { workspacePaths } from '../../src/lib/paths.js'
 import { stringifyYaml } from '../../src/lib/yaml/index.js'
 import { runCli, type CliResult } from './cli.js'
 import { KUBEADM_FAKE } from './kubeadm-fake.js'
+import { readInitSecret } from './init-secret.js'
 import { createLuksImage, TEST_PBKDF } from './luks-image.js'
 import { freePort, waitForPort } from './ports.js'
 import { installFakeSystemd, type FakeSystemd } from './fake-systemd.js'
@@ -107,8 +108,7 @@ export async function startLocalNode(): Promise<LocalNode> {
       },
     ]
     await writeFile(paths.config, stringifyYaml(config))
-    const state = (await readFile(paths.state, 'utf8')).match(/initSecret: (\w+)/)?.[1] ?? ''
-    const initSecretHash = await hashInitSecret(Buffer.from(state, 'hex')) // production's cost, as config init-secret-hash writes it
+    const initSecretHash = await hashInitSecret(await readInitSecret(workspace)) // production's cost, as config init-secret-hash writes it
     return {
       dir,
       root,
