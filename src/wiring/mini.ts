@@ -7,7 +7,7 @@ import { createAttestedChannelCredentials } from '../lib/atls/index.js'
 import { chainMessage, CliError } from '../lib/errors/index.js'
 import { detectHelm } from '../lib/helm/index.js'
 import { initCluster } from '../lib/init/index.js'
-import { openNodeAdmin } from '../lib/kube/index.js'
+import { openNodeAdmin, preloadClientNodeLibrary } from '../lib/kube/index.js'
 import {
   addMiniNode,
   removeMiniNode,
@@ -103,6 +103,8 @@ export async function runMiniUp(
   mergedKubeconfig?: MergedKubeconfig
   warnings: string[]
 }> {
+  // the status at the end reads the API through @kubernetes/client-node: loaded while the nodes boot
+  preloadClientNodeLibrary()
   const up = await miniUp(opts, miniIo({ skipHelm: opts.skipHelm, progress }))
   const warnings: string[] = []
   // after the cluster is up, as `init --merge-kubeconfig` does it: a merge that fails (an entry of

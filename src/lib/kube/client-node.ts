@@ -23,6 +23,15 @@ let library: Promise<Library> | undefined
 export const clientNodeLibrary = (): Promise<Library> => (library ??= import('@kubernetes/client-node'))
 
 /**
+ * Starts loading the library (~0.6 s of CPU, hundreds of modules) for a command that will need it
+ * only after a long wait of its own (`mini up` reads the cluster's status once every node joined):
+ * the load then runs while the command waits. A failure shows at the first use.
+ */
+export function preloadClientNodeLibrary(): void {
+  clientNodeLibrary().catch(() => {})
+}
+
+/**
  * The library's own parse error quotes the lines around the problem, which can hold a token or a
  * key: only the file and the error's kind are kept.
  */

@@ -8,6 +8,7 @@ export type { NodeAnnotationsApi } from './node-api.js'
 export type { KubeApi, OwnerReference, SecretObject, Lease } from './api.js'
 export { API_REQUEST_TIMEOUT_MS, KubeApiError, statusOf, isNoAnswer, requestCaller } from './client.js'
 export { openNodeAdmin } from './node-admin.js'
+export { preloadClientNodeLibrary } from './client-node.js'
 export type { AdminNode, EvictionAnswer, NamedObject, NodeAdmin, NodePod } from './node-admin.js'
 export {
   BOOTSTRAP_TOKEN_NODE_LABEL,
