@@ -50,6 +50,17 @@ const has = (program: string) => {
 const runnable = process.getuid?.() === 0 && has('qemu-system-x86_64') && has('mmdebstrap')
 const runner = createRunner()
 
+/** The command's stderr, indented into the test's own (minutes of progress worth seeing), and that it succeeded. */
+function expectSucceeded(res: { code: number | null; stderr: string }) {
+  process.stderr.write(
+    res.stderr
+      .split('\n')
+      .map((l) => `  | ${l}`)
+      .join('\n') + '\n',
+  )
+  expect(res.code, res.stderr).to.equal(0)
+}
+
 /** This test's temp folders: a run killed half way leaves one, which the next run's `before` sweeps. */
 const TEMP_PREFIX = 'constell-minivm-'
 const UP_MS = 40 * 60_000
@@ -184,13 +195,7 @@ describe('mini up --machines vm: 1 control plane + 1 worker as QEMU VMs', functi
       }),
     )
     record = await readMiniRecord(ws)
-    process.stderr.write(
-      up.stderr
-        .split('\n')
-        .map((l) => `  | ${l}`)
-        .join('\n') + '\n',
-    )
-    expect(up.code, up.stderr).to.equal(0)
+    expectSucceeded(up)
     expect(up.stderr).to.include('Kubernetes is SIMULATED')
     const json = JSON.parse(up.stdout) as {
       simulated: string
@@ -226,13 +231,7 @@ describe('mini up --machines vm: 1 control plane + 1 worker as QEMU VMs', functi
     const res = await timed('reset and rejoin', () =>
       runCli(['mini', 'reboot', 'worker-0', '-C', ws, '--timeout', '20m'], { timeoutMs: REBOOT_MS }),
     )
-    process.stderr.write(
-      res.stderr
-        .split('\n')
-        .map((l) => `  | ${l}`)
-        .join('\n') + '\n',
-    )
-    expect(res.code, res.stderr).to.equal(0)
+    expectSucceeded(res)
     expect(res.stderr).to.include('Kubernetes is SIMULATED')
     expect(await bootId('worker-0')).to.not.equal(before)
     // the same disk, opened again with the key the join service handed out for it
@@ -252,13 +251,7 @@ describe('mini up --machines vm: 1 control plane + 1 worker as QEMU VMs', functi
         timeoutMs: REBOOT_MS,
       }),
     )
-    process.stderr.write(
-      res.stderr
-        .split('\n')
-        .map((l) => `  | ${l}`)
-        .join('\n') + '\n',
-    )
-    expect(res.code, res.stderr).to.equal(0)
+    expectSucceeded(res)
     expect(await bootId('worker-0')).to.not.equal(before)
     expect(await expectMappedWithJoinKey('worker-0')).to.equal(diskUuid)
     expect(await sh('worker-0', 'cat /run/state/mini-e2e-data /run/state/mini-e2e-data-2')).to.equal(

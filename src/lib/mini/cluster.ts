@@ -35,6 +35,7 @@ import {
   miniPaths,
   NODE_PORTS,
   readMiniRecord,
+  requireMiniNode,
   writeMiniRecord,
   type MiniNodeRecord,
   type MiniPaths,
@@ -503,16 +504,7 @@ export const recoverCommand = (workspace: string, node: MiniNodeRecord) =>
  * The node boots on its own: a timeout or `hooks.signal` ends the wait, not the boot.
  */
 export async function rebootNode(workspace: string, name: string, io: MiniIo, hooks: RebootHooks = {}) {
-  const record = await readMiniRecord(workspace)
-  if (!record)
-    throw new CliError(`no mini cluster in ${path.resolve(workspace)}`, {
-      hint: `\`constellation mini up -C ${workspace}\` starts one`,
-    })
-  const node = record.nodes.find((n) => n.name === name)
-  if (!node)
-    throw new CliError(`the mini cluster in ${path.resolve(workspace)} has no node ${JSON.stringify(name)}`, {
-      hint: `its nodes: ${record.nodes.map((n) => n.name).join(', ')}`,
-    })
+  const { record, node } = await requireMiniNode(workspace, name)
   const paths = miniPaths(workspace)
   const machines = machinesFor(record, paths, io)
   let boot: MachineBoot

@@ -4,10 +4,9 @@
  * loopback address) and a root folder: the command runs in its namespace, in its root folder. A
  * VM node is a machine: the command runs in the guest, through QEMU's guest agent.
  */
-import path from 'node:path'
 import { CliError } from '../errors/index.js'
 import { CommandFailedError, type Runner } from '../system/index.js'
-import { miniPaths, readMiniRecord } from './layout.js'
+import { miniPaths, requireMiniNode } from './layout.js'
 import { miniNetwork } from './network.js'
 import { vmNodeFiles } from './vm-node.js'
 
@@ -29,16 +28,7 @@ export async function execOnNode(
   argv: readonly string[],
   io: NodeExecIo,
 ): Promise<NodeExecResult> {
-  const record = await readMiniRecord(workspace)
-  if (!record)
-    throw new CliError(`no mini cluster in ${path.resolve(workspace)}`, {
-      hint: `\`constellation mini up -C ${workspace}\` starts one`,
-    })
-  const node = record.nodes.find((n) => n.name === name)
-  if (!node)
-    throw new CliError(`the mini cluster in ${path.resolve(workspace)} has no node ${JSON.stringify(name)}`, {
-      hint: `its nodes: ${record.nodes.map((n) => n.name).join(', ')}`,
-    })
+  const { record, node } = await requireMiniNode(workspace, name)
   const [file, ...args] = argv
   if (!file) throw new CliError('mini exec: no command given', { hint: 'mini exec NODE -- COMMAND [ARGS…]' })
   const dir = miniPaths(workspace).node(name).dir

@@ -6,6 +6,7 @@
 import { mkdir, readdir } from 'node:fs/promises'
 import path from 'node:path'
 import type { AttestationVariant } from '../attestation/index.js'
+import { CliError } from '../errors/index.js'
 import { API_SERVER_PORT } from '../contract/index.js'
 import { readTextIfPresent, writeSecretFile } from '../system/index.js'
 import type { NodeRole } from '../nodeconfig/index.js'
@@ -116,6 +117,30 @@ export async function readMiniRecord(workspace: string): Promise<MiniRecord | un
   } catch (cause) {
     throw new Error(`${file} is not a mini cluster record`, { cause })
   }
+}
+
+/** The cluster's record; a CliError that says how to start one when there is none. */
+export async function requireMiniRecord(workspace: string): Promise<MiniRecord> {
+  const record = await readMiniRecord(workspace)
+  if (!record)
+    throw new CliError(`no mini cluster in ${path.resolve(workspace)}`, {
+      hint: `\`constellation mini up -C ${workspace}\` starts one`,
+    })
+  return record
+}
+
+/** The record and its node `name`; a CliError that names the cluster's nodes when it has none of that name. */
+export async function requireMiniNode(
+  workspace: string,
+  name: string,
+): Promise<{ record: MiniRecord; node: MiniNodeRecord }> {
+  const record = await requireMiniRecord(workspace)
+  const node = record.nodes.find((n) => n.name === name)
+  if (!node)
+    throw new CliError(`the mini cluster in ${path.resolve(workspace)} has no node ${JSON.stringify(name)}`, {
+      hint: `its nodes: ${record.nodes.map((n) => n.name).join(', ')}`,
+    })
+  return { record, node }
 }
 
 /** Replaces the record atomically: a crash leaves the old one or the new one, never half. */

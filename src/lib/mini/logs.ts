@@ -3,10 +3,9 @@
  * and with `follow` what is appended from then on (as `tail -f`; truncated files start over).
  */
 import { open, stat } from 'node:fs/promises'
-import path from 'node:path'
 import { CliError } from '../errors/index.js'
 import { sleepMs } from '../system/index.js'
-import { nodeLogFiles, readMiniRecord, type NodeLogFile } from './layout.js'
+import { nodeLogFiles, requireMiniNode, type NodeLogFile } from './layout.js'
 
 /** How often a followed log is looked at for new lines. */
 export const LOG_FOLLOW_INTERVAL_MS = 250
@@ -44,16 +43,7 @@ export async function showNodeLogs(opts: MiniLogsOptions, write: (text: string) 
 }
 
 async function pickFiles(opts: MiniLogsOptions): Promise<NodeLogFile[]> {
-  const record = await readMiniRecord(opts.workspace)
-  const dir = path.resolve(opts.workspace)
-  if (!record)
-    throw new CliError(`no mini cluster in ${dir}`, {
-      hint: `\`constellation mini up -C ${opts.workspace}\` starts one`,
-    })
-  if (!record.nodes.some((n) => n.name === opts.node))
-    throw new CliError(`the mini cluster in ${dir} has no node ${JSON.stringify(opts.node)}`, {
-      hint: `its nodes: ${record.nodes.map((n) => n.name).join(', ')}`,
-    })
+  await requireMiniNode(opts.workspace, opts.node)
   const files = await nodeLogFiles(opts.workspace, opts.node)
   if (opts.service === undefined) return files
   const one = files.filter((f) => f.service === opts.service)

@@ -29,7 +29,8 @@ import { simulatedEtcd } from './etcd.js'
 import {
   miniPaths,
   NODE_PORTS,
-  readMiniRecord,
+  requireMiniNode,
+  requireMiniRecord,
   writeMiniRecord,
   type MiniNodeRecord,
   type MiniPaths,
@@ -45,15 +46,6 @@ import { waitForPort } from './wait.js'
 const NODE_NAME = /^[a-z0-9]([-a-z0-9]{0,30}[a-z0-9])?$/
 /** Addresses are `<prefix>.<index + 2>` in a /24. */
 const MAX_NODE_INDEX = 252
-
-async function requireRecord(workspace: string): Promise<MiniRecord> {
-  const record = await readMiniRecord(workspace)
-  if (!record)
-    throw new CliError(`no mini cluster in ${path.resolve(workspace)}`, {
-      hint: `\`constellation mini up -C ${workspace}\` starts one`,
-    })
-  return record
-}
 
 async function updateMetadataView(paths: MiniPaths, change: (members: NodeMember[]) => NodeMember[]) {
   const view = JSON.parse(await readFile(paths.metadataView, 'utf8')) as MetadataView
@@ -118,7 +110,7 @@ export interface MiniAddOptions {
 /** Boots a new node into the running cluster and waits until it has joined. */
 export async function addMiniNode(opts: MiniAddOptions, io: MiniIo): Promise<MiniNodeRecord> {
   const workspace = path.resolve(opts.workspace)
-  const record = await requireRecord(workspace)
+  const record = await requireMiniRecord(workspace)
   refuseVmCluster(record, 'mini add', workspace)
   if (!NODE_NAME.test(opts.name))
     throw new UsageError(
@@ -205,13 +197,8 @@ export async function removeMiniNode(
   deps: MiniRemoveDeps,
 ): Promise<MiniRemoveResult> {
   const workspace = path.resolve(opts.workspace)
-  const record = await requireRecord(workspace)
+  const { record, node } = await requireMiniNode(workspace, opts.name)
   refuseVmCluster(record, 'mini remove', workspace)
-  const node = record.nodes.find((n) => n.name === opts.name)
-  if (!node)
-    throw new CliError(`the mini cluster in ${workspace} has no node ${JSON.stringify(opts.name)}`, {
-      hint: `its nodes: ${record.nodes.map((n) => n.name).join(', ')}`,
-    })
   const api = await deps.openNodeAdmin(deps.kubeconfig)
   const removalDeps = {
     api,
@@ -253,7 +240,7 @@ export async function removeMiniNode(
   await rm(paths.node(node.name).dir, { recursive: true, force: true })
   removed.push(paths.node(node.name).dir)
   await updateMetadataView(paths, (members) => members.filter((m) => m.name !== node.name))
-  const now = await requireRecord(workspace)
+  const now = await requireMiniRecord(workspace)
   await writeMiniRecord(workspace, {
     ...now,
     nodes: now.nodes.filter((n) => n.name !== node.name),
