@@ -48,8 +48,8 @@ export function miniIo(opts: { skipHelm: boolean; progress: (line: string) => vo
     },
     env: process.env,
     progress: opts.progress,
-    vmImage: async () => {
-      const image = await ensureNodeImage((line) => opts.progress(`node image: ${line}`))
+    vmImage: async (signal) => {
+      const image = await ensureNodeImage((line) => opts.progress(`node image: ${line}`), { signal })
       opts.progress(
         `node image ${image.built ? `built in ${image.manifest.buildSeconds} s` : 'from the cache'}: ${image.files.dir} (kernel ${image.manifest.kernel}, Node.js ${image.manifest.nodeVersion})`,
       )

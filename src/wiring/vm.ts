@@ -15,7 +15,7 @@ export const vmImageCacheDir = (env: NodeJS.ProcessEnv = process.env) =>
 
 export function ensureNodeImage(
   progress: (line: string) => void,
-  cacheDir = vmImageCacheDir(),
+  { cacheDir = vmImageCacheDir(), signal }: { cacheDir?: string; signal?: AbortSignal } = {},
 ): Promise<ImageResult> {
   return ensureImage(
     {
@@ -25,6 +25,7 @@ export function ensureNodeImage(
       cacheDir,
       sourceDateEpoch: IMAGE_SOURCE_DATE_EPOCH,
       progress,
+      signal,
     },
     createRunner(),
   )
@@ -32,9 +33,9 @@ export function ensureNodeImage(
 
 /** The image for this version, and with `prune` every other cached image removed. */
 export async function buildNodeImage(
-  opts: { cacheDir: string; prune: boolean },
+  opts: { cacheDir: string; prune: boolean; signal?: AbortSignal },
   progress: (line: string) => void,
 ): Promise<ImageResult & { pruned: string[] }> {
-  const image = await ensureNodeImage(progress, opts.cacheDir)
+  const image = await ensureNodeImage(progress, opts)
   return { ...image, pruned: opts.prune ? await pruneImages(opts.cacheDir, image.manifest) : [] }
 }

@@ -11,7 +11,8 @@ import { miniPaths } from '../../src/lib/mini/layout.js'
 import { processMachines, vmMachines } from '../../src/lib/mini/machines.js'
 import { miniNetwork } from '../../src/lib/mini/network.js'
 import { parseUnitStates } from '../../src/lib/mini/vm-node.js'
-import type { Runner } from '../../src/lib/system/index.js'
+import { CliError, exitCodeOf } from '../../src/lib/errors/index.js'
+import { exists, type Runner } from '../../src/lib/system/index.js'
 import { VM_FIRMWARE_PCRS } from '../../src/lib/vm/index.js'
 import { imageFiles } from '../../src/lib/vm/image.js'
 import { expect } from '../support/chai.js'
@@ -123,5 +124,48 @@ describe('mini: the machine boundary', () => {
         await tmp.cleanup()
       }
     })
+  })
+
+  it('mini up --machines vm interrupted while the image builds: exit 130, the workspace untouched', async () => {
+    const tmp = await makeTempDir()
+    try {
+      const stop = new AbortController()
+      const workspace = path.join(tmp.dir, 'ws')
+      const io = {
+        runner: refusing,
+        preflight: () => Promise.resolve(),
+        // the build sees the signal it was handed, and ends as an aborted mmdebstrap does
+        vmImage: (signal?: AbortSignal) => {
+          expect(signal).to.equal(stop.signal)
+          stop.abort('SIGINT')
+          return Promise.reject(new Error('mmdebstrap was killed'))
+        },
+        progress: () => {},
+      } as unknown as MiniIo
+      const err = await miniUp(
+        {
+          workspace,
+          controlPlanes: 1,
+          workers: 1,
+          kubernetes: 'v1.31',
+          mode: 'netns',
+          attestation: 'qemu-vtpm',
+          skipHelm: true,
+          retain: false,
+          timeoutMs: 1000,
+          machines: 'vm',
+          signal: stop.signal,
+        },
+        io,
+      ).catch((e: unknown) => e)
+      expect(err).to.be.instanceOf(CliError)
+      expect((err as CliError).message).to.equal(
+        "mini up was interrupted (SIGINT) while it built the node image; nothing was changed (the build's files are removed)",
+      )
+      expect(exitCodeOf(err)).to.equal(130)
+      expect(await exists(workspace), 'no workspace was made').to.equal(false)
+    } finally {
+      await tmp.cleanup()
+    }
   })
 })

@@ -1,6 +1,11 @@
-import { chmod, writeFile } from 'node:fs/promises'
+import { chmod, readFile, writeFile } from 'node:fs/promises'
 import path from 'node:path'
-import { CommandFailedError, createRunner, type CommandFailure } from '../../src/lib/system/index.js'
+import {
+  CommandFailedError,
+  createRunner,
+  runnerWithSignal,
+  type CommandFailure,
+} from '../../src/lib/system/index.js'
 import type { RunOptions } from '../../src/lib/system/runner.js'
 import { exitCodeOf, hintOf, renderError } from '../../src/lib/errors/index.js'
 import { expect } from '../support/chai.js'
@@ -123,6 +128,70 @@ describe('system runner: the one way lib code runs a program', () => {
         })
       })
     }
+  })
+
+  describe('ownSession: a program in a session of its own (mmdebstrap)', () => {
+    // the program starts a grandchild and says its pid; the abort must reach both
+    const script = (pidFile: string) =>
+      `sleep 300 & echo $! > ${pidFile}; echo "$(ps -o sid= -p $$) $$" >> ${pidFile}; wait`
+    const alive = (pid: number) => {
+      try {
+        process.kill(pid, 0)
+        return true
+      } catch {
+        return false
+      }
+    }
+    async function started(pidFile: string) {
+      for (let i = 0; i < 200; i++) {
+        const lines = await readFile(pidFile, 'utf8').then(
+          (t) => t.trim().split('\n'),
+          () => [],
+        )
+        if (lines.length === 2) {
+          const [sid, pid] = lines[1]!.trim().split(/\s+/).map(Number)
+          return { grandchild: Number(lines[0]), sid: sid!, pid: pid! }
+        }
+        await new Promise((r) => setTimeout(r, 25))
+      }
+      throw new Error('the program never wrote its pids')
+    }
+
+    it('leads its own session, and an abort ends its whole group (grandchildren too)', async () => {
+      await withTempDir(async (dir) => {
+        const pidFile = path.join(dir, 'pids')
+        const stop = new AbortController()
+        const run = runner.run('sh', ['-c', script(pidFile)], { ownSession: true, signal: stop.signal })
+        const { grandchild, sid, pid } = await started(pidFile)
+        expect(sid, 'the session is its own, not this process group').to.equal(pid)
+        expect(alive(grandchild)).to.equal(true)
+        stop.abort('SIGINT')
+        const err = (await run.catch((e: unknown) => e)) as CommandFailedError
+        expect(err).to.be.instanceOf(CommandFailedError)
+        expect(err.exitCode).to.equal(null)
+        for (let i = 0; i < 100 && alive(grandchild); i++) await new Promise((r) => setTimeout(r, 20))
+        expect(alive(grandchild), 'the grandchild was ended with its group').to.equal(false)
+      })
+    })
+
+    it('an abort before it starts ends it at once', async () => {
+      const stop = new AbortController()
+      stop.abort('SIGINT')
+      const err = (await runner
+        .run('sleep', ['300'], { ownSession: true, signal: stop.signal })
+        .catch((e: unknown) => e)) as CommandFailedError
+      expect(err).to.be.instanceOf(CommandFailedError)
+      expect(err.exitCode).to.equal(null)
+    })
+  })
+
+  it('runnerWithSignal puts its signal on every run', async () => {
+    const stop = new AbortController()
+    const bound = runnerWithSignal(runner, stop.signal)
+    const run = bound.run('sleep', ['300'])
+    stop.abort('SIGINT')
+    await expect(run).to.be.rejectedWith(CommandFailedError)
+    expect(runnerWithSignal(runner, undefined)).to.equal(runner)
   })
 
   it('a caller can tell the same failure in its own words', () => {

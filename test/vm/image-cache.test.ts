@@ -7,7 +7,8 @@ import path from 'node:path'
 import { expect } from '../support/chai.js'
 import { makeTempDir, type TempDir } from '../support/temp.js'
 import { baseInputsHash, imageInputsHash, PROJECT_FILES } from '../../src/lib/vm/image-recipe.js'
-import { pruneImages, type ImageManifest } from '../../src/lib/vm/image.js'
+import { ensureImage, pruneImages, type ImageManifest } from '../../src/lib/vm/image.js'
+import { CommandFailedError, type Runner } from '../../src/lib/system/index.js'
 
 describe('vm: image cache', () => {
   let tmp: TempDir
@@ -63,5 +64,44 @@ describe('vm: image cache', () => {
       'fedcba9876543210',
     ])
     expect((await readdir(tmp.dir)).sort()).to.deep.equal([keep.hash, base, 'notes.txt'].sort())
+  })
+
+  it('Ctrl-C during mmdebstrap ends it in its own session and leaves no partial base or build', async () => {
+    const inputs = await fakePackage(tmp.dir)
+    const cacheDir = path.join(tmp.dir, 'cache')
+    const stop = new AbortController()
+    const calls: Array<{ file: string; ownSession?: boolean; signal?: AbortSignal }> = []
+    // the runner boundary: mmdebstrap starts writing its tarball, then runs until it is signalled
+    const runner: Runner = {
+      run: async (file, args, opts) => {
+        calls.push({ file, ownSession: opts?.ownSession, signal: opts?.signal })
+        await writeFile(args.at(-2)!, 'half a tarball')
+        stop.abort('SIGINT')
+        throw new CommandFailedError({
+          command: file,
+          args,
+          exitCode: null,
+          stdout: '',
+          stderr: '',
+          timedOut: false,
+        })
+      },
+    }
+    await expect(
+      ensureImage(
+        {
+          ...inputs,
+          cacheDir,
+          nodeVersion: 'v20',
+          sourceDateEpoch: 0,
+          progress: () => {},
+          signal: stop.signal,
+        },
+        runner,
+      ),
+    ).to.be.rejectedWith(CommandFailedError)
+    expect(calls).to.have.length(1)
+    expect(calls[0]).to.include({ file: 'mmdebstrap', ownSession: true, signal: stop.signal })
+    expect(await readdir(cacheDir), 'no partial base, no .build- folder').to.deep.equal([])
   })
 })

@@ -1,5 +1,7 @@
 import { Flags } from '@oclif/core'
 import { BaseCommand } from '../../base-command.js'
+import { CliError } from '../../lib/errors/index.js'
+import { abortOnInterrupt, SIGNAL_EXIT_CODES, type InterruptSignal } from '../../lib/system/index.js'
 import type { ImageResult } from '../../lib/vm/index.js'
 import { buildNodeImage, vmImageCacheDir } from '../../wiring/vm.js'
 
@@ -24,10 +26,23 @@ export default class MiniImage extends BaseCommand {
   async run(): Promise<ImageResult & { pruned: string[] }> {
     const { flags } = await this.parse(MiniImage)
     const started = Date.now()
+    // claimed while it builds: Ctrl-C ends mmdebstrap's whole session and the build's files go
+    const interrupt = abortOnInterrupt()
     const image = await buildNodeImage(
-      { cacheDir: flags['cache-dir'] ?? vmImageCacheDir(), prune: flags.prune },
+      { cacheDir: flags['cache-dir'] ?? vmImageCacheDir(), prune: flags.prune, signal: interrupt.signal },
       (line) => process.stderr.write(`• ${line}\n`),
     )
+      .catch((err: unknown) => {
+        if (!interrupt.signal.aborted) throw err
+        const by = interrupt.signal.reason as InterruptSignal
+        throw new CliError(
+          `mini image was interrupted (${by}): nothing was cached, the build's files are removed`,
+          {
+            exitCode: SIGNAL_EXIT_CODES[by],
+          },
+        )
+      })
+      .finally(() => interrupt.release())
     const m = image.manifest
     this.log(
       `${image.built ? `built in ${((Date.now() - started) / 1000).toFixed(1)} s` : 'cached'}: ${image.files.dir}`,

@@ -89,7 +89,7 @@ export interface MiniIo {
     chartsDir: string
   }
   /** `--machines vm`: the node image (from the cache, or built now); its folder. */
-  vmImage?(): Promise<string>
+  vmImage?(signal?: AbortSignal): Promise<string>
   /** The environment node processes start from (PATH, HOME). */
   env: NodeJS.ProcessEnv
   /** Attests cp-0 and initializes the cluster (the operator's `constellation init`). */
@@ -171,7 +171,7 @@ export async function miniUp(opts: MiniUpOptions, io: MiniIo): Promise<MiniUpRes
     ...Array.from({ length: opts.workers }, (_, i) => nodeName('worker', i)),
   ]
   refuseLongSocketPaths(workspace, names)
-  const vmImage = machines === 'vm' ? await vmImageOf(io) : undefined
+  const vmImage = machines === 'vm' ? await vmImageOf(io, opts.signal) : undefined
   const createdWorkspace = !(await exists(workspace))
   await mkdir(workspace, { recursive: true })
   const network = miniNetwork(await chooseNetwork(opts.mode, io.runner), io.runner)
@@ -384,9 +384,9 @@ const VM_INIT_TIMEOUT_MS = 20 * 60_000
 function checkVmOptions(opts: MiniUpOptions) {
   if (opts.mode !== 'netns')
     throw new CliError(
-      '--machines vm needs the bridged network (--network netns, as root): each VM gets a tap on it',
+      "--machines vm needs the bridged network (--network netns): each VM gets a tap on the cluster's bridge",
       {
-        hint: 'run mini up as root, or without --machines vm; nothing was changed',
+        hint: 'run it as root and leave out --network loopback, or leave out --machines vm; nothing was changed',
       },
     )
   if (opts.attestation !== 'qemu-vtpm')
@@ -398,9 +398,18 @@ function checkVmOptions(opts: MiniUpOptions) {
     )
 }
 
-async function vmImageOf(io: MiniIo): Promise<string> {
+async function vmImageOf(io: MiniIo, signal: AbortSignal | undefined): Promise<string> {
   if (!io.vmImage) throw new CliError('--machines vm: this build of mini has no node image to boot')
-  return io.vmImage()
+  try {
+    return await io.vmImage(signal)
+  } catch (err) {
+    if (!signal?.aborted) throw err
+    const by = interruptedBy(signal)
+    throw new CliError(
+      `mini up was interrupted (${by}) while it built the node image; nothing was changed (the build's files are removed)`,
+      { exitCode: SIGNAL_EXIT_CODES[by] },
+    )
+  }
 }
 
 /** The machines of a recorded cluster: its processes, or its VMs booted from the image it recorded. */

@@ -18,7 +18,14 @@ export interface ProcessOptions {
   cwd?: string
   /** Kills the process (SIGKILL) after this long; the result then has code null. */
   timeoutMs?: number
+  /** Ends the program (SIGTERM; with `ownSession`, its whole process group). */
   signal?: AbortSignal
+  /**
+   * Runs it as the leader of a session of its own, out of reach of the terminal's Ctrl-C and of
+   * what its own children signal to their group; `signal` and `timeoutMs` still end it, with
+   * every process of its group.
+   */
+  ownSession?: boolean
   /** Written to the program's stdin (then closed): how secrets reach a child, never argv. */
   input?: string | Uint8Array
 }
@@ -37,9 +44,22 @@ export const runProcess = (
     const child = spawn(file, [...args], {
       env: opts.env,
       cwd: opts.cwd,
-      signal: opts.signal,
+      signal: opts.ownSession ? undefined : opts.signal,
+      detached: opts.ownSession,
       stdio: ['pipe', 'pipe', 'pipe'],
     })
+    const kill = (signal: NodeJS.Signals) => {
+      if (!opts.ownSession || child.pid === undefined) child.kill(signal)
+      else
+        try {
+          process.kill(-child.pid, signal)
+        } catch {
+          // ESRCH: the group is gone already
+        }
+    }
+    const onAbort = () => kill('SIGTERM')
+    if (opts.ownSession) opts.signal?.addEventListener('abort', onAbort, { once: true })
+    if (opts.ownSession && opts.signal?.aborted) onAbort()
     child.stdin.on('error', () => {}) // a program that exits without reading stdin is not our error
     child.stdin.end(opts.input ?? '')
     const stdout: Buffer[] = []
@@ -50,7 +70,7 @@ export const runProcess = (
     const timer = opts.timeoutMs
       ? setTimeout(() => {
           timedOut = true
-          child.kill('SIGKILL')
+          kill('SIGKILL')
         }, opts.timeoutMs)
       : undefined
     timer?.unref()
@@ -58,12 +78,16 @@ export const runProcess = (
     child.on('exit', () => {
       if (timedOut) for (const s of [child.stdout, child.stderr]) s.destroy()
     })
-    child.on('error', (err) => {
+    const settled = () => {
       clearTimeout(timer)
+      opts.signal?.removeEventListener('abort', onAbort)
+    }
+    child.on('error', (err) => {
+      settled()
       reject(err)
     })
     child.on('close', (code) => {
-      clearTimeout(timer)
+      settled()
       const out = { code, stdout: Buffer.concat(stdout).toString(), stderr: Buffer.concat(stderr).toString() }
       resolve(timedOut ? { ...out, timedOut } : out)
     })

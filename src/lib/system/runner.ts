@@ -107,3 +107,7 @@ export function createRunner(): Runner {
     },
   }
 }
+
+/** The runner with `signal` on every run that names none: an abort ends whatever is running. */
+export const runnerWithSignal = (runner: Runner, signal: AbortSignal | undefined): Runner =>
+  signal ? { run: (command, args, opts) => runner.run(command, args, { signal, ...opts }) } : runner

@@ -19,7 +19,7 @@ import {
   writeFile,
 } from 'node:fs/promises'
 import path from 'node:path'
-import { exists, readTextIfPresent, type Runner } from '../system/index.js'
+import { exists, readTextIfPresent, runnerWithSignal, type Runner } from '../system/index.js'
 import {
   baseInputsHash,
   DEBIAN_MIRROR,
@@ -75,10 +75,13 @@ export interface ImageBuildOptions extends ImageInputs {
   /** Fixed timestamps in what the build writes (mmdebstrap, mke2fs). */
   sourceDateEpoch: number
   progress(line: string): void
+  /** Ctrl-C: ends the step that runs (mmdebstrap with its whole session) and leaves no partial file. */
+  signal?: AbortSignal
 }
 
 /** The image for these inputs: from the cache, or built now. */
-export async function ensureImage(opts: ImageBuildOptions, runner: Runner): Promise<ImageResult> {
+export async function ensureImage(opts: ImageBuildOptions, anyRunner: Runner): Promise<ImageResult> {
+  const runner = runnerWithSignal(anyRunner, opts.signal)
   const hash = await imageInputsHash(opts)
   const files = imageFiles(path.join(opts.cacheDir, hash))
   const cached = await readTextIfPresent(files.manifest)
@@ -88,6 +91,7 @@ export async function ensureImage(opts: ImageBuildOptions, runner: Runner): Prom
   const work = path.join(opts.cacheDir, `.build-${hash}-${randomBytes(4).toString('hex')}`)
   try {
     const manifest = await buildImage(opts, hash, work, runner)
+    opts.signal?.throwIfAborted()
     if (await exists(files.manifest)) return { files, manifest, built: true } // a concurrent build won
     await rename(work, files.dir)
     return { files, manifest, built: true }
@@ -158,20 +162,14 @@ async function ensureBase(opts: ImageBuildOptions, runner: Runner, env: NodeJS.P
   const partial = `${file}.${randomBytes(4).toString('hex')}.partial`
   try {
     // in a session of its own: something under mmdebstrap signals its whole process group while
-    // packages install, which would otherwise end this command as if Ctrl-C had been pressed
+    // packages install, which would otherwise end this command as if Ctrl-C had been pressed; an
+    // abort sends SIGTERM to that whole session (mmdebstrap then unmounts and removes its chroot)
     await runner.run(
-      'setsid',
-      [
-        '--wait',
-        'mmdebstrap',
-        ...MMDEBSTRAP_OPTIONS,
-        `--include=${IMAGE_PACKAGES.join(',')}`,
-        DEBIAN_SUITE,
-        partial,
-        DEBIAN_MIRROR,
-      ],
-      { env },
+      'mmdebstrap',
+      [...MMDEBSTRAP_OPTIONS, `--include=${IMAGE_PACKAGES.join(',')}`, DEBIAN_SUITE, partial, DEBIAN_MIRROR],
+      { env, ownSession: true },
     )
+    opts.signal?.throwIfAborted()
     await rename(partial, file)
   } finally {
     await rm(partial, { force: true })
