@@ -11,8 +11,6 @@
 import { randomBytes } from 'node:crypto'
 import { connect } from 'node:net'
 import * as grpc from '@grpc/grpc-js'
-import { RecoverMessage } from '../../src/gen/recover.js'
-import { createAttestedServerCredentials } from '../../src/lib/atls/index.js'
 import { encodeNonce } from '../../src/lib/atls/nonce.js'
 import { CliError } from '../../src/lib/errors/index.js'
 import { clusterKmsUri, NO_STORE_URI } from '../../src/lib/kms/index.js'
@@ -20,31 +18,17 @@ import { RecoveryRefusedError, RecoveryServer } from '../../src/lib/statedisk/in
 import { type RecoveryServerOptions } from '../../src/lib/statedisk/recovery-server.js'
 import { createLogger } from '../../src/lib/system/index.js'
 import { expect } from '../support/chai.js'
-import { createFakeAttestation } from '../support/fake-attestation.js'
 import { holdPort } from '../support/ports.js'
+import { RECOVER, RecoveryNode, recoverRequest } from '../support/recovery-node.js'
 import {
   connectSilently,
-  openRawGrpc,
   tlsHandshake,
   type RawCallResult,
   type RawGrpcSession,
   type SilentSocket,
 } from '../support/raw-peer.js'
 
-const RECOVER = '/recoverproto.API/Recover'
-const MASTER = { key: randomBytes(32), salt: randomBytes(32) }
-const DISK_UUID = '0b4f5e2a-1c3d-4e5f-8a9b-0c1d2e3f4a5b'
-const fake = createFakeAttestation()
-const encode = (kmsUri: string, storageUri = NO_STORE_URI) =>
-  Buffer.from(RecoverMessage.encode({ kmsUri, storageUri }).finish())
-const WRONG_KEYS: Buffer[] = []
-const wrongSecret = () => {
-  const key = randomBytes(32)
-  WRONG_KEYS.push(key)
-  return encode(clusterKmsUri({ key, salt: MASTER.salt }))
-}
-const rightSecret = (storageUri = NO_STORE_URI) => encode(clusterKmsUri(MASTER), storageUri)
-const badKms = () => encode('kms://x')
+const badKms = () => recoverRequest('kms://x')
 const REFUSED = "the master secret does not open this node's state disk; the disk stays closed"
 const RECOVERED_ALREADY = 'this node recovered already'
 
@@ -57,65 +41,28 @@ interface Record_ {
 
 describe('recovery endpoint: which answer for which request, and what the node logs', function () {
   this.timeout(30_000)
-  let server: RecoveryServer | undefined
-  let sessions: RawGrpcSession[]
+  let node: RecoveryNode
   let sockets: SilentSocket[]
-  let lines: string[]
-  /** Master secrets the disk was asked to open with, in order. */
-  let tried: Buffer[]
-  let port: number
-  /** While set, each try on the disk waits for it. */
-  let hold: Promise<void> | undefined
-  /** What the disk does with a secret besides refusing a wrong one. */
-  let diskFault: Error | undefined
+  const WRONG_KEYS: Buffer[] = []
+  const wrongSecret = () => {
+    const key = randomBytes(32)
+    WRONG_KEYS.push(key)
+    return recoverRequest(clusterKmsUri({ key, salt: node.master.salt }))
+  }
   beforeEach(() => {
-    sessions = []
+    node = new RecoveryNode()
     sockets = []
-    lines = []
-    tried = []
-    hold = undefined
-    diskFault = undefined
   })
   afterEach(async () => {
     for (const s of sockets) s.socket.destroy()
-    await Promise.all(sessions.map((s) => s.close()))
-    await server?.stop(100)
-    server = undefined
+    await node.close()
   })
 
-  const records = (): Record_[] => lines.map((l) => JSON.parse(l) as Record_)
+  const records = (): Record_[] => node.lines.map((l) => JSON.parse(l) as Record_)
   const requests = () => records().filter((r) => r.msg === 'Recovery request')
-  const holdTries = (): (() => void) => {
-    let release!: () => void
-    hold = new Promise<void>((r) => (release = r))
-    return release
-  }
-
-  async function serve(opts: Partial<RecoveryServerOptions> = {}): Promise<string> {
-    server = new RecoveryServer({
-      listen: '127.0.0.1:0',
-      credentials: createAttestedServerCredentials({ issuer: fake.issuer() }),
-      recover: async (master) => {
-        tried.push(master.key)
-        await hold
-        if (diskFault) throw diskFault
-        if (!master.key.equals(MASTER.key))
-          throw new RecoveryRefusedError(
-            `the master secret does not open this node's state disk ${DISK_UUID}`,
-          )
-      },
-      log: createLogger({ format: 'json', write: (l) => lines.push(l) }),
-      ...opts,
-    })
-    const address = await server.start()
-    port = Number(address.split(':').pop())
-    return address
-  }
-  const from = async (address: string) => {
-    const s = await openRawGrpc(port, address, encodeNonce(randomBytes(32)))
-    sessions.push(s)
-    return s
-  }
+  const serve = (opts?: Partial<RecoveryServerOptions>) => node.serve(opts)
+  const from = (address: string) => node.from(address)
+  const rightSecret = (storageUri?: string) => node.rightSecret(storageUri)
   /** Resolves once the node has taken in every call sent before on `session` (calls on one connection arrive in order). */
   const settled = async (session: RawGrpcSession) =>
     expect((await session.call(RECOVER, badKms())).code).to.equal(grpc.status.INVALID_ARGUMENT)
@@ -126,8 +73,8 @@ describe('recovery endpoint: which answer for which request, and what the node l
   }
   /** No master secret, wrong or right, in any form, in the node's log. */
   const expectNoSecretLogged = () => {
-    const all = lines.join('\n')
-    for (const key of [MASTER.key, MASTER.salt, ...WRONG_KEYS]) {
+    const all = node.lines.join('\n')
+    for (const key of [node.master.key, node.master.salt, ...WRONG_KEYS]) {
       expect(all).not.to.include(key.toString('hex'))
       expect(all).not.to.include(key.toString('base64').slice(0, 20))
       expect(all).not.to.include(key.toString('base64url').slice(0, 20))
@@ -149,13 +96,13 @@ describe('recovery endpoint: which answer for which request, and what the node l
   it('a port it cannot bind: the error names the listen address and recoveryServer.listen', async () => {
     const taken = await holdPort()
     try {
-      server = new RecoveryServer({
+      node.server = new RecoveryServer({
         listen: `127.0.0.1:${taken.port}`,
-        credentials: createAttestedServerCredentials({ issuer: fake.issuer() }),
+        credentials: node.credentials(),
         recover: () => Promise.resolve(),
-        log: createLogger({ format: 'json', write: (l) => lines.push(l) }),
+        log: node.log,
       })
-      const err = await server.start().catch((e: unknown) => e)
+      const err = await node.server.start().catch((e: unknown) => e)
       expect(err).to.be.instanceOf(CliError)
       expect((err as CliError).message).to.equal(`listening on 127.0.0.1:${taken.port}`)
       expect((err as CliError).hint).to.include('change recoveryServer.listen in the node config')
@@ -176,7 +123,7 @@ describe('recovery endpoint: which answer for which request, and what the node l
       grpc.status.INVALID_ARGUMENT,
       storage,
     )
-    expect(tried, 'nothing malformed reaches the disk').to.have.length(0)
+    expect(node.tried, 'nothing malformed reaches the disk').to.have.length(0)
     const logged = requests().map(({ peer, verdict, reason, count, component }) => ({
       peer,
       verdict,
@@ -202,14 +149,14 @@ describe('recovery endpoint: which answer for which request, and what the node l
     await serve()
     const r = await (await from('127.0.0.2')).call(RECOVER, rightSecret(''))
     expectAnswer(r, grpc.status.OK, 'OK')
-    expect(tried).to.have.length(1)
+    expect(node.tried).to.have.length(1)
   })
 
   it('a request over 4 KiB is refused by gRPC before it is parsed or tried', async () => {
     await serve()
-    const r = await (await from('127.0.0.2')).call(RECOVER, encode(`kms://${'a'.repeat(5_000)}`))
+    const r = await (await from('127.0.0.2')).call(RECOVER, recoverRequest(`kms://${'a'.repeat(5_000)}`))
     expectAnswer(r, grpc.status.RESOURCE_EXHAUSTED, /larger than max/)
-    expect(tried).to.have.length(0)
+    expect(node.tried).to.have.length(0)
     expect(requests(), 'the server never saw it').to.have.length(0)
   })
 
@@ -222,7 +169,7 @@ describe('recovery endpoint: which answer for which request, and what the node l
       level: 'info',
       component: 'recovery',
       verdict: 'refused',
-      reason: `the master secret does not open this node's state disk ${DISK_UUID}`,
+      reason: `the master secret does not open this node's state disk ${node.diskUuid}`,
     })
     expect(line?.peer).to.match(/^127\.0\.0\.2:\d+$/)
     expect(line).not.to.have.property('count')
@@ -241,7 +188,7 @@ describe('recovery endpoint: which answer for which request, and what the node l
     const b = await from('127.0.0.3')
     expectAnswer(await b.call(RECOVER, rightSecret()), grpc.status.FAILED_PRECONDITION, RECOVERED_ALREADY)
     expectAnswer(await b.call(RECOVER, wrongSecret()), grpc.status.FAILED_PRECONDITION, RECOVERED_ALREADY)
-    expect(tried, 'the disk is tried once').to.have.length(1)
+    expect(node.tried, 'the disk is tried once').to.have.length(1)
     // refused as they arrive, without a place in the queue: counted like every untried request
     expect(
       requests()
@@ -256,7 +203,7 @@ describe('recovery endpoint: which answer for which request, and what the node l
 
   it('a request queued behind the try that recovers: FAILED_PRECONDITION, its secret never tried', async () => {
     await serve()
-    const release = holdTries()
+    const release = node.holdTries()
     const first = (await from('127.0.0.2')).call(RECOVER, rightSecret())
     const b = await from('127.0.0.3')
     const queued = b.call(RECOVER, wrongSecret())
@@ -264,7 +211,7 @@ describe('recovery endpoint: which answer for which request, and what the node l
     release()
     expectAnswer(await first, grpc.status.OK, 'OK')
     expectAnswer(await queued, grpc.status.FAILED_PRECONDITION, RECOVERED_ALREADY)
-    expect(tried, 'only the first secret reached the disk').to.have.length(1)
+    expect(node.tried, 'only the first secret reached the disk').to.have.length(1)
     const answer = requests().find((r) => r.verdict !== 'recovered' && r.reason === RECOVERED_ALREADY)
     expect(answer).to.include({ verdict: 'refused' })
     expect(answer, 'answered from the queue, not counted as untried').not.to.have.property('count')
@@ -273,7 +220,7 @@ describe('recovery endpoint: which answer for which request, and what the node l
 
   it('an error on the node that is not a refusal: INTERNAL, its cause only in the log, and no backoff for the caller', async () => {
     await serve({ requests: { backoffInitialMs: 60_000 } })
-    diskFault = new Error('cryptsetup: device busy')
+    node.diskFault = new Error('cryptsetup: device busy')
     const a = await from('127.0.0.2')
     const details = "recovery failed on the node; the node's log says why"
     expectAnswer(await a.call(RECOVER, wrongSecret()), grpc.status.INTERNAL, details)
@@ -281,10 +228,10 @@ describe('recovery endpoint: which answer for which request, and what the node l
     expect(failed).to.include({ level: 'error', component: 'recovery' })
     expect(failed?.error).to.include('cryptsetup: device busy')
     expect(requests()[0]).to.include({ verdict: 'error', reason: details })
-    diskFault = undefined
+    node.diskFault = undefined
     // an error is not a wrong secret: the address is not made to wait
     expectAnswer(await a.call(RECOVER, wrongSecret()), grpc.status.PERMISSION_DENIED, REFUSED)
-    expect(tried).to.have.length(2)
+    expect(node.tried).to.have.length(2)
   })
 
   describe('requests not queued: RESOURCE_EXHAUSTED, which reason, and when to come back', () => {
@@ -301,22 +248,23 @@ describe('recovery endpoint: which answer for which request, and what the node l
 
     it('the queue is full: busy', async () => {
       await serve({ requests: { queued: 1 } })
-      const release = holdTries()
-      const first = (await from('127.0.0.2')).call(RECOVER, wrongSecret())
+      const release = node.holdTries()
+      const caller = await from('127.0.0.2')
+      const first = caller.call(RECOVER, wrongSecret())
       const words = 'the node is trying other master secrets, as many as it queues'
-      await settled(sessions[0] as RawGrpcSession)
+      await settled(caller)
       const busy = await (await from('127.0.0.3')).call(RECOVER, wrongSecret())
       notQueued(busy, words, /^; retry in 1 s$/)
       expect(busy.headers['grpc-retry-pushback-ms']).to.equal('1000')
       refusalLogged(words, '127.0.0.3')
       release()
       expectAnswer(await first, grpc.status.PERMISSION_DENIED, REFUSED)
-      expect(tried).to.have.length(1)
+      expect(node.tried).to.have.length(1)
     })
 
     it('this address has a request waiting: peer', async () => {
       await serve()
-      const release = holdTries()
+      const release = node.holdTries()
       const a = await from('127.0.0.2')
       const first = a.call(RECOVER, wrongSecret())
       await settled(a)
@@ -325,7 +273,7 @@ describe('recovery endpoint: which answer for which request, and what the node l
       refusalLogged(words, '127.0.0.2')
       release()
       expectAnswer(await first, grpc.status.PERMISSION_DENIED, REFUSED)
-      expect(tried).to.have.length(1)
+      expect(node.tried).to.have.length(1)
     })
 
     it('this address sent a wrong secret a moment ago: backoff', async () => {
@@ -336,14 +284,14 @@ describe('recovery endpoint: which answer for which request, and what the node l
       const r = await a.call(RECOVER, rightSecret())
       notQueued(r, words, /^; retry in (60|59\.\d) s$/)
       refusalLogged(words, '127.0.0.2')
-      expect(tried, 'the right secret in backoff is not tried').to.have.length(1)
+      expect(node.tried, 'the right secret in backoff is not tried').to.have.length(1)
       expectNoSecretLogged()
     })
   })
 
   it('a caller that hangs up while waiting leaves the queue at once: logged as dropped, its address may queue again', async () => {
     await serve()
-    const release = holdTries()
+    const release = node.holdTries()
     const first = (await from('127.0.0.2')).call(RECOVER, wrongSecret())
     const b = await from('127.0.0.3')
     const hangUp = new AbortController()
@@ -366,18 +314,18 @@ describe('recovery endpoint: which answer for which request, and what the node l
     expectAnswer(await first, grpc.status.PERMISSION_DENIED, REFUSED)
     expectAnswer(await again, grpc.status.PERMISSION_DENIED, REFUSED)
     expect(
-      tried.map((k) => (k.equals(MASTER.key) ? 'right' : 'wrong')),
+      node.tried.map((k) => (k.equals(node.master.key) ? 'right' : 'wrong')),
       'the abandoned right secret was never tried',
     ).to.deep.equal(['wrong', 'wrong'])
   })
 
   it('a caller that hangs up during the try that recovers: the node recovers and warns, naming the caller; nothing is dropped', async () => {
     await serve()
-    const release = holdTries()
+    const release = node.holdTries()
     const a = await from('127.0.0.2')
     const hangUp = new AbortController()
     const abandoned = a.call(RECOVER, rightSecret(), { cancel: hangUp.signal })
-    await settled(a) // being tried
+    await settled(a) // being node.tried
     hangUp.abort()
     await abandoned
     await settled(a) // its hang-up is seen
@@ -394,15 +342,15 @@ describe('recovery endpoint: which answer for which request, and what the node l
     expect(warned[0]?.peer).to.match(/^127\.0\.0\.2:\d+$/)
     expect(requests().find((r) => r.verdict === 'recovered')?.peer).to.equal(warned[0]?.peer)
     expect(requests().filter((r) => r.verdict === 'dropped')).to.deep.equal([])
-    expect(tried).to.have.length(1)
+    expect(node.tried).to.have.length(1)
   })
 
   it('connection limits reach the listener: a connection over the per-address limit is closed, and logged', async () => {
     await serve({ connections: { perPeer: 1 } })
-    sockets.push(await connectSilently(port, '127.0.0.2'))
+    sockets.push(await connectSilently(node.port, '127.0.0.2'))
     const nonce = encodeNonce(randomBytes(32))
-    expect(await tlsHandshake(port, '127.0.0.2', nonce)).to.equal('refused')
-    expect(await tlsHandshake(port, '127.0.0.3', nonce)).to.equal('connected')
+    expect(await tlsHandshake(node.port, '127.0.0.2', nonce)).to.equal('refused')
+    expect(await tlsHandshake(node.port, '127.0.0.3', nonce)).to.equal('connected')
     expect(records().find((r) => r.msg === 'Refusing connections over a limit')).to.include({
       level: 'warn',
       component: 'recovery',
@@ -413,17 +361,17 @@ describe('recovery endpoint: which answer for which request, and what the node l
 
   it('stop closes the port, and a second stop is the same stop; a server never started stops too', async () => {
     await serve()
-    const stopping = server?.stop(100)
-    expect(server?.stop(100)).to.equal(stopping)
+    const stopping = node.server?.stop(100)
+    expect(node.server?.stop(100)).to.equal(stopping)
     await stopping
     const refused = await new Promise<string>((resolve) => {
-      const s = connect({ host: '127.0.0.1', port }, () => (s.destroy(), resolve('connected')))
+      const s = connect({ host: '127.0.0.1', port: node.port }, () => (s.destroy(), resolve('connected')))
       s.once('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? 'error'))
     })
     expect(refused).to.equal('ECONNREFUSED')
     const never = new RecoveryServer({
       listen: '127.0.0.1:0',
-      credentials: createAttestedServerCredentials({ issuer: fake.issuer() }),
+      credentials: node.credentials(),
       recover: () => Promise.resolve(),
       log: createLogger({ format: 'json', write: () => {} }),
     })

@@ -7,37 +7,21 @@
  */
 import { randomBytes } from 'node:crypto'
 import * as grpc from '@grpc/grpc-js'
-import { RecoverMessage } from '../../src/gen/recover.js'
-import { createAttestedServerCredentials } from '../../src/lib/atls/index.js'
-import { encodeNonce } from '../../src/lib/atls/nonce.js'
 import { acquireDiskKey } from '../../src/lib/bootstrapper/state-disk/disk-key.js'
 import { generateWorkspace } from '../../src/lib/config/index.js'
-import { clusterKmsUri, ClusterKms, NO_STORE_URI, writeMasterSecret } from '../../src/lib/kms/index.js'
+import { clusterKmsUri, ClusterKms, writeMasterSecret } from '../../src/lib/kms/index.js'
 import { workspacePaths } from '../../src/lib/paths.js'
 import { recoverNode } from '../../src/lib/recover/index.js'
-import { RecoveryRefusedError, RecoveryServer } from '../../src/lib/statedisk/index.js'
+import { RecoveryServer } from '../../src/lib/statedisk/index.js'
 import { type RecoveryServerOptions } from '../../src/lib/statedisk/recovery-server.js'
 import { createLogger } from '../../src/lib/system/index.js'
 import { createAttestedChannelCredentials } from '../../src/lib/atls/index.js'
 import { expect } from '../support/chai.js'
-import { createFakeAttestation } from '../support/fake-attestation.js'
-import { openRawGrpc, type RawCallResult, type RawGrpcSession } from '../support/raw-peer.js'
+import { type RawCallResult } from '../support/raw-peer.js'
+import { RECOVER, RecoveryNode, recoverRequest } from '../support/recovery-node.js'
 import { makeTempDir } from '../support/temp.js'
 
-const RECOVER = '/recoverproto.API/Recover'
-const MASTER = { key: randomBytes(32), salt: randomBytes(32) }
-const DISK_UUID = '0b4f5e2a-1c3d-4e5f-8a9b-0c1d2e3f4a5b'
-const fake = createFakeAttestation()
-const wrongSecret = () =>
-  Buffer.from(
-    RecoverMessage.encode({
-      kmsUri: clusterKmsUri({ key: randomBytes(32), salt: MASTER.salt }),
-      storageUri: NO_STORE_URI,
-    }).finish(),
-  )
-const rightSecret = () =>
-  Buffer.from(RecoverMessage.encode({ kmsUri: clusterKmsUri(MASTER), storageUri: NO_STORE_URI }).finish())
-const badRequest = () => Buffer.from(RecoverMessage.encode({ kmsUri: 'kms://x', storageUri: '' }).finish())
+const badRequest = () => recoverRequest('kms://x', '')
 const tally = (results: RawCallResult[]) =>
   results.reduce<Record<string, number>>((t, r) => {
     const name = String(grpc.status[r.code])
@@ -46,86 +30,55 @@ const tally = (results: RawCallResult[]) =>
 
 describe('recovery endpoint under a flood of master secrets (aTLS, real gRPC)', function () {
   this.timeout(60_000)
-  let server: RecoveryServer | undefined
-  let sessions: RawGrpcSession[]
-  let lines: string[]
-  /** Master secrets the disk was asked to open with, in order: the spy. */
-  let tried: Buffer[]
-  let port: number
-  beforeEach(() => {
-    sessions = []
-    lines = []
-    tried = []
-  })
-  afterEach(async () => {
-    await Promise.all(sessions.map((s) => s.close()))
-    await server?.stop(100)
-    server = undefined
-  })
-
-  /** The node: its disk opens with MASTER only; `hold` keeps each try waiting until it resolves. */
-  async function serve(opts: Partial<RecoveryServerOptions> = {}, hold?: Promise<void>): Promise<string> {
-    server = new RecoveryServer({
-      listen: '127.0.0.1:0',
-      credentials: createAttestedServerCredentials({ issuer: fake.issuer() }),
-      recover: async (master) => {
-        tried.push(master.key)
-        await hold
-        if (!master.key.equals(MASTER.key))
-          throw new RecoveryRefusedError(
-            `the master secret does not open this node's state disk ${DISK_UUID}`,
-          )
-      },
-      log: createLogger({ format: 'json', write: (l) => lines.push(l) }),
-      ...opts,
-    })
-    const address = await server.start()
-    port = Number(address.split(':').pop())
-    return address
+  let node: RecoveryNode
+  beforeEach(() => (node = new RecoveryNode()))
+  afterEach(() => node.close())
+  const wrongSecret = () => recoverRequest(clusterKmsUri({ key: randomBytes(32), salt: node.master.salt }))
+  const rightSecret = () => node.rightSecret()
+  /** The node; `hold` keeps each try waiting until it resolves. */
+  const serve = (opts?: Partial<RecoveryServerOptions>, hold?: Promise<void>) => {
+    node.hold = hold
+    return node.serve(opts)
   }
-  const attacker = async (from: string) => {
-    const s = await openRawGrpc(port, from, encodeNonce(randomBytes(32)))
-    sessions.push(s)
-    return s
-  }
+  const attacker = (from: string) => node.from(from)
 
   it("a refused master secret never names the disk to the caller; the node's own log does", async () => {
     let address = ''
     const stop = new AbortController()
     const acquiring = acquireDiskKey({
-      diskUuid: DISK_UUID,
+      diskUuid: node.diskUuid,
       opensWith: (key) =>
-        Promise.resolve(key.equals(new ClusterKms(MASTER.key, MASTER.salt).diskKey(DISK_UUID))),
+        Promise.resolve(key.equals(new ClusterKms(node.master.key, node.master.salt).diskKey(node.diskUuid))),
       endpoints: [],
       requestRejoinTicket: () => Promise.reject(new Error('no join service here')),
       recoveryEndpoint: (recover) => {
         const s = new RecoveryServer({
           listen: '127.0.0.1:0',
-          credentials: createAttestedServerCredentials({ issuer: fake.issuer() }),
+          credentials: node.credentials(),
           recover,
-          log: createLogger({ format: 'json', write: (l) => lines.push(l) }),
+          log: node.log,
         })
         return { start: async () => (address = await s.start()), stop: () => s.stop(100) }
       },
-      log: createLogger({ format: 'json', write: (l) => lines.push(l) }),
+      log: node.log,
       signal: stop.signal,
     })
     acquiring.catch(() => {})
     while (!address) await new Promise((r) => setTimeout(r, 20))
-    port = Number(address.split(':').pop())
+    node.port = Number(address.split(':').pop())
     const refused = await (await attacker('127.0.0.2')).call(RECOVER, wrongSecret())
     stop.abort(new Error('test over'))
     expect(refused.code).to.equal(grpc.status.PERMISSION_DENIED)
     expect(refused.details).to.match(/does not open this node's state disk/)
-    expect(refused.details).not.to.include(DISK_UUID)
-    expect(lines.join('\n')).to.include(DISK_UUID) // the node's own log names it
+    expect(refused.details).not.to.include(node.diskUuid)
+    expect(node.lines.join('\n')).to.include(node.diskUuid) // the node's own log names it
   })
 
   it('400 wrong secrets at once from one address: the disk tries one, the rest are refused RESOURCE_EXHAUSTED with a retry hint', async () => {
     await serve({ requests: { backoffInitialMs: 60_000 } }) // longer than the flood, however slow the machine
     const flood = await attacker('127.0.0.2')
     const results = await Promise.all(Array.from({ length: 400 }, () => flood.call(RECOVER, wrongSecret())))
-    expect(tried, 'master secrets tried on the disk').to.have.length(1)
+    expect(node.tried, 'master secrets tried on the disk').to.have.length(1)
     expect(tally(results)).to.deep.equal({ PERMISSION_DENIED: 1, RESOURCE_EXHAUSTED: 399 })
     const busy = results.find((r) => r.code === grpc.status.RESOURCE_EXHAUSTED)
     expect(Number(busy?.headers['grpc-retry-pushback-ms'])).to.be.above(0)
@@ -134,7 +87,7 @@ describe('recovery endpoint under a flood of master secrets (aTLS, real gRPC)', 
     expect(busy?.details, 'the pushback in seconds, rounded up to a tenth').to.match(
       new RegExp(`; retry in ${Math.ceil(pushbackMs / 100) / 10} s$`),
     )
-    const logged = lines.filter((l) => l.includes('Recovery request'))
+    const logged = node.lines.filter((l) => l.includes('Recovery request'))
     expect(logged.length, 'a flood costs a few log lines, not one each').to.be.at.most(20)
     expect(logged.at(-1)).to.match(/"count":\d+/)
   })
@@ -154,7 +107,7 @@ describe('recovery endpoint under a flood of master secrets (aTLS, real gRPC)', 
     release()
     const answers = await Promise.all(calls)
     expect(tally(answers)).to.deep.equal({ PERMISSION_DENIED: 8, RESOURCE_EXHAUSTED: 12 })
-    expect(tried).to.have.length(8)
+    expect(node.tried).to.have.length(8)
   }).timeout(20_000)
 
   it('a request whose caller hung up while it waited is never tried on the disk', async () => {
@@ -173,7 +126,7 @@ describe('recovery endpoint under a flood of master secrets (aTLS, real gRPC)', 
     await first
     const next = await (await attacker('127.0.0.4')).call(RECOVER, wrongSecret())
     expect(
-      tried.map((k) => (k.equals(MASTER.key) ? 'right' : 'wrong')),
+      node.tried.map((k) => (k.equals(node.master.key) ? 'right' : 'wrong')),
       'the abandoned (right) secret must not have recovered the node',
     ).to.deep.equal(['wrong', 'wrong'])
     expect(next.code).to.equal(grpc.status.PERMISSION_DENIED)
@@ -192,7 +145,7 @@ describe('recovery endpoint under a flood of master secrets (aTLS, real gRPC)', 
         name: 'flood',
         endpoint: '127.0.0.1',
       })
-      await writeMasterSecret(workspacePaths(workspace).masterSecret, MASTER)
+      await writeMasterSecret(workspacePaths(workspace).masterSecret, node.master)
       let operatorDone = false
       let sent = 0
       let flooding!: () => void
@@ -218,15 +171,15 @@ describe('recovery endpoint under a flood of master secrets (aTLS, real gRPC)', 
       const result = await recoverNode(
         { workspace, endpoint, timeoutMs: 50_000, timeout: '50s' },
         {
-          credentials: () => createAttestedChannelCredentials({ validators: [fake.validator()] }),
+          credentials: () => createAttestedChannelCredentials({ validators: [node.attestation.validator()] }),
           log: createLogger({ format: 'text', write: (l) => operatorLog.push(l) }),
         },
       ).finally(() => (operatorDone = true))
       const answers = (await flood).flat()
       expect(result).to.deep.equal({ endpoint, recovered: true })
-      const wrong = tried.filter((k) => !k.equals(MASTER.key))
+      const wrong = node.tried.filter((k) => !k.equals(node.master.key))
       expect(wrong.length, 'wrong secrets tried: at most one per attacking address').to.be.at.most(12)
-      expect(tried.filter((k) => k.equals(MASTER.key))).to.have.length(1)
+      expect(node.tried.filter((k) => k.equals(node.master.key))).to.have.length(1)
       expect(
         answers.filter((r) => r.code === grpc.status.OK),
         'no attacker recovered the node',
