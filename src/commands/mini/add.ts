@@ -1,6 +1,6 @@
 import { Args, Flags } from '@oclif/core'
 import { BaseCommand } from '../../base-command.js'
-import { SIMULATED_NOTICE, type MiniNodeRecord } from '../../lib/mini/index.js'
+import { clusterNotice, type MiniNodeRecord } from '../../lib/mini/index.js'
 import { abortOnInterrupt, parseDuration } from '../../lib/system/index.js'
 import { runMiniAdd } from '../../wiring/mini.js'
 
@@ -29,7 +29,8 @@ export default class MiniAdd extends BaseCommand {
 
   async run(): Promise<{ node: MiniNodeRecord; simulated: string }> {
     const { args, flags } = await this.parse(MiniAdd)
-    process.stderr.write(`${SIMULATED_NOTICE}\n`)
+    const notice = await clusterNotice(flags.workspace)
+    process.stderr.write(`${notice}\n`)
     const interrupt = abortOnInterrupt()
     try {
       const node = await runMiniAdd(
@@ -43,7 +44,7 @@ export default class MiniAdd extends BaseCommand {
         (line) => process.stderr.write(`• ${line}\n`),
       )
       if (!this.jsonEnabled()) this.log(`${node.name} (${node.role}) joined at ${node.address}.`)
-      return { node, simulated: SIMULATED_NOTICE }
+      return { node, simulated: notice }
     } finally {
       interrupt.release()
     }

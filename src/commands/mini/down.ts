@@ -1,6 +1,6 @@
 import { Flags } from '@oclif/core'
 import { BaseCommand } from '../../base-command.js'
-import { SIMULATED_NOTICE, type MiniDownResult } from '../../lib/mini/index.js'
+import { clusterNotice, type MiniDownResult } from '../../lib/mini/index.js'
 import { runMiniDown } from '../../wiring/mini.js'
 
 export default class MiniDown extends BaseCommand {
@@ -24,6 +24,7 @@ export default class MiniDown extends BaseCommand {
 
   async run(): Promise<MiniDownResult & { simulated: string }> {
     const { flags } = await this.parse(MiniDown)
+    const notice = await clusterNotice(flags.workspace)
     const result = await runMiniDown(flags.workspace, { purge: flags.purge })
     if (!this.jsonEnabled()) {
       this.log(`Stopped ${result.stoppedProcesses} processes; removed:`)
@@ -32,9 +33,9 @@ export default class MiniDown extends BaseCommand {
         this.log(
           `Kept ${file}: the cluster's master secret, from which every disk key derives (for copies of its disks, or backups of what they held); remove it once you no longer need those, or use \`mini down --purge\` next time.`,
         )
-      this.log(`(${SIMULATED_NOTICE.split(':')[0]}: there was no Kubernetes to stop.)`)
+      this.log(`(${notice.split(':')[0]}: there was no Kubernetes to stop.)`)
     }
     for (const warning of result.warnings) this.logToStderr(`Warning: ${warning}`)
-    return { ...result, simulated: SIMULATED_NOTICE }
+    return { ...result, simulated: notice }
   }
 }

@@ -1,6 +1,6 @@
 import { Args, Flags } from '@oclif/core'
 import { BaseCommand } from '../../base-command.js'
-import { readMiniRecord, simulatedNotice, type MiniNodeRecord } from '../../lib/mini/index.js'
+import { clusterNotice, type MiniNodeRecord } from '../../lib/mini/index.js'
 import { abortOnInterrupt, parseDuration } from '../../lib/system/index.js'
 import { runMiniReboot } from '../../wiring/mini.js'
 
@@ -27,7 +27,7 @@ export default class MiniReboot extends BaseCommand {
 
   async run(): Promise<{ node: MiniNodeRecord; simulated: string }> {
     const { args, flags } = await this.parse(MiniReboot)
-    const notice = simulatedNotice((await readMiniRecord(flags.workspace).catch(() => undefined))?.machines)
+    const notice = await clusterNotice(flags.workspace)
     process.stderr.write(`${notice}\n`)
     const interrupt = abortOnInterrupt()
     try {

@@ -1,6 +1,6 @@
 import { Args, Flags } from '@oclif/core'
 import { BaseCommand } from '../../base-command.js'
-import { SIMULATED_NOTICE, type MiniRemoveResult } from '../../lib/mini/index.js'
+import { clusterNotice, type MiniRemoveResult } from '../../lib/mini/index.js'
 import { renderRemovalReport } from '../../lib/nodes/index.js'
 import { parseDuration } from '../../lib/system/index.js'
 import { runMiniRemove } from '../../wiring/mini.js'
@@ -18,7 +18,8 @@ export default class MiniRemove extends BaseCommand {
 
   async run(): Promise<MiniRemoveResult & { simulated: string }> {
     const { args, flags } = await this.parse(MiniRemove)
-    process.stderr.write(`${SIMULATED_NOTICE}\n`)
+    const notice = await clusterNotice(flags.workspace)
+    process.stderr.write(`${notice}\n`)
     const json = this.jsonEnabled()
     const result = await runMiniRemove(
       {
@@ -34,6 +35,6 @@ export default class MiniRemove extends BaseCommand {
     )
     const machine = `  ${result.node.name} is powered off; removed ${result.removed.join(', ')}`
     this.log(renderRemovalReport(result.removal, machine))
-    return { ...result, simulated: SIMULATED_NOTICE }
+    return { ...result, simulated: notice }
   }
 }

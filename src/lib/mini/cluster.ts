@@ -70,6 +70,10 @@ export const VM_SIMULATED_NOTICE =
 export const simulatedNotice = (machines: MachineKind = 'process') =>
   machines === 'vm' ? VM_SIMULATED_NOTICE : SIMULATED_NOTICE
 
+/** The notice for the cluster in `workspace` (a VM cluster's, or the process nodes' when none is recorded). */
+export const clusterNotice = async (workspace: string) =>
+  simulatedNotice((await readMiniRecord(workspace).catch(() => undefined))?.machines)
+
 export interface MiniIo {
   runner: Runner
   /** argv that runs this CLI (node + bin/run.js). */
@@ -359,7 +363,7 @@ async function startCluster(
   await io.init(workspace, vm ? { timeoutMs: VM_INIT_TIMEOUT_MS } : {})
   opts.signal?.throwIfAborted()
   io.progress(
-    `waiting for ${nodes.length - 1} nodes to join (each: its bootstrap run, after attesting to ${cp0.name}'s join service)`,
+    `waiting for ${nodes.length === 2 ? '1 node' : `${nodes.length - 1} nodes`} to join (each: its bootstrap run, after attesting to ${cp0.name}'s join service)`,
   )
   await Promise.all(booted)
   for (const cp of nodes.filter((n) => n.role === 'control-plane'))

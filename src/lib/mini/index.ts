@@ -4,7 +4,7 @@
  */
 export { MetadataServer } from './metadata-server.js'
 export type { MetadataView } from './metadata-server.js'
-export { miniDown, miniUp, rebootNode, SIMULATED_NOTICE, simulatedNotice } from './cluster.js'
+export { clusterNotice, miniDown, miniUp, rebootNode, SIMULATED_NOTICE, simulatedNotice } from './cluster.js'
 export type { MachineKind } from './machines.js'
 export type { MiniDownOptions, MiniDownResult, MiniIo, MiniUpOptions, MiniUpResult } from './cluster.js'
 export { readMiniRecord } from './layout.js'
