@@ -27,7 +27,7 @@ import { createLogger, createRunner } from '../lib/system/index.js'
 import { linesProgress } from '../lib/ui/index.js'
 import { terminalConfirm } from './nodes.js'
 import { statusDeps } from './status.js'
-import { ensureNodeImage } from './vm.js'
+import { ensureNodeImage, staleImagesNote, vmImageCacheDir } from './vm.js'
 
 export function miniIo(opts: { skipHelm: boolean; progress: (line: string) => void }): MiniIo {
   const simulator = simulatorPaths()
@@ -50,9 +50,11 @@ export function miniIo(opts: { skipHelm: boolean; progress: (line: string) => vo
     progress: opts.progress,
     vmImage: async (signal) => {
       const image = await ensureNodeImage((line) => opts.progress(`node image: ${line}`), { signal })
+      const note = image.built ? await staleImagesNote(vmImageCacheDir(), image) : undefined
       opts.progress(
         `node image ${image.built ? `built in ${image.manifest.buildSeconds} s` : 'from the cache'}: ${image.files.dir} (kernel ${image.manifest.kernel}, Node.js ${image.manifest.nodeVersion})`,
       )
+      if (note) opts.progress(`note: ${note}`)
       return image.files.dir
     },
     preflight: () => (opts.skipHelm ? Promise.resolve() : checkHelmPresent()),

@@ -3,7 +3,7 @@
  * runtime as inputs, mmdebstrap, npm and mke2fs through the process runner, the package's
  * .cache/vm-images (or CONSTELL_VM_CACHE) as the cache.
  */
-import { ensureImage, pruneImages, type ImageResult } from '../lib/vm/index.js'
+import { ensureImage, pruneImages, staleImages, type ImageResult } from '../lib/vm/index.js'
 import { packageFile } from '../lib/paths.js'
 import { createRunner } from '../lib/system/index.js'
 
@@ -38,4 +38,14 @@ export async function buildNodeImage(
 ): Promise<ImageResult & { pruned: string[] }> {
   const image = await ensureNodeImage(progress, opts)
   return { ...image, pruned: opts.prune ? await pruneImages(opts.cacheDir, image.manifest) : [] }
+}
+
+/**
+ * A line for the operator when the cache holds other versions' images (about 1 GiB each, one per
+ * build of the project): each rebuild adds one, and only `mini image --prune` removes them.
+ */
+export async function staleImagesNote(cacheDir: string, image: ImageResult): Promise<string | undefined> {
+  const stale = await staleImages(cacheDir, image.manifest)
+  if (stale.length === 0) return undefined
+  return `the image cache ${cacheDir} also holds ${stale.length} other image${stale.length === 1 ? '' : 's'} or base${stale.length === 1 ? '' : 's'} (about 1 GiB each): \`constellation mini image --prune\` removes them (a VM cluster still running on one needs it to power its nodes on again)`
 }

@@ -7,7 +7,7 @@ import path from 'node:path'
 import { expect } from '../support/chai.js'
 import { makeTempDir, type TempDir } from '../support/temp.js'
 import { baseInputsHash, imageInputsHash, PROJECT_FILES } from '../../src/lib/vm/image-recipe.js'
-import { ensureImage, pruneImages, type ImageManifest } from '../../src/lib/vm/image.js'
+import { ensureImage, pruneImages, staleImages, type ImageManifest } from '../../src/lib/vm/image.js'
 import { CommandFailedError, type Runner } from '../../src/lib/system/index.js'
 
 describe('vm: image cache', () => {
@@ -56,7 +56,10 @@ describe('vm: image cache', () => {
       'notes.txt',
     ])
       await writeFile(path.join(tmp.dir, file), '')
+    const listed = (await staleImages(tmp.dir, keep)).sort()
+    expect((await readdir(tmp.dir)).length, 'listing the stale ones removes nothing').to.equal(7)
     const removed = await pruneImages(tmp.dir, keep)
+    expect(removed.sort()).to.deep.equal(listed)
     expect(removed.map((f) => path.basename(f)).sort()).to.deep.equal([
       '.build-x-1',
       'base-1111111111111111.tar',

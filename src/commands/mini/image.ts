@@ -3,7 +3,7 @@ import { BaseCommand } from '../../base-command.js'
 import { CliError } from '../../lib/errors/index.js'
 import { abortOnInterrupt, SIGNAL_EXIT_CODES, type InterruptSignal } from '../../lib/system/index.js'
 import type { ImageResult } from '../../lib/vm/index.js'
-import { buildNodeImage, vmImageCacheDir } from '../../wiring/vm.js'
+import { buildNodeImage, staleImagesNote, vmImageCacheDir } from '../../wiring/vm.js'
 
 export default class MiniImage extends BaseCommand {
   static override description =
@@ -26,11 +26,11 @@ export default class MiniImage extends BaseCommand {
   async run(): Promise<ImageResult & { pruned: string[] }> {
     const { flags } = await this.parse(MiniImage)
     const started = Date.now()
+    const cacheDir = flags['cache-dir'] ?? vmImageCacheDir()
     // claimed while it builds: Ctrl-C ends mmdebstrap's whole session and the build's files go
     const interrupt = abortOnInterrupt()
-    const image = await buildNodeImage(
-      { cacheDir: flags['cache-dir'] ?? vmImageCacheDir(), prune: flags.prune, signal: interrupt.signal },
-      (line) => process.stderr.write(`• ${line}\n`),
+    const image = await buildNodeImage({ cacheDir, prune: flags.prune, signal: interrupt.signal }, (line) =>
+      process.stderr.write(`• ${line}\n`),
     )
       .catch((err: unknown) => {
         if (!interrupt.signal.aborted) throw err
@@ -51,6 +51,8 @@ export default class MiniImage extends BaseCommand {
       `  kernel ${m.kernel}, Node.js ${m.nodeVersion}, ${Object.keys(m.packages).length} Debian packages, root disk ${(m.rootDiskBytes / 2 ** 20).toFixed(0)} MiB on disk, built ${m.builtAt} in ${m.buildSeconds} s`,
     )
     for (const removed of image.pruned) this.log(`removed ${removed}`)
+    const note = flags.prune ? undefined : await staleImagesNote(cacheDir, image)
+    if (note) this.logToStderr(`Note: ${note}`)
     return image
   }
 }

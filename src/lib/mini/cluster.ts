@@ -321,7 +321,7 @@ async function startCluster(
 
   io.progress(
     vm
-      ? `booting ${nodes.length} QEMU VMs (TCG, 1 vCPU, ${VM_MEMORY_MIB} MiB each) under real systemd: swtpm at /dev/tpmrm0 (attestation ${opts.attestation}), state-disk setup (dm-crypt + dm-integrity), bootstrap run`
+      ? `booting ${nodes.length === 1 ? '1 QEMU VM' : `${nodes.length} QEMU VMs`} (TCG, 1 vCPU, ${VM_MEMORY_MIB} MiB each) under real systemd: swtpm at /dev/tpmrm0 (attestation ${opts.attestation}), state-disk setup (dm-crypt + dm-integrity), bootstrap run`
       : `booting ${nodes.length} nodes, a supervisor each (its systemd): swtpm (attestation ${opts.attestation}), state-disk setup, bootstrap run`,
   )
   const boots = await Promise.all(

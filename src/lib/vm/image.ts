@@ -307,17 +307,21 @@ function parsePackages(text: string): Record<string, string> {
  * an interrupted build left. Only on request: a running VM cluster's overlays name their image as
  * backing file, and its next power-on needs it.
  */
-export async function pruneImages(cacheDir: string, keep: ImageManifest): Promise<string[]> {
-  const removed: string[] = []
+/** What the cache holds besides `keep` and its base: other versions' images and bases, broken builds. */
+export async function staleImages(cacheDir: string, keep: ImageManifest): Promise<string[]> {
   const keepBase = `base-${baseInputsHash()}.tar`
-  for (const entry of await readdir(cacheDir).catch(() => [] as string[])) {
-    const stale =
-      (/^[0-9a-f]{16}$/.test(entry) && entry !== keep.hash) ||
-      entry.startsWith('.build-') ||
-      (/^base-[0-9a-f]{16}\.tar/.test(entry) && entry !== keepBase)
-    if (!stale) continue
-    await rm(path.join(cacheDir, entry), { recursive: true, force: true })
-    removed.push(path.join(cacheDir, entry))
-  }
-  return removed
+  return (await readdir(cacheDir).catch(() => [] as string[]))
+    .filter(
+      (entry) =>
+        (/^[0-9a-f]{16}$/.test(entry) && entry !== keep.hash) ||
+        entry.startsWith('.build-') ||
+        (/^base-[0-9a-f]{16}\.tar/.test(entry) && entry !== keepBase),
+    )
+    .map((entry) => path.join(cacheDir, entry))
+}
+
+export async function pruneImages(cacheDir: string, keep: ImageManifest): Promise<string[]> {
+  const stale = await staleImages(cacheDir, keep)
+  for (const entry of stale) await rm(entry, { recursive: true, force: true })
+  return stale
 }

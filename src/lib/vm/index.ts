@@ -3,7 +3,7 @@
  * built once per version into a cache), QEMU machines with swtpm as their TPM, and QEMU's guest
  * agent to run commands on them.
  */
-export { ensureImage, pruneImages } from './image.js'
+export { ensureImage, pruneImages, staleImages } from './image.js'
 export type { ImageFiles, ImageResult } from './image.js'
 export { GUEST_STATE_DISK, qemuArgs, qmpCommand, swtpmArgs, vmMac } from './qemu.js'
 export type { VmSimulatorSpec } from './qemu.js'
