@@ -47,5 +47,5 @@ export async function buildNodeImage(
 export async function staleImagesNote(cacheDir: string, image: ImageResult): Promise<string | undefined> {
   const stale = await staleImages(cacheDir, image.manifest)
   if (stale.length === 0) return undefined
-  return `the image cache ${cacheDir} also holds ${stale.length} other image${stale.length === 1 ? '' : 's'} or base${stale.length === 1 ? '' : 's'} (about 1 GiB each): \`constellation mini image --prune\` removes them (a VM cluster still running on one needs it to power its nodes on again)`
+  return `the image cache ${cacheDir} also holds other versions' images or bases (${stale.length}, about 1 GiB each): \`constellation mini image --prune\` removes them (a VM cluster still running on one needs it to power its nodes on again)`
 }

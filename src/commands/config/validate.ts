@@ -1,6 +1,7 @@
 import { BaseCommand } from '../../base-command.js'
 import { CliError } from '../../lib/errors/index.js'
 import { formatFinding, validateWorkspace, type WorkspaceValidation } from '../../lib/config/index.js'
+import { counted } from '../../lib/system/index.js'
 import { listLines } from '../../lib/yaml/index.js'
 
 export default class ConfigValidate extends BaseCommand {
@@ -14,7 +15,7 @@ export default class ConfigValidate extends BaseCommand {
     if (!result.valid) {
       const lines = result.files.flatMap((f) => f.problems).map(formatFinding)
       throw new CliError(
-        `the workspace is not valid (${lines.length} problem${lines.length === 1 ? '' : 's'}):\n${listLines(lines)}`,
+        `the workspace is not valid (${counted(lines.length, 'problem')}):\n${listLines(lines)}`,
         { data: { ...result } },
       )
     }

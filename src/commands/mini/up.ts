@@ -10,7 +10,7 @@ import {
   MINI_CVM_VARIANTS,
 } from '../../lib/mini/index.js'
 import { renderStatus, type StatusReport } from '../../lib/status/index.js'
-import { abortOnInterrupt, parseDuration } from '../../lib/system/index.js'
+import { counted, abortOnInterrupt, parseDuration } from '../../lib/system/index.js'
 import { DEFAULT_KUBERNETES_MINOR } from '../../lib/versions/index.js'
 import { packageFile } from '../../lib/paths.js'
 import { commandForUser, shellQuote } from '../../lib/ui/index.js'
@@ -115,7 +115,7 @@ export default class MiniUp extends BaseCommand {
         this.log(renderStatus(status))
         this.log('')
         this.log(
-          `${up.nodes.length} nodes up in ${(up.elapsedMs / 1000).toFixed(1)} s (${machines === 'vm' ? 'a QEMU VM each, on a bridge' : mode === 'netns' ? 'a network namespace each' : 'a loopback address each'}, ${up.network.prefix}.0/24; attestation ${up.attestation}).`,
+          `${counted(up.nodes.length, 'node')} up in ${(up.elapsedMs / 1000).toFixed(1)} s (${machines === 'vm' ? 'a QEMU VM each, on a bridge' : mode === 'netns' ? 'a network namespace each' : 'a loopback address each'}, ${up.network.prefix}.0/24; attestation ${up.attestation}).`,
         )
         this.log(notice)
         // as the user can type them here: the CLI their PATH finds, the workspace as they gave it

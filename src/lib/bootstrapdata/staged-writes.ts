@@ -6,7 +6,7 @@
 import { mkdir, rm } from 'node:fs/promises'
 import path from 'node:path'
 import { CliError, chainMessage } from '../errors/index.js'
-import { writeFileExclusive, writeSecretFile } from '../system/index.js'
+import { counted, writeFileExclusive, writeSecretFile } from '../system/index.js'
 
 export interface StagedFile {
   file: string
@@ -48,7 +48,7 @@ export async function writeAllOrNothing(staged: readonly StagedFile[]): Promise<
         hint:
           count === 0
             ? 'nothing was written; fix the output location and run again'
-            : `removed the ${count} file${count === 1 ? '' : 's'} this run had written; nothing else was changed`,
+            : `removed the ${counted(count, 'file')} this run had written; nothing else was changed`,
         cause: err,
       })
     }

@@ -18,6 +18,7 @@ import {
 import { chainMessage, CliError } from '../errors/index.js'
 import { workspacePaths } from '../paths.js'
 import {
+  counted,
   exists,
   SIGNAL_EXIT_CODES,
   writeSecretFile,
@@ -321,8 +322,8 @@ async function startCluster(
 
   io.progress(
     vm
-      ? `booting ${nodes.length === 1 ? '1 QEMU VM' : `${nodes.length} QEMU VMs`} (TCG, 1 vCPU, ${VM_MEMORY_MIB} MiB each) under real systemd: swtpm at /dev/tpmrm0 (attestation ${opts.attestation}), state-disk setup (dm-crypt + dm-integrity), bootstrap run`
-      : `booting ${nodes.length} nodes, a supervisor each (its systemd): swtpm (attestation ${opts.attestation}), state-disk setup, bootstrap run`,
+      ? `booting ${counted(nodes.length, 'QEMU VM')} (TCG, 1 vCPU, ${VM_MEMORY_MIB} MiB each) under real systemd: swtpm at /dev/tpmrm0 (attestation ${opts.attestation}), state-disk setup (dm-crypt + dm-integrity), bootstrap run`
+      : `booting ${counted(nodes.length, 'node')}, a supervisor each (its systemd): swtpm (attestation ${opts.attestation}), state-disk setup, bootstrap run`,
   )
   const boots = await Promise.all(
     nodes.map(async (node) => {
@@ -362,9 +363,10 @@ async function startCluster(
   // a VM's kubeadm stand-in takes minutes on one emulated vCPU (its certificates alone about 1.5 min)
   await io.init(workspace, vm ? { timeoutMs: VM_INIT_TIMEOUT_MS } : {})
   opts.signal?.throwIfAborted()
-  io.progress(
-    `waiting for ${nodes.length === 2 ? '1 node' : `${nodes.length - 1} nodes`} to join (each: its bootstrap run, after attesting to ${cp0.name}'s join service)`,
-  )
+  if (nodes.length > 1)
+    io.progress(
+      `waiting for ${counted(nodes.length - 1, 'node')} to join (each: its bootstrap run, after attesting to ${cp0.name}'s join service)`,
+    )
   await Promise.all(booted)
   for (const cp of nodes.filter((n) => n.role === 'control-plane'))
     await waitForPort(cp.address, NODE_PORTS.join, {

@@ -1,5 +1,6 @@
 /** The plain text of `constellation status`: one table of nodes, then the cluster's versions. */
 import { describeAssurance } from '../attestation/index.js'
+import { counted } from '../system/index.js'
 import { renderTable } from '../ui/index.js'
 import type { NodeStatus, StatusReport } from './status.js'
 
@@ -30,7 +31,7 @@ export function renderStatus(r: StatusReport): string {
   lines.push(
     r.apiError
       ? `Kubernetes API: ${r.apiError}`
-      : `Kubernetes ${r.kubernetesVersion ?? '?'}; ${r.nodes.length} node${r.nodes.length === 1 ? '' : 's'}`,
+      : `Kubernetes ${r.kubernetesVersion ?? '?'}; ${counted(r.nodes.length, 'node')}`,
   )
   const u = r.kubernetesUpgrade
   if (u && u.state !== 'succeeded')

@@ -40,3 +40,4 @@ export {
 } from './unix-socket.js'
 export { httpGet, DEFAULT_DOWNLOAD_LIMITS, DownloadTooLargeError } from './http-get.js'
 export type { HttpGet, DownloadLimits, HttpResponse } from './http-get.js'
+export { counted } from './words.js'
