@@ -17,6 +17,10 @@ export default class MiniExec extends BaseCommand {
   }
   static override flags = { ...BaseCommand.workspaceFlag }
 
+  protected override interruptedState(): string {
+    return 'the command may have run in part; on a VM it goes on in the guest until it ends (its output is lost)'
+  }
+
   async run(): Promise<void> {
     const { args, argv, flags } = await this.parse(MiniExec)
     // argv holds the node first, then what followed it (oclif drops the `--`)
