@@ -256,7 +256,7 @@ describe('init flow (swtpm, cryptsetup, aTLS, kubeadm contract fake)', function 
     expect(result.clusterID).to.match(/^[0-9a-f]{64}$/)
   })
 
-  it('two CLIs racing: one wins, the other gets FailedPrecondition', async () => {
+  it('two CLIs racing: one wins, the other is refused and changes nothing', async () => {
     running = await startNode(node)
     await setClusterEndpoint(node.workspace, running.address)
     const second = path.join(node.dir, 'ws2')
@@ -266,10 +266,21 @@ describe('init flow (swtpm, cryptsetup, aTLS, kubeadm contract fake)', function 
     const lost = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected')
     expect(won).to.have.length(1)
     expect(lost).to.have.length(1)
-    expect(String((lost[0]?.reason as Error).message)).to.include(
-      'initializing the cluster failed on the node: node is already being activated',
-    )
-    expect((lost[0]?.reason as CliError).hint).to.include('this request changed nothing on the node')
+    // Which refusal depends on when the loser's handshake ran: before the winner took the node lock,
+    // the node refuses the second Init; after it, PCR 15 carries the cluster ID and the loser's own
+    // attestation check refuses the node, so nothing is sent. Either way the loser changed nothing.
+    const loser = lost[0]?.reason as CliError
+    if (loser.message.includes('failed attestation')) {
+      expect(loser.exitCode).to.equal(4)
+      expect(loser.message).to.match(
+        /^the node at 127\.0\.0\.1:\d+ failed attestation; nothing was sent to it: .*untrusted measurement value [0-9a-f]{64} at index 15/s,
+      )
+    } else {
+      expect(loser.message).to.include(
+        'initializing the cluster failed on the node: node is already being activated',
+      )
+      expect(loser.hint).to.include('this request changed nothing on the node')
+    }
   })
 
   it('an unreadable state disk fails Init before the lock: nothing changes, and Init works once the disk is there', async () => {
