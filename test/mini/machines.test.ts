@@ -78,6 +78,25 @@ describe('mini: the machine boundary', () => {
     ])
   })
 
+  /** mini up of a 1 + 1 VM cluster with `io` standing in for the world. */
+  const vmUp = (workspace: string, io: MiniIo, over: object = {}) =>
+    miniUp(
+      {
+        workspace,
+        controlPlanes: 1,
+        workers: 1,
+        kubernetes: 'v1.31',
+        mode: 'netns',
+        attestation: 'qemu-vtpm',
+        skipHelm: true,
+        retain: false,
+        timeoutMs: 1000,
+        machines: 'vm',
+        ...over,
+      },
+      io,
+    )
+
   describe('mini up --machines vm refuses, before anything starts', () => {
     const io = {
       runner: refusing,
@@ -85,23 +104,7 @@ describe('mini: the machine boundary', () => {
       vmImage: () => Promise.reject(new Error('no image may be built')),
       progress: () => {},
     } as unknown as MiniIo
-    const up = (workspace: string, over: object) =>
-      miniUp(
-        {
-          workspace,
-          controlPlanes: 1,
-          workers: 1,
-          kubernetes: 'v1.31',
-          mode: 'netns',
-          attestation: 'qemu-vtpm',
-          skipHelm: true,
-          retain: false,
-          timeoutMs: 1000,
-          machines: 'vm',
-          ...over,
-        },
-        io,
-      )
+    const up = (workspace: string, over: object) => vmUp(workspace, io, over)
 
     it('a network without taps (loopback, not root)', async () => {
       const tmp = await makeTempDir()
@@ -142,22 +145,7 @@ describe('mini: the machine boundary', () => {
         },
         progress: () => {},
       } as unknown as MiniIo
-      const err = await miniUp(
-        {
-          workspace,
-          controlPlanes: 1,
-          workers: 1,
-          kubernetes: 'v1.31',
-          mode: 'netns',
-          attestation: 'qemu-vtpm',
-          skipHelm: true,
-          retain: false,
-          timeoutMs: 1000,
-          machines: 'vm',
-          signal: stop.signal,
-        },
-        io,
-      ).catch((e: unknown) => e)
+      const err = await vmUp(workspace, io, { signal: stop.signal }).catch((e: unknown) => e)
       expect(err).to.be.instanceOf(CliError)
       expect((err as CliError).message).to.equal(
         "mini up was interrupted (SIGINT) while it built the node image; nothing was changed (the build's files are removed)",
