@@ -140,6 +140,13 @@ describe('TDX quotes of the stand-in Intel', () => {
     expectRefusal(() => verifyTdxQuote(quote, { ...base, collateral: qeOutdated }), {
       field: 'QE TCB status',
     })
+    expect(() =>
+      verifyTdxQuote(quote, {
+        ...base,
+        collateral: qeOutdated,
+        acceptedTcbStatuses: ['UpToDate', 'SWHardeningNeeded'],
+      }),
+    ).to.throw('TDX quote: QE TCB status: expected UpToDate or SWHardeningNeeded, found OutOfDate')
     expect(
       verifyTdxQuote(quote, {
         ...base,
