@@ -27,6 +27,14 @@ import { publicKeyOf, parsePublic, readNvIndex, readPublicArea, withTpm } from '
 import { AZURE_HCL_REPORT_NV_INDEX } from '../../src/wiring/cvm-hardware.js'
 import { AZURE_HCL_AK_HANDLE } from '../../src/lib/attestation/cvm/issuer.js'
 import { EvidenceMismatchError } from '../../src/lib/attestation/errors.js'
+import { decodeDocument, encodeDocument } from '../../src/lib/attestation/document.js'
+import {
+  decodeSnpInstanceInfo,
+  decodeTdxInstanceInfo,
+  encodeSnpInstanceInfo,
+  encodeTdxInstanceInfo,
+} from '../../src/lib/attestation/cvm/instance-info.js'
+import { issueQuoteDocument } from '../../src/lib/attestation/vtpm-quote.js'
 import { type SnpStandIn } from '../../src/lib/cvm-standin/snp.js'
 import { type TdxStandIn } from '../../src/lib/cvm-standin/tdx.js'
 import { writeNvIndex } from '../../src/lib/tpm/nv-index.js'
@@ -167,6 +175,38 @@ describe('Azure CVM variants: HCL report in the vTPM, IMDS stand-in', function (
         const err = await validate(doc, nonce).catch((e: unknown) => e)
         expect(err).to.be.instanceOf(AttestationError)
         expect((err as Error).message).to.match(/names another attestation key/)
+      })
+
+      it('refuses an InstanceInfo without the HCL runtime data, naming the field', async () => {
+        await bootFirmware(kind, runtimeDataFor(akJwk))
+        const nonce = randomBytes(32)
+        const issued = decodeDocument(
+          await createIssuer(variant, tpm.open, { cvm: hardware() }).issue(userData, nonce),
+        )
+        const info = issued.instanceInfo ?? Buffer.alloc(0)
+        let stripped: Buffer
+        if (kind === 'snp') {
+          const { azureRuntimeData: _, ...rest } = decodeSnpInstanceInfo(info)
+          stripped = encodeSnpInstanceInfo(rest)
+        } else {
+          const { runtimeData: _, ...rest } = decodeTdxInstanceInfo(info)
+          stripped = encodeTdxInstanceInfo(rest)
+        }
+        // quoted again over the stripped InstanceInfo: only the missing runtime data is wrong
+        const doc = await issueQuoteDocument(
+          tpm.open,
+          userData,
+          nonce,
+          {},
+          { instanceInfo: async () => stripped },
+        )
+        const err = await validate(encodeDocument(doc), nonce).catch((e: unknown) => e)
+        expect(err).to.be.instanceOf(AttestationError)
+        expect((err as Error).message).to.equal(
+          kind === 'snp'
+            ? 'azure-sev-snp: InstanceInfo.Azure.RuntimeData (the HCL runtime data) is missing'
+            : 'azure-tdx: InstanceInfo.RuntimeData (the HCL runtime data) is missing',
+        )
       })
 
       it('refuses runtime data the hardware report does not commit to', async () => {

@@ -6,6 +6,8 @@
  * InstanceInfo, a root not pinned, a debug guest, a stale report.
  */
 import { createHash, randomBytes, X509Certificate } from 'node:crypto'
+import { writeFile } from 'node:fs/promises'
+import path from 'node:path'
 import { expect } from '../support/chai.js'
 import { startSwtpm, type SwtpmHandle } from '../support/swtpm.js'
 import { makeTempDir, type TempDir } from '../support/temp.js'
@@ -29,6 +31,8 @@ import { startConfigfsTsmStandIn, type ConfigfsTsmStandIn } from '../../src/lib/
 import { requestTsmReport } from '../../src/lib/tsm/index.js'
 import { readPcrs } from '../../src/lib/tpm/index.js'
 import { EvidenceMismatchError } from '../../src/lib/attestation/errors.js'
+import { measureBoot } from '../../src/lib/attestation/eventlog/write.js'
+import { BOOT } from './eventlog/boot-log.js'
 import { type SnpStandIn } from '../../src/lib/cvm-standin/snp.js'
 import { type TdxStandIn } from '../../src/lib/cvm-standin/tdx.js'
 
@@ -140,6 +144,7 @@ describe('confidential-VM variants on swtpm with the stand-in hardware', functio
         expect(result.cvm?.rootSubject).to.match(/STAND-IN/)
         expect(result.cvm?.rootSubject, 'one line').not.to.include('\n')
         expect(result.akName, "the AK's TPM name (SHA-256)").to.be.instanceOf(Buffer).with.length(34)
+        expect(result, 'no event log in the document, none in the result').not.to.have.property('eventLog')
         const fields = result.cvm?.fields ?? {}
         if (c.kind === 'snp') {
           const s = c.standIn()
@@ -303,6 +308,28 @@ describe('confidential-VM variants on swtpm with the stand-in hardware', functio
       })
     })
   }
+
+  it('returns the replayed event log of a CVM document that carries one', async () => {
+    // a TPM of its own: the boot log extends PCRs the other tests read
+    const booted = await startSwtpm()
+    try {
+      const logFile = path.join(tmp.dir, 'binary_bios_measurements')
+      await writeFile(logFile, await measureBoot(booted.open, BOOT))
+      const nonce = randomBytes(32)
+      const doc = await createIssuer('gcp-sev-snp', booted.open, {
+        cvm: await hardware('snp', { snp: snpVcek }),
+        eventLogPath: logFile,
+      }).issue(userData, nonce)
+      const result = await createValidator('gcp-sev-snp', await measurementsOf(booted), undefined, {
+        cvm: snpPolicy(snpVcek),
+      }).validate(doc, nonce)
+      expect(result.eventLog?.bank).to.equal('SHA-256')
+      expect(result.eventLog?.events).to.have.length(BOOT.length)
+      expect(result.cvm?.kind).to.equal('snp')
+    } finally {
+      await booted.stop()
+    }
+  })
 
   it('aws-sev-snp refuses a VCEK-signed report: AWS signs with the VLEK', async () => {
     const nonce = randomBytes(32)

@@ -5,7 +5,7 @@
  * validity, the signature algorithm, an unsigned report, and the messages of the report checks.
  * Reports come from the SEV-SNP stand-in (TEST DOUBLE).
  */
-import { randomBytes, X509Certificate, type KeyObject } from 'node:crypto'
+import { generateKeyPairSync, randomBytes, X509Certificate, type KeyObject } from 'node:crypto'
 import { expect } from '../../support/chai.js'
 import { AttestationError, EvidenceMismatchError } from '../../../src/lib/attestation/errors.js'
 import {
@@ -113,6 +113,10 @@ describe('verifySnpEvidence: which refusal, in its words', function () {
       expect(mismatchOf(refusal(() => run({}, { arks: [] }))).expected).to.equal(
         'one of the pinned ARKs (none pinned)',
       )
+      const otherAsk = new X509Certificate(other.ask)
+      expect(mismatchOf(refusal(() => run({}, { arks: [otherArk, otherAsk] }))).expected).to.equal(
+        `one of the pinned ARKs (${oneLine(otherArk.subject)}; ${oneLine(otherAsk.subject)})`,
+      )
     })
 
     it('a pinned "ARK" with the real ARK’s name and key, naming itself its issuer but signed by another key, is not self-signed: refused', async () => {
@@ -154,8 +158,12 @@ describe('verifySnpEvidence: which refusal, in its words', function () {
   })
 
   describe('a signer certificate made here (a chain of our own under a pinned ARK of our own)', () => {
-    /** ARK → ASK → signer, P-256 CAs; the signer's key and AMD extensions as given. */
-    async function chainWith(signerKey: KeyObject, extensions: Parameters<typeof encodeAmdExtensions>[0]) {
+    /** ARK → ASK → signer, P-256 CAs; the signer's key and AMD extensions as given, the ARK's CN too. */
+    async function chainWith(
+      signerKey: KeyObject,
+      extensions: Parameters<typeof encodeAmdExtensions>[0],
+      arkCn = 'ARK-Milan',
+    ) {
       const [arkKeys, askKeys] = await Promise.all([generateEcdsaP256KeyPair(), generateEcdsaP256KeyPair()])
       const day = 24 * 3600_000
       const cert = (
@@ -179,12 +187,8 @@ describe('verifySnpEvidence: which refusal, in its words', function () {
             by,
           ),
         )
-      const arkPem = cert('ARK-Milan', 'ARK-Milan', arkKeys.publicKey, arkKeys.privateKey, [
-        caBasicConstraints(),
-      ])
-      const askPem = cert('SEV-Milan', 'ARK-Milan', askKeys.publicKey, arkKeys.privateKey, [
-        caBasicConstraints(),
-      ])
+      const arkPem = cert(arkCn, arkCn, arkKeys.publicKey, arkKeys.privateKey, [caBasicConstraints()])
+      const askPem = cert('SEV-Milan', arkCn, askKeys.publicKey, arkKeys.privateKey, [caBasicConstraints()])
       const signerPem = cert(
         'SEV-VCEK',
         'SEV-Milan',
@@ -223,6 +227,45 @@ describe('verifySnpEvidence: which refusal, in its words', function () {
       expect(refusal(() => run(rsa.evidence, rsa.policy)).message).to.equal(
         'VCEK key: expected ECDSA P-384, found rsa',
       )
+      // an SM2 key: an EC point, but of a key type node:crypto does not name
+      const sm2 = generateKeyPairSync('ec', { namedCurve: 'SM2' }).publicKey
+      const unnamed = await chainWith(sm2, ext)
+      expect(new X509Certificate(unnamed.evidence.signer).publicKey.asymmetricKeyType).to.equal(undefined)
+      expect(refusal(() => run(unnamed.evidence, unnamed.policy)).message).to.equal(
+        'VCEK key: expected ECDSA P-384, found unknown',
+      )
+    })
+
+    // the stand-in's own signer key, certified here: its reports verify under this chain
+    const standInKey = () => new X509Certificate(s.signerCert).publicKey
+
+    it('a signer certificate naming a Turin product: refused, its TCB layout is not supported', async () => {
+      for (const productName of ['Turin', 'Turin-B0']) {
+        const made = await chainWith(standInKey(), { tcb: tcb(), productName, hwId: s.chipId })
+        const err = refusal(() => run(made.evidence, made.policy))
+        expect(err).to.be.instanceOf(AttestationError)
+        expect(err.message).to.equal(
+          'SEV-SNP report from a Turin processor: its TCB_VERSION layout is not supported yet',
+        )
+      }
+    })
+
+    it('a signer certificate naming no product: the product is the ARK’s CN after "ARK-", else unknown', async () => {
+      const ext = { tcb: tcb(), hwId: s.chipId }
+      const milan = await chainWith(standInKey(), ext)
+      expect(run(milan.evidence, milan.policy).product).to.equal('Milan')
+      const genoa = await chainWith(standInKey(), ext, 'ARK-Genoa')
+      expect(run(genoa.evidence, genoa.policy).product).to.equal('Genoa')
+      const unnamed = await chainWith(standInKey(), ext, 'Some Root')
+      expect(run(unnamed.evidence, unnamed.policy).product).to.equal('unknown')
+      // a Turin ARK is refused by its name as well
+      const turin = await chainWith(standInKey(), ext, 'ARK-Turin')
+      expect(refusal(() => run(turin.evidence, turin.policy)).message).to.match(
+        /^SEV-SNP report from a Turin/,
+      )
+      // a named product wins over the ARK's name, cut at its stepping
+      const named = await chainWith(standInKey(), { ...ext, productName: 'Genoa-B1' })
+      expect(run(named.evidence, named.policy).product).to.equal('Genoa')
     })
   })
 

@@ -28,14 +28,21 @@ interface Made {
 async function make(
   cn: string,
   issuer: Made | undefined,
-  opts: { ca?: boolean; from?: Date; to?: Date; key?: KeyObject; publicKey?: KeyObject } = {},
+  opts: {
+    ca?: boolean
+    from?: Date
+    to?: Date
+    key?: KeyObject
+    publicKey?: KeyObject
+    name?: ReturnType<typeof distinguishedName>
+  } = {},
 ): Promise<Made> {
   const { ca = true, from = new Date(NOW.getTime() - DAY), to = new Date(NOW.getTime() + DAY) } = opts
   const { privateKey, publicKey } =
     opts.key && opts.publicKey
       ? { privateKey: opts.key, publicKey: opts.publicKey }
       : await generateEcdsaP256KeyPair()
-  const name = distinguishedName([['CN', cn]])
+  const name = opts.name ?? distinguishedName([['CN', cn]])
   const der = signCertificate(
     {
       serialNumber: randomSerialNumber(),
@@ -132,6 +139,63 @@ describe('TDX certificate chains up to a pinned root', function () {
     )
     expect(refusal(() => walk([under.cert], [notCa.cert]))).to.equal(
       'PCK certificate chain: pinned root CN=Not a CA is not a CA certificate',
+    )
+  })
+
+  it('a self-signed leaf is not its own issuer: it reaches no pinned root', async () => {
+    const self = await make('Self', undefined, { ca: false })
+    expect(self.cert.checkIssued(self.cert), 'self-signed').to.equal(true)
+    expect(refusal(() => walk([self.cert, ca.cert], [root.cert]))).to.equal(
+      'PCK certificate chain: CN=Self, issued by CN=Self, chains to none of the 1 pinned roots (CN=Root)',
+    )
+  })
+
+  it('unreadable validity dates (year 1, year 10000): refused as such, naming the certificate', async () => {
+    const ancient = await make('Ancient PCK', ca, { ca: false, from: new Date('0001-01-01T00:00:00Z') })
+    expect(ancient.cert.validFrom).to.equal('Bad time value')
+    expect(refusal(() => walk([ancient.cert, ca.cert], [root.cert]))).to.equal(
+      'PCK certificate chain: CN=Ancient PCK has unreadable validity dates',
+    )
+    const endless = await make('Endless PCK', ca, { ca: false, to: new Date('+010000-01-01T00:00:00Z') })
+    expect(endless.cert.validTo).to.equal('Bad time value')
+    expect(refusal(() => walk([endless.cert, ca.cert], [root.cert]))).to.equal(
+      'PCK certificate chain: CN=Endless PCK has unreadable validity dates',
+    )
+  })
+
+  it('names of several parts on one line; an empty name as such', async () => {
+    const parts = await make('', ca, {
+      ca: false,
+      name: distinguishedName([
+        ['O', 'Example'],
+        ['CN', 'Two Part PCK'],
+      ]),
+      to: new Date(NOW.getTime() - 1000),
+    })
+    expect(refusal(() => walk([parts.cert, ca.cert], [root.cert]))).to.equal(
+      `PCK certificate chain: O=Example, CN=Two Part PCK expired on ${new Date(NOW.getTime() - 1000).toISOString()}`,
+    )
+    const empty = await make('', ca, { ca: false, name: distinguishedName([]) })
+    expect(empty.cert.subject, "node's subject of an empty name").to.equal(undefined)
+    const other = await make('Other Root', undefined)
+    expect(refusal(() => walk([empty.cert, ca.cert], [other.cert]))).to.equal(
+      'PCK certificate chain: CN=Platform CA, issued by CN=Root, chains to none of the 1 pinned roots (CN=Other Root)',
+    )
+    expect(refusal(() => walk([empty.cert], [other.cert]))).to.equal(
+      'PCK certificate chain: (empty name), issued by CN=Platform CA, chains to none of the 1 pinned roots (CN=Other Root)',
+    )
+  })
+
+  it('a root whose key cannot be read verifies nothing', () => {
+    const unreadable = new X509Certificate(root.cert.raw)
+    Object.defineProperty(unreadable, 'publicKey', {
+      get() {
+        throw new Error('unsupported key')
+      },
+    })
+    expect(ca.cert.checkIssued(unreadable), 'named as the issuer').to.equal(true)
+    expect(refusal(() => walk([leaf.cert, ca.cert], [unreadable]))).to.equal(
+      'PCK certificate chain: CN=Platform CA, issued by CN=Root, chains to none of the 1 pinned roots (CN=Root)',
     )
   })
 

@@ -1,5 +1,5 @@
 /** Shared by the TDX tests: the recorded fixtures, offsets into a quote v4, refusal assertions. */
-import { X509Certificate } from 'node:crypto'
+import { X509Certificate, type KeyObject } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -12,6 +12,7 @@ import {
   type TdxCollateralFiles,
   type TdxPolicy,
 } from '../../../src/lib/attestation/tdx/index.js'
+import { parseCertificate, signCertificate, toPem } from '../../../src/lib/x509/index.js'
 
 export const FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../fixtures/cvm/tdx')
 export const fixture = (name: string): Buffer => readFileSync(path.join(FIXTURES, name))
@@ -59,6 +60,32 @@ export function policyOf(raw: Buffer, roots: readonly X509Certificate[], now: Da
 }
 
 export const collateralOf = (files: TdxCollateralFiles) => parseTdxCollateral(files)
+
+/**
+ * The certificate (PEM) with another public key: the same names, validity and extensions, signed
+ * again by its issuer's key.
+ */
+export function withPublicKey(pem: string, publicKey: KeyObject, issuerKey: KeyObject): string {
+  const tbs = parseCertificate(pem).tbsCertificate
+  return toPem(
+    signCertificate(
+      {
+        serialNumber: Buffer.from(tbs.serialNumber),
+        subject: tbs.subject,
+        issuer: tbs.issuer,
+        notBefore: tbs.validity.notBefore.getTime(),
+        notAfter: tbs.validity.notAfter.getTime(),
+        publicKey,
+        extensions: (tbs.extensions ?? []).map((e) => ({
+          oid: e.extnID,
+          critical: e.critical,
+          value: new Uint8Array(e.extnValue.buffer),
+        })),
+      },
+      issuerKey,
+    ),
+  )
+}
 
 /** One byte XOR 0x01 at `offset`. */
 export function flip(raw: Buffer, offset: number, mask = 0x01): Buffer {

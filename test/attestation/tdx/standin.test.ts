@@ -1,9 +1,18 @@
-import { sign, X509Certificate } from 'node:crypto'
+import { generateKeyPairSync, sign, X509Certificate } from 'node:crypto'
 import { expect } from '../../support/chai.js'
 import { createTdxStandIn } from '../../../src/lib/cvm-standin/index.js'
 import { encodeTdReport, verifyTdxQuote, type TdxPolicy } from '../../../src/lib/attestation/tdx/index.js'
-import { AT, collateralOf, expectRefusal, flip, INTEL_ROOT, other, type Refusal } from './helpers.js'
-import { type TdxStandIn } from '../../../src/lib/cvm-standin/tdx.js'
+import {
+  AT,
+  collateralOf,
+  expectRefusal,
+  flip,
+  INTEL_ROOT,
+  other,
+  withPublicKey,
+  type Refusal,
+} from './helpers.js'
+import { standInFrom, type TdxStandIn } from '../../../src/lib/cvm-standin/tdx.js'
 
 const REPORT_DATA = Buffer.alloc(64, 0x5a)
 const MRTD = Buffer.alloc(48, 0x11)
@@ -131,6 +140,13 @@ describe('TDX quotes of the stand-in Intel', () => {
     expectRefusal(() => verifyTdxQuote(quote, { ...base, collateral: qeOutdated }), {
       field: 'QE TCB status',
     })
+    expect(() =>
+      verifyTdxQuote(quote, {
+        ...base,
+        collateral: qeOutdated,
+        acceptedTcbStatuses: ['UpToDate', 'SWHardeningNeeded'],
+      }),
+    ).to.throw('TDX quote: QE TCB status: expected UpToDate or SWHardeningNeeded, found OutOfDate')
     expect(
       verifyTdxQuote(quote, {
         ...base,
@@ -202,6 +218,20 @@ describe('TDX quotes of the stand-in Intel', () => {
     })
     expectRefusal(() => verifyTdxQuote(Buffer.alloc(10), { ...base, reportData: Buffer.alloc(65) }), {
       message: /^TDX policy: reportData must be 64 bytes, got 65$/,
+    })
+  })
+
+  it('a PCK certificate with an Ed25519 key (the QE report check cannot even run): refused by that check', () => {
+    // the PCK CA certifies an Ed25519 key; the QE report is still signed by the stand-in's P-256 PCK key
+    const ed25519 = generateKeyPairSync('ed25519').publicKey
+    const pck = withPublicKey(s.certificates.pck, ed25519, s.keys.pckCa)
+    expect(new X509Certificate(pck).publicKey.asymmetricKeyType).to.equal('ed25519')
+    const odd = standInFrom(s.keys, { ...s.certificates, pck }, s.platform)
+    const raw = odd.quote({ reportData: REPORT_DATA, mrTd: MRTD, rtmrs: RTMRS })
+    // the same stand-in with its own PCK certificate passes, so only the key type differs
+    expect(verifyTdxQuote(quote, base).tcbStatus).to.equal('UpToDate')
+    expectRefusal(() => verifyTdxQuote(raw, base), {
+      message: /^TDX quote: QE report signature does not verify with the PCK leaf certificate's key$/,
     })
   })
 

@@ -4,9 +4,9 @@
  * gets, how a TDX 1.5 module's identity changes it, the QE identity's checks, and the collateral's
  * ids, versions and dates. Each refusal names its field.
  */
-import { X509Certificate } from 'node:crypto'
+import { generateKeyPairSync, X509Certificate } from 'node:crypto'
 import { expect } from '../../support/chai.js'
-import { EvidenceMismatchError } from '../../../src/lib/attestation/errors.js'
+import { AttestationError, EvidenceMismatchError } from '../../../src/lib/attestation/errors.js'
 import {
   parseTdxQuote,
   pckExtensionOf,
@@ -19,7 +19,7 @@ import {
 } from '../../../src/lib/attestation/tdx/index.js'
 import { checkCollateral, evaluateQeIdentity, evaluateTcb } from '../../../src/lib/attestation/tdx/tcb.js'
 import { createTdxStandIn, type TdxStandIn } from '../../../src/lib/cvm-standin/tdx.js'
-import { collateralOf } from './helpers.js'
+import { collateralOf, withPublicKey } from './helpers.js'
 
 function mismatch(fn: () => unknown): EvidenceMismatchError {
   try {
@@ -428,6 +428,18 @@ describe('TDX TCB evaluation and collateral rules', function () {
       }
       expect(() => checkCollateral(shortSignature, roots, now())).to.throw(
         /signature of "tcbInfo" does not verify/,
+      )
+    })
+
+    it('a TCB signing certificate with an Ed25519 key (verifying cannot even run): refused as not verifying', () => {
+      const ed25519 = generateKeyPairSync('ed25519').publicKey
+      const signing = new X509Certificate(withPublicKey(s.certificates.tcbSigning, ed25519, s.keys.root))
+      expect(signing.publicKey.asymmetricKeyType).to.equal('ed25519')
+      const chain = [signing, ...collateral.tcbInfoSigned.issuerChain.slice(1)]
+      const odd = { ...collateral, tcbInfoSigned: { ...collateral.tcbInfoSigned, issuerChain: chain } }
+      expect(() => checkCollateral(odd, roots, now())).to.throw(
+        AttestationError,
+        `TDX collateral: the signature of "tcbInfo" does not verify with the TCB signing certificate ${signing.subject.split('\n').join(', ')} (tampered or from another signer)`,
       )
     })
   })

@@ -70,4 +70,5 @@ function checkValidity(cert: X509Certificate, what: string, now: Date): void {
   if (!(now <= to)) throw new AttestationError(`${what}: ${name} expired on ${to.toISOString()}`)
 }
 
-const oneLine = (name: string) => name.split('\n').join(', ') || '(empty name)'
+/** Node gives no subject (undefined, though typed string) for a certificate whose name is empty. */
+const oneLine = (name: string | undefined) => (name ?? '').split('\n').join(', ') || '(empty name)'
