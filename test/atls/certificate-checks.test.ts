@@ -3,7 +3,7 @@
  * credential framing), checked refusal by refusal with the fake attestation authority: no swtpm, so
  * each case isolates one check of aTLS and asserts which refusal it gives.
  */
-import { generateKeyPairSync, randomBytes } from 'node:crypto'
+import { generateKeyPairSync, randomBytes, X509Certificate } from 'node:crypto'
 import { expect } from '../support/chai.js'
 import { createFakeAttestation, FAKE_ATTESTATION_OID } from '../support/fake-attestation.js'
 import { AttestationError, type ActivationTarget, type Validator } from '../../src/lib/attestation/index.js'
@@ -129,6 +129,20 @@ describe('attested certificate checks (fake attestation)', () => {
     )
   })
 
+  it('refuses a certificate whose key cannot be read (an unknown curve), as not self-signed', async () => {
+    const cert = await createAttestedCertificate(authority.issuer(), nonce)
+    const der = Buffer.from(cert.der)
+    const p256 = Buffer.from('06082a8648ce3d030107', 'hex') // OID 1.2.840.10045.3.1.7, prime256v1
+    const at = der.indexOf(p256)
+    expect(at, "the key's curve").to.be.greaterThan(0)
+    der[at + p256.length - 1] = 0x7f // 1.2.840.10045.3.1.127: no curve OpenSSL knows
+    expect(() => new X509Certificate(der).publicKey).to.throw(/decode error/)
+    await expectRefusal(
+      verifyAttestedCertificate(der, [validator], nonce),
+      'peer certificate is not correctly self-signed',
+    )
+  })
+
   describe('a document that needs credential activation (tpm-ek)', () => {
     const target: ActivationTarget = {
       ek: {
@@ -221,6 +235,14 @@ describe('attested certificate checks (fake attestation)', () => {
         readPeerCertificate(Buffer.concat([der, Buffer.from([0])])),
         /^peer certificate (has bytes outside its DER encoding|is not valid DER X\.509)$/,
       )
+    })
+
+    it('refuses a certificate in BER that is not DER: its outer length in one octet more than needed', async () => {
+      const der = plainCertificate([['CN', 'x']])
+      expect(der.subarray(0, 2).toString('hex'), 'a two-octet length').to.equal('3082')
+      // 30 82 LL LL → 30 83 00 LL LL: BER readers accept it; node re-encodes it as DER, one byte shorter
+      const ber = Buffer.concat([Buffer.from([0x30, 0x83, 0x00]), der.subarray(2)])
+      await expectRefusal(readPeerCertificate(ber), 'peer certificate has bytes outside its DER encoding')
     })
   })
 

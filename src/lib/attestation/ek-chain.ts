@@ -123,6 +123,7 @@ function checkValidity(cert: X509Certificate, what: string, now: Date): void {
 }
 
 const chainError = (why: string) => new AttestationError(`EK certificate chain: ${why}`)
-const oneLine = (name: string) => name.split('\n').join(', ') || '(empty name)'
+/** Node gives no subject (undefined, though typed string) for an empty name, as EK certificates have. */
+const oneLine = (name: string | undefined) => (name ?? '').split('\n').join(', ') || '(empty name)'
 const describe = (cert: X509Certificate) => oneLine(cert.subject)
 const label = (i: number, cert: X509Certificate) => `${FIELD}[${i}] (${describe(cert)})`

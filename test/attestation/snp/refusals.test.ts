@@ -144,6 +144,42 @@ describe('verifySnpEvidence: which refusal, in its words', function () {
       )
     })
 
+    it('the same, signed by another RSA key as AMD signs (RSA-PSS): it names itself its issuer, and still its signature fails', () => {
+      const someone = generateRsaKeyPair()
+      const tbs = parseCertificate(s.ark).tbsCertificate
+      const fake = new X509Certificate(
+        toPem(
+          signCertificate(
+            {
+              serialNumber: randomSerialNumber(),
+              subject: tbs.subject,
+              issuer: tbs.subject,
+              notBefore: new Date(Date.now() - 3600_000),
+              notAfter: new Date(Date.now() + 3600_000),
+              publicKey: ark.publicKey,
+              extensions: [caBasicConstraints()],
+            },
+            someone.privateKey,
+            'rsa-pss-sha384',
+          ),
+        ),
+      )
+      expect(fake.checkIssued(fake), 'names and key type match').to.equal(true)
+      expect(fake.verify(fake.publicKey)).to.equal(false)
+      expect(refusal(() => run({}, { arks: [fake] })).message).to.equal(
+        `SEV-SNP chain: the pinned ARK ${oneLine(fake.subject)} is not self-signed`,
+      )
+    })
+
+    it('the bounds of the validity are inside it', () => {
+      const vcek = new X509Certificate(evidence.signer!)
+      // the stand-in's certificates start together; the VCEK ends first (7 years, the CAs 25)
+      expect(new Date(ask.validFrom).getTime()).to.equal(new Date(vcek.validFrom).getTime())
+      expect(new Date(ark.validFrom).getTime()).to.equal(new Date(vcek.validFrom).getTime())
+      expect(run({}, { now: () => new Date(vcek.validFrom) }).signer).to.equal('VCEK')
+      expect(run({}, { now: () => new Date(vcek.validTo) }).signer).to.equal('VCEK')
+    })
+
     it('outside the validity of a certificate: names which, its validity and now', () => {
       const vcek = new X509Certificate(evidence.signer!)
       const late = new Date(new Date(vcek.validTo).getTime() + 1000)
