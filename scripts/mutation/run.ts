@@ -62,8 +62,8 @@ const DOMAINS: Record<string, Domain> = {
   },
   'tpm-ek': {
     about: 'the tpm-ek variant: EK certificate chain, TPM-bound AK, credential activation',
-    mutate: ['src/lib/attestation/tpm-ek.ts'],
-    tests: ['test/attestation/tpm-ek.test.ts'],
+    mutate: ['src/lib/attestation/tpm-ek.ts', 'src/lib/attestation/ek-chain.ts'],
+    tests: ['test/attestation/tpm-ek.test.ts', 'test/attestation/ek-chain.test.ts'],
     // tpm-ek.test.ts builds its issuer and validator in a before() hook; perTest coverage credits
     // what runs there to the previous test, so the tests that would kill those mutants were never
     // run for them (survivors that fail when applied by hand). Every test runs for every mutant.

@@ -7,6 +7,9 @@ import { generateKeyPairSync, X509Certificate, type KeyObject } from 'node:crypt
 import { expect } from '../support/chai.js'
 import { verifiedEkPublicKey } from '../../src/lib/attestation/ek-chain.js'
 import { AttestationError } from '../../src/lib/attestation/errors.js'
+import { createTpmEkValidator } from '../../src/lib/attestation/tpm-ek.js'
+import { readTrustRoots, TrustRootError } from '../../src/lib/attestation/trust-roots.js'
+import { CliError } from '../../src/lib/errors/index.js'
 import { jsonFields } from '../../src/lib/attestation/json-fields.js'
 import {
   caBasicConstraints,
@@ -75,6 +78,19 @@ describe('EK certificate chain: an EK certificate with an empty subject', () => 
     expect(err).to.be.instanceOf(AttestationError)
     expect((err as Error).message).to.equal(
       `EK certificate chain: EndorsementKeyCertificates[0] ((empty name)) expired on ${late.toISOString()}`,
+    )
+  })
+
+  it('a pinned root with an empty subject that is no CA is named as such, not a TypeError', () => {
+    const notCa = certificate(distinguishedName([]), rootName, ekKeys.publicKey, rootKeys.privateKey)
+    expect(() => createTpmEkValidator(new Map(), [notCa])).to.throw(
+      CliError,
+      'manufacturer root (empty name) is not a CA certificate (basicConstraints CA:TRUE)',
+    )
+    // the same certificate as the operator's config gives it (PEM text)
+    expect(() => readTrustRoots(notCa.toString(), '/')).to.throw(
+      TrustRootError,
+      "a certificate with an empty subject is not a CA certificate (basicConstraints CA:TRUE); list the manufacturer's root or intermediate CA certificates",
     )
   })
 })

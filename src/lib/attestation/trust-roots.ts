@@ -87,7 +87,8 @@ function checkCas(certs: X509Certificate[]): X509Certificate[] {
   for (const cert of certs)
     if (!cert.ca)
       throw new TrustRootError(
-        `${cert.subject.split('\n').join(', ') || 'a certificate with an empty subject'} is not a CA certificate (basicConstraints CA:TRUE); list the manufacturer's root or intermediate CA certificates`,
+        // Node gives no subject (undefined, though typed string) for an empty name
+        `${(cert.subject ?? '').split('\n').join(', ') || 'a certificate with an empty subject'} is not a CA certificate (basicConstraints CA:TRUE); list the manufacturer's root or intermediate CA certificates`,
       )
   return certs
 }
