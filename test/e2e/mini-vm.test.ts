@@ -23,7 +23,7 @@
  */
 import { execFileSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { readdir, readFile, rm, stat } from 'node:fs/promises'
+import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import { ClusterKms, readMasterSecret } from '../../src/lib/kms/index.js'
@@ -61,16 +61,32 @@ function expectSucceeded(res: { code: number | null; stderr: string }) {
   expect(res.code, res.stderr).to.equal(0)
 }
 
-/** This test's temp folders: a run killed half way leaves one, which the next run's `before` sweeps. */
+/**
+ * This test's temp folders: a run killed half way leaves one, which the next run's `before` sweeps.
+ * Each names the test process that owns it, so that a run beside this one (the suite run twice at
+ * once) keeps its cluster: only a folder whose owner is gone is swept.
+ */
 const TEMP_PREFIX = 'constell-minivm-'
+const OWNER_FILE = 'owner-pid'
 const UP_MS = 40 * 60_000
 const REBOOT_MS = 20 * 60_000
+
+const processAlive = (pid: number) => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}
 
 /** mini down for every cluster a killed run of this test left (its VMs, taps, bridge, files). */
 async function sweepLeftovers() {
   for (const entry of await readdir(os.tmpdir())) {
     if (!entry.startsWith(TEMP_PREFIX)) continue
     const dir = path.join(os.tmpdir(), entry)
+    const owner = Number(await readFile(path.join(dir, OWNER_FILE), 'utf8').catch(() => ''))
+    if (owner > 0 && processAlive(owner)) continue // another run's, still going
     const ws = path.join(dir, 'ws')
     if (await readMiniRecord(ws).catch(() => undefined))
       await miniDown(ws, runner, { purge: true }).catch(() => undefined)
@@ -171,7 +187,8 @@ describe('mini up --machines vm: 1 control plane + 1 worker as QEMU VMs', functi
   before(async function () {
     if (!runnable) this.skip()
     await sweepLeftovers()
-    dir = await import('node:fs/promises').then((fs) => fs.mkdtemp(path.join(os.tmpdir(), TEMP_PREFIX)))
+    dir = await mkdtemp(path.join(os.tmpdir(), TEMP_PREFIX))
+    await writeFile(path.join(dir, OWNER_FILE), String(process.pid))
     ws = path.join(dir, 'ws')
   })
 
