@@ -17,6 +17,7 @@ export interface TestCertificate {
 }
 
 export interface TestCertificateOptions {
+  /** The subject's CN; '' for an empty subject (as the TCG profile leaves an EK certificate's). */
   cn: string
   /** basicConstraints CA:TRUE */
   ca: boolean
@@ -30,14 +31,16 @@ export interface TestCertificateOptions {
 
 const HOUR_MS = 3600_000
 
+const nameOf = (cn: string) => distinguishedName(cn ? [['CN', cn]] : [])
+
 export function testCertificate(opts: TestCertificateOptions): TestCertificate {
   const pair = generateKeyPairSync('ec', { namedCurve: 'P-256' })
-  const subject = distinguishedName([['CN', opts.cn]])
+  const subject = nameOf(opts.cn)
   const der = signCertificate(
     {
       serialNumber: randomSerialNumber(),
       subject,
-      issuer: opts.issuer ? distinguishedName([['CN', opts.issuer.cn]]) : subject,
+      issuer: opts.issuer ? nameOf(opts.issuer.cn) : subject,
       notBefore: opts.notBefore ?? new Date(Date.now() - HOUR_MS),
       notAfter: opts.notAfter ?? new Date(Date.now() + 24 * HOUR_MS),
       publicKey: opts.publicKey ?? pair.publicKey,
