@@ -57,7 +57,7 @@ describe('a cluster grows: init, worker and control-plane joins, measurements up
     // 2. A worker joins through cp_0.
     const worker = await cluster.addNode({ name: 'worker_0', role: 'worker', peers: [cp0.member] })
     const joined = await (await worker.start()).exited
-    expect(joined.code, joined.stderr).to.equal(0)
+    expect(joined.code, joined.stderr + joined.stdout).to.equal(0)
     const wp = nodePaths(worker.local.root)
     const kubelet = new X509Certificate(await readFile(wp.kubeletClientCert))
     expect(kubelet.subject).to.include('CN=system:node:worker-0')
@@ -72,7 +72,7 @@ describe('a cluster grows: init, worker and control-plane joins, measurements up
       serviceHost: '127.0.0.2',
     })
     const cpJoined = await (await cp1.start()).exited
-    expect(cpJoined.code, cpJoined.stderr).to.equal(0)
+    expect(cpJoined.code, cpJoined.stderr + cpJoined.stdout).to.equal(0)
     await cp1.servicesUp()
     const cp1Paths = nodePaths(cp1.local.root)
     for (const file of [cp1Paths.masterSecretFile, cp1Paths.masterSaltFile, cp1Paths.joinConfigFile])
@@ -84,7 +84,7 @@ describe('a cluster grows: init, worker and control-plane joins, measurements up
     // 4. A worker that knows only cp_1 joins through it: every control plane serves joins.
     const worker1 = await cluster.addNode({ name: 'worker_1', role: 'worker', peers: [cp1.member] })
     const joined1 = await (await worker1.start()).exited
-    expect(joined1.code, joined1.stderr).to.equal(0)
+    expect(joined1.code, joined1.stderr + joined1.stdout).to.equal(0)
     expect((await joinAuditLines(cp1)).map((l) => [l.node, l.verdict])).to.deep.include(['worker-1', 'ok'])
 
     const nodes = cluster.api
@@ -98,7 +98,7 @@ describe('a cluster grows: init, worker and control-plane joins, measurements up
     const config = await expectPcr4(cp0.local.workspace, 'ab'.repeat(32))
     const operator = ['-C', cp0.local.workspace, '--kubeconfig', cluster.adminKubeconfig, '--yes']
     const update = await runCli(['join-config', 'update', ...operator])
-    expect(update.code, update.stderr).to.equal(0)
+    expect(update.code, update.stderr + update.stdout).to.equal(0)
     expect(update.stdout).to.include('PCR 4')
     await enforcingPcr4([cp0, cp1], 'ab'.repeat(32))
     const late = await cluster.addNode({ name: 'worker_2', role: 'worker', peers: [cp0.member] })
@@ -111,9 +111,9 @@ describe('a cluster grows: init, worker and control-plane joins, measurements up
     expect(refusal.reason).to.not.match(/[0-9a-f]{64}.*[0-9a-f]{64}/) // names the PCR, sends no secret
     await writeFile(ws.config, config)
     const restore = await runCli(['join-config', 'update', ...operator])
-    expect(restore.code, restore.stderr).to.equal(0)
+    expect(restore.code, restore.stderr + restore.stdout).to.equal(0)
     const lateJoined = await lateDaemon.exited
-    expect(lateJoined.code, lateJoined.stderr).to.equal(0)
+    expect(lateJoined.code, lateJoined.stderr + lateJoined.stdout).to.equal(0)
     // 6. Two control planes join at once, each through another join service: the cluster's Lease
     // lets one in, the other waits until the first one's Node registered; both join. kubeadm join
     // is held (every node runs cp_0's kubeadm component) so that the two surely overlap.
@@ -137,7 +137,8 @@ describe('a cluster grows: init, worker and control-plane joins, measurements up
       'no ticket for cp-3 yet',
     ).to.equal(false)
     await hold.release()
-    for (const r of await Promise.all([first.exited, second.exited])) expect(r.code, r.stderr).to.equal(0)
+    for (const r of await Promise.all([first.exited, second.exited]))
+      expect(r.code, r.stderr + r.stdout).to.equal(0)
     const cp3Ticket = Date.parse(
       (await joinAuditLines(cp1)).find((l) => l.node === 'cp-3' && l.verdict === 'ok')?.time ?? '',
     )

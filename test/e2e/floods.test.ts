@@ -210,7 +210,7 @@ describe('floods against real node processes: recovery and join (CLI processes)'
     expect(tally(answers)).to.deep.equal({ OK: 3_000 })
 
     const joined = await joining.exited
-    expect(joined.code, joined.stderr).to.equal(0)
+    expect(joined.code, joined.stderr + joined.stdout).to.equal(0)
     const ticket = await issueJoinTicket(
       target,
       lateCredentials,

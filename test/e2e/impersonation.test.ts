@@ -51,7 +51,7 @@ describe('impersonation: attested callers that claim another node, disk or role 
     cp0 = await initFirstControlPlane(cluster)
     worker0 = await cluster.addNode({ name: 'worker_0', role: 'worker', peers: [cp0.member] })
     const joined = await (await worker0.start()).exited
-    expect(joined.code, joined.stderr).to.equal(0)
+    expect(joined.code, joined.stderr + joined.stdout).to.equal(0)
     // a member of the cluster that has not joined yet: the metadata lists it, it may join once
     worker1 = await cluster.addNode({ name: 'worker_1', role: 'worker', peers: [cp0.member] })
     fresh = await startSwtpm()
@@ -171,7 +171,7 @@ describe('impersonation: attested callers that claim another node, disk or role 
     expect(ticket).to.not.be.instanceOf(Error)
     expect((ticket as IssueRejoinTicketResponse).stateDiskKey).to.have.length(32)
     const joined = await (await worker1.start()).exited
-    expect(joined.code, joined.stderr).to.equal(0)
+    expect(joined.code, joined.stderr + joined.stdout).to.equal(0)
     const audit = await joinAuditLines(cp0)
     expect(audit.filter((l) => l.verdict === 'ok').map((l) => [l.rpc, l.node])).to.deep.equal([
       ['IssueJoinTicket', 'worker-0'],

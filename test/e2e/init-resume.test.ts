@@ -75,7 +75,7 @@ describe('init cut off after the node lock resumes (CLI processes)', function ()
     await Promise.race([hold.reached(), run.result])
     run.child.kill('SIGINT')
     const cut = await run.result
-    expect(cut.code, cut.stderr).to.equal(130)
+    expect(cut.code, cut.stderr + cut.stdout).to.equal(130)
     expectMayBeInitialized(cut, cp0.local.workspace)
     expect(await pcr15(cp0), 'the node took its lock').to.not.deep.equal(Buffer.alloc(32))
     expect(await fileMode(ws.masterSecret)).to.equal(0o600)
@@ -116,7 +116,7 @@ describe('init cut off after the node lock resumes (CLI processes)', function ()
       .to.equal(result.clusterID)
       .and.match(/^[0-9a-f]{64}$/)
     const exited = await daemon.exited
-    expect(exited.code, exited.stderr).to.equal(0)
+    expect(exited.code, exited.stderr + exited.stdout).to.equal(0)
     expect(await fileMode(nodePaths(cp0.local.root).initResultFile), 'the kept copy is gone').to.equal(
       undefined,
     )

@@ -100,7 +100,7 @@ describe('constellation upgrade apply --kubernetes on a mini cluster (CLI proces
     doc.set('kubernetesComponents', mirrors)
     await writeFile(configFile, doc.toString())
     const bad = await cli(['upgrade', 'apply', '--kubernetes', TO, '--yes'])
-    expect(bad.code, bad.stderr).to.equal(1)
+    expect(bad.code, bad.stderr + bad.stdout).to.equal(1)
     expect(bad.stdout).to.include("from the config's kubernetesComponents")
     expect(bad.stderr).to.match(
       /upgrading control-plane-0 to v1\.32\.9 failed \(download\): .*sha256 mismatch/,

@@ -55,7 +55,7 @@ describe('mini nodes attest with an event log that replays (CLI processes)', fun
       ],
       { timeoutMs: 90_000 },
     )
-    expect(up.code, up.stderr).to.equal(0)
+    expect(up.code, up.stderr + up.stdout).to.equal(0)
   })
   after(async () => {
     await runCli(['mini', 'down', '-C', ws, '--purge'], { timeoutMs: 60_000 })
@@ -65,7 +65,7 @@ describe('mini nodes attest with an event log that replays (CLI processes)', fun
   it('verify --json lists the replayed events per PCR, --raw writes the document the node sent', async () => {
     const raw = path.join(dir, 'attestation.json')
     const result = await runCli(['verify', '-C', ws, '--json', '--raw', raw])
-    expect(result.code, result.stderr).to.equal(0)
+    expect(result.code, result.stderr + result.stdout).to.equal(0)
     const report = JSON.parse(result.stdout) as VerifyJson
     expect(report.eventLog?.replayed).to.equal(true)
     expect(report.eventLog?.bank).to.equal('SHA-256')
@@ -79,7 +79,7 @@ describe('mini nodes attest with an event log that replays (CLI processes)', fun
     expect(Buffer.from(doc.Attestation.event_log, 'base64')).to.deep.equal(await readFile(logFile))
 
     const plain = await runCli(['verify', '-C', ws])
-    expect(plain.code, plain.stderr).to.equal(0)
+    expect(plain.code, plain.stderr + plain.stdout).to.equal(0)
     expect(plain.stdout).to.match(
       /Event log \(SHA-256\): replayed ok for PCRs 0, 1, 2, 3, 4, 5, 6, 7, 8, 9; events per PCR: PCR 0: 2, /,
     )
@@ -96,7 +96,7 @@ describe('mini nodes attest with an event log that replays (CLI processes)', fun
     await writeFile(logFile, tampered)
     try {
       const refused = await runCli(['verify', '-C', ws])
-      expect(refused.code, refused.stderr).to.equal(4)
+      expect(refused.code, refused.stderr + refused.stdout).to.equal(4)
       expect(refused.stderr).to.match(
         /event log does not reproduce the quoted PCR 8: replayed [0-9a-f]{64}, quoted [0-9a-f]{64}/,
       )
@@ -104,7 +104,7 @@ describe('mini nodes attest with an event log that replays (CLI processes)', fun
       await writeFile(logFile, original)
     }
     const again = await runCli(['verify', '-C', ws, '--json'])
-    expect(again.code, again.stderr).to.equal(0)
+    expect(again.code, again.stderr + again.stdout).to.equal(0)
     expect((JSON.parse(again.stdout) as VerifyJson).trusted).to.equal(true)
   })
 })

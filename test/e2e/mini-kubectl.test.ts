@@ -58,7 +58,7 @@ describe('constellation mini with the real kubectl 1.35: everyday reads, and a k
       ['mini', 'up', '-C', ws, '--network', 'loopback', '--control-planes', '1', '--workers', '1'],
       { env, timeoutMs: 150_000 },
     )
-    expect(up.code, up.stderr).to.equal(0)
+    expect(up.code, up.stderr + up.stdout).to.equal(0)
     const record = (await readMiniRecord(ws))!
     const address = (name: string) =>
       record.nodes.find((n) => n.name === name)!.address.replaceAll('.', '\\.')
@@ -156,7 +156,7 @@ describe('constellation mini with the real kubectl 1.35: everyday reads, and a k
 
     // it boots again: its kubelet posts Ready
     const reboot = await runCli(['mini', 'reboot', 'worker-0', '-C', ws], { env, timeoutMs: 150_000 })
-    expect(reboot.code, reboot.stderr).to.equal(0)
+    expect(reboot.code, reboot.stderr + reboot.stdout).to.equal(0)
     await eventually(
       'worker-0 Ready again',
       async () => (/^worker-0\s+Ready\s/m.test(await kubectl('get', 'nodes')) ? true : undefined),

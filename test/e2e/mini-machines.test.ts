@@ -123,7 +123,7 @@ describe('constellation mini: nodes that crash and reboot (CLI processes)', func
       ],
       { timeoutMs: 180_000 },
     )
-    expect(up.code, up.stderr).to.equal(0)
+    expect(up.code, up.stderr + up.stdout).to.equal(0)
     record = (await readMiniRecord(ws))!
     const cp0 = record.nodes[0]!
     recover = ['recover', '-C', ws, '--endpoint', `${cp0.address}:9999`, '--timeout', '60s']
@@ -134,7 +134,7 @@ describe('constellation mini: nodes that crash and reboot (CLI processes)', func
   after(async () => {
     if (ws) {
       const down = await runCli(['mini', 'down', '-C', ws], { timeoutMs: 120_000 })
-      expect(down.code, down.stderr).to.equal(0)
+      expect(down.code, down.stderr + down.stdout).to.equal(0)
       if (record) expect(await markedProcesses(CLUSTER_MARKER, record.network.id)).to.deep.equal([])
     }
     await cleanup?.()
@@ -190,7 +190,7 @@ describe('constellation mini: nodes that crash and reboot (CLI processes)', func
     await reboot.said('waiting for `constellation recover')
     reboot.child.kill('SIGTERM')
     const interrupted = await reboot.done
-    expect(interrupted.code, interrupted.stderr).to.equal(143)
+    expect(interrupted.code, interrupted.stderr + interrupted.stdout).to.equal(143)
     expect(interrupted.stderr).to.match(
       /mini reboot was interrupted \(SIGTERM\): control-plane-0 is still booting \(waiting for `constellation recover .*`: no other control plane is up to give it its disk key\); `constellation status -C .*` shows when it is back/,
     )
@@ -202,7 +202,7 @@ describe('constellation mini: nodes that crash and reboot (CLI processes)', func
     const late = await runCli(['mini', 'reboot', 'control-plane-0', '-C', ws, '--timeout', '3s'], {
       timeoutMs: 60_000,
     })
-    expect(late.code, late.stderr).to.equal(1)
+    expect(late.code, late.stderr + late.stdout).to.equal(1)
     expect(late.stderr).to.match(
       /control-plane-0 is not back after 3 s: it is waiting for `constellation recover -C .* --endpoint .*:9999`: no other control plane is up to give it its disk key/,
     )
@@ -231,7 +231,7 @@ describe('constellation mini: nodes that crash and reboot (CLI processes)', func
     const refused = await runCli(['mini', 'reboot', 'worker-0', '-C', ws, '--timeout', '8s'], {
       timeoutMs: 60_000,
     })
-    expect(refused.code, refused.stderr).to.equal(1)
+    expect(refused.code, refused.stderr + refused.stdout).to.equal(1)
     expect(refused.stderr).to.match(
       /• worker-0: refused: the join service at [\d.]+:30090 refused it: .*untrusted measurement value [0-9a-f]{64} at index 4/,
     )

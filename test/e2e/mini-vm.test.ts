@@ -58,7 +58,7 @@ function expectSucceeded(res: { code: number | null; stderr: string }) {
       .map((l) => `  | ${l}`)
       .join('\n') + '\n',
   )
-  expect(res.code, res.stderr).to.equal(0)
+  expect(res.code, res.stderr + res.stdout).to.equal(0)
 }
 
 /**
@@ -197,7 +197,7 @@ describe('mini up --machines vm: 1 control plane + 1 worker as QEMU VMs', functi
     process.stderr.write(`  times (s): ${JSON.stringify(times)}\n`)
     if (record) {
       const down = await runCli(['mini', 'down', '--purge', '-C', ws], { timeoutMs: 5 * 60_000 })
-      expect(down.code, down.stderr).to.equal(0)
+      expect(down.code, down.stderr + down.stdout).to.equal(0)
       expect(await leftovers(record, ws)).to.deep.equal([])
     }
     await rm(dir, { recursive: true, force: true })

@@ -135,7 +135,7 @@ describe('constellation mini: a local cluster (CLI processes)', function () {
       env,
       timeoutMs: 240_000,
     })
-    expect(up.code, up.stderr).to.equal(0)
+    expect(up.code, up.stderr + up.stdout).to.equal(0)
     expect(up.stderr).to.include('Kubernetes is SIMULATED')
     expect(up.stderr).to.match(/attestation tpm-ek: manufacturing 3 TPMs with EK certificates/)
     expect(up.stderr).to.match(
@@ -186,11 +186,11 @@ describe('constellation mini: a local cluster (CLI processes)', function () {
     expect(plain.stdout).to.include('Kubernetes is SIMULATED')
     expect(plain.stdout).to.match(/^Attestation: tpm-ek is anchored: /m)
     const verify = await runCli(['verify', '-C', ws])
-    expect(verify.code, verify.stderr).to.equal(0)
+    expect(verify.code, verify.stderr + verify.stdout).to.equal(0)
     expect(verify.stdout).to.match(/is trusted: .*its TPM activated a credential/)
     expect(verify.stdout).to.match(/^tpm-ek is anchored: /m)
     const verifyJson = await runCli(['verify', '-C', ws, '--json'])
-    expect(verifyJson.code, verifyJson.stderr).to.equal(0)
+    expect(verifyJson.code, verifyJson.stderr + verifyJson.stdout).to.equal(0)
     const report = JSON.parse(verifyJson.stdout) as {
       variant: string
       trusted: boolean
@@ -211,7 +211,7 @@ describe('constellation mini: a local cluster (CLI processes)', function () {
     expectHealthy(await runCli(['status', '-C', ws, '--json'], { env }), names)
 
     const down = await runCli(['mini', 'down', '-C', ws, '--json'])
-    expect(down.code, down.stderr).to.equal(0)
+    expect(down.code, down.stderr + down.stdout).to.equal(0)
     const downResult = JSON.parse(down.stdout) as { stoppedProcesses: number; kept: string[] }
     expect(downResult.stoppedProcesses).to.be.greaterThan(0)
     // all gone but the master secret, which mini down keeps unless --purge
@@ -247,7 +247,7 @@ describe('constellation mini: a local cluster (CLI processes)', function () {
       ],
       { env: { ...env, KUBECONFIG: kubeconfig }, timeoutMs: 120_000 },
     )
-    expect(up.code, up.stderr).to.equal(0)
+    expect(up.code, up.stderr + up.stdout).to.equal(0)
     expect(up.stderr).to.not.match(/manufacturing/)
     const result = JSON.parse(up.stdout) as UpJson & {
       attestation: string
@@ -264,10 +264,10 @@ describe('constellation mini: a local cluster (CLI processes)', function () {
     expect(up.stdout).to.include('"anchored": false')
 
     const verify = await runCli(['verify', '-C', ws])
-    expect(verify.code, verify.stderr).to.equal(0)
+    expect(verify.code, verify.stderr + verify.stdout).to.equal(0)
     expect(verify.stdout).to.match(/^qemu-vtpm is NOT anchored: it proves .*any TPM or program/m)
     const status = await runCli(['status', '-C', ws], { env })
-    expect(status.code, status.stderr).to.equal(0)
+    expect(status.code, status.stderr + status.stdout).to.equal(0)
     expect(status.stdout).to.match(/^Attestation: qemu-vtpm is NOT anchored: /m)
     const cp0 = result.nodes[0]!
     const recover = await runCli(['recover', '-C', ws, '--endpoint', `${cp0.address}:9999`, '--json'])
@@ -279,7 +279,7 @@ describe('constellation mini: a local cluster (CLI processes)', function () {
 
     const record = (await readMiniRecord(ws))!
     const down = await runCli(['mini', 'down', '-C', ws, '--purge'])
-    expect(down.code, down.stderr).to.equal(0)
+    expect(down.code, down.stderr + down.stdout).to.equal(0)
     expect(await leftovers(record, ws)).to.deep.equal([])
     // what it merged is gone again, the user's own entry is not
     const after = await readFile(kubeconfig, 'utf8')
@@ -303,7 +303,7 @@ describe('constellation mini: a local cluster (CLI processes)', function () {
     process.kill(upProcess!, 'SIGKILL')
     expect((await up).code).to.equal(null)
     const down = await runCli(['mini', 'down', '-C', ws, '--purge'])
-    expect(down.code, down.stderr).to.equal(0)
+    expect(down.code, down.stderr + down.stdout).to.equal(0)
     expect(await leftovers(record, ws)).to.deep.equal([])
   })
 
@@ -321,7 +321,7 @@ describe('constellation mini: a local cluster (CLI processes)', function () {
     const record = (await readMiniRecord(ws))!
     process.kill((await upPid(ws))!, 'SIGINT')
     const result = await up
-    expect(result.code, result.stderr).to.equal(130)
+    expect(result.code, result.stderr + result.stdout).to.equal(130)
     expect(result.stderr).to.match(/mini up was interrupted \(SIGINT\)/)
     expect(result.stderr).to.match(/removing what it started/)
     // one sentence on the state; not what the interrupt did to the steps in flight (a log's tail,
@@ -340,7 +340,7 @@ describe('constellation mini: a local cluster (CLI processes)', function () {
       env,
       timeoutMs: 240_000,
     })
-    expect(up.code, up.stderr).to.equal(0)
+    expect(up.code, up.stderr + up.stdout).to.equal(0)
     const names = [0, 1, 2].flatMap((i) => [`control-plane-${i}`, `worker-${i}`])
     expectHealthy({ ...up, stdout: JSON.stringify((JSON.parse(up.stdout) as UpJson).status) }, names)
     const record = (await readMiniRecord(ws))!
@@ -389,7 +389,7 @@ describe('constellation mini: a local cluster (CLI processes)', function () {
     expectHealthy(await runCli(['status', '-C', ws, '--json'], { env }), names)
 
     const down = await runCli(['mini', 'down', '-C', ws, '--purge'])
-    expect(down.code, down.stderr).to.equal(0)
+    expect(down.code, down.stderr + down.stdout).to.equal(0)
     expect(await leftovers(record, ws)).to.deep.equal([])
   })
 })

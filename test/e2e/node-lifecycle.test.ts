@@ -30,14 +30,14 @@ import {
 
 async function joined(node: ClusterNode): Promise<ClusterNode> {
   const result = await (await node.start()).exited
-  expect(result.code, result.stderr).to.equal(0)
+  expect(result.code, result.stderr + result.stdout).to.equal(0)
   return node
 }
 
 /** After a reboot: `bootstrap run` starts the kubelet (and a control plane's services), never Init. */
 async function expectBootedAsBefore(node: ClusterNode): Promise<void> {
   const boot = await node.bootRun()
-  expect(boot.code, boot.stderr).to.equal(0)
+  expect(boot.code, boot.stderr + boot.stdout).to.equal(0)
   expect(boot.stderr).to.include('bootstrapped in an earlier boot')
   expect(boot.stderr).not.to.include('Init server listening')
   expect(await node.systemd.pid('kubelet.service'), 'kubelet start requested').to.be.a('number')

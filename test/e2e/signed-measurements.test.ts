@@ -44,13 +44,13 @@ describe('signed measurements, builder to operator (e2e)', function () {
     const workspace = path.join(tmp.dir, 'operator')
     const published = path.join(builderDir, 'measurements.json')
     const gen = await runCli(['config', 'generate', 'qemu', '-C', workspace])
-    expect(gen.code, gen.stderr).to.equal(0)
+    expect(gen.code, gen.stderr + gen.stdout).to.equal(0)
     await mkdir(builderDir)
     const key = opensslKeyPair(builderDir, 'builder')
     await copyFile(key.pub, path.join(workspace, 'builder.pub')) // the operator pins the public half
     await writeFile(published, ENVELOPE)
     const sign = await runCli(['measurements', 'sign', '--key', key.key, published])
-    expect(sign.code, sign.stderr).to.equal(0)
+    expect(sign.code, sign.stderr + sign.stdout).to.equal(0)
     const signature = await readFile(`${published}.sig`, 'utf8')
     expect(opensslVerifies(published, signature, key.pub, tmp.dir), 'openssl agrees').to.equal(true)
 
@@ -77,12 +77,12 @@ describe('signed measurements, builder to operator (e2e)', function () {
           '--json',
         ])
       const refused = await fetch('mirror')
-      expect(refused.code, refused.stderr).to.equal(1)
+      expect(refused.code, refused.stderr + refused.stdout).to.equal(1)
       expect((JSON.parse(refused.stdout) as { refused: string }).refused).to.equal('signature')
       expect(await readFile(config)).to.deep.equal(before)
 
       const accepted = await fetch('genuine')
-      expect(accepted.code, accepted.stderr).to.equal(0)
+      expect(accepted.code, accepted.stderr + accepted.stdout).to.equal(0)
       const report = JSON.parse(accepted.stdout) as { image: string; written: boolean }
       expect(report).to.include({ image: 'v2.99.0', written: true })
       const text = await readFile(config, 'utf8')

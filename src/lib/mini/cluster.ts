@@ -278,7 +278,7 @@ async function startCluster(
 
   io.progress('starting the metadata service and the SIMULATED Kubernetes API')
   await writeMetadataView(paths, nodes, cp0.address, workspace)
-  startDaemon({
+  const metadata = startDaemon({
     argv: [
       io.nodeBinary,
       io.files.metadataEntry,
@@ -312,7 +312,11 @@ async function startCluster(
     logFile: paths.apiLog,
   })
   await Promise.all([
-    waitForPort(network.hostAddress, METADATA_PORT, { what: 'the metadata service', log: paths.metadataLog }),
+    waitForPort(network.hostAddress, METADATA_PORT, {
+      what: 'the metadata service',
+      log: paths.metadataLog,
+      gaveUp: exitedEarly(metadata),
+    }),
     waitForPort(placement.host, NODE_PORTS.apiServer, {
       what: 'the SIMULATED Kubernetes API',
       log: paths.apiLog,
