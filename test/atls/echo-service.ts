@@ -38,12 +38,13 @@ export async function startEchoServer(credentials: grpc.ServerCredentials): Prom
   return { port, calls, stop: () => new Promise<void>((resolve) => server.tryShutdown(() => resolve())) }
 }
 
+/** One Echo call on a channel of its own, to 127.0.0.1:`port` or to a channel target. */
 export function echo(
-  port: number,
+  to: number | string,
   credentials: grpc.ChannelCredentials,
   body = Buffer.from('secret'),
 ): Promise<Buffer> {
-  const client = new EchoClient(`127.0.0.1:${port}`, credentials)
+  const client = new EchoClient(typeof to === 'number' ? `127.0.0.1:${to}` : to, credentials)
   return new Promise<Buffer>((resolve, reject) => {
     client.makeUnaryRequest(
       EchoService.echo!.path,

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto'
+import { connect, createServer, type AddressInfo } from 'node:net'
 import * as grpc from '@grpc/grpc-js'
 import { expect } from '../support/chai.js'
 import { startSwtpm, type SwtpmHandle } from '../support/swtpm.js'
@@ -9,6 +10,7 @@ import {
   ChallengeRegistry,
   listenForAttestedClients,
   isAttestationFailure,
+  targetLeavingFrom,
 } from '../../src/lib/atls/index.js'
 import { echo, EchoService } from './echo-service.js'
 import { createAttestedCertificate } from '../../src/lib/atls/certificate.js'
@@ -80,6 +82,51 @@ describe('join direction: attested client bound to a server challenge', function
     expect((await echo(server.port, creds)).toString()).to.equal('secret')
     expect(server.calls).to.have.length(1)
     expect(verified).to.have.length(1)
+  })
+
+  it('a node on a shared host: every connection leaves from its address, one per channel', async () => {
+    const from = '127.0.0.7'
+    const seen: string[] = []
+    const relay = createServer((inbound) => {
+      seen.push(inbound.remoteAddress ?? '')
+      const outbound = connect({ host: '127.0.0.1', port: server.port })
+      inbound.pipe(outbound).pipe(inbound)
+      const end = () => (inbound.destroy(), outbound.destroy())
+      inbound.on('error', end).on('close', end)
+      outbound.on('error', end).on('close', end)
+    })
+    await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve))
+    try {
+      const target = `127.0.0.1:${(relay.address() as AddressInfo).port}`
+      const creds = await createAttestedClientChannelCredentials(
+        target,
+        createIssuer('qemu-vtpm', tpm.open),
+        10_000,
+        from,
+      )
+      expect((await echo(targetLeavingFrom(target, from), creds)).toString()).to.equal('secret')
+      // the challenge's channel and the call's: none dialled from elsewhere and dropped
+      expect(seen).to.deep.equal([from, from])
+    } finally {
+      await new Promise((resolve) => relay.close(resolve))
+    }
+  })
+
+  it("credentials for a node's address refuse a channel that dials from elsewhere, naming why", async () => {
+    const creds = await createAttestedClientChannelCredentials(
+      target(),
+      createIssuer('qemu-vtpm', tpm.open),
+      10_000,
+      '127.0.0.7',
+    )
+    // a plain target: grpc-js dials from 127.0.0.1
+    const err = await echo(server.port, creds).then(
+      () => undefined,
+      (e: unknown) => e,
+    )
+    expect((err as grpc.ServiceError).code).to.equal(grpc.status.UNAVAILABLE)
+    expect((err as grpc.ServiceError).details).to.include('the connection left from 127.0.0.1, not 127.0.0.7')
+    expect(server.calls).to.have.length(0)
   })
 
   it('refuses a replay of a used challenge (same certificate on a new connection)', async () => {

@@ -19,6 +19,7 @@ import { APIClient as JoinClient, type IssueJoinTicketResponse } from '../../src
 import { CHALLENGE_PATH } from '../../src/lib/atls/challenge.js'
 import { createAttestedClientChannelCredentials } from '../../src/lib/atls/client-attested.js'
 import { encodeNonce } from '../../src/lib/atls/nonce.js'
+import { targetLeavingFrom } from '../../src/lib/atls/index.js'
 import { clusterKmsUri, NO_STORE_URI } from '../../src/lib/kms/index.js'
 import { stringifyYaml } from '../../src/lib/yaml/index.js'
 import { nodeIssuer } from '../../src/wiring/node.js'
@@ -212,7 +213,7 @@ describe('floods against real node processes: recovery and join (CLI processes)'
     const joined = await joining.exited
     expect(joined.code, joined.stderr + joined.stdout).to.equal(0)
     const ticket = await issueJoinTicket(
-      target,
+      targetLeavingFrom(target, late.member.vpcIP),
       lateCredentials,
       await genuineJoinRequest('worker-1', late.member.vpcIP),
     )

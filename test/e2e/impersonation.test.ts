@@ -20,6 +20,7 @@ import {
 } from '../../src/gen/join.js'
 import { createIssuer, type Issuer } from '../../src/lib/attestation/index.js'
 import { createAttestedClientChannelCredentials } from '../../src/lib/atls/client-attested.js'
+import { targetLeavingFrom } from '../../src/lib/atls/index.js'
 import { CONTROL_PLANE_LEASE } from '../../src/lib/joinservice/control-plane-turns.js'
 import { readNodeState } from '../../src/lib/nodeconfig/index.js'
 import { nodePaths } from '../../src/lib/paths.js'
@@ -74,7 +75,9 @@ describe('impersonation: attested callers that claim another node, disk or role 
     invoke: (client: APIClient, done: (err: grpc.ServiceError | null, res: Res) => void) => void,
   ): Promise<Res | grpc.ServiceError> {
     const credentials = await createAttestedClientChannelCredentials(target(), issuer, 10_000, from)
-    const client = new APIClient(target(), credentials, { 'grpc.ssl_target_name_override': 'constellation' })
+    const client = new APIClient(targetLeavingFrom(target(), from), credentials, {
+      'grpc.ssl_target_name_override': 'constellation',
+    })
     try {
       return await new Promise<Res | grpc.ServiceError>((resolve) =>
         invoke(client, (err, res) => resolve(err ?? res)),

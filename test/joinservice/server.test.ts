@@ -26,7 +26,7 @@ import {
   type Validator,
   encodeJoinConfig,
 } from '../../src/lib/attestation/index.js'
-import { isAttestationFailure } from '../../src/lib/atls/index.js'
+import { isAttestationFailure, targetLeavingFrom } from '../../src/lib/atls/index.js'
 import { ClusterKms, KeyServiceUnreachableError } from '../../src/lib/kms/index.js'
 import { createLogger, writeFileAtomic } from '../../src/lib/system/index.js'
 import {
@@ -188,7 +188,7 @@ describe('join service over aTLS', function () {
     from?: string,
   ): Promise<Res> {
     const creds = await createAttestedClientChannelCredentials(target, issuer, 10_000, from)
-    const client = new APIClient(target, creds, SERVER_NAME)
+    const client = new APIClient(targetLeavingFrom(target, from), creds, SERVER_NAME)
     try {
       return await new Promise<Res>((resolve, reject) =>
         invoke(client, (err, res) => (err ? reject(err) : resolve(res))),

@@ -4,7 +4,7 @@
  * unverified peer.
  */
 import { randomBytes } from 'node:crypto'
-import { connect as tcpConnect, type Socket } from 'node:net'
+import type { Socket } from 'node:net'
 import { connect as tlsConnect, createSecureContext, type SecureContext, type TLSSocket } from 'node:tls'
 import {
   CallCredentials,
@@ -45,6 +45,7 @@ class HandshakeChannelCredentials extends ChannelCredentials {
   private readonly pending = new Set<Socket>()
   constructor(
     private readonly handshake: Handshake,
+    /** Where connections must leave from (see targetLeavingFrom); any address without. */
     private readonly localAddress?: string,
   ) {
     super()
@@ -62,9 +63,18 @@ class HandshakeChannelCredentials extends ChannelCredentials {
   ): SecureConnector {
     const creds = callCredentials ?? CallCredentials.createEmpty()
     return {
-      connect: async (dialled) => {
-        this.pending.add(dialled)
-        const socket = await leaveFrom(dialled, this.localAddress).finally(() => this.pending.delete(dialled))
+      connect: (socket) => {
+        const leftFrom = socket.localAddress
+        if (this.localAddress && leftFrom !== this.localAddress) {
+          // the channel's target did not come from targetLeavingFrom: the peer would take this
+          // connection for another node's
+          socket.destroy()
+          return Promise.reject(
+            new Error(
+              `the connection left from ${leftFrom}, not ${this.localAddress}: dial targetLeavingFrom(target, localAddress)`,
+            ),
+          )
+        }
         this.pending.add(socket)
         return this.handshake(socket).finally(() => this.pending.delete(socket))
       },
@@ -76,24 +86,6 @@ class HandshakeChannelCredentials extends ChannelCredentials {
       },
     }
   }
-}
-
-/**
- * The connection again, leaving from `localAddress`: grpc-js dials without a source address, and a
- * node on a host it shares with others (one loopback address each) is known to the join service by
- * the address its requests come from.
- */
-function leaveFrom(socket: Socket, localAddress: string | undefined): Promise<Socket> {
-  if (!localAddress || socket.localAddress === localAddress) return Promise.resolve(socket)
-  const { remoteAddress: host, remotePort: port } = socket
-  socket.destroy()
-  return new Promise((resolve, reject) => {
-    const bound = tcpConnect({ host, port: port ?? 0, localAddress }, () => {
-      bound.off('error', reject)
-      resolve(bound.setNoDelay())
-    })
-    bound.once('error', reject)
-  })
 }
 
 /** Each handshake uses a fresh nonce: a config reused across connections would allow replays. */
@@ -196,7 +188,7 @@ export function createUnattestedServerCredentials(
   opts: {
     clientCertificate?: { certPem: string; keyPem: string }
     handshakeTimeoutMs?: number
-    /** The address connections leave from (the node's own, on a shared host); the system's choice without. */
+    /** The address connections must leave from (the node's own, on a shared host); any without. */
     localAddress?: string
   } = {},
 ): ChannelCredentials {

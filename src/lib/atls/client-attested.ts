@@ -20,6 +20,7 @@ import { ChallengeLimitError, type ChallengeRegistry } from './challenge-registr
 import { REFUSAL_PREFIX } from './failure.js'
 import { decodeNonce, encodeNonce, NONCE_BYTES } from './nonce.js'
 import { SERVER_HANDSHAKE_TIMEOUT_MS } from './server-credentials.js'
+import { targetLeavingFrom } from './leave-from.js'
 
 export interface AttestedClientListenerOptions {
   validators: Validator[]
@@ -234,14 +235,21 @@ export async function createAttestedClientChannelCredentials(
   target: string,
   issuer: Issuer,
   deadlineMs = 10_000,
-  /** The address this node's connections leave from, when the host has several (see leaveFrom). */
+  /**
+   * The address this node's connections leave from, when the host has several: the caller's
+   * channel must dial `targetLeavingFrom(target, localAddress)`, or its connections are refused.
+   */
   localAddress?: string,
 ): Promise<grpc.ChannelCredentials> {
   const plain = createUnattestedServerCredentials({ handshakeTimeoutMs: deadlineMs, localAddress })
   // one call per channel: channelz (which nothing reads) would only register and unregister it
-  const client = new (grpc.makeGenericClientConstructor(ChallengeService, 'challenge'))(target, plain, {
-    'grpc.enable_channelz': 0,
-  })
+  const client = new (grpc.makeGenericClientConstructor(ChallengeService, 'challenge'))(
+    targetLeavingFrom(target, localAddress),
+    plain,
+    {
+      'grpc.enable_channelz': 0,
+    },
+  )
   const activation = issuer.activationRequest ? await issuer.activationRequest() : Buffer.alloc(0)
   const answer = await new Promise<Buffer>((resolve, reject) =>
     client.makeUnaryRequest(

@@ -1,6 +1,7 @@
 /** Attested TLS: certificates carrying attestation documents, nonce transport, grpc-js credentials. */
 export { createAttestedServerCredentials } from './server-credentials.js'
 export { createAttestedChannelCredentials } from './channel-credentials.js'
+export { targetLeavingFrom } from './leave-from.js'
 export { attestationRefusalOf, isAttestationFailure } from './failure.js'
 export { prepareCertificateEncoder } from './certificate.js'
 export { ChallengeRegistry } from './challenge-registry.js'

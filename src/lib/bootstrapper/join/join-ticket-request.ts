@@ -13,7 +13,11 @@ import {
   type IssueRejoinTicketResponse,
 } from '../../../gen/join.js'
 import type { Issuer } from '../../attestation/index.js'
-import { createAttestedClientChannelCredentials, isAttestationFailure } from '../../atls/index.js'
+import {
+  createAttestedClientChannelCredentials,
+  isAttestationFailure,
+  targetLeavingFrom,
+} from '../../atls/index.js'
 import { chainMessage } from '../../errors/index.js'
 import { withoutRpcInternals } from '../../grpc/index.js'
 import type { Logger } from '../../system/index.js'
@@ -77,7 +81,7 @@ async function attestedCall<Res>(
     createAttestedClientChannelCredentials(endpoint, issuer, timeoutMs, localAddress),
     signal,
   )
-  const client = new APIClient(endpoint, credentials, {
+  const client = new APIClient(targetLeavingFrom(endpoint, localAddress), credentials, {
     'grpc.ssl_target_name_override': SERVER_NAME_OVERRIDE,
     'grpc.enable_retries': 0,
     'grpc.enable_channelz': 0, // one call per channel, and nothing reads channelz
