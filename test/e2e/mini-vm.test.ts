@@ -51,7 +51,7 @@ const runnable = process.getuid?.() === 0 && has('qemu-system-x86_64') && has('m
 const runner = createRunner()
 
 /** The command's stderr, indented into the test's own (minutes of progress worth seeing), and that it succeeded. */
-function expectSucceeded(res: { code: number | null; stderr: string }) {
+function expectSucceeded(res: { code: number | null; stderr: string; stdout: string }) {
   process.stderr.write(
     res.stderr
       .split('\n')
