@@ -21,7 +21,7 @@ import { promisify } from 'node:util'
 import * as grpc from '@grpc/grpc-js'
 import { APIClient, type IssueJoinTicketRequest, type IssueJoinTicketResponse } from '../../src/gen/join.js'
 import type { Issuer } from '../../src/lib/attestation/index.js'
-import { isAttestationFailure } from '../../src/lib/atls/index.js'
+import { isAttestationFailure, targetLeavingFrom } from '../../src/lib/atls/index.js'
 import { createAttestedCertificate } from '../../src/lib/atls/certificate.js'
 import { CHALLENGE_PATH, ChallengeService } from '../../src/lib/atls/challenge.js'
 import { createUnattestedServerCredentials } from '../../src/lib/atls/channel-credentials.js'
@@ -113,7 +113,7 @@ async function presentCertificate(
   from: string,
 ): Promise<IssueJoinTicketResponse | grpc.ServiceError> {
   const credentials = createUnattestedServerCredentials({ clientCertificate: cert, localAddress: from })
-  const client = new APIClient(endpoint, credentials, {
+  const client = new APIClient(targetLeavingFrom(endpoint, from), credentials, {
     'grpc.ssl_target_name_override': 'constellation',
     'grpc.enable_retries': 0,
   })
