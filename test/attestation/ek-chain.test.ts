@@ -3,7 +3,7 @@
  * credential profile leaves the subject empty (the TPM's identity is in subjectAltName), and Node
  * then gives no subject at all (undefined, though typed string).
  */
-import { generateKeyPairSync, type KeyObject, type X509Certificate } from 'node:crypto'
+import { generateKeyPairSync, type KeyObject, X509Certificate } from 'node:crypto'
 import { expect } from '../support/chai.js'
 import { testCertificate } from '../support/test-ca.js'
 import {
@@ -152,6 +152,22 @@ describe('EK certificate chain: refusals name the certificate and why', () => {
         'chains to none of the 1 configured manufacturer roots (' +
         'root CN=Manufacturer Root: is not its issuer (subject or key identifier differs); ' +
         'EndorsementKeyCertificates[1] (CN=Unrelated): is not its issuer (subject or key identifier differs))',
+    )
+  })
+
+  it('a root whose key cannot be read verifies nothing', () => {
+    const ek = ekUnder(rootCa)
+    const unreadable = new X509Certificate(rootCa.der)
+    Object.defineProperty(unreadable, 'publicKey', {
+      get() {
+        throw new Error('unsupported key')
+      },
+    })
+    expect(ek.cert.checkIssued(unreadable), 'named as the issuer').to.equal(true)
+    expect(chainRefusal([ek.cert], [unreadable])).to.equal(
+      'EK certificate chain: EndorsementKeyCertificates[0] (CN=EK), issued by CN=Manufacturer Root, ' +
+        'chains to none of the 1 configured manufacturer roots (root CN=Manufacturer Root: names it as ' +
+        "issuer, but the signature does not verify with its key (another CA's key))",
     )
   })
 
