@@ -107,8 +107,8 @@ describe('RecoveryAdmission', () => {
     const got: string[] = []
     for (const step of tc.steps) {
       if (step.startsWith('+')) now += Number(step.slice(1))
-      else if (step.startsWith('-')) admission.leave(step.slice(1), 'answered')
-      else if (step.startsWith('!')) admission.leave(step.slice(1), 'wrong-secret')
+      else if (step.startsWith('-')) admission.leave(step.slice(1))
+      else if (step.startsWith('!')) admission.leaveWrongSecret(step.slice(1))
       else {
         const verdict = admission.admit(step)
         got.push(verdict.admitted ? 'ok' : `${verdict.reason} ${verdict.retryAfterMs}`)

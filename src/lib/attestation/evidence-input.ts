@@ -69,7 +69,8 @@ export function parseReportData(value: string | undefined): Buffer | undefined {
 
 const AMD_ROOTS = Object.values(AMD_ROOT_KEYS).map((pem) => new X509Certificate(pem))
 const INTEL_ROOT = new X509Certificate(INTEL_SGX_ROOT_CA)
-export const oneLine = (name: string) => name.split('\n').join(', ')
+/** Node gives no subject (undefined, though typed string) for an empty name. */
+export const oneLine = (name: string | undefined) => (name ?? '').split('\n').join(', ') || '(empty name)'
 
 export function isVendorRoot(kind: EvidenceKind, cert: X509Certificate): boolean {
   return (kind === 'snp' ? AMD_ROOTS : [INTEL_ROOT]).some((r) => r.raw.equals(cert.raw))

@@ -72,13 +72,18 @@ export class RecoveryAdmission {
     return { admitted: true }
   }
 
-  /** A request left the queue: answered, dropped, or tried with a wrong secret (the address then waits). */
-  leave(peer: string, outcome: 'answered' | 'wrong-secret'): void {
+  /** A request left the queue: answered or dropped. */
+  leave(peer: string): void {
     const left = (this.waiting.get(peer) ?? 1) - 1
     if (left > 0) this.waiting.set(peer, left)
     else this.waiting.delete(peer)
     this.waitingTotal = Math.max(0, this.waitingTotal - 1)
-    if (outcome === 'wrong-secret') this.backOff(peer)
+  }
+
+  /** A request left the queue after its master secret was wrong: the address then waits. */
+  leaveWrongSecret(peer: string): void {
+    this.leave(peer)
+    this.backOff(peer)
   }
 
   private backOff(peer: string): void {

@@ -59,14 +59,14 @@ interface Waiting {
   /** The address, as the limits count. */
   peer: string
   master: { key: Buffer; salt: Buffer }
-  state: 'waiting' | 'trying' | 'gone'
 }
 
 export class RecoveryServer {
   private readonly server: grpc.Server
   private readonly log: Logger
   private readonly admission: RecoveryAdmission
-  /** One master secret at a time: the disk is tried once per request, in order. */
+  /** One master secret at a time: the disk is tried once per request, in order. A request is
+   *  waiting exactly while it is in here (`work` takes it out right before its try). */
   private readonly queue: Waiting[] = []
   private trying = false
   private done = false
@@ -135,9 +135,9 @@ export class RecoveryServer {
       const details = `${NOT_QUEUED[verdict.reason]}; retry in ${seconds} s`
       return reply({ code: grpc.status.RESOURCE_EXHAUSTED, details, metadata })
     }
-    const waiting: Waiting = { call, reply, caller, peer, master, state: 'waiting' }
+    const waiting: Waiting = { call, reply, caller, peer, master }
     this.queue.push(waiting)
-    call.once('cancelled', () => this.drop(waiting))
+    call.once('cancelled', () => this.hungUp(waiting))
     void this.work()
   }
 
@@ -155,18 +155,16 @@ export class RecoveryServer {
     // A caller that hung up has given up: trying its secret could recover the node while the
     // operator's CLI reports a failure, so it is dropped right before the try.
     if (waiting.call.cancelled) return this.drop(waiting)
-    waiting.state = 'trying'
     const { caller, reply } = waiting
-    const answer = (verdict: string, status?: Partial<grpc.StatusObject>, reason?: string) => {
-      this.log.info('Recovery request', { peer: caller, verdict, ...(reason ? { reason } : {}) })
-      if (status) reply(status)
-      else reply(null, {})
+    const refuse = (verdict: 'refused' | 'error', code: grpc.status, details: string, reason: string) => {
+      this.log.info('Recovery request', { peer: caller, verdict, reason })
+      reply({ code, details })
     }
-    let outcome: 'answered' | 'wrong-secret' = 'answered'
+    let wrongSecret = false
     try {
       if (this.done) {
         const details = 'this node recovered already'
-        return answer('refused', { code: grpc.status.FAILED_PRECONDITION, details }, details)
+        return refuse('refused', grpc.status.FAILED_PRECONDITION, details, details)
       }
       await this.opts.recover(waiting.master)
       this.done = true
@@ -175,28 +173,33 @@ export class RecoveryServer {
           'Recovered, but the caller hung up during the try: its `recover` may report a failure; run it again and it answers that this node recovered already',
           { peer: caller },
         )
-      answer('recovered')
+      this.log.info('Recovery request', { peer: caller, verdict: 'recovered' })
+      reply(null, {})
     } catch (err) {
       if (err instanceof RecoveryRefusedError) {
-        outcome = 'wrong-secret'
-        return answer('refused', { code: grpc.status.PERMISSION_DENIED, details: REFUSED }, err.message)
+        wrongSecret = true
+        return refuse('refused', grpc.status.PERMISSION_DENIED, REFUSED, err.message)
       }
       this.log.error('Recovery failed', { error: chainMessage(err) })
       const details = "recovery failed on the node; the node's log says why"
-      answer('error', { code: grpc.status.INTERNAL, details }, details)
+      refuse('error', grpc.status.INTERNAL, details, details)
     } finally {
-      waiting.state = 'gone'
-      this.admission.leave(waiting.peer, outcome)
+      if (wrongSecret) this.admission.leaveWrongSecret(waiting.peer)
+      else this.admission.leave(waiting.peer)
     }
   }
 
-  /** The caller hung up before its secret was tried: it leaves the queue, untried. */
-  private drop(waiting: Waiting): void {
-    if (waiting.state !== 'waiting') return
-    waiting.state = 'gone'
+  /** The caller hung up: a request still waiting leaves the queue untried; one being tried is answered. */
+  private hungUp(waiting: Waiting): void {
     const at = this.queue.indexOf(waiting)
-    if (at >= 0) this.queue.splice(at, 1)
-    this.admission.leave(waiting.peer, 'answered')
+    if (at < 0) return
+    this.queue.splice(at, 1)
+    this.drop(waiting)
+  }
+
+  /** The caller hung up before its secret was tried: its place is freed, untried. */
+  private drop(waiting: Waiting): void {
+    this.admission.leave(waiting.peer)
     this.logUntried('dropped', 'the caller hung up before its master secret was tried', waiting.caller)
   }
 

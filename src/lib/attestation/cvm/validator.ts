@@ -12,6 +12,7 @@ import { decodeDocument } from '../document.js'
 import { AttestationError } from '../errors.js'
 import type { Measurements } from '../measurements.js'
 import { verifySnpEvidence } from '../snp/index.js'
+import { oneLine } from '../snp/chain.js'
 import { verifyTdxQuote } from '../tdx/index.js'
 import type { ValidationResult, Validator, ValidatorOptions } from '../types.js'
 import { VARIANT_OIDS, type CvmVariant } from '../variant.js'
@@ -179,4 +180,3 @@ function requireHclKey(runtimeData: Buffer, ak: TpmtPublic): void {
 
 const tcbText = (t: { bootloader: number; tee: number; snp: number; microcode: number }) =>
   `bootloader ${t.bootloader}, tee ${t.tee}, snp ${t.snp}, microcode ${t.microcode}`
-const oneLine = (subject: string) => subject.split('\n').join(', ')

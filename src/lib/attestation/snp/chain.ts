@@ -86,4 +86,5 @@ export function chainToPinnedArk(
 /** Pinned ARKs (long-lived objects from the config) whose self-signature already verified. */
 const SELF_SIGNED = new WeakSet<X509Certificate>()
 
-export const oneLine = (name: string) => name.split('\n').join(', ')
+/** Node gives no subject (undefined, though typed string) for an empty name. */
+export const oneLine = (name: string | undefined) => (name ?? '').split('\n').join(', ') || '(empty name)'

@@ -71,4 +71,4 @@ function checkValidity(cert: X509Certificate, what: string, now: Date): void {
 }
 
 /** Node gives no subject (undefined, though typed string) for a certificate whose name is empty. */
-const oneLine = (name: string | undefined) => (name ?? '').split('\n').join(', ') || '(empty name)'
+export const oneLine = (name: string | undefined) => (name ?? '').split('\n').join(', ') || '(empty name)'

@@ -8,7 +8,7 @@
 import { verify as verifySignature } from 'node:crypto'
 import { AttestationError, EvidenceMismatchError } from '../errors.js'
 import { hex } from './bytes.js'
-import { verifyToPinnedRoot } from './chain.js'
+import { oneLine, verifyToPinnedRoot } from './chain.js'
 import type { SignedMember, TdQeIdentity, TdxCollateral, TdxTcbInfo, TdxTcbLevel } from './collateral.js'
 import type { PckExtension } from './pck-extension.js'
 import type { SgxReportBody, TdQuoteBody } from './quote.js'
@@ -50,7 +50,7 @@ function checkSigned(s: SignedMember, roots: readonly X509Certificate[], now: Da
   }
   if (!ok)
     throw new AttestationError(
-      `${CONTEXT}: the signature of "${member}" does not verify with the TCB signing certificate ${leaf.subject.split('\n').join(', ')} (tampered or from another signer)`,
+      `${CONTEXT}: the signature of "${member}" does not verify with the TCB signing certificate ${oneLine(leaf.subject)} (tampered or from another signer)`,
     )
 }
 

@@ -169,11 +169,11 @@ export class InitHandler {
     try {
       await checkResume(call.request, { ...this.deps, ...this.opts, keeper: this.keeper })
     } catch (err) {
-      this.admission.leave(peer, 'wrong-secret')
+      this.admission.leaveWrongSecret(peer)
       this.log.warn('Resume refused', { peer: caller, error: chainMessage(err) })
       return this.fail(call, statusOf(err), chainMessage(err), false)
     }
-    this.admission.leave(peer, 'answered')
+    this.admission.leave(peer)
     this.log.info('Resume proven; answering with the kept Init answer once there is one', { peer: caller })
     this.whenGone(call, () => this.log.warn('The resume caller went away', { peer: caller }))
     const settled = await this.keeper.settled()
