@@ -56,6 +56,14 @@ describe('EK certificate chain: an EK certificate with an empty subject', () => 
     )
   })
 
+  it('names a subject of several parts in one line', () => {
+    const notCa = testCertificate({ cn: 'Root', organization: 'Manufacturer', ca: false })
+    expect(() => createTpmEkValidator(new Map(), [notCa.cert])).to.throw(
+      CliError,
+      'manufacturer root O=Manufacturer, CN=Root is not a CA certificate (basicConstraints CA:TRUE)',
+    )
+  })
+
   it('a pinned root with an empty subject that is no CA is named as such, not a TypeError', () => {
     const notCa = emptySubject()
     expect(() => createTpmEkValidator(new Map(), [notCa])).to.throw(

@@ -6,6 +6,7 @@ import {
   randomSerialNumber,
   signCertificate,
   toPem,
+  type NameAttribute,
 } from '../../src/lib/x509/index.js'
 
 export interface TestCertificate {
@@ -13,12 +14,15 @@ export interface TestCertificate {
   pem: string
   cert: X509Certificate
   cn: string
+  organization?: string
   privateKey: KeyObject
 }
 
 export interface TestCertificateOptions {
   /** The subject's CN; '' for an empty subject (as the TCG profile leaves an EK certificate's). */
   cn: string
+  /** An O before the CN: a subject of two parts, as manufacturers' CAs have. */
+  organization?: string
   /** basicConstraints CA:TRUE */
   ca: boolean
   /** Self-signed when absent. */
@@ -31,16 +35,20 @@ export interface TestCertificateOptions {
 
 const HOUR_MS = 3600_000
 
-const nameOf = (cn: string) => distinguishedName(cn ? [['CN', cn]] : [])
+const nameOf = ({ cn, organization }: { cn: string; organization?: string }) =>
+  distinguishedName([
+    ...(organization ? [['O', organization] as NameAttribute] : []),
+    ...(cn ? [['CN', cn] as NameAttribute] : []),
+  ])
 
 export function testCertificate(opts: TestCertificateOptions): TestCertificate {
   const pair = generateKeyPairSync('ec', { namedCurve: 'P-256' })
-  const subject = nameOf(opts.cn)
+  const subject = nameOf(opts)
   const der = signCertificate(
     {
       serialNumber: randomSerialNumber(),
       subject,
-      issuer: opts.issuer ? nameOf(opts.issuer.cn) : subject,
+      issuer: opts.issuer ? nameOf(opts.issuer) : subject,
       notBefore: opts.notBefore ?? new Date(Date.now() - HOUR_MS),
       notAfter: opts.notAfter ?? new Date(Date.now() + 24 * HOUR_MS),
       publicKey: opts.publicKey ?? pair.publicKey,
@@ -48,5 +56,12 @@ export function testCertificate(opts: TestCertificateOptions): TestCertificate {
     },
     opts.issuer?.privateKey ?? pair.privateKey,
   )
-  return { der, pem: toPem(der), cert: new X509Certificate(der), cn: opts.cn, privateKey: pair.privateKey }
+  return {
+    der,
+    pem: toPem(der),
+    cert: new X509Certificate(der),
+    cn: opts.cn,
+    organization: opts.organization,
+    privateKey: pair.privateKey,
+  }
 }
