@@ -6,8 +6,8 @@ import {
   randomSerialNumber,
   signCertificate,
   toPem,
-  type NameAttribute,
 } from '../../src/lib/x509/index.js'
+import type { NameAttribute } from '../../src/lib/x509/name.js'
 
 export interface TestCertificate {
   der: Buffer

@@ -25,5 +25,5 @@ export {
 } from './extensions.js'
 export { createCsr, parseCsr } from './csr.js'
 export { generateEcdsaP256KeyPair, generateEcdsaP384KeyPair, generateRsaKeyPair } from './keys.js'
-export { distinguishedName, type NameAttribute } from './name.js'
+export { distinguishedName } from './name.js'
 export { decodeDerIa5String, decodeDerInteger, encodeDerIa5String, encodeDerInteger } from './der-values.js'
