@@ -1,7 +1,7 @@
 /**
  * Attested joins per second at one join service: 100 and then 500 joiners at once (bench/join-nodes.ts,
  * a child process), each with its own key, CSR and disk UUID, attesting from swtpm over the
- * join-direction aTLS; the service asks a real key service over gRPC, which runs in a process of
+ * join-direction aTLS (one connection per join); the service asks a real key service over gRPC, which runs in a process of
  * its own as on a control plane (bench/key-service-process.ts), so that the CPU of each service is
  * measured apart. The one double is the token registrar (BENCH DOUBLE: the Kubernetes API, which
  * cannot run here), kept in memory. The nodes share the machine's two cores with the services, so
@@ -139,7 +139,7 @@ export default async function join() {
       rounds: results,
       swtpms: SWTPMS,
       targetJoinsPerSecond: 100,
-      note: 'joiners in a child process, the key service in another, on the same 2 cores; serviceCpuMsPerJoin is the join service process alone; each join = challenge RPC + client quote + aTLS + CSR check and signing + 2 key-service RPCs + token + disk record; then every node rejoins at once (challenge + quote + aTLS + disk lookup + 2 key-service RPCs)',
+      note: 'joiners in a child process, the key service in another, on the same 2 cores; serviceCpuMsPerJoin is the join service process alone; each join = one TLS 1.3 connection: Issue + client quote + Attest + CSR check and signing + 2 key-service RPCs + token + disk record; then every node rejoins at once (Issue + quote + Attest + disk lookup + 2 key-service RPCs)',
     }
   } finally {
     await service?.stop(1_000)

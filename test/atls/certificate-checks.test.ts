@@ -15,9 +15,12 @@ import {
 } from '../../src/lib/atls/certificate.js'
 import { decodeNonce, encodeNonce } from '../../src/lib/atls/nonce.js'
 import {
+  ATTEST_PATH,
   CHALLENGE_PATH,
   ChallengeService,
+  decodeAttestation,
   decodeCredential,
+  encodeAttestation,
   encodeCredential,
 } from '../../src/lib/atls/challenge.js'
 import { distinguishedName, randomSerialNumber, signCertificate } from '../../src/lib/x509/index.js'
@@ -197,32 +200,6 @@ describe('attested certificate checks (fake attestation)', () => {
   })
 
   describe('readPeerCertificate', () => {
-    it('reads the one subject CN, whatever other attributes the subject has', async () => {
-      expect((await readPeerCertificate(plainCertificate([['CN', 'nonce']]))).commonName).to.equal('nonce')
-      expect(
-        (
-          await readPeerCertificate(
-            plainCertificate([
-              ['O', 'org'],
-              ['CN', 'nonce'],
-            ]),
-          )
-        ).commonName,
-      ).to.equal('nonce')
-      expect((await readPeerCertificate(plainCertificate([['O', 'org']]))).commonName).to.equal(undefined)
-      expect(
-        (
-          await readPeerCertificate(
-            plainCertificate([
-              ['CN', 'a'],
-              ['CN', 'b'],
-            ]),
-          )
-        ).commonName,
-        'two CNs name no nonce',
-      ).to.equal(undefined)
-    })
-
     it('refuses bytes that are not DER X.509, and bytes after the certificate', async () => {
       await expectRefusal(
         readPeerCertificate(Buffer.from('not a certificate')),
@@ -309,16 +286,66 @@ describe('attested certificate checks (fake attestation)', () => {
           .to.throw(AttestationError)
           .with.property('message', tc.want)
       })
-    it('is carried by a unary RPC that passes raw bytes', () => {
-      const { issue } = ChallengeService
+    it('is carried by unary RPCs that pass raw bytes: Issue, then Attest', () => {
+      const { issue, attest } = ChallengeService
       expect(issue?.path).to.equal(CHALLENGE_PATH)
       expect(CHALLENGE_PATH).to.equal('/atls.Challenge/Issue')
+      expect(attest?.path).to.equal(ATTEST_PATH)
+      expect(ATTEST_PATH).to.equal('/atls.Challenge/Attest')
+      expect([attest?.requestStream, attest?.responseStream]).to.deep.equal([false, false])
       expect([issue?.requestStream, issue?.responseStream]).to.deep.equal([false, false])
       const bytes = Buffer.from([1, 2, 3])
       expect(issue?.requestSerialize(bytes)).to.equal(bytes)
       expect(issue?.requestDeserialize(bytes)).to.equal(bytes)
       expect(issue?.responseSerialize(bytes)).to.equal(bytes)
       expect(issue?.responseDeserialize(bytes)).to.equal(bytes)
+    })
+  })
+
+  describe('the Attest request on the wire', () => {
+    it('carries the variant OID and the document, and reads back what was written', () => {
+      const document = Buffer.from('{"quote":"..."}')
+      const wire = encodeAttestation('1.3.9900.1.3', document)
+      expect(wire[0]).to.equal('1.3.9900.1.3'.length)
+      expect(decodeAttestation(wire)).to.deep.equal({ oid: '1.3.9900.1.3', document })
+      expect(decodeAttestation(encodeAttestation('1.2', Buffer.alloc(0))).document).to.have.length(0)
+    })
+    const cases: Record<string, { bytes: Buffer; want: string }> = {
+      'an empty request': { bytes: Buffer.alloc(0), want: 'attest request: the variant OID is cut short' },
+      'an OID longer than the bytes': {
+        bytes: Buffer.concat([Buffer.from([20]), Buffer.from('1.2.3')]),
+        want: 'attest request: the variant OID is cut short',
+      },
+      'an OID that is not one': {
+        bytes: encodeAttestation('qemu-vtpm', Buffer.from('{}')),
+        want: 'attest request: the variant OID is not an OID',
+      },
+      'an OID with a prefix': {
+        bytes: encodeAttestation('x1.2.3', Buffer.from('{}')),
+        want: 'attest request: the variant OID is not an OID',
+      },
+      'an OID with a suffix': {
+        bytes: encodeAttestation('1.2.3x', Buffer.from('{}')),
+        want: 'attest request: the variant OID is not an OID',
+      },
+      'a single arc': {
+        bytes: encodeAttestation('1', Buffer.from('{}')),
+        want: 'attest request: the variant OID is not an OID',
+      },
+    }
+    for (const [name, tc] of Object.entries(cases))
+      it(`refuses ${name}`, () => {
+        expect(() => decodeAttestation(tc.bytes))
+          .to.throw(AttestationError)
+          .with.property('message', tc.want)
+      })
+    it('writes an OID of 255 bytes, and refuses one over that', () => {
+      const longest = '1.' + '2'.repeat(253)
+      expect(decodeAttestation(encodeAttestation(longest, Buffer.alloc(1))).oid).to.equal(longest)
+      expect(() => encodeAttestation('1.' + '2'.repeat(300), Buffer.alloc(0))).to.throw(
+        AttestationError,
+        /longer than 255 bytes/,
+      )
     })
   })
 })

@@ -8,20 +8,19 @@
 import * as grpc from '@grpc/grpc-js'
 import type { Issuer, Validator } from '../../src/lib/attestation/index.js'
 import {
-  addChallengeService,
   ChallengeRegistry,
   createAttestedChannelCredentials,
   createAttestedServerCredentials,
   isAttestationFailure,
   listenForAttestedClients,
+  openAttestedClientChannel,
 } from '../../src/lib/atls/index.js'
 import { expect } from '../support/chai.js'
 import { createFakeAttestation, type FakeFault } from '../support/fake-attestation.js'
-import { echo, EchoService, startEchoServer } from './echo-service.js'
+import { echo, echoOn, EchoService, startEchoServer } from './echo-service.js'
 import { startRawAttestedPeer } from './raw-attested-peer.js'
 import { createAttestedCertificate } from '../../src/lib/atls/certificate.js'
 import { encodeNonce } from '../../src/lib/atls/nonce.js'
-import { createAttestedClientChannelCredentials } from '../../src/lib/atls/client-attested.js'
 
 interface Attempt {
   /** The refusal the caller saw (gRPC details, or the verifying server's reason), if any. */
@@ -67,7 +66,7 @@ async function serverAttested(issuer: Issuer, validator: Validator): Promise<Att
   }
 }
 
-/** Join direction: the node (client) attests itself for a challenge nonce, the server verifies. */
+/** Join direction: the node (client) attests itself for a challenge nonce and its TLS session, the server verifies. */
 async function clientAttested(issuer: Issuer, validator: Validator): Promise<Attempt> {
   const grpcServer = new grpc.Server()
   const requests: Buffer[] = []
@@ -78,15 +77,13 @@ async function clientAttested(issuer: Issuer, validator: Validator): Promise<Att
     },
   })
   const challenges = new ChallengeRegistry()
-  addChallengeService(grpcServer, challenges)
   const listener = await listenForAttestedClients(
     grpcServer,
     { host: '127.0.0.1', port: 0 },
     { validators: [validator], challenges },
   )
   try {
-    const creds = await createAttestedClientChannelCredentials(`127.0.0.1:${listener.port}`, issuer)
-    const err = await echo(listener.port, creds).then(
+    const err = await echoOn(openAttestedClientChannel(`127.0.0.1:${listener.port}`, issuer)).then(
       () => undefined,
       (e: unknown) => e,
     )
@@ -127,7 +124,8 @@ async function mutual(
 const fake = createFakeAttestation()
 const directions: Record<string, (fault: FakeFault) => Promise<Attempt>> = {
   'server-attested (init)': (fault) => serverAttested(fake.issuer(fault), fake.validator()),
-  'client-attested (join, challenge RPC)': (fault) => clientAttested(fake.issuer(fault), fake.validator()),
+  'client-attested (join, challenge and attest RPCs)': (fault) =>
+    clientAttested(fake.issuer(fault), fake.validator()),
   'mutual, the server lies': (fault) =>
     mutual(
       { issuer: fake.issuer(fault), validator: fake.validator() },
@@ -145,6 +143,11 @@ const refusals: Record<Exclude<FakeFault, 'none'>, RegExp> = {
   expired: /document expired \(issued .*, older than \d+ ms\)/,
   'swapped-key': /certificate hash does not match user data: the certificate key is not the attested key/,
 }
+/** The join direction binds its document to the TLS session, not to a certificate key. */
+const joinRefusals: typeof refusals = {
+  ...refusals,
+  'swapped-key': /the document is bound to another TLS session/,
+}
 
 describe('aTLS direction × outcome with the fake attestation authority (no swtpm)', function () {
   for (const [direction, attempt] of Object.entries(directions)) {
@@ -153,7 +156,8 @@ describe('aTLS direction × outcome with the fake attestation authority (no swtp
       expect(got.refusal).to.equal(undefined)
       expect(got.applicationBytes).to.be.greaterThan(0)
     })
-    for (const [fault, want] of Object.entries(refusals)) {
+    const expected = direction.startsWith('client-attested') ? joinRefusals : refusals
+    for (const [fault, want] of Object.entries(expected)) {
       it(`${direction} × ${fault}: refused, naming it, before any application data`, async () => {
         const got = await attempt(fault as FakeFault)
         expect(got.refusal).to.match(want)

@@ -1,6 +1,7 @@
 /** A one-method gRPC service over raw bytes, for aTLS tests (real grpc-js on both ends). */
 import * as grpc from '@grpc/grpc-js'
 import { listenOn } from '../../src/lib/grpc/index.js'
+import { clientOn } from '../../src/lib/atls/index.js'
 
 const identity = (b: Buffer) => b
 export const EchoService: grpc.ServiceDefinition = {
@@ -55,4 +56,28 @@ export function echo(
       (err: grpc.ServiceError | null, res?: Buffer) => (err ? reject(err) : resolve(res ?? Buffer.alloc(0))),
     )
   }).finally(() => client.close())
+}
+
+/** One Echo call on an attested channel (openAttestedClientChannel, or a promise of one), which it then closes. */
+export async function echoOn(
+  channel: grpc.Channel | Promise<grpc.Channel>,
+  body = Buffer.from('secret'),
+): Promise<Buffer> {
+  const open = await channel
+  const client = clientOn(open, EchoClient)
+  try {
+    return await new Promise<Buffer>((resolve, reject) => {
+      client.makeUnaryRequest(
+        EchoService.echo!.path,
+        (b: Buffer) => b,
+        (b: Buffer) => b,
+        body,
+        { deadline: Date.now() + 20_000 },
+        (err: grpc.ServiceError | null, res?: Buffer) =>
+          err ? reject(err) : resolve(res ?? Buffer.alloc(0)),
+      )
+    })
+  } finally {
+    open.close()
+  }
 }

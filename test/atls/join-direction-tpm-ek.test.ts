@@ -9,17 +9,16 @@ import * as grpc from '@grpc/grpc-js'
 import { type Issuer, type ValidationResult } from '../../src/lib/attestation/index.js'
 import { createTpmEkIssuer, createTpmEkValidator } from '../../src/lib/attestation/tpm-ek.js'
 import {
-  addChallengeService,
   ChallengeRegistry,
   isAttestationFailure,
   listenForAttestedClients,
+  openAttestedClientChannel,
 } from '../../src/lib/atls/index.js'
-import { createAttestedClientChannelCredentials } from '../../src/lib/atls/client-attested.js'
 import { readPcrs } from '../../src/lib/tpm/index.js'
 import { CredentialActivationError } from '../../src/lib/tpm/activate-credential.js'
 import { expect } from '../support/chai.js'
 import { startSwtpm, type SwtpmHandle } from '../support/swtpm.js'
-import { echo, EchoService } from './echo-service.js'
+import { echoOn, EchoService } from './echo-service.js'
 
 describe('join direction with tpm-ek: credential activation inside the challenge (swtpm with EK certificates)', function () {
   this.timeout(60_000)
@@ -51,7 +50,6 @@ describe('join direction with tpm-ek: credential activation inside the challenge
         cb(null, call.request)
       },
     })
-    addChallengeService(grpcServer, challenges, [validator])
     const listener = await listenForAttestedClients(
       grpcServer,
       { host: '127.0.0.1', port: 0 },
@@ -69,13 +67,11 @@ describe('join direction with tpm-ek: credential activation inside the challenge
   afterEach(() => server?.stop())
 
   const target = () => `127.0.0.1:${server.port}`
-  const refusal = async (creds: Promise<grpc.ChannelCredentials>) => {
-    const err = await creds
-      .then((c) => echo(server.port, c))
-      .then(
-        () => undefined,
-        (e: unknown) => e,
-      )
+  const refusal = async (channel: Promise<grpc.Channel>) => {
+    const err = await echoOn(channel).then(
+      () => undefined,
+      (e: unknown) => e,
+    )
     expect(err, 'refused').to.be.instanceOf(Error)
     expect(isAttestationFailure(err), String(err)).to.equal(true)
     expect(server.calls, 'no call reached the service').to.have.length(0)
@@ -83,16 +79,14 @@ describe('join direction with tpm-ek: credential activation inside the challenge
   }
 
   it('serves a node whose TPM activated the credential for its EK and AK', async () => {
-    const creds = await createAttestedClientChannelCredentials(target(), createTpmEkIssuer(tpm.open))
-    expect((await echo(server.port, creds)).toString()).to.equal('secret')
+    const channel = openAttestedClientChannel(target(), createTpmEkIssuer(tpm.open))
+    expect((await echoOn(channel)).toString()).to.equal('secret')
     expect(verified).to.have.length(1)
     expect(verified[0]?.activation?.proven).to.equal(true)
   })
 
   it('refuses a TPM whose EK certificate comes from another manufacturer, at the challenge', async () => {
-    const message = await refusal(
-      createAttestedClientChannelCredentials(target(), createTpmEkIssuer(other.open)),
-    )
+    const message = await refusal(openAttestedClientChannel(target(), createTpmEkIssuer(other.open)))
     expect(message).to.match(/EK certificate chain/)
   })
 
@@ -101,11 +95,11 @@ describe('join direction with tpm-ek: credential activation inside the challenge
     const genuine = createTpmEkIssuer(tpm.open)
     const foreign = createTpmEkIssuer(other.open)
     const liar: Issuer = { ...foreign, activationRequest: () => genuine.activationRequest() }
-    const err = await createAttestedClientChannelCredentials(target(), liar).catch((e: unknown) => e)
+    const err = await openAttestedClientChannel(target(), liar).catch((e: unknown) => e)
     expect(err).to.be.instanceOf(CredentialActivationError)
     // so it guesses: the quote is genuine (tpm's), the proof is not
     const guessing: Issuer = { ...genuine, activate: () => Promise.resolve(randomBytes(32)) }
-    const message = await refusal(createAttestedClientChannelCredentials(target(), guessing))
+    const message = await refusal(openAttestedClientChannel(target(), guessing))
     expect(message).to.match(/ActivationProof|activation/i)
   })
 
@@ -116,10 +110,10 @@ describe('join direction with tpm-ek: credential activation inside the challenge
       ...issuer,
       activate: async (made) => (earlier = await issuer.activate(made)),
     }
-    await echo(server.port, await createAttestedClientChannelCredentials(target(), recording))
+    await echoOn(openAttestedClientChannel(target(), recording))
     server.calls.length = 0
     const replaying: Issuer = { ...issuer, activate: () => Promise.resolve(earlier!) }
-    const message = await refusal(createAttestedClientChannelCredentials(target(), replaying))
+    const message = await refusal(openAttestedClientChannel(target(), replaying))
     expect(message).to.match(/activation|proof|secret/i)
   })
 })

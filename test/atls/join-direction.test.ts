@@ -4,18 +4,27 @@ import * as grpc from '@grpc/grpc-js'
 import { expect } from '../support/chai.js'
 import { startSwtpm, type SwtpmHandle } from '../support/swtpm.js'
 import { readPcrs } from '../../src/lib/tpm/index.js'
-import { createIssuer, createValidator, type ValidationResult } from '../../src/lib/attestation/index.js'
 import {
-  addChallengeService,
+  createIssuer,
+  createValidator,
+  type Issuer,
+  type ValidationResult,
+} from '../../src/lib/attestation/index.js'
+import {
   ChallengeRegistry,
+  clientOn,
   listenForAttestedClients,
   isAttestationFailure,
-  targetLeavingFrom,
+  openAttestedClientChannel,
 } from '../../src/lib/atls/index.js'
-import { echo, EchoService } from './echo-service.js'
-import { createAttestedCertificate } from '../../src/lib/atls/certificate.js'
-import { encodeNonce } from '../../src/lib/atls/nonce.js'
-import { createAttestedClientChannelCredentials } from '../../src/lib/atls/client-attested.js'
+import { echo, echoOn, EchoService } from './echo-service.js'
+import { createUnattestedServerCredentials } from '../../src/lib/atls/channel-credentials.js'
+import {
+  ATTEST_PATH,
+  ChallengeService,
+  CHALLENGE_PATH,
+  encodeAttestation,
+} from '../../src/lib/atls/challenge.js'
 
 describe('join direction: attested client bound to a server challenge', function () {
   let tpm: SwtpmHandle
@@ -35,7 +44,6 @@ describe('join direction: attested client bound to a server challenge', function
         cb(null, call.request)
       },
     })
-    addChallengeService(grpcServer, challenges)
     const listener = await listenForAttestedClients(
       grpcServer,
       { host: '127.0.0.1', port: 0 },
@@ -64,8 +72,8 @@ describe('join direction: attested client bound to a server challenge', function
     await tpm.stop()
   })
   const target = () => `127.0.0.1:${server.port}`
-  const expectRefused = async (creds: grpc.ChannelCredentials, want: RegExp) => {
-    const err = await echo(server.port, creds).then(
+  const expectRefused = async (channel: Promise<grpc.Channel>, want: RegExp) => {
+    const err = await echoOn(channel).then(
       () => undefined,
       (e: unknown) => e,
     )
@@ -76,51 +84,66 @@ describe('join direction: attested client bound to a server challenge', function
     expect(isAttestationFailure(err)).to.be.true
     expect(server.calls, 'spy handler ran').to.have.length(0)
   }
+  /** Issue and Attest by hand on one plain connection, then Echo on it: what a client that does not follow the protocol gets. */
+  const byHand = async (steps: (call: (path: string, body: Buffer) => Promise<Buffer>) => Promise<void>) => {
+    const channel = new grpc.Channel(target(), createUnattestedServerCredentials(), {})
+    const challenge = clientOn(channel, grpc.makeGenericClientConstructor(ChallengeService, 'challenge'))
+    const call = (path: string, body: Buffer) =>
+      new Promise<Buffer>((resolve, reject) =>
+        challenge.makeUnaryRequest(
+          path,
+          (b: Buffer) => b,
+          (b: Buffer) => b,
+          body,
+          { deadline: Date.now() + 10_000 },
+          (err: grpc.ServiceError | null, res?: Buffer) =>
+            err ? reject(err) : resolve(res ?? Buffer.alloc(0)),
+        ),
+      )
+    await steps(call)
+    return echoOn(channel)
+  }
+  const failureOf = (work: Promise<unknown>) =>
+    work.then(
+      () => expect.fail('must be refused'),
+      (e: unknown) => e as grpc.ServiceError,
+    )
 
-  it('serves an attested node that answers a fresh challenge', async () => {
-    const creds = await createAttestedClientChannelCredentials(target(), createIssuer('qemu-vtpm', tpm.open))
-    expect((await echo(server.port, creds)).toString()).to.equal('secret')
+  it('serves an attested node that answers a fresh challenge, on one connection', async () => {
+    const seen: string[] = []
+    const relay = await startRelay(server.port, seen)
+    try {
+      const channel = openAttestedClientChannel(relay.target, createIssuer('qemu-vtpm', tpm.open))
+      expect((await echoOn(channel)).toString()).to.equal('secret')
+    } finally {
+      await relay.close()
+    }
+    expect(seen, 'connections').to.have.length(1)
     expect(server.calls).to.have.length(1)
     expect(verified).to.have.length(1)
   })
 
-  it('a node on a shared host: every connection leaves from its address, one per channel', async () => {
+  it('a node on a shared host: its one connection leaves from its address', async () => {
     const from = '127.0.0.7'
     const seen: string[] = []
-    const relay = createServer((inbound) => {
-      seen.push(inbound.remoteAddress ?? '')
-      const outbound = connect({ host: '127.0.0.1', port: server.port })
-      inbound.pipe(outbound).pipe(inbound)
-      const end = () => (inbound.destroy(), outbound.destroy())
-      inbound.on('error', end).on('close', end)
-      outbound.on('error', end).on('close', end)
-    })
-    await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve))
+    const relay = await startRelay(server.port, seen)
     try {
-      const target = `127.0.0.1:${(relay.address() as AddressInfo).port}`
-      const creds = await createAttestedClientChannelCredentials(
-        target,
-        createIssuer('qemu-vtpm', tpm.open),
-        10_000,
-        from,
-      )
-      expect((await echo(targetLeavingFrom(target, from), creds)).toString()).to.equal('secret')
-      // the challenge's channel and the call's: none dialled from elsewhere and dropped
-      expect(seen).to.deep.equal([from, from])
+      const channel = openAttestedClientChannel(relay.target, createIssuer('qemu-vtpm', tpm.open), {
+        localAddress: from,
+      })
+      expect((await echoOn(channel)).toString()).to.equal('secret')
+      expect(seen).to.deep.equal([from])
     } finally {
-      await new Promise((resolve) => relay.close(resolve))
+      await relay.close()
     }
   })
 
   it("credentials for a node's address refuse a channel that dials from elsewhere, naming why", async () => {
-    const creds = await createAttestedClientChannelCredentials(
-      target(),
-      createIssuer('qemu-vtpm', tpm.open),
-      10_000,
-      '127.0.0.7',
-    )
     // a plain target: grpc-js dials from 127.0.0.1
-    const err = await echo(server.port, creds).then(
+    const err = await echo(
+      server.port,
+      createUnattestedServerCredentials({ localAddress: '127.0.0.7' }),
+    ).then(
       () => undefined,
       (e: unknown) => e,
     )
@@ -129,33 +152,56 @@ describe('join direction: attested client bound to a server challenge', function
     expect(server.calls).to.have.length(0)
   })
 
-  it('refuses a replay of a used challenge (same certificate on a new connection)', async () => {
-    const creds = await createAttestedClientChannelCredentials(target(), createIssuer('qemu-vtpm', tpm.open))
-    await echo(server.port, creds)
+  it('refuses every call on a connection that has not attested', async () => {
+    const err = await failureOf(echo(server.port, createUnattestedServerCredentials()))
+    expect(err.code).to.equal(grpc.status.UNAUTHENTICATED)
+    expect(err.details).to.match(/has not attested: call Issue, then Attest/)
+    expect(isAttestationFailure(err)).to.be.true
+    expect(server.calls).to.have.length(0)
+  })
+
+  it('refuses a document replayed on another connection, and one bound to another session (relay)', async () => {
+    const issuer = createIssuer('qemu-vtpm', tpm.open)
+    let recorded: Buffer | undefined
+    const recording: Issuer = { ...issuer, issue: async (u, n) => (recorded = await issuer.issue(u, n)) }
+    await echoOn(openAttestedClientChannel(target(), recording))
     server.calls.length = 0
-    await expectRefused(creds, /already used \(replay\)/)
+    const replaying: Issuer = { ...issuer, issue: () => Promise.resolve(recorded!) }
+    await expectRefused(openAttestedClientChannel(target(), replaying), /nonce/i)
+    // the right nonce, but the session binding of some other connection: a relay's document
+    const relaying: Issuer = { ...issuer, issue: (_binding, nonce) => issuer.issue(randomBytes(32), nonce) }
+    await expectRefused(openAttestedClientChannel(target(), relaying), /bound to another TLS session/)
   })
 
-  it('refuses a nonce the server never issued', async () => {
-    const replay = await createAttestedCertificate(
-      createIssuer('qemu-vtpm', tpm.open),
-      randomBytes(32),
-      new Date(),
-      encodeNonce(randomBytes(32)),
+  it('refuses a document for a nonce the server never issued', async () => {
+    const issuer = createIssuer('qemu-vtpm', tpm.open)
+    const guessing: Issuer = { ...issuer, issue: (binding) => issuer.issue(binding, randomBytes(32)) }
+    await expectRefused(openAttestedClientChannel(target(), guessing), /nonce/i)
+  })
+
+  it('takes one challenge and one answer per connection, and a refused connection stays refused', async () => {
+    const noChallenge = await failureOf(
+      byHand((call) => call(ATTEST_PATH, encodeAttestation('1.2.3', Buffer.alloc(8))).then(() => {})),
     )
-    await expectRefused(
-      grpc.credentials.createSsl(null, Buffer.from(replay.keyPem), Buffer.from(replay.certPem), {
-        rejectUnauthorized: false,
+    expect(noChallenge.details).to.match(/no challenge is open on this connection: call Issue first/)
+    const twice = await failureOf(
+      byHand(
+        async (call) =>
+          void (await call(CHALLENGE_PATH, Buffer.alloc(0)), await call(CHALLENGE_PATH, Buffer.alloc(0))),
+      ),
+    )
+    expect(twice.code).to.equal(grpc.status.FAILED_PRECONDITION)
+    expect(twice.details).to.match(/has had its challenge/)
+    // a garbage answer is refused, and so is every call on that connection after it
+    const garbage = await failureOf(
+      byHand(async (call) => {
+        await call(CHALLENGE_PATH, Buffer.alloc(0))
+        await call(ATTEST_PATH, encodeAttestation('1.3.9900.1.3', Buffer.from('{}'))).catch(() => {})
       }),
-      /not issued by this server, expired, or already used/,
     )
-  })
-
-  it('refuses a client without a certificate', async () => {
-    await expectRefused(
-      grpc.credentials.createSsl(null, null, null, { rejectUnauthorized: false }),
-      /no certificate/,
-    )
+    expect(garbage.code).to.equal(grpc.status.UNAUTHENTICATED)
+    expect(isAttestationFailure(garbage)).to.be.true
+    expect(server.calls).to.have.length(0)
   })
 
   it('a challenge is single-use and expires', () => {
@@ -170,3 +216,20 @@ describe('join direction: attested client bound to a server challenge', function
     expect(reg.consume(randomBytes(32))).to.be.false
   })
 })
+
+/** A TCP relay to 127.0.0.1:`port` that records the address each connection came from. */
+async function startRelay(port: number, seen: string[]) {
+  const relay = createServer((inbound) => {
+    seen.push(inbound.remoteAddress ?? '')
+    const outbound = connect({ host: '127.0.0.1', port })
+    inbound.pipe(outbound).pipe(inbound)
+    const end = () => (inbound.destroy(), outbound.destroy())
+    inbound.on('error', end).on('close', end)
+    outbound.on('error', end).on('close', end)
+  })
+  await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve))
+  return {
+    target: `127.0.0.1:${(relay.address() as AddressInfo).port}`,
+    close: () => new Promise((resolve) => relay.close(resolve)),
+  }
+}

@@ -1,6 +1,6 @@
 import * as grpc from '@grpc/grpc-js'
 import { expect } from '../support/chai.js'
-import { targetLeavingFrom } from '../../src/lib/atls/index.js'
+import { targetLeavingFrom } from '../../src/lib/atls/leave-from.js'
 import { echo } from './echo-service.js'
 
 describe('targetLeavingFrom: channel targets with a source address', () => {

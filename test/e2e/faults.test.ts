@@ -12,7 +12,7 @@
  * checks depends on the steps before it, so each case is one test rather than several that would
  * each rebuild the cluster.
  */
-import { createPrivateKey, createPublicKey } from 'node:crypto'
+import { randomBytes } from 'node:crypto'
 import { execFile } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
 import { rm, writeFile } from 'node:fs/promises'
@@ -21,13 +21,8 @@ import { promisify } from 'node:util'
 import * as grpc from '@grpc/grpc-js'
 import { APIClient, type IssueJoinTicketRequest, type IssueJoinTicketResponse } from '../../src/gen/join.js'
 import type { Issuer } from '../../src/lib/attestation/index.js'
-import { isAttestationFailure, targetLeavingFrom } from '../../src/lib/atls/index.js'
-import { createAttestedCertificate } from '../../src/lib/atls/certificate.js'
-import { CHALLENGE_PATH, ChallengeService } from '../../src/lib/atls/challenge.js'
-import { createUnattestedServerCredentials } from '../../src/lib/atls/channel-credentials.js'
-import { encodeNonce } from '../../src/lib/atls/nonce.js'
+import { clientOn, isAttestationFailure, openAttestedClientChannel } from '../../src/lib/atls/index.js'
 import { nodePaths, workspacePaths } from '../../src/lib/paths.js'
-import { distinguishedName, randomSerialNumber, signCertificate, toPem } from '../../src/lib/x509/index.js'
 import { stringifyYaml } from '../../src/lib/yaml/index.js'
 import { nodeIssuer } from '../../src/wiring/node.js'
 import { expect } from '../support/chai.js'
@@ -85,38 +80,20 @@ async function startWatched(cluster: TestCluster, node: ClusterNode): Promise<Wa
   }
 }
 
-/** The join service's single-use challenge (the lib's client fetches it the same way). */
-async function challenge(endpoint: string): Promise<Buffer> {
-  const Client = grpc.makeGenericClientConstructor(ChallengeService, 'challenge')
-  const client = new Client(endpoint, createUnattestedServerCredentials())
-  try {
-    return await new Promise<Buffer>((resolve, reject) =>
-      client.makeUnaryRequest(
-        CHALLENGE_PATH,
-        (b: Buffer) => b,
-        (b: Buffer) => b,
-        Buffer.alloc(0),
-        { deadline: Date.now() + 10_000 },
-        (err: grpc.ServiceError | null, res?: Buffer) => (err || !res ? reject(err) : resolve(res)),
-      ),
-    )
-  } finally {
-    client.close()
-  }
-}
-
-/** IssueJoinTicket on a new connection presenting `cert`: the response, or the gRPC error. */
-async function presentCertificate(
+/** IssueJoinTicket on a new connection that attests with `issuer`: the response, or the gRPC error. */
+async function askWith(
   endpoint: string,
-  cert: { certPem: string; keyPem: string },
+  issuer: Issuer,
   request: IssueJoinTicketRequest,
   from: string,
 ): Promise<IssueJoinTicketResponse | grpc.ServiceError> {
-  const credentials = createUnattestedServerCredentials({ clientCertificate: cert, localAddress: from })
-  const client = new APIClient(targetLeavingFrom(endpoint, from), credentials, {
-    'grpc.ssl_target_name_override': 'constellation',
-    'grpc.enable_retries': 0,
-  })
+  let channel: grpc.Channel
+  try {
+    channel = await openAttestedClientChannel(endpoint, issuer, { localAddress: from, deadlineMs: 30_000 })
+  } catch (err) {
+    return err as grpc.ServiceError
+  }
+  const client = clientOn(channel, APIClient)
   try {
     return await new Promise((resolve) =>
       client.issueJoinTicket(request, new grpc.Metadata(), { deadline: Date.now() + 30_000 }, (err, res) =>
@@ -124,32 +101,8 @@ async function presentCertificate(
       ),
     )
   } finally {
-    client.close()
+    channel.close()
   }
-}
-
-/** A certificate for `nonce` carrying `document` (bound to another nonce), signed by the same key. */
-function certificateReplaying(
-  original: { keyPem: string },
-  issuer: Issuer,
-  document: Buffer,
-  nonce: Buffer,
-): { certPem: string; keyPem: string } {
-  const name = distinguishedName([['CN', encodeNonce(nonce)]])
-  const now = Date.now()
-  const der = signCertificate(
-    {
-      serialNumber: randomSerialNumber(),
-      subject: name,
-      issuer: name,
-      notBefore: new Date(now - 60 * 60 * 1000),
-      notAfter: new Date(now + 60 * 60 * 1000),
-      publicKey: createPublicKey(original.keyPem),
-      extensions: [{ oid: issuer.oid, critical: false, value: document }],
-    },
-    createPrivateKey(original.keyPem),
-  )
-  return { certPem: toPem(der), keyPem: original.keyPem }
 }
 
 describe('faults: a killed join service, wrong measurements, a replayed attestation (CLI processes)', function () {
@@ -306,34 +259,32 @@ describe('faults: a killed join service, wrong measurements, a replayed attestat
       issue: async (userData, nonce) => (document = await issuer.issue(userData, nonce)),
     }
 
-    // 1. The genuine session: the join service's nonce, the node's quote over it: a ticket.
-    const first = await challenge(endpoint)
-    const genuine = await createAttestedCertificate(recording, first, new Date(), encodeNonce(first))
+    // 1. The genuine session: the join service's nonce, the node's quote over it and the session: a ticket.
     const from = node.member.vpcIP // the worker's own address, as its join client leaves from it
     const request = () => genuineJoinRequest('worker-0', from)
-    const ticket = await presentCertificate(endpoint, genuine, await request(), from)
+    const ticket = await askWith(endpoint, recording, await request(), from)
     expect(ticket, 'the genuine attestation gets a ticket').to.not.be.instanceOf(Error)
     expect((ticket as IssueJoinTicketResponse).stateDiskKey).to.have.length(32)
 
-    // 2. The same certificate on a new connection: its nonce is spent.
-    const verbatim = await presentCertificate(endpoint, genuine, await request(), from)
-    expectRefusal(verbatim, /already used \(replay\)/)
+    // 2. The same document on a new connection: it is bound to the nonce of the first.
+    const replaying: Issuer = { ...issuer, issue: () => Promise.resolve(document!) }
+    expectRefusal(
+      await askWith(endpoint, replaying, await request(), from),
+      /not bound to this nonce.*replayed document/,
+    )
 
-    // 3. The same document and key in a certificate for a fresh nonce: the quote is bound to the old one.
-    const fresh = await challenge(endpoint)
-    const replayed = certificateReplaying(genuine, issuer, document!, fresh)
-    const again = await presentCertificate(endpoint, replayed, await request(), from)
-    expectRefusal(again, /not bound to this nonce.*replayed document/)
+    // 3. A fresh quote over this connection's nonce, bound to another session: what a relay holds.
+    const relaying: Issuer = { ...issuer, issue: (_session, nonce) => issuer.issue(randomBytes(32), nonce) }
+    expectRefusal(await askWith(endpoint, relaying, await request(), from), /bound to another TLS session/)
 
     const audit = await joinAuditLines(cp0)
-    expect(audit.map((l) => [l.node, l.verdict])).to.deep.equal([
-      ['worker-0', 'ok'],
-      ['', 'refused'],
-      ['', 'refused'],
+    expect(audit.map((l) => [l.rpc, l.node, l.verdict])).to.deep.equal([
+      ['IssueJoinTicket', 'worker-0', 'ok'],
+      ['Attest', '', 'refused'],
+      ['Attest', '', 'refused'],
     ])
-    expect(audit[1]?.reason).to.match(/already used \(replay\)/)
-    expect(audit[2]?.reason).to.match(/not bound to this nonce.*replayed document/)
-    for (const line of audit.slice(1)) expect(line.rpc).to.equal('IssueJoinTicket')
+    expect(audit[1]?.reason).to.match(/not bound to this nonce.*replayed document/)
+    expect(audit[2]?.reason).to.match(/bound to another TLS session/)
   })
 })
 

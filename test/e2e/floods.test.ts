@@ -17,9 +17,8 @@ import * as grpc from '@grpc/grpc-js'
 import { APIClient, RecoverMessage } from '../../src/gen/recover.js'
 import { APIClient as JoinClient, type IssueJoinTicketResponse } from '../../src/gen/join.js'
 import { CHALLENGE_PATH } from '../../src/lib/atls/challenge.js'
-import { createAttestedClientChannelCredentials } from '../../src/lib/atls/client-attested.js'
 import { encodeNonce } from '../../src/lib/atls/nonce.js'
-import { targetLeavingFrom } from '../../src/lib/atls/index.js'
+import { clientOn, openAttestedClientChannel } from '../../src/lib/atls/index.js'
 import { clusterKmsUri, NO_STORE_URI } from '../../src/lib/kms/index.js'
 import { stringifyYaml } from '../../src/lib/yaml/index.js'
 import { nodeIssuer } from '../../src/wiring/node.js'
@@ -193,12 +192,22 @@ describe('floods against real node processes: recovery and join (CLI processes)'
     const worker = await cluster.addNode({ name: 'worker_0', role: 'worker', peers: [cp0.member] })
     // a node (its own swtpm) holds a challenge through the whole flood, and answers it afterwards
     const late = await cluster.addNode({ name: 'worker_1', role: 'worker', peers: [cp0.member] })
-    const lateCredentials = await createAttestedClientChannelCredentials(
+    // it has its challenge, and quotes only once the flood is over
+    let floodOver = () => {}
+    const over = new Promise<void>((resolve) => (floodOver = resolve))
+    let challenged = () => {}
+    const holding = new Promise<void>((resolve) => (challenged = resolve))
+    const lateIssuer = nodeIssuer(late.local.nodeConfig('127.0.0.1:0'), late.local.swtpm.open)
+    const lateChannel = openAttestedClientChannel(
       target,
-      nodeIssuer(late.local.nodeConfig('127.0.0.1:0'), late.local.swtpm.open),
-      10_000,
-      late.member.vpcIP, // its own address, which the metadata lists for it
+      {
+        ...lateIssuer,
+        issue: async (session, nonce) => (challenged(), await over, lateIssuer.issue(session, nonce)),
+      },
+      { localAddress: late.member.vpcIP }, // its own address, which the metadata lists for it
     )
+    lateChannel.catch(() => {}) // awaited below; a refusal must not surface before that
+    await holding
 
     const conns = await Promise.all(attackers(4).map((from) => open(cluster.joinPort, from, 'constellation')))
     const challenges = flood(conns, (s) => s.call(CHALLENGE_PATH, Buffer.alloc(0)), {
@@ -208,13 +217,14 @@ describe('floods against real node processes: recovery and join (CLI processes)'
     await holdSilently(cluster.joinPort, '127.0.0.9', 24)
     const joining = await worker.start()
     const answers = await challenges.done
-    expect(tally(answers)).to.deep.equal({ OK: 3_000 })
+    // one challenge per connection: each of the four got its nonce, and was told why not more
+    expect(tally(answers)).to.deep.equal({ OK: 4, FAILED_PRECONDITION: 2_996 })
+    floodOver()
 
     const joined = await joining.exited
     expect(joined.code, joined.stderr + joined.stdout).to.equal(0)
     const ticket = await issueJoinTicket(
-      targetLeavingFrom(target, late.member.vpcIP),
-      lateCredentials,
+      await lateChannel,
       await genuineJoinRequest('worker-1', late.member.vpcIP),
     )
     expect(ticket.stateDiskKey).to.have.length(32)
@@ -230,14 +240,13 @@ describe('floods against real node processes: recovery and join (CLI processes)'
 })
 
 function issueJoinTicket(
-  target: string,
-  credentials: grpc.ChannelCredentials,
+  channel: grpc.Channel,
   request: Awaited<ReturnType<typeof genuineJoinRequest>>,
 ): Promise<IssueJoinTicketResponse> {
-  const client = new JoinClient(target, credentials, { 'grpc.ssl_target_name_override': 'constellation' })
+  const client = clientOn(channel, JoinClient)
   return new Promise<IssueJoinTicketResponse>((resolve, reject) =>
     client.issueJoinTicket(request, new grpc.Metadata(), { deadline: Date.now() + 30_000 }, (err, res) =>
       err ? reject(err) : resolve(res),
     ),
-  ).finally(() => client.close())
+  ).finally(() => channel.close())
 }

@@ -19,8 +19,7 @@ import {
   type IssueRejoinTicketResponse,
 } from '../../src/gen/join.js'
 import { createIssuer, type Issuer } from '../../src/lib/attestation/index.js'
-import { createAttestedClientChannelCredentials } from '../../src/lib/atls/client-attested.js'
-import { targetLeavingFrom } from '../../src/lib/atls/index.js'
+import { clientOn, openAttestedClientChannel } from '../../src/lib/atls/index.js'
 import { CONTROL_PLANE_LEASE } from '../../src/lib/joinservice/control-plane-turns.js'
 import { readNodeState } from '../../src/lib/nodeconfig/index.js'
 import { nodePaths } from '../../src/lib/paths.js'
@@ -74,16 +73,16 @@ describe('impersonation: attested callers that claim another node, disk or role 
     issuer: Issuer,
     invoke: (client: APIClient, done: (err: grpc.ServiceError | null, res: Res) => void) => void,
   ): Promise<Res | grpc.ServiceError> {
-    const credentials = await createAttestedClientChannelCredentials(target(), issuer, 10_000, from)
-    const client = new APIClient(targetLeavingFrom(target(), from), credentials, {
-      'grpc.ssl_target_name_override': 'constellation',
+    const channel = await openAttestedClientChannel(target(), issuer, {
+      deadlineMs: 10_000,
+      localAddress: from,
     })
     try {
       return await new Promise<Res | grpc.ServiceError>((resolve) =>
-        invoke(client, (err, res) => resolve(err ?? res)),
+        invoke(clientOn(channel, APIClient), (err, res) => resolve(err ?? res)),
       )
     } finally {
-      client.close()
+      channel.close()
     }
   }
   const options = () => ({ deadline: Date.now() + 30_000 })

@@ -16,7 +16,7 @@ import path from 'node:path'
 import * as grpc from '@grpc/grpc-js'
 import { APIClient, type IssueJoinTicketResponse } from '../../src/gen/join.js'
 import { createIssuer, type CvmHardware, type Issuer } from '../../src/lib/attestation/index.js'
-import { createAttestedClientChannelCredentials } from '../../src/lib/atls/client-attested.js'
+import { clientOn, openAttestedClientChannel } from '../../src/lib/atls/index.js'
 import {
   createSnpStandIn,
   createTdxStandIn,
@@ -94,17 +94,24 @@ describe('constellation mini with confidential-VM variants through the stand-in 
     const cp0 = cluster.nodes[0]!
     const worker = cluster.nodes[1]!
     const target = `${cp0.address}:30090`
-    const credentials = await createAttestedClientChannelCredentials(target, issuer, 10_000)
-    const client = new APIClient(target, credentials, { 'grpc.ssl_target_name_override': 'constellation' })
+    let channel: grpc.Channel
+    try {
+      channel = await openAttestedClientChannel(target, issuer)
+    } catch (err) {
+      return err as grpc.ServiceError // refused at Attest, before any other call
+    }
     const request = await genuineJoinRequest(worker.name, worker.address)
     try {
       return await new Promise((resolve) =>
-        client.issueJoinTicket(request, new grpc.Metadata(), { deadline: Date.now() + 30_000 }, (err, res) =>
-          resolve(err ?? res),
+        clientOn(channel, APIClient).issueJoinTicket(
+          request,
+          new grpc.Metadata(),
+          { deadline: Date.now() + 30_000 },
+          (err, res) => resolve(err ?? res),
         ),
       )
     } finally {
-      client.close()
+      channel.close()
     }
   }
 

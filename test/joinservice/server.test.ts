@@ -26,7 +26,7 @@ import {
   type Validator,
   encodeJoinConfig,
 } from '../../src/lib/attestation/index.js'
-import { isAttestationFailure, targetLeavingFrom } from '../../src/lib/atls/index.js'
+import { clientOn, isAttestationFailure, openAttestedClientChannel } from '../../src/lib/atls/index.js'
 import { ClusterKms, KeyServiceUnreachableError } from '../../src/lib/kms/index.js'
 import { createLogger, writeFileAtomic } from '../../src/lib/system/index.js'
 import {
@@ -54,7 +54,6 @@ import {
   realDataKeys,
   serviceFiles,
 } from './fakes.js'
-import { createAttestedClientChannelCredentials } from '../../src/lib/atls/client-attested.js'
 
 const UUID = '0b4f5e2a-1c3d-4e5f-8a9b-0c1d2e3f4a5b'
 const uuid = (i: number) => `0b4f5e2a-1c3d-4e5f-8a9b-${String(i).padStart(12, '0')}`
@@ -75,7 +74,6 @@ const MEMBERS = Object.entries(ADDRESSES).map(([name, vpcIP]) => ({
   vpcIP,
 }))
 /** The server is not attested in this direction; a fixed name keeps the IP address out of SNI. */
-const SERVER_NAME = { 'grpc.ssl_target_name_override': 'constellation' }
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 const kms = new ClusterKms(MASTER.key, MASTER.salt)
 interface AuditLine {
@@ -181,20 +179,19 @@ describe('join service over aTLS', function () {
     hostCertificatePrincipals: [],
   })
 
-  /** One JoinClient attempt: a fresh challenge and attested certificate, one call, channel closed. */
+  /** One JoinClient attempt: a fresh challenge and attestation on a fresh connection, one call, channel closed. */
   async function call<Res>(
     issuer: Issuer,
     invoke: (client: APIClient, done: (err: grpc.ServiceError | null, res: Res) => void) => void,
     from?: string,
   ): Promise<Res> {
-    const creds = await createAttestedClientChannelCredentials(target, issuer, 10_000, from)
-    const client = new APIClient(targetLeavingFrom(target, from), creds, SERVER_NAME)
+    const channel = await openAttestedClientChannel(target, issuer, { localAddress: from })
     try {
       return await new Promise<Res>((resolve, reject) =>
-        invoke(client, (err, res) => (err ? reject(err) : resolve(res))),
+        invoke(clientOn(channel, APIClient), (err, res) => (err ? reject(err) : resolve(res))),
       )
     } finally {
-      client.close()
+      channel.close()
     }
   }
   const options = () => ({ deadline: Date.now() + 10_000 })
@@ -258,28 +255,25 @@ describe('join service over aTLS', function () {
     expect(keysAsked, 'key service spy').to.deep.equal([])
     expect(tokens.issued).to.deep.equal([])
     const [line] = audits()
-    expect(line).to.include({ rpc: 'IssueJoinTicket', node: '', role: 'unknown', verdict: 'refused' })
+    expect(line).to.include({ rpc: 'Attest', node: '', role: 'unknown', verdict: 'refused' })
     expect(line?.reason).to.match(/measurement validation failed/)
     expect(line?.peer).to.match(/^127\.0\.0\.1:\d+$/)
   })
 
-  it('refuses a replayed attestation (a used challenge)', async () => {
+  it('refuses a replayed attestation (a document from an earlier connection)', async () => {
     await start()
-    const creds = await createAttestedClientChannelCredentials(target, fake.issuer())
-    const req = await request(await nodeCsr('worker-1', '127.0.0.1'))
-    const once = (c: APIClient) =>
-      new Promise<IssueJoinTicketResponse>((resolve, reject) =>
-        c.issueJoinTicket(req, new grpc.Metadata(), options(), (err, res) =>
-          err ? reject(err) : resolve(res),
-        ),
-      )
-    const first = new APIClient(target, creds, SERVER_NAME)
-    await once(first).finally(() => first.close())
-    const replay = new APIClient(target, creds, SERVER_NAME)
-    const err = await failureOf(once(replay).finally(() => replay.close()))
+    const honest = fake.issuer()
+    let recorded: Buffer | undefined
+    const recording: Issuer = { ...honest, issue: async (u, n) => (recorded = await honest.issue(u, n)) }
+    await join(await request(await nodeCsr('worker-1', '127.0.0.1')), recording)
+    const replaying: Issuer = { ...honest, issue: () => Promise.resolve(recorded!) }
+    const err = await failureOf(join(await request(await nodeCsr('worker-2', '127.0.0.1')), replaying))
     expect(err.code).to.equal(grpc.status.UNAUTHENTICATED)
-    expect(err.details).to.match(/already used \(replay\)/)
-    expect(audits().map((l) => l.verdict)).to.deep.equal(['ok', 'refused'])
+    expect(err.details).to.match(/bound to another nonce \(replayed/)
+    expect(audits().map((l) => [l.rpc, l.verdict])).to.deep.equal([
+      ['IssueJoinTicket', 'ok'],
+      ['Attest', 'refused'],
+    ])
   })
 
   it('refuses a CSR for another address, naming the IP SAN, before asking for any key', async () => {
@@ -519,7 +513,7 @@ describe('join service over aTLS', function () {
     await stopping
     expect((await joining).stateDiskKey).to.deep.equal(kms.diskKey(UUID))
     await service.done
-    await expect(createAttestedClientChannelCredentials(target, fake.issuer(), 2_000)).to.be.rejected
+    await expect(openAttestedClientChannel(target, fake.issuer(), { deadlineMs: 2_000 })).to.be.rejected
   })
 
   it('stops at once when idle, even with a node connected earlier', async () => {

@@ -17,7 +17,7 @@ import {
 } from '../../src/lib/attestation/index.js'
 import { createTpmEkIssuer } from '../../src/lib/attestation/tpm-ek.js'
 import { isAttestationFailure } from '../../src/lib/atls/index.js'
-import { createAttestedClientChannelCredentials } from '../../src/lib/atls/client-attested.js'
+import { clientOn, openAttestedClientChannel } from '../../src/lib/atls/index.js'
 import {
   createJoinService,
   createKubeletSigner,
@@ -120,10 +120,10 @@ describe('join service of a tpm-ek cluster (swtpms with EK certificates)', funct
     await dir.cleanup()
   })
 
-  /** One JoinClient attempt: challenge (with the activation request), attested certificate, one call. */
+  /** One JoinClient attempt: challenge (with the activation request), attestation, one call, on one connection. */
   async function join(issuer: Issuer): Promise<IssueJoinTicketResponse> {
-    const creds = await createAttestedClientChannelCredentials(target, issuer)
-    const client = new APIClient(target, creds, { 'grpc.ssl_target_name_override': 'constellation' })
+    const channel = await openAttestedClientChannel(target, issuer)
+    const client = clientOn(channel, APIClient)
     const request = {
       diskUuid: UUID,
       certificateRequest: encodeFakeCsr(await nodeCsr('worker-1', '127.0.0.1')),
@@ -138,7 +138,7 @@ describe('join service of a tpm-ek cluster (swtpms with EK certificates)', funct
         ),
       )
     } finally {
-      client.close()
+      channel.close()
     }
   }
   const audits = () =>

@@ -98,8 +98,6 @@ export interface PeerCertificate {
   der: Buffer
   cert: X509Certificate
   fields: CertificateView
-  /** The subject's one CN (the join direction's nonce); undefined when there is none or several. */
-  commonName?: string
 }
 
 /**
@@ -122,8 +120,7 @@ export async function readPeerCertificate(peer: Buffer | X509Certificate): Promi
   // node:crypto re-encodes the parsed certificate, so a length difference means bytes DER does not cover
   if (cert.raw.length !== der.length)
     throw new AttestationError('peer certificate has bytes outside its DER encoding')
-  const names = fields.subjectCommonNames
-  return { der, cert, fields, commonName: names.length === 1 ? names[0] : undefined }
+  return { der, cert, fields }
 }
 
 /**

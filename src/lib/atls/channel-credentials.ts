@@ -123,18 +123,22 @@ interface HandshakeOptions {
   servername: string
   clientCertificate?: { certPem: string; keyPem: string }
   timeoutMs: number
+  minVersion?: 'TLSv1.2' | 'TLSv1.3'
   /** Runs after the TLS handshake; grpc-js gets the connection only once it resolves. */
   check?: (tls: TLSSocket) => Promise<void>
 }
 
 /**
- * One context for every connection that presents no certificate: it holds settings only (no key,
- * no trusted CA, no session), and OpenSSL 3 takes about 0.15 ms of CPU to make one; a join
- * makes its challenge connection with it.
+ * One context per TLS floor for every connection that presents no certificate: it holds settings
+ * only (no key, no trusted CA, no session), and OpenSSL 3 takes about 0.15 ms of CPU to make one;
+ * a join's connection is made with one.
  */
-let plainContext: SecureContext | undefined
-const contextWithoutCertificate = (): SecureContext =>
-  (plainContext ??= createSecureContext({ ca: [], minVersion: 'TLSv1.2' }))
+const plainContexts = new Map<string, SecureContext>()
+function contextWithoutCertificate(minVersion: 'TLSv1.2' | 'TLSv1.3'): SecureContext {
+  let context = plainContexts.get(minVersion)
+  if (!context) plainContexts.set(minVersion, (context = createSecureContext({ ca: [], minVersion })))
+  return context
+}
 
 function tlsHandshake(socket: Socket, opts: HandshakeOptions): Promise<SecureConnectResult> {
   const peer = `${socket.remoteAddress}:${socket.remotePort}`
@@ -143,13 +147,13 @@ function tlsHandshake(socket: Socket, opts: HandshakeOptions): Promise<SecureCon
       socket,
       servername: opts.servername,
       ALPNProtocols: ['h2'],
-      minVersion: 'TLSv1.2',
+      minVersion: opts.minVersion ?? 'TLSv1.2',
       // the peer is self-signed by design; trust comes from attestation, so no CA is trusted (and
       // Node builds no root store: ~40 ms per connection, far more with a large extra CA bundle)
       rejectUnauthorized: false,
       ...(opts.clientCertificate
         ? { ca: [], cert: opts.clientCertificate.certPem, key: opts.clientCertificate.keyPem }
-        : { secureContext: contextWithoutCertificate() }),
+        : { secureContext: contextWithoutCertificate(opts.minVersion ?? 'TLSv1.2') }),
     })
     const fail = (err: unknown) => {
       clearTimeout(timer)
@@ -180,24 +184,27 @@ export function createAttestedChannelCredentials(opts: AttestedChannelOptions): 
 }
 
 /**
- * Client side of the join direction, where the server is not attested (as in Constellation): TLS
- * with no CA trusted and a fixed server name (not the IP address), optionally presenting a client
- * certificate. grpc-js' own SSL credentials would load the default CA bundle into every connection.
+ * Client side of the join direction, where the server is not attested (as in Constellation): TLS 1.3
+ * with no CA trusted and a fixed server name (not the IP address); `onSecure` sees each connection
+ * once its handshake is done, before grpc-js uses it. grpc-js' own SSL credentials would load the
+ * default CA bundle into every connection.
  */
 export function createUnattestedServerCredentials(
   opts: {
-    clientCertificate?: { certPem: string; keyPem: string }
     handshakeTimeoutMs?: number
     /** The address connections must leave from (the node's own, on a shared host); any without. */
     localAddress?: string
+    onSecure?: (tls: TLSSocket) => void
   } = {},
 ): ChannelCredentials {
   return new HandshakeChannelCredentials(
     (socket) =>
       tlsHandshake(socket, {
         servername: UNATTESTED_SERVER_NAME,
-        clientCertificate: opts.clientCertificate,
         timeoutMs: opts.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS,
+        // the join direction binds its attestation to the session's exporter: unique from TLS 1.3 on
+        minVersion: 'TLSv1.3',
+        check: (tls) => Promise.resolve(opts.onSecure?.(tls)),
       }),
     opts.localAddress,
   )

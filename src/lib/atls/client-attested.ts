@@ -1,26 +1,31 @@
 /**
- * Join direction: the server requires an attested client bound to a nonce the server chose.
- * Node's TLS client cannot read the CertificateRequest's acceptable-CA list (Constellation's nonce
- * channel), so the nonce comes from a single-use challenge RPC first; the client then presents a
- * per-connection certificate whose Subject CN is base64(nonce) and whose attestation binds that
- * nonce and the certificate key. The server verifies it before gRPC ever sees the connection.
+ * Join direction, server side: the server requires an attested client bound to a nonce the server
+ * chose, all on one connection. Node's TLS client cannot read the CertificateRequest's acceptable-CA
+ * list (Constellation's nonce channel), so the client takes the nonce from the Issue RPC of the
+ * connection it is on, and answers with the Attest RPC on it: a document bound to that nonce and
+ * to the connection's TLS session (sessionBinding). Every other method is refused on a connection
+ * until its Attest verified, before any handler runs.
  */
 import * as grpc from '@grpc/grpc-js'
 import { createServer as createNetServer, type Socket } from 'node:net'
 import { createServer as createTlsServer, type TLSSocket } from 'node:tls'
-import type { Issuer, ValidationResult, Validator } from '../attestation/index.js'
+import type { ValidationResult, Validator } from '../attestation/index.js'
 import { AttestationError } from '../attestation/index.js'
 import { ConnectionLimiter, peerAddress, type ConnectionLimits } from '../grpc/index.js'
 import type { Logger } from '../system/index.js'
-import type { MadeCredential } from '../tpm/index.js'
-import { createAttestedCertificate, readPeerCertificate, verifyAttestedCertificate } from './certificate.js'
-import { createUnattestedServerCredentials } from './channel-credentials.js'
-import { ChallengeService, CHALLENGE_PATH, decodeCredential, encodeCredential } from './challenge.js'
+import { createAttestedCertificate } from './certificate.js'
+import {
+  ATTEST_PATH,
+  ChallengeService,
+  CHALLENGE_PATH,
+  decodeAttestation,
+  encodeCredential,
+  sessionBinding,
+} from './challenge.js'
 import { ChallengeLimitError, type ChallengeRegistry } from './challenge-registry.js'
 import { REFUSAL_PREFIX } from './failure.js'
-import { decodeNonce, encodeNonce, NONCE_BYTES } from './nonce.js'
+import { NONCE_BYTES } from './nonce.js'
 import { SERVER_HANDSHAKE_TIMEOUT_MS } from './server-credentials.js'
-import { targetLeavingFrom } from './leave-from.js'
 
 export interface AttestedClientListenerOptions {
   validators: Validator[]
@@ -30,6 +35,8 @@ export interface AttestedClientListenerOptions {
   onVerified?: (r: ValidationResult, peer: string) => void
   /** Called for each call refused because its connection is not attested (an audit trail per request). */
   onRefusedCall?: (peer: string, method: string, reason: string) => void
+  /** A refused Attest, or a refused tpm-ek activation request at Issue: that node reaches no handler, so its audit trail starts here. */
+  onRefusedAttestation?: (peer: string, rpc: 'Challenge' | 'Attest', reason: string) => void
   /** Connections per peer address and in all; the defaults fit any genuine node. */
   limits?: ConnectionLimits
   /** A connection whose TLS handshake is not done by then is closed. */
@@ -48,7 +55,18 @@ export interface AttestedClientListener {
   close(): Promise<void>
 }
 
-type PeerState = { ok: true; result: ValidationResult } | { ok: false; reason: string }
+/** One TLS connection handed to the gRPC server, and how far its attestation got. */
+interface Connection {
+  /** sessionBinding() of its TLS session: what its document's userData must be. */
+  binding: Buffer
+  /** Issue was called: a connection gets one challenge, and one answer to it. */
+  challenged: boolean
+  /** The nonce issued on it and not yet answered. */
+  nonce?: Buffer
+  outcome?: { ok: true; result: ValidationResult } | { ok: false; reason: string }
+}
+
+const NOT_ATTESTED = 'this connection has not attested: call Issue, then Attest, on the connection you ask on'
 
 /** Plaintext credentials for injected, already-decrypted TLS sockets, carrying the refusal interceptor. */
 class InjectedConnectionCredentials extends grpc.ServerCredentials {
@@ -64,10 +82,9 @@ class InjectedConnectionCredentials extends grpc.ServerCredentials {
 }
 
 /**
- * Terminates TLS itself (Node's TLS server, client certificate requested), verifies the client's
- * attested certificate, and only then hands the decrypted connection to the gRPC server. Refused
- * or certificate-less connections are handed over too, so the client gets a clear UNAUTHENTICATED
- * status, but every method except the challenge is refused on them before any handler runs.
+ * Terminates TLS itself (Node's TLS server, TLS 1.3 only, no client certificate), serves Issue and
+ * Attest on `server`, and hands every connection to the gRPC server; on a connection whose Attest
+ * did not verify, every other method is refused (UNAUTHENTICATED) before any handler runs.
  */
 export async function listenForAttestedClients(
   server: grpc.Server,
@@ -75,17 +92,19 @@ export async function listenForAttestedClients(
   opts: AttestedClientListenerOptions,
 ): Promise<AttestedClientListener> {
   const own = await createAttestedCertificate(undefined, Buffer.alloc(NONCE_BYTES))
-  const peers = new Map<string, PeerState>()
+  const connections = new Map<string, Connection>()
+  addChallengeService(server, connections, opts)
   const interceptor: grpc.ServerInterceptor = (method, call) => {
-    if (method.path === CHALLENGE_PATH) return new grpc.ServerInterceptingCall(call)
+    if (method.path === CHALLENGE_PATH || method.path === ATTEST_PATH)
+      return new grpc.ServerInterceptingCall(call)
     return new grpc.ServerInterceptingCall(call, {
       start: (next) =>
         next({
           onReceiveMetadata: (metadata, pass) => {
             const peer = call.getPeer()
-            const state = peers.get(peer)
-            if (state?.ok) return pass(metadata)
-            const reason = state?.reason ?? 'unknown connection'
+            const outcome = connections.get(peer)?.outcome
+            if (outcome?.ok) return pass(metadata)
+            const reason = outcome?.reason ?? NOT_ATTESTED
             opts.onRefusedCall?.(peer, method.path, reason)
             call.sendStatus({ code: grpc.status.UNAUTHENTICATED, details: REFUSAL_PREFIX + reason })
           },
@@ -96,36 +115,27 @@ export async function listenForAttestedClients(
   /** Connections not through their TLS handshake yet, by peer: close() ends them, grpc-js never saw them. */
   const handshaking = new Map<string, Socket>()
   const tlsServer = createTlsServer(
-    // the client certificate is self-signed by design; trust comes from its attestation
     {
       key: own.keyPem,
       cert: own.certPem,
-      requestCert: true,
-      rejectUnauthorized: false,
-      ca: [], // no CA is trusted, so Node builds no root store for client certificates
       ALPNProtocols: ['h2'],
-      minVersion: 'TLSv1.2',
+      // the session binding is unique to a session only from TLS 1.3 on
+      minVersion: 'TLSv1.3',
       handshakeTimeout: opts.handshakeTimeoutMs ?? SERVER_HANDSHAKE_TIMEOUT_MS,
     },
     (socket: TLSSocket) => {
       const peer = `${socket.remoteAddress}:${socket.remotePort}`
       handshaking.delete(peer)
-      socket.once('close', () => peers.delete(peer))
       socket.on('error', () => {}) // a client hanging up mid-stream is not our error
-      verifyClient(socket, opts).then(
-        (result) => {
-          peers.set(peer, { ok: true, result })
-          opts.onVerified?.(result, peer)
-          injector.injectConnection(socket)
-        },
-        (err: unknown) => {
-          const reason = err instanceof Error ? err.message : String(err)
-          if (!(err instanceof NoClientCertificate))
-            opts.log?.warn('Refusing unattested client', { peer, error: reason })
-          peers.set(peer, { ok: false, reason })
-          injector.injectConnection(socket)
-        },
-      )
+      let binding: Buffer
+      try {
+        binding = sessionBinding(socket)
+      } catch {
+        return socket.destroy() // a socket closed meanwhile has no session left
+      }
+      connections.set(peer, { binding, challenged: false })
+      socket.once('close', () => connections.delete(peer))
+      injector.injectConnection(socket)
     },
   )
   // a failed or timed-out handshake concerns only that client; Node's TLS server only reports it
@@ -149,8 +159,8 @@ export async function listenForAttestedClients(
   return {
     port: typeof address === 'object' && address ? address.port : listen.port,
     attestation: (peer) => {
-      const state = peers.get(peer)
-      return state?.ok ? state.result : undefined
+      const outcome = connections.get(peer)?.outcome
+      return outcome?.ok ? outcome.result : undefined
     },
     close: () =>
       new Promise<void>((resolve) => {
@@ -161,125 +171,119 @@ export async function listenForAttestedClients(
   }
 }
 
-class NoClientCertificate extends AttestationError {}
-
-async function verifyClient(
-  socket: TLSSocket,
-  opts: AttestedClientListenerOptions,
-): Promise<ValidationResult> {
-  // getPeerX509Certificate, not getPeerCertificate: the latter renders every field and three
-  // fingerprints into an object (~0.3 ms per join); this is the handshake's own decode of it
-  const peerCert = socket.getPeerX509Certificate()
-  if (!peerCert) throw new NoClientCertificate('client presented no certificate')
-  const cert = await readPeerCertificate(peerCert)
-  const nonce = decodeNonce(cert.commonName, 'client certificate subject CN')
-  const issued = opts.challenges.open(nonce)
-  if (!issued)
-    throw new AttestationError(
-      'client nonce was not issued by this server, expired, or already used (replay)',
-    )
-  const result = await verifyAttestedCertificate(cert, opts.validators, nonce, {
-    expected: issued.expected,
-  })
-  // spent only now: a connection that fails attestation cannot burn a genuine node's nonce
-  opts.challenges.spend(nonce)
-  return result
-}
+type Reply = grpc.sendUnaryData<Buffer>
+const refuse = (reply: Reply, code: grpc.status, reason: string) =>
+  reply({ code, details: REFUSAL_PREFIX + reason })
 
 /**
- * The challenge RPC: a fresh nonce, and for a client that sends an activation request (tpm-ek) a
- * credential for its AK, which the client's document must then prove it activated. A refused
- * request (an EK certificate that chains to no configured root, an AK that is not TPM-bound) is
- * told to `onRefused`, for the server's audit trail.
+ * Issue: a fresh nonce for this connection, and for a client that sends an activation request
+ * (tpm-ek) a credential for its AK, which its document must then prove it activated. Attest: the
+ * document for that nonce; its outcome is the connection's, for good.
  */
-export function addChallengeService(
+function addChallengeService(
   server: grpc.Server,
-  challenges: ChallengeRegistry,
-  validators: readonly Validator[] = [],
-  onRefused?: (peer: string, reason: string) => void,
+  connections: Map<string, Connection>,
+  opts: AttestedClientListenerOptions,
 ): void {
+  const { challenges, validators } = opts
+  const connectionOf = (call: grpc.ServerUnaryCall<Buffer, Buffer>, reply: Reply) => {
+    const connection = connections.get(call.getPeer())
+    if (!connection) refuse(reply, grpc.status.UNAUTHENTICATED, 'this connection is closing')
+    return connection
+  }
   server.addService(ChallengeService, {
-    issue: (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
-      if (call.request.length === 0) return cb(null, challenges.issue())
+    issue: (call: grpc.ServerUnaryCall<Buffer, Buffer>, reply: Reply) => {
+      const connection = connectionOf(call, reply)
+      if (!connection) return
+      if (connection.challenged)
+        return refuse(
+          reply,
+          grpc.status.FAILED_PRECONDITION,
+          'this connection has had its challenge; a connection attests once',
+        )
+      connection.challenged = true
+      if (call.request.length === 0) return reply(null, (connection.nonce = challenges.issue()))
       const validator = validators.find((v) => v.challengeActivation)
       if (!validator?.challengeActivation)
-        return cb({ code: grpc.status.INVALID_ARGUMENT, details: 'this server takes no activation request' })
+        return reply({
+          code: grpc.status.INVALID_ARGUMENT,
+          details: 'this server takes no activation request',
+        })
       validator.challengeActivation(call.request).then(
         ({ made, expected }) => {
-          let nonce: Buffer
           try {
-            nonce = challenges.issue(expected, peerAddress(call.getPeer()))
+            connection.nonce = challenges.issue(expected, peerAddress(call.getPeer()))
           } catch (err) {
             const code =
               err instanceof ChallengeLimitError ? grpc.status.RESOURCE_EXHAUSTED : grpc.status.INTERNAL
-            return cb({ code, details: err instanceof Error ? err.message : String(err) })
+            return reply({ code, details: err instanceof Error ? err.message : String(err) })
           }
-          cb(null, Buffer.concat([nonce, encodeCredential(made)]))
+          reply(null, Buffer.concat([connection.nonce, encodeCredential(made)]))
         },
         (err: unknown) => {
           const reason = err instanceof Error ? err.message : String(err)
-          onRefused?.(call.getPeer(), reason)
-          cb({ code: grpc.status.PERMISSION_DENIED, details: REFUSAL_PREFIX + reason })
+          opts.onRefusedAttestation?.(call.getPeer(), 'Challenge', reason)
+          refuse(reply, grpc.status.PERMISSION_DENIED, reason)
+        },
+      )
+    },
+    attest: (call: grpc.ServerUnaryCall<Buffer, Buffer>, reply: Reply) => {
+      const connection = connectionOf(call, reply)
+      if (!connection) return
+      const peer = call.getPeer()
+      const nonce = connection.nonce
+      connection.nonce = undefined // one answer per challenge, right or wrong
+      if (connection.outcome?.ok === false)
+        return refuse(reply, grpc.status.UNAUTHENTICATED, connection.outcome.reason)
+      if (!nonce)
+        return refuse(
+          reply,
+          grpc.status.UNAUTHENTICATED,
+          'no challenge is open on this connection: call Issue first, on the same connection',
+        )
+      verifyClient(call.request, nonce, connection.binding, opts).then(
+        (result) => {
+          connection.outcome = { ok: true, result }
+          opts.onVerified?.(result, peer)
+          reply(null, Buffer.alloc(0))
+        },
+        (err: unknown) => {
+          const reason = err instanceof Error ? err.message : String(err)
+          opts.log?.warn('Refusing unattested client', { peer, error: reason })
+          opts.onRefusedAttestation?.(peer, 'Attest', reason)
+          connection.outcome = { ok: false, reason }
+          refuse(reply, grpc.status.UNAUTHENTICATED, reason)
         },
       )
     },
   })
 }
 
-/**
- * Client side: fetch a challenge over TLS (the server is not attested in this direction, as in
- * Constellation's join flow), then return credentials presenting an attested certificate for it.
- * Use them for exactly one channel: the nonce is single-use.
- */
-export async function createAttestedClientChannelCredentials(
-  target: string,
-  issuer: Issuer,
-  deadlineMs = 10_000,
-  /**
-   * The address this node's connections leave from, when the host has several: the caller's
-   * channel must dial `targetLeavingFrom(target, localAddress)`, or its connections are refused.
-   */
-  localAddress?: string,
-): Promise<grpc.ChannelCredentials> {
-  const plain = createUnattestedServerCredentials({ handshakeTimeoutMs: deadlineMs, localAddress })
-  // one call per channel: channelz (which nothing reads) would only register and unregister it
-  const client = new (grpc.makeGenericClientConstructor(ChallengeService, 'challenge'))(
-    targetLeavingFrom(target, localAddress),
-    plain,
-    {
-      'grpc.enable_channelz': 0,
-    },
-  )
-  const activation = issuer.activationRequest ? await issuer.activationRequest() : Buffer.alloc(0)
-  const answer = await new Promise<Buffer>((resolve, reject) =>
-    client.makeUnaryRequest(
-      CHALLENGE_PATH,
-      (b: Buffer) => b,
-      (b: Buffer) => b,
-      activation,
-      { deadline: Date.now() + deadlineMs },
-      (err: grpc.ServiceError | null, res?: Buffer) =>
-        err || !res ? reject(err ?? new Error('empty challenge')) : resolve(res),
-    ),
-  ).finally(() => client.close())
-  if (answer.length < NONCE_BYTES || (activation.length === 0 && answer.length !== NONCE_BYTES))
-    throw new AttestationError(`server challenge has ${answer.length} bytes, want ${NONCE_BYTES}`)
-  const nonce = answer.subarray(0, NONCE_BYTES)
-  // tpm-ek: the TPM unwraps the credential; the document then carries what it found
-  const proof =
-    activation.length > 0 ? await activate(issuer, decodeCredential(answer.subarray(NONCE_BYTES))) : undefined
-  const attesting: Issuer = proof
-    ? { ...issuer, issue: (userData, n) => issuer.issue(userData, n, proof) }
-    : issuer
-  const cert = await createAttestedCertificate(attesting, nonce, new Date(), encodeNonce(nonce))
-  return createUnattestedServerCredentials({
-    clientCertificate: cert,
-    handshakeTimeoutMs: deadlineMs,
-    localAddress,
-  })
-}
-
-function activate(issuer: Issuer, made: MadeCredential): Promise<Buffer> {
-  if (!issuer.activate) throw new AttestationError(`${issuer.variant} cannot activate a credential`)
-  return issuer.activate(made)
+/** The document of an Attest call: for this connection's nonce, and bound to this connection's TLS session. */
+async function verifyClient(
+  request: Buffer,
+  nonce: Buffer,
+  binding: Buffer,
+  opts: AttestedClientListenerOptions,
+): Promise<ValidationResult> {
+  const { oid, document } = decodeAttestation(request)
+  const validator = opts.validators.find((v) => v.oid === oid)
+  if (!validator) {
+    const want = opts.validators.map((v) => `${v.oid} (${v.variant})`).join(', ')
+    throw new AttestationError(`unknown OID: the document is for ${oid}; this server validates ${want}`)
+  }
+  const issued = opts.challenges.open(nonce)
+  if (!issued) throw new AttestationError('the challenge of this connection expired before its answer came')
+  opts.challenges.spend(nonce)
+  const result = await validator.validate(document, nonce, issued.expected)
+  if (!result.userData.equals(binding))
+    throw new AttestationError(
+      'the document is bound to another TLS session: a document counts only on the connection it was made for (replay or relay)',
+    )
+  // tpm-ek's quote counts only once the node proved in the document that it activated a credential
+  if (result.activation && !result.activation.proven)
+    throw new AttestationError(
+      `${validator.variant}: the document counts only with a credential activation, which this node did not ask for at Issue`,
+    )
+  return result
 }

@@ -11,12 +11,7 @@ import {
   type IssueRejoinTicketRequest,
   type IssueRejoinTicketResponse,
 } from '../../gen/join.js'
-import {
-  addChallengeService,
-  ChallengeRegistry,
-  listenForAttestedClients,
-  type AttestedClientListener,
-} from '../atls/index.js'
+import { ChallengeRegistry, listenForAttestedClients, type AttestedClientListener } from '../atls/index.js'
 import { chainMessage } from '../errors/index.js'
 import { boundedServerOptions, type ConnectionLimits } from '../grpc/index.js'
 import { KeyServiceUnreachableError } from '../kms/index.js'
@@ -124,7 +119,7 @@ export class JoinService {
     this.checkDeps = { parseCsr: opts.parseCsr ?? parseCsr }
     this.server = new grpc.Server({
       'grpc.max_receive_message_length': opts.limits?.maxRequestBytes ?? MAX_JOIN_REQUEST_BYTES,
-      // nothing reads channelz here; it registered every connection (two per join) and call
+      // nothing reads channelz here; it registered every connection (one per join) and call
       'grpc.enable_channelz': 0,
       ...boundedServerOptions(opts.limits?.connections),
     })
@@ -132,14 +127,6 @@ export class JoinService {
       issueJoinTicket: this.issueJoinTicket,
       issueRejoinTicket: this.issueRejoinTicket,
     })
-    addChallengeService(
-      this.server,
-      this.challenges,
-      [handshakeValidator(opts.validatorSource)],
-      // tpm-ek: a node refused at the challenge never reaches IssueJoinTicket, so it is audited here
-      (peer, reason) =>
-        this.audit({ rpc: 'Challenge', node: '', role: 'unknown', peer, verdict: 'refused', reason }),
-    )
   }
 
   /** Listens and serves; resolves with the bound HOST:PORT. */
@@ -157,6 +144,9 @@ export class JoinService {
           for (const warning of result.warnings)
             this.log.warn('Joining node attested with a warning', { peer, warning })
         },
+        // a node refused before it attested never reaches IssueJoinTicket, so it is audited here
+        onRefusedAttestation: (peer, rpc, reason) =>
+          this.audit({ rpc, node: '', role: 'unknown', peer, verdict: 'refused', reason }),
         onRefusedCall: (peer, method, reason) =>
           this.audit({ rpc: rpcName(method), node: '', role: 'unknown', peer, verdict: 'refused', reason }),
       },

@@ -1,6 +1,7 @@
 /**
- * One IssueJoinTicket (or IssueRejoinTicket) call over the join-direction aTLS: fetch the join service's single-use
- * challenge, present a certificate whose attestation binds it, ask once, close. The join service is
+ * One IssueJoinTicket (or IssueRejoinTicket) call over the join-direction aTLS: on one connection,
+ * take the join service's single-use challenge, attest with a document bound to it and to the
+ * connection, ask once, close. The join service is
  * not attested in this direction (as in Constellation): the ticket's secrets are only worth anything
  * to a node whose own attestation the service accepted.
  */
@@ -13,19 +14,13 @@ import {
   type IssueRejoinTicketResponse,
 } from '../../../gen/join.js'
 import type { Issuer } from '../../attestation/index.js'
-import {
-  createAttestedClientChannelCredentials,
-  isAttestationFailure,
-  targetLeavingFrom,
-} from '../../atls/index.js'
+import { clientOn, isAttestationFailure, openAttestedClientChannel } from '../../atls/index.js'
 import { chainMessage } from '../../errors/index.js'
 import { withoutRpcInternals } from '../../grpc/index.js'
 import type { Logger } from '../../system/index.js'
 
 /** Constellation's JoinClient gives each call 30 s. */
 export const JOIN_TICKET_TIMEOUT_MS = 30_000
-/** A fixed name: the server is not attested here, and the node's view of its address is not a name. */
-const SERVER_NAME_OVERRIDE = 'constellation'
 
 /** Asks the join service at HOST:PORT for a ticket; rejects with the gRPC error, or the signal's reason. */
 export type JoinTicketRequester = (
@@ -65,7 +60,7 @@ export function attestedRejoinTicketRequester(
     )
 }
 
-/** One unary call on a fresh attested channel: a fresh challenge and certificate per call, as the server consumes the nonce. */
+/** One unary call on a fresh attested channel: a fresh challenge per call, as the server consumes the nonce. */
 async function attestedCall<Res>(
   { issuer, timeoutMs, localAddress }: { issuer: Issuer; timeoutMs: number; localAddress?: string },
   endpoint: string,
@@ -77,15 +72,14 @@ async function attestedCall<Res>(
   ) => grpc.ClientUnaryCall,
 ): Promise<Res> {
   signal.throwIfAborted()
-  const credentials = await untilAborted(
-    createAttestedClientChannelCredentials(endpoint, issuer, timeoutMs, localAddress),
-    signal,
+  const opening = openAttestedClientChannel(endpoint, issuer, { deadlineMs: timeoutMs, localAddress })
+  // a channel that opens after the abort gave up on it is closed as soon as it exists
+  opening.then(
+    (late) => signal.aborted && late.close(),
+    () => {},
   )
-  const client = new APIClient(targetLeavingFrom(endpoint, localAddress), credentials, {
-    'grpc.ssl_target_name_override': SERVER_NAME_OVERRIDE,
-    'grpc.enable_retries': 0,
-    'grpc.enable_channelz': 0, // one call per channel, and nothing reads channelz
-  })
+  const channel = await untilAborted(opening, signal)
+  const client = clientOn(channel, APIClient)
   try {
     return await new Promise<Res>((resolve, reject) => {
       const cancel = () => call.cancel()
@@ -98,7 +92,7 @@ async function attestedCall<Res>(
       signal.addEventListener('abort', cancel, { once: true })
     })
   } finally {
-    client.close()
+    channel.close()
   }
 }
 
