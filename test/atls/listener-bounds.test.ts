@@ -4,6 +4,7 @@
  * holds at most its cap of connections while others still connect. Peers are loopback addresses.
  */
 import * as grpc from '@grpc/grpc-js'
+import { connect as tlsConnect } from 'node:tls'
 import {
   ChallengeRegistry,
   listenForAttestedClients,
@@ -98,5 +99,17 @@ describe('join listener: handshake timeout and per-peer connection caps', functi
     expect((err as grpc.ServiceError).details).to.match(
       /attestation refused: this connection has not attested/,
     )
+  })
+
+  it('refuses TLS 1.2, where the session binding would not be unique to the session', async () => {
+    const port = await listen({}, 1_000)
+    const outcome = (maxVersion: 'TLSv1.2' | 'TLSv1.3') =>
+      new Promise<string>((resolve) => {
+        const tls = tlsConnect({ host: '127.0.0.1', port, maxVersion, rejectUnauthorized: false, ca: [] })
+        tls.once('secureConnect', () => (resolve(String(tls.getProtocol())), tls.destroy()))
+        tls.once('error', (err) => resolve(err.message))
+      })
+    expect(await outcome('TLSv1.2')).to.match(/protocol version|unsupported protocol/i)
+    expect(await outcome('TLSv1.3')).to.equal('TLSv1.3')
   })
 })
