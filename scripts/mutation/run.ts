@@ -70,7 +70,7 @@ const DOMAINS: Record<string, Domain> = {
     coverageAnalysis: 'all',
   },
   atls: {
-    about: 'aTLS: the attested certificate and the nonce it is bound to',
+    about: 'aTLS: the attested certificate, the nonce it is bound to, and the join direction on the wire',
     mutate: ['src/lib/atls/certificate.ts', 'src/lib/atls/nonce.ts', 'src/lib/atls/challenge.ts'],
     tests: [
       'test/atls/certificate-checks.test.ts',
@@ -134,6 +134,7 @@ const DOMAINS: Record<string, Domain> = {
       'src/lib/attestation/tdx/verify.ts',
       'src/lib/attestation/tdx/chain.ts',
       'src/lib/attestation/tdx/tcb.ts',
+      'src/lib/attestation/one-line-name.ts',
     ],
     // the fuzz tests stay out, as for attestation
     tests: [

@@ -8,6 +8,7 @@ import { CliError } from '../errors/index.js'
 import { ekPublicKeyFromCertificate, TpmParseError, type EkPublicKey } from '../tpm/index.js'
 import { AttestationError } from './errors.js'
 import type { JsonFields } from './json-fields.js'
+import { oneLine } from './one-line-name.js'
 
 const FIELD = 'EndorsementKeyCertificates'
 
@@ -124,6 +125,5 @@ function checkValidity(cert: X509Certificate, what: string, now: Date): void {
 
 const chainError = (why: string) => new AttestationError(`EK certificate chain: ${why}`)
 /** Node gives no subject (undefined, though typed string) for an empty name, as EK certificates have. */
-const oneLine = (name: string | undefined) => (name ?? '').split('\n').join(', ') || '(empty name)'
 const describe = (cert: X509Certificate) => oneLine(cert.subject)
 const label = (i: number, cert: X509Certificate) => `${FIELD}[${i}] (${describe(cert)})`

@@ -12,7 +12,6 @@ import { snpFields, tdxFields, type EvidenceFields } from './evidence-fields.js'
 import {
   detectEvidenceKind,
   isVendorRoot,
-  oneLine,
   parseReportData,
   pinnedRoots,
   readCollateral,
@@ -20,6 +19,7 @@ import {
   sortCertificates,
   type EvidenceKind,
 } from './evidence-input.js'
+import { oneLine } from './one-line-name.js'
 import { parseSnpReport, verifySnpEvidence, type SnpReport } from './snp/index.js'
 import { parseTdxQuote, pckExtensionOf, verifyTdxQuote, type TdxQuote } from './tdx/index.js'
 

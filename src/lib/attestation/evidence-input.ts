@@ -8,6 +8,7 @@ import { readTdxCollateral, type TdxCollateral } from './tdx/index.js'
 import { QUOTE_VERSION_V4, TEE_TYPE_TDX } from './tdx/layout.js'
 import { readCertificates, readTrustRoots } from './trust-roots.js'
 import { AMD_ROOT_KEYS, INTEL_SGX_ROOT_CA } from './vendor-roots.js'
+import { oneLine } from './one-line-name.js'
 
 /** A report is 1184 bytes and a quote a few KiB: more is not evidence. */
 export const MAX_EVIDENCE_FILE_BYTES = 64 * 1024
@@ -70,7 +71,6 @@ export function parseReportData(value: string | undefined): Buffer | undefined {
 const AMD_ROOTS = Object.values(AMD_ROOT_KEYS).map((pem) => new X509Certificate(pem))
 const INTEL_ROOT = new X509Certificate(INTEL_SGX_ROOT_CA)
 /** Node gives no subject (undefined, though typed string) for an empty name. */
-export const oneLine = (name: string | undefined) => (name ?? '').split('\n').join(', ') || '(empty name)'
 
 export function isVendorRoot(kind: EvidenceKind, cert: X509Certificate): boolean {
   return (kind === 'snp' ? AMD_ROOTS : [INTEL_ROOT]).some((r) => r.raw.equals(cert.raw))

@@ -5,6 +5,7 @@
 import { X509Certificate } from 'node:crypto'
 import { AttestationError, EvidenceMismatchError } from '../errors.js'
 import type { SnpPolicy } from './verify.js'
+import { oneLine } from '../one-line-name.js'
 
 /** The signer certificate the report's SIGNING_KEY names; its absence is refused, naming which. */
 export function signerCertificate(der: Buffer | undefined, kind: 'VCEK' | 'VLEK'): X509Certificate {
@@ -87,4 +88,3 @@ export function chainToPinnedArk(
 const SELF_SIGNED = new WeakSet<X509Certificate>()
 
 /** Node gives no subject (undefined, though typed string) for an empty name. */
-export const oneLine = (name: string | undefined) => (name ?? '').split('\n').join(', ') || '(empty name)'

@@ -6,6 +6,7 @@
 import { X509Certificate } from 'node:crypto'
 import { AttestationError } from '../errors.js'
 import { INTEL_SGX_ROOT_CA } from '../vendor-roots.js'
+import { oneLine } from '../one-line-name.js'
 
 const INTEL_ROOT_DER = new X509Certificate(INTEL_SGX_ROOT_CA).raw
 
@@ -71,4 +72,3 @@ function checkValidity(cert: X509Certificate, what: string, now: Date): void {
 }
 
 /** Node gives no subject (undefined, though typed string) for a certificate whose name is empty. */
-export const oneLine = (name: string | undefined) => (name ?? '').split('\n').join(', ') || '(empty name)'
