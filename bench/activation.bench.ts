@@ -15,25 +15,14 @@ import {
 } from '../src/lib/attestation/index.js'
 import { createTpmEkIssuer, createTpmEkValidator } from '../src/lib/attestation/tpm-ek.js'
 import { createAttestedChannelCredentials, createAttestedServerCredentials } from '../src/lib/atls/index.js'
-import { listenOn } from '../src/lib/grpc/index.js'
+import { callRaw, listenOn, rawUnaryMethod } from '../src/lib/grpc/index.js'
 import { readPcrs } from '../src/lib/tpm/index.js'
 import { startSwtpm } from '../test/support/swtpm.js'
 import { summarize, timeRuns } from './stats.js'
 
 const RUNS = 30
 const WARMUP = 3
-const raw = (b: Buffer) => b
-const PING: grpc.ServiceDefinition = {
-  ping: {
-    path: '/bench.Ping/Ping',
-    requestStream: false,
-    responseStream: false,
-    requestSerialize: raw,
-    requestDeserialize: raw,
-    responseSerialize: raw,
-    responseDeserialize: raw,
-  },
-}
+const PING: grpc.ServiceDefinition = { ping: rawUnaryMethod('/bench.Ping/Ping') }
 const PingClient = grpc.makeGenericClientConstructor(PING, 'Ping')
 
 async function handshakes(issuer: Issuer, validator: Validator): Promise<number[]> {
@@ -47,15 +36,7 @@ async function handshakes(issuer: Issuer, validator: Validator): Promise<number[
     const once = async () => {
       const client = new PingClient(address, createAttestedChannelCredentials({ validators: [validator] }))
       try {
-        await new Promise<void>((resolve, reject) =>
-          client.makeUnaryRequest(
-            '/bench.Ping/Ping',
-            raw,
-            raw,
-            Buffer.from('x'),
-            (err: grpc.ServiceError | null) => (err ? reject(err) : resolve()),
-          ),
-        )
+        await callRaw(client, '/bench.Ping/Ping', Buffer.from('x'), 30_000)
       } finally {
         client.close()
       }

@@ -1,20 +1,9 @@
 /** A one-method gRPC service over raw bytes, for aTLS tests (real grpc-js on both ends). */
 import * as grpc from '@grpc/grpc-js'
-import { listenOn } from '../../src/lib/grpc/index.js'
+import { callRaw, listenOn, rawUnaryMethod } from '../../src/lib/grpc/index.js'
 import { clientOn } from '../../src/lib/atls/index.js'
 
-const identity = (b: Buffer) => b
-export const EchoService: grpc.ServiceDefinition = {
-  echo: {
-    path: '/test.Echo/Echo',
-    requestStream: false,
-    responseStream: false,
-    requestSerialize: identity,
-    requestDeserialize: identity,
-    responseSerialize: identity,
-    responseDeserialize: identity,
-  },
-}
+export const EchoService: grpc.ServiceDefinition = { echo: rawUnaryMethod('/test.Echo/Echo') }
 export const EchoClient = grpc.makeGenericClientConstructor(EchoService, 'Echo')
 
 export interface RunningServer {
@@ -46,16 +35,7 @@ export function echo(
   body = Buffer.from('secret'),
 ): Promise<Buffer> {
   const client = new EchoClient(typeof to === 'number' ? `127.0.0.1:${to}` : to, credentials)
-  return new Promise<Buffer>((resolve, reject) => {
-    client.makeUnaryRequest(
-      EchoService.echo!.path,
-      (b: Buffer) => b,
-      (b: Buffer) => b,
-      body,
-      { deadline: Date.now() + 20_000 },
-      (err: grpc.ServiceError | null, res?: Buffer) => (err ? reject(err) : resolve(res ?? Buffer.alloc(0))),
-    )
-  }).finally(() => client.close())
+  return callRaw(client, EchoService.echo!.path, body, 20_000).finally(() => client.close())
 }
 
 /** One Echo call on an attested channel (openAttestedClientChannel, or a promise of one), which it then closes. */
@@ -64,20 +44,5 @@ export async function echoOn(
   body = Buffer.from('secret'),
 ): Promise<Buffer> {
   const open = await channel
-  const client = clientOn(open, EchoClient)
-  try {
-    return await new Promise<Buffer>((resolve, reject) => {
-      client.makeUnaryRequest(
-        EchoService.echo!.path,
-        (b: Buffer) => b,
-        (b: Buffer) => b,
-        body,
-        { deadline: Date.now() + 20_000 },
-        (err: grpc.ServiceError | null, res?: Buffer) =>
-          err ? reject(err) : resolve(res ?? Buffer.alloc(0)),
-      )
-    })
-  } finally {
-    open.close()
-  }
+  return callRaw(clientOn(open, EchoClient), EchoService.echo!.path, body, 20_000).finally(() => open.close())
 }

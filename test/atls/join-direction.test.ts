@@ -18,6 +18,7 @@ import {
   openAttestedClientChannel,
 } from '../../src/lib/atls/index.js'
 import { echo, echoOn, EchoService } from './echo-service.js'
+import { callRaw } from '../../src/lib/grpc/index.js'
 import { createUnattestedServerCredentials } from '../../src/lib/atls/channel-credentials.js'
 import {
   ATTEST_PATH,
@@ -88,18 +89,7 @@ describe('join direction: attested client bound to a server challenge', function
   const byHand = async (steps: (call: (path: string, body: Buffer) => Promise<Buffer>) => Promise<void>) => {
     const channel = new grpc.Channel(target(), createUnattestedServerCredentials(), {})
     const challenge = clientOn(channel, grpc.makeGenericClientConstructor(ChallengeService, 'challenge'))
-    const call = (path: string, body: Buffer) =>
-      new Promise<Buffer>((resolve, reject) =>
-        challenge.makeUnaryRequest(
-          path,
-          (b: Buffer) => b,
-          (b: Buffer) => b,
-          body,
-          { deadline: Date.now() + 10_000 },
-          (err: grpc.ServiceError | null, res?: Buffer) =>
-            err ? reject(err) : resolve(res ?? Buffer.alloc(0)),
-        ),
-      )
+    const call = (path: string, body: Buffer) => callRaw(challenge, path, body, 10_000)
     await steps(call)
     return echoOn(channel)
   }

@@ -10,6 +10,7 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto'
 import * as grpc from '@grpc/grpc-js'
 import { AttestationError, type ActivationTarget, type Issuer } from '../attestation/index.js'
+import { rawUnaryMethod } from '../grpc/index.js'
 import type { Logger } from '../system/index.js'
 import { makeCredential } from '../tpm/index.js'
 import { decodeCredential, encodeCredential } from './challenge.js'
@@ -17,18 +18,7 @@ import { decodeCredential, encodeCredential } from './challenge.js'
 export const ACTIVATE_PATH = '/atls.Activation/Activate'
 const SECRET_BYTES = 32
 
-const raw = (b: Buffer) => b
-export const ActivationService: grpc.ServiceDefinition = {
-  activate: {
-    path: ACTIVATE_PATH,
-    requestStream: false,
-    responseStream: false,
-    requestSerialize: raw,
-    requestDeserialize: raw,
-    responseSerialize: raw,
-    responseDeserialize: raw,
-  },
-}
+export const ActivationService: grpc.ServiceDefinition = { activate: rawUnaryMethod(ACTIVATE_PATH) }
 
 /** Node side: unwraps a credential with the TPM the issuer quotes with; logs each one (never the secret). */
 export function addActivationService(server: grpc.Server, issuer: Issuer, log?: Logger): void {

@@ -6,6 +6,7 @@
 import * as grpc from '@grpc/grpc-js'
 import type { Issuer } from '../attestation/index.js'
 import { AttestationError } from '../attestation/index.js'
+import { callRaw } from '../grpc/index.js'
 import type { MadeCredential } from '../tpm/index.js'
 import { createUnattestedServerCredentials, UNATTESTED_SERVER_NAME } from './channel-credentials.js'
 import {
@@ -49,18 +50,7 @@ export async function openAttestedClientChannel(
   })
   try {
     const challenge = clientOn(channel, grpc.makeGenericClientConstructor(ChallengeService, 'challenge'))
-    const call = (path: string, request: Buffer) =>
-      new Promise<Buffer>((resolve, reject) =>
-        challenge.makeUnaryRequest(
-          path,
-          (b: Buffer) => b,
-          (b: Buffer) => b,
-          request,
-          { deadline: Date.now() + deadlineMs },
-          (err: grpc.ServiceError | null, res?: Buffer) =>
-            err || !res ? reject(err ?? new Error('no answer')) : resolve(res),
-        ),
-      )
+    const call = (path: string, request: Buffer) => callRaw(challenge, path, request, deadlineMs)
     const activation = issuer.activationRequest ? await issuer.activationRequest() : Buffer.alloc(0)
     const answer = await call(CHALLENGE_PATH, activation)
     if (answer.length < NONCE_BYTES || (activation.length === 0 && answer.length !== NONCE_BYTES))

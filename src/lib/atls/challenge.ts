@@ -5,6 +5,7 @@
 import type { ServiceDefinition } from '@grpc/grpc-js'
 import type { TLSSocket } from 'node:tls'
 import { AttestationError } from '../attestation/index.js'
+import { rawUnaryMethod } from '../grpc/index.js'
 import type { MadeCredential } from '../tpm/index.js'
 
 export const CHALLENGE_PATH = '/atls.Challenge/Issue'
@@ -22,16 +23,6 @@ export function sessionBinding(tls: TLSSocket): Buffer {
 const SESSION_BINDING_LABEL = 'EXPORTER-constellation-join-attestation'
 const SESSION_BINDING_BYTES = 32
 
-const raw = (b: Buffer) => b
-const rawMethod = (path: string) => ({
-  path,
-  requestStream: false,
-  responseStream: false,
-  requestSerialize: raw,
-  requestDeserialize: raw,
-  responseSerialize: raw,
-  responseDeserialize: raw,
-})
 /**
  * The two RPCs a client may call before it attested, once each per connection. Issue: an empty
  * request gets a fresh nonce (raw 32 bytes); a tpm-ek client sends its activation request (EK
@@ -41,8 +32,8 @@ const rawMethod = (path: string) => ({
  * attested, and only then may it call anything else.
  */
 export const ChallengeService: ServiceDefinition = {
-  issue: rawMethod(CHALLENGE_PATH),
-  attest: rawMethod(ATTEST_PATH),
+  issue: rawUnaryMethod(CHALLENGE_PATH),
+  attest: rawUnaryMethod(ATTEST_PATH),
 }
 
 /** u8 length || the variant's OID (ASCII) || the document: which validator the document is for, and it. */

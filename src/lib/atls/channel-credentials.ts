@@ -11,9 +11,9 @@ import {
   ChannelCredentials,
   makeGenericClientConstructor,
   type experimental,
-  type ServiceError,
 } from '@grpc/grpc-js'
 import type { ValidationResult, Validator } from '../attestation/index.js'
+import { callRaw } from '../grpc/index.js'
 import { formatHostPort } from '../system/index.js'
 import { ACTIVATE_PATH, ActivationService, proveActivation } from './activation.js'
 import { preloadX509, verifyAttestedCertificate } from './certificate.js'
@@ -229,17 +229,7 @@ async function activateOnSecondConnection(
   )
   const client = new (makeGenericClientConstructor(ActivationService, 'activation'))(target, credentials)
   try {
-    return await new Promise<Buffer>((resolve, reject) =>
-      client.makeUnaryRequest(
-        ACTIVATE_PATH,
-        (b: Buffer) => b,
-        (b: Buffer) => b,
-        request,
-        { deadline: Date.now() + timeoutMs },
-        (err: ServiceError | null, res?: Buffer) =>
-          err || !res ? reject(err ?? new Error('empty answer')) : resolve(res),
-      ),
-    )
+    return await callRaw(client, ACTIVATE_PATH, request, timeoutMs)
   } finally {
     client.close()
   }
