@@ -328,6 +328,14 @@ describe('attested certificate checks (fake attestation)', () => {
         bytes: encodeAttestation('1.2.3x', Buffer.from('{}')),
         want: 'attest request: the variant OID is not an OID',
       },
+      'a first arc other than 0, 1 or 2': {
+        bytes: encodeAttestation('3.1.2', Buffer.from('{}')),
+        want: 'attest request: the variant OID is not an OID',
+      },
+      'a first arc of two digits': {
+        bytes: encodeAttestation('12.3', Buffer.from('{}')),
+        want: 'attest request: the variant OID is not an OID',
+      },
       'a single arc': {
         bytes: encodeAttestation('1', Buffer.from('{}')),
         want: 'attest request: the variant OID is not an OID',

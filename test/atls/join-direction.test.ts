@@ -169,6 +169,27 @@ describe('join direction: attested client bound to a server challenge', function
     await expectRefused(openAttestedClientChannel(target(), guessing), /nonce/i)
   })
 
+  it('binds the document to the documented exporter: a client written from docs/protocol.md §4 is served', async () => {
+    // what another implementation would compute: RFC 5705 exporter, this label, 32 bytes, no context
+    let binding = Buffer.alloc(0)
+    const credentials = createUnattestedServerCredentials({
+      onSecure: (tls) =>
+        (binding = tls.exportKeyingMaterial(32, 'EXPORTER-constellation-join-attestation', Buffer.alloc(0))),
+    })
+    const channel = new grpc.Channel(target(), credentials, {})
+    const challenge = clientOn(channel, grpc.makeGenericClientConstructor(ChallengeService, 'challenge'))
+    const issuer = createIssuer('qemu-vtpm', tpm.open)
+    const nonce = await callRaw(challenge, CHALLENGE_PATH, Buffer.alloc(0), 10_000)
+    await callRaw(
+      challenge,
+      ATTEST_PATH,
+      encodeAttestation(issuer.oid, await issuer.issue(binding, nonce)),
+      10_000,
+    )
+    expect((await echoOn(channel)).toString()).to.equal('secret')
+    expect(verified).to.have.length(1)
+  })
+
   it('takes one challenge and one answer per connection, and a refused connection stays refused', async () => {
     const noChallenge = await failureOf(
       byHand((call) => call(ATTEST_PATH, encodeAttestation('1.2.3', Buffer.alloc(8))).then(() => {})),

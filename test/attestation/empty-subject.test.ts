@@ -14,5 +14,7 @@ describe('a certificate with an empty subject is named, not a TypeError', () => 
     expect(empty.subject, "node's subject of an empty name").to.equal(undefined)
     expect(oneLine(empty.subject)).to.equal('(empty name)')
     expect(oneLine(testCertificate({ cn: 'AMD ARK', ca: true }).cert.subject)).to.equal('CN=AMD ARK')
+    const twoParts = testCertificate({ cn: 'ARK-Genoa', organization: 'AMD', ca: true }).cert.subject
+    expect(oneLine(twoParts)).to.equal('O=AMD, CN=ARK-Genoa')
   })
 })

@@ -38,7 +38,7 @@ export const ChallengeService: ServiceDefinition = {
 
 /** u8 length || the variant's OID (ASCII) || the document: which validator the document is for, and it. */
 export function encodeAttestation(oid: string, document: Buffer): Buffer {
-  const name = Buffer.from(oid, 'ascii')
+  const name = Buffer.from(oid)
   if (name.length > 255) throw new AttestationError(`attestation OID ${oid} is longer than 255 bytes`)
   return Buffer.concat([Buffer.from([name.length]), name, document])
 }
@@ -48,7 +48,8 @@ export function decodeAttestation(bytes: Buffer): { oid: string; document: Buffe
   if (length === undefined || bytes.length < 1 + length)
     throw new AttestationError('attest request: the variant OID is cut short')
   const oid = bytes.subarray(1, 1 + length).toString('ascii')
-  if (!/^[0-9]+(\.[0-9]+)+$/.test(oid))
+  // X.660: the first arc is 0, 1 or 2
+  if (!/^[0-2](\.[0-9]+)+$/.test(oid))
     throw new AttestationError('attest request: the variant OID is not an OID')
   return { oid, document: bytes.subarray(1 + length) }
 }
