@@ -47,6 +47,9 @@ export async function openAttestedClientChannel(
     'grpc.ssl_target_name_override': UNATTESTED_SERVER_NAME,
     'grpc.enable_retries': 0,
     'grpc.enable_channelz': 0, // one node's calls, and nothing reads channelz
+    // the attested connection is this channel's alone; the global pool would also sweep every
+    // other channel's subchannels whenever one closes (a cost per join that grows with the joins)
+    'grpc.use_local_subchannel_pool': 1,
   })
   try {
     const challenge = clientOn(channel, grpc.makeGenericClientConstructor(ChallengeService, 'challenge'))
