@@ -156,4 +156,31 @@ describe('mini: the machine boundary', () => {
       await tmp.cleanup()
     }
   })
+
+  it('mini up interrupted while it checks for helm: exit 130, named as the interrupt, not as helm failing', async () => {
+    const tmp = await makeTempDir()
+    try {
+      const stop = new AbortController()
+      const workspace = path.join(tmp.dir, 'ws')
+      const io = {
+        runner: refusing,
+        // the terminal's Ctrl-C reaches `helm version` too, which dies before it says anything
+        preflight: () => {
+          stop.abort('SIGINT')
+          return Promise.reject(new Error('could not read the helm version: ""'))
+        },
+        progress: () => {},
+      } as unknown as MiniIo
+      const err = await vmUp(workspace, io, { signal: stop.signal, machines: 'process' }).catch(
+        (e: unknown) => e,
+      )
+      expect((err as CliError).message).to.equal(
+        'mini up was interrupted (SIGINT) while it checked for helm; nothing was changed',
+      )
+      expect(exitCodeOf(err)).to.equal(130)
+      expect(await exists(workspace), 'no workspace was made').to.equal(false)
+    } finally {
+      await tmp.cleanup()
+    }
+  })
 })

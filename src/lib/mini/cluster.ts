@@ -156,7 +156,7 @@ export async function miniUp(opts: MiniUpOptions, io: MiniIo): Promise<MiniUpRes
   if (isCvmVariant(opts.attestation)) checkMiniVariant(opts.attestation)
   const machines = opts.machines ?? 'process'
   if (machines === 'vm') checkVmOptions(opts)
-  await io.preflight()
+  await preflight(io, opts.signal)
   const ws = workspacePaths(workspace)
   for (const file of [ws.config, ws.state, ws.masterSecret, ws.adminConf])
     if (await exists(file))
@@ -406,6 +406,22 @@ function checkVmOptions(opts: MiniUpOptions) {
         hint: 'pass --attestation qemu-vtpm, or leave --attestation out; nothing was changed',
       },
     )
+}
+
+/**
+ * The preflight (helm's version): Ctrl-C reaches its child too, which then fails, and that failure
+ * would be reported as helm's, not as the interrupt it is.
+ */
+async function preflight(io: MiniIo, signal: AbortSignal | undefined): Promise<void> {
+  try {
+    await io.preflight()
+  } catch (err) {
+    if (!signal?.aborted) throw err
+    const by = interruptedBy(signal)
+    throw new CliError(`mini up was interrupted (${by}) while it checked for helm; nothing was changed`, {
+      exitCode: SIGNAL_EXIT_CODES[by],
+    })
+  }
 }
 
 async function vmImageOf(io: MiniIo, signal: AbortSignal | undefined): Promise<string> {
