@@ -129,58 +129,59 @@ describe('mini: the machine boundary', () => {
     })
   })
 
-  it('mini up --machines vm interrupted while the image builds: exit 130, the workspace untouched', async () => {
+  /** mini up whose `io` aborts the run mid-step, as Ctrl-C does: the error it ends with, and whether a workspace was made. */
+  async function interruptedUp(io: (stop: AbortController) => object, over: object = {}) {
     const tmp = await makeTempDir()
     try {
       const stop = new AbortController()
       const workspace = path.join(tmp.dir, 'ws')
-      const io = {
-        runner: refusing,
-        preflight: () => Promise.resolve(),
-        // the build sees the signal it was handed, and ends as an aborted mmdebstrap does
-        vmImage: (signal?: AbortSignal) => {
-          expect(signal).to.equal(stop.signal)
-          stop.abort('SIGINT')
-          return Promise.reject(new Error('mmdebstrap was killed'))
+      const err = await vmUp(
+        workspace,
+        { runner: refusing, progress: () => {}, ...io(stop) } as unknown as MiniIo,
+        {
+          signal: stop.signal,
+          ...over,
         },
-        progress: () => {},
-      } as unknown as MiniIo
-      const err = await vmUp(workspace, io, { signal: stop.signal }).catch((e: unknown) => e)
-      expect(err).to.be.instanceOf(CliError)
-      expect((err as CliError).message).to.equal(
-        "mini up was interrupted (SIGINT) while it built the node image; nothing was changed (the build's files are removed)",
-      )
-      expect(exitCodeOf(err)).to.equal(130)
-      expect(await exists(workspace), 'no workspace was made').to.equal(false)
+      ).catch((e: unknown) => e)
+      return { err, madeWorkspace: await exists(workspace) }
     } finally {
       await tmp.cleanup()
     }
+  }
+
+  it('mini up --machines vm interrupted while the image builds: exit 130, the workspace untouched', async () => {
+    const { err, madeWorkspace } = await interruptedUp((stop) => ({
+      preflight: () => Promise.resolve(),
+      // the build sees the signal it was handed, and ends as an aborted mmdebstrap does
+      vmImage: (signal?: AbortSignal) => {
+        expect(signal).to.equal(stop.signal)
+        stop.abort('SIGINT')
+        return Promise.reject(new Error('mmdebstrap was killed'))
+      },
+    }))
+    expect(err).to.be.instanceOf(CliError)
+    expect((err as CliError).message).to.equal(
+      "mini up was interrupted (SIGINT) while it built the node image; nothing was changed (the build's files are removed)",
+    )
+    expect(exitCodeOf(err)).to.equal(130)
+    expect(madeWorkspace, 'no workspace was made').to.equal(false)
   })
 
   it('mini up interrupted while it checks for helm: exit 130, named as the interrupt, not as helm failing', async () => {
-    const tmp = await makeTempDir()
-    try {
-      const stop = new AbortController()
-      const workspace = path.join(tmp.dir, 'ws')
-      const io = {
-        runner: refusing,
+    const { err, madeWorkspace } = await interruptedUp(
+      (stop) => ({
         // the terminal's Ctrl-C reaches `helm version` too, which dies before it says anything
         preflight: () => {
           stop.abort('SIGINT')
           return Promise.reject(new Error('could not read the helm version: ""'))
         },
-        progress: () => {},
-      } as unknown as MiniIo
-      const err = await vmUp(workspace, io, { signal: stop.signal, machines: 'process' }).catch(
-        (e: unknown) => e,
-      )
-      expect((err as CliError).message).to.equal(
-        'mini up was interrupted (SIGINT) while it checked for helm; nothing was changed',
-      )
-      expect(exitCodeOf(err)).to.equal(130)
-      expect(await exists(workspace), 'no workspace was made').to.equal(false)
-    } finally {
-      await tmp.cleanup()
-    }
+      }),
+      { machines: 'process' },
+    )
+    expect((err as CliError).message).to.equal(
+      'mini up was interrupted (SIGINT) while it checked for helm; nothing was changed',
+    )
+    expect(exitCodeOf(err)).to.equal(130)
+    expect(madeWorkspace, 'no workspace was made').to.equal(false)
   })
 })

@@ -409,33 +409,36 @@ function checkVmOptions(opts: MiniUpOptions) {
 }
 
 /**
- * The preflight (helm's version): Ctrl-C reaches its child too, which then fails, and that failure
- * would be reported as helm's, not as the interrupt it is.
+ * A step before anything is started (the helm check, the image build): Ctrl-C reaches its child
+ * too, which then fails, and that failure would be reported as the step's, not as the interrupt it is.
  */
-async function preflight(io: MiniIo, signal: AbortSignal | undefined): Promise<void> {
+async function beforeStart<T>(
+  step: () => Promise<T>,
+  signal: AbortSignal | undefined,
+  what: string,
+): Promise<T> {
   try {
-    await io.preflight()
+    return await step()
   } catch (err) {
     if (!signal?.aborted) throw err
     const by = interruptedBy(signal)
-    throw new CliError(`mini up was interrupted (${by}) while it checked for helm; nothing was changed`, {
+    throw new CliError(`mini up was interrupted (${by}) while it ${what}`, {
       exitCode: SIGNAL_EXIT_CODES[by],
     })
   }
 }
 
+const preflight = (io: MiniIo, signal: AbortSignal | undefined): Promise<void> =>
+  beforeStart(() => io.preflight(), signal, 'checked for helm; nothing was changed')
+
 async function vmImageOf(io: MiniIo, signal: AbortSignal | undefined): Promise<string> {
-  if (!io.vmImage) throw new CliError('--machines vm: this build of mini has no node image to boot')
-  try {
-    return await io.vmImage(signal)
-  } catch (err) {
-    if (!signal?.aborted) throw err
-    const by = interruptedBy(signal)
-    throw new CliError(
-      `mini up was interrupted (${by}) while it built the node image; nothing was changed (the build's files are removed)`,
-      { exitCode: SIGNAL_EXIT_CODES[by] },
-    )
-  }
+  const build = io.vmImage
+  if (!build) throw new CliError('--machines vm: this build of mini has no node image to boot')
+  return beforeStart(
+    () => build(signal),
+    signal,
+    "built the node image; nothing was changed (the build's files are removed)",
+  )
 }
 
 /** The machines of a recorded cluster: its processes, or its VMs booted from the image it recorded. */
