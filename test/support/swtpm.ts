@@ -1,10 +1,12 @@
 /** A real swtpm per test: temp state dir, free ports, stopped and removed by stop(). */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { readFile } from 'node:fs/promises'
-import { connect } from 'node:net'
+import { connect, type NetConnectOpts } from 'node:net'
+import { mkdir } from 'node:fs/promises'
+import path from 'node:path'
 import { localCaFiles, manufactureTpm, writeLocalCaConfig } from '../../src/lib/mini/tpm-ca.js'
 import { createRunner } from '../../src/lib/system/index.js'
-import { openSwtpm, type OpenTpm } from '../../src/lib/tpm/index.js'
+import { openSwtpm, openSwtpmSocket, type OpenTpm } from '../../src/lib/tpm/index.js'
 import { freePortPair } from './ports.js'
 import { makeTempDir, withTempDir } from './temp.js'
 
@@ -97,7 +99,7 @@ async function spawnSwtpm(stateDir: string): Promise<{ child: ChildProcess; port
     let stderr = ''
     child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()))
     try {
-      await waitUntilAccepting(child, port, () => stderr)
+      await waitUntilAccepting(child, { host: HOST, port }, () => stderr)
       return { child, port }
     } catch (err: unknown) {
       lastError = err
@@ -105,6 +107,47 @@ async function spawnSwtpm(stateDir: string): Promise<{ child: ChildProcess; port
     }
   }
   throw new Error(`starting swtpm failed ${START_ATTEMPTS} times`, { cause: lastError })
+}
+
+export interface SocketSwtpmHandle {
+  /** The command channel's socket (0600), as a node config names it after `unix:`. */
+  server: string
+  ctrl: string
+  open: OpenTpm
+  stop(): Promise<void>
+}
+
+/**
+ * A fresh swtpm on unix sockets, as mini's nodes run theirs: the command and control channels 0600
+ * in a 0700 folder under `dir` (a temp dir of its own, removed by stop(), when not given).
+ */
+export async function startSwtpmOnSocket(dir?: string): Promise<SocketSwtpmHandle> {
+  const temp = dir === undefined ? await makeTempDir('constell-swtpm-') : undefined
+  const folder = path.join(dir ?? temp!.dir, 'node')
+  await mkdir(path.join(folder, 'tpm'), { recursive: true, mode: 0o700 })
+  const server = path.join(folder, 'swtpm.sock')
+  const ctrl = path.join(folder, 'swtpm-ctrl.sock')
+  // prettier-ignore
+  const child = spawn('swtpm', [
+    'socket', '--tpm2',
+    '--server', `type=unixio,path=${server},mode=0600`,
+    '--ctrl', `type=unixio,path=${ctrl},mode=0600`,
+    '--tpmstate', `dir=${path.join(folder, 'tpm')}`,
+    '--flags', 'not-need-init,startup-clear',
+  ], { stdio: ['ignore', 'ignore', 'pipe'] })
+  let stderr = ''
+  child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()))
+  const stop = once(async () => {
+    await kill(child, 'SIGKILL')
+    await temp?.cleanup()
+  })
+  try {
+    await waitUntilAccepting(child, { path: server }, () => stderr)
+  } catch (err) {
+    await stop()
+    throw err
+  }
+  return { server, ctrl, open: openSwtpmSocket(server), stop }
 }
 
 /**
@@ -123,12 +166,16 @@ async function manufacture(stateDir: string): Promise<{ root: string; intermedia
   }, 'constell-swtpm-ca-')
 }
 
-async function waitUntilAccepting(child: ChildProcess, port: number, stderr: () => string): Promise<void> {
+async function waitUntilAccepting(
+  child: ChildProcess,
+  target: NetConnectOpts,
+  stderr: () => string,
+): Promise<void> {
   const deadline = Date.now() + READY_TIMEOUT_MS
   while (Date.now() < deadline) {
     if (child.exitCode !== null || child.signalCode !== null) throw new Error(`swtpm exited: ${stderr()}`)
     const ok = await new Promise<boolean>((resolve) => {
-      const s = connect({ host: HOST, port }, () => {
+      const s = connect(target, () => {
         s.destroy()
         resolve(true)
       })
@@ -137,7 +184,8 @@ async function waitUntilAccepting(child: ChildProcess, port: number, stderr: () 
     if (ok) return
     await new Promise((r) => setTimeout(r, 20))
   }
-  throw new Error(`swtpm did not accept connections on port ${port}: ${stderr()}`)
+  const where = 'path' in target ? target.path : `port ${target.port}`
+  throw new Error(`swtpm did not accept connections on ${where}: ${stderr()}`)
 }
 
 function kill(child: ChildProcess, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
