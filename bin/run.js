@@ -5,7 +5,7 @@
 // node start, and version checks run in scripts and health probes. The text matches oclif's.
 // Help pages come from dist/help-index.json, which the build renders with oclif's own Help class
 // (scripts/gen-help-index.ts); they are printed here when oclif would print exactly that text.
-// `bootstrap run` (the node daemon), the node's services and `init` with plain flags also run
+// `bootstrap run` (the node daemon), the node's units and `init` with plain flags also run
 // without oclif: see src/bootstrap-run.ts, src/service-run.ts and src/init-run.ts; anything
 // unusual still goes through oclif.
 'use strict'
@@ -21,6 +21,7 @@ const withoutFramework = {
   keyservice: () => import('../dist/service-run.js'),
   verifyservice: () => import('../dist/service-run.js'),
   'upgrade-agent': () => import('../dist/service-run.js'),
+  'state-disk setup': () => import('../dist/service-run.js'),
 }
 
 if (args.length === 1 && (args[0] === '--version' || args[0] === '-v')) {
@@ -45,7 +46,7 @@ function userAgent(bin, version) {
 }
 
 async function ranWithoutFramework() {
-  const id = args[0] === 'bootstrap' ? `bootstrap ${args[1]}` : args[0]
+  const id = args[0] === 'bootstrap' || args[0] === 'state-disk' ? `${args[0]} ${args[1]}` : args[0]
   const load = Object.hasOwn(withoutFramework, id) ? withoutFramework[id] : undefined
   if (!load) return false
   const { runWithoutFramework } = await load()

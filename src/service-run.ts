@@ -1,7 +1,8 @@
 /**
- * The node's long-running services without the CLI framework: `constellation joinservice`,
- * `keyservice`, `verifyservice` and `upgrade-agent`, as their systemd units start them (`--config FILE`). Loading
- * oclif would cost each of them ~10 MB resident for its whole life (DESIGN §6: ≤ 80 MB). Anything
+ * The node's systemd units without the CLI framework: `constellation joinservice`, `keyservice`,
+ * `verifyservice`, `upgrade-agent` and `state-disk setup`, as their units start them (`--config
+ * FILE`). Loading oclif would cost each service ~10 MB resident for its whole life (DESIGN §6: ≤ 80
+ * MB), and `state-disk setup`, which runs at every boot before anything else, ~0.13 s of CPU. Anything
  * but the plain flags goes to oclif, which owns help and usage errors for the same commands.
  */
 import { parseArgs } from 'node:util'
@@ -10,32 +11,61 @@ import { NODE_CONFIG_PATH } from './lib/paths.js'
 
 /** The flags of each service, as node:util's parseArgs reads them; the oclif commands have the same. */
 export const SERVICE_FLAGS = { config: { type: 'string' } } as const
+/** `state-disk setup`'s flags: `--simulate-mapping` is mini's (hosts without device-mapper). */
+export const STATE_DISK_FLAGS = { ...SERVICE_FLAGS, 'simulate-mapping': { type: 'boolean' } } as const
 
-/** Only the chosen service's wiring is loaded. */
-const SERVICES: Record<string, () => Promise<(configPath: string) => Promise<void>>> = {
-  joinservice: async () => (await import('./wiring/joinservice.js')).runJoinService,
-  keyservice: async () => (await import('./wiring/keyservice.js')).runKeyService,
-  verifyservice: async () => (await import('./wiring/verify-service.js')).runVerifyService,
-  'upgrade-agent': async () => (await import('./wiring/upgrade-agent.js')).runUpgradeAgent,
+/** A unit's run, given its config file and the flags parseArgs read (each unit reads its own). */
+type Run = (configPath: string, flags: Record<string, unknown>) => Promise<void>
+
+/** Only the chosen unit's wiring is loaded. */
+type UnitFlags = typeof SERVICE_FLAGS | typeof STATE_DISK_FLAGS
+const UNITS: Record<string, { flags: UnitFlags; load(): Promise<Run> }> = {
+  joinservice: {
+    flags: SERVICE_FLAGS,
+    load: async () => (await import('./wiring/joinservice.js')).runJoinService,
+  },
+  keyservice: {
+    flags: SERVICE_FLAGS,
+    load: async () => (await import('./wiring/keyservice.js')).runKeyService,
+  },
+  verifyservice: {
+    flags: SERVICE_FLAGS,
+    load: async () => (await import('./wiring/verify-service.js')).runVerifyService,
+  },
+  'upgrade-agent': {
+    flags: SERVICE_FLAGS,
+    load: async () => (await import('./wiring/upgrade-agent.js')).runUpgradeAgent,
+  },
+  'state-disk setup': {
+    flags: STATE_DISK_FLAGS,
+    load: async () => {
+      const { runStateDiskSetup } = await import('./wiring/state-disk.js')
+      return async (configPath, flags) => {
+        await runStateDiskSetup(configPath, { simulateMapping: flags['simulate-mapping'] === true })
+      }
+    },
+  },
 }
 
-export const FRAMEWORK_FREE_SERVICES = Object.keys(SERVICES)
+export const FRAMEWORK_FREE_UNITS = Object.keys(UNITS)
 
-/** Runs service `id` for `[--config F]`; false when argv needs oclif (help, bad flags). */
+/** Runs unit `id` for its plain flags; false when argv needs oclif (help, bad flags). */
 export async function runWithoutFramework(argv: string[], id: string): Promise<boolean> {
-  const load = SERVICES[id]
-  if (!load) return false
+  const unit = UNITS[id]
+  if (!unit) return false
   let configPath: string
+  let flags: Record<string, unknown>
   try {
-    const { values } = parseArgs({ args: argv, options: SERVICE_FLAGS, strict: true })
+    const { values } = parseArgs({ args: argv, options: unit.flags, strict: true })
+    flags = values
     configPath = values.config ?? NODE_CONFIG_PATH
   } catch {
     return false
   }
   try {
     await (
-      await load()
-    )(configPath)
+      await unit.load()
+    )(configPath, flags)
   } catch (err) {
     for (const line of renderError(err).lines) process.stderr.write(`${line}\n`)
     process.exitCode = exitCodeOf(err)

@@ -14,8 +14,9 @@ import Init from '../../src/commands/init.js'
 import JoinService from '../../src/commands/joinservice.js'
 import KeyService from '../../src/commands/keyservice.js'
 import UpgradeAgent from '../../src/commands/upgrade-agent.js'
+import StateDiskSetup from '../../src/commands/state-disk/setup.js'
 import VerifyService from '../../src/commands/verifyservice.js'
-import { FRAMEWORK_FREE_SERVICES, SERVICE_FLAGS } from '../../src/service-run.js'
+import { FRAMEWORK_FREE_UNITS, SERVICE_FLAGS, STATE_DISK_FLAGS } from '../../src/service-run.js'
 import { INIT_FLAGS } from '../../src/init-run.js'
 import { expect } from '../support/chai.js'
 import { REPO_ROOT, runCli, throughOclifArgv, type CliResult } from '../support/cli.js'
@@ -74,17 +75,23 @@ describe('framework-free entries (bin/run.js)', function () {
     })
   }
 
-  describe('the node services (joinservice, keyservice, verifyservice, upgrade-agent)', () => {
-    const commands = {
+  describe('the node units (joinservice, keyservice, verifyservice, upgrade-agent, state-disk setup)', () => {
+    const services = {
       joinservice: JoinService,
       keyservice: KeyService,
       verifyservice: VerifyService,
       'upgrade-agent': UpgradeAgent,
     }
+    const commands = { ...services, 'state-disk setup': StateDiskSetup }
     it('are all framework-free, with the same flags as their oclif commands', () => {
-      expect(FRAMEWORK_FREE_SERVICES).to.have.members(Object.keys(commands))
-      for (const command of Object.values(commands))
+      expect(FRAMEWORK_FREE_UNITS).to.have.members(Object.keys(commands))
+      for (const command of Object.values(services))
         expect(Object.keys(SERVICE_FLAGS)).to.deep.equal(Object.keys(command.flags))
+      const types = (flags: Interfaces.FlagInput) => Object.values(flags).map((f) => f.type)
+      expect(Object.keys(STATE_DISK_FLAGS)).to.deep.equal(Object.keys(StateDiskSetup.flags))
+      expect(Object.values(STATE_DISK_FLAGS).map((f) => f.type)).to.deep.equal(
+        types(StateDiskSetup.flags).map((t) => (t === 'boolean' ? 'boolean' : 'string')),
+      )
     })
 
     it('leave help and unknown flags to oclif, and fail the same way on a missing config', async () => {
@@ -94,12 +101,19 @@ describe('framework-free entries (bin/run.js)', function () {
       const unknown = await runCli(['keyservice', '--no-such-flag'])
       expect(unknown.code).to.equal(2)
       expect(unknown.stderr).to.match(/Nonexistent flag: --no-such-flag/)
-      for (const service of Object.keys(commands)) {
-        const args = [service, '--config', '/nonexistent/node-config.yaml']
+      const stateDiskHelp = await runCli(['state-disk', 'setup', '--help'])
+      expect(stateDiskHelp.code).to.equal(0)
+      expect(stateDiskHelp.stdout).to.include('USAGE')
+      const stateDiskUnknown = await runCli(['state-disk', 'setup', '--simulate-maping'])
+      expect(stateDiskUnknown.code).to.equal(2)
+      expect(stateDiskUnknown.stderr).to.match(/Nonexistent flag: --simulate-maping/)
+      for (const unit of Object.keys(commands)) {
+        const args = [...unit.split(' '), '--config', '/nonexistent/node-config.yaml']
+        if (unit === 'state-disk setup') args.push('--simulate-mapping')
         const [free, oclif] = await Promise.all([runCli(args), runThroughOclif(args)])
-        expect(free.code, service).to.equal(oclif.code)
-        expect(free.code, service).to.not.equal(0)
-        expect(free.stderr, service).to.equal(oclif.stderr)
+        expect(free.code, unit).to.equal(oclif.code)
+        expect(free.code, unit).to.not.equal(0)
+        expect(free.stderr, unit).to.equal(oclif.stderr)
       }
     })
   })
