@@ -2,7 +2,7 @@
  * The node's systemd units without the CLI framework: `constellation joinservice`, `keyservice`,
  * `verifyservice`, `upgrade-agent` and `state-disk setup`, as their units start them (`--config
  * FILE`). Loading oclif would cost each service ~10 MB resident for its whole life (DESIGN §6: ≤ 80
- * MB), and `state-disk setup`, which runs at every boot before anything else, ~0.13 s of CPU. Anything
+ * MB), and `state-disk setup`, which runs at every boot before anything else, ~0.1 s of CPU. Anything
  * but the plain flags goes to oclif, which owns help and usage errors for the same commands.
  */
 import { parseArgs } from 'node:util'
@@ -17,8 +17,9 @@ export const STATE_DISK_FLAGS = { ...SERVICE_FLAGS, 'simulate-mapping': { type: 
 /** A unit's run, given its config file and the flags parseArgs read (each unit reads its own). */
 type Run = (configPath: string, flags: Record<string, unknown>) => Promise<void>
 
-/** Only the chosen unit's wiring is loaded. */
 type UnitFlags = typeof SERVICE_FLAGS | typeof STATE_DISK_FLAGS
+
+/** Only the chosen unit's wiring is loaded. */
 const UNITS: Record<string, { flags: UnitFlags; load(): Promise<Run> }> = {
   joinservice: {
     flags: SERVICE_FLAGS,
@@ -53,19 +54,16 @@ export const FRAMEWORK_FREE_UNITS = Object.keys(UNITS)
 export async function runWithoutFramework(argv: string[], id: string): Promise<boolean> {
   const unit = UNITS[id]
   if (!unit) return false
-  let configPath: string
-  let flags: Record<string, unknown>
+  let flags: { config?: string } & Record<string, unknown>
   try {
-    const { values } = parseArgs({ args: argv, options: unit.flags, strict: true })
-    flags = values
-    configPath = values.config ?? NODE_CONFIG_PATH
+    flags = parseArgs({ args: argv, options: unit.flags, strict: true }).values
   } catch {
     return false
   }
   try {
     await (
       await unit.load()
-    )(configPath, flags)
+    )(flags.config ?? NODE_CONFIG_PATH, flags)
   } catch (err) {
     for (const line of renderError(err).lines) process.stderr.write(`${line}\n`)
     process.exitCode = exitCodeOf(err)

@@ -87,10 +87,12 @@ describe('framework-free entries (bin/run.js)', function () {
       expect(FRAMEWORK_FREE_UNITS).to.have.members(Object.keys(commands))
       for (const command of Object.values(services))
         expect(Object.keys(SERVICE_FLAGS)).to.deep.equal(Object.keys(command.flags))
-      const types = (flags: Interfaces.FlagInput) => Object.values(flags).map((f) => f.type)
-      expect(Object.keys(STATE_DISK_FLAGS)).to.deep.equal(Object.keys(StateDiskSetup.flags))
-      expect(Object.values(STATE_DISK_FLAGS).map((f) => f.type)).to.deep.equal(
-        types(StateDiskSetup.flags).map((t) => (t === 'boolean' ? 'boolean' : 'string')),
+      // names and types, in order (parseArgs reads every non-boolean oclif flag as a string)
+      expect(Object.entries(STATE_DISK_FLAGS).map(([name, f]) => [name, f.type])).to.deep.equal(
+        Object.entries(StateDiskSetup.flags).map(([name, f]) => [
+          name,
+          f.type === 'boolean' ? 'boolean' : 'string',
+        ]),
       )
     })
 

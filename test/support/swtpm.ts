@@ -1,8 +1,7 @@
 /** A real swtpm per test: temp state dir, free ports, stopped and removed by stop(). */
 import { spawn, type ChildProcess } from 'node:child_process'
-import { readFile } from 'node:fs/promises'
+import { mkdir, readFile } from 'node:fs/promises'
 import { connect, type NetConnectOpts } from 'node:net'
-import { mkdir } from 'node:fs/promises'
 import path from 'node:path'
 import { localCaFiles, manufactureTpm, writeLocalCaConfig } from '../../src/lib/mini/tpm-ca.js'
 import { createRunner } from '../../src/lib/system/index.js'
