@@ -22,6 +22,13 @@ export interface RunOptions {
   timeoutMs?: number
   /** Kills the child (SIGTERM) when aborted, e.g. a daemon the test no longer needs. */
   signal?: AbortSignal
+  /**
+   * Runs the child as systemd runs a unit (KillMode=control-group): in a process group of its own,
+   * every process in it gets the SIGTERM, and what is left once the main process exits is killed.
+   * Without it, a child the CLI started (kubeadm) outlives a stopped daemon and writes into a
+   * node root the test has already removed.
+   */
+  asUnit?: boolean
 }
 
 export function runCli(args: readonly string[], opts: RunOptions = {}): Promise<CliResult> {
@@ -30,14 +37,24 @@ export function runCli(args: readonly string[], opts: RunOptions = {}): Promise<
       cwd: opts.cwd ?? REPO_ROOT,
       env: { ...process.env, CONSTELL_NO_SPINNER: '1', ...opts.env },
       stdio: ['pipe', 'pipe', 'pipe'],
+      detached: opts.asUnit === true,
     })
+    const kill = (signal: NodeJS.Signals) => {
+      if (!opts.asUnit || child.pid === undefined) return void child.kill(signal)
+      try {
+        process.kill(-child.pid, signal)
+      } catch {
+        // the group is gone already
+      }
+    }
     let stdout = ''
     let stderr = ''
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
-    const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs ?? 60_000)
-    const stop = () => child.kill('SIGTERM')
+    const timer = setTimeout(() => kill('SIGKILL'), opts.timeoutMs ?? 60_000)
+    const stop = () => kill('SIGTERM')
     opts.signal?.addEventListener('abort', stop, { once: true })
+    if (opts.asUnit) child.on('exit', () => kill('SIGKILL'))
     child.on('error', reject)
     child.on('close', (code) => {
       clearTimeout(timer)

@@ -185,6 +185,7 @@ export async function startDaemonProcess(
   const exited = runCli(['bootstrap', 'run', '--config', config], {
     timeoutMs: 120_000,
     signal: stop.signal,
+    asUnit: true,
     env: { ...node.systemd.env, ...env },
   }).finally(() => (done = true))
   const stopAndReport = async (what: string, cause?: unknown): Promise<never> => {

@@ -213,6 +213,7 @@ export async function startTestCluster(): Promise<TestCluster> {
         )
         return runCli(['bootstrap', 'run', '--config', local.configFile], {
           timeoutMs: 60_000,
+          asUnit: true,
           env: { ...systemd.env, ...kubeadmEnv },
         })
       },
