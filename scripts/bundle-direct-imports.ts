@@ -3,7 +3,7 @@
  * becomes imports of the files that define a and b. Code outside a domain reaches it through its
  * index.ts (the architecture tests hold the sources to that), but esbuild follows every re-export
  * of an index that any entry uses: each node process loaded the union of what all commands need
- * through the domain façades (a mini node's supervisor: 2.8 MB of code for ~0.6 MB it runs).
+ * through the domain façades (a mini node's supervisor: 2.8 MB of code for the 0.55 MB it runs).
  * An index holds only re-exports (test/architecture/index-facades.test.ts), so the rewrite changes
  * nothing but what is loaded. An import that names anything the index does not re-export by
  * name (`export *`) is left as written.
