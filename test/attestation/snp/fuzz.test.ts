@@ -38,7 +38,9 @@ function onlyClean(run: () => unknown, label: string, i: number): 'ok' | 'refuse
 }
 
 describe('SEV-SNP parsers and verifier on mutated input', function () {
-  this.timeout(60_000)
+  // 10,000 signature checks and chain walks per case: ~15-50 s when two suites share the two
+  // cores, and past 60 s once more load comes on top
+  this.timeout(180_000)
   const recorded = recordedCases()
 
   it(`parseSnpReport: ${RUNS} mutated recorded reports`, () => {
