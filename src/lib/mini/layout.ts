@@ -17,6 +17,12 @@ import { localCaFiles } from './tpm-ca.js'
 export const MINI_DIR = 'constellation-mini'
 
 /**
+ * Every mini node's state-disk keyslot cost: PBKDF2 at cryptsetup's floor. The key is random (256
+ * bits), so a slow PBKDF guards nothing; production keeps argon2id (LUKS_KEYSLOT_PBKDF_ARGS).
+ */
+export const MINI_KEYSLOT_PBKDF = { type: 'pbkdf2', iterations: 1000 } as const
+
+/**
  * Ports every node uses on its own address (Constellation's where it has one). Its TPM and key
  * service have none: they are unix sockets in the node's folder (MiniNodeFiles.sockets), which
  * only the cluster's user can reach.

@@ -20,6 +20,7 @@ import { alive, CLUSTER_MARKER, markedProcesses, NODE_MARKER, startDaemon, stopM
 import { checkMiniVariant, type MiniCvmVariant } from './cvm.js'
 import {
   METADATA_PORT,
+  MINI_KEYSLOT_PBKDF,
   NODE_PORTS,
   type MiniNodeFiles,
   type MiniNodeRecord,
@@ -99,8 +100,7 @@ export function miniNodeConfig(
     recoveryServer: { listen: at(NODE_PORTS.recovery) },
     kubeconfig: path.join(files.root, 'etc/kubernetes/admin.conf'),
     kubeadm: path.join(files.root, 'run/state/bin/kubeadm'),
-    // the derived key's keyslot: PBKDF2 at its floor keeps a boot fast; a real node keeps argon2id
-    stateDisk: { device: files.disk, pbkdf: { type: 'pbkdf2', iterations: 1000 } },
+    stateDisk: { device: files.disk, pbkdf: MINI_KEYSLOT_PBKDF },
     metadata: {
       provider: 'http',
       url: `http://${network.hostAddress}:${METADATA_PORT}`,

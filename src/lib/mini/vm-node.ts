@@ -22,7 +22,7 @@ import {
   guestExec,
 } from '../vm/index.js'
 import { CLUSTER_MARKER, NODE_MARKER, startDaemon, stopMarked, markedProcesses, alive } from './daemons.js'
-import { METADATA_PORT, NODE_PORTS, type MiniNodeRecord } from './layout.js'
+import { METADATA_PORT, MINI_KEYSLOT_PBKDF, NODE_PORTS, type MiniNodeRecord } from './layout.js'
 import { tapName, type MiniNetwork } from './network.js'
 import { logTail, waitForFile, waitForSocket } from './wait.js'
 import {
@@ -77,8 +77,10 @@ export function vmNodeConfig(network: MiniNetwork, node: MiniNodeRecord): NodeCo
     recoveryServer: { listen: at(NODE_PORTS.recovery) },
     kubeconfig: '/etc/kubernetes/admin.conf',
     kubeadm: '/run/state/bin/kubeadm',
-    // production's format and key derivation (argon2id): the guest maps the disk for real
-    stateDisk: { device: GUEST_STATE_DISK },
+    // production's format (dm-crypt over dm-integrity, wiped), which the guest maps for real; the
+    // keyslots' PBKDF as on every mini node: argon2id's 2 s per keyslot, benchmarked first, took
+    // about 45 s of each emulated boot (its arguments are checked against cryptsetup in test/statedisk)
+    stateDisk: { device: GUEST_STATE_DISK, pbkdf: MINI_KEYSLOT_PBKDF },
     metadata: { provider: 'http', url: `http://${network.hostAddress}:${METADATA_PORT}` },
   }
 }
