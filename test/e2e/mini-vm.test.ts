@@ -14,12 +14,13 @@
  * 3. mini reboot --hard (QEMU and swtpm killed): it comes back again, with its data.
  * Then mini down, which leaves no QEMU, swtpm, tap, bridge or file behind.
  *
- * Production's state-disk format is kept (argon2id keyslots, integrity with a wiped device): this
- * test measures what a node costs. Slow, and slower the busier the host (TCG: every guest instruction
- * emulated): mini up took 253 s at load 2.5 and 430 s at load 8 with the image cached (plus about 20 s
- * to rebuild the image after a change of the project, minutes for the Debian base the first time),
- * each reboot 2–4 min. Needs root (taps, the bridge, mmdebstrap), qemu-system-x86_64 and
- * mmdebstrap; skipped without them.
+ * Production's state-disk format is kept (dm-crypt over dm-integrity, wiped); the keyslots take
+ * mini's PBKDF2 floor, as on every mini node (argon2id's benchmark and 2 s per keyslot cost about
+ * 45 s of each emulated boot). Slow, and slower the busier the host (TCG: every guest instruction
+ * emulated): mini up took about 210 s on a quiet host with the image cached (plus about 25 s to
+ * rebuild the image after a change of the project, minutes for the Debian base the first time).
+ * It is the longest e2e case, so package.json starts it first, beside all the others. Needs root
+ * (taps, the bridge, mmdebstrap), qemu-system-x86_64 and mmdebstrap; skipped without them.
  */
 import { execFileSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
@@ -230,6 +231,10 @@ describe('mini up --machines vm: 1 control plane + 1 worker as QEMU VMs', functi
       expect(await pcr('worker-0', index), `worker-0's PCR ${index}`).to.equal(expected)
     expect(await pcr('worker-0', 15)).to.not.equal('0'.repeat(64))
     expect(await sh('worker-0', 'systemctl is-active constellation-bootstrapper')).to.equal('active\n')
+    // Debian's housekeeping stays off (vm/image.ts): e2scrub_reap alone took a minute of every boot
+    expect(
+      await sh('worker-0', 'systemctl is-enabled e2scrub_reap.service e2scrub_all.timer || true'),
+    ).to.equal('masked\nmasked\n')
 
     diskUuid = await expectMappedWithJoinKey('worker-0')
     // formatted as production must (wiped through the mapping): every sector reads back, none fails
