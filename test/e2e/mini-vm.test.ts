@@ -235,6 +235,10 @@ describe('mini up --machines vm: 1 control plane + 1 worker as QEMU VMs', functi
     expect(
       await sh('worker-0', 'systemctl is-enabled e2scrub_reap.service e2scrub_all.timer || true'),
     ).to.equal('masked\nmasked\n')
+    // and it booted from an initramfs of the root disk's modules alone (vm/image-recipe.ts)
+    expect(await sh('worker-0', 'cat /etc/initramfs-tools/conf.d/constellation-vm')).to.equal(
+      'MODULES=list\n',
+    )
 
     diskUuid = await expectMappedWithJoinKey('worker-0')
     // formatted as production must (wiped through the mapping): every sector reads back, none fails

@@ -2,11 +2,19 @@
  * The image cache: its key moves with every input byte (a project change means a new image), the
  * Debian base's only with the package list; `--prune` keeps the current image and base alone.
  */
-import { mkdir, readdir, writeFile } from 'node:fs/promises'
+import { execFileSync } from 'node:child_process'
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { expect } from '../support/chai.js'
 import { makeTempDir, type TempDir } from '../support/temp.js'
-import { baseInputsHash, imageInputsHash, PROJECT_FILES } from '../../src/lib/vm/image-recipe.js'
+import {
+  baseInputsHash,
+  imageInputsHash,
+  INITRAMFS_MODULES,
+  INITRAMFS_SETUP_HOOK,
+  MMDEBSTRAP_OPTIONS,
+  PROJECT_FILES,
+} from '../../src/lib/vm/image-recipe.js'
 import { ensureImage, pruneImages, staleImages, type ImageManifest } from '../../src/lib/vm/image.js'
 import { CommandFailedError, type Runner } from '../../src/lib/system/index.js'
 
@@ -37,6 +45,21 @@ describe('vm: image cache', () => {
     await writeFile(inputs.nodeBinary, 'another node\n')
     expect(await imageInputsHash(inputs)).to.not.equal(first)
     expect(baseInputsHash()).to.equal(base)
+  })
+
+  it("sets the initramfs to the root disk's modules alone before any package installs (mmdebstrap's setup hook under sh)", async () => {
+    expect(MMDEBSTRAP_OPTIONS).to.include(`--setup-hook=${INITRAMFS_SETUP_HOOK}`)
+    // as mmdebstrap runs a hook with shell syntax in it: sh -c, the chroot as $1
+    execFileSync('sh', ['-c', INITRAMFS_SETUP_HOOK, 'sh', tmp.dir])
+    expect(
+      await readFile(path.join(tmp.dir, 'etc/initramfs-tools/conf.d/constellation-vm'), 'utf8'),
+    ).to.equal('MODULES=list\n')
+    const modules = await readFile(
+      path.join(tmp.dir, 'usr/share/initramfs-tools/modules.d/constellation-vm'),
+      'utf8',
+    )
+    expect(modules.split('\n')).to.deep.equal([...INITRAMFS_MODULES, ''])
+    expect(INITRAMFS_MODULES).to.include.members(['virtio_blk', 'ext4'])
   })
 
   it('refuses to hash a package without its build, saying so', async () => {

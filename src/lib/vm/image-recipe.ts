@@ -38,9 +38,25 @@ export const IMAGE_PACKAGES = [
   'qemu-guest-agent',
 ] as const
 
+/**
+ * What the initramfs loads to find the root file system: virtio's PCI transport, its block driver
+ * and ext4 (MODULES=list). Debian's default, MODULES=most, packs every storage driver: a 36 MB
+ * initramfs that took about 35 s of the image's build and seconds of every emulated boot to unpack
+ * (16 s after a reset); this one is about 6 MB. Everything else loads from the root file system.
+ */
+export const INITRAMFS_MODULES = ['virtio_pci', 'virtio_blk', 'ext4'] as const
+
+/** An mmdebstrap hook (sh, the chroot as $1) run before any package: the initramfs's settings. */
+export const INITRAMFS_SETUP_HOOK = [
+  'mkdir -p "$1/etc/initramfs-tools/conf.d" "$1/usr/share/initramfs-tools/modules.d"',
+  'echo MODULES=list > "$1/etc/initramfs-tools/conf.d/constellation-vm"',
+  `printf '%s\\n' ${INITRAMFS_MODULES.join(' ')} > "$1/usr/share/initramfs-tools/modules.d/constellation-vm"`,
+].join(' && ')
+
 /** mmdebstrap's options beyond the package list (part of the base's cache key). */
 export const MMDEBSTRAP_OPTIONS = [
   '--variant=minbase',
+  `--setup-hook=${INITRAMFS_SETUP_HOOK}`,
   '--mode=root',
   '--format=tar',
   // documentation and manual pages are no use on a node (dpkg's patterns are globs, one each)
