@@ -29,8 +29,8 @@ describe('vm: qemu and swtpm command lines', () => {
     const args = qemuArgs(spec)
     expect(values(args, '-kernel')).to.deep.equal(['/c/vmlinuz'])
     expect(values(args, '-append')[0]).to.match(/^root=UUID=[0-9a-f-]{36} rw console=ttyS0 net\.ifnames=0/)
-    // the pc machine's floppy controller, which has no drive, is never probed
-    expect(values(args, '-append')[0]).to.match(/ modprobe\.blacklist=floppy( |$)/)
+    // the pc machine's floppy controller, which has no drive, is never probed; nor KVM loaded
+    expect(values(args, '-append')[0]).to.match(/ modprobe\.blacklist=floppy,kvm_amd,kvm_intel,kvm( |$)/)
     expect(values(args, '-accel')).to.deep.equal(['tcg'])
     expect(values(args, '-cpu')).to.deep.equal(['max'])
     expect(values(args, '-serial')).to.deep.equal(['chardev:console'])
