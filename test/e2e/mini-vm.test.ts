@@ -9,8 +9,8 @@
  *    the control-plane VM; inside the worker /run/state is a dm-crypt mapping of its state disk,
  *    whose keyslot the key the join service derived for that disk (HKDF of the master secret with
  *    the disk's UUID, the disk recorded for worker-0 by the join service) opens.
- * 2. mini reboot (QEMU system_reset): a new boot, PCRs reset, the disk kept: it rejoins (the disk key
- *    from the join service again), and a file written before is intact.
+ * 2. mini reboot (a reset: QEMU quits and starts again): a new boot, PCRs reset, the disk kept: it
+ *    rejoins (the disk key from the join service again), and a file written before is intact.
  * 3. mini reboot --hard (QEMU and swtpm killed): it comes back again, with its data.
  * Then mini down, which leaves no QEMU, swtpm, tap, bridge or file behind.
  *

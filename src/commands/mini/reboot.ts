@@ -21,7 +21,7 @@ export default class MiniReboot extends BaseCommand {
     }),
     hard: Flags.boolean({
       description:
-        'a power cut: every process of the node (a VM: its QEMU and swtpm) is killed at once and its TPM gets no TPM2_Shutdown, as when a machine crashes; without it a VM node is reset (QEMU system_reset, its reset button)',
+        'a power cut: every process of the node (a VM: its QEMU and swtpm) is killed at once and its TPM gets no TPM2_Shutdown, as when a machine crashes; without it a VM node is reset (its reset button: QEMU restarted, no shutdown)',
     }),
   }
 

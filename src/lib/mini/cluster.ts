@@ -548,7 +548,7 @@ export async function rebootNode(workspace: string, name: string, io: MiniIo, ho
   let boot: MachineBoot
   if (machines.reset && !hooks.hard && !hooks.whilePoweredOff) {
     io.progress(
-      `${name}: reset (QEMU system_reset, as its reset button: no shutdown, its TPM re-initialised so its PCRs reset, its disks kept)`,
+      `${name}: reset (as its reset button: no shutdown, its TPM re-initialised so its PCRs reset, its disks kept; QEMU restarted)`,
     )
     boot = await machines.reset(node)
   } else {

@@ -49,7 +49,7 @@ export interface Machines {
   powerOn(node: MiniNodeRecord): Promise<MachineBoot>
   /** In order (a process supervisor's shutdown, a VM's ACPI power button), or `hard`: a power cut. */
   powerOff(node: MiniNodeRecord, opts: { hard?: boolean }): Promise<{ orderly: boolean }>
-  /** vm only: the reset button (QMP system_reset): no shutdown, the TPM re-initialised, disks kept. */
+  /** vm only: the reset button (a QEMU restart): no shutdown, the TPM re-initialised, disks kept. */
   reset?(node: MiniNodeRecord): Promise<MachineBoot>
   /** Where the SIMULATED API listens and what its serving certificate names. */
   api(cp0: MiniNodeRecord, controlPlanes: MiniNodeRecord[]): ApiPlacement
@@ -111,7 +111,7 @@ export function vmMachines(ctx: VmBootContext, paths: MiniPaths): Machines {
       return { orderly: false }
     },
     async reset(node) {
-      await resetVmNode(files(node))
+      await resetVmNode(ctx, node, files(node))
       return booting(node)
     },
     // the host's end of the bridge: every guest reaches it; control planes forward the API's port

@@ -177,11 +177,27 @@ export async function powerOnVmNode(ctx: VmBootContext, node: MiniNodeRecord, fi
   return { qemuPid: qemu.pid }
 }
 
+/** How long a QEMU told to quit, and its swtpm, get before they are killed. */
+const VM_QUIT_MS = 30_000
+
 /**
- * A reset, as the machine's reset button: the guest's kernel gets no say, QEMU re-initialises the
- * TPM (PCRs reset) and keeps the disks. What the guest had written to them stays.
+ * A reset, as the machine's reset button: the guest's kernel gets no say, the TPM is re-initialised
+ * (PCRs reset, no TPM2_Shutdown) and the disks keep what the guest had written to them. Done as a
+ * restart of QEMU, not QMP system_reset: after system_reset, QEMU 7.2's TCG ran the guest about 3×
+ * slower (the kernel's part of a boot 10.9 → 35.6 s, the whole boot 35.5 → 67.4 s, measured on one
+ * VM alone). `quit` closes the disks in order and ends swtpm (--terminate); a new QEMU and swtpm
+ * start from the same files, as at power on.
  */
-export const resetVmNode = (files: VmNodeFiles) => qmpCommand(files.sockets.qmp, 'system_reset')
+export async function resetVmNode(ctx: VmBootContext, node: MiniNodeRecord, files: VmNodeFiles) {
+  const marker = vmMarker(ctx.clusterId, node.name)
+  // QEMU may end before it answers `quit`: its processes' end is the answer that counts
+  await qmpCommand(files.sockets.qmp, 'quit').catch(() => undefined)
+  const deadline = Date.now() + VM_QUIT_MS
+  while ((await markedProcesses(NODE_MARKER, marker)).length > 0 && Date.now() < deadline)
+    await new Promise((r) => setTimeout(r, 100))
+  await stopMarked(NODE_MARKER, marker, 0)
+  await powerOnVmNode(ctx, node, files)
+}
 
 /** A power cut: QEMU and swtpm SIGKILLed at once, no TPM2_Shutdown, caches lost. */
 export const powerCutVmNode = (clusterId: string, node: string) =>

@@ -1,12 +1,15 @@
 /**
  * One node as a QEMU virtual machine: its argv (pure, tested on its own), and its life: swtpm as
  * its TPM (QEMU's `-tpmdev emulator`, so the guest has /dev/tpm0 and /dev/tpmrm0), power on, a
- * reset (QMP system_reset: the firmware restarts, the TPM is re-initialised so its PCRs reset, the
- * disks stay), an orderly power off (ACPI, then quit) and a power cut (QEMU and swtpm SIGKILLed:
- * no TPM2_Shutdown, whatever the guest had not written is lost).
+ * reset (mini restarts QEMU: the TPM is re-initialised so its PCRs reset, the disks stay), an
+ * orderly power off (ACPI, then quit) and a power cut (QEMU and swtpm SIGKILLed: no TPM2_Shutdown,
+ * whatever the guest had not written is lost).
  */
 import { connect } from 'node:net'
 import type { ImageFiles } from './image.js'
+
+/** Kernel modules a node never loads (see the kernel command line below). */
+const UNUSED_MODULES = ['floppy', 'kvm_amd', 'kvm_intel', 'kvm'] as const
 
 /**
  * Every VM boots the image's kernel directly, with the root file system found by its UUID, which
