@@ -220,6 +220,8 @@ export async function powerOffVmNode(clusterId: string, node: string, files: VmN
   return { orderly: orderly && Date.now() < deadline }
 }
 
+/** Names, addresses and configures the machine; without it the node's units never start (their conditions fail). */
+const VM_GUEST_UNIT = 'constellation-vm-guest.service'
 const STATE_DISK_UNIT = 'constellation-state-disk.service'
 const BOOTSTRAPPER_UNIT = 'constellation-bootstrapper.service'
 /** How often the guest is asked; each ask is a guest-exec of systemctl on one emulated vCPU. */
@@ -244,8 +246,8 @@ export function parseUnitStates(text: string): Array<Record<string, string>> {
 /**
  * Watches a VM boot from the host, through its guest agent (the guest's systemd is the truth):
  * resolves once `bootstrap run` is done in this boot (its unit active, its process exited); rejects
- * when state-disk setup or the bootstrapper failed, when QEMU is gone, at the deadline, or on
- * `opts.signal`. The guest keeps booting whatever happens to the wait.
+ * when the guest setup, state-disk setup or the bootstrapper failed, when QEMU is gone, at the
+ * deadline, or on `opts.signal`. The guest keeps booting whatever happens to the wait.
  */
 export async function waitUntilVmBooted(
   clusterId: string,
@@ -284,12 +286,23 @@ export async function waitUntilVmBooted(
       )
     const shown = await guestExec(
       files.sockets.guestAgent,
-      ['systemctl', 'show', '-p', 'ActiveState', '-p', 'SubState', STATE_DISK_UNIT, BOOTSTRAPPER_UNIT],
+      [
+        'systemctl',
+        'show',
+        '-p',
+        'ActiveState',
+        '-p',
+        'SubState',
+        VM_GUEST_UNIT,
+        STATE_DISK_UNIT,
+        BOOTSTRAPPER_UNIT,
+      ],
       { timeoutMs: 30_000 },
     ).catch(() => undefined)
     if (shown?.exitCode === 0) {
-      const [disk, bootstrapper] = parseUnitStates(shown.stdout)
+      const [guest, disk, bootstrapper] = parseUnitStates(shown.stdout)
       for (const [unit, state] of [
+        [VM_GUEST_UNIT, guest],
         [STATE_DISK_UNIT, disk],
         [BOOTSTRAPPER_UNIT, bootstrapper],
       ] as const)
