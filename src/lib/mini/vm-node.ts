@@ -190,13 +190,23 @@ const VM_QUIT_MS = 30_000
  */
 export async function resetVmNode(ctx: VmBootContext, node: MiniNodeRecord, files: VmNodeFiles) {
   const marker = vmMarker(ctx.clusterId, node.name)
+  const pids = await markedProcesses(NODE_MARKER, marker)
   // QEMU may end before it answers `quit`: its processes' end is the answer that counts
   await qmpCommand(files.sockets.qmp, 'quit').catch(() => undefined)
-  const deadline = Date.now() + VM_QUIT_MS
-  while ((await markedProcesses(NODE_MARKER, marker)).length > 0 && Date.now() < deadline)
-    await new Promise((r) => setTimeout(r, 100))
-  await stopMarked(NODE_MARKER, marker, 0)
+  await endVm(marker, pids, VM_QUIT_MS)
   await powerOnVmNode(ctx, node, files)
+}
+
+/**
+ * Gives the node's QEMU and swtpm (`pids`, read before they were told to stop) up to `waitMs` to
+ * end on their own, then kills whatever of the node is left; true when they had ended in time.
+ */
+async function endVm(marker: string, pids: number[], waitMs: number): Promise<boolean> {
+  const deadline = Date.now() + waitMs
+  while (pids.some(alive) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200))
+  const ended = !pids.some(alive)
+  await stopMarked(NODE_MARKER, marker, 0)
+  return ended
 }
 
 /** A power cut: QEMU and swtpm SIGKILLed at once, no TPM2_Shutdown, caches lost. */
@@ -214,10 +224,8 @@ export async function powerOffVmNode(clusterId: string, node: string, files: VmN
     () => true,
     () => false,
   )
-  const deadline = Date.now() + VM_POWER_OFF_MS
-  while (orderly && pids.some(alive) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200))
-  await stopMarked(NODE_MARKER, marker, 0)
-  return { orderly: orderly && Date.now() < deadline }
+  const ended = await endVm(marker, pids, orderly ? VM_POWER_OFF_MS : 0)
+  return { orderly: orderly && ended }
 }
 
 /** Names, addresses and configures the machine; without it the node's units never start (their conditions fail). */
