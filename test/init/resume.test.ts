@@ -31,8 +31,9 @@ import {
 } from '../../src/lib/kms/index.js'
 import { nodePaths, workspacePaths } from '../../src/lib/paths.js'
 import { runStepsSilently, settledWithin } from '../../src/lib/system/index.js'
-import { silentLogger } from '../../src/lib/system/logger.js'
+import { createLogger, silentLogger, type Logger } from '../../src/lib/system/logger.js'
 import { expect } from '../support/chai.js'
+import { startCuttingProxy } from '../support/cutting-proxy.js'
 import { eventually } from '../support/eventually.js'
 import {
   attestedClient,
@@ -46,7 +47,7 @@ import {
 import { setClusterEndpoint, startLocalNode, type LocalNode } from '../support/local-node.js'
 
 /** `constellation init` in-process, as flow.test.ts runs it (no releases). */
-function init(workspace: string) {
+function init(workspace: string, opts: { log?: Logger; titles?: string[] } = {}) {
   return initCluster(
     {
       workspace,
@@ -56,10 +57,13 @@ function init(workspace: string) {
       skipHelm: true,
     },
     {
-      progress: runStepsSilently,
+      progress: (steps) => {
+        opts.titles?.push(...steps.map((s) => s.title))
+        return runStepsSilently(steps)
+      },
       env: {},
       credentials: (_config, handshake) => createAttestedChannelCredentials(handshake),
-      log: silentLogger,
+      log: opts.log ?? silentLogger,
       retryInitialDelayMs: 200,
       printLastResort: () => {},
     },
@@ -219,6 +223,47 @@ describe('resume over aTLS (swtpm, cryptsetup, kubeadm contract fake)', function
       measurementSalt: request.measurementSalt.toString('hex'),
     })
     await r.daemon.done
+  })
+
+  it('a connection that breaks while the node runs kubeadm: the same run attests the node again, resumes and saves the answer', async () => {
+    const r = (running = await startNode(node))
+    const proxy = await startCuttingProxy(r.address)
+    try {
+      await setClusterEndpoint(node.workspace, proxy.address)
+      const hold = await node.holdKubeadm()
+      const lines: string[] = []
+      const titles: string[] = []
+      const log = createLogger({ level: 'warn', write: (l) => lines.push(l) })
+      const run = init(node.workspace, { log, titles })
+      await hold.reached() // the node took its lock for this request
+      proxy.cut()
+      await eventually(
+        'the node to see its caller gone',
+        async () => (await r.logs.collect()).toString().includes('The Init caller went away') || undefined,
+        30_000,
+      )
+      await hold.release()
+      const result = await run
+      expect(result).to.include({ masterSecretSource: 'generated', resumed: false })
+      const { clusterValues } = await loadState(workspacePaths(node.workspace).state)
+      expect(clusterValues.clusterID).to.equal(result.clusterID)
+      expect((await stat(workspacePaths(node.workspace).adminConf)).mode & 0o777).to.equal(0o600)
+      expect(proxy.accepted, 'a second, freshly attested connection').to.equal(2)
+      expect(lines.join('\n')).to.include(
+        'The connection to the node broke after the request reached it; resuming',
+      )
+      expect(
+        titles.some((t) =>
+          t.startsWith(`The connection to ${proxy.address} broke after the request reached it`),
+        ),
+      ).to.equal(true)
+      expect(titles).to.include(
+        `Resuming: the node at ${proxy.address} took its lock for this request; fetching its answer`,
+      )
+      await r.daemon.done // the answer was handed over: the node's init service is finished
+    } finally {
+      await proxy.close()
+    }
   })
 
   it('a file at constellation-admin.conf: refused before anything is sent; the node keeps its answer', async () => {

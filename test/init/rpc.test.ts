@@ -1,5 +1,7 @@
 import { Server, ServerCredentials, credentials, status, type ServerWritableStream } from '@grpc/grpc-js'
 import { expect } from '../support/chai.js'
+import { startCuttingProxy } from '../support/cutting-proxy.js'
+import { eventually } from '../support/eventually.js'
 import { APIService, InitRequest, type InitResponse } from '../../src/gen/init.js'
 import { createLogger, type Logger } from '../../src/lib/system/index.js'
 import { callInit, NotConnectedError } from '../../src/lib/init/rpc.js'
@@ -61,8 +63,27 @@ describe('init call retry rule', function () {
       if (!outcome.ok) {
         expect(outcome.error).to.equal('rpc error: code = INTERNAL desc = boom')
         expect(outcome.logs.toString()).to.equal('a\nb\n')
+        expect(outcome.dropped, "the node's own refusal is no broken connection").to.not.equal(true)
       }
     } finally {
+      await server.stop()
+    }
+  })
+
+  it('a connection that breaks under the call is reported as dropped, and the call is not repeated', async () => {
+    let calls = 0
+    const server = await startServer(() => calls++) // takes the request, never answers
+    const proxy = await startCuttingProxy(server.address)
+    try {
+      const outcome = call(proxy.address, 10_000)
+      await eventually('the node to get the request', async () => calls === 1 || undefined, 5_000)
+      proxy.cut()
+      const result = await outcome
+      expect(result).to.deep.include({ ok: false, dropped: true })
+      expect(calls).to.equal(1)
+      expect(proxy.accepted).to.equal(1)
+    } finally {
+      await proxy.close()
       await server.stop()
     }
   })

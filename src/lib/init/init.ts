@@ -8,6 +8,7 @@ import type { ChannelCredentials } from '@grpc/grpc-js'
 import type { ValidationResult, Validator } from '../attestation/index.js'
 import { loadConfig, loadState, validatorForConfig, type ClusterConfig } from '../config/index.js'
 import { CliError, ExitCode } from '../errors/index.js'
+import { withoutRpcInternals } from '../grpc/index.js'
 import { encodeMasterSecret, writeMasterSecret } from '../kms/index.js'
 import { workspacePaths } from '../paths.js'
 import type { Logger, Progress } from '../system/index.js'
@@ -93,6 +94,12 @@ export interface InitResult {
   nextSteps: string[]
 }
 
+/**
+ * How often init resumes in one run when the connection breaks under its call (a node behind a
+ * flaky or saturated link); a node that drops every connection gets its error after that.
+ */
+const MAX_RESUMES_AFTER_BREAK = 3
+
 export async function initCluster(opts: InitOptions, deps: InitDeps): Promise<InitResult> {
   const paths = workspacePaths(opts.workspace)
   const config = await loadConfig(paths.config)
@@ -107,13 +114,8 @@ export async function initCluster(opts: InitOptions, deps: InitDeps): Promise<In
   const endpoint = initEndpoint(state.infrastructure.clusterEndpoint)
   const request = buildInitRequest(config, state, secret, measurementSalt, opts.conformance)
   let verified: ValidationResult | undefined
-  const found = (): NodeFound => (mayResume && verified ? nodeFound(verified) : 'fresh')
-  const handshake: InitHandshake = {
-    validators: [
-      mayResume ? resumableValidator(config, clusterId, paths.masterSecret) : validatorForConfig(config),
-    ],
-    onVerified: (r) => (verified = r),
-  }
+  // what the last verified handshake showed; 'fresh' while the PCR 15 check is the config's own
+  let found = (): NodeFound => 'fresh'
   let phase: Phase = 'preparing'
   let writing = false
   let written = source === 'reused'
@@ -134,8 +136,6 @@ export async function initCluster(opts: InitOptions, deps: InitDeps): Promise<In
           ],
     ) ?? (() => {})
   try {
-    let call: Promise<InitOutcome> | undefined
-    let answer: Extract<InitOutcome, { ok: true }> | undefined
     await deps.progress([
       {
         title:
@@ -150,62 +150,93 @@ export async function initCluster(opts: InitOptions, deps: InitDeps): Promise<In
           if (!recorded) state = await recordMeasurementSalt(paths.state, state, measurementSalt)
         },
       },
-      {
-        title: `Verifying the attestation of the node at ${endpoint.address}`,
-        run: async () => {
-          const signal = AbortSignal.timeout(opts.timeout.ms)
-          let connected = () => {}
-          const verifiedNow = new Promise<void>((resolve) => (connected = resolve))
-          call = callInit(request, {
-            address: endpoint.address,
-            credentials: deps.credentials(config, handshake),
-            signal,
-            deadline: new Date(Date.now() + opts.timeout.ms),
-            log: deps.log,
-            retryInitialDelayMs: deps.retryInitialDelayMs,
-            onConnected: () => {
-              phase = found() === 'initialized' ? 'resuming' : 'sent'
-              connected()
-            },
-            pickRequest: mayResume
-              ? () =>
-                  found() === 'initialized' && verified
-                    ? resumeRequest(request.initSecret, secret, verified.userData)
-                    : request
-              : undefined,
-          }).catch((err: unknown) => {
-            throw unreachable(err, endpoint.address, signal, {
-              timeout: opts.timeout.text,
-              debug: opts.debug ?? false,
+    ])
+    // One deadline for the whole exchange, resumes after a broken connection included.
+    const signal = AbortSignal.timeout(opts.timeout.ms)
+    const deadline = new Date(Date.now() + opts.timeout.ms)
+    let answer: Extract<InitOutcome, { ok: true }> | undefined
+    let resumed = false
+    let broken: Extract<InitOutcome, { ok: false }> | undefined
+    for (let drops = 0; !answer; drops++) {
+      // After a break the node may have taken its lock for this very request: accept it initialized.
+      const resumable = mayResume || drops > 0
+      const validators = [
+        resumable ? resumableValidator(config, clusterId, paths.masterSecret) : validatorForConfig(config),
+      ]
+      verified = undefined
+      found = () => (resumable && verified ? nodeFound(verified) : 'fresh')
+      let call: Promise<InitOutcome> | undefined
+      await deps.progress([
+        {
+          title: broken
+            ? `The connection to ${endpoint.address} broke after the request reached it (${withoutRpcInternals(broken.error)}); verifying the node's attestation again to resume`
+            : `Verifying the attestation of the node at ${endpoint.address}`,
+          run: async () => {
+            let connected = () => {}
+            const verifiedNow = new Promise<void>((resolve) => (connected = resolve))
+            call = callInit(request, {
+              address: endpoint.address,
+              credentials: deps.credentials(config, { validators, onVerified: (r) => (verified = r) }),
+              signal,
+              deadline,
+              log: deps.log,
+              retryInitialDelayMs: deps.retryInitialDelayMs,
+              onConnected: () => {
+                phase = found() === 'initialized' ? 'resuming' : 'sent'
+                connected()
+              },
+              pickRequest: resumable
+                ? () =>
+                    found() === 'initialized' && verified
+                      ? resumeRequest(request.initSecret, secret, verified.userData)
+                      : request
+                : undefined,
+            }).catch((err: unknown) => {
+              throw unreachable(err, endpoint.address, signal, {
+                timeout: opts.timeout.text,
+                debug: opts.debug ?? false,
+              })
             })
-          })
-          await Promise.race([verifiedNow, call])
+            await Promise.race([verifiedNow, call])
+          },
         },
-      },
-    ])
-    const resumed = found() === 'initialized'
-    await deps.progress([
-      {
-        title: resumed
-          ? `Resuming: the node at ${endpoint.address} took its lock for an earlier init of this workspace; fetching its answer`
-          : `Initializing the cluster on ${endpoint.address}`,
-        run: async () => {
-          const outcome = await call
-          if (!outcome) throw new Error('the Init call was not started')
-          if (!outcome.ok)
-            throw resumed
-              ? resumeFailed(outcome, paths.masterSecret, opts.debug ?? false)
-              : await initFailed(outcome, paths, opts.debug ?? false)
-          if (resumed && !outcome.clusterId.equals(clusterId))
-            throw new CliError(
-              `the node answered cluster ID ${outcome.clusterId.toString('hex')}, not ${clusterId.toString('hex')}, which its PCR 15 showed`,
-              { hint: 'nothing was saved; the node may not be the one it attested to be' },
-            )
-          phase = 'answered'
-          answer = outcome
+      ])
+      const resuming = found() === 'initialized'
+      if (drops === 0) resumed = resuming
+      broken = undefined
+      await deps.progress([
+        {
+          title: resuming
+            ? drops > 0
+              ? `Resuming: the node at ${endpoint.address} took its lock for this request; fetching its answer`
+              : `Resuming: the node at ${endpoint.address} took its lock for an earlier init of this workspace; fetching its answer`
+            : `Initializing the cluster on ${endpoint.address}`,
+          run: async () => {
+            const outcome = await call
+            if (!outcome) throw new Error('the Init call was not started')
+            if (!outcome.ok && outcome.dropped && drops < MAX_RESUMES_AFTER_BREAK) {
+              broken = outcome
+              deps.log.warn('The connection to the node broke after the request reached it; resuming', {
+                node: endpoint.address,
+                error: outcome.error,
+              })
+              return
+            }
+            if (!outcome.ok)
+              throw resuming
+                ? resumeFailed(outcome, paths.masterSecret, opts.debug ?? false)
+                : await initFailed(outcome, paths, opts.debug ?? false)
+            if (resuming && !outcome.clusterId.equals(clusterId))
+              throw new CliError(
+                `the node answered cluster ID ${outcome.clusterId.toString('hex')}, not ${clusterId.toString('hex')}, which its PCR 15 showed`,
+                { hint: 'nothing was saved; the node may not be the one it attested to be' },
+              )
+            phase = 'answered'
+            answer = outcome
+          },
         },
-      },
-    ])
+      ])
+    }
     if (!answer) throw new Error('init finished without an outcome')
     const result = await saveAnswer(answer, {
       opts,

@@ -19,6 +19,12 @@ export type InitOutcome =
       logError?: string
       /** The call's final gRPC status code, when the node sent one. */
       code?: status
+      /**
+       * The connection broke after the request went out, with no answer from the node (no
+       * init_failure, no status it sent): the node may still be initializing, and a resume can fetch
+       * its answer.
+       */
+      dropped?: boolean
     }
 
 export interface InitRpcOptions {
@@ -135,6 +141,7 @@ function attempt(request: InitRequest, opts: InitRpcOptions): Promise<InitOutcom
               logs: Buffer.concat(logs),
               logError: err.message,
               code: err.code,
+              dropped: !opts.signal.aborted && isConnectionLoss(err.code),
             })
           : reject(err),
       )
@@ -149,6 +156,15 @@ function attempt(request: InitRequest, opts: InitRpcOptions): Promise<InitOutcom
       ),
     )
   })
+}
+
+/**
+ * What grpc-js reports for a connection that ended under a call: UNAVAILABLE ("Connection dropped",
+ * ECONNRESET) or INTERNAL ("Received RST_STREAM with code 0 (Call ended without gRPC status)").
+ * The node's own refusals come after an init_failure message and are never taken for these.
+ */
+function isConnectionLoss(code: number | undefined): boolean {
+  return code === status.UNAVAILABLE || code === status.INTERNAL
 }
 
 /**
