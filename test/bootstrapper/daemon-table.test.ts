@@ -51,6 +51,8 @@ interface StubOptions {
   downloadHangs?: boolean
   /** kubeadm waits until the test releases it. */
   kubeadmHeld?: boolean
+  /** The lock's PCR 15 extend waits until the test releases it (a TPM slow to answer). */
+  extendHeld?: boolean
   joinClient?: JoinClient
 }
 
@@ -60,7 +62,14 @@ async function startStubNode(dir: string, opts: StubOptions) {
   const kubeadmReached = deferred()
   const kubeadmRelease = deferred()
   if (!opts.kubeadmHeld) kubeadmRelease.resolve()
-  const lock = new NodeLock({ extendPcr: () => Promise.resolve(void events.push('lock')) })
+  const extendRelease = deferred()
+  if (!opts.extendHeld) extendRelease.resolve()
+  const lock = new NodeLock({
+    extendPcr: async () => {
+      await extendRelease.promise
+      events.push('lock')
+    },
+  })
   if (opts.lockTaken) {
     await lock.tryLockOnce(Buffer.from('a join'))
     events.length = 0
@@ -102,12 +111,35 @@ async function startStubNode(dir: string, opts: StubOptions) {
   const daemon = new Bootstrapper(settings, parts)
   const address = await daemon.start()
   const client = new APIClient(address, credentials.createInsecure(), { 'grpc.enable_retries': 0 })
-  return { daemon, client, events, lock, kubeadmReached: kubeadmReached.promise, kubeadmRelease }
+  return {
+    daemon,
+    address,
+    client,
+    events,
+    lock,
+    kubeadmReached: kubeadmReached.promise,
+    kubeadmRelease,
+    extendRelease,
+  }
 }
 
 type StubNode = Awaited<ReturnType<typeof startStubNode>>
 
 /** A join that takes the lock when the test says, then joins or fails when the test says. */
+/** A join client that asks no join service: it watches the lock and stops once it is taken, as a round of the real one does. */
+class LockWatchingJoinClient implements JoinClient {
+  readonly sawLock = deferred()
+  private stopped = false
+  async start(lock: NodeLock): Promise<void> {
+    while (!lock.isLocked && !this.stopped) await new Promise((r) => setTimeout(r, 2))
+    if (lock.isLocked) this.sawLock.resolve()
+  }
+  stop(): Promise<void> {
+    this.stopped = true
+    return Promise.resolve()
+  }
+}
+
 class FakeJoinClient implements JoinClient {
   readonly takeLock = deferred()
   readonly finish = deferred<'joined' | 'failed'>()
@@ -306,6 +338,27 @@ describe('Bootstrapper on stub parts', function () {
         expect(n.daemon.outcome).to.equal(tc.wantOutcome)
         expect(n.events).to.deep.equal(['lock'])
       })
+
+    it("a join client that finds the lock taken while Init's PCR 15 extend still runs: Init goes on and answers", async () => {
+      const join = new LockWatchingJoinClient()
+      const n = (node = await startStubNode(dir, { joinClient: join, extendHeld: true }))
+      const reply = callInit(n.client, request)
+      await join.sawLock.promise // the lock's flag is up, the TPM has not answered, onLocked not called
+      await new Promise((r) => setTimeout(r, 50))
+      // still serving: a second caller is answered (the lock is taken), not refused a connection
+      const other = new APIClient(n.address, credentials.createInsecure(), {
+        'grpc.enable_retries': 0,
+        'grpc.use_local_subchannel_pool': 1, // a connection of its own
+      })
+      const second = await callInit(other, request).finally(() => other.close())
+      expect(second.code, second.details).to.equal(status.FAILED_PRECONDITION)
+      n.extendRelease.resolve()
+      const answer = await reply
+      expect(answer.code, answer.details).to.equal(status.OK)
+      expect(answer.kubeconfig?.toString()).to.equal('admin kubeconfig')
+      await n.daemon.done
+      expect(n.daemon.outcome).to.equal('initialized')
+    })
 
     it('Init takes the lock first: the join client is stopped and never locks', async () => {
       const join = new FakeJoinClient()

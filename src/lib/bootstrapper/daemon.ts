@@ -94,6 +94,12 @@ export class Bootstrapper {
   private serverStopping?: Promise<void>
   /** An Init took the node lock. */
   private nodeLocked = false
+  /**
+   * The join took the node lock. Told by the join's own callback, never by the lock's flag: the flag
+   * flips before PCR 15 is extended, so while an Init's extend runs, the lock looks taken and
+   * nodeLocked is still false (a join client that looked then once stopped this Init's server).
+   */
+  private joinLocked = false
   /** The join took the node lock and then failed. */
   private joinFailed = false
   private readonly handler: InitHandler
@@ -181,13 +187,14 @@ export class Bootstrapper {
     // A join that took the lock ends this node's init service at once, and the daemon once it is done.
     void this.parts.joinClient
       ?.start(this.parts.lock, () => {
+        this.joinLocked = true
         this.parts.log.info('A join took the node lock; the init server stops')
         void this.stopInitServer(STOP_GRACE_MS)
       })
       .then(
-        () => (this.parts.lock.isLocked && !this.nodeLocked ? this.stop() : undefined),
+        () => (this.joinLocked ? this.stop() : undefined),
         (err: unknown) => {
-          this.joinFailed = this.parts.lock.isLocked && !this.nodeLocked
+          this.joinFailed = this.joinLocked
           this.parts.log.error('The join client failed', { error: chainMessage(err) })
           return this.stop()
         },
