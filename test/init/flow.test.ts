@@ -314,9 +314,12 @@ describe('init flow (swtpm, cryptsetup, aTLS, kubeadm contract fake)', function 
     const joinClusterId = Buffer.alloc(32, 9)
     let release = () => {}
     const fakeJoinClient: JoinClient = {
-      start: async (lock) => {
+      // the lock's flag is up until `release`, and only then the join's onLocked: the window in
+      // which an Init can still reach the node (the real join calls onLocked right after its extend)
+      start: async (lock, onLocked) => {
         await lock.tryLockOnce(joinClusterId)
-        await new Promise<void>((r) => (release = r)) // "joining" until stopped
+        await new Promise<void>((r) => (release = r))
+        onLocked()
       },
       stop: () => Promise.resolve(release()),
     }
