@@ -82,6 +82,15 @@ async function workspaceFiles(dir: string): Promise<Record<string, string | unde
   return Object.fromEntries(entries)
 }
 
+/** Waits until the node logged that its Init caller went away (it then keeps the answer for a resume). */
+function callerGoneSeen(r: RunningNode): Promise<true> {
+  return eventually(
+    'the node to see its caller gone',
+    async () => (await r.logs.collect()).toString().includes('The Init caller went away') || undefined,
+    30_000,
+  )
+}
+
 /** The client side of a resume, as `constellation init` does it: attest first, then prove, bound to that handshake. */
 async function resumeOverAtls(
   node: LocalNode,
@@ -151,11 +160,7 @@ describe('resume over aTLS (swtpm, cryptsetup, kubeadm contract fake)', function
     gone.abort()
     await reply
     client.close()
-    await eventually(
-      'the node to see its caller gone',
-      async () => (await r.logs.collect()).toString().includes('The Init caller went away') || undefined,
-      30_000,
-    )
+    await callerGoneSeen(r)
     await hold.release()
     const kept = nodePaths(node.root).initResultFile
     // the rest of init (kubeadm fake, certificates) runs on a machine the parallel test jobs share
@@ -237,11 +242,7 @@ describe('resume over aTLS (swtpm, cryptsetup, kubeadm contract fake)', function
       const run = init(node.workspace, { log, titles })
       await hold.reached() // the node took its lock for this request
       proxy.cut()
-      await eventually(
-        'the node to see its caller gone',
-        async () => (await r.logs.collect()).toString().includes('The Init caller went away') || undefined,
-        30_000,
-      )
+      await callerGoneSeen(r)
       await hold.release()
       const result = await run
       expect(result).to.include({ masterSecretSource: 'generated', resumed: false })
