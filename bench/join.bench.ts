@@ -118,7 +118,7 @@ export default async function join() {
       validatorSource: validatorSourceFrom({ current: () => measurements }, (m) =>
         createValidator('qemu-vtpm', m),
       ),
-      keyService: (id, length) => keys.getDataKey(id, length),
+      keyService: (wanted) => keys.getDataKeys(wanted),
       tokens: createTokenIssuer(registrar, () => new Date()),
       kubeletSigner: createKubeletSigner({ ...ca, clock: () => new Date() }),
       ca,
@@ -139,7 +139,7 @@ export default async function join() {
       rounds: results,
       swtpms: SWTPMS,
       targetJoinsPerSecond: 100,
-      note: 'joiners in a child process, the key service in another, on the same 2 cores; serviceCpuMsPerJoin is the join service process alone; each join = one TLS 1.3 connection: Issue + client quote + Attest + CSR check and signing + 2 key-service RPCs + token + disk record; then every node rejoins at once (Issue + quote + Attest + disk lookup + 2 key-service RPCs)',
+      note: 'joiners in a child process, the key service in another, on the same 2 cores; serviceCpuMsPerJoin is the join service process alone; each join = one TLS 1.3 connection: Issue + client quote + Attest + CSR check and signing + one key-service RPC for the disk key and measurement secret (GetDataKeys) + token + disk record; then every node rejoins at once (Issue + quote + Attest + disk lookup + one key-service RPC)',
     }
   } finally {
     await service?.stop(1_000)

@@ -32,6 +32,14 @@ export interface GetDataKeyResponse {
   dataKey: Buffer;
 }
 
+export interface GetDataKeysRequest {
+  keys: GetDataKeyRequest[];
+}
+
+export interface GetDataKeysResponse {
+  dataKeys: Buffer[];
+}
+
 function createBaseGetDataKeyRequest(): GetDataKeyRequest {
   return { dataKeyId: "", length: 0 };
 }
@@ -154,6 +162,116 @@ export const GetDataKeyResponse: MessageFns<GetDataKeyResponse> = {
   },
 };
 
+function createBaseGetDataKeysRequest(): GetDataKeysRequest {
+  return { keys: [] };
+}
+
+export const GetDataKeysRequest: MessageFns<GetDataKeysRequest> = {
+  encode(message: GetDataKeysRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.keys) {
+      GetDataKeyRequest.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetDataKeysRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetDataKeysRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.keys.push(GetDataKeyRequest.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<GetDataKeysRequest>, I>>(base?: I): GetDataKeysRequest {
+    return GetDataKeysRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetDataKeysRequest>, I>>(object: I): GetDataKeysRequest {
+    const message = createBaseGetDataKeysRequest();
+    message.keys = object.keys?.map((e) => GetDataKeyRequest.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseGetDataKeysResponse(): GetDataKeysResponse {
+  return { dataKeys: [] };
+}
+
+export const GetDataKeysResponse: MessageFns<GetDataKeysResponse> = {
+  encode(message: GetDataKeysResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.dataKeys) {
+      writer.uint32(10).bytes(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetDataKeysResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetDataKeysResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.dataKeys.push(Buffer.from(reader.bytes()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<GetDataKeysResponse>, I>>(base?: I): GetDataKeysResponse {
+    return GetDataKeysResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetDataKeysResponse>, I>>(object: I): GetDataKeysResponse {
+    const message = createBaseGetDataKeysResponse();
+    message.dataKeys = object.dataKeys?.map((e) => e) || [];
+    return message;
+  },
+};
+
 export type APIService = typeof APIService;
 export const APIService = {
   getDataKey: {
@@ -165,10 +283,28 @@ export const APIService = {
     responseSerialize: (value: GetDataKeyResponse): Buffer => Buffer.from(GetDataKeyResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): GetDataKeyResponse => GetDataKeyResponse.decode(value),
   },
+  /**
+   * Not in Constellation's keyservice: several keys in one call (a join ticket needs two), answered
+   * in the order asked. A server without it answers UNIMPLEMENTED; clients then ask one by one.
+   */
+  getDataKeys: {
+    path: "/kms.API/GetDataKeys" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetDataKeysRequest): Buffer => Buffer.from(GetDataKeysRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetDataKeysRequest => GetDataKeysRequest.decode(value),
+    responseSerialize: (value: GetDataKeysResponse): Buffer => Buffer.from(GetDataKeysResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetDataKeysResponse => GetDataKeysResponse.decode(value),
+  },
 } as const;
 
 export interface APIServer extends UntypedServiceImplementation {
   getDataKey: handleUnaryCall<GetDataKeyRequest, GetDataKeyResponse>;
+  /**
+   * Not in Constellation's keyservice: several keys in one call (a join ticket needs two), answered
+   * in the order asked. A server without it answers UNIMPLEMENTED; clients then ask one by one.
+   */
+  getDataKeys: handleUnaryCall<GetDataKeysRequest, GetDataKeysResponse>;
 }
 
 export interface APIClient extends Client {
@@ -186,6 +322,25 @@ export interface APIClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: GetDataKeyResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Not in Constellation's keyservice: several keys in one call (a join ticket needs two), answered
+   * in the order asked. A server without it answers UNIMPLEMENTED; clients then ask one by one.
+   */
+  getDataKeys(
+    request: GetDataKeysRequest,
+    callback: (error: ServiceError | null, response: GetDataKeysResponse) => void,
+  ): ClientUnaryCall;
+  getDataKeys(
+    request: GetDataKeysRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetDataKeysResponse) => void,
+  ): ClientUnaryCall;
+  getDataKeys(
+    request: GetDataKeysRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetDataKeysResponse) => void,
   ): ClientUnaryCall;
 }
 

@@ -84,7 +84,7 @@ export async function createNodeJoinService(
     validatorSource: validatorSourceFrom(store, (m) =>
       createValidator(config.attestationVariant, m, undefined, validatorOptions),
     ),
-    keyService: (id, length) => keys.getDataKey(id, length),
+    keyService: (wanted) => keys.getDataKeys(wanted),
     tokens: createTokenIssuer(apiTokenRegistrar(api), clock),
     kubeletSigner: createKubeletSigner({ ...ca, clock }),
     ca,

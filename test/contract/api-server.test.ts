@@ -104,7 +104,7 @@ async function ticketEndpoint(metadata: EndpointMetadata): Promise<string> {
     hostCertificatePrincipals: [],
   }
   const ticket = await issueJoinTicket(checkJoinRequest(req, peer, { parseCsr: fakeCsrParser }), {
-    dataKey: realDataKeys(),
+    dataKeys: realDataKeys(),
     tokens: new FakeTokenIssuer(),
     kubeletSigner: createKubeletSigner({ ...ca, clock: () => new Date() }),
     ca,

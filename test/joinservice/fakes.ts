@@ -18,7 +18,7 @@ import {
 import { caCertHash, type ClusterCa } from '../../src/lib/joinservice/cluster-ca.js'
 import type { CsrFields, CsrParser } from '../../src/lib/joinservice/csr-policy.js'
 import type { TokenIssuer } from '../../src/lib/kube/index.js'
-import type { DataKeyGetter } from '../../src/lib/joinservice/ticket.js'
+import type { DataKeysGetter } from '../../src/lib/joinservice/ticket.js'
 
 export const MASTER = { key: Buffer.alloc(32, 0x11), salt: Buffer.alloc(32, 0x22) }
 export const MEASUREMENT_SALT = Buffer.alloc(32, 0x33)
@@ -39,13 +39,13 @@ export const COMPONENTS: Component[] = [
 ]
 
 /** The cluster KMS itself: cheap and real, so keys in tickets are the keys the node will derive. */
-export const realDataKeys = (): DataKeyGetter => {
+export const realDataKeys = (): DataKeysGetter => {
   const kms = new ClusterKms(MASTER.key, MASTER.salt)
-  return async (id, length) => kms.deriveDataKey(id, length)
+  return (keys) => Promise.all(keys.map(async (k) => kms.deriveDataKey(k.id, k.length)))
 }
 
 /** A key service that is down: every call fails as the real client does when nothing listens. */
-export const stubDataKeysDown: DataKeyGetter = () =>
+export const stubDataKeysDown: DataKeysGetter = () =>
   Promise.reject(new Error('key service at 127.0.0.1:9000 is unreachable: connect ECONNREFUSED'))
 
 /** Hands out distinct, well-formed tokens and remembers them. */

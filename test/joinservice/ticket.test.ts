@@ -7,7 +7,7 @@ import {
   checkJoinRequest,
   issueJoinTicket,
   issueRejoinTicket,
-  type DataKeyGetter,
+  type DataKeysGetter,
   type TicketDeps,
 } from '../../src/lib/joinservice/ticket.js'
 import { JoinRefusedError, TicketStepError } from '../../src/lib/joinservice/refusals.js'
@@ -47,12 +47,12 @@ describe('join tickets', () => {
   before(async () => (ca = await makeClusterCa()))
 
   /** A spy around the data keys: which IDs were asked for. */
-  function deps(opts: { dataKey?: DataKeyGetter; tokens?: FakeTokenIssuer } = {}) {
+  function deps(opts: { dataKeys?: DataKeysGetter; tokens?: FakeTokenIssuer } = {}) {
     const asked: string[] = []
     const stateDisks = new InMemoryStateDisks()
-    const dataKey = opts.dataKey ?? realDataKeys()
+    const dataKeys = opts.dataKeys ?? realDataKeys()
     const d: TicketDeps = {
-      dataKey: (id, length) => (asked.push(`${id}/${length}`), dataKey(id, length)),
+      dataKeys: (keys) => (asked.push(...keys.map((k) => `${k.id}/${k.length}`)), dataKeys(keys)),
       tokens: opts.tokens ?? new FakeTokenIssuer(),
       kubeletSigner: createKubeletSigner({ ...ca, clock: () => new Date() }),
       ca,
@@ -300,8 +300,8 @@ describe('join tickets', () => {
 
   const failures: Record<string, { setup: () => ReturnType<typeof deps>; wantStep: RegExp }> = {
     'the key service is down': {
-      setup: () => deps({ dataKey: stubDataKeysDown }),
-      wantStep: /^getting the (measurement secret|disk key) from the key service failed$/,
+      setup: () => deps({ dataKeys: stubDataKeysDown }),
+      wantStep: /^getting the disk key and the measurement secret from the key service failed$/,
     },
     'the token cannot be registered': {
       setup: () => {
@@ -333,17 +333,8 @@ describe('join tickets', () => {
   describe('each step, failing alone, is named', () => {
     const down = () => Promise.reject(new Error('down'))
     const steps: Record<string, { peer?: PeerIdentity; edit: (d: TicketDeps) => void }> = {
-      'getting the measurement secret from the key service': {
-        edit: (d) => {
-          const keys = d.dataKey
-          d.dataKey = (id, length) => (id === 'measurementSecret' ? down() : keys(id, length))
-        },
-      },
-      'getting the disk key from the key service': {
-        edit: (d) => {
-          const keys = d.dataKey
-          d.dataKey = (id, length) => (id === UUID ? down() : keys(id, length))
-        },
+      'getting the disk key and the measurement secret from the key service': {
+        edit: (d) => (d.dataKeys = down),
       },
       'recording the state disk': { edit: (d) => (d.stateDisks.create = down) },
       "removing the node's earlier disk records": { edit: (d) => (d.stateDisks.disksOf = down) },

@@ -99,7 +99,7 @@ describe('join service of a tpm-ek cluster (swtpms with EK certificates)', funct
     service = createJoinService({
       listen: '127.0.0.1:0',
       validatorSource: validatorSourceFrom(store, (m) => createValidator('tpm-ek', m, undefined, { roots })),
-      keyService: (id, length) => (keysAsked.push(id), dataKeys(id, length)),
+      keyService: (keys) => (keysAsked.push(...keys.map((k) => k.id)), dataKeys(keys)),
       tokens,
       kubeletSigner: createKubeletSigner({ ...ca, clock: () => new Date() }),
       parseCsr: fakeCsrParser,

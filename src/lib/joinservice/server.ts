@@ -32,7 +32,7 @@ import {
   checkJoinRequest,
   issueJoinTicket,
   issueRejoinTicket,
-  type DataKeyGetter,
+  type DataKeysGetter,
   type RequestCheckDeps,
   type TicketDeps,
 } from './ticket.js'
@@ -53,8 +53,8 @@ export interface JoinServiceOptions {
   /** HOST:PORT; port 0 picks a free one. */
   listen: string
   validatorSource: ValidatorSource
-  /** kms.API/GetDataKey of the cluster's key service. */
-  keyService: DataKeyGetter
+  /** kms.API/GetDataKeys of the cluster's key service. */
+  keyService: DataKeysGetter
   tokens: TokenIssuer
   kubeletSigner: KubeletSigner
   /** Reads and verifies the node's PKCS#10 request; x509's parseCsr unless a test passes a fake. */
@@ -105,7 +105,7 @@ export class JoinService {
     this.admission = new Admission(opts.limits)
     this.challenges = new ChallengeRegistry(() => opts.clock().getTime())
     this.ticketDeps = {
-      dataKey: opts.keyService,
+      dataKeys: opts.keyService,
       tokens: opts.tokens,
       kubeletSigner: opts.kubeletSigner,
       ca: opts.ca,
@@ -208,7 +208,7 @@ export class JoinService {
     }
   }
 
-  /** A rejoin is two key-service calls: nothing worth queueing. */
+  /** A rejoin is one key-service call: nothing worth queueing. */
   private readonly issueRejoinTicket: grpc.handleUnaryCall<
     IssueRejoinTicketRequest,
     IssueRejoinTicketResponse

@@ -11,7 +11,7 @@ import type {
   IssueRejoinTicketResponse,
 } from '../../gen/join.js'
 import { canonicalDiskUuid, MEASUREMENT_SECRET_BYTES, STATE_DISK_KEY_BYTES } from '../contract/index.js'
-import { MEASUREMENT_SECRET_KEY_ID } from '../kms/index.js'
+import { MEASUREMENT_SECRET_KEY_ID, type DataKeyRequest } from '../kms/index.js'
 import type { NodeRole } from '../nodeconfig/index.js'
 import { pemOfSigned } from '../x509/index.js'
 import type { TokenIssuer } from '../kube/index.js'
@@ -26,11 +26,14 @@ import { DiskRecordExistsError, type StateDiskRecord, type StateDiskRegistry } f
 /** A LUKS UUID. Anything else could name another cluster key (`measurementSecret`, an SSH CA seed…). */
 const DISK_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
-/** kms.API/GetDataKey: `id` without the `key-` prefix the key service adds. */
-export type DataKeyGetter = (id: string, length: number) => Promise<Buffer>
+/**
+ * kms.API/GetDataKeys: the keys asked for, in that order, from one call (each `id` without the
+ * `key-` prefix the key service adds).
+ */
+export type DataKeysGetter = (keys: readonly DataKeyRequest[]) => Promise<Buffer[]>
 
 export interface TicketDeps {
-  dataKey: DataKeyGetter
+  dataKeys: DataKeysGetter
   tokens: TokenIssuer
   kubeletSigner: KubeletSigner
   ca: Pick<ClusterCa, 'caCertHash' | 'controlPlaneFiles'>
@@ -112,12 +115,16 @@ const step = <T>(name: string, run: () => Promise<T>): Promise<T> =>
       throw new TicketStepError(name, cause)
     })
 
-const measurementSecret = (deps: Pick<TicketDeps, 'dataKey'>) =>
-  step('getting the measurement secret from the key service', () =>
-    deps.dataKey(MEASUREMENT_SECRET_KEY_ID, MEASUREMENT_SECRET_BYTES),
-  )
-const diskKey = (deps: Pick<TicketDeps, 'dataKey'>, uuid: string) =>
-  step('getting the disk key from the key service', () => deps.dataKey(uuid, STATE_DISK_KEY_BYTES))
+/** The disk's key and the measurement secret: one call to the key service per ticket. */
+const nodeKeys = (deps: Pick<TicketDeps, 'dataKeys'>, uuid: string) =>
+  step('getting the disk key and the measurement secret from the key service', async () => {
+    const [diskKey, secret] = await deps.dataKeys([
+      { id: uuid, length: STATE_DISK_KEY_BYTES },
+      { id: MEASUREMENT_SECRET_KEY_ID, length: MEASUREMENT_SECRET_BYTES },
+    ])
+    if (!diskKey || !secret) throw new Error('the key service sent fewer keys than asked for')
+    return { diskKey, secret }
+  })
 
 /**
  * A join is for a new disk: its record is created (create-only) before any key is derived, so a
@@ -131,9 +138,8 @@ export async function issueJoinTicket(
 ): Promise<IssueJoinTicketResponse> {
   await claimDisk(req, deps)
   const controlPlane = req.role === 'control-plane'
-  const [secret, key, , token, kubernetes, kubeletCert, serviceFiles] = await Promise.all([
-    measurementSecret(deps),
-    diskKey(deps, req.diskUuid),
+  const [keys, , token, kubernetes, kubeletCert, serviceFiles] = await Promise.all([
+    nodeKeys(deps, req.diskUuid),
     step("removing the node's earlier disk records", () => dropEarlierDisks(req, deps.stateDisks)),
     step('issuing a bootstrap token', () => deps.tokens.issue(req.node)),
     step("reading the cluster's Kubernetes version and components", () => deps.kubernetes()),
@@ -143,9 +149,9 @@ export async function issueJoinTicket(
       : [],
   ])
   return {
-    stateDiskKey: key,
+    stateDiskKey: keys.diskKey,
     measurementSalt: deps.measurementSalt,
-    measurementSecret: secret,
+    measurementSecret: keys.secret,
     kubeletCert: Buffer.from(pemOfSigned(kubeletCert)),
     apiServerEndpoint: deps.apiServerEndpoint,
     token,
@@ -201,7 +207,7 @@ async function dropEarlierDisks(req: CheckedJoinRequest, stateDisks: StateDiskRe
 export async function issueRejoinTicket(
   req: IssueRejoinTicketRequest,
   peer: PeerIdentity,
-  deps: Pick<TicketDeps, 'dataKey' | 'stateDisks'>,
+  deps: Pick<TicketDeps, 'dataKeys' | 'stateDisks'>,
 ): Promise<IssueRejoinTicketResponse> {
   const uuid = checkDiskUuid(req.diskUuid, peer.node)
   const known = await step('looking up the state disk', () => deps.stateDisks.lookup(uuid))
@@ -213,8 +219,8 @@ export async function issueRejoinTicket(
     )
   const mismatch = rejoinMismatch(known, peer)
   if (mismatch) throw new JoinRefusedError('permission-denied', `disk_uuid: ${uuid} ${mismatch}`, peer.node)
-  const [stateDiskKey, secret] = await Promise.all([diskKey(deps, uuid), measurementSecret(deps)])
-  return { stateDiskKey, measurementSecret: secret }
+  const { diskKey, secret } = await nodeKeys(deps, uuid)
+  return { stateDiskKey: diskKey, measurementSecret: secret }
 }
 
 function rejoinMismatch(record: StateDiskRecord, peer: PeerIdentity): string | undefined {

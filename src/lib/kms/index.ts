@@ -26,3 +26,4 @@ export {
 export { createKeyService } from './keyservice-server.js'
 export type { KeyService } from './keyservice-server.js'
 export { KeyServiceClient, KeyServiceUnreachableError } from './keyservice-client.js'
+export type { DataKeyRequest } from './keyservice-client.js'

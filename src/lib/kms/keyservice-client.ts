@@ -1,6 +1,6 @@
 /** Asking a key service for a data key, as the join service does; errors say unreachable or refused. */
-import { credentials, Metadata, status, type ServiceError } from '@grpc/grpc-js'
-import { APIClient, type GetDataKeyResponse } from '../../gen/keyservice.js'
+import { credentials, Metadata, status, type ServiceError, type requestCallback } from '@grpc/grpc-js'
+import { APIClient, type GetDataKeyResponse, type GetDataKeysResponse } from '../../gen/keyservice.js'
 import { CliError, ExitCode } from '../errors/index.js'
 import { withoutRpcInternals } from '../grpc/index.js'
 
@@ -54,12 +54,21 @@ export async function getDataKey(
   }
 }
 
+/** One key to ask for: its ID (without the `key-` prefix) and its length in bytes. */
+export interface DataKeyRequest {
+  id: string
+  length: number
+}
+
 /**
- * One channel for many calls (a join service asks twice per ticket). A key service that was down is
- * dialled again within about a second of coming back, not after grpc-js' default two-minute backoff.
+ * One channel for many calls (a join service asks for two keys per ticket, in one GetDataKeys call).
+ * A key service that was down is dialled again within about a second of coming back, not after
+ * grpc-js' default two-minute backoff.
  */
 export class KeyServiceClient {
   private readonly client: APIClient
+  /** The server answered GetDataKeys with UNIMPLEMENTED (a key service from before it): ask one by one. */
+  private oneByOne = false
 
   constructor(readonly address: string) {
     // No transparent retries: a caller that retries decides when, and grpc-js' backoff would hide it.
@@ -70,25 +79,45 @@ export class KeyServiceClient {
     })
   }
 
-  async getDataKey(
-    dataKeyId: string,
-    length: number,
-    { signal, timeoutMs = KEY_SERVICE_TIMEOUT_MS }: GetDataKeyOptions = {},
-  ): Promise<Buffer> {
-    signal?.throwIfAborted()
-    let response: GetDataKeyResponse
+  async getDataKey(dataKeyId: string, length: number, opts: GetDataKeyOptions = {}): Promise<Buffer> {
+    const { dataKey } = await this.unary<GetDataKeyResponse>(opts, (options, done) =>
+      this.client.getDataKey({ dataKeyId, length }, new Metadata(), options, done),
+    )
+    return this.checked(dataKey, { id: dataKeyId, length })
+  }
+
+  /** The keys in the order asked, in one call; from a key service without GetDataKeys, one call each. */
+  async getDataKeys(keys: readonly DataKeyRequest[], opts: GetDataKeyOptions = {}): Promise<Buffer[]> {
+    if (this.oneByOne) return Promise.all(keys.map((k) => this.getDataKey(k.id, k.length, opts)))
+    const request = { keys: keys.map((k) => ({ dataKeyId: k.id, length: k.length })) }
+    let dataKeys: Buffer[]
     try {
-      response = await new Promise<GetDataKeyResponse>((resolve, reject) => {
-        const call = this.client.getDataKey(
-          { dataKeyId, length },
-          new Metadata(),
-          { deadline: Date.now() + timeoutMs },
-          (err, res) => {
-            signal?.removeEventListener('abort', cancel)
-            if (err) reject(err)
-            else resolve(res)
-          },
-        )
+      ;({ dataKeys } = await this.unary<GetDataKeysResponse>(opts, (options, done) =>
+        this.client.getDataKeys(request, new Metadata(), options, done),
+      ))
+    } catch (err) {
+      if (!(err instanceof KeyServiceRefusedError && err.code === status.UNIMPLEMENTED)) throw err
+      this.oneByOne = true
+      return this.getDataKeys(keys, opts)
+    }
+    if (dataKeys.length !== keys.length)
+      throw new CliError(`key service at ${this.address} sent ${dataKeys.length} keys, want ${keys.length}`)
+    return dataKeys.map((key, i) => this.checked(key, keys[i] as DataKeyRequest))
+  }
+
+  /** One unary call with a deadline, cancelled by the signal; a gRPC error becomes unreachable or refused. */
+  private async unary<Res>(
+    { signal, timeoutMs = KEY_SERVICE_TIMEOUT_MS }: GetDataKeyOptions,
+    start: (options: { deadline: number }, done: requestCallback<Res>) => { cancel(): void },
+  ): Promise<Res> {
+    signal?.throwIfAborted()
+    try {
+      return await new Promise<Res>((resolve, reject) => {
+        const call = start({ deadline: Date.now() + timeoutMs }, (err, res) => {
+          signal?.removeEventListener('abort', cancel)
+          if (err) reject(err)
+          else resolve(res as Res)
+        })
         const cancel = () => call.cancel()
         signal?.addEventListener('abort', cancel, { once: true })
       })
@@ -96,11 +125,14 @@ export class KeyServiceClient {
       signal?.throwIfAborted()
       throw describeFailure(this.address, timeoutMs, err)
     }
-    if (response.dataKey.length !== length)
+  }
+
+  private checked(key: Buffer, asked: DataKeyRequest): Buffer {
+    if (key.length !== asked.length)
       throw new CliError(
-        `key service at ${this.address} sent ${response.dataKey.length} bytes for data key ${JSON.stringify(dataKeyId)}, want ${length}`,
+        `key service at ${this.address} sent ${key.length} bytes for data key ${JSON.stringify(asked.id)}, want ${asked.length}`,
       )
-    return response.dataKey
+    return key
   }
 
   close(): void {

@@ -1,11 +1,17 @@
 /**
- * The key service (`kms.API/GetDataKey`): data keys derived from the master secret, over plain gRPC
- * as in Constellation. Nothing authenticates the caller, so it listens on loopback unless told
+ * The key service (`kms.API/GetDataKey`, and GetDataKeys for several at once): data keys derived
+ * from the master secret, over plain gRPC as in Constellation. Nothing authenticates the caller, so it listens on loopback unless told
  * otherwise, or on a unix socket only its own user can connect to (hosts shared with other users).
  */
 import * as grpc from '@grpc/grpc-js'
 import { BlockList, isIP } from 'node:net'
-import { APIService, type GetDataKeyRequest, type GetDataKeyResponse } from '../../gen/keyservice.js'
+import {
+  APIService,
+  type GetDataKeyRequest,
+  type GetDataKeyResponse,
+  type GetDataKeysRequest,
+  type GetDataKeysResponse,
+} from '../../gen/keyservice.js'
 import { chainMessage, CliError } from '../errors/index.js'
 import { listenOn, shutdownGracefully } from '../grpc/index.js'
 import {
@@ -22,6 +28,8 @@ import type { MasterSecret } from './master-secret.js'
 export const MAX_DATA_KEY_BYTES = 4096
 /** A request is an ID and a length; anything near this is not a key request, and would bloat the log. */
 export const MAX_KEY_REQUEST_BYTES = 16 * 1024
+/** Keys in one GetDataKeys call: a join ticket needs two; more than a few is not a ticket. */
+export const MAX_KEYS_PER_CALL = 16
 const STOP_GRACE_MS = 10_000
 
 /** Where data keys come from: the cluster KMS in production (`ClusterKms` fits). */
@@ -51,6 +59,18 @@ export function dataKeyRequestProblem(req: GetDataKeyRequest): string | undefine
   return undefined
 }
 
+/** Why a GetDataKeys request is refused, naming the field (`keys[i].length`); `undefined` when acceptable. */
+export function dataKeysRequestProblem(req: GetDataKeysRequest): string | undefined {
+  if (req.keys.length === 0) return 'keys: must name at least one key'
+  if (req.keys.length > MAX_KEYS_PER_CALL)
+    return `keys: ${req.keys.length} keys in one call, want at most ${MAX_KEYS_PER_CALL}`
+  for (const [i, key] of req.keys.entries()) {
+    const problem = dataKeyRequestProblem(key)
+    if (problem) return `keys[${i}].${problem}`
+  }
+  return undefined
+}
+
 export class KeyService {
   private readonly server = new grpc.Server({ 'grpc.max_receive_message_length': MAX_KEY_REQUEST_BYTES })
   private stopping?: Promise<void>
@@ -63,7 +83,7 @@ export class KeyService {
     private readonly keys: DataKeySource,
     private readonly log: Logger,
   ) {
-    this.server.addService(APIService, { getDataKey: this.getDataKey })
+    this.server.addService(APIService, { getDataKey: this.getDataKey, getDataKeys: this.getDataKeys })
   }
 
   /** Binds and serves; resolves with the bound HOST:PORT (or the unix: address). */
@@ -128,6 +148,35 @@ export class KeyService {
         (err: unknown) => {
           this.log.error('Deriving a data key failed', { ...fields, error: chainMessage(err) })
           reply({ code: grpc.status.INTERNAL, details: 'deriving the data key failed' })
+        },
+      )
+  }
+
+  /** All the keys or none, in the order asked; one log line naming every ID. */
+  private readonly getDataKeys: grpc.handleUnaryCall<GetDataKeysRequest, GetDataKeysResponse> = (
+    call,
+    reply,
+  ) => {
+    const fields = {
+      keyIds: call.request.keys.slice(0, MAX_KEYS_PER_CALL).map((k) => `${k.dataKeyId}/${k.length}`),
+      peer: call.getPeer(),
+    }
+    const problem = dataKeysRequestProblem(call.request)
+    if (problem) {
+      this.log.warn('Data key request refused', { ...fields, error: problem })
+      reply({ code: grpc.status.INVALID_ARGUMENT, details: problem })
+      return
+    }
+    void Promise.resolve()
+      .then(() => Promise.all(call.request.keys.map((k) => this.keys.deriveDataKey(k.dataKeyId, k.length))))
+      .then(
+        (dataKeys) => {
+          this.log.info('Data keys issued', fields)
+          reply(null, { dataKeys })
+        },
+        (err: unknown) => {
+          this.log.error('Deriving a data key failed', { ...fields, error: chainMessage(err) })
+          reply({ code: grpc.status.INTERNAL, details: 'deriving the data keys failed' })
         },
       )
   }

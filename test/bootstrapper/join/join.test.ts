@@ -26,7 +26,7 @@ import {
 import { type ClusterCa } from '../../../src/lib/joinservice/cluster-ca.js'
 import { type JoinService } from '../../../src/lib/joinservice/server.js'
 import { ClusterKms, createKeyService, deriveClusterId, type KeyService } from '../../../src/lib/kms/index.js'
-import { getDataKey } from '../../../src/lib/kms/keyservice-client.js'
+import { KeyServiceClient } from '../../../src/lib/kms/keyservice-client.js'
 import type { NodeMember } from '../../../src/lib/nodeconfig/index.js'
 import { nodePaths } from '../../../src/lib/paths.js'
 import { createLogger, createRunner, writeFileAtomic, type Logger } from '../../../src/lib/system/index.js'
@@ -100,9 +100,15 @@ async function startJoinService(
   const service = createJoinService({
     listen: '127.0.0.1:0',
     validatorSource: validatorSourceFrom(store, (m) => createValidator('qemu-vtpm', m)),
-    keyService: (id, length) => {
-      keysAsked.push(id)
-      return getDataKey(`127.0.0.1:${keyPort}`, id, length, { timeoutMs: 2_000 })
+    keyService: async (wanted) => {
+      keysAsked.push(...wanted.map((k) => k.id))
+      // a channel per call: the key service of a test may start later, and grpc-js would back off
+      const client = new KeyServiceClient(`127.0.0.1:${keyPort}`)
+      try {
+        return await client.getDataKeys(wanted, { timeoutMs: 2_000 })
+      } finally {
+        client.close()
+      }
     },
     tokens: createTokenIssuer(api.registrar, () => new Date()),
     kubeletSigner: createKubeletSigner({ ...ca, clock: () => new Date() }),
