@@ -199,6 +199,16 @@ describe('x509 CSR', () => {
         },
         want: /signature \(ecdsa-with-SHA256\) does not verify/,
       },
+      'a P-256 point off the curve': {
+        der: async () => {
+          const der = await ecRequest()
+          const spki = parseCsr(der).publicKeyDer
+          const offCurve = Buffer.from(spki)
+          offCurve.writeUInt8(offCurve.readUInt8(offCurve.length - 1) ^ 1, offCurve.length - 1) // y's last byte
+          return replaceBytes(der, spki, offCurve)
+        },
+        want: /^public key \(algorithm 1\.2\.840\.10045\.2\.1\) cannot be read: /,
+      },
       'the signature algorithm changed to another hash': {
         der: async () => replaceBytes(await ecRequest(), ECDSA_WITH_SHA256, ECDSA_WITH_SHA384),
         want: /signature \(ecdsa-with-SHA384\) does not verify/,

@@ -3,7 +3,7 @@
  * certificate; the join service reads one only once its self-signature verified, so every request
  * it acts on names a key that its sender holds.
  */
-import { createPublicKey, sign, verify, type KeyObject } from 'node:crypto'
+import { createPublicKey, sign, verify, type JsonWebKeyInput, type KeyObject } from 'node:crypto'
 import { Attributes, CertificationRequest, CertificationRequestInfo } from '@peculiar/asn1-csr'
 import { AsnConvert } from '@peculiar/asn1-schema'
 import {
@@ -47,6 +47,9 @@ const GENERAL_NAME_KINDS = [
   'registeredID',
 ]
 const [DNS_NAME_TAG, IP_ADDRESS_TAG] = [2, 7]
+/** A P-256 SubjectPublicKeyInfo up to its point (RFC 5480), byte for byte as OpenSSL writes one. */
+const P256_SPKI_PREFIX = Buffer.from('3059301306072a8648ce3d020106082a8648ce3d030107034200', 'hex')
+const P256_POINT_BYTES = 65
 
 /** The signature algorithms a request may use, with the hash and key type each takes. */
 const SIGNATURE_ALGORITHMS: Record<string, { name: string; hash: string; keyType: 'ec' | 'rsa' }> = {
@@ -216,12 +219,29 @@ function decodeRequest(der: Buffer): DecodedRequest {
 
 function readPublicKey(spki: Buffer, algorithmOid: string): KeyObject {
   try {
-    return createPublicKey({ key: spki, format: 'der', type: 'spki' })
+    return createPublicKey(p256Jwk(spki) ?? { key: spki, format: 'der', type: 'spki' })
   } catch (cause) {
     throw new CsrError(`public key (algorithm ${algorithmOid}) cannot be read: ${messageOf(cause)}`, {
       cause,
     })
   }
+}
+
+/**
+ * A P-256 key in the canonical SPKI encoding as a JWK, the same key: OpenSSL 3 reads a JWK in about
+ * half the time of the DER (the join service reads one per join) and checks the point is on the
+ * curve either way. Any other encoding, however close, is read as DER.
+ */
+function p256Jwk(spki: Buffer): JsonWebKeyInput | undefined {
+  const at = P256_SPKI_PREFIX.length
+  if (
+    spki.length !== at + P256_POINT_BYTES ||
+    spki[at] !== 0x04 || // an uncompressed point
+    !spki.subarray(0, at).equals(P256_SPKI_PREFIX)
+  )
+    return undefined
+  const coordinate = (from: number) => spki.subarray(from, from + 32).toString('base64url')
+  return { key: { kty: 'EC', crv: 'P-256', x: coordinate(at + 1), y: coordinate(at + 33) }, format: 'jwk' }
 }
 
 function verifySignature(request: DecodedRequest, key: KeyObject): void {
