@@ -5,9 +5,9 @@
 import { createHash, type KeyObject } from 'node:crypto'
 import { AsnConvert } from '@peculiar/asn1-schema'
 import {
+  AsnIpConverter,
   BasicConstraints,
   ExtendedKeyUsage,
-  GeneralName,
   id_ce_basicConstraints,
   id_ce_extKeyUsage,
   id_ce_keyUsage,
@@ -17,11 +17,12 @@ import {
   id_kp_serverAuth,
   KeyUsage,
   KeyUsageFlags,
-  SubjectAlternativeName,
   SubjectKeyIdentifier,
   SubjectPublicKeyInfo,
 } from '@peculiar/asn1-x509'
+import type { OctetString } from 'asn1js'
 import type { CertificateExtension } from './certificate.js'
+import { derElement } from './tbs-certificate.js'
 
 export type KeyUsageName = 'digitalSignature' | 'keyEncipherment' | 'keyCertSign'
 export type ExtendedKeyUsageName = 'clientAuth' | 'serverAuth'
@@ -50,16 +51,28 @@ export function extendedKeyUsage(purposes: readonly ExtendedKeyUsageName[]): Cer
   return { oid: id_ce_extKeyUsage, critical: false, value: der(new ExtendedKeyUsage(oids)) }
 }
 
-/** subjectAltName with DNS names first, then IPv4/IPv6 addresses (not critical). */
+// GeneralName's [2] dNSName (IA5String) and [7] iPAddress (OCTET STRING), IMPLICIT: context, primitive
+const DNS_NAME = 0x82
+const IP_ADDRESS = 0x87
+
+/**
+ * subjectAltName with DNS names first, then IPv4/IPv6 addresses (not critical). Framed directly
+ * (asn1-x509 parses each address): the join service signs one per join, and asn1-schema's encoder
+ * walked the schema for ~60 µs each. test/x509/extensions.test.ts holds it to asn1-schema's output.
+ */
 export function subjectAltName(names: {
   dns?: readonly string[]
   ips?: readonly string[]
 }): CertificateExtension {
-  const general = [
-    ...(names.dns ?? []).map((dNSName) => new GeneralName({ dNSName })),
-    ...(names.ips ?? []).map((iPAddress) => new GeneralName({ iPAddress })),
-  ]
-  return { oid: id_ce_subjectAltName, critical: false, value: der(new SubjectAlternativeName(general)) }
+  const dns = (names.dns ?? []).map((name) => {
+    if (![...name].every((c) => c.charCodeAt(0) < 0x80))
+      throw new Error(`subjectAltName: DNS name ${JSON.stringify(name)} is not ASCII (IA5String)`)
+    return derElement(DNS_NAME, Buffer.from(name, 'latin1'))
+  })
+  const ips = (names.ips ?? []).map((ip) =>
+    derElement(IP_ADDRESS, Buffer.from((AsnIpConverter.toASN(ip) as OctetString).valueBlock.valueHexView)),
+  )
+  return { oid: id_ce_subjectAltName, critical: false, value: derElement(0x30, ...dns, ...ips) }
 }
 
 /** subjectKeyIdentifier: SHA-1 of the subjectPublicKey BIT STRING, RFC 5280 §4.2.1.2 method (1) (not critical). */
