@@ -34,7 +34,7 @@ export function signCertificate(
   signingKey: KeyObject,
   scheme: SignatureScheme = 'sha256',
 ): Buffer {
-  const algorithm = Buffer.from(AsnConvert.serialize(algorithmFor(signingKey, scheme)))
+  const algorithm = algorithmDer(signingKey, scheme)
   const tbsDer = encodeTbsCertificate({
     serialNumber: fields.serialNumber,
     signature: algorithm,
@@ -51,6 +51,17 @@ export function signCertificate(
   const signature = signWith(scheme, tbsDer, signingKey)
   // the signature as a BIT STRING of whole bytes: no unused bits
   return derElement(0x30, tbsDer, algorithm, derElement(0x03, Buffer.from([0]), signature))
+}
+
+/** Per signing key: a CA signs one certificate per join, and the key's algorithm never changes. */
+const algorithmDers = new WeakMap<KeyObject, Map<SignatureScheme, Buffer>>()
+
+function algorithmDer(key: KeyObject, scheme: SignatureScheme): Buffer {
+  const ders = algorithmDers.get(key) ?? new Map<SignatureScheme, Buffer>()
+  algorithmDers.set(key, ders)
+  let der = ders.get(scheme)
+  if (!der) ders.set(scheme, (der = Buffer.from(AsnConvert.serialize(algorithmFor(key, scheme)))))
+  return der
 }
 
 const nameDer = (name: Name | Buffer): Buffer =>
