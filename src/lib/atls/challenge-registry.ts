@@ -5,7 +5,7 @@
  * the server remembers a nonce only once it was spent (by an attested connection) or, for tpm-ek,
  * the activation it expects (bounded per peer address; refused beyond, never evicted).
  */
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
+import { createHmac, createSecretKey, randomBytes, timingSafeEqual } from 'node:crypto'
 import { AttestationError, type ActivationExpectation } from '../attestation/index.js'
 import { NONCE_BYTES } from './nonce.js'
 
@@ -42,7 +42,8 @@ interface Activation {
 }
 
 export class ChallengeRegistry {
-  private readonly key = randomBytes(32)
+  /** A KeyObject, not bytes: createHmac would import raw bytes again for every tag (twice per join). */
+  private readonly key = createSecretKey(randomBytes(32))
   private readonly limits: Required<ChallengeLimits>
   /** Insertion order is expiry order (one TTL for all), so the expired are always at the front. */
   private readonly spent = new Map<string, number>()

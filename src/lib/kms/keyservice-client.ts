@@ -76,6 +76,8 @@ export class KeyServiceClient {
       'grpc.enable_retries': 0,
       'grpc.initial_reconnect_backoff_ms': 200,
       'grpc.max_reconnect_backoff_ms': 1_000,
+      // nothing reads channelz here; it counted and traced every call (one per join ticket)
+      'grpc.enable_channelz': 0,
     })
   }
 
