@@ -83,10 +83,16 @@ export default tseslint.config(
   },
   {
     // CommonJS by bin/package.json: a CommonJS entry starts ~7 ms faster than an ES module
-    files: ['**/*.cjs', 'bin/run.js'],
+    files: ['**/*.cjs', 'bin/run.js', 'bin/code-cache.js'],
     languageOptions: {
       sourceType: 'commonjs',
-      globals: { require: 'readonly', module: 'readonly', process: 'readonly', __dirname: 'readonly' },
+      globals: {
+        require: 'readonly',
+        module: 'readonly',
+        process: 'readonly',
+        __dirname: 'readonly',
+        Buffer: 'readonly',
+      },
     },
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },

@@ -16,7 +16,9 @@ const ROOT = path.join(__dirname, '..')
 const args = process.argv.slice(2)
 const withoutFramework = {
   'bootstrap run': () => import('../dist/bootstrap-run.js'),
-  init: () => import('../dist/init-run.js'),
+  // CommonJS with V8's code cache: init's start is the operator's wait (bin/code-cache.js)
+  init: async () =>
+    require('./code-cache.js').loadWithCodeCache(path.join(ROOT, 'dist/init-run.cjs')).exports,
   joinservice: () => import('../dist/service-run.js'),
   keyservice: () => import('../dist/service-run.js'),
   verifyservice: () => import('../dist/service-run.js'),

@@ -11,7 +11,8 @@
  *   supervisor started with 2.8 MB of code for the 0.55 MB it runs, and init's start cost ~55 ms
  *   more CPU from chunks than from one file.
  */
-import { readdirSync } from 'node:fs'
+import { execFileSync } from 'node:child_process'
+import { readdirSync, readFileSync } from 'node:fs'
 import path from 'node:path'
 import { build, type BuildOptions } from 'esbuild'
 import { directImports } from './bundle-direct-imports.js'
@@ -62,12 +63,24 @@ await build({
 
 await build({
   ...shared,
-  entryPoints: [
-    'src/bootstrap-run.ts',
-    'src/init-run.ts',
-    'src/mini-node.ts',
-    'src/mini-metadata.ts',
-    'src/mini-simulator.ts',
-  ],
+  entryPoints: ['src/bootstrap-run.ts', 'src/mini-node.ts', 'src/mini-metadata.ts', 'src/mini-simulator.ts'],
   plugins: [directImports(path.resolve('src'))],
 })
+
+// init as CommonJS, which bin/run.js loads with V8's code cache (bin/code-cache.js): ESM has no
+// cache before Node 22. Its `import.meta.url` (paths.ts) is the bundle's own URL.
+await build({
+  ...shared,
+  entryPoints: { 'init-run': 'src/init-run.ts' },
+  outExtension: { '.js': '.cjs' },
+  format: 'cjs',
+  banner: { js: "const __importMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
+  define: { 'import.meta.url': '__importMetaUrl' },
+  plugins: [directImports(path.resolve('src'))],
+})
+const initBundle = path.join(outdir, 'init-run.cjs')
+if (/\bimport\(/.test(readFileSync(initBundle, 'utf8')))
+  throw new Error(
+    `${initBundle} calls import(), which a script loaded with V8's code cache cannot (bin/code-cache.js): bundle the module, or load it with require`,
+  )
+execFileSync(process.execPath, ['bin/code-cache.js', '--write', initBundle], { stdio: 'inherit' })
