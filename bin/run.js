@@ -14,16 +14,17 @@ const path = require('node:path')
 
 const ROOT = path.join(__dirname, '..')
 const args = process.argv.slice(2)
+// CommonJS bundles run with V8's code cache the build wrote beside them (bin/code-cache.js)
+const cached = (name) => async () =>
+  require('./code-cache.js').loadWithCodeCache(path.join(ROOT, `dist/${name}.cjs`)).exports
 const withoutFramework = {
-  'bootstrap run': () => import('../dist/bootstrap-run.js'),
-  // CommonJS with V8's code cache: init's start is the operator's wait (bin/code-cache.js)
-  init: async () =>
-    require('./code-cache.js').loadWithCodeCache(path.join(ROOT, 'dist/init-run.cjs')).exports,
-  joinservice: () => import('../dist/service-run.js'),
-  keyservice: () => import('../dist/service-run.js'),
-  verifyservice: () => import('../dist/service-run.js'),
-  'upgrade-agent': () => import('../dist/service-run.js'),
-  'state-disk setup': () => import('../dist/service-run.js'),
+  'bootstrap run': cached('bootstrap-run'),
+  init: cached('init-run'),
+  joinservice: cached('service-run'),
+  keyservice: cached('service-run'),
+  verifyservice: cached('service-run'),
+  'upgrade-agent': cached('service-run'),
+  'state-disk setup': cached('service-run'),
 }
 
 if (args.length === 1 && (args[0] === '--version' || args[0] === '-v')) {

@@ -59,11 +59,12 @@ describe('V8 code cache for bundles (bin/code-cache.js)', () => {
     })
   })
 
-  it('the build writes init-run.cjs a cache V8 takes in a fresh node', async () => {
-    const init = await load(path.join(ROOT, 'dist/init-run.cjs'))
-    expect(init.cache).to.equal('used')
-    expect(init.names).to.include('runWithoutFramework')
-  })
+  for (const entry of ['init-run', 'bootstrap-run', 'service-run'])
+    it(`the build writes ${entry}.cjs a cache V8 takes in a fresh node`, async () => {
+      const loaded = await load(path.join(ROOT, `dist/${entry}.cjs`))
+      expect(loaded.cache).to.equal('used')
+      expect(loaded.names).to.include('runWithoutFramework')
+    })
 
   it('--write without a file is a usage error', async () => {
     const err = await run(process.execPath, [CODE_CACHE]).catch((e: unknown) => e)

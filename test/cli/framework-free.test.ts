@@ -66,12 +66,12 @@ const staticImportClosure = async (entry: string, seen = new Set<string>()): Pro
 describe('framework-free entries (bin/run.js)', function () {
   this.timeout(180_000)
 
-  // init-run is CommonJS, for V8's code cache (bin/code-cache.js): one file, no imports to follow
-  for (const entry of ['bootstrap-run.js', 'init-run.cjs', 'service-run.js']) {
+  // CommonJS for V8's code cache (bin/code-cache.js): one file each, no imports to follow
+  for (const entry of ['bootstrap-run.cjs', 'init-run.cjs', 'service-run.cjs']) {
     it(`dist/${entry} does not load oclif`, async () => {
       const loaded = await staticImportClosure(path.join(REPO_ROOT, `dist/${entry}`))
       const sources = await Promise.all([...loaded].map((f) => readFile(f, 'utf8')))
-      // the walk read the entry's code (bootstrap-run is one file; the others import chunks)
+      // the walk read the entry's code
       expect(sources.some((s) => s.includes('// src/lib/errors/'))).to.equal(true)
       expect(sources.filter((s) => s.includes('node_modules/@oclif/core/'))).to.deep.equal([])
     })
