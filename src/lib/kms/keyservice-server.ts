@@ -131,25 +131,17 @@ export class KeyService {
     reply,
   ) => {
     const { dataKeyId, length } = call.request
-    const fields = { keyId: dataKeyId, length, peer: call.getPeer() }
-    const problem = dataKeyRequestProblem(call.request)
-    if (problem) {
-      this.log.warn('Data key request refused', { ...fields, error: problem })
-      reply({ code: grpc.status.INVALID_ARGUMENT, details: problem })
-      return
-    }
-    void Promise.resolve()
-      .then(() => this.keys.deriveDataKey(dataKeyId, length))
-      .then(
-        (dataKey) => {
-          this.log.info('Data key issued', fields)
-          reply(null, { dataKey })
-        },
-        (err: unknown) => {
-          this.log.error('Deriving a data key failed', { ...fields, error: chainMessage(err) })
-          reply({ code: grpc.status.INTERNAL, details: 'deriving the data key failed' })
-        },
-      )
+    this.answer(
+      reply,
+      { keyId: dataKeyId, length, peer: call.getPeer() },
+      dataKeyRequestProblem(call.request),
+      {
+        derive: () => this.keys.deriveDataKey(dataKeyId, length),
+        issued: 'Data key issued',
+        response: (dataKey) => ({ dataKey }),
+        failure: 'deriving the data key failed',
+      },
+    )
   }
 
   /** All the keys or none, in the order asked; one log line naming every ID. */
@@ -157,26 +149,46 @@ export class KeyService {
     call,
     reply,
   ) => {
+    const { keys } = call.request
     const fields = {
-      keyIds: call.request.keys.slice(0, MAX_KEYS_PER_CALL).map((k) => `${k.dataKeyId}/${k.length}`),
+      keyIds: keys.slice(0, MAX_KEYS_PER_CALL).map((k) => `${k.dataKeyId}/${k.length}`),
       peer: call.getPeer(),
     }
-    const problem = dataKeysRequestProblem(call.request)
+    this.answer(reply, fields, dataKeysRequestProblem(call.request), {
+      derive: () => Promise.all(keys.map((k) => this.keys.deriveDataKey(k.dataKeyId, k.length))),
+      issued: 'Data keys issued',
+      response: (dataKeys) => ({ dataKeys }),
+      failure: 'deriving the data keys failed',
+    })
+  }
+
+  /** Refuses a request with a problem, or derives and answers; one log line either way. */
+  private answer<Keys, Res>(
+    reply: grpc.sendUnaryData<Res>,
+    fields: Record<string, unknown>,
+    problem: string | undefined,
+    how: {
+      derive: () => Keys | Promise<Keys>
+      issued: string
+      response: (keys: Keys) => Res
+      failure: string
+    },
+  ): void {
     if (problem) {
       this.log.warn('Data key request refused', { ...fields, error: problem })
       reply({ code: grpc.status.INVALID_ARGUMENT, details: problem })
       return
     }
     void Promise.resolve()
-      .then(() => Promise.all(call.request.keys.map((k) => this.keys.deriveDataKey(k.dataKeyId, k.length))))
+      .then(how.derive)
       .then(
-        (dataKeys) => {
-          this.log.info('Data keys issued', fields)
-          reply(null, { dataKeys })
+        (keys) => {
+          this.log.info(how.issued, fields)
+          reply(null, how.response(keys))
         },
         (err: unknown) => {
           this.log.error('Deriving a data key failed', { ...fields, error: chainMessage(err) })
-          reply({ code: grpc.status.INTERNAL, details: 'deriving the data keys failed' })
+          reply({ code: grpc.status.INTERNAL, details: how.failure })
         },
       )
   }
