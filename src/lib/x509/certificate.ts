@@ -57,8 +57,8 @@ export function signCertificate(
 const algorithmDers = new WeakMap<KeyObject, Map<SignatureScheme, Buffer>>()
 
 function algorithmDer(key: KeyObject, scheme: SignatureScheme): Buffer {
-  const ders = algorithmDers.get(key) ?? new Map<SignatureScheme, Buffer>()
-  algorithmDers.set(key, ders)
+  let ders = algorithmDers.get(key)
+  if (!ders) algorithmDers.set(key, (ders = new Map()))
   let der = ders.get(scheme)
   if (!der) ders.set(scheme, (der = Buffer.from(AsnConvert.serialize(algorithmFor(key, scheme)))))
   return der
