@@ -257,72 +257,45 @@ async function startCluster(
   )
   const env = { ...io.env, [CLUSTER_MARKER]: network.id, CONSTELL_NO_SPINNER: '1' }
   let ctx = bootContext(record, paths, io)
+  // swtpm_setup spends most of a manufacture waiting for its swtpm to end: the network and the
+  // simulator's daemons start meanwhile
+  let manufacturing: Promise<void> | undefined
   if (opts.attestation === 'tpm-ek') {
     io.progress(
       `attestation tpm-ek: manufacturing ${nodes.length} TPMs with EK certificates from the cluster's local CA (${paths.tpmCa.dir})`,
     )
-    await manufactureTpms(ctx, nodes, paths)
+    manufacturing = (await startManufacturingTpms(ctx, nodes, paths)).done
   }
   let cvmSection: ((relativeTo?: string) => Record<string, unknown>) | undefined
-  if (isCvmVariant(opts.attestation)) {
-    checkMiniVariant(opts.attestation)
-    io.progress(
-      `attestation ${opts.attestation}: a STAND-IN ${cvmKind(opts.attestation) === 'snp' ? 'AMD' : 'Intel'} for the cluster (${paths.cvmStandIn.dir}) signs every node's reports; no CVM hardware runs here`,
-    )
-    cvmSection = await createCvmStandIn(opts.attestation, paths.cvmStandIn)
-    ctx = { ...ctx, attestation: miniAttestation(opts.attestation, paths, cvmSection()) }
+  let machines: Machines
+  try {
+    if (isCvmVariant(opts.attestation)) {
+      checkMiniVariant(opts.attestation)
+      io.progress(
+        `attestation ${opts.attestation}: a STAND-IN ${cvmKind(opts.attestation) === 'snp' ? 'AMD' : 'Intel'} for the cluster (${paths.cvmStandIn.dir}) signs every node's reports; no CVM hardware runs here`,
+      )
+      cvmSection = await createCvmStandIn(opts.attestation, paths.cvmStandIn)
+      ctx = { ...ctx, attestation: miniAttestation(opts.attestation, paths, cvmSection()) }
+    }
+    machines = vm ? machinesFor(record, paths, io) : processMachines(ctx, paths, network.id)
+    for (const node of nodes) await machines.addToNetwork(node)
+    await writeWorkspace(workspace, cp0.address, opts, io, machines, cvmSection)
+    await startSimulator({
+      io,
+      paths,
+      workspace,
+      nodes,
+      cp0,
+      machines,
+      hostAddress: network.hostAddress,
+      env,
+    })
+  } catch (err) {
+    // nothing of the cluster is removed while a swtpm_setup still writes into it
+    await manufacturing?.catch(() => {})
+    throw err
   }
-  const machines = vm ? machinesFor(record, paths, io) : processMachines(ctx, paths, network.id)
-  for (const node of nodes) await machines.addToNetwork(node)
-  await writeWorkspace(workspace, cp0.address, opts, io, machines, cvmSection)
-
-  io.progress('starting the metadata service and the SIMULATED Kubernetes API')
-  await writeMetadataView(paths, nodes, cp0.address, workspace)
-  const metadata = startDaemon({
-    argv: [
-      io.nodeBinary,
-      io.files.metadataEntry,
-      '--listen',
-      `${network.hostAddress}:${METADATA_PORT}`,
-      '--view',
-      paths.metadataView,
-    ],
-    env,
-    logFile: paths.metadataLog,
-  })
-  await mkdir(paths.apiDir, { recursive: true, mode: 0o700 })
-  const placement = machines.api(
-    cp0,
-    nodes.filter((n) => n.role === 'control-plane'),
-  )
-  const api = startDaemon({
-    argv: [
-      ...placement.execPrefix,
-      io.nodeBinary,
-      io.files.apiEntry,
-      '--dir',
-      paths.apiDir,
-      '--kubeconfig',
-      paths.apiKubeconfig,
-      '--listen',
-      apiListen(placement),
-      ...placement.certHosts.flatMap((host) => ['--cert-host', host]),
-    ],
-    env,
-    logFile: paths.apiLog,
-  })
-  await Promise.all([
-    waitForPort(network.hostAddress, METADATA_PORT, {
-      what: 'the metadata service',
-      log: paths.metadataLog,
-      gaveUp: exitedEarly(metadata),
-    }),
-    waitForPort(placement.host, NODE_PORTS.apiServer, {
-      what: 'the SIMULATED Kubernetes API',
-      log: paths.apiLog,
-      gaveUp: exitedEarly(api),
-    }),
-  ])
+  await manufacturing
 
   io.progress(
     vm
@@ -385,6 +358,67 @@ async function startCluster(
     machines: machines.kind,
     elapsedMs: Date.now() - started,
   }
+}
+
+/** The metadata service and the SIMULATED Kubernetes API, each a daemon; resolves once both listen. */
+async function startSimulator(c: {
+  io: MiniIo
+  paths: MiniPaths
+  workspace: string
+  nodes: MiniNodeRecord[]
+  cp0: MiniNodeRecord
+  machines: Machines
+  hostAddress: string
+  env: NodeJS.ProcessEnv
+}) {
+  const { io, paths, workspace, nodes, cp0, machines, env } = c
+  io.progress('starting the metadata service and the SIMULATED Kubernetes API')
+  await writeMetadataView(paths, nodes, cp0.address, workspace)
+  const metadata = startDaemon({
+    argv: [
+      io.nodeBinary,
+      io.files.metadataEntry,
+      '--listen',
+      `${c.hostAddress}:${METADATA_PORT}`,
+      '--view',
+      paths.metadataView,
+    ],
+    env,
+    logFile: paths.metadataLog,
+  })
+  await mkdir(paths.apiDir, { recursive: true, mode: 0o700 })
+  const placement = machines.api(
+    cp0,
+    nodes.filter((n) => n.role === 'control-plane'),
+  )
+  const api = startDaemon({
+    argv: [
+      ...placement.execPrefix,
+      io.nodeBinary,
+      io.files.apiEntry,
+      '--dir',
+      paths.apiDir,
+      '--kubeconfig',
+      paths.apiKubeconfig,
+      '--listen',
+      apiListen(placement),
+      ...placement.certHosts.flatMap((host) => ['--cert-host', host]),
+    ],
+    env,
+    logFile: paths.apiLog,
+  })
+  await Promise.all([
+    waitForPort(c.hostAddress, METADATA_PORT, {
+      what: 'the metadata service',
+      log: paths.metadataLog,
+      gaveUp: exitedEarly(metadata),
+    }),
+    waitForPort(placement.host, NODE_PORTS.apiServer, {
+      what: 'the SIMULATED Kubernetes API',
+      log: paths.apiLog,
+      gaveUp: exitedEarly(api),
+    }),
+  ])
 }
 
 /** How long init may take on a VM control plane (TCG: every step of its bootstrapper is slow). */
@@ -597,14 +631,24 @@ export async function rebootNode(workspace: string, name: string, io: MiniIo, ho
 }
 
 /**
- * Every node's TPM state, before its swtpm first starts: all at once (swtpm_localca locks its
- * statedir), from the CA createLocalCa makes first.
+ * Starts making every node's TPM state, before its swtpm first starts: all at once (swtpm_localca
+ * locks its statedir), from the CA createLocalCa makes first. Resolves once they are under way;
+ * `done` resolves once every TPM is made.
  */
-async function manufactureTpms(ctx: NodeBootContext, nodes: MiniNodeRecord[], paths: MiniPaths) {
+async function startManufacturingTpms(
+  ctx: NodeBootContext,
+  nodes: MiniNodeRecord[],
+  paths: MiniPaths,
+): Promise<{ done: Promise<void> }> {
   await writeLocalCaConfig(paths.tpmCa)
   await createLocalCa(paths.tpmCa)
   const tpmState = (node: MiniNodeRecord) => paths.node(node.name).tpmState
-  await Promise.all(nodes.map((node) => manufactureTpm(ctx.runner, tpmState(node), paths.tpmCa, ctx.env)))
+  const all = Promise.all(
+    nodes.map((node) => manufactureTpm(ctx.runner, tpmState(node), paths.tpmCa, ctx.env)),
+  )
+  const done = all.then(() => {})
+  done.catch(() => {}) // the caller awaits it later; meanwhile a failure is not an unhandled rejection
+  return { done }
 }
 
 const exitedEarly = (d: Daemon) => {
