@@ -74,6 +74,28 @@ describe('retry: backoff and jitter', () => {
     )
     expect(slept).to.deep.equal([100, 200, 100, 100, 100, 200])
   })
+
+  it('a steady failure waits steadyDelayMs when given; other failures still back off from the initial delay', async () => {
+    const errors = ['busy', 'busy', 'nobody listens', 'nobody listens', 'busy', 'busy']
+    const slept: number[] = []
+    let call = 0
+    await retry(
+      async () => {
+        const err = errors[call++]
+        if (err) throw new Error(err)
+      },
+      {
+        attempts: 10,
+        initialDelayMs: 100,
+        steadyDelayMs: 25,
+        maxDelayMs: 1_000,
+        retryable: () => true,
+        steady: (err) => (err as Error).message === 'nobody listens',
+        sleep: async (ms) => void slept.push(ms),
+      },
+    )
+    expect(slept).to.deep.equal([100, 200, 25, 25, 100, 200])
+  })
 })
 
 describe('describeRetry: one line per retry, for the person waiting', () => {

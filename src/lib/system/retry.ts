@@ -18,9 +18,12 @@ export interface RetryOptions {
   retryable: (err: unknown) => boolean
   /**
    * Returns true for a failure that does not lengthen the wait: the next attempt comes after
-   * initialDelayMs (e.g. nothing listens yet: a refused connection costs the other side nothing).
+   * steadyDelayMs (e.g. nothing listens yet: a refused connection costs the other side nothing),
+   * and a later failure of another kind backs off from initialDelayMs again.
    */
   steady?: (err: unknown) => boolean
+  /** The wait after a steady failure; initialDelayMs unless given. */
+  steadyDelayMs?: number
   signal?: AbortSignal
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>
   onRetry?: (err: unknown, attempt: number, delayMs: number) => void
@@ -36,7 +39,8 @@ export async function retry<T>(fn: (attempt: number) => Promise<T>, opts: RetryO
       if (attempt >= opts.attempts || !opts.retryable(err) || opts.signal?.aborted) throw err
       const steady = opts.steady?.(err) ?? false
       if (steady) delay = opts.initialDelayMs
-      const wait = withJitter(delay, opts.jitter ?? 0, opts.random ?? Math.random)
+      const base = steady ? (opts.steadyDelayMs ?? delay) : delay
+      const wait = withJitter(base, opts.jitter ?? 0, opts.random ?? Math.random)
       opts.onRetry?.(err, attempt, wait)
       await sleep(wait, opts.signal)
       if (!steady) delay = Math.min(delay * 2, opts.maxDelayMs ?? Number.POSITIVE_INFINITY)

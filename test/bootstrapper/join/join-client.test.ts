@@ -419,6 +419,21 @@ describe('NodeJoinClient on stub parts', function () {
     expect(node.locked()).to.equal(1)
   })
 
+  it('a request whose connection was refused sent nothing: its CSR serves the next; one that reached a service does not', async () => {
+    const node = await setUp(dir, {
+      endpoints: ['10.0.0.1:30090'],
+      script: { '10.0.0.1:30090': ['unavailable', 'unavailable', 'refuse-attestation', 'ticket'] },
+    })
+    await node.start()
+    const csrs = node.requests.map((r) => r.certificateRequest.toString('hex'))
+    expect(csrs).to.have.length(4)
+    expect(csrs[1], 'after a refused connection').to.equal(csrs[0])
+    expect(csrs[2], 'after a refused connection').to.equal(csrs[0])
+    expect(csrs[3], 'after a join service refused the attestation').to.not.equal(csrs[2])
+    // the ticket's certificate is for the last CSR's key, which the node keeps
+    expect(node.locked()).to.equal(1)
+  })
+
   it('one join service that refuses the connection and one that answers: the backoff grows', async () => {
     const node = await setUp(dir, {
       script: {

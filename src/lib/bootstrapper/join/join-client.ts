@@ -4,6 +4,7 @@
  * Init took the node lock first. A refused attestation is logged with its reason and asked again:
  * the operator may update the measurements meanwhile.
  */
+import type { KeyObject } from 'node:crypto'
 import { chainMessage } from '../../errors/index.js'
 import { kubernetesNodeName, type NodeMember } from '../../nodeconfig/index.js'
 import type { NodePaths } from '../../paths.js'
@@ -22,15 +23,22 @@ export interface JoinRetrySettings {
   maxDelayMs: number
   /** ±fraction of each delay, so that nodes that failed together do not ask again together. */
   jitter: number
+  /** The wait while no join service listens at all (every endpoint refused the connection). */
+  steadyDelayMs?: number
   /** The wait between rounds (tests count the waits instead of waiting). */
   sleep?: RetryOptions['sleep']
 }
 
-/** Constellation asks every 30 s; a fresh node asks sooner at first, as the cluster may just be up. */
+/**
+ * Constellation asks every 30 s; a fresh node asks sooner at first, as the cluster may just be up.
+ * While nothing listens it asks four times a second: a refused connection costs the other side a
+ * reset, and the node joins within a quarter second of its join service's start.
+ */
 export const DEFAULT_JOIN_RETRY: JoinRetrySettings = {
   initialDelayMs: 1_000,
   maxDelayMs: 30_000,
   jitter: 0.2,
+  steadyDelayMs: 250,
 }
 
 export interface JoinClientDeps {
@@ -67,6 +75,8 @@ export class NodeJoinClient implements JoinClient {
   private running?: Promise<void>
   private readonly log: Logger
   private readonly rounds: JoinRoundsLog
+  /** The key and CSR of a request whose connection was refused: nothing of them left the node. */
+  private unsentCsr?: { publicKey: KeyObject; privateKey: KeyObject; certificateRequest: Buffer }
 
   constructor(private readonly deps: JoinClientDeps) {
     this.log = deps.log.child('join-client')
@@ -166,8 +176,38 @@ export class NodeJoinClient implements JoinClient {
     throw new NoTicketError(reasons, refusedConnections === this.deps.endpoints.length)
   }
 
-  /** A fresh key and CSR per request, as Constellation: a refused request leaves nothing to reuse. */
+  /**
+   * A fresh key and CSR per request that reached a join service, as Constellation: a refused
+   * request leaves nothing to reuse. One whose connection was refused sent nothing, so its key and
+   * CSR serve the next request (while nothing listens, the node asks several times a second, and
+   * making them is most of an attempt's CPU).
+   */
   private async requestTicket(endpoint: string, diskUuid: string) {
+    const { publicKey, privateKey, certificateRequest } = this.unsentCsr ?? (await this.newCsr())
+    this.unsentCsr = undefined
+    const response = await this.deps
+      .requestTicket(
+        endpoint,
+        {
+          diskUuid,
+          certificateRequest,
+          isControlPlane: this.controlPlane,
+          hostPublicKey: Buffer.alloc(0),
+          hostCertificatePrincipals: [],
+        },
+        this.stopSignal.signal,
+      )
+      .catch((err: unknown) => {
+        if (isRefusedConnection(err)) this.unsentCsr = { publicKey, privateKey, certificateRequest }
+        throw err
+      })
+    return {
+      ticket: checkJoinTicket(response, { controlPlane: this.controlPlane, kubeletKey: publicKey }),
+      kubeletKeyPem: privateKey.export({ type: 'sec1', format: 'pem' }).toString(),
+    }
+  }
+
+  private async newCsr() {
     // loaded here, as the daemon loads the x509 encoder: not on the path of its start
     const { createCsr, generateEcdsaP256KeyPair } = await import('../../x509/index.js')
     const { publicKey, privateKey } = await generateEcdsaP256KeyPair()
@@ -180,21 +220,7 @@ export class NodeJoinClient implements JoinClient {
       ipSans: [this.deps.self.vpcIP],
       dnsSans: [this.nodeName],
     })
-    const response = await this.deps.requestTicket(
-      endpoint,
-      {
-        diskUuid,
-        certificateRequest,
-        isControlPlane: this.controlPlane,
-        hostPublicKey: Buffer.alloc(0),
-        hostCertificatePrincipals: [],
-      },
-      this.stopSignal.signal,
-    )
-    return {
-      ticket: checkJoinTicket(response, { controlPlane: this.controlPlane, kubeletKey: publicKey }),
-      kubeletKeyPem: privateKey.export({ type: 'sec1', format: 'pem' }).toString(),
-    }
+    return { publicKey, privateKey, certificateRequest }
   }
 
   private get controlPlane(): boolean {

@@ -138,7 +138,7 @@ export function logJoinServiceRefusal(
  * The host answered and nothing listens on the port: a join service that does not run yet (every
  * node until the cluster is initialized; a control plane that is rebooting). Asking again costs
  * the host one refused connection, so the rounds keep their first pace rather than backing off,
- * and the node gets its answer within a second or so of the service starting.
+ * and the node gets its answer within a quarter second or so of the service starting.
  */
 export const isRefusedConnection = (err: unknown): boolean => /\bECONNREFUSED\b/.test(refusalReason(err))
 
@@ -168,6 +168,8 @@ export class JoinRoundsLog {
     }
     if (this.saidNothingListens) return
     this.saidNothingListens = true
-    this.log.info('No join service listens yet; asking again every second or so until one does', { attempt })
+    this.log.info('No join service listens yet; asking again several times a second until one does', {
+      attempt,
+    })
   }
 }
