@@ -1,11 +1,13 @@
 // Loads a CommonJS bundle of dist/ with V8's code cache: Node 20 compiles every module's source at
 // every start and cannot cache it (module.enableCompileCache came in Node 22), and for `init` that
 // compile and the lazy compiles of its start were about 90 ms of CPU. The build writes
-// `<bundle>.cache` (scripts/bundle.ts runs this file with --write): the SHA-256 of the bundle, then
+// `<bundle>.cache` (scripts/build.sh runs this file with --write): the SHA-256 of the bundle, then
 // V8's cache, made after the bundle's top level ran. A cache for other bytes is not offered to V8,
 // and one V8 refuses (another Node, other V8 flags) only costs the compile it would have saved.
 // A vm script cannot import() here (Node 20 asks for --experimental-vm-modules or warns), so the
-// build refuses a bundle that would (scripts/bundle.ts); esbuild turns a bundled import() into require.
+// build refuses a bundle that would (scripts/bundle.ts); esbuild turns a bundled import() into
+// require, and the build turns an import() of a package (an ES-module-only external, as
+// @kubernetes/client-node) into a call of `require.importPackage`, which this loader provides.
 'use strict'
 const { createHash } = require('node:crypto')
 const { readFileSync, writeFileSync } = require('node:fs')
@@ -30,9 +32,12 @@ function loadWithCodeCache(file) {
     cachedData,
   })
   const module = { exports: {}, filename: file, id: file, loaded: false }
+  const bundleRequire = Module.createRequire(file)
+  // a bare package name resolves from here as from dist/: the same node_modules
+  bundleRequire.importPackage = (name) => import(name)
   script
     .runInThisContext()
-    .call(module.exports, module.exports, Module.createRequire(file), module, file, path.dirname(file))
+    .call(module.exports, module.exports, bundleRequire, module, file, path.dirname(file))
   module.loaded = true
   const cache = cachedData === undefined ? 'none' : script.cachedDataRejected ? 'rejected' : 'used'
   return { exports: module.exports, cache, script, hash }

@@ -5,9 +5,9 @@
 // node start, and version checks run in scripts and health probes. The text matches oclif's.
 // Help pages come from dist/help-index.json, which the build renders with oclif's own Help class
 // (scripts/gen-help-index.ts); they are printed here when oclif would print exactly that text.
-// `bootstrap run` (the node daemon), the node's units and `init` with plain flags also run
-// without oclif: see src/bootstrap-run.ts, src/service-run.ts and src/init-run.ts; anything
-// unusual still goes through oclif.
+// `bootstrap run` (the node daemon), the node's units, and `init` and `mini up` with plain flags
+// also run without oclif: see src/bootstrap-run.ts, src/service-run.ts, src/init-run.ts and
+// src/mini-run.ts; anything unusual still goes through oclif.
 'use strict'
 const { existsSync, readFileSync } = require('node:fs')
 const path = require('node:path')
@@ -20,6 +20,7 @@ const cached = (name) => async () =>
 const withoutFramework = {
   'bootstrap run': cached('bootstrap-run'),
   init: cached('init-run'),
+  'mini up': cached('mini-run'),
   joinservice: cached('service-run'),
   keyservice: cached('service-run'),
   verifyservice: cached('service-run'),
@@ -49,7 +50,7 @@ function userAgent(bin, version) {
 }
 
 async function ranWithoutFramework() {
-  const id = args[0] === 'bootstrap' || args[0] === 'state-disk' ? `${args[0]} ${args[1]}` : args[0]
+  const id = ['bootstrap', 'state-disk', 'mini'].includes(args[0]) ? `${args[0]} ${args[1]}` : args[0]
   const load = Object.hasOwn(withoutFramework, id) ? withoutFramework[id] : undefined
   if (!load) return false
   const { runWithoutFramework } = await load()

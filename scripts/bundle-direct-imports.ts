@@ -40,7 +40,14 @@ function facadeMap(indexFile: string): FacadeMap {
   return map
 }
 
-export function directImports(srcRoot: string): Plugin {
+/** `import('pkg')` of a package by its bare name (an external of the bundle), with its quote. */
+const PACKAGE_IMPORT = /\bimport\((['"])([^'"./][^'"]*)\1\)/g
+
+/**
+ * `packageImportsVia`: the function a package's dynamic import becomes, `f('pkg')`, for bundles
+ * that bin/code-cache.js runs as a vm script, which cannot import() on Node 20 (the loader can).
+ */
+export function directImports(srcRoot: string, opts: { packageImportsVia?: string } = {}): Plugin {
   const facades = new Map<string, FacadeMap>()
   const facadeOf = (file: string) => {
     if (!facades.has(file)) facades.set(file, facadeMap(file.replace(/\.js$/, '.ts')))
@@ -74,7 +81,13 @@ export function directImports(srcRoot: string): Plugin {
           // as many lines as the statement had: the source map's lines stay the file's own
           return imports.join('; ') + '\n'.repeat(statement.split('\n').length - 1)
         })
-        return { contents, loader: 'ts' }
+        const via = opts.packageImportsVia
+        return {
+          contents: via
+            ? contents.replace(PACKAGE_IMPORT, (_m, q: string, pkg: string) => `${via}(${q}${pkg}${q})`)
+            : contents,
+          loader: 'ts',
+        }
       })
     },
   }

@@ -10,11 +10,10 @@
  *   for the 0.55 MB it runs.
  * - the framework-free entries of bin/run.js, one self-contained CommonJS file each, with V8's
  *   code cache beside it (bin/code-cache.js): `init` (the operator's wait), `bootstrap run` (every
- *   boot of every node) and the node's units (service-run: a node starts up to five). Node 20
+ *   boot of every node), the node's units (service-run: a node starts up to five) and `mini up`. Node 20
  *   compiles every ES module at every start and cannot cache it; loaded with the cache, a unit's
  *   start costs ~105 ms less CPU, init's ~60 ms, the bootstrapper's ~45 ms.
  */
-import { execFileSync } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
 import path from 'node:path'
 import { build, type BuildOptions } from 'esbuild'
@@ -72,15 +71,21 @@ await build({
 
 // CommonJS, which bin/run.js loads with V8's code cache: `import.meta.url` (paths.ts) is the
 // bundle's own URL, and a vm script cannot import() on Node 20 (esbuild makes bundled ones require).
-const CACHED_ENTRIES = ['init-run', 'bootstrap-run', 'service-run']
+const CACHED_ENTRIES = ['init-run', 'bootstrap-run', 'service-run', 'mini-run']
 await build({
   ...shared,
   entryPoints: Object.fromEntries(CACHED_ENTRIES.map((name) => [name, `src/${name}.ts`])),
   outExtension: { '.js': '.cjs' },
   format: 'cjs',
-  banner: { js: "const __importMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
+  banner: {
+    js: [
+      "const __importMetaUrl = require('node:url').pathToFileURL(__filename).href;",
+      // the loader (bin/code-cache.js) imports ES-module-only packages for the bundle
+      'const __importPackage = (name) => require.importPackage ? require.importPackage(name) : Promise.reject(new Error(`${__filename} imports ${name} through bin/code-cache.js, which did not load it`));',
+    ].join(' '),
+  },
   define: { 'import.meta.url': '__importMetaUrl' },
-  plugins: [directImports(path.resolve('src'))],
+  plugins: [directImports(path.resolve('src'), { packageImportsVia: '__importPackage' })],
 })
 for (const name of CACHED_ENTRIES) {
   const bundle = path.join(outdir, `${name}.cjs`)
@@ -88,5 +93,6 @@ for (const name of CACHED_ENTRIES) {
     throw new Error(
       `${bundle} calls import(), which a script loaded with V8's code cache cannot (bin/code-cache.js): bundle the module, or load it with require`,
     )
-  execFileSync(process.execPath, ['bin/code-cache.js', '--write', bundle], { stdio: 'inherit' })
 }
+// V8's cache keeps the path it was made at for stack traces: scripts/build.sh writes the caches
+// once the bundles are in dist/.

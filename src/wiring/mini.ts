@@ -8,6 +8,7 @@ import { chainMessage, CliError } from '../lib/errors/index.js'
 import { detectHelm } from '../lib/helm/index.js'
 import { initCluster } from '../lib/init/index.js'
 import { openNodeAdmin, preloadClientNodeLibrary } from '../lib/kube/index.js'
+import type { AttestationVariant } from '../lib/attestation/index.js'
 import {
   addMiniNode,
   removeMiniNode,
@@ -15,16 +16,20 @@ import {
   miniDown,
   miniUp,
   rebootNode,
+  simulatedNotice,
+  type MachineKind,
   type MergedKubeconfig,
   type MiniDownOptions,
   type MiniIo,
   type MiniUpOptions,
+  type MiniUpResult,
+  type NetworkMode,
 } from '../lib/mini/index.js'
 import { packageFile, workspacePaths } from '../lib/paths.js'
 import { simulatorPaths } from '../lib/simulator/index.js'
-import { clusterStatus, type StatusReport } from '../lib/status/index.js'
-import { createLogger, createRunner } from '../lib/system/index.js'
-import { linesProgress } from '../lib/ui/index.js'
+import { clusterStatus, renderStatus, type StatusReport } from '../lib/status/index.js'
+import { abortOnInterrupt, counted, createLogger, createRunner, parseDuration } from '../lib/system/index.js'
+import { commandForUser, linesProgress, shellQuote } from '../lib/ui/index.js'
 import { terminalConfirm } from './nodes.js'
 import { statusDeps } from './status.js'
 import { ensureNodeImage, staleImagesNote, vmImageCacheDir } from './vm.js'
@@ -59,6 +64,9 @@ export function miniIo(opts: { skipHelm: boolean; progress: (line: string) => vo
     },
     preflight: () => (opts.skipHelm ? Promise.resolve() : checkHelmPresent()),
     init: async (workspace, { timeoutMs = 120_000 } = {}) => {
+      // the status at the end reads the API through @kubernetes/client-node (~0.6 s of CPU to
+      // load): loaded while the first node runs kubeadm, when this process only waits
+      preloadClientNodeLibrary()
       await initCluster(
         {
           workspace,
@@ -105,8 +113,6 @@ export async function runMiniUp(
   mergedKubeconfig?: MergedKubeconfig
   warnings: string[]
 }> {
-  // the status at the end reads the API through @kubernetes/client-node: loaded while the nodes boot
-  preloadClientNodeLibrary()
   const up = await miniUp(opts, miniIo({ skipHelm: opts.skipHelm, progress }))
   const warnings: string[] = []
   // after the cluster is up, as `init --merge-kubeconfig` does it: a merge that fails (an entry of
@@ -123,6 +129,93 @@ export async function runMiniUp(
     await statusDeps({ workspace: opts.workspace, verifyPort: 30081, timeoutMs: 15_000 }),
   )
   return { up, status, mergedKubeconfig, warnings }
+}
+
+/** `mini up`'s flags, as both of its entries read them (src/commands/mini/up.ts, src/mini-run.ts). */
+export interface MiniUpFlags {
+  workspace: string
+  'control-planes': number
+  workers: number
+  kubernetes: string
+  attestation: string
+  machines: string
+  network: string
+  'skip-helm': boolean
+  timeout?: string
+  'merge-kubeconfig': boolean
+  retain: boolean
+}
+
+export type MiniUpReport = MiniUpResult & {
+  simulated: string
+  status: StatusReport
+  mergedKubeconfig?: MergedKubeconfig
+}
+
+/**
+ * `mini up` as the user sees it, whichever entry parsed the flags: the notice and progress on
+ * stderr, the cluster, then (unless `json`) its status and what to do next on stdout. Returns the
+ * report that --json prints.
+ */
+export async function runMiniUpCommand(
+  flags: MiniUpFlags,
+  out: { json: boolean; log: (line: string) => void; warn: (line: string) => void },
+): Promise<MiniUpReport> {
+  const mode: NetworkMode =
+    flags.network === 'auto'
+      ? process.getuid?.() === 0
+        ? 'netns'
+        : 'loopback'
+      : (flags.network as NetworkMode)
+  const machines = flags.machines as MachineKind
+  const notice = simulatedNotice(machines)
+  process.stderr.write(`${notice}\n`)
+  const interrupt = abortOnInterrupt()
+  try {
+    const { up, status, mergedKubeconfig, warnings } = await runMiniUp(
+      {
+        workspace: flags.workspace,
+        controlPlanes: flags['control-planes'],
+        workers: flags.workers,
+        kubernetes: flags.kubernetes,
+        mode,
+        attestation: flags.attestation as AttestationVariant,
+        skipHelm: flags['skip-helm'],
+        retain: flags.retain,
+        timeoutMs: flags.timeout
+          ? parseDuration(flags.timeout, '--timeout')
+          : machines === 'vm'
+            ? 30 * 60_000
+            : 5 * 60_000,
+        signal: interrupt.signal,
+        machines,
+      },
+      (line) => process.stderr.write(`• ${line}\n`),
+      { mergeKubeconfig: flags['merge-kubeconfig'] },
+    )
+    if (!out.json) {
+      for (const warning of warnings) out.warn(`Warning: ${warning}`)
+      out.log(renderStatus(status))
+      out.log('')
+      out.log(
+        `${counted(up.nodes.length, 'node')} up in ${(up.elapsedMs / 1000).toFixed(1)} s (${machines === 'vm' ? 'a QEMU VM each, on a bridge' : mode === 'netns' ? 'a network namespace each' : 'a loopback address each'}, ${up.network.prefix}.0/24; attestation ${up.attestation}).`,
+      )
+      out.log(notice)
+      // as the user can type them here: the CLI their PATH finds, the workspace as they gave it
+      const cli = await commandForUser(process.env, packageFile())
+      const ws = `-C ${shellQuote(flags.workspace)}`
+      out.log(`Look at it: ${cli} status ${ws}; ${cli} verify ${ws}`)
+      out.log(`A node's logs: ${cli} mini logs ${up.nodes[0]?.name ?? 'NODE'} ${ws} (-f follows them)`)
+      if (mergedKubeconfig)
+        out.log(
+          `kubectl uses it now: context ${mergedKubeconfig.context} in ${mergedKubeconfig.file} (\`mini down\` removes it)`,
+        )
+      out.log(`Remove it: ${cli} mini down ${ws}`)
+    }
+    return { ...up, simulated: notice, status, mergedKubeconfig }
+  } finally {
+    interrupt.release()
+  }
 }
 
 export const runMiniDown = (workspace: string, opts: MiniDownOptions = {}) =>

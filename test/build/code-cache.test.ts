@@ -1,6 +1,7 @@
 /**
  * bin/code-cache.js: init's bundle runs with V8's code cache, and any cache that does not belong to
- * the bundle's bytes (or that V8 refuses) only costs the compile, never the result.
+ * the bundle's bytes (or that V8 refuses) only costs the compile, never the result. The loader also
+ * imports the ES-module-only packages a bundle needs (a vm script cannot import() on Node 20).
  */
 import { execFile } from 'node:child_process'
 import { readFile, writeFile } from 'node:fs/promises'
@@ -59,7 +60,41 @@ describe('V8 code cache for bundles (bin/code-cache.js)', () => {
     })
   })
 
-  for (const entry of ['init-run', 'bootstrap-run', 'service-run'])
+  it('imports an ES-module-only package for the bundle, which a vm script cannot import() itself', async () => {
+    // what the build makes of `import('@kubernetes/client-node')` in a cached bundle (scripts/bundle.ts)
+    await writeFile(
+      bundle,
+      "require.importPackage('@kubernetes/client-node').then((k) => process.stdout.write(typeof k.KubeConfig))\n",
+    )
+    const { stdout, stderr } = await run(process.execPath, [
+      '-e',
+      `require(${JSON.stringify(CODE_CACHE)}).loadWithCodeCache(process.argv[1])`,
+      bundle,
+    ])
+    expect(stdout).to.equal('function')
+    expect(stderr, 'no experimental-feature warning').to.equal('')
+  })
+
+  it("the build routes mini-run's import of @kubernetes/client-node through the loader", async () => {
+    const text = await readFile(path.join(ROOT, 'dist/mini-run.cjs'), 'utf8')
+    expect(text).to.include('__importPackage("@kubernetes/client-node")')
+    expect(text).to.not.match(/\bimport\(/)
+  })
+
+  it("a cached bundle's stack traces name it where it is, in dist/ (V8 keeps the path the cache was made at)", async () => {
+    const script = `const r = require(${JSON.stringify(CODE_CACHE)}).loadWithCodeCache(process.argv[1]);
+      let stack = ''
+      const argv = new Proxy([], { get(t, k, r) { if (k === 'length') stack = new Error('probe').stack; return Reflect.get(t, k, r) } })
+      r.exports.miniUpFlags(argv)
+      process.stdout.write(JSON.stringify({ cache: r.cache, stack }))`
+    const bundle = path.join(ROOT, 'dist/mini-run.cjs')
+    const { stdout } = await run(process.execPath, ['-e', script, bundle])
+    const { cache, stack } = JSON.parse(stdout) as { cache: string; stack: string }
+    expect(cache).to.equal('used')
+    expect(stack).to.include(`(${bundle}:`)
+  })
+
+  for (const entry of ['init-run', 'bootstrap-run', 'service-run', 'mini-run'])
     it(`the build writes ${entry}.cjs a cache V8 takes in a fresh node`, async () => {
       const loaded = await load(path.join(ROOT, `dist/${entry}.cjs`))
       expect(loaded.cache).to.equal('used')

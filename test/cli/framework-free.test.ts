@@ -1,11 +1,11 @@
 /**
- * bin/run.js starts `bootstrap run` and `init` without oclif (src/bootstrap-run.ts,
- * src/init-run.ts). These tests hold each pair of entries to one behaviour: same flags, same
+ * bin/run.js starts `bootstrap run`, the node's units, `init` and `mini up` without oclif
+ * (src/bootstrap-run.ts, src/service-run.ts, src/init-run.ts, src/mini-run.ts). These tests hold each pair of entries to one behaviour: same flags, same
  * output and exit code (success, failure, --json), help and usage errors from oclif, and bundles
  * that really leave the framework out.
  */
 import { spawn } from 'node:child_process'
-import { cp, readFile, writeFile } from 'node:fs/promises'
+import { cp, mkdir, readFile, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import type { Interfaces } from '@oclif/core'
 import { DAEMON_FLAGS } from '../../src/bootstrap-run.js'
@@ -18,6 +18,8 @@ import StateDiskSetup from '../../src/commands/state-disk/setup.js'
 import VerifyService from '../../src/commands/verifyservice.js'
 import { FRAMEWORK_FREE_UNITS, SERVICE_FLAGS, STATE_DISK_FLAGS } from '../../src/service-run.js'
 import { INIT_FLAGS } from '../../src/init-run.js'
+import MiniUp from '../../src/commands/mini/up.js'
+import { MINI_UP_FLAGS, MINI_UP_LIMITS, miniUpFlags } from '../../src/mini-run.js'
 import { expect } from '../support/chai.js'
 import { REPO_ROOT, runCli, throughOclifArgv, type CliResult } from '../support/cli.js'
 import { withTempDir } from '../support/temp.js'
@@ -67,7 +69,7 @@ describe('framework-free entries (bin/run.js)', function () {
   this.timeout(180_000)
 
   // CommonJS for V8's code cache (bin/code-cache.js): one file each, no imports to follow
-  for (const entry of ['bootstrap-run.cjs', 'init-run.cjs', 'service-run.cjs']) {
+  for (const entry of ['bootstrap-run.cjs', 'init-run.cjs', 'service-run.cjs', 'mini-run.cjs']) {
     it(`dist/${entry} does not load oclif`, async () => {
       const loaded = await staticImportClosure(path.join(REPO_ROOT, `dist/${entry}`))
       const sources = await Promise.all([...loaded].map((f) => readFile(f, 'utf8')))
@@ -220,6 +222,98 @@ describe('framework-free entries (bin/run.js)', function () {
         expect(normalized[0]?.code).to.equal(0)
         expect(normalized[0]?.stdout).to.include('<dir>/ws-copy/constellation-admin.conf')
         expect(normalized[0]).to.deep.equal(normalized[1])
+      })
+    }
+  })
+  describe('mini up', () => {
+    it('reads the same flags as the oclif command (plus --json), within its limits and options', () => {
+      const oclif = MiniUp.flags
+      expect(Object.keys(MINI_UP_FLAGS)).to.deep.equal([...Object.keys(oclif), 'json'])
+      for (const [name, f] of Object.entries(oclif)) {
+        const free = MINI_UP_FLAGS[name as keyof typeof MINI_UP_FLAGS]
+        expect(free.type, name).to.equal(f.type === 'boolean' ? 'boolean' : 'string')
+        expect('short' in free ? free.short : undefined, name).to.equal(f.char)
+        // oclif's default as parseArgs reads it (an integer as its digits); the attestation's is computed
+        if (typeof f.default !== 'function')
+          expect('default' in free ? free.default : undefined, name).to.equal(
+            f.default === undefined ? (f.type === 'boolean' ? false : undefined) : String(f.default),
+          )
+        if ('options' in f && f.options)
+          expect(MINI_UP_LIMITS[name as keyof typeof MINI_UP_LIMITS], name).to.deep.equal(f.options)
+        const { min, max } = f as { min?: number; max?: number }
+        if (min !== undefined)
+          expect(MINI_UP_LIMITS[name as keyof typeof MINI_UP_LIMITS], name).to.deep.equal({ min, max })
+      }
+    })
+
+    it('takes plain valid flags; leaves anything oclif must judge to oclif', () => {
+      expect(miniUpFlags(['-C', 'ws', '--control-planes', '3', '--workers', '0', '--json'])).to.deep.include({
+        workspace: 'ws',
+        'control-planes': 3,
+        workers: 0,
+        attestation: 'tpm-ek',
+        json: true,
+      })
+      expect(miniUpFlags(['--machines', 'vm'])).to.deep.include({ attestation: 'qemu-vtpm' })
+      for (const argv of [
+        ['--help'],
+        ['--workers', '41'],
+        ['--control-planes', '0'],
+        ['--workers', '2x'],
+        ['--workers', '-1'],
+        ['--attestation', 'sev'],
+        ['--network', 'bridge'],
+        ['--machines', 'kvm'],
+        ['--no-such-flag'],
+        ['extra-argument'],
+      ])
+        expect(miniUpFlags(argv), argv.join(' ')).to.equal(undefined)
+    })
+
+    it('leaves help and bad values to oclif', async () => {
+      const help = await runCli(['mini', 'up', '--help'])
+      expect(help.code).to.equal(0)
+      expect(help.stdout).to.include('USAGE').and.include('--control-planes')
+      const bad = await runCli(['mini', 'up', '--workers', '41'])
+      expect(bad.code).to.equal(2)
+      expect(bad.stderr).to.include('Expected an integer less than or equal to 40')
+    })
+
+    const failures: Record<string, (dir: string) => string[]> = {
+      'a cluster already running there': (dir) => ['mini', 'up', '-C', dir, '--skip-helm'],
+      'a cluster already running there, --json': (dir) => ['mini', 'up', '-C', dir, '--json'],
+      'a file as the workspace (usage error)': (dir) => ['mini', 'up', '-C', path.join(dir, 'file')],
+      'a bad --timeout (usage error)': (dir) => [
+        'mini',
+        'up',
+        '-C',
+        path.join(dir, 'new'),
+        '--timeout',
+        'soon',
+      ],
+    }
+    for (const [name, args] of Object.entries(failures)) {
+      it(`reports ${name} exactly as oclif does`, async () => {
+        await withTempDir(async (dir) => {
+          await writeFile(path.join(dir, 'file'), 'not a folder')
+          await mkdir(path.join(dir, 'constellation-mini'))
+          await writeFile(
+            path.join(dir, 'constellation-mini', 'mini.json'),
+            JSON.stringify({
+              version: 1,
+              startedAt: '2026-11-29T08:00:00.000Z',
+              network: { mode: 'loopback', id: 'abcdef', prefix: '127.1.2' },
+              createdFiles: [],
+              createdWorkspace: false,
+              nodes: [],
+              attestation: 'tpm-ek',
+            }),
+          )
+          const bare = await runCli(args(dir))
+          const framework = await runThroughOclif(args(dir))
+          expect(bare.code).to.be.oneOf([1, 2])
+          expect(bare).to.deep.equal(framework)
+        })
       })
     }
   })

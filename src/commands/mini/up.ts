@@ -1,20 +1,8 @@
 import { Flags } from '@oclif/core'
 import { BaseCommand } from '../../base-command.js'
-import type { AttestationVariant } from '../../lib/attestation/index.js'
-import {
-  simulatedNotice,
-  type MergedKubeconfig,
-  type MiniUpResult,
-  type MachineKind,
-  type NetworkMode,
-  MINI_CVM_VARIANTS,
-} from '../../lib/mini/index.js'
-import { renderStatus, type StatusReport } from '../../lib/status/index.js'
-import { counted, abortOnInterrupt, parseDuration } from '../../lib/system/index.js'
+import { MINI_CVM_VARIANTS } from '../../lib/mini/index.js'
 import { DEFAULT_KUBERNETES_MINOR } from '../../lib/versions/index.js'
-import { packageFile } from '../../lib/paths.js'
-import { commandForUser, shellQuote } from '../../lib/ui/index.js'
-import { runMiniUp } from '../../wiring/mini.js'
+import { runMiniUpCommand, type MiniUpReport } from '../../wiring/mini.js'
 
 export default class MiniUp extends BaseCommand {
   static override description =
@@ -74,64 +62,12 @@ export default class MiniUp extends BaseCommand {
     }),
   }
 
-  async run(): Promise<
-    MiniUpResult & { simulated: string; status: StatusReport; mergedKubeconfig?: MergedKubeconfig }
-  > {
+  async run(): Promise<MiniUpReport> {
     const { flags } = await this.parse(MiniUp)
-    const mode: NetworkMode =
-      flags.network === 'auto'
-        ? process.getuid?.() === 0
-          ? 'netns'
-          : 'loopback'
-        : (flags.network as NetworkMode)
-    const machines = flags.machines as MachineKind
-    const notice = simulatedNotice(machines)
-    process.stderr.write(`${notice}\n`)
-    const interrupt = abortOnInterrupt()
-    try {
-      const { up, status, mergedKubeconfig, warnings } = await runMiniUp(
-        {
-          workspace: flags.workspace,
-          controlPlanes: flags['control-planes'],
-          workers: flags.workers,
-          kubernetes: flags.kubernetes,
-          mode,
-          attestation: flags.attestation as AttestationVariant,
-          skipHelm: flags['skip-helm'],
-          retain: flags.retain,
-          timeoutMs: flags.timeout
-            ? parseDuration(flags.timeout, '--timeout')
-            : machines === 'vm'
-              ? 30 * 60_000
-              : 5 * 60_000,
-          signal: interrupt.signal,
-          machines,
-        },
-        (line) => process.stderr.write(`• ${line}\n`),
-        { mergeKubeconfig: flags['merge-kubeconfig'] },
-      )
-      for (const warning of warnings) this.logToStderr(`Warning: ${warning}`)
-      if (!this.jsonEnabled()) {
-        this.log(renderStatus(status))
-        this.log('')
-        this.log(
-          `${counted(up.nodes.length, 'node')} up in ${(up.elapsedMs / 1000).toFixed(1)} s (${machines === 'vm' ? 'a QEMU VM each, on a bridge' : mode === 'netns' ? 'a network namespace each' : 'a loopback address each'}, ${up.network.prefix}.0/24; attestation ${up.attestation}).`,
-        )
-        this.log(notice)
-        // as the user can type them here: the CLI their PATH finds, the workspace as they gave it
-        const cli = await commandForUser(process.env, packageFile())
-        const ws = `-C ${shellQuote(flags.workspace)}`
-        this.log(`Look at it: ${cli} status ${ws}; ${cli} verify ${ws}`)
-        this.log(`A node's logs: ${cli} mini logs ${up.nodes[0]?.name ?? 'NODE'} ${ws} (-f follows them)`)
-        if (mergedKubeconfig)
-          this.log(
-            `kubectl uses it now: context ${mergedKubeconfig.context} in ${mergedKubeconfig.file} (\`mini down\` removes it)`,
-          )
-        this.log(`Remove it: ${cli} mini down ${ws}`)
-      }
-      return { ...up, simulated: notice, status, mergedKubeconfig }
-    } finally {
-      interrupt.release()
-    }
+    return runMiniUpCommand(flags, {
+      json: this.jsonEnabled(),
+      log: (line) => this.log(line),
+      warn: (line) => this.logToStderr(line),
+    })
   }
 }
