@@ -84,16 +84,15 @@ export interface StatusReport {
 }
 
 export async function clusterStatus(deps: StatusDeps): Promise<StatusReport> {
-  const [cluster, releases] = await Promise.all([
-    deps.readCluster().then(
-      (view) => ({ view }),
-      (err: unknown) => ({ error: messageOf(err) }),
-    ),
-    deps.releases?.().then(
-      (list) => ({ list }),
-      (err: unknown) => ({ error: messageOf(err) }),
-    ),
-  ])
+  // helm lists the releases while the nodes are verified: only the nodes wait for the API's view
+  const listing = deps.releases?.().then(
+    (list) => ({ list }),
+    (err: unknown) => ({ error: messageOf(err) }),
+  )
+  const cluster = await deps.readCluster().then(
+    (view) => ({ view }),
+    (err: unknown) => ({ error: messageOf(err) }),
+  )
   const targets =
     'view' in cluster
       ? cluster.view.nodes.map((n) => ({ name: n.name, roles: n.roles, address: n.internalIP, node: n }))
@@ -131,6 +130,7 @@ export async function clusterStatus(deps: StatusDeps): Promise<StatusReport> {
       return { ...base, attestation, reason: verdict.error.message, clusterIdPcr }
     }),
   )
+  const releases = await listing
   const report: StatusReport = {
     nodes,
     attestation: attestationAssurance(deps.variant),
