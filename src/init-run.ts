@@ -4,9 +4,9 @@
  * few and fixed. Anything but those flags goes to oclif, which owns help and usage errors for the
  * same command (src/commands/init.ts); both run src/wiring/init.ts's runInit and print the same output.
  */
-import { format, parseArgs } from 'node:util'
+import { parseArgs } from 'node:util'
 import { checkWorkspaceFolder } from './workspace-flag.js'
-import { exitCodeOf, renderError } from './lib/errors/index.js'
+import { print, printJson, printToStderr, reportFailure } from './entry-output.js'
 import { exitAfterGrace } from './lib/system/index.js'
 import { DEFAULT_HELM_TIMEOUT } from './lib/helm/index.js'
 import { initSummary, initWarnings } from './lib/init/index.js'
@@ -25,10 +25,6 @@ export const INIT_FLAGS = {
   json: { type: 'boolean', default: false },
 } as const
 
-// What oclif's `this.log` and `logJson` write (console.log of util.format; JSON with 2 spaces).
-const print = (line: string) => process.stdout.write(`${format(line)}\n`)
-const printJson = (value: unknown) => process.stdout.write(`${JSON.stringify(value, null, 2)}\n`)
-
 /** Runs init for plain flags; false when argv needs oclif (help, unknown flags, arguments). */
 export async function runWithoutFramework(argv: string[]): Promise<boolean> {
   let flags
@@ -43,15 +39,10 @@ export async function runWithoutFramework(argv: string[]): Promise<boolean> {
     if (flags.json) printJson(result)
     else {
       initSummary(result).forEach(print)
-      initWarnings(result).forEach((line) => process.stderr.write(`${format(line)}\n`))
+      initWarnings(result).forEach(printToStderr)
     }
   } catch (err) {
-    const code = exitCodeOf(err)
-    const rendered = renderError(err, code)
-    // with --json the error is the JSON on stdout only, as oclif's logToStderr stays quiet then
-    if (flags.json) printJson(rendered.json)
-    else for (const line of rendered.lines) process.stderr.write(`${line}\n`)
-    process.exitCode = code
+    reportFailure(err, flags.json)
   } finally {
     exitAfterGrace() // as BaseCommand does: a connect the kernel still retries must not hold the result
   }

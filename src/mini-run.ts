@@ -6,9 +6,9 @@
  * range) goes to oclif, which owns help and usage errors for the same command
  * (src/commands/mini/up.ts). Both run src/wiring/mini.ts's runMiniUpCommand.
  */
-import { format, parseArgs } from 'node:util'
+import { parseArgs } from 'node:util'
 import { checkWorkspaceFolder } from './workspace-flag.js'
-import { exitCodeOf, renderError } from './lib/errors/index.js'
+import { print, printJson, printToStderr, reportFailure } from './entry-output.js'
 import { MINI_CVM_VARIANTS } from './lib/mini/index.js'
 import { exitAfterGrace } from './lib/system/index.js'
 import { ignoreClosedPipes, onInterrupt } from './lib/ui/index.js'
@@ -39,10 +39,6 @@ export const MINI_UP_LIMITS = {
   machines: ['process', 'vm'],
   network: ['auto', 'netns', 'loopback'],
 } as const
-
-// What oclif's `this.log` and `logJson` write (console.log of util.format; JSON with 2 spaces).
-const print = (line: string) => process.stdout.write(`${format(line)}\n`)
-const printJson = (value: unknown) => process.stdout.write(`${JSON.stringify(value, null, 2)}\n`)
 
 /** The flags as the oclif command would read them; undefined when oclif must say what is wrong. */
 export function miniUpFlags(argv: string[]): (MiniUpFlags & { json: boolean }) | undefined {
@@ -81,16 +77,11 @@ export async function runWithoutFramework(argv: string[]): Promise<boolean> {
     const report = await runMiniUpCommand(flags, {
       json: flags.json,
       log: print,
-      warn: (line) => process.stderr.write(`${format(line)}\n`),
+      warn: printToStderr,
     })
     if (flags.json) printJson(report)
   } catch (err) {
-    const code = exitCodeOf(err)
-    const rendered = renderError(err, code)
-    // with --json the error is the JSON on stdout only, as oclif's logToStderr stays quiet then
-    if (flags.json) printJson(rendered.json)
-    else for (const line of rendered.lines) process.stderr.write(`${line}\n`)
-    process.exitCode = code
+    reportFailure(err, flags.json)
   } finally {
     releaseInterrupt()
     exitAfterGrace()

@@ -54,48 +54,37 @@ describe('retry: backoff and jitter', () => {
     expect(new Set(slept)).to.deep.equal(new Set([90]))
   })
 
-  it('a steady failure waits the initial delay; the backoff starts over from there', async () => {
-    const errors = ['busy', 'busy', 'nobody listens', 'nobody listens', 'busy', 'busy']
-    const slept: number[] = []
-    let call = 0
-    await retry(
-      async () => {
-        const err = errors[call++]
-        if (err) throw new Error(err)
-      },
-      {
-        attempts: 10,
-        initialDelayMs: 100,
-        maxDelayMs: 1_000,
-        retryable: () => true,
-        steady: (err) => (err as Error).message === 'nobody listens',
-        sleep: async (ms) => void slept.push(ms),
-      },
-    )
-    expect(slept).to.deep.equal([100, 200, 100, 100, 100, 200])
-  })
-
-  it('a steady failure waits steadyDelayMs when given; other failures still back off from the initial delay', async () => {
-    const errors = ['busy', 'busy', 'nobody listens', 'nobody listens', 'busy', 'busy']
-    const slept: number[] = []
-    let call = 0
-    await retry(
-      async () => {
-        const err = errors[call++]
-        if (err) throw new Error(err)
-      },
-      {
-        attempts: 10,
-        initialDelayMs: 100,
-        steadyDelayMs: 25,
-        maxDelayMs: 1_000,
-        retryable: () => true,
-        steady: (err) => (err as Error).message === 'nobody listens',
-        sleep: async (ms) => void slept.push(ms),
-      },
-    )
-    expect(slept).to.deep.equal([100, 200, 25, 25, 100, 200])
-  })
+  const steadyCases: Record<string, { steadyDelayMs?: number; want: number[] }> = {
+    'a steady failure waits the initial delay; the backoff starts over from there': {
+      want: [100, 200, 100, 100, 100, 200],
+    },
+    'a steady failure waits steadyDelayMs when given; other failures still back off from the initial delay': {
+      steadyDelayMs: 25,
+      want: [100, 200, 25, 25, 100, 200],
+    },
+  }
+  for (const [name, tc] of Object.entries(steadyCases))
+    it(name, async () => {
+      const errors = ['busy', 'busy', 'nobody listens', 'nobody listens', 'busy', 'busy']
+      const slept: number[] = []
+      let call = 0
+      await retry(
+        async () => {
+          const err = errors[call++]
+          if (err) throw new Error(err)
+        },
+        {
+          attempts: 10,
+          initialDelayMs: 100,
+          ...(tc.steadyDelayMs !== undefined && { steadyDelayMs: tc.steadyDelayMs }),
+          maxDelayMs: 1_000,
+          retryable: () => true,
+          steady: (err) => (err as Error).message === 'nobody listens',
+          sleep: async (ms) => void slept.push(ms),
+        },
+      )
+      expect(slept).to.deep.equal(tc.want)
+    })
 })
 
 describe('describeRetry: one line per retry, for the person waiting', () => {
