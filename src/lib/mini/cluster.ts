@@ -27,8 +27,8 @@ import {
   type Runner,
 } from '../system/index.js'
 import { stringifyYaml } from '../yaml/index.js'
-import { CLUSTER_MARKER, startDaemon, stopMarked, type Daemon } from './daemons.js'
-import { waitForPort } from './wait.js'
+import { CLUSTER_MARKER, startDaemon, stopMarked } from './daemons.js'
+import { endedEarly, waitForPort } from './wait.js'
 import { NodeBootInterruptedError, NodeBootTimeoutError, type BootWatchOptions } from './boot-watch.js'
 import {
   METADATA_PORT,
@@ -411,12 +411,12 @@ async function startSimulator(c: {
     waitForPort(c.hostAddress, METADATA_PORT, {
       what: 'the metadata service',
       log: paths.metadataLog,
-      gaveUp: exitedEarly(metadata),
+      gaveUp: endedEarly(metadata),
     }),
     waitForPort(placement.host, NODE_PORTS.apiServer, {
       what: 'the SIMULATED Kubernetes API',
       log: paths.apiLog,
-      gaveUp: exitedEarly(api),
+      gaveUp: endedEarly(api),
     }),
   ])
 }
@@ -649,12 +649,6 @@ async function startManufacturingTpms(
   const done = all.then(() => {})
   done.catch(() => {}) // the caller awaits it later; meanwhile a failure is not an unhandled rejection
   return { done }
-}
-
-const exitedEarly = (d: Daemon) => {
-  let done = false
-  void d.exited.finally(() => (done = true))
-  return () => done
 }
 
 /** `config generate` for cp-0, with the simulator's kubeadm as the Kubernetes component. */

@@ -25,6 +25,8 @@ export interface Daemon {
   pid: number
   /** Resolves with the exit code (null after a signal) while this process is the parent. */
   exited: Promise<number | null>
+  /** How it ended, once it has ("exit code 1", "signal SIGKILL", "could not start: …"). */
+  ending(): string | undefined
 }
 
 export function startDaemon(spec: DaemonSpec): Daemon {
@@ -38,14 +40,21 @@ export function startDaemon(spec: DaemonSpec): Daemon {
       cwd: spec.cwd,
       stdio: ['ignore', log, log],
     })
+    let ending: string | undefined
     const exited = new Promise<number | null>((resolve, reject) => {
-      child.once('error', reject)
-      child.once('exit', (code) => resolve(code))
+      child.once('error', (err) => {
+        ending = `could not start: ${err.message}`
+        reject(err)
+      })
+      child.once('exit', (code, signal) => {
+        ending = signal ? `signal ${signal}` : `exit code ${code}`
+        resolve(code)
+      })
     })
     exited.catch(() => {}) // a caller that never awaits it must not crash the process
     if (!spec.awaited) child.unref()
     if (child.pid === undefined) throw new Error(`could not start ${file}`)
-    return { pid: child.pid, exited }
+    return { pid: child.pid, exited, ending: () => ending }
   } finally {
     closeSync(log)
   }

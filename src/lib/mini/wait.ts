@@ -30,16 +30,25 @@ export interface PortWait {
   what: string
   log: string
   timeoutMs?: number
-  /** True once waiting is pointless (the process exited). */
-  gaveUp?: () => boolean
+  /** True, or what happened, once waiting is pointless (the process exited). */
+  gaveUp?: () => boolean | string
+}
+
+/** For waitForPort's gaveUp: once `daemon` ended, that it did and how; false while it runs. */
+export const endedEarly = (daemon: Daemon) => () => {
+  const ending = daemon.ending()
+  return ending ? `ended (${ending}) before it listened` : false
 }
 
 export async function waitForPort(host: string, port: number, w: PortWait): Promise<void> {
   const deadline = Date.now() + (w.timeoutMs ?? 60_000)
   for (;;) {
     if (await connects(host, port)) return
-    if (w.gaveUp?.() || Date.now() > deadline)
-      throw new Error(`${w.what} did not listen on ${host}:${port}\n${await logTail(w.log)}`)
+    const gaveUp = w.gaveUp?.()
+    if (gaveUp || Date.now() > deadline) {
+      const what = typeof gaveUp === 'string' ? gaveUp : 'did not listen'
+      throw new Error(`${w.what} ${what} on ${host}:${port}\n${await logTail(w.log)}`)
+    }
     await new Promise((r) => setTimeout(r, 100))
   }
 }
