@@ -264,7 +264,9 @@ async function startCluster(
     io.progress(
       `attestation tpm-ek: manufacturing ${nodes.length} TPMs with EK certificates from the cluster's local CA (${paths.tpmCa.dir})`,
     )
-    manufacturing = (await startManufacturingTpms(ctx, nodes, paths)).done
+    await createLocalCaFiles(paths)
+    manufacturing = manufactureTpms(ctx, nodes, paths)
+    manufacturing.catch(() => {}) // awaited below; meanwhile a failure is not an unhandled rejection
   }
   let cvmSection: ((relativeTo?: string) => Record<string, unknown>) | undefined
   let machines: Machines
@@ -630,25 +632,16 @@ export async function rebootNode(workspace: string, name: string, io: MiniIo, ho
   return node
 }
 
-/**
- * Starts making every node's TPM state, before its swtpm first starts: all at once (swtpm_localca
- * locks its statedir), from the CA createLocalCa makes first. Resolves once they are under way;
- * `done` resolves once every TPM is made.
- */
-async function startManufacturingTpms(
-  ctx: NodeBootContext,
-  nodes: MiniNodeRecord[],
-  paths: MiniPaths,
-): Promise<{ done: Promise<void> }> {
+/** The cluster's local CA (swtpm_localca's files), made before any TPM is. */
+async function createLocalCaFiles(paths: MiniPaths) {
   await writeLocalCaConfig(paths.tpmCa)
   await createLocalCa(paths.tpmCa)
+}
+
+/** Every node's TPM state, before its swtpm first starts: all at once (swtpm_localca locks its statedir). */
+async function manufactureTpms(ctx: NodeBootContext, nodes: MiniNodeRecord[], paths: MiniPaths) {
   const tpmState = (node: MiniNodeRecord) => paths.node(node.name).tpmState
-  const all = Promise.all(
-    nodes.map((node) => manufactureTpm(ctx.runner, tpmState(node), paths.tpmCa, ctx.env)),
-  )
-  const done = all.then(() => {})
-  done.catch(() => {}) // the caller awaits it later; meanwhile a failure is not an unhandled rejection
-  return { done }
+  await Promise.all(nodes.map((node) => manufactureTpm(ctx.runner, tpmState(node), paths.tpmCa, ctx.env)))
 }
 
 /** `config generate` for cp-0, with the simulator's kubeadm as the Kubernetes component. */
