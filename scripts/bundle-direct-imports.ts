@@ -44,10 +44,17 @@ function facadeMap(indexFile: string): FacadeMap {
 const PACKAGE_IMPORT = /\bimport\((['"])([^'"./][^'"]*)\1\)/g
 
 /**
- * `packageImportsVia`: the function a package's dynamic import becomes, `f('pkg')`, for bundles
- * that bin/code-cache.js runs as a vm script, which cannot import() on Node 20 (the loader can).
+ * `packageImportsVia`: the function a dynamic import of a package the bundle leaves out
+ * (`external`) becomes, `f('pkg')`, for bundles that bin/code-cache.js runs as a vm script, which
+ * cannot import() on Node 20 (the loader can). A package the bundle takes in stays `import('pkg')`:
+ * esbuild bundles it and loads it with require, under the bundle's code cache.
  */
-export function directImports(srcRoot: string, opts: { packageImportsVia?: string } = {}): Plugin {
+export function directImports(
+  srcRoot: string,
+  opts: { packageImportsVia?: string; external?: readonly string[] } = {},
+): Plugin {
+  const isExternal = (pkg: string) =>
+    (opts.external ?? []).some((e) => (e.endsWith('/*') ? pkg.startsWith(e.slice(0, -1)) : pkg === e))
   const facades = new Map<string, FacadeMap>()
   const facadeOf = (file: string) => {
     if (!facades.has(file)) facades.set(file, facadeMap(file.replace(/\.js$/, '.ts')))
@@ -84,7 +91,9 @@ export function directImports(srcRoot: string, opts: { packageImportsVia?: strin
         const via = opts.packageImportsVia
         return {
           contents: via
-            ? contents.replace(PACKAGE_IMPORT, (_m, q: string, pkg: string) => `${via}(${q}${pkg}${q})`)
+            ? contents.replace(PACKAGE_IMPORT, (m: string, q: string, pkg: string) =>
+                isExternal(pkg) ? `${via}(${q}${pkg}${q})` : m,
+              )
             : contents,
           loader: 'ts',
         }

@@ -85,7 +85,9 @@ await build({
     ].join(' '),
   },
   define: { 'import.meta.url': '__importMetaUrl' },
-  plugins: [directImports(path.resolve('src'), { packageImportsVia: '__importPackage' })],
+  plugins: [
+    directImports(path.resolve('src'), { packageImportsVia: '__importPackage', external: shared.external }),
+  ],
 })
 for (const name of CACHED_ENTRIES) {
   const bundle = path.join(outdir, `${name}.cjs`)

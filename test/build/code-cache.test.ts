@@ -83,6 +83,12 @@ describe('V8 code cache for bundles (bin/code-cache.js)', () => {
     expect(text).to.not.match(/\bimport\(/)
   })
 
+  it('a package the bundle takes in (listr2) is loaded from the bundle, under its code cache', async () => {
+    const text = await readFile(path.join(ROOT, 'dist/init-run.cjs'), 'utf8')
+    expect(text).to.not.include('__importPackage("listr2")')
+    expect(text).to.match(/\bListr = class\b/)
+  })
+
   it("a cached bundle's stack traces name it where it is, in dist/ (V8 keeps the path the cache was made at)", async () => {
     const script = `const r = require(${JSON.stringify(CODE_CACHE)}).loadWithCodeCache(process.argv[1]);
       let stack = ''
