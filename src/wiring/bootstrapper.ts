@@ -36,6 +36,7 @@ import {
   createLogger,
   createRunner,
   httpGet,
+  runnerWithSignal,
   serveUntilStopped,
   type HttpGet,
   type Logger,
@@ -95,9 +96,9 @@ export function buildBootstrapper(
     lock: new NodeLock({ extendPcr: (index, digest) => extendPcr(io.openTpm, index, digest) }),
     disk,
     installer,
-    kubeadm: (input) =>
+    kubeadm: (input, signal) =>
       runKubeadmInit(input, {
-        runner: io.runner,
+        runner: runnerWithSignal(io.runner, signal),
         kubeadm: config.kubeadm,
         paths,
         recordOutput: (text) => io.logs.append(text),

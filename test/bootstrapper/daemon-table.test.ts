@@ -97,10 +97,13 @@ async function startStubNode(dir: string, opts: StubOptions) {
         signal.addEventListener('abort', () => reject(new Error('GET aborted')), { once: true }),
       )
     },
-    kubeadm: async () => {
-      events.push('kubeadm')
+    // recorded when it finishes: a kubeadm the state disk's failure stopped never does
+    kubeadm: async (_input, signal) => {
       kubeadmReached.resolve()
       await kubeadmRelease.promise
+      await new Promise((resolve) => setImmediate(resolve)) // a failing disk has stopped it by now
+      if (signal.aborted) throw new Error('kubeadm: stopped')
+      events.push('kubeadm')
       return Buffer.from('admin kubeconfig')
     },
     logs: new LogCollector(),
@@ -203,7 +206,7 @@ describe('Bootstrapper on stub parts', function () {
           wantOutcome: 'joined',
           wantDone: false,
         },
-      'disk failure after the lock: INTERNAL, kubeadm never runs, the node is spent': {
+      'disk failure after the lock: INTERNAL, kubeadm never finishes, the node is spent': {
         stub: { changeKeyFails: true },
         want: { code: status.INTERNAL, failure: /setting the state disk key: cryptsetup exited 2/ },
         wantEvents: ['stage', 'lock', 'changeKey', 'install'],

@@ -33,8 +33,8 @@ export interface BootstrapperParts {
   disk: StateDisk
   /** Checks, downloads and unpacks components before the lock (stageComponents); `signal` ends downloads. */
   installer: (components: readonly Component[], signal: AbortSignal) => Promise<StagedComponents>
-  /** Runs kubeadm init and returns the admin kubeconfig (runKubeadmInit). */
-  kubeadm: (input: KubeadmInitInput) => Promise<Buffer>
+  /** Runs kubeadm init and returns the admin kubeconfig (runKubeadmInit); `signal` stops it. */
+  kubeadm: (input: KubeadmInitInput, signal: AbortSignal) => Promise<Buffer>
   logs: LogCollector
   log: Logger
   /** aTLS (server attested) in production, its issuer wrapped by recordingIssuer(…, attestedKeys). */

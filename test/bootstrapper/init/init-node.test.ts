@@ -75,6 +75,7 @@ describe('initializeNode refuses bad requests before touching anything', () => {
 })
 
 describe('initializeNode: components are fetched and verified before the node lock; only kubeadm may fail after it', () => {
+  // 'kubeadm' is recorded when kubeadm finishes: a run that was stopped is recorded apart
   const cases: Record<
     string,
     { failing?: 'stage' | 'uuid' | 'changeKey'; want?: RegExp; wantEvents: string[]; locked: boolean }
@@ -95,7 +96,7 @@ describe('initializeNode: components are fetched and verified before the node lo
       wantEvents: ['uuid', 'stage', 'discard'],
       locked: false,
     },
-    're-keying fails after the lock: kubeadm never runs, staging is discarded': {
+    're-keying fails after the lock: kubeadm never finishes, staging is discarded': {
       failing: 'changeKey',
       want: /^setting the state disk key: Error: cryptsetup exited 2$/,
       wantEvents: ['uuid', 'stage', 'lock', 'changeKey', 'install', 'discard'],
@@ -130,10 +131,17 @@ describe('initializeNode: components are fetched and verified before the node lo
               install: step('install'),
               discard: step('discard'),
             })),
-          kubeadmInit: () => {
-            events.push('kubeadm')
-            return Promise.resolve(Buffer.from('kubeconfig'))
-          },
+          kubeadmInit: (_input: unknown, signal: AbortSignal) =>
+            new Promise<Buffer>((resolve, reject) => {
+              const done = setImmediate(() => {
+                events.push('kubeadm')
+                resolve(Buffer.from('kubeconfig'))
+              })
+              signal.addEventListener('abort', () => {
+                clearImmediate(done)
+                reject(new Error('stopped'))
+              })
+            }),
           log: silentLogger,
         }
         const err = await initializeNode(good(), deps).then(
@@ -152,6 +160,77 @@ describe('initializeNode: components are fetched and verified before the node lo
       }
     })
   }
+})
+
+describe('initializeNode: the state disk is re-keyed while kubeadm runs', () => {
+  /** Deps whose re-key waits for kubeadm to start: the run deadlocks if the two run one after the other. */
+  function overlapping(dir: string, rekey: 'succeeds' | 'fails') {
+    const seen = { kubeadmStopped: false, marked: false }
+    let kubeadmStarted = () => {}
+    const started = new Promise<void>((resolve) => (kubeadmStarted = resolve))
+    return {
+      seen,
+      deps: {
+        initSecretHash: hash,
+        nodeLock: new NodeLock({ extendPcr: () => Promise.resolve() }),
+        onLocked: () => {},
+        disk: {
+          uuid: () => Promise.resolve('0A1B2C3D-0000-0000-0000-000000000000'),
+          changeKey: () =>
+            started.then(() => {
+              if (rekey === 'fails') throw new Error('cryptsetup exited 2')
+            }),
+          writeMark: () => Promise.resolve(void (seen.marked = true)),
+        },
+        paths: nodePaths(dir),
+        self: { name: 'n', role: 'control-plane' as const, vpcIP: '10.0.0.1' },
+        stageComponents: () =>
+          Promise.resolve({ install: () => Promise.resolve(), discard: () => Promise.resolve() }),
+        kubeadmInit: (_input: unknown, signal: AbortSignal) => {
+          kubeadmStarted()
+          return new Promise<Buffer>((resolve, reject) => {
+            // kubeadm outlasts the re-key here, as it does on a real node
+            const done = setTimeout(() => resolve(Buffer.from('kubeconfig')), 50)
+            signal.addEventListener('abort', () => {
+              clearTimeout(done)
+              seen.kubeadmStopped = true
+              reject(new Error('kubeadm: signal SIGTERM'))
+            })
+          })
+        },
+        log: silentLogger,
+      },
+    }
+  }
+
+  it('both finish: the node is initialized once the disk carries its key and mark', async () => {
+    const { dir, cleanup } = await makeTempDir()
+    try {
+      const { deps, seen } = overlapping(dir, 'succeeds')
+      const result = await initializeNode(good(), deps)
+      expect(result.kubeconfig.toString()).to.equal('kubeconfig')
+      expect(seen).to.deep.equal({ kubeadmStopped: false, marked: true })
+    } finally {
+      await cleanup()
+    }
+  })
+
+  it('the re-key fails while kubeadm runs: kubeadm is stopped and the disk is named as the cause', async () => {
+    const { dir, cleanup } = await makeTempDir()
+    try {
+      const { deps, seen } = overlapping(dir, 'fails')
+      const err = await initializeNode(good(), deps).then(
+        () => undefined,
+        (e: unknown) => e as Error,
+      )
+      expect(`${err?.message}: ${String(err?.cause)}`).to.equal(
+        'setting the state disk key: Error: cryptsetup exited 2',
+      )
+      expect(seen).to.deep.equal({ kubeadmStopped: true, marked: false })
+    } finally {
+      await cleanup()
+    }
+  })
 })
 
 describe('initializeNode: the control-plane endpoint kubeadm init gets', () => {

@@ -88,7 +88,8 @@ export interface InitNodeDeps {
   stageComponents: (components: readonly Component[]) => Promise<StagedComponents>
   /** Aborted when the daemon stops: no lock is taken after that. */
   signal?: AbortSignal
-  kubeadmInit: (input: KubeadmInitInput) => Promise<Buffer>
+  /** `signal` stops kubeadm when the state disk cannot be prepared while it runs. */
+  kubeadmInit: (input: KubeadmInitInput, signal: AbortSignal) => Promise<Buffer>
   log: Logger
 }
 
@@ -117,6 +118,9 @@ export async function initializeNode(req: InitRequest, deps: InitNodeDeps): Prom
   }
   const diskUuid = disk.value
   const staged = components.value
+  // Stopped when the state disk cannot be prepared: kubeadm's cluster would be of no use then.
+  const stopKubeadm = new AbortController()
+  let stateDisk: Promise<void> | undefined
   try {
     if (deps.signal?.aborted)
       throw new NodeNotReadyError('the node is stopping; nothing was changed on the node')
@@ -124,24 +128,40 @@ export async function initializeNode(req: InitRequest, deps: InitNodeDeps): Prom
     if (!(await deps.nodeLock.tryLockOnce(clusterId))) throw new NodeLockedError()
     deps.onLocked(master)
     log.info('Node lock taken; PCR 15 now carries the cluster ID', { clusterId: clusterId.toString('hex') })
-    // Re-keying (a slow key derivation in cryptsetup) and copying the components need nothing from each other.
-    const prepared = await Promise.allSettled([
-      prepareStateDisk(
-        req,
-        { master, diskUuid, diskKey: kms.diskKey(diskUuid), measurementSecret },
-        deps,
-      ).then(() =>
-        writeClusterFiles(deps.paths, { joinConfig, components: req.kubernetesComponents }).catch(
-          wrapWith('writing the join-config and components'),
-        ),
+    // The disk's new key (cryptsetup's key derivation: seconds of argon2id in production) and the
+    // files the node's services read later need nothing from kubeadm, nor kubeadm from them: they
+    // are prepared while the components are installed and kubeadm runs.
+    stateDisk = prepareStateDisk(
+      req,
+      { master, diskUuid, diskKey: kms.diskKey(diskUuid), measurementSecret },
+      deps,
+    ).then(() =>
+      writeClusterFiles(deps.paths, { joinConfig, components: req.kubernetesComponents }).catch(
+        wrapWith('writing the join-config and components'),
       ),
-      staged.install().catch(wrapWith('installing Kubernetes components')),
-    ])
-    for (const step of prepared) if (step.status === 'rejected') throw step.reason
+    )
+    stateDisk.catch(() => stopKubeadm.abort())
+    await staged.install().catch(wrapWith('installing Kubernetes components'))
+  } catch (err) {
+    // a disk that failed meanwhile is the first cause: name it rather than what it stopped
+    const diskFailure: unknown = await stateDisk?.then(
+      () => undefined,
+      (diskErr: unknown) => diskErr,
+    )
+    throw diskFailure ?? err
   } finally {
     await staged.discard()
   }
-  const kubeconfig = await deps.kubeadmInit(kubeadmInput(req, deps)).catch(wrapWith('running kubeadm init'))
+  const [prepared, initialized] = await Promise.allSettled([
+    stateDisk,
+    // a disk that failed already is thrown below: kubeadm is not started for nothing
+    stopKubeadm.signal.aborted
+      ? Promise.reject(new Error('kubeadm init was not run'))
+      : deps.kubeadmInit(kubeadmInput(req, deps), stopKubeadm.signal).catch(wrapWith('running kubeadm init')),
+  ])
+  if (prepared.status === 'rejected') throw prepared.reason
+  if (initialized.status === 'rejected') throw initialized.reason
+  const kubeconfig = initialized.value
   log.info('Cluster initialized', { clusterId: clusterId.toString('hex') })
   return { kubeconfig, clusterId }
 }
