@@ -138,4 +138,68 @@ describe('init call retry rule', function () {
       await server.stop()
     }
   })
+
+  it('sendAfter: the request waits for it as well as for the connection; onConnected once both are done', async () => {
+    const events: string[] = []
+    const server = await startServer((c) => {
+      events.push('node got the request')
+      c.write({
+        kind: {
+          $case: 'initSuccess',
+          value: { kubeconfig: Buffer.from('k'), clusterId: Buffer.alloc(32), ownerId: Buffer.alloc(0) },
+        },
+      })
+      c.end()
+    })
+    try {
+      let written = () => {}
+      const sendAfter = new Promise<void>((resolve) => (written = resolve))
+      const outcome = callInit(request, {
+        address: server.address,
+        credentials: credentials.createInsecure(),
+        signal: AbortSignal.timeout(5_000),
+        deadline: new Date(Date.now() + 5_000),
+        log: silentLogger,
+        sendAfter,
+        onConnected: () => events.push('connected'),
+      })
+      await new Promise((resolve) => setTimeout(resolve, 300)) // ample time to connect and send
+      events.push('written')
+      written()
+      expect((await outcome).ok).to.equal(true)
+      expect(events).to.deep.equal(['written', 'connected', 'node got the request'])
+    } finally {
+      await server.stop()
+    }
+  })
+
+  it('sendAfter rejected: nothing is sent, and the aborted call settles', async () => {
+    let requests = 0
+    const server = await startServer(() => requests++)
+    try {
+      const abort = new AbortController()
+      let failWrite = (_err: Error) => {}
+      const sendAfter = new Promise<void>((_resolve, reject) => (failWrite = reject))
+      const outcome = callInit(request, {
+        address: server.address,
+        credentials: credentials.createInsecure(),
+        signal: abort.signal,
+        deadline: new Date(Date.now() + 5_000),
+        log: silentLogger,
+        sendAfter,
+      })
+      await new Promise((resolve) => setTimeout(resolve, 300))
+      failWrite(new Error('disk full'))
+      abort.abort()
+      const settled = await outcome.then(
+        (o) => o.ok,
+        () => 'rejected',
+      )
+      expect(settled).to.not.equal(true)
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      expect(requests).to.equal(0)
+    } finally {
+      await server.stop()
+    }
+  })
 })

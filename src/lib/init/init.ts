@@ -136,28 +136,11 @@ export async function initCluster(opts: InitOptions, deps: InitDeps): Promise<In
           ],
     ) ?? (() => {})
   try {
-    await deps.progress([
-      {
-        title:
-          source === 'reused'
-            ? `Reusing the master secret in ${paths.masterSecret} (the state records no cluster)`
-            : `Writing master secret to ${paths.masterSecret}`,
-        run: async () => {
-          writing = true
-          if (source === 'generated') await writeMasterSecret(paths.masterSecret, secret)
-          written = true
-          // with the master secret, the salt: together they let init run again recognise the node
-          if (!recorded) state = await recordMeasurementSalt(paths.state, state, measurementSalt)
-        },
-      },
-    ])
     // One deadline for the whole exchange, resumes after a broken connection included.
-    const signal = AbortSignal.timeout(opts.timeout.ms)
+    const writeFailed = new AbortController()
+    const signal = AbortSignal.any([AbortSignal.timeout(opts.timeout.ms), writeFailed.signal])
     const deadline = new Date(Date.now() + opts.timeout.ms)
-    let answer: Extract<InitOutcome, { ok: true }> | undefined
-    let resumed = false
-    let broken: Extract<InitOutcome, { ok: false }> | undefined
-    for (let drops = 0; !answer; drops++) {
+    const startAttempt = (drops: number, sendAfter?: Promise<void>) => {
       // After a break the node may have taken its lock for this very request: accept it initialized.
       const resumable = mayResume || drops > 0
       const validators = [
@@ -165,38 +148,69 @@ export async function initCluster(opts: InitOptions, deps: InitDeps): Promise<In
       ]
       verified = undefined
       found = () => (resumable && verified ? nodeFound(verified) : 'fresh')
-      let call: Promise<InitOutcome> | undefined
+      let connected = () => {}
+      const verifiedNow = new Promise<void>((resolve) => (connected = resolve))
+      const call = callInit(request, {
+        address: endpoint.address,
+        credentials: deps.credentials(config, { validators, onVerified: (r) => (verified = r) }),
+        signal,
+        deadline,
+        log: deps.log,
+        retryInitialDelayMs: deps.retryInitialDelayMs,
+        sendAfter,
+        onConnected: () => {
+          phase = found() === 'initialized' ? 'resuming' : 'sent'
+          connected()
+        },
+        pickRequest: resumable
+          ? () =>
+              found() === 'initialized' && verified
+                ? resumeRequest(request.initSecret, secret, verified.userData)
+                : request
+          : undefined,
+      }).catch((err: unknown) => {
+        throw unreachable(err, endpoint.address, signal, {
+          timeout: opts.timeout.text,
+          debug: opts.debug ?? false,
+        })
+      })
+      call.catch(() => {}) // awaited in its step; a failure before then is not unhandled
+      return { call, verifiedNow }
+    }
+    // The node attests while the master secret is written; the request waits for the write.
+    let secretSaved = () => {}
+    const firstAttempt = startAttempt(0, new Promise<void>((resolve) => (secretSaved = resolve)))
+    await deps
+      .progress([
+        {
+          title:
+            source === 'reused'
+              ? `Reusing the master secret in ${paths.masterSecret} (the state records no cluster)`
+              : `Writing master secret to ${paths.masterSecret}`,
+          run: async () => {
+            writing = true
+            if (source === 'generated') await writeMasterSecret(paths.masterSecret, secret)
+            written = true
+            // with the master secret, the salt: together they let init run again recognise the node
+            if (!recorded) state = await recordMeasurementSalt(paths.state, state, measurementSalt)
+          },
+        },
+      ])
+      .then(secretSaved, (err: unknown) => {
+        writeFailed.abort() // the connection goes, nothing was sent on it
+        throw err
+      })
+    let answer: Extract<InitOutcome, { ok: true }> | undefined
+    let resumed = false
+    let broken: Extract<InitOutcome, { ok: false }> | undefined
+    for (let drops = 0; !answer; drops++) {
+      const { call, verifiedNow } = drops === 0 ? firstAttempt : startAttempt(drops)
       await deps.progress([
         {
           title: broken
             ? `The connection to ${endpoint.address} broke after the request reached it (${withoutRpcInternals(broken.error)}); verifying the node's attestation again to resume`
             : `Verifying the attestation of the node at ${endpoint.address}`,
           run: async () => {
-            let connected = () => {}
-            const verifiedNow = new Promise<void>((resolve) => (connected = resolve))
-            call = callInit(request, {
-              address: endpoint.address,
-              credentials: deps.credentials(config, { validators, onVerified: (r) => (verified = r) }),
-              signal,
-              deadline,
-              log: deps.log,
-              retryInitialDelayMs: deps.retryInitialDelayMs,
-              onConnected: () => {
-                phase = found() === 'initialized' ? 'resuming' : 'sent'
-                connected()
-              },
-              pickRequest: resumable
-                ? () =>
-                    found() === 'initialized' && verified
-                      ? resumeRequest(request.initSecret, secret, verified.userData)
-                      : request
-                : undefined,
-            }).catch((err: unknown) => {
-              throw unreachable(err, endpoint.address, signal, {
-                timeout: opts.timeout.text,
-                debug: opts.debug ?? false,
-              })
-            })
             await Promise.race([verifiedNow, call])
           },
         },
@@ -213,7 +227,6 @@ export async function initCluster(opts: InitOptions, deps: InitDeps): Promise<In
             : `Initializing the cluster on ${endpoint.address}`,
           run: async () => {
             const outcome = await call
-            if (!outcome) throw new Error('the Init call was not started')
             if (!outcome.ok && outcome.dropped && drops < MAX_RESUMES_AFTER_BREAK) {
               broken = outcome
               deps.log.warn('The connection to the node broke after the request reached it; resuming', {

@@ -36,8 +36,17 @@ export interface InitRpcOptions {
   log: Logger
   retryInitialDelayMs?: number
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>
-  /** Called when an attempt reached the node (TLS + attestation passed): the request is on its way. */
+  /**
+   * Called when an attempt reached the node (TLS + attestation passed) and `sendAfter` is done:
+   * the request is on its way.
+   */
   onConnected?: () => void
+  /**
+   * The request waits for this as well as for the verified connection, which is made meanwhile
+   * (init writes the master secret while the node attests). Nothing is sent if it rejects; the
+   * caller then aborts `signal`.
+   */
+  sendAfter?: Promise<void>
   /**
    * Picks the request once the attempt's connection is verified (what the node's attestation
    * showed decides between a full request and a resume); `request` is sent when absent. The
@@ -88,11 +97,13 @@ function attempt(request: InitRequest, opts: InitRpcOptions): Promise<InitOutcom
   const client = new APIClient(opts.address, opts.credentials, { 'grpc.enable_retries': 0 })
   let ready = () => {}
   const verified = new Promise<void>((resolve) => (ready = resolve))
-  const connected = watchReady(client, () => {
-    ready()
-    opts.onConnected?.()
-  })
-  const interceptors = opts.pickRequest ? [sendOnceVerified(verified, opts.pickRequest)] : []
+  const connected = watchReady(client, ready)
+  const released = opts.sendAfter ? Promise.all([verified, opts.sendAfter]).then(() => {}) : verified
+  released.then(opts.onConnected, () => {}) // a rejected sendAfter sends nothing: the caller aborts
+  const interceptors =
+    opts.pickRequest || opts.sendAfter
+      ? [sendOnceVerified(released, opts.pickRequest ?? (() => request))]
+      : []
   return new Promise<InitOutcome>((resolve, reject) => {
     const call = client.init(request, { deadline: opts.deadline, interceptors })
     const abort = () => call.cancel()
@@ -168,14 +179,18 @@ function isConnectionLoss(code: number | undefined): boolean {
 }
 
 /**
- * Holds the request message back until the connection is verified, then sends what `pick` says
- * (grpc-js lets a message requester call `next` later; the half-close waits for it). A connection
- * that never verifies fails the call, and the message is never sent.
+ * Holds the request message back until the connection is verified (and sendAfter done), then sends
+ * what `pick` says (grpc-js lets a message requester call `next` later; the half-close waits for
+ * it). A connection that never verifies fails the call, and the message is never sent.
  */
-function sendOnceVerified(verified: Promise<void>, pick: () => InitRequest): Interceptor {
+function sendOnceVerified(released: Promise<void>, pick: () => InitRequest): Interceptor {
   return (options, nextCall) =>
     new InterceptingCall(nextCall(options), {
-      sendMessage: (_message, next) => void verified.then(() => next(pick())),
+      sendMessage: (_message, next) =>
+        void released.then(
+          () => next(pick()),
+          () => {},
+        ),
     })
 }
 
