@@ -166,7 +166,7 @@ export class NodeJoinClient implements JoinClient {
           onLocked,
           disk: this.deps.disk,
           paths: this.deps.paths,
-          kubeadmJoin: (input) => this.deps.kubeadmJoin(input, signal),
+          kubeadmJoin: (input, stop) => this.deps.kubeadmJoin(input, AbortSignal.any([signal, stop])),
           log: this.log,
         })
       } finally {

@@ -1,8 +1,9 @@
 /**
  * What the node does with a checked join ticket (Constellation's startNodeAndJoin): take the node
- * lock with the cluster ID, then re-key the state disk, persist its state, write the kubelet's and
- * (for a control plane) the cluster's PKI, and run kubeadm join. Past the lock every failure leaves
- * the node unusable, so everything that can be checked was checked before.
+ * lock with the cluster ID, then install the components, write the kubelet's and (for a control
+ * plane) the cluster's PKI and run kubeadm join, while the state disk is re-keyed and the node state
+ * persisted. Past the lock every failure leaves the node unusable, so everything that can be checked
+ * was checked before.
  */
 import { canonicalDiskUuid } from '../../contract/index.js'
 import { deriveClusterId } from '../../kms/index.js'
@@ -23,7 +24,8 @@ export interface JoinNodeDeps {
   onLocked: () => void
   disk: StateDisk
   paths: NodePaths
-  kubeadmJoin: (input: KubeadmJoinInput) => Promise<void>
+  /** `signal` stops kubeadm when the state disk cannot be re-keyed while it runs. */
+  kubeadmJoin: (input: KubeadmJoinInput, signal: AbortSignal) => Promise<void>
   log: Logger
 }
 
@@ -69,43 +71,56 @@ export async function joinNode(plan: JoinPlan, deps: JoinNodeDeps): Promise<bool
     clusterId: clusterId.toString('hex'),
   })
   const diskUuid = canonicalDiskUuid(plan.diskUuid)
-  await step('setting the state disk key and installing the Kubernetes components', async () => {
-    const done = await Promise.allSettled([
-      rekeyStateDisk(deps.disk, deps.paths, ticket.diskKey),
-      plan.staged.install(),
-    ])
-    for (const result of done) if (result.status === 'rejected') throw result.reason
-  })
-  deps.log.info('State disk key set', { diskUUID: diskUuid })
-  await step('writing node state', () =>
-    writeNodeState(deps.paths, {
-      role: controlPlane ? 'control-plane' : 'worker',
-      measurementSalt: ticket.measurementSalt,
-      diskUuid,
-    }),
-  )
-  await step('writing the kubelet certificate', async () => {
-    await writeFileAtomic(deps.paths.kubeletClientCert, ticket.kubeletCertPem)
-    await writeSecretFile(deps.paths.kubeletClientKey, plan.kubeletKeyPem, 'replace')
-  })
-  if (controlPlane) {
-    await step('writing the control-plane PKI', () =>
-      writePkiFiles(deps.paths.kubernetesPki, ticket.controlPlaneFiles),
+  // The disk's new key (cryptsetup's key derivation: seconds of argon2id in production) and the
+  // node state need nothing from kubeadm, nor kubeadm from them: they are done while the components,
+  // certificates and kubeadm join run. A disk that fails stops kubeadm.
+  const stopKubeadm = new AbortController()
+  const stateDisk = (async () => {
+    await step('setting the state disk key', () => rekeyStateDisk(deps.disk, deps.paths, ticket.diskKey))
+    deps.log.info('State disk key set', { diskUUID: diskUuid })
+    await step('writing node state', () =>
+      writeNodeState(deps.paths, {
+        role: controlPlane ? 'control-plane' : 'worker',
+        measurementSalt: ticket.measurementSalt,
+        diskUuid,
+      }),
     )
-    await step("writing the control plane's service files", () => writeServiceFiles(ticket, deps.paths))
-  }
+  })()
+  stateDisk.catch(() => stopKubeadm.abort())
   const apiServerEndpoint = plan.loadBalancerEndpoint ?? ticket.apiServerEndpoint
-  await step('running kubeadm join', () =>
-    deps.kubeadmJoin({
-      nodeName: plan.nodeName,
-      nodeIP: plan.nodeIP,
-      apiServerEndpoint,
-      token: ticket.token,
-      caCertHash: ticket.caCertHash,
-      controlPlane,
-      clusterVersion: ticket.kubernetesVersion,
-    }),
-  )
+  const kubeadm = (async () => {
+    await step('installing the Kubernetes components', () => plan.staged.install())
+    await step('writing the kubelet certificate', async () => {
+      await writeFileAtomic(deps.paths.kubeletClientCert, ticket.kubeletCertPem)
+      await writeSecretFile(deps.paths.kubeletClientKey, plan.kubeletKeyPem, 'replace')
+    })
+    if (controlPlane) {
+      await step('writing the control-plane PKI', () =>
+        writePkiFiles(deps.paths.kubernetesPki, ticket.controlPlaneFiles),
+      )
+      await step("writing the control plane's service files", () => writeServiceFiles(ticket, deps.paths))
+    }
+    // a disk that failed already is thrown below: kubeadm is not started for nothing
+    if (stopKubeadm.signal.aborted) return
+    await step('running kubeadm join', () =>
+      deps.kubeadmJoin(
+        {
+          nodeName: plan.nodeName,
+          nodeIP: plan.nodeIP,
+          apiServerEndpoint,
+          token: ticket.token,
+          caCertHash: ticket.caCertHash,
+          controlPlane,
+          clusterVersion: ticket.kubernetesVersion,
+        },
+        stopKubeadm.signal,
+      ),
+    )
+  })()
+  const [disk, joined] = await Promise.allSettled([stateDisk, kubeadm])
+  // the disk's failure is the first cause: name it rather than what it stopped
+  if (disk.status === 'rejected') throw disk.reason
+  if (joined.status === 'rejected') throw joined.reason
   deps.log.info('Node joined the cluster', {
     kubernetesVersion: ticket.kubernetesVersion || undefined,
     role: controlPlane ? 'control-plane' : 'worker',
