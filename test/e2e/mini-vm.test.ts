@@ -28,7 +28,7 @@ import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promise
 import os from 'node:os'
 import path from 'node:path'
 import { ClusterKms, readMasterSecret } from '../../src/lib/kms/index.js'
-import { miniDown } from '../../src/lib/mini/cluster.js'
+import { miniDown } from '../../src/lib/mini/down.js'
 import { CLUSTER_MARKER, markedProcesses } from '../../src/lib/mini/daemons.js'
 import { miniPaths, readMiniRecord, type MiniRecord } from '../../src/lib/mini/layout.js'
 import { vmNodeFiles } from '../../src/lib/mini/vm-node.js'

@@ -3,10 +3,12 @@
  * that folder with a sentence that says why. The cluster is a record of a cluster whose processes
  * are gone already (what `mini down` works from after a crash): no node needs to boot for this.
  */
-import { access, mkdir, readdir, writeFile } from 'node:fs/promises'
+import { execFileSync, spawn } from 'node:child_process'
+import { access, mkdir, readdir, rm, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { randomBytes } from 'node:crypto'
-import { writeMiniRecord, type MiniRecord } from '../../src/lib/mini/layout.js'
+import { alive } from '../../src/lib/mini/daemons.js'
+import { miniPaths, writeMiniRecord, type MiniRecord } from '../../src/lib/mini/layout.js'
 import { workspacePaths } from '../../src/lib/paths.js'
 import { expect } from '../support/chai.js'
 import { runCli } from '../support/cli.js'
@@ -80,5 +82,60 @@ describe('mini down: the master secret stays unless --purge', function () {
     expect(await exists(ws)).to.be.false
     expect(res.stdout).to.contain(workspacePaths(ws).masterSecret)
     expect(res.stdout).to.not.contain('Kept')
+  })
+})
+
+describe('mini down: a workspace deleted while its cluster runs', function () {
+  this.timeout(60_000)
+  let tmp: TempDir
+  const started: number[] = []
+  const namespaces: string[] = []
+  beforeEach(async () => (tmp = await makeTempDir()))
+  afterEach(async () => {
+    for (const pid of started.splice(0)) if (alive(pid)) process.kill(pid, 'SIGKILL')
+    for (const ns of namespaces.splice(0)) execFileSync('ip', ['netns', 'delete', ns], { stdio: 'ignore' })
+    await tmp.cleanup()
+  })
+
+  /** A process as the cluster's are: its marker in the environment, the cluster's folder on its command line. */
+  function clusterProcess(ws: string, id: string): number {
+    const child = spawn(
+      process.execPath,
+      ['-e', 'setInterval(() => {}, 1000)', path.join(miniPaths(ws).dir, 'nodes/worker-0/node-config.yaml')],
+      { env: { ...process.env, CONSTELL_MINI_CLUSTER: id }, stdio: 'ignore', detached: true },
+    )
+    child.unref()
+    started.push(child.pid!)
+    return child.pid!
+  }
+
+  it('stops its processes (and, as root, removes its namespaces) by what they still name, and says what stays', async () => {
+    const ws = path.join(tmp.dir, 'ws')
+    const other = path.join(tmp.dir, 'other')
+    const [id, otherId] = [randomBytes(3).toString('hex'), randomBytes(3).toString('hex')]
+    const pid = clusterProcess(ws, id)
+    const bystander = clusterProcess(other, otherId)
+    const asRoot = process.getuid?.() === 0
+    if (asRoot) {
+      execFileSync('ip', ['netns', 'add', `cst-${id}-0`])
+      namespaces.push(`cst-${id}-0`)
+    }
+    await rm(ws, { recursive: true, force: true }) // never made here: as after `rm -rf ws`
+
+    const res = await runCli(['mini', 'down', '-C', ws])
+    expect(res.code, res.stderr).to.equal(0)
+    expect(res.stdout).to.contain('Stopped 1 processes')
+    expect(res.stderr).to.contain(`${ws} was deleted while its cluster ran`)
+    expect(alive(pid), 'the cluster process').to.equal(false)
+    expect(alive(bystander), "another cluster's process").to.equal(true)
+    if (asRoot) {
+      expect(res.stdout).to.contain(`network namespace cst-${id}-0`)
+      expect(execFileSync('ip', ['netns', 'list']).toString()).to.not.contain(`cst-${id}-0`)
+      namespaces.length = 0
+    }
+
+    const again = await runCli(['mini', 'down', '-C', ws])
+    expect(again.code, 'nothing left: as for any folder without a cluster').to.equal(1)
+    expect(again.stderr).to.contain(`no mini cluster in ${ws}`)
   })
 })

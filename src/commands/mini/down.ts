@@ -5,7 +5,7 @@ import { runMiniDown } from '../../wiring/mini.js'
 
 export default class MiniDown extends BaseCommand {
   static override description =
-    'Stop a local cluster started by `mini up` and remove everything it made: processes, network namespaces, disk images, its workspace files (also after a crashed `mini up`); the master secret stays unless --purge'
+    'Stop a local cluster started by `mini up` and remove everything it made: processes, network namespaces, disk images, its workspace files (also after a crashed `mini up`, or with its workspace folder deleted); the master secret stays unless --purge'
   static override examples = [
     '<%= config.bin %> mini down -C ./mini',
     '<%= config.bin %> mini down -C ./mini --purge',

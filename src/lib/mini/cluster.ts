@@ -4,7 +4,7 @@
  * aTLS, key derivation, LUKS2 headers, join tickets, certificates, the Helm releases. What is
  * simulated: the Kubernetes API, kubeadm, systemctl and the kubelet, and the state disk's mapping.
  */
-import { mkdir, readdir, rm, rmdir } from 'node:fs/promises'
+import { mkdir } from 'node:fs/promises'
 import path from 'node:path'
 import { cvmKind, isCvmVariant, type AttestationVariant } from '../attestation/index.js'
 import {
@@ -15,7 +15,7 @@ import {
   PROVIDER_VARIANTS,
   PROVIDERS,
 } from '../config/index.js'
-import { chainMessage, CliError } from '../errors/index.js'
+import { CliError } from '../errors/index.js'
 import { workspacePaths } from '../paths.js'
 import {
   counted,
@@ -27,7 +27,7 @@ import {
   type Runner,
 } from '../system/index.js'
 import { stringifyYaml } from '../yaml/index.js'
-import { CLUSTER_MARKER, startDaemon, stopMarked } from './daemons.js'
+import { CLUSTER_MARKER, startDaemon } from './daemons.js'
 import { endedEarly, waitForPort } from './wait.js'
 import { NodeBootInterruptedError, NodeBootTimeoutError, type BootWatchOptions } from './boot-watch.js'
 import {
@@ -42,7 +42,7 @@ import {
   type MiniPaths,
   type MiniRecord,
 } from './layout.js'
-import { chooseNetwork, miniNetwork, removeNetwork, type NetworkMode } from './network.js'
+import { chooseNetwork, miniNetwork, type NetworkMode } from './network.js'
 import { miniAttestation, type NodeBootContext } from './node-boot.js'
 import {
   apiListen,
@@ -54,7 +54,7 @@ import {
 } from './machines.js'
 import { VM_MEMORY_MIB } from './vm-node.js'
 import { imageFiles } from '../vm/index.js'
-import { unmergeMiniKubeconfig } from './kubeconfig.js'
+import { miniDown } from './down.js'
 import { createLocalCa, manufactureTpm, writeLocalCaConfig } from './tpm-ca.js'
 import { checkMiniVariant, createCvmStandIn, cvmConfigHeader, isMiniCvmVariant } from './cvm.js'
 import type { MetadataView } from './metadata-server.js'
@@ -733,91 +733,4 @@ async function writeMetadataView(
     initSecretHash: (await initSecretHashFor(workspace)).initSecretHash,
   }
   await writeSecretFile(paths.metadataView, JSON.stringify(view, null, 2) + '\n', 'replace')
-}
-
-export interface MiniDownResult {
-  workspace: string
-  stoppedProcesses: number
-  removed: string[]
-  /** What `mini up` created and is left on purpose: the master secret, unless purged. */
-  kept: string[]
-  /** What could not be undone, and how to do it by hand. */
-  warnings: string[]
-}
-
-export interface MiniDownOptions {
-  /** Remove the master secret too: every disk key derives from it, so nothing can be decrypted after. */
-  purge?: boolean
-}
-
-/**
- * Stops every process of the cluster and removes everything `mini up` created but the master
- * secret (unless `purge`); safe to repeat.
- */
-export async function miniDown(
-  workspace: string,
-  runner: Runner,
-  opts: MiniDownOptions = {},
-): Promise<MiniDownResult> {
-  const dir = path.resolve(workspace)
-  const record = await readMiniRecord(dir)
-  if (!record)
-    throw new CliError(`no mini cluster in ${dir}`, {
-      hint: `\`constellation mini up -C ${workspace}\` starts one; nothing was changed`,
-    })
-  const stoppedProcesses = await stopMarked(CLUSTER_MARKER, record.network.id)
-  const removed = await removeNetwork(record.network, runner)
-  const warnings: string[] = []
-  // a kubeconfig it cannot rewrite must not keep the cluster's processes and files around
-  const unmerged = await unmergeMiniKubeconfig(record).catch((err: unknown) => {
-    const { file, context } = record.mergedKubeconfig ?? {}
-    warnings.push(
-      `the entries of context ${context} are still in ${file} (${chainMessage(err)}): \`kubectl config delete-context ${context}\` and delete-cluster, delete-user remove them`,
-    )
-    return undefined
-  })
-  if (unmerged) removed.push(unmerged)
-  const paths = miniPaths(dir)
-  removed.push(...(await releaseDiskImages(paths.dir, runner)))
-  const kept: string[] = []
-  const keep = opts.purge ? undefined : workspacePaths(dir).masterSecret
-  for (const file of record.createdFiles)
-    if (await exists(file)) {
-      if (file === keep) {
-        kept.push(file)
-        continue
-      }
-      await rm(file, { force: true })
-      removed.push(file)
-    }
-  await rm(paths.dir, { recursive: true, force: true })
-  removed.push(paths.dir)
-  if (record.createdWorkspace && (await readdir(dir)).length === 0) {
-    await rmdir(dir)
-    removed.push(dir)
-  }
-  return { workspace: dir, stoppedProcesses, removed, kept, warnings }
-}
-
-/** Mounts under the cluster's folder and loop devices over its disk images (none unless a user made them). */
-async function releaseDiskImages(dir: string, runner: Runner): Promise<string[]> {
-  const released: string[] = []
-  const mounts = (await runner.run('findmnt', ['-rn', '-o', 'TARGET']).catch(() => ({ stdout: '' }))).stdout
-  for (const target of mounts
-    .split('\n')
-    .filter((t) => t.startsWith(dir + '/'))
-    .reverse()) {
-    await runner.run('umount', ['-l', target])
-    released.push(`mount ${target}`)
-  }
-  const loops = (await runner.run('losetup', ['-nl', '-O', 'NAME,BACK-FILE']).catch(() => ({ stdout: '' })))
-    .stdout
-  for (const line of loops.split('\n')) {
-    const [device, file] = line.trim().split(/\s+/)
-    if (device && file?.startsWith(dir + '/')) {
-      await runner.run('losetup', ['-d', device])
-      released.push(`loop device ${device}`)
-    }
-  }
-  return released
 }

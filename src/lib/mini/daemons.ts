@@ -77,6 +77,28 @@ export async function markedProcesses(name: string, value: string): Promise<numb
 }
 
 /**
+ * The values of `name` in the environments of running processes whose command line contains
+ * `needle`: which clusters still run processes that use a folder.
+ */
+export async function markersMentioning(name: string, needle: string): Promise<string[]> {
+  const found = new Set<string>()
+  for (const entry of await readdir('/proc')) {
+    const pid = Number(entry)
+    if (!Number.isInteger(pid) || pid === process.pid) continue
+    const cmdline = await readFile(`/proc/${pid}/cmdline`).catch(() => undefined)
+    if (!cmdline?.includes(needle)) continue
+    const environ = await readFile(`/proc/${pid}/environ`).catch(() => undefined)
+    const value = environ
+      ?.toString('utf8')
+      .split('\0')
+      .find((v) => v.startsWith(`${name}=`))
+      ?.slice(name.length + 1)
+    if (value) found.add(value)
+  }
+  return [...found]
+}
+
+/**
  * SIGTERM to every marked process (but `except`), SIGKILL to what is left after `graceMs` (at once
  * with 0: a power cut); resolves once all are gone.
  */

@@ -4,9 +4,11 @@
  */
 export { MetadataServer } from './metadata-server.js'
 export type { MetadataView } from './metadata-server.js'
-export { clusterNotice, miniDown, miniUp, rebootNode, SIMULATED_NOTICE, simulatedNotice } from './cluster.js'
+export { clusterNotice, miniUp, rebootNode, SIMULATED_NOTICE, simulatedNotice } from './cluster.js'
+export { miniDown } from './down.js'
 export type { MachineKind } from './machines.js'
-export type { MiniDownOptions, MiniDownResult, MiniIo, MiniUpOptions, MiniUpResult } from './cluster.js'
+export type { MiniIo, MiniUpOptions, MiniUpResult } from './cluster.js'
+export type { MiniDownOptions, MiniDownResult } from './down.js'
 export { readMiniRecord } from './layout.js'
 export { addMiniNode, removeMiniNode } from './membership.js'
 export type { MiniRemoveResult } from './membership.js'
