@@ -28,7 +28,14 @@ import {
 import { packageFile, workspacePaths } from '../lib/paths.js'
 import { simulatorPaths } from '../lib/simulator/index.js'
 import { clusterStatus, renderStatus, type StatusReport } from '../lib/status/index.js'
-import { abortOnInterrupt, counted, createLogger, createRunner, parseDuration } from '../lib/system/index.js'
+import {
+  abortOnInterrupt,
+  counted,
+  createLogger,
+  createRunner,
+  parseDuration,
+  runnerWithSignal,
+} from '../lib/system/index.js'
 import { commandForUser, linesProgress, shellQuote } from '../lib/ui/index.js'
 import { terminalConfirm } from './nodes.js'
 import { statusDeps } from './status.js'
@@ -63,7 +70,7 @@ export function miniIo(opts: { skipHelm: boolean; progress: (line: string) => vo
       return image.files.dir
     },
     preflight: () => (opts.skipHelm ? Promise.resolve() : checkHelmPresent()),
-    init: async (workspace, { timeoutMs = 120_000 } = {}) => {
+    init: async (workspace, { timeoutMs = 120_000, signal } = {}) => {
       // the status at the end reads the API through @kubernetes/client-node (~0.6 s of CPU to
       // load): loaded while the first node runs kubeadm, when this process only waits
       preloadClientNodeLibrary()
@@ -80,13 +87,14 @@ export function miniIo(opts: { skipHelm: boolean; progress: (line: string) => vo
         {
           // init's steps under mini's own line, so that its waits (the API, each release) say what
           // they wait for and each retry is seen
-          progress: linesProgress(opts.progress),
+          progress: linesProgress(opts.progress, { signal }),
           env: process.env,
           // init's own handshake: a fresh node, or (PCR 15 this workspace's cluster ID) a resume
           credentials: (_config, handshake) => createAttestedChannelCredentials(handshake),
           log: createLogger({ format: 'text', level: 'error' }),
           printLastResort: () => {},
-          helm: { runner: createRunner(), env: process.env },
+          helm: { runner: runnerWithSignal(createRunner(), signal), env: process.env },
+          signal,
         },
       )
     },

@@ -27,7 +27,7 @@ import { silentLogger } from '../../src/lib/system/logger.js'
 const commandsThatChange = (argv: string[][]) =>
   argv.filter((a) => !(a[0] === 'cryptsetup' && a[1] === 'luksUUID'))
 
-function init(workspace: string, timeoutMs = 30_000) {
+function init(workspace: string, timeoutMs = 30_000, signal?: AbortSignal) {
   return initCluster(
     // the releases after kubeadm are test/init/bring-up.test.ts's
     {
@@ -44,6 +44,7 @@ function init(workspace: string, timeoutMs = 30_000) {
       log: silentLogger,
       retryInitialDelayMs: 200,
       printLastResort: (kubeconfig) => process.stdout.write(kubeconfig),
+      signal,
     },
   )
 }
@@ -254,6 +255,20 @@ describe('init flow (swtpm, cryptsetup, aTLS, kubeadm contract fake)', function 
     running = await startNode(node, {}, {}, `127.0.0.1:${port}`)
     const result = await initDone
     expect(result.clusterID).to.match(/^[0-9a-f]{64}$/)
+  })
+
+  it("the caller's signal ends the wait for a node as the timeout would (mini up interrupted)", async () => {
+    const port = await freePort()
+    await setClusterEndpoint(node.workspace, `127.0.0.1:${port}`) // nothing listens: init keeps retrying
+    const interrupt = new AbortController()
+    // a timeout far beyond the test's: only the signal can end this init in time
+    const initDone = init(node.workspace, 3_600_000, interrupt.signal).then(
+      () => 'initialized',
+      () => 'ended',
+    )
+    await new Promise((r) => setTimeout(r, 300))
+    interrupt.abort('SIGINT')
+    expect(await initDone).to.equal('ended')
   })
 
   it('two CLIs racing: one wins, the other is refused and changes nothing', async () => {

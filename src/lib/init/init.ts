@@ -66,6 +66,11 @@ export interface InitDeps {
   now?: () => Date
   /** helm, for the releases after kubeadm (not needed with skipHelm). */
   helm?: HelmProcessDeps
+  /**
+   * Ends the exchange with the node as the timeout does (mini up interrupted). The init command has
+   * none: its signals end the process (onInterrupt).
+   */
+  signal?: AbortSignal
 }
 
 /** How init wants the node attested, and where the verified result goes. */
@@ -138,7 +143,11 @@ export async function initCluster(opts: InitOptions, deps: InitDeps): Promise<In
   try {
     // One deadline for the whole exchange, resumes after a broken connection included.
     const writeFailed = new AbortController()
-    const signal = AbortSignal.any([AbortSignal.timeout(opts.timeout.ms), writeFailed.signal])
+    const signal = AbortSignal.any([
+      AbortSignal.timeout(opts.timeout.ms),
+      writeFailed.signal,
+      ...(deps.signal ? [deps.signal] : []),
+    ])
     const deadline = new Date(Date.now() + opts.timeout.ms)
     const startAttempt = (drops: number, sendAfter?: Promise<void>) => {
       // After a break the node may have taken its lock for this very request: accept it initialized.

@@ -97,8 +97,11 @@ export interface MiniIo {
   vmImage?(signal?: AbortSignal): Promise<string>
   /** The environment node processes start from (PATH, HOME). */
   env: NodeJS.ProcessEnv
-  /** Attests cp-0 and initializes the cluster (the operator's `constellation init`). */
-  init(workspace: string, opts?: { timeoutMs?: number }): Promise<void>
+  /**
+   * Attests cp-0 and initializes the cluster (the operator's `constellation init`); `signal` ends it
+   * (mini up interrupted) without starting another step.
+   */
+  init(workspace: string, opts?: { timeoutMs?: number; signal?: AbortSignal }): Promise<void>
   /** Checks what the run will need (helm) before anything starts. */
   preflight(): Promise<void>
   progress(line: string): void
@@ -340,7 +343,7 @@ async function startCluster(
     `constellation init: attesting ${cp0.name} at ${cp0.address}:${NODE_PORTS.init} (${opts.attestation}${opts.attestation === 'tpm-ek' ? ': EK certificate chain, then credential activation' : ''})`,
   )
   // a VM's kubeadm stand-in takes minutes on one emulated vCPU (its certificates alone about 1.5 min)
-  await io.init(workspace, vm ? { timeoutMs: VM_INIT_TIMEOUT_MS } : {})
+  await io.init(workspace, { ...(vm && { timeoutMs: VM_INIT_TIMEOUT_MS }), signal: opts.signal })
   opts.signal?.throwIfAborted()
   if (nodes.length > 1)
     io.progress(

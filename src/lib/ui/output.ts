@@ -64,11 +64,17 @@ export function stepProgress(t: Terminal, opts: { quiet?: boolean } = {}): Progr
 
 /**
  * Steps as plain lines through `print`, for output that is itself a list of lines (mini up's "•"
- * progress): each title, and each line a step reports under it, indented.
+ * progress): each title, and each line a step reports under it, indented. Once `signal` is
+ * aborted no further step starts (nor says it does).
  */
-export function linesProgress(print: (line: string) => void, indent = '  '): Progress {
+export function linesProgress(
+  print: (line: string) => void,
+  opts: { indent?: string; signal?: AbortSignal } = {},
+): Progress {
+  const indent = opts.indent ?? '  '
   return async (steps) => {
     for (const step of steps) {
+      opts.signal?.throwIfAborted()
       print(`${indent}${step.title}`)
       await step.run((line) => print(`${indent}  ${line}`))
     }
