@@ -20,6 +20,7 @@ export {
   generateInitSecret,
   hashInitSecret,
   checkInitSecret,
+  warmUpInitSecretCheck,
   INIT_SECRET_LENGTH,
   MIN_INIT_SECRET_BYTES,
 } from './init-secret.js'
