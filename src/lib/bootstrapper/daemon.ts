@@ -5,7 +5,6 @@
 import { Server, type ServerCredentials } from '@grpc/grpc-js'
 import { APIService } from '../../gen/init.js'
 import { prepareCertificateEncoder } from '../atls/index.js'
-import { warmUpInitSecretCheck } from '../kms/index.js'
 import { chainMessage, CliError } from '../errors/index.js'
 import { boundedServerOptions, listenBounded, type BoundedListener } from '../grpc/index.js'
 import type { NodeConfig, ResolvedMetadata } from '../nodeconfig/index.js'
@@ -203,8 +202,6 @@ export class Bootstrapper {
     this.parts.log.info('Init server listening', { address })
     // The first handshake needs the certificate encoder; prepare it now rather than while an operator waits.
     void prepareCertificateEncoder().catch(() => {}) // a failure surfaces in that handshake
-    // and the init secret's check (bcryptjs), whose first run is several times slower than the next
-    void warmUpInitSecretCheck().catch(() => {})
     // Likewise the disk UUID: read now, so that init need not wait for it, and so that a wrong
     // stateDisk shows in the log before an operator runs init (Init reads it again and fails then).
     void this.parts.disk.uuid().catch((err: unknown) =>

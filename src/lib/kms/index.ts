@@ -20,7 +20,6 @@ export {
   generateInitSecret,
   hashInitSecret,
   checkInitSecret,
-  warmUpInitSecretCheck,
   INIT_SECRET_LENGTH,
   MIN_INIT_SECRET_BYTES,
 } from './init-secret.js'

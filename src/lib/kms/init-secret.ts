@@ -41,12 +41,3 @@ export function hashInitSecret(secret: Buffer, cost = INIT_SECRET_BCRYPT_COST): 
 export function checkInitSecret(secret: Buffer, hash: string): Promise<boolean> {
   return bcrypt.compare(initSecretPassword(secret), hash)
 }
-
-/**
- * bcryptjs is plain JavaScript: the first hash in a process runs unoptimized code, ~7–11 ms at cost 4
- * against ~1 ms once warm (measured in fresh processes). A node hashes a throwaway secret while it
- * waits for Init, so that the operator's Init does not pay it.
- */
-export async function warmUpInitSecretCheck(): Promise<void> {
-  await hashInitSecret(Buffer.from('warm-up'))
-}
