@@ -4,6 +4,7 @@ import { NodeLock } from '../../../src/lib/bootstrapper/index.js'
 import { clusterKmsUri, hashInitSecret } from '../../../src/lib/kms/index.js'
 import { nodePaths } from '../../../src/lib/paths.js'
 import { makeTempDir } from '../../support/temp.js'
+import { rekeyBesideKubeadm } from '../../support/rekey-beside-kubeadm.js'
 import { initializeNode, InitSecretError } from '../../../src/lib/bootstrapper/init/init-node.js'
 import { silentLogger } from '../../../src/lib/system/logger.js'
 
@@ -165,39 +166,19 @@ describe('initializeNode: components are fetched and verified before the node lo
 describe('initializeNode: the state disk is re-keyed while kubeadm runs', () => {
   /** Deps whose re-key waits for kubeadm to start: the run deadlocks if the two run one after the other. */
   function overlapping(dir: string, rekey: 'succeeds' | 'fails') {
-    const seen = { kubeadmStopped: false, marked: false }
-    let kubeadmStarted = () => {}
-    const started = new Promise<void>((resolve) => (kubeadmStarted = resolve))
+    const { seen, disk, kubeadm } = rekeyBesideKubeadm(rekey, Buffer.from('kubeconfig'))
     return {
       seen,
       deps: {
         initSecretHash: hash,
         nodeLock: new NodeLock({ extendPcr: () => Promise.resolve() }),
         onLocked: () => {},
-        disk: {
-          uuid: () => Promise.resolve('0A1B2C3D-0000-0000-0000-000000000000'),
-          changeKey: () =>
-            started.then(() => {
-              if (rekey === 'fails') throw new Error('cryptsetup exited 2')
-            }),
-          writeMark: () => Promise.resolve(void (seen.marked = true)),
-        },
+        disk,
         paths: nodePaths(dir),
         self: { name: 'n', role: 'control-plane' as const, vpcIP: '10.0.0.1' },
         stageComponents: () =>
           Promise.resolve({ install: () => Promise.resolve(), discard: () => Promise.resolve() }),
-        kubeadmInit: (_input: unknown, signal: AbortSignal) => {
-          kubeadmStarted()
-          return new Promise<Buffer>((resolve, reject) => {
-            // kubeadm outlasts the re-key here, as it does on a real node
-            const done = setTimeout(() => resolve(Buffer.from('kubeconfig')), 50)
-            signal.addEventListener('abort', () => {
-              clearTimeout(done)
-              seen.kubeadmStopped = true
-              reject(new Error('kubeadm: signal SIGTERM'))
-            })
-          })
-        },
+        kubeadmInit: kubeadm,
         log: silentLogger,
       },
     }
@@ -209,7 +190,7 @@ describe('initializeNode: the state disk is re-keyed while kubeadm runs', () => 
       const { deps, seen } = overlapping(dir, 'succeeds')
       const result = await initializeNode(good(), deps)
       expect(result.kubeconfig.toString()).to.equal('kubeconfig')
-      expect(seen).to.deep.equal({ kubeadmStopped: false, marked: true })
+      expect(seen).to.deep.equal({ kubeadmStopped: false, kubeadmFinished: true, marked: true })
     } finally {
       await cleanup()
     }
@@ -226,7 +207,7 @@ describe('initializeNode: the state disk is re-keyed while kubeadm runs', () => 
       expect(`${err?.message}: ${String(err?.cause)}`).to.equal(
         'setting the state disk key: Error: cryptsetup exited 2',
       )
-      expect(seen).to.deep.equal({ kubeadmStopped: true, marked: false })
+      expect(seen).to.deep.equal({ kubeadmStopped: true, kubeadmFinished: false, marked: false })
     } finally {
       await cleanup()
     }

@@ -5,6 +5,7 @@ import { joinNode, type JoinPlan } from '../../../src/lib/bootstrapper/join/join
 import { nodePaths } from '../../../src/lib/paths.js'
 import { silentLogger } from '../../../src/lib/system/logger.js'
 import { makeTempDir } from '../../support/temp.js'
+import { rekeyBesideKubeadm } from '../../support/rekey-beside-kubeadm.js'
 
 const plan = (): JoinPlan => ({
   ticket: {
@@ -30,35 +31,15 @@ const plan = (): JoinPlan => ({
 
 /** Deps whose re-key waits for kubeadm join to start: the join deadlocks if the two run one after the other. */
 function overlapping(dir: string, rekey: 'succeeds' | 'fails') {
-  const seen = { kubeadmStopped: false, kubeadmFinished: false, marked: false }
-  let kubeadmStarted = () => {}
-  const started = new Promise<void>((resolve) => (kubeadmStarted = resolve))
+  const { seen, disk, kubeadm } = rekeyBesideKubeadm(rekey, undefined)
   return {
     seen,
     deps: {
       lock: new NodeLock({ extendPcr: () => Promise.resolve() }),
       onLocked: () => {},
-      disk: {
-        uuid: () => Promise.resolve('0a1b2c3d-0000-0000-0000-000000000000'),
-        changeKey: () =>
-          started.then(() => {
-            if (rekey === 'fails') throw new Error('cryptsetup exited 2')
-          }),
-        writeMark: () => Promise.resolve(void (seen.marked = true)),
-      },
+      disk,
       paths: nodePaths(dir),
-      kubeadmJoin: (_input: unknown, signal: AbortSignal) => {
-        kubeadmStarted()
-        return new Promise<void>((resolve, reject) => {
-          // kubeadm join outlasts the re-key here, as it does on a real node
-          const done = setTimeout(() => resolve(void (seen.kubeadmFinished = true)), 50)
-          signal.addEventListener('abort', () => {
-            clearTimeout(done)
-            seen.kubeadmStopped = true
-            reject(new Error('kubeadm: signal SIGTERM'))
-          })
-        })
-      },
+      kubeadmJoin: kubeadm,
       log: silentLogger,
     },
   }
