@@ -39,9 +39,11 @@ export const FAKE_HELM = path.join(REPO_ROOT, 'test/fixtures/helm-fake/fake-helm
 export const FIXTURE_CHARTS = path.join(REPO_ROOT, 'test/fixtures/charts')
 /**
  * Per user and checkout (gitignored), 0700: a folder under the shared temp dir had a predictable
- * name, so any local user could plant a "helm" there for CI to run as root.
+ * name, so any local user could plant a "helm" there for CI to run as root. The tests of this cache
+ * plant files in a cache of their own (CONSTELL_TEST_TOOL_CACHE, also in the checkout): tests
+ * running beside them use the shared one, and must never run what those plant.
  */
-const TOOL_CACHE = path.join(REPO_ROOT, '.cache/test-tools')
+const TOOL_CACHE = process.env.CONSTELL_TEST_TOOL_CACHE ?? path.join(REPO_ROOT, '.cache/test-tools')
 
 const located = new Map<HelmMajor, Promise<string>>()
 
