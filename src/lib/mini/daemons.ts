@@ -60,19 +60,27 @@ export function startDaemon(spec: DaemonSpec): Daemon {
   }
 }
 
+/** Pids of the other processes (not this one), as /proc lists them. */
+async function otherPids(): Promise<number[]> {
+  return (await readdir('/proc')).map(Number).filter((pid) => Number.isInteger(pid) && pid !== process.pid)
+}
+
+/** The value of `name` in a process's environment; undefined when it is not set or the process is gone. */
+async function variableOf(pid: number, name: string): Promise<string | undefined> {
+  const environ = await readFile(`/proc/${pid}/environ`).catch(() => undefined)
+  // a whole variable (NUL-separated): the name of another one that merely starts alike does not count
+  return environ
+    ?.toString('utf8')
+    .split('\0')
+    .find((v) => v.startsWith(`${name}=`))
+    ?.slice(name.length + 1)
+}
+
 /** Pids of running processes whose environment has `name=value`. */
 export async function markedProcesses(name: string, value: string): Promise<number[]> {
-  const wanted = Buffer.from(`${name}=${value}\0`)
   const pids: number[] = []
-  for (const entry of await readdir('/proc')) {
-    const pid = Number(entry)
-    if (!Number.isInteger(pid) || pid === process.pid) continue
-    const environ = await readFile(`/proc/${pid}/environ`).catch(() => undefined)
-    if (!environ) continue
-    // the variable starts the block or follows a NUL; a prefix of another value does not count
-    const at = environ.indexOf(wanted)
-    if (at === 0 || (at > 0 && environ[at - 1] === 0)) if (alive(pid)) pids.push(pid)
-  }
+  for (const pid of await otherPids())
+    if ((await variableOf(pid, name)) === value && alive(pid)) pids.push(pid)
   return pids
 }
 
@@ -82,17 +90,10 @@ export async function markedProcesses(name: string, value: string): Promise<numb
  */
 export async function markersMentioning(name: string, needle: string): Promise<string[]> {
   const found = new Set<string>()
-  for (const entry of await readdir('/proc')) {
-    const pid = Number(entry)
-    if (!Number.isInteger(pid) || pid === process.pid) continue
+  for (const pid of await otherPids()) {
     const cmdline = await readFile(`/proc/${pid}/cmdline`).catch(() => undefined)
     if (!cmdline?.includes(needle)) continue
-    const environ = await readFile(`/proc/${pid}/environ`).catch(() => undefined)
-    const value = environ
-      ?.toString('utf8')
-      .split('\0')
-      .find((v) => v.startsWith(`${name}=`))
-      ?.slice(name.length + 1)
+    const value = await variableOf(pid, name)
     if (value) found.add(value)
   }
   return [...found]
