@@ -97,13 +97,23 @@ describe('mini down: a workspace deleted while its cluster runs', function () {
     await tmp.cleanup()
   })
 
-  /** A process as the cluster's are: its marker in the environment, the cluster's folder on its command line. */
+  /**
+   * A process as the cluster's are: its marker in the environment, the cluster's folder on its
+   * command line, and (as a node's supervisor writes boot.json) its state written when it stops.
+   */
   function clusterProcess(ws: string, id: string): number {
-    const child = spawn(
-      process.execPath,
-      ['-e', 'setInterval(() => {}, 1000)', path.join(miniPaths(ws).dir, 'nodes/worker-0/node-config.yaml')],
-      { env: { ...process.env, CONSTELL_MINI_CLUSTER: id }, stdio: 'ignore', detached: true },
-    )
+    const stateDir = path.join(miniPaths(ws).dir, 'nodes/worker-0/systemd')
+    const script = `process.on('SIGTERM', () => {
+        require('node:fs').mkdirSync(process.argv[1], { recursive: true })
+        require('node:fs').writeFileSync(process.argv[1] + '/boot.json', '{}')
+        process.exit(0)
+      })
+      setInterval(() => {}, 1000)`
+    const child = spawn(process.execPath, ['-e', script, stateDir], {
+      env: { ...process.env, CONSTELL_MINI_CLUSTER: id },
+      stdio: 'ignore',
+      detached: true,
+    })
     child.unref()
     started.push(child.pid!)
     return child.pid!
@@ -127,6 +137,7 @@ describe('mini down: a workspace deleted while its cluster runs', function () {
     expect(res.stdout).to.contain('Stopped 1 processes')
     expect(res.stderr).to.contain(`${ws} was deleted while its cluster ran`)
     expect(alive(pid), 'the cluster process').to.equal(false)
+    expect(await exists(ws), 'what the stopping processes wrote is removed too').to.equal(false)
     expect(alive(bystander), "another cluster's process").to.equal(true)
     if (asRoot) {
       expect(res.stdout).to.contain(`network namespace cst-${id}-0`)

@@ -120,6 +120,16 @@ async function downOrphaned(dir: string, runner: Runner): Promise<MiniDownResult
     removed.push(...(await removeNetwork({ mode: 'netns', id, prefix: '' }, runner)))
   }
   removed.push(...(await releaseDiskImages(clusterDir, runner)))
+  // the cluster's processes write their state as they stop (a node's boot.json), making the deleted
+  // folders again: remove them, and the workspace too if nothing else is in it
+  if (await exists(clusterDir)) {
+    await rm(clusterDir, { recursive: true, force: true })
+    removed.push(clusterDir)
+    if ((await readdir(dir)).length === 0) {
+      await rmdir(dir)
+      removed.push(dir)
+    }
+  }
   return {
     workspace: dir,
     stoppedProcesses,
