@@ -4,7 +4,7 @@
  * imports the ES-module-only packages a bundle needs (a vm script cannot import() on Node 20).
  */
 import { execFile } from 'node:child_process'
-import { readFile, writeFile } from 'node:fs/promises'
+import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
@@ -24,6 +24,27 @@ async function load(file: string): Promise<{ cache: string; exports: unknown; na
 }
 
 const writeCache = (file: string) => run(process.execPath, [CODE_CACHE, '--write', file])
+
+/** A run of a training command (as bin/run.js loads `init`): calls `call` on the exports, exits with `code`. */
+async function trainingRun(file: string, call: string, code = 0): Promise<{ trainedRuns: number }> {
+  const script = `const r = require(${JSON.stringify(CODE_CACHE)}).loadWithCodeCache(process.argv[1], { train: true });
+    r.exports.${call}();
+    process.stdout.write(JSON.stringify({ trainedRuns: r.trainedRuns }));
+    process.exitCode = ${code}`
+  const out = await run(process.execPath, ['-e', script, file]).catch(
+    (e: { stdout: string; code: number }) => {
+      if (e.code !== code) throw e
+      return e
+    },
+  )
+  return JSON.parse(out.stdout) as { trainedRuns: number }
+}
+
+/** The cache file's runs byte (after the bundle's SHA-256) and its size. */
+async function cacheState(file: string): Promise<{ runs: number; bytes: Buffer }> {
+  const bytes = await readFile(`${file}.cache`)
+  return { runs: bytes[32] ?? NaN, bytes }
+}
 
 describe('V8 code cache for bundles (bin/code-cache.js)', () => {
   let dir: string
@@ -57,6 +78,75 @@ describe('V8 code cache for bundles (bin/code-cache.js)', () => {
     expect(await load(bundle)).to.deep.include({
       cache: 'rejected',
       exports: { sum: 200, dir, file: bundle },
+    })
+  })
+
+  describe('training: the first runs that exit 0 write the cache again with what they compiled', () => {
+    beforeEach(async () => {
+      // f0…f199 are compiled by the top level; only a call of later() compiles g0…g199
+      const later = Array.from({ length: 200 }, (_, i) => `function g${i}(x) { return x * ${i} }`).join('\n')
+      const sum = Array.from({ length: 200 }, (_, i) => `g${i}(1)`).join(' + ')
+      const other = `function other() { return [${Array.from({ length: 50 }, (_, i) => `(() => ${i})()`).join(', ')}] }`
+      await writeFile(
+        bundle,
+        `${later}\n${other}\nmodule.exports = { later: () => ${sum}, other, none: () => 0 }\n`,
+      )
+      await writeCache(bundle)
+    })
+
+    it('a run that exits 0 writes a cache holding the functions it called; V8 takes it', async () => {
+      const built = await cacheState(bundle)
+      expect(built.runs, "the build's cache").to.equal(0)
+      expect(await trainingRun(bundle, 'later')).to.deep.equal({ trainedRuns: 0 })
+      const trained = await cacheState(bundle)
+      expect(trained.runs).to.equal(1)
+      expect(trained.bytes.length, 'g0…g199 compiled').to.be.greaterThan(built.bytes.length + 2000)
+      expect(trained.bytes.subarray(0, 32)).to.deep.equal(built.bytes.subarray(0, 32))
+      expect(await load(bundle)).to.deep.include({ cache: 'used' })
+    })
+
+    it('a run that fails leaves the cache as it was', async () => {
+      const built = await cacheState(bundle)
+      await trainingRun(bundle, 'later', 1)
+      expect((await cacheState(bundle)).bytes).to.deep.equal(built.bytes)
+    })
+
+    it('keeps what earlier runs compiled, and stops after three runs', async () => {
+      await trainingRun(bundle, 'later')
+      const afterLater = (await cacheState(bundle)).bytes.length
+      expect(await trainingRun(bundle, 'none')).to.deep.equal({ trainedRuns: 1 })
+      const second = await cacheState(bundle)
+      expect(second.runs).to.equal(2)
+      expect(second.bytes.length, 'the first run’s g0…g199 kept').to.be.at.least(afterLater)
+      await trainingRun(bundle, 'none')
+      const third = await cacheState(bundle)
+      expect(third.runs).to.equal(3)
+      expect(await trainingRun(bundle, 'other')).to.deep.equal({ trainedRuns: 3 })
+      expect((await cacheState(bundle)).bytes, 'a fourth run writes nothing').to.deep.equal(third.bytes)
+    })
+
+    it('a cache for other bytes is trained anew, from a count of zero', async () => {
+      await writeFile(bundle, (await readFile(bundle, 'utf8')).replace('x * 1 ', 'x * 1.5 '))
+      expect(await trainingRun(bundle, 'later')).to.deep.equal({ trainedRuns: 0 })
+      expect(await load(bundle)).to.deep.include({ cache: 'used' })
+      expect((await cacheState(bundle)).runs).to.equal(1)
+    })
+
+    it('where the cache cannot be written, the run ends as it would and leaves no partial file', async () => {
+      // a directory in the cache's place: the rename fails as in a read-only dist/ (root ignores modes)
+      await rm(`${bundle}.cache`)
+      await mkdir(path.join(`${bundle}.cache`, 'occupied'), { recursive: true })
+      expect(await trainingRun(bundle, 'later')).to.deep.equal({ trainedRuns: 0 })
+      expect((await readdir(dir)).sort()).to.deep.equal(['bundle.cjs', 'bundle.cjs.cache'])
+    })
+
+    it("--write makes the build's cache from source, whatever trained cache lies there", async () => {
+      await trainingRun(bundle, 'later')
+      const trained = await cacheState(bundle)
+      await writeCache(bundle)
+      const rewritten = await cacheState(bundle)
+      expect(rewritten.runs).to.equal(0)
+      expect(rewritten.bytes.length, 'g0…g199 not in it').to.be.lessThan(trained.bytes.length - 2000)
     })
   })
 
