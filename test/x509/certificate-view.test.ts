@@ -1,4 +1,4 @@
-import { X509Certificate } from 'node:crypto'
+import { X509Certificate, type KeyObject } from 'node:crypto'
 import { AsnConvert } from '@peculiar/asn1-schema'
 import { expect } from '../support/chai.js'
 import {
@@ -12,6 +12,7 @@ import {
   readCertificateView,
   signCertificate,
   subjectAltName,
+  subjectOf,
 } from '../../src/lib/x509/index.js'
 import { type NameAttribute } from '../../src/lib/x509/name.js'
 
@@ -32,17 +33,20 @@ MEQCIFU/APtU3J674//k3pBalDpdGsDedHvtdolcm3SnbCLrAiAqT4phjCgqZWb5
 -----END CERTIFICATE-----
 `
 
-async function signed(subject: NameAttribute[], opts: { rsa?: boolean; until?: Date; extensions?: boolean }) {
+async function signed(
+  subject: NameAttribute[],
+  opts: { rsa?: boolean; until?: Date; extensions?: boolean; issuer?: Buffer; publicKey?: KeyObject },
+) {
   const keys = opts.rsa ? generateRsaKeyPair() : await generateEcdsaP256KeyPair()
   const name = distinguishedName(subject)
   return signCertificate(
     {
       serialNumber: randomSerialNumber(),
       subject: name,
-      issuer: name,
+      issuer: opts.issuer ?? name,
       notBefore: new Date('2026-03-01T12:00:00.000Z'),
       notAfter: opts.until ?? new Date('2026-03-02T12:00:00.000Z'),
-      publicKey: keys.publicKey,
+      publicKey: opts.publicKey ?? keys.publicKey,
       extensions: opts.extensions
         ? [
             caBasicConstraints(), // critical
@@ -60,6 +64,7 @@ async function signed(subject: NameAttribute[], opts: { rsa?: boolean; until?: D
 function referenceView(der: Buffer) {
   const tbs = parseCertificate(der).tbsCertificate
   return {
+    subject: Buffer.from(AsnConvert.serialize(tbs.subject)),
     subjectPublicKeyInfo: Buffer.from(AsnConvert.serialize(tbs.subjectPublicKeyInfo)),
     notBefore: tbs.validity.notBefore.getTime().getTime(), // asn1-x509 Time.getTime() gives a Date
     notAfter: tbs.validity.notAfter.getTime().getTime(),
@@ -106,6 +111,25 @@ describe('x509: the certificate view agrees with the full parse', () => {
       )
     })
   }
+
+  it("subjectOf gives a PEM certificate's subject as encoded; a certificate it issues chains to it", async () => {
+    // OPENSSL_V1's Name holds UTF8Strings, which distinguishedName would not choose for O and CN
+    const ca = new X509Certificate(OPENSSL_V1)
+    const subject = subjectOf(OPENSSL_V1)
+    expect(subject).to.deep.equal(
+      Buffer.from(AsnConvert.serialize(parseCertificate(ca.raw).tbsCertificate.subject)),
+    )
+    const leafKeys = await generateEcdsaP256KeyPair()
+    const leaf = await signed([['CN', 'leaf']], { issuer: subject, publicKey: leafKeys.publicKey })
+    expect(new X509Certificate(leaf).checkIssued(ca)).to.be.true
+    // the leaf's own subject, not its issuer
+    const leafSubject = readCertificateView(leaf).subject
+    expect(leafSubject).to.deep.equal(
+      Buffer.from(AsnConvert.serialize(parseCertificate(leaf).tbsCertificate.subject)),
+    )
+    expect(leafSubject).to.not.deep.equal(subject)
+    expect(() => subjectOf('-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n')).to.throw()
+  })
 
   it('reads the v1 certificate field by field', () => {
     const view = readCertificateView(new X509Certificate(OPENSSL_V1).raw)

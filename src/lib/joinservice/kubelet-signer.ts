@@ -1,14 +1,13 @@
 /** Signs a joining node's kubelet certificate with the cluster CA, from a request the CSR policy accepted. */
 import { createPrivateKey } from 'node:crypto'
-import { AsnConvert } from '@peculiar/asn1-schema'
 import {
   distinguishedName,
   extendedKeyUsage,
   keyUsage,
-  parseCertificate,
   randomSerialNumber,
   signCertificate,
   subjectAltName,
+  subjectOf,
 } from '../x509/index.js'
 import { claimedNodeName, NODES_GROUP, NODE_NAME_PREFIX, type CsrFields } from './csr-policy.js'
 import { ipBytes } from './ip-address.js'
@@ -35,7 +34,7 @@ export interface KubeletSignerOptions {
 export function createKubeletSigner({ caCertPem, caKeyPem, clock }: KubeletSignerOptions): KubeletSigner {
   // the CA's subject exactly as encoded, so every verifier chains it; encoded once, as are the
   // extensions every kubelet certificate shares
-  const issuer = Buffer.from(AsnConvert.serialize(parseCertificate(caCertPem).tbsCertificate.subject))
+  const issuer = subjectOf(caCertPem)
   const caKey = createPrivateKey(caKeyPem)
   const usages = [
     keyUsage(['digitalSignature', 'keyEncipherment']),

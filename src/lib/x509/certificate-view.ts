@@ -4,6 +4,7 @@
  * asn1-schema's parseCertificate). Meant for bytes that node:crypto (OpenSSL) has already accepted
  * as a certificate; any element of a type other than RFC 5280 puts there is refused all the same.
  */
+import { X509Certificate } from 'node:crypto'
 import * as asn1js from 'asn1js'
 import {
   children,
@@ -19,6 +20,8 @@ import type { DerBlock, DerExtension } from './der-tree.js'
 export type ViewedExtension = DerExtension
 
 export interface CertificateView {
+  /** The subject Name's DER exactly as the certificate carries it: the issuer of what it signs. */
+  subject: Buffer
   /** The DER SubjectPublicKeyInfo exactly as the certificate carries it. */
   subjectPublicKeyInfo: Buffer
   notBefore: Date
@@ -39,8 +42,10 @@ export function readCertificateView(der: Uint8Array): CertificateView {
   const [validity, subject, spki] = [fields[at + 3], fields[at + 4], fields[at + 5]]
   const [notBefore, notAfter] = children(validity, 'Validity')
   if (!spki || !isUniversal(spki, 16, true)) throw new Error('TBSCertificate has no SubjectPublicKeyInfo')
+  if (!isUniversal(subject, 16, true)) throw new Error('TBSCertificate subject is not a Name')
   const extensions = fields.slice(at + 6).find((f) => isContext(f, 3))
   return {
+    subject: encodingOf(subject as DerBlock),
     subjectPublicKeyInfo: encodingOf(spki),
     notBefore: timeOf(notBefore, 'notBefore'),
     notAfter: timeOf(notAfter, 'notAfter'),
@@ -48,6 +53,10 @@ export function readCertificateView(der: Uint8Array): CertificateView {
     extensions: extensions ? explicitExtensions(extensions) : [],
   }
 }
+
+/** A PEM certificate's subject Name as its DER carries it: the issuer of the certificates it signs. */
+export const subjectOf = (certPem: string): Buffer =>
+  readCertificateView(new X509Certificate(certPem).raw).subject
 
 function timeOf(block: DerBlock | undefined, what: string): Date {
   if (block instanceof asn1js.UTCTime || block instanceof asn1js.GeneralizedTime) return block.toDate()

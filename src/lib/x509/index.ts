@@ -14,7 +14,7 @@ export {
   toPem,
 } from './certificate.js'
 export type { CertificateExtension } from './certificate.js'
-export { readCertificateView } from './certificate-view.js'
+export { readCertificateView, subjectOf } from './certificate-view.js'
 export type { CertificateView } from './certificate-view.js'
 export {
   caBasicConstraints,
