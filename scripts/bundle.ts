@@ -14,9 +14,10 @@
  *   compiles every ES module at every start and cannot cache it; loaded with the cache, a unit's
  *   start costs ~105 ms less CPU, init's ~60 ms, the bootstrapper's ~45 ms.
  */
-import { readdirSync, readFileSync } from 'node:fs'
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { build, type BuildOptions } from 'esbuild'
+import { asciiOnly } from './ascii-only.js'
 import { directImports } from './bundle-direct-imports.js'
 
 const outdir = process.argv[2]
@@ -91,10 +92,13 @@ await build({
 })
 for (const name of CACHED_ENTRIES) {
   const bundle = path.join(outdir, `${name}.cjs`)
-  if (/\bimport\(/.test(readFileSync(bundle, 'utf8')))
+  const text = readFileSync(bundle, 'utf8')
+  if (/\bimport\(/.test(text))
     throw new Error(
       `${bundle} calls import(), which a script loaded with V8's code cache cannot (bin/code-cache.js): bundle the module, or load it with require`,
     )
+  writeFileSync(bundle, asciiOnly(text))
 }
+
 // V8's cache keeps the path it was made at for stack traces: scripts/build.sh writes the caches
 // once the bundles are in dist/.
