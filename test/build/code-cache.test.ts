@@ -105,6 +105,28 @@ describe('V8 code cache for bundles (bin/code-cache.js)', () => {
       expect(await load(bundle)).to.deep.include({ cache: 'used' })
     })
 
+    it("holds the code, not the run's data: a secret the run made is not in it", async () => {
+      // what a training run of init holds when it exits: the master secret in closures and globals
+      await writeFile(
+        bundle,
+        `const { randomBytes } = require('node:crypto')
+        module.exports = { keepSecret() {
+          const secret = randomBytes(24).toString('hex')
+          globalThis.kept = { secret, bytes: Buffer.from(secret, 'hex'), reveal: () => secret }
+          return secret
+        } }\n`,
+      )
+      await writeCache(bundle)
+      const script = `const r = require(${JSON.stringify(CODE_CACHE)}).loadWithCodeCache(process.argv[1], { train: true });
+        process.stdout.write(r.exports.keepSecret())`
+      const { stdout: secret } = await run(process.execPath, ['-e', script, bundle])
+      const trained = await cacheState(bundle)
+      expect(trained.runs).to.equal(1)
+      expect(secret).to.match(/^[0-9a-f]{48}$/)
+      expect(trained.bytes.includes(Buffer.from(secret))).to.be.false
+      expect(trained.bytes.includes(Buffer.from(secret, 'hex'))).to.be.false
+    })
+
     it('a run that fails leaves the cache as it was', async () => {
       const built = await cacheState(bundle)
       await trainingRun(bundle, 'later', 1)
