@@ -168,6 +168,33 @@ describe('operator init units', () => {
     })
   })
 
+  it('when the state cannot record the cluster, the kubeconfig is written all the same and the error says how to record it', () =>
+    withTempDir(async (dir) => {
+      const paths = workspacePaths(dir)
+      const state = defaultState('c', '10.0.0.5', (n) => Buffer.alloc(n, 0x41), Buffer.alloc(32, 0x41))
+      const err = await saveInitResult(
+        {
+          paths,
+          state,
+          clusterID: 'ab'.repeat(32),
+          measurementSalt: 'cd'.repeat(32),
+          kubeconfig: 'KUBECONFIG',
+        },
+        {
+          recordState: (file) => Promise.reject(new Error(`ENOSPC: no space left on device, open '${file}'`)),
+          now: () => new Date(),
+          printLastResort: () => expect.fail('the kubeconfig had a file'),
+        },
+      ).catch((e: unknown) => e)
+      expect(await readFile(paths.adminConf, 'utf8')).to.equal('KUBECONFIG')
+      expect((await stat(paths.adminConf)).mode & 0o777).to.equal(0o600)
+      expect(err).to.be.instanceOf(CliError)
+      expect((err as CliError).hint)
+        .to.include(`${paths.state} does not record the cluster (ENOSPC`)
+        .and.include(`clusterValues.clusterID: ${'ab'.repeat(32)}`)
+        .and.include(`keep ${paths.masterSecret}`)
+    }))
+
   it("the measurement salt: an earlier run's only with its master secret; recorded in the state before anything is sent", () =>
     withTempDir(async (dir) => {
       const state = defaultState('c', '10.0.0.5', (n) => Buffer.alloc(n, 0x41), Buffer.alloc(32, 0x41))

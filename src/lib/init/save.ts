@@ -41,16 +41,14 @@ export async function saveInitResult(
     ...input.state,
     clusterValues: { clusterID, ownerID: '', measurementSalt: input.measurementSalt },
   }
-  const stateError = await recordState(paths.state, stringifyYaml(updated)).then(
-    () => undefined,
-    (err: unknown) => messageOf(err),
-  )
+  // two files apart: neither write waits for the other, and each failure is reported on its own
+  const failure = (err: unknown) => messageOf(err)
+  const [stateError, first] = await Promise.all([
+    recordState(paths.state, stringifyYaml(updated)).then(() => undefined, failure),
+    writeExclusive(paths.adminConf, input.kubeconfig).then(() => undefined, failure),
+  ])
   const warnings: string[] = []
   let kubeconfig = paths.adminConf
-  const first = await writeExclusive(paths.adminConf, input.kubeconfig).then(
-    () => undefined,
-    (err: unknown) => messageOf(err),
-  )
   if (first) {
     const fallback = `${paths.adminConf}.${deps.now().toISOString().replace(/[:.]/g, '-')}`
     const second = await writeExclusive(fallback, input.kubeconfig).then(
