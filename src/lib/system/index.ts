@@ -15,6 +15,7 @@ export {
 export { createLogger } from './logger.js'
 export type { Logger } from './logger.js'
 export { describeRetry, retry, settledWithin, sleepMs } from './retry.js'
+export { forEachBounded } from './bounded.js'
 export type { RetryOptions } from './retry.js'
 export { createRunner, CommandFailedError, runnerWithSignal } from './runner.js'
 export type { Runner, CommandOutput, CommandFailure } from './runner.js'

@@ -12,7 +12,7 @@ import { mkdir } from 'node:fs/promises'
 import path from 'node:path'
 import { stringifyYaml } from '../yaml/index.js'
 import type { Helm } from '../helm/index.js'
-import { writeNewSecretFilesSync, writeSecretFile } from '../system/index.js'
+import { forEachBounded, writeNewSecretFilesSync, writeSecretFile } from '../system/index.js'
 import type { ClusterReader } from './kube-reader.js'
 import type { PlannedRelease } from './plan.js'
 
@@ -120,29 +120,6 @@ async function* listPages(
     yield page.items
     if (!page.continueToken) return
   }
-}
-
-/**
- * Runs `work` on every item, at most `limit` at a time. After a failure no new item starts and the
- * running ones are told (`failed()`) so they stop at their next step; once all have stopped, the
- * first failure is thrown, so nothing is still writing when the caller reports it.
- */
-async function forEachBounded<T>(
-  items: readonly T[],
-  limit: number,
-  work: (item: T, failed: () => boolean) => Promise<void>,
-) {
-  let next = 0
-  let failure: { err: unknown } | undefined
-  const failed = () => failure !== undefined
-  const worker = async () => {
-    while (!failure && next < items.length) {
-      const item = items[next++] as T
-      await work(item, failed).catch((err: unknown) => void (failure ??= { err }))
-    }
-  }
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker))
-  if (failure) throw failure.err
 }
 
 function asCrd(item: unknown): Crd {

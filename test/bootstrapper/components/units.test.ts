@@ -148,6 +148,64 @@ describe('bootstrapper units', () => {
         expect(await readdir(path.join(dir, 'staging'))).to.deep.equal([])
       })
     }
+    it('stages components side by side: the first answer waits here for the second request', async () => {
+      const held = createServer((req, res) => {
+        if (req.url === '/second') {
+          res.writeHead(200).end(body)
+          release(200)
+        } else void answered.then((status) => res.writeHead(status).end(status === 200 ? body : undefined))
+      })
+      let release = (_status: number) => {}
+      const answered = new Promise<number>((r) => (release = r))
+      // one at a time, /first would wait for ever: after 3 s it is refused instead
+      const giveUp = setTimeout(() => release(404), 3000)
+      await new Promise<void>((r) => held.listen(0, '127.0.0.1', r))
+      const url = `http://127.0.0.1:${(held.address() as AddressInfo).port}`
+      try {
+        const staged = await stageComponents(
+          [
+            { url: `${url}/first`, hash, installPath: '/bin/first', extract: false },
+            { url: `${url}/second`, hash, installPath: '/bin/second', extract: false },
+          ],
+          deps(),
+        )
+        await staged.install()
+        await staged.discard()
+        expect(await readdir(path.join(root(), 'bin'))).to.deep.equal(['first', 'second'])
+      } finally {
+        clearTimeout(giveUp)
+        release(404)
+        await new Promise<void>((r) => held.close(() => r()))
+      }
+    })
+    it('the first failure ends the downloads beside it and is the error; staging removed', async () => {
+      let hanging = () => {}
+      const hangingClosed = new Promise<void>((r) => (hanging = r))
+      const slow = createServer((req, res) => {
+        if (req.url === '/missing') return res.writeHead(404).end()
+        req.on('close', hanging) // never answered: only the abort ends it
+      })
+      await new Promise<void>((r) => slow.listen(0, '127.0.0.1', r))
+      const url = `http://127.0.0.1:${(slow.address() as AddressInfo).port}`
+      try {
+        const err = await stageComponents(
+          [
+            { url: `${url}/hangs`, hash, installPath: '/bin/hangs', extract: false },
+            { url: `${url}/missing`, hash, installPath: '/bin/missing', extract: false },
+          ],
+          deps(),
+        ).catch((e: unknown) => e)
+        expect((err as Error).message).to.match(
+          /^component 1 \(http:\/\/127.0.0.1:\d+\/missing → \/bin\/missing\)$/,
+        )
+        expect(chainMessage(err)).to.include('HTTP 404')
+        await hangingClosed
+        expect(await readdir(path.join(dir, 'staging'))).to.deep.equal([])
+      } finally {
+        slow.closeAllConnections()
+        await new Promise<void>((r) => slow.close(() => r()))
+      }
+    })
     it('does not retry a 404 and names the component', async () => {
       failuresLeft = 0
       await expect(

@@ -9,7 +9,7 @@ import { cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { messageOf } from '../../errors/index.js'
 import type { Logger } from '../../system/index.js'
-import { copyFileAtomic, retry, sleepMs } from '../../system/index.js'
+import { copyFileAtomic, forEachBounded, retry, sleepMs } from '../../system/index.js'
 import {
   DEFAULT_DOWNLOAD_LIMITS,
   DownloadTooLargeError,
@@ -29,6 +29,8 @@ export interface Component {
 /** HTTP statuses worth another try (Constellation's installer retries exactly these). */
 export const TRANSIENT_HTTP_STATUSES: ReadonlySet<number> = new Set([408, 425, 429, 502, 503, 504])
 export const INSTALLED_FILE_MODE = 0o544
+/** Components staged at once. */
+export const STAGING_CONCURRENCY = 4
 const SHA256_HASH = /^sha256:([0-9a-f]{64})$/i
 
 export interface InstallerDeps {
@@ -87,16 +89,28 @@ export async function stageComponents(
   const dir = await mkdtemp(path.join(deps.stagingDir, 'init-'))
   const discard = () => rm(dir, { recursive: true, force: true })
   try {
+    // Downloads run side by side (a node's five components from a mirror: each connection's own
+    // slow start and round trips, and one's hashing beside another's download); the first failure
+    // ends the others' and is the error.
     const staged: Staged[] = []
-    for (const [i, component] of components.entries()) {
-      staged.push(
-        await stageComponent(i, component, dir, deps).catch((cause: unknown) => {
-          throw new Error(`component ${i} (${describeUrl(component.url)} → ${component.installPath})`, {
-            cause,
-          })
-        }),
-      )
-    }
+    const failed = new AbortController()
+    const signal = deps.signal ? AbortSignal.any([deps.signal, failed.signal]) : failed.signal
+    let firstFailure: Error | undefined
+    await forEachBounded([...components.entries()], STAGING_CONCURRENCY, async ([i, component]) => {
+      staged[i] = await stageComponent(i, component, dir, { ...deps, signal }).catch((cause: unknown) => {
+        const err = new Error(`component ${i} (${describeUrl(component.url)} → ${component.installPath})`, {
+          cause,
+        })
+        // the downloads this failure ends fail after it: theirs are not the error
+        if (!failed.signal.aborted) {
+          firstFailure ??= err
+          failed.abort()
+        }
+        throw err
+      })
+    }).catch((err: unknown) => {
+      throw firstFailure ?? err
+    })
     const pending = new Set(staged)
     const install = async (select: (c: Component) => boolean = () => true) => {
       const now = staged.filter((s) => pending.has(s) && select(s.component))
