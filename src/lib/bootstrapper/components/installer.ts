@@ -95,21 +95,16 @@ export async function stageComponents(
     const staged: Staged[] = []
     const failed = new AbortController()
     const signal = deps.signal ? AbortSignal.any([deps.signal, failed.signal]) : failed.signal
-    let firstFailure: Error | undefined
     await forEachBounded([...components.entries()], STAGING_CONCURRENCY, async ([i, component]) => {
-      staged[i] = await stageComponent(i, component, dir, { ...deps, signal }).catch((cause: unknown) => {
-        const err = new Error(`component ${i} (${describeUrl(component.url)} → ${component.installPath})`, {
+      const done = await stageComponent(i, component, dir, { ...deps, signal }).catch((cause: unknown) => {
+        // a download that failure ended is not the error: the failure is
+        if (failed.signal.aborted) return undefined
+        failed.abort()
+        throw new Error(`component ${i} (${describeUrl(component.url)} → ${component.installPath})`, {
           cause,
         })
-        // the downloads this failure ends fail after it: theirs are not the error
-        if (!failed.signal.aborted) {
-          firstFailure ??= err
-          failed.abort()
-        }
-        throw err
       })
-    }).catch((err: unknown) => {
-      throw firstFailure ?? err
+      if (done) staged[i] = done
     })
     const pending = new Set(staged)
     const install = async (select: (c: Component) => boolean = () => true) => {
