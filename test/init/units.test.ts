@@ -26,6 +26,15 @@ const kubeconfig = (name: string, server = 'https://10.0.0.1:6443') =>
     'current-context': `${name}-admin@${name}`,
   })
 
+/** What saveInitResult gets after a node answered cluster ab…ab (the state as config generate wrote it). */
+const savedAnswer = (paths: ReturnType<typeof workspacePaths>) => ({
+  paths,
+  state: defaultState('c', '10.0.0.5', (n) => Buffer.alloc(n, 0x41), Buffer.alloc(32, 0x41)),
+  clusterID: 'ab'.repeat(32),
+  measurementSalt: 'cd'.repeat(32),
+  kubeconfig: 'KUBECONFIG',
+})
+
 describe('operator init units', () => {
   it('builds the InitRequest from config, state and the master secret', () => {
     const config = defaultConfig({ kubernetes: 'v1.31', variant: 'qemu-vtpm', name: 'c' })
@@ -138,22 +147,12 @@ describe('operator init units', () => {
   it('when no file takes the kubeconfig after the node answered, it is printed, and the error says what happened', async () => {
     await withTempDir(async (dir) => {
       const paths = workspacePaths(dir)
-      const state = defaultState('c', '10.0.0.5', (n) => Buffer.alloc(n, 0x41), Buffer.alloc(32, 0x41))
       const printed: string[] = []
-      const err = await saveInitResult(
-        {
-          paths,
-          state,
-          clusterID: 'ab'.repeat(32),
-          measurementSalt: 'cd'.repeat(32),
-          kubeconfig: 'KUBECONFIG',
-        },
-        {
-          writeExclusive: (file) => Promise.reject(new Error(`EACCES: permission denied, open '${file}'`)),
-          now: () => new Date('2026-01-02T03:04:05.678Z'),
-          printLastResort: (text) => void printed.push(text),
-        },
-      ).catch((e: unknown) => e)
+      const err = await saveInitResult(savedAnswer(paths), {
+        writeExclusive: (file) => Promise.reject(new Error(`EACCES: permission denied, open '${file}'`)),
+        now: () => new Date('2026-01-02T03:04:05.678Z'),
+        printLastResort: (text) => void printed.push(text),
+      }).catch((e: unknown) => e)
       expect(printed).to.deep.equal(['KUBECONFIG'])
       expect(err).to.be.instanceOf(CliError)
       expect((err as CliError).message).to.equal(
@@ -171,21 +170,11 @@ describe('operator init units', () => {
   it('when the state cannot record the cluster, the kubeconfig is written all the same and the error says how to record it', () =>
     withTempDir(async (dir) => {
       const paths = workspacePaths(dir)
-      const state = defaultState('c', '10.0.0.5', (n) => Buffer.alloc(n, 0x41), Buffer.alloc(32, 0x41))
-      const err = await saveInitResult(
-        {
-          paths,
-          state,
-          clusterID: 'ab'.repeat(32),
-          measurementSalt: 'cd'.repeat(32),
-          kubeconfig: 'KUBECONFIG',
-        },
-        {
-          recordState: (file) => Promise.reject(new Error(`ENOSPC: no space left on device, open '${file}'`)),
-          now: () => new Date(),
-          printLastResort: () => expect.fail('the kubeconfig had a file'),
-        },
-      ).catch((e: unknown) => e)
+      const err = await saveInitResult(savedAnswer(paths), {
+        recordState: (file) => Promise.reject(new Error(`ENOSPC: no space left on device, open '${file}'`)),
+        now: () => new Date(),
+        printLastResort: () => expect.fail('the kubeconfig had a file'),
+      }).catch((e: unknown) => e)
       expect(await readFile(paths.adminConf, 'utf8')).to.equal('KUBECONFIG')
       expect((await stat(paths.adminConf)).mode & 0o777).to.equal(0o600)
       expect(err).to.be.instanceOf(CliError)

@@ -54,6 +54,18 @@ async function tarBytes(name: string, size: number): Promise<Buffer> {
   return Buffer.concat(parts)
 }
 
+/** The server on a free loopback port; close() also ends requests it never answered. */
+async function onLoopback(server: Server): Promise<{ url: string; close: () => Promise<void> }> {
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => {
+      server.closeAllConnections()
+      return new Promise<void>((r) => server.close(() => r()))
+    },
+  }
+}
+
 describe('bootstrapper units', () => {
   let dir: string
   let cleanup: () => Promise<void>
@@ -125,6 +137,13 @@ describe('bootstrapper units', () => {
       log: silentLogger,
       sleep: () => Promise.resolve(),
     })
+    /** `<url>/<name>`, installed as /bin/<name>. */
+    const binAt = (url: string, name: string): Component => ({
+      url: `${url}/${name}`,
+      hash,
+      installPath: `/bin/${name}`,
+      extract: false,
+    })
     const install = async (components: Component[], more: Partial<InstallerDeps> = {}) => {
       const staged = await stageComponents(components, { ...deps(), ...more })
       try {
@@ -159,23 +178,16 @@ describe('bootstrapper units', () => {
       const answered = new Promise<number>((r) => (release = r))
       // one at a time, /first would wait for ever: after 3 s it is refused instead
       const giveUp = setTimeout(() => release(404), 3000)
-      await new Promise<void>((r) => held.listen(0, '127.0.0.1', r))
-      const url = `http://127.0.0.1:${(held.address() as AddressInfo).port}`
+      const { url, close } = await onLoopback(held)
       try {
-        const staged = await stageComponents(
-          [
-            { url: `${url}/first`, hash, installPath: '/bin/first', extract: false },
-            { url: `${url}/second`, hash, installPath: '/bin/second', extract: false },
-          ],
-          deps(),
-        )
+        const staged = await stageComponents([binAt(url, 'first'), binAt(url, 'second')], deps())
         await staged.install()
         await staged.discard()
         expect(await readdir(path.join(root(), 'bin'))).to.deep.equal(['first', 'second'])
       } finally {
         clearTimeout(giveUp)
         release(404)
-        await new Promise<void>((r) => held.close(() => r()))
+        await close()
       }
     })
     it('the first failure ends the downloads beside it and is the error; staging removed', async () => {
@@ -185,16 +197,11 @@ describe('bootstrapper units', () => {
         if (req.url === '/missing') return res.writeHead(404).end()
         req.on('close', hanging) // never answered: only the abort ends it
       })
-      await new Promise<void>((r) => slow.listen(0, '127.0.0.1', r))
-      const url = `http://127.0.0.1:${(slow.address() as AddressInfo).port}`
+      const { url, close } = await onLoopback(slow)
       try {
-        const err = await stageComponents(
-          [
-            { url: `${url}/hangs`, hash, installPath: '/bin/hangs', extract: false },
-            { url: `${url}/missing`, hash, installPath: '/bin/missing', extract: false },
-          ],
-          deps(),
-        ).catch((e: unknown) => e)
+        const err = await stageComponents([binAt(url, 'hangs'), binAt(url, 'missing')], deps()).catch(
+          (e: unknown) => e,
+        )
         expect((err as Error).message).to.match(
           /^component 1 \(http:\/\/127.0.0.1:\d+\/missing → \/bin\/missing\)$/,
         )
@@ -202,8 +209,7 @@ describe('bootstrapper units', () => {
         await hangingClosed
         expect(await readdir(path.join(dir, 'staging'))).to.deep.equal([])
       } finally {
-        slow.closeAllConnections()
-        await new Promise<void>((r) => slow.close(() => r()))
+        await close()
       }
     })
     it('does not retry a 404 and names the component', async () => {
