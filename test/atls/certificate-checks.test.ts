@@ -10,6 +10,7 @@ import { AttestationError, type ActivationTarget, type Validator } from '../../s
 import {
   CERT_VALIDITY_SLACK_MS,
   createAttestedCertificate,
+  prepareCertificateEncoder,
   readPeerCertificate,
   verifyAttestedCertificate,
 } from '../../src/lib/atls/certificate.js'
@@ -67,6 +68,12 @@ describe('attested certificate checks (fake attestation)', () => {
     const got = await verifyAttestedCertificate(cert.der, [validator], nonce)
     expect(got.userData).to.have.length(32)
     expect(got.activation).to.equal(undefined)
+  })
+
+  it('warms the encoder (a server, before its first handshake) with a throwaway certificate it returns', async () => {
+    const cert = new X509Certificate(await prepareCertificateEncoder())
+    expect(cert.subject).to.equal('CN=Constellation')
+    expect(cert.verify(cert.publicKey)).to.equal(true)
   })
 
   it('refuses a document that attests another key than the certificate’s', async () => {

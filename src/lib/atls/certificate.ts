@@ -30,12 +30,12 @@ type X509Module = typeof X509
 let x509Module: Promise<X509Module> | undefined
 
 /**
- * For servers: loads the encoder and encodes one throwaway certificate. The first encode fills
- * asn1-schema's per-class schema cache and compiles the encoder (~30 ms), which would otherwise
- * be spent inside the first handshake.
+ * For servers: loads the encoder and encodes one throwaway certificate, whose DER it returns. The
+ * first encode fills asn1-schema's per-class schema cache and compiles the encoder (~30 ms), which
+ * would otherwise be spent inside the first handshake.
  */
-export async function prepareCertificateEncoder(): Promise<void> {
-  await createAttestedCertificate(undefined, Buffer.alloc(32))
+export async function prepareCertificateEncoder(): Promise<Buffer> {
+  return (await createAttestedCertificate(undefined, Buffer.alloc(32))).der
 }
 
 export const CERT_VALIDITY_SLACK_MS = 2 * 60 * 60 * 1000

@@ -2,7 +2,7 @@
 export { createAttestedServerCredentials } from './server-credentials.js'
 export { createAttestedChannelCredentials } from './channel-credentials.js'
 export { attestationRefusalOf, isAttestationFailure } from './failure.js'
-export { prepareCertificateEncoder } from './certificate.js'
+export { preloadX509, prepareCertificateEncoder } from './certificate.js'
 export { ChallengeRegistry } from './challenge-registry.js'
 
 export { listenForAttestedClients } from './client-attested.js'

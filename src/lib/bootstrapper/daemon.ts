@@ -4,7 +4,6 @@
  */
 import { Server, type ServerCredentials } from '@grpc/grpc-js'
 import { APIService } from '../../gen/init.js'
-import { prepareCertificateEncoder } from '../atls/index.js'
 import { chainMessage, CliError } from '../errors/index.js'
 import { boundedServerOptions, listenBounded, type BoundedListener } from '../grpc/index.js'
 import type { NodeConfig, ResolvedMetadata } from '../nodeconfig/index.js'
@@ -16,6 +15,7 @@ import type { AttestedKeySet } from './init/resume.js'
 import type { StateDisk } from './init/init-node.js'
 import { InitResultKeeper } from './init/init-result.js'
 import { InitHandler } from './init/init-server.js'
+import { prepareInitPath } from './init/warm-up.js'
 import type { Component, StagedComponents } from './components/installer.js'
 import type { KubeadmInitInput } from './kubeadm/kubeadm-config.js'
 import type { LogCollector } from './logs.js'
@@ -200,8 +200,9 @@ export class Bootstrapper {
         },
       )
     this.parts.log.info('Init server listening', { address })
-    // The first handshake needs the certificate encoder; prepare it now rather than while an operator waits.
-    void prepareCertificateEncoder().catch(() => {}) // a failure surfaces in that handshake
+    // The first Init's cold code (the certificate encoder, bcrypt…) runs now rather than while an
+    // operator waits; a failure surfaces in that Init.
+    void prepareInitPath().catch(() => {})
     // Likewise the disk UUID: read now, so that init need not wait for it, and so that a wrong
     // stateDisk shows in the log before an operator runs init (Init reads it again and fails then).
     void this.parts.disk.uuid().catch((err: unknown) =>
