@@ -34,15 +34,17 @@ export async function runKubeadmInit(input: KubeadmInitInput, deps: KubeadmDeps)
     const kubeletCert = startKubeletCert(input, deps)
     kubeletCert.catch(() => {}) // awaited (and reported) after the certificates phase
     await kubeadm('preflight', ['init', 'phase', 'preflight', '-v=5', '--config', config])
+    // kubeadm refuses to write static pod manifests into a non-empty directory. Emptied after the
+    // preflight checks (as Constellation does), while the certificates phase runs: it writes only pki/.
+    const manifestsReset = resetManifestsDir(paths)
+    manifestsReset.catch(() => {}) // awaited below, after the certificates phase
     await kubeadm('certificates', ['init', 'phase', 'certs', 'all', '-v=5', '--config', config])
     await kubeletCert
       .then((prepared) => writeKubeletCert(input, prepared))
       .catch((cause: unknown) => {
         throw new Error('issuing the kubelet certificate', { cause })
       })
-    // kubeadm refuses to write static pod manifests into a non-empty directory.
-    await rm(paths.manifestsDir, { recursive: true, force: true })
-    await mkdir(paths.manifestsDir, { recursive: true })
+    await manifestsReset
     await kubeadm('init', [
       'init',
       '-v=5',
@@ -64,6 +66,11 @@ export async function runKubeadmInit(input: KubeadmInitInput, deps: KubeadmDeps)
   })
 }
 
+async function resetManifestsDir(paths: NodePaths): Promise<void> {
+  await rm(paths.manifestsDir, { recursive: true, force: true })
+  await mkdir(paths.manifestsDir, { recursive: true })
+}
+
 async function startKubeletCert(input: KubeadmInitInput, deps: KubeadmDeps) {
   // loaded here, not at start: an idle bootstrapper has no use for the kubelet certificate code
   const { prepareKubeletCert } = await import('./kubelet-cert.js')
@@ -80,13 +87,16 @@ async function writeKubeletCert(
   prepared: Awaited<ReturnType<typeof startKubeletCert>>,
 ): Promise<void> {
   const pki = input.paths.certificatesDir
-  const { certPem, keyPem } = prepared.sign(
-    await readFile(path.join(pki, 'ca.crt'), 'utf8'),
-    await readFile(path.join(pki, 'ca.key'), 'utf8'),
-  )
+  const [caCert, caKey] = await Promise.all([
+    readFile(path.join(pki, 'ca.crt'), 'utf8'),
+    readFile(path.join(pki, 'ca.key'), 'utf8'),
+  ])
+  const { certPem, keyPem } = prepared.sign(caCert, caKey)
   // 0600 like a joined node's: only the kubelet (root) reads them
-  await writeFileAtomic(input.paths.kubeletCert, certPem)
-  await writeSecretFile(input.paths.kubeletKey, keyPem, 'replace')
+  await Promise.all([
+    writeFileAtomic(input.paths.kubeletCert, certPem),
+    writeSecretFile(input.paths.kubeletKey, keyPem, 'replace'),
+  ])
 }
 
 async function runStep(step: string, args: string[], deps: KubeadmDeps): Promise<string> {
