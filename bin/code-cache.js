@@ -83,6 +83,7 @@ function cacheBytes(script, hash, runs) {
 function writeTrainedCache(file, { script, hash, runs }) {
   const partial = `${file}.cache.${process.pid}.partial`
   try {
+    collectGarbage()
     writeFileSync(partial, cacheBytes(script, hash, runs), { mode: 0o644 })
     renameSync(partial, `${file}.cache`)
   } catch {
@@ -93,6 +94,27 @@ function writeTrainedCache(file, { script, hash, runs }) {
       // nothing was written, or nothing can be removed: either way nothing more to do
     }
   }
+}
+
+/**
+ * A full collection before V8 serializes a trained cache: the serializer then reuses the pages the
+ * run's garbage held rather than adding its own. A training run of the bootstrapper, which exits
+ * right after its work, otherwise reached 77.8 MiB resident at exit, 4 MiB over its peak while
+ * working (the goal is 80 MB); with it, 74. Node 20 has no call for a collection: the flag that
+ * exposes one is set for the lookup and cleared again, so that the cache carries the flags the
+ * process started with (V8 refuses a cache made under other flags).
+ */
+function collectGarbage() {
+  if (typeof globalThis.gc === 'function') return globalThis.gc() // started with --expose-gc
+  const v8 = require('node:v8')
+  let gc
+  v8.setFlagsFromString('--expose-gc')
+  try {
+    gc = vm.runInNewContext('gc')
+  } finally {
+    v8.setFlagsFromString('--no-expose-gc')
+  }
+  gc()
 }
 
 /** Writes `<file>.cache` from a load of the bundle from source in this process: the build's, untrained. */

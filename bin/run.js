@@ -15,16 +15,17 @@ const path = require('node:path')
 const ROOT = path.join(__dirname, '..')
 const args = process.argv.slice(2)
 // CommonJS bundles run with V8's code cache the build wrote beside them (bin/code-cache.js). The
-// operator's commands train it with their first runs. The node's daemons do not: V8 serializing
-// the cache at the bootstrapper's exit lifted its high-water mark 72.6 → 76.8 MiB (80.5 MB against
-// the 80 MB goal) for ~6 ms of init; a long-running service's cache would also lose what it ran at
+// operator's commands train it with their first runs, and so does the bootstrapper, which ends
+// with its node's init or join: its first three runs from a writable dist/ (mini's nodes, a node
+// that reboots, an image build that runs it once) save the next ones ~6 ms of init. The node's
+// long-running services do not train: by their exit the cache would have lost what they ran at
 // start, whose bytecode V8 drops after hours.
 const cached =
   (name, train = false) =>
   async () =>
     require('./code-cache.js').loadWithCodeCache(path.join(ROOT, `dist/${name}.cjs`), { train }).exports
 const withoutFramework = {
-  'bootstrap run': cached('bootstrap-run'),
+  'bootstrap run': cached('bootstrap-run', true),
   init: cached('init-run', true),
   'mini up': cached('mini-run', true),
   joinservice: cached('service-run'),
