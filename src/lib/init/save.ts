@@ -41,11 +41,13 @@ export async function saveInitResult(
     ...input.state,
     clusterValues: { clusterID, ownerID: '', measurementSalt: input.measurementSalt },
   }
-  // two files apart: neither write waits for the other, and each failure is reported on its own
+  // two files apart: neither write waits for the other, and each failure is reported on its own;
+  // the kubeconfig, which the operator waits for, is on its way before the state is rendered
   const failure = (err: unknown) => messageOf(err)
-  const [stateError, first] = await Promise.all([
+  const kubeconfigWritten = writeExclusive(paths.adminConf, input.kubeconfig).then(() => undefined, failure)
+  const [first, stateError] = await Promise.all([
+    kubeconfigWritten,
     recordState(paths.state, stringifyYaml(updated)).then(() => undefined, failure),
-    writeExclusive(paths.adminConf, input.kubeconfig).then(() => undefined, failure),
   ])
   const warnings: string[] = []
   let kubeconfig = paths.adminConf
