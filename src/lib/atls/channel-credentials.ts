@@ -13,7 +13,7 @@ import {
   type experimental,
 } from '@grpc/grpc-js'
 import type { ValidationResult, Validator } from '../attestation/index.js'
-import { callRaw, compileAddressPattern } from '../grpc/index.js'
+import { callRaw } from '../grpc/index.js'
 import { formatHostPort } from '../system/index.js'
 import { ACTIVATE_PATH, ActivationService, proveActivation } from './activation.js'
 import { preloadX509, verifyAttestedCertificate } from './certificate.js'
@@ -49,7 +49,6 @@ class HandshakeChannelCredentials extends ChannelCredentials {
     private readonly localAddress?: string,
   ) {
     super()
-    compileAddressPattern() // before grpc-js formats the address it dials
   }
   _isSecure(): boolean {
     return true
