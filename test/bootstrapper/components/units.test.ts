@@ -193,9 +193,14 @@ describe('bootstrapper units', () => {
     it('the first failure ends the downloads beside it and is the error; staging removed', async () => {
       let hanging = () => {}
       const hangingClosed = new Promise<void>((r) => (hanging = r))
+      let hangsArrived = () => {}
+      const arrived = new Promise<void>((r) => (hangsArrived = r))
       const slow = createServer((req, res) => {
-        if (req.url === '/missing') return res.writeHead(404).end()
+        // the 404 waits until the other download is in flight: a sibling aborted before its request
+        // reached this server would never be seen closing
+        if (req.url === '/missing') return void arrived.then(() => res.writeHead(404).end())
         req.on('close', hanging) // never answered: only the abort ends it
+        hangsArrived()
       })
       const { url, close } = await onLoopback(slow)
       try {
