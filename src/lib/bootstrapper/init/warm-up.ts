@@ -1,10 +1,10 @@
 /**
- * What the first Init runs for the first time is slow twice over: V8 compiles it then (the daemon's
- * code cache holds only its start, see bin/run.js), and runs it in the interpreter until it is hot.
- * The parts that cost most are pure, so the daemon runs them once with throwaway input while it
- * waits for its operator: the certificate encoder (the aTLS certificate of the first handshake) and
- * decoder (the kubelet's certificate names the CA's subject), bcrypt (the init secret's check) and
- * the YAML writer (kubeadm's files). By the init bench, Init request → kubeadm 35 → 24 ms.
+ * What the first Init runs for the first time is slow: V8 runs it in the interpreter until it is hot
+ * (and compiles it first, where the code cache was not trained yet, see bin/run.js). The parts that
+ * cost most are pure, so the daemon runs them once with throwaway input while it waits for its
+ * operator: the certificate encoder (the aTLS certificate of the first handshake) and decoder (the
+ * kubelet's certificate names the CA's subject), bcrypt (the init secret's check) and the YAML
+ * writer (kubeadm's files). By the init bench, Init request → kubeadm 35 → 24 ms.
  */
 import { randomBytes } from 'node:crypto'
 import { preloadX509, prepareCertificateEncoder } from '../../atls/index.js'
