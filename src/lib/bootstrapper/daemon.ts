@@ -202,7 +202,7 @@ export class Bootstrapper {
     this.parts.log.info('Init server listening', { address })
     // The first Init's cold code (the certificate encoder, bcrypt…) runs now rather than while an
     // operator waits; a failure surfaces in that Init.
-    void prepareInitPath().catch(() => {})
+    void prepareInitPath(this.parts.paths).catch(() => {})
     // Likewise the disk UUID: read now, so that init need not wait for it, and so that a wrong
     // stateDisk shows in the log before an operator runs init (Init reads it again and fails then).
     void this.parts.disk.uuid().catch((err: unknown) =>
